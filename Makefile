@@ -1,0 +1,40 @@
+# Two commands on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEVSTAMP := $(VENV)/.installed-dev
+
+.PHONY: run test lint typecheck unit bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(DEVSTAMP): $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@ $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/regroup demo
+
+lint: $(DEVSTAMP)
+	$(BIN)/ruff check src tests bench
+
+typecheck: $(DEVSTAMP)
+	$(BIN)/mypy src
+
+unit: $(DEVSTAMP)
+	$(BIN)/pytest
+
+test: lint typecheck unit
+
+bench: $(DEVSTAMP)
+	$(BIN)/python bench/assignors.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info

@@ -1,0 +1,285 @@
+"""The optimal balanced-sticky engine behind ``sticky``, ``cooperative-sticky``, ``optimal`` and ``uniform``.
+
+Guarantee (for any subscription pattern): the per-member partition counts are *decreasingly minimal* —
+no feasible assignment has a lexicographically smaller vector of counts sorted in decreasing order. This is
+the same as minimising the sum of squared counts, and it minimises every symmetric convex measure of
+imbalance at once: the maximum count, max−min among the attainable, KIP-54's pairwise balance score.
+Among all such assignments, the number of partitions that stay with their (resolved) previous owner is
+maximal. Ties are then broken deterministically (member order, partition order).
+
+Two paths:
+
+* homogeneous (every member subscribes to the same topics): counts are ⌊N/M⌋ or ⌈N/M⌉; members keep their
+  previous partitions up to their quota (the ⌈N/M⌉ slots go, in member order, to members that owned that
+  many), then unassigned partitions are handed out least-loaded-first in (topic, partition) order.
+* heterogeneous: a min-cost flow over (topic → member) aggregates, solved with OR-Tools. Costs are
+  lexicographic: ``BIG * (sum of squared member counts) − (partitions kept)``. Convex member costs are
+  modelled by unit arcs inside a box around a greedy estimate; if the optimum touches an artificial box
+  edge, the box is widened and the flow solved again, so the result is the optimum of the unboxed problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from ortools.graph.python import min_cost_flow
+
+from regroup.assignors.layout import IntArray, Layout, stable_argsort
+
+_INITIAL_BOX = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """Per member, the global partition indices assigned."""
+
+    per_member: tuple[IntArray, ...]
+
+
+def is_homogeneous(layout: Layout) -> bool:
+    """Every member subscribes to the same (non-empty) set of existing topics."""
+    first = layout.member_topics[0] if layout.member_topics else None
+    return first is not None and len(first) > 0 and all(np.array_equal(first, t) for t in layout.member_topics)
+
+
+def keep_order(layout: Layout, owned: IntArray) -> IntArray:
+    """Owned partitions in the order members keep them when trimming: by partition number, then topic."""
+    if len(owned) == 0:
+        return owned
+    topics = np.searchsorted(layout.offsets, owned, side="right") - 1
+    local = owned - layout.offsets[topics]
+    return owned[np.lexsort((topics, local))]
+
+
+def assign(layout: Layout, owned: Sequence[IntArray]) -> Outcome:
+    """Optimal balanced, then maximally sticky, assignment. ``owned`` holds resolved claims per member."""
+    if not layout.member_names:
+        return Outcome(per_member=())
+    if layout.partition_total == 0:
+        return Outcome(per_member=tuple(np.empty(0, dtype=np.int64) for _ in layout.member_names))
+    if is_homogeneous(layout):
+        return _assign_homogeneous(layout, owned)
+    return _assign_heterogeneous(layout, owned)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# homogeneous
+
+
+def _assign_homogeneous(layout: Layout, owned: Sequence[IntArray]) -> Outcome:
+    n = layout.partition_total
+    m = len(layout.member_names)
+    quota, extra = divmod(n, m)
+    kept: list[IntArray] = []
+    caps = np.full(m, quota, dtype=np.int64)
+    slots_used = 0
+    for i, claim in enumerate(owned):
+        ordered = keep_order(layout, claim) if len(claim) else claim
+        if len(ordered) >= quota + 1 and slots_used < extra:
+            slots_used += 1
+            caps[i] = quota + 1
+        kept.append(ordered[: caps[i]])
+    counts = np.fromiter((len(k) for k in kept), dtype=np.int64, count=m)
+
+    owner = np.full(n, -1, dtype=np.int64)
+    for i, k in enumerate(kept):
+        owner[k] = i
+    unassigned = np.flatnonzero(owner < 0)
+    if len(unassigned):
+        floating = np.where(caps == quota, 1 if extra > slots_used else 0, 0)
+        slots = caps - counts + floating
+        members = np.repeat(np.arange(m, dtype=np.int64), slots)
+        starts = np.repeat(counts - np.cumsum(slots) + slots, slots)
+        levels = starts + np.arange(len(members), dtype=np.int64)
+        order = stable_argsort(levels)  # (level, member): members are already ascending
+        owner[unassigned] = members[order[: len(unassigned)]]
+    return _split_by_owner(owner, m)
+
+
+def _split_by_owner(owner: IntArray, m: int) -> Outcome:
+    assigned = np.flatnonzero(owner >= 0)
+    who = owner[assigned]
+    order = stable_argsort(who)
+    counts = np.bincount(who, minlength=m)
+    parts = np.split(assigned[order].astype(np.int64), np.cumsum(counts)[:-1])
+    return Outcome(per_member=tuple(parts))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# heterogeneous
+
+
+def _greedy_loads(layout: Layout) -> IntArray:
+    """A feasible load vector: topics with the fewest subscribers first, each water-filled onto its
+    least-loaded subscribers. Only used to centre the solver's search box."""
+    t_count = len(layout.topic_names)
+    subscribers: list[list[int]] = [[] for _ in range(t_count)]
+    for i, topics in enumerate(layout.member_topics):
+        for t in topics.tolist():
+            subscribers[t].append(i)
+    loads = np.zeros(len(layout.member_names), dtype=np.int64)
+    for t in sorted(range(t_count), key=lambda t: (len(subscribers[t]), t)):
+        subs = np.asarray(subscribers[t], dtype=np.int64)
+        if len(subs) == 0:
+            continue
+        loads[subs] += _water_fill(loads[subs], int(layout.counts[t]))
+    return loads
+
+
+def _water_fill(current: IntArray, amount: int) -> IntArray:
+    """Integer increments summing to ``amount`` that raise the lowest entries of ``current`` first."""
+    order = np.argsort(current, kind="stable")
+    sorted_loads = current[order]
+    k = len(sorted_loads)
+    # cost to raise the first j entries to sorted_loads[j-1]
+    prefix = np.cumsum(sorted_loads)
+    fill_cost = sorted_loads * np.arange(1, k + 1) - prefix
+    j = int(np.searchsorted(fill_cost, amount, side="right"))  # entries 0..j-1 get levelled
+    base = prefix[j - 1]
+    level, rest = divmod(amount + int(base), j)
+    inc_sorted = np.zeros(k, dtype=np.int64)
+    inc_sorted[:j] = level - sorted_loads[:j]
+    inc_sorted[:rest] += 1
+    inc = np.empty(k, dtype=np.int64)
+    inc[order] = inc_sorted
+    return inc
+
+
+def _assign_heterogeneous(layout: Layout, owned: Sequence[IntArray]) -> Outcome:
+    m = len(layout.member_names)
+    t_count = len(layout.topic_names)
+    topic_of = layout.topic_of
+    # aggregate arcs: every (topic, member) subscription, plus how many of that topic the member owns
+    arc_topic = np.concatenate([t for t in layout.member_topics]) if m else np.empty(0, np.int64)
+    arc_member = np.repeat(np.arange(m, dtype=np.int64), [len(t) for t in layout.member_topics])
+    owned_count = np.zeros((m, t_count), dtype=np.int64) if m * t_count <= 50_000_000 else None
+    sticky_pairs: dict[tuple[int, int], int] = {}
+    if owned_count is not None:
+        for i, claim in enumerate(owned):
+            if len(claim):
+                np.add.at(owned_count[i], topic_of[claim], 1)
+        sticky = owned_count[arc_member, arc_topic]
+    else:  # pragma: no cover - only for gigantic groups
+        for i, claim in enumerate(owned):
+            for t, c in zip(*np.unique(topic_of[claim], return_counts=True), strict=True):
+                sticky_pairs[(i, int(t))] = int(c)
+        sticky = np.fromiter(
+            (sticky_pairs.get((int(mm), int(tt)), 0) for mm, tt in zip(arc_member, arc_topic, strict=True)),
+            dtype=np.int64,
+            count=len(arc_member),
+        )
+    eligible = np.zeros(m, dtype=np.int64)
+    np.add.at(eligible, arc_member, layout.counts[arc_topic])
+    served = np.zeros(t_count, dtype=bool)
+    served[arc_topic] = True
+    total = int(layout.counts[served].sum())
+    big = int(sticky.sum()) + 1
+
+    estimate = _greedy_loads(layout)
+    box = np.full(m, _INITIAL_BOX, dtype=np.int64)
+    while True:
+        lo = np.maximum(0, estimate - box)
+        hi = np.minimum(eligible, estimate + box)
+        flows_normal, flows_sticky, loads = _solve(layout, arc_topic, arc_member, sticky, lo, hi, total, big, served)
+        touch_lo = (loads == lo) & (lo > 0)
+        touch_hi = (loads == hi) & (hi < eligible)
+        touching = touch_lo | touch_hi
+        if not touching.any():
+            break
+        box = np.where(touching, box * 4, box)
+        estimate = loads
+
+    return _place(layout, owned, arc_topic, arc_member, flows_normal, flows_sticky)
+
+
+def _solve(
+    layout: Layout,
+    arc_topic: IntArray,
+    arc_member: IntArray,
+    sticky: IntArray,
+    lo: IntArray,
+    hi: IntArray,
+    total: int,
+    big: int,
+    served: np.ndarray,
+) -> tuple[IntArray, IntArray, IntArray]:
+    m = len(layout.member_names)
+    t_count = len(layout.topic_names)
+    sink = t_count + m
+    flow = min_cost_flow.SimpleMinCostFlow()
+    caps = layout.counts[arc_topic]
+    normal_arcs = flow.add_arcs_with_capacity_and_unit_cost(
+        arc_topic, arc_member + t_count, caps, np.zeros(len(arc_topic), dtype=np.int64)
+    )
+    has_sticky = np.flatnonzero(sticky > 0)
+    sticky_arcs = flow.add_arcs_with_capacity_and_unit_cost(
+        arc_topic[has_sticky],
+        arc_member[has_sticky] + t_count,
+        sticky[has_sticky],
+        np.full(len(has_sticky), -1, dtype=np.int64),
+    )
+    # unit arcs member -> sink for loads lo+1 .. hi, cost of the k-th unit: big * (2k - 1) (shifted)
+    widths = hi - lo
+    unit_member = np.repeat(np.arange(m, dtype=np.int64), widths)
+    starts = np.repeat(np.cumsum(widths) - widths, widths)
+    unit_k = np.repeat(lo, widths) + (np.arange(len(unit_member), dtype=np.int64) - starts) + 1
+    base = int(lo.min()) if m else 0
+    flow.add_arcs_with_capacity_and_unit_cost(
+        unit_member + t_count,
+        np.full(len(unit_member), sink, dtype=np.int64),
+        np.ones(len(unit_member), dtype=np.int64),
+        big * (2 * (unit_k - base) - 1),
+    )
+    supplies = np.zeros(sink + 1, dtype=np.int64)
+    supplies[:t_count] = np.where(served, layout.counts, 0)
+    supplies[t_count:sink] = -lo
+    supplies[sink] = -(total - int(lo.sum()))
+    flow.set_nodes_supplies(np.arange(sink + 1, dtype=np.int64), supplies)
+    status = flow.solve()
+    if status != flow.OPTIMAL:  # pragma: no cover - the box always contains the greedy solution
+        raise RuntimeError(f"min-cost flow failed: {status}")
+    flows_normal = flow.flows(normal_arcs)
+    flows_sticky = np.zeros(len(arc_topic), dtype=np.int64)
+    flows_sticky[has_sticky] = flow.flows(sticky_arcs)
+    loads = np.zeros(m, dtype=np.int64)
+    np.add.at(loads, arc_member, flows_normal + flows_sticky)
+    return flows_normal.astype(np.int64), flows_sticky, loads
+
+
+def _place(
+    layout: Layout,
+    owned: Sequence[IntArray],
+    arc_topic: IntArray,
+    arc_member: IntArray,
+    flows_normal: IntArray,
+    flows_sticky: IntArray,
+) -> Outcome:
+    """Turn aggregate flows into concrete partitions: each member keeps ``flows_sticky`` of its owned
+    partitions of the topic (lowest numbers first); the rest of each topic goes out in ascending partition
+    order to members with remaining need, in member order."""
+    m = len(layout.member_names)
+    n = layout.partition_total
+    topic_of = layout.topic_of
+    owner = np.full(n, -1, dtype=np.int64)
+    keep_count: dict[tuple[int, int], int] = {}
+    for arc in np.flatnonzero(flows_sticky > 0).tolist():
+        keep_count[(int(arc_member[arc]), int(arc_topic[arc]))] = int(flows_sticky[arc])
+    for i, claim in enumerate(owned):
+        if len(claim) == 0:
+            continue
+        claim_topics = topic_of[claim]
+        for t in np.unique(claim_topics).tolist():
+            k = keep_count.get((i, t), 0)
+            if k:
+                owner[claim[claim_topics == t][:k]] = i
+    need_arcs = np.flatnonzero(flows_normal > 0)
+    order = np.lexsort((arc_member[need_arcs], arc_topic[need_arcs]))
+    need_arcs = need_arcs[order]
+    for t in np.unique(arc_topic[need_arcs]).tolist():
+        arcs_t = need_arcs[arc_topic[need_arcs] == t]
+        lo, hi = int(layout.offsets[t]), int(layout.offsets[t + 1])
+        free = np.flatnonzero(owner[lo:hi] < 0) + lo
+        owner[free] = np.repeat(arc_member[arcs_t], flows_normal[arcs_t])
+    return _split_by_owner(owner, m)

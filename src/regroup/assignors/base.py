@@ -1,0 +1,56 @@
+"""The plug-in API every assignment strategy implements, modelled on the seed's PartitionAssigner.
+
+A strategy has a ``name`` (the JoinGroup protocol name), declares which rebalance protocols it supports,
+produces the user data a member puts in its subscription (``metadata``), and computes an assignment
+from a ``GroupSpec`` (``assign``). Strategies are pure: no I/O, no clock, no hidden randomness.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from regroup.assignors.spec import NO_GENERATION, Assignment, GroupSpec, RebalanceProtocol
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemberState:
+    """What a member knows about itself when it builds its subscription (input to ``metadata``)."""
+
+    topics: tuple[str, ...]
+    owned: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    generation: int = NO_GENERATION
+    rack: str | None = None
+
+
+class PartitionAssignor(ABC):
+    """Base class of every strategy. Subclass it and register it (or expose it through the
+    ``regroup.assignors`` entry point group) to add your own."""
+
+    #: JoinGroup protocol name, e.g. ``"range"``.
+    name: str = ""
+    #: Rebalance protocols this strategy can run under, most preferred last (Kafka's order).
+    supported_protocols: tuple[RebalanceProtocol, ...] = (RebalanceProtocol.EAGER,)
+    #: True for strategies the KIP-848 coordinator runs server-side.
+    server_side: bool = False
+
+    def metadata(self, state: MemberState) -> bytes | None:
+        """User data this member puts in its subscription. Default: none."""
+        return None
+
+    @abstractmethod
+    def assign(self, spec: GroupSpec) -> Assignment:
+        """Compute member -> topic -> sorted partitions; every member of ``spec`` appears."""
+
+    def with_previous(self, spec: GroupSpec) -> GroupSpec:
+        """Map the neutral ``owned``/``generation`` fields of ``spec`` into this strategy's native form.
+
+        Used by the CLI and the simulator so one input format serves every strategy. The default keeps them
+        as they are (owned partitions, as KIP-429 carries them).
+        """
+        return spec
+
+    def extra_metrics(self, spec: GroupSpec, assignment: Assignment) -> dict[str, object]:
+        """Strategy-specific metrics the CLI adds to the common ones (e.g. consistent-hash imbalance)."""
+        return {}

@@ -1,0 +1,138 @@
+"""Compact internal representation of a group spec for the fast assignors.
+
+Topics are numbered in sorted order and every partition gets a *global index*
+``offsets[topic] + partition``, so assignments become NumPy integer arrays instead of millions of tuples.
+Members are numbered in sorted member-id order. The public API stays plain; this module converts both ways.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from regroup.assignors.spec import Assignment, GroupSpec
+
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Topic and member numbering for one spec (only existing topics someone subscribes to)."""
+
+    topic_names: tuple[str, ...]
+    topic_index: Mapping[str, int]
+    counts: IntArray
+    offsets: IntArray  # len(topics) + 1; offsets[-1] is the number of partitions
+    member_names: tuple[str, ...]
+    member_topics: tuple[IntArray, ...]  # per member: sorted topic indices it subscribes to (existing ones)
+
+    @property
+    def partition_total(self) -> int:
+        return int(self.offsets[-1])
+
+    @property
+    def topic_of(self) -> IntArray:
+        """Global partition index -> topic index."""
+        return np.repeat(np.arange(len(self.topic_names), dtype=np.int64), self.counts)
+
+    def global_indices(self, owned: Mapping[str, Sequence[int]]) -> IntArray:
+        """Global indices of ``owned`` partitions that exist; unknown topics and out-of-range partitions are
+        dropped (as Kafka does)."""
+        return self.claims_of([owned])[0]
+
+    def claims_of(self, owned: Sequence[Mapping[str, Sequence[int]]]) -> tuple[IntArray, ...]:
+        """``global_indices`` for many members at once (one pass, vectorised)."""
+        sizes: list[int] = []
+        bases: list[int] = []
+        limits: list[int] = []
+        values: list[Sequence[int]] = []
+        per_member: list[int] = []
+        index = self.topic_index
+        offsets = self.offsets.tolist()
+        for claim in owned:
+            n = 0
+            for topic, partitions in claim.items():
+                t = index.get(topic)
+                if t is None or not partitions:
+                    continue
+                sizes.append(len(partitions))
+                bases.append(offsets[t])
+                limits.append(offsets[t + 1])
+                values.append(partitions)
+                n += 1
+            per_member.append(n)
+        if not values:
+            return tuple(np.empty(0, dtype=np.int64) for _ in owned)
+        flat = np.fromiter(itertools.chain.from_iterable(values), dtype=np.int64)
+        size_arr = np.asarray(sizes, dtype=np.int64)
+        base = np.repeat(np.asarray(bases, dtype=np.int64), size_arr)
+        limit = np.repeat(np.asarray(limits, dtype=np.int64), size_arr)
+        glob = flat + base
+        ok = (flat >= 0) & (glob < limit)
+        member_of = np.repeat(np.repeat(np.arange(len(owned), dtype=np.int64), per_member), size_arr)
+        glob, member_of = glob[ok], member_of[ok]
+        order = np.lexsort((glob, member_of))
+        glob, member_of = glob[order], member_of[order]
+        keep = np.ones(len(glob), dtype=bool)  # drop duplicates within a member
+        keep[1:] = (glob[1:] != glob[:-1]) | (member_of[1:] != member_of[:-1])
+        glob, member_of = glob[keep], member_of[keep]
+        bounds = np.searchsorted(member_of, np.arange(len(owned) + 1))
+        return tuple(glob[bounds[i] : bounds[i + 1]] for i in range(len(owned)))
+
+    def to_assignment(self, per_member: Sequence[IntArray]) -> Assignment:
+        """Per-member global index arrays (any order) -> member -> topic -> sorted partitions."""
+        names = self.topic_names
+        sizes = np.fromiter((len(a) for a in per_member), dtype=np.int64, count=len(per_member))
+        out: Assignment = {m: {} for m in self.member_names}
+        if sizes.sum() == 0:
+            return out
+        member_of = np.repeat(np.arange(len(per_member), dtype=np.int64), sizes)
+        flat = np.concatenate([np.sort(a) for a in per_member])
+        topics = np.searchsorted(self.offsets, flat, side="right") - 1
+        local = (flat - self.offsets[topics]).tolist()
+        change = np.flatnonzero((np.diff(topics) != 0) | (np.diff(member_of) != 0)) + 1
+        starts = [0, *change.tolist()]
+        ends = [*change.tolist(), len(local)]
+        group_names = list(map(names.__getitem__, topics[starts].tolist()))
+        group_slices = list(map(local.__getitem__, map(slice, starts, ends)))
+        # groups are ordered by member; cut them per member
+        member_bounds = np.searchsorted(member_of[starts], np.arange(len(per_member) + 1)).tolist()
+        for i, member in enumerate(self.member_names):
+            a, b = member_bounds[i], member_bounds[i + 1]
+            if a != b:
+                out[member] = dict(zip(group_names[a:b], group_slices[a:b], strict=True))
+        return out
+
+def build_layout(spec: GroupSpec) -> Layout:
+    """Number the spec's topics and members."""
+    distinct = {sub.topics for sub in spec.members.values()}
+    subscribed = sorted({t for topics in distinct for t in topics if spec.topics.get(t, 0) > 0})
+    topic_index = {t: i for i, t in enumerate(subscribed)}
+    counts = np.fromiter((spec.topics[t] for t in subscribed), dtype=np.int64, count=len(subscribed))
+    offsets = np.zeros(len(subscribed) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    member_names = tuple(sorted(spec.members))
+    by_topics = {
+        topics: np.array(sorted({topic_index[t] for t in topics if t in topic_index}), dtype=np.int64)
+        for topics in distinct
+    }
+    member_topics = tuple(by_topics[spec.members[m].topics] for m in member_names)
+    return Layout(
+        topic_names=tuple(subscribed),
+        topic_index=topic_index,
+        counts=counts,
+        offsets=offsets,
+        member_names=member_names,
+        member_topics=member_topics,
+    )
+
+
+def stable_argsort(keys: IntArray) -> IntArray:
+    """Stable argsort, using NumPy's O(n) radix sort when the keys fit in 16 bits."""
+    if len(keys) and int(keys.min()) >= 0 and int(keys.max()) < 1 << 16:
+        return np.argsort(keys.astype(np.uint16), kind="stable").astype(np.int64)
+    return np.argsort(keys, kind="stable").astype(np.int64)

@@ -1,0 +1,142 @@
+"""Quality metrics of an assignment: validity, balance (max−min and KIP-54's score), stickiness."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from regroup.assignors.spec import Assignment, GroupSpec
+
+Owners = Mapping[tuple[str, int], str]
+
+
+def validity_errors(spec: GroupSpec, assignment: Mapping[str, Mapping[str, list[int]]]) -> list[str]:
+    """Reasons the assignment is invalid for a single-owner strategy (empty list when valid).
+
+    Valid means: every member of the spec is present, nobody gets a partition of a topic it did not
+    subscribe to or that does not exist, no partition is given twice, and every partition of a topic with
+    at least one subscriber is given to someone.
+    """
+    errors: list[str] = []
+    seen: dict[tuple[str, int], str] = {}
+    for member in spec.members:
+        if member not in assignment:
+            errors.append(f"member {member} missing from the assignment")
+    for member, per_topic in assignment.items():
+        sub = spec.members.get(member)
+        if sub is None:
+            errors.append(f"unknown member {member} in the assignment")
+            continue
+        for topic, partitions in per_topic.items():
+            if topic not in sub.topics:
+                errors.append(f"{member} got {topic} without subscribing to it")
+            count = spec.topics.get(topic)
+            for p in partitions:
+                if count is None or not 0 <= p < count:
+                    errors.append(f"{member} got non-existent partition {topic}-{p}")
+                    continue
+                other = seen.get((topic, p))
+                if other is not None:
+                    errors.append(f"{topic}-{p} given to both {other} and {member}")
+                seen[(topic, p)] = member
+    subscribed = {t for s in spec.members.values() for t in s.topics}
+    for topic in sorted(subscribed):
+        for p in range(spec.topics.get(topic, 0)):
+            if (topic, p) not in seen:
+                errors.append(f"{topic}-{p} is subscribed but unassigned")
+    return errors
+
+
+def is_valid(spec: GroupSpec, assignment: Mapping[str, Mapping[str, list[int]]]) -> bool:
+    """True when ``validity_errors`` finds nothing."""
+    return not validity_errors(spec, assignment)
+
+
+def loads(assignment: Mapping[str, Mapping[str, list[int]]]) -> dict[str, int]:
+    """Number of partitions per member."""
+    return {m: sum(len(ps) for ps in per_topic.values()) for m, per_topic in assignment.items()}
+
+
+def max_min_spread(assignment: Mapping[str, Mapping[str, list[int]]]) -> int:
+    """max − min of partitions per member (0 for an empty group)."""
+    counts = list(loads(assignment).values())
+    return max(counts) - min(counts) if counts else 0
+
+
+def balance_score(assignment: Mapping[str, Mapping[str, list[int]]]) -> int:
+    """KIP-54's overall balance score: the sum over all member pairs of |size difference|.
+
+    Computed in O(n log n): with sizes sorted ascending, element i contributes ``x_i * (2i - n + 1)``.
+    """
+    counts = np.sort(np.fromiter(loads(assignment).values(), dtype=np.int64))
+    n = len(counts)
+    weights = 2 * np.arange(n, dtype=np.int64) - n + 1
+    return int(np.dot(counts, weights))
+
+
+def owners(assignment: Mapping[str, Mapping[str, list[int]]]) -> dict[tuple[str, int], str]:
+    """(topic, partition) -> member."""
+    return {(t, p): m for m, per_topic in assignment.items() for t, ps in per_topic.items() for p in ps}
+
+
+def partitions_moved(
+    previous: Mapping[str, Mapping[str, list[int]]], current: Mapping[str, Mapping[str, list[int]]]
+) -> int:
+    """Partitions that had an owner before and now have a different owner (or none)."""
+    before = owners(previous)
+    after = owners(current)
+    return sum(1 for tp, m in before.items() if after.get(tp) != m)
+
+
+def fraction_kept(
+    previous: Mapping[str, Mapping[str, list[int]]], current: Mapping[str, Mapping[str, list[int]]]
+) -> float:
+    """Share of previously owned partitions that stayed with their owner (1.0 when nothing was owned)."""
+    before = owners(previous)
+    if not before:
+        return 1.0
+    after = owners(current)
+    kept = sum(1 for tp, m in before.items() if after.get(tp) == m)
+    return kept / len(before)
+
+
+def kip54_balanced(spec: GroupSpec, assignment: Assignment) -> bool:
+    """KIP-54's definition of balanced: sizes differ by at most one, or no partition can move from a
+    member A to another subscriber B of its topic where B has two or more fewer partitions than A."""
+    size = loads(assignment)
+    if not size or max(size.values()) - min(size.values()) <= 1:
+        return True
+    subscribers: dict[str, list[str]] = {}
+    for m, sub in spec.members.items():
+        for t in sub.topics:
+            subscribers.setdefault(t, []).append(m)
+    for member, per_topic in assignment.items():
+        for topic, partitions in per_topic.items():
+            if not partitions:
+                continue
+            for other in subscribers.get(topic, []):
+                if size[other] + 2 <= size[member]:
+                    return False
+    return True
+
+
+def summary(
+    spec: GroupSpec, assignment: Assignment, previous: Mapping[str, Mapping[str, list[int]]] | None = None
+) -> dict[str, object]:
+    """All metrics as one JSON-friendly dict (what the CLI prints)."""
+    counts = loads(assignment)
+    out: dict[str, object] = {
+        "valid": is_valid(spec, assignment),
+        "members": len(assignment),
+        "partitions_assigned": sum(counts.values()),
+        "min_partitions": min(counts.values()) if counts else 0,
+        "max_partitions": max(counts.values()) if counts else 0,
+        "max_min_spread": max_min_spread(assignment),
+        "balance_score": balance_score(assignment),
+        "kip54_balanced": kip54_balanced(spec, assignment),
+    }
+    if previous is not None:
+        out["partitions_moved"] = partitions_moved(previous, assignment)
+        out["fraction_kept"] = round(fraction_kept(previous, assignment), 6)
+    return out

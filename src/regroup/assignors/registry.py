@@ -1,0 +1,65 @@
+"""Strategies by name: the built-in ones plus any plug-in exposed through the ``regroup.assignors``
+entry point group (``name = "package.module:AssignorClass"``)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from importlib.metadata import entry_points
+
+from regroup.assignors.base import PartitionAssignor
+
+ENTRY_POINT_GROUP = "regroup.assignors"
+
+# name -> "module:Class", imported lazily so a broken plug-in cannot break the others.
+_BUILTIN: dict[str, str] = {
+    "range": "regroup.assignors.range:RangeAssignor",
+    "roundrobin": "regroup.assignors.roundrobin:RoundRobinAssignor",
+    "sticky": "regroup.assignors.sticky:StickyAssignor",
+    "cooperative-sticky": "regroup.assignors.cooperative_sticky:CooperativeStickyAssignor",
+    "optimal": "regroup.assignors.sticky:OptimalAssignor",
+    "uniform": "regroup.assignors.uniform:UniformAssignor",
+    "server-range": "regroup.assignors.server_range:ServerRangeAssignor",
+    "redundant": "regroup.assignors.redundant:RedundantAssignor",
+    "copartitioned": "regroup.assignors.copartitioned:CopartitionedAssignor",
+    "consistent-hash": "regroup.assignors.consistent_hash:ConsistentHashAssignor",
+}
+
+_custom: dict[str, Callable[[], PartitionAssignor]] = {}
+
+
+class UnknownAssignorError(KeyError):
+    """No strategy is registered under that name."""
+
+    def __str__(self) -> str:
+        return f"unknown assignment strategy {self.args[0]!r}; known: {', '.join(available())}"
+
+
+def register(name: str, factory: Callable[[], PartitionAssignor]) -> None:
+    """Register a strategy factory under ``name`` (overrides a plug-in of the same name)."""
+    _custom[name] = factory
+
+
+def _load(target: str) -> Callable[[], PartitionAssignor]:
+    module_name, _, attr = target.partition(":")
+    factory: Callable[[], PartitionAssignor] = getattr(importlib.import_module(module_name), attr)
+    return factory
+
+
+def _plugins() -> dict[str, str]:
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def available() -> list[str]:
+    """Every known strategy name, sorted."""
+    return sorted(set(_BUILTIN) | set(_plugins()) | set(_custom))
+
+
+def get(name: str) -> PartitionAssignor:
+    """A fresh instance of the strategy called ``name``."""
+    if name in _custom:
+        return _custom[name]()
+    target = _BUILTIN.get(name) or _plugins().get(name)
+    if target is None:
+        raise UnknownAssignorError(name)
+    return _load(target)()

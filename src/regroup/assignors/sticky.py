@@ -1,0 +1,100 @@
+"""``sticky`` (KIP-54) and ``optimal``: balance first, then stickiness, previous assignment in user data.
+
+The sticky assignor carries each member's previous assignment and generation in its subscription user
+data (Kafka's StickyAssignorUserData v1; v0 has no generation). Conflicting claims are resolved by
+generation (see ``ownership``). The assignment itself comes from the optimal engine in ``balance``: its
+balance is the best achievable for any subscription pattern and, among the best-balanced assignments, it
+keeps the most partitions where they were. ``optimal`` is the same engine reading the owned partitions
+straight from the subscription (like ``cooperative-sticky``) without the cooperative revocation step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from regroup.assignors import balance
+from regroup.assignors.base import MemberState, PartitionAssignor
+from regroup.assignors.consumer_protocol import decode_sticky_user_data, encode_sticky_user_data
+from regroup.assignors.layout import IntArray, Layout, build_layout
+from regroup.assignors.ownership import resolve_claims
+from regroup.assignors.spec import NO_GENERATION, Assignment, GroupSpec, MemberSubscription, RebalanceProtocol
+
+OwnedClaim = tuple[Mapping[str, tuple[int, ...]], int]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineRun:
+    """One run of the optimal engine, kept in compact form for callers that post-process it."""
+
+    layout: Layout
+    raw_claims: tuple[IntArray, ...]  # per member: existing partitions it listed as owned
+    per_member: tuple[IntArray, ...]  # per member: global partition indices assigned
+
+    def to_assignment(self) -> Assignment:
+        return self.layout.to_assignment(self.per_member)
+
+
+def run_engine(spec: GroupSpec, claims: Mapping[str, OwnedClaim]) -> EngineRun:
+    """Run the optimal engine on ``claims``: member -> (partitions it says it owned, generation)."""
+    layout = build_layout(spec)
+    raw = layout.claims_of([claims[m][0] if m in claims else {} for m in layout.member_names])
+    generations = [claims[m][1] if m in claims else NO_GENERATION for m in layout.member_names]
+    resolved = resolve_claims(layout, raw, generations)
+    outcome = balance.assign(layout, resolved.owned)
+    return EngineRun(layout=layout, raw_claims=raw, per_member=outcome.per_member)
+
+
+def assign_balanced(spec: GroupSpec, claims: Mapping[str, OwnedClaim]) -> Assignment:
+    """``run_engine`` as a plain assignment."""
+    return run_engine(spec, claims).to_assignment()
+
+
+class StickyAssignor(PartitionAssignor):
+    """Kafka's ``sticky`` assignor (eager), previous assignment carried in user data."""
+
+    name = "sticky"
+    supported_protocols = (RebalanceProtocol.EAGER,)
+
+    def metadata(self, state: MemberState) -> bytes | None:
+        if not state.owned and state.generation == NO_GENERATION:
+            return None
+        return encode_sticky_user_data(state.owned, state.generation)
+
+    def member_claim(self, sub: MemberSubscription) -> OwnedClaim:
+        """Kafka's memberData: always the user data (an eager member has revoked its owned partitions)."""
+        if not sub.user_data:
+            return {}, NO_GENERATION
+        partitions, generation = decode_sticky_user_data(sub.user_data)
+        return partitions, NO_GENERATION if generation is None else generation
+
+    def assign(self, spec: GroupSpec) -> Assignment:
+        claims = {m: self.member_claim(sub) for m, sub in spec.members.items()}
+        return assign_balanced(spec, claims)
+
+    def with_previous(self, spec: GroupSpec) -> GroupSpec:
+        members = {}
+        for member_id, sub in spec.members.items():
+            user_data = sub.user_data
+            if sub.owned or sub.generation != NO_GENERATION:
+                user_data = encode_sticky_user_data(sub.owned, sub.generation)
+            members[member_id] = MemberSubscription(
+                topics=sub.topics,
+                owned={},
+                generation=NO_GENERATION,
+                rack=sub.rack,
+                instance_id=sub.instance_id,
+                user_data=user_data,
+            )
+        return GroupSpec(topics=spec.topics, members=members, partition_racks=spec.partition_racks, options=spec.options)
+
+
+class OptimalAssignor(PartitionAssignor):
+    """The optimal balanced-sticky engine reading owned partitions and generation from the subscription."""
+
+    name = "optimal"
+    supported_protocols = (RebalanceProtocol.EAGER,)
+
+    def assign(self, spec: GroupSpec) -> Assignment:
+        claims = {m: (sub.owned, sub.generation) for m, sub in spec.members.items()}
+        return assign_balanced(spec, claims)

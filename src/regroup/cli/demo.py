@@ -1,0 +1,100 @@
+"""``regroup demo``: KIP-54's three worked examples, round-robin and sticky side by side."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from regroup.assignors import metrics, registry
+from regroup.assignors.spec import Assignment, GroupSpec, MemberSubscription
+
+
+@dataclass(frozen=True)
+class Example:
+    title: str
+    topics: Mapping[str, int]
+    subscriptions: Mapping[str, tuple[str, ...]]
+    change: str
+    apply_change: Callable[[dict[str, tuple[str, ...]]], dict[str, tuple[str, ...]]]
+
+
+def _drop(member: str) -> Callable[[dict[str, tuple[str, ...]]], dict[str, tuple[str, ...]]]:
+    return lambda subs: {m: t for m, t in subs.items() if m != member}
+
+
+def _add(member: str, topics: tuple[str, ...]) -> Callable[[dict[str, tuple[str, ...]]], dict[str, tuple[str, ...]]]:
+    return lambda subs: {**subs, member: topics}
+
+
+ALL4 = ("t0", "t1", "t2", "t3")
+EXAMPLES = (
+    Example(
+        "KIP-54 example 1: three consumers, four topics of two partitions, all subscribed to everything",
+        {"t0": 2, "t1": 2, "t2": 2, "t3": 2},
+        {"C0": ALL4, "C1": ALL4, "C2": ALL4},
+        "C1 leaves",
+        _drop("C1"),
+    ),
+    Example(
+        "KIP-54 example 2: C0 reads t0; C1 reads t0, t1; C2 reads t0, t1, t2 (1, 2 and 3 partitions)",
+        {"t0": 1, "t1": 2, "t2": 3},
+        {"C0": ("t0",), "C1": ("t0", "t1"), "C2": ("t0", "t1", "t2")},
+        "C0 leaves",
+        _drop("C0"),
+    ),
+    Example(
+        "KIP-54 example 3: two consumers, two topics of two partitions",
+        {"t0": 2, "t1": 2},
+        {"C0": ("t0", "t1"), "C1": ("t0", "t1")},
+        "C2 joins",
+        _add("C2", ("t0", "t1")),
+    ),
+)
+
+
+def _spec(topics: Mapping[str, int], subs: Mapping[str, tuple[str, ...]], previous: Assignment | None) -> GroupSpec:
+    members = {
+        m: MemberSubscription.of(
+            list(t),
+            (previous or {}).get(m, {}),
+            generation=1 if previous and m in previous else -1,
+        )
+        for m, t in subs.items()
+    }
+    return GroupSpec(topics=topics, members=members)
+
+
+def _run(strategy: str, spec: GroupSpec) -> Assignment:
+    assignor = registry.get(strategy)
+    return assignor.assign(assignor.with_previous(spec))
+
+
+def _cell(per_topic: Mapping[str, list[int]]) -> str:
+    return ", ".join(f"{t}p{p}" for t in sorted(per_topic) for p in per_topic[t]) or "-"
+
+
+def render(strategies: tuple[str, ...] = ("roundrobin", "sticky")) -> str:
+    """The demo text."""
+    lines: list[str] = []
+    for ex in EXAMPLES:
+        lines.append(ex.title)
+        before = {s: _run(s, _spec(ex.topics, ex.subscriptions, None)) for s in strategies}
+        after_subs = ex.apply_change(dict(ex.subscriptions))
+        after = {s: _run(s, _spec(ex.topics, after_subs, before[s])) for s in strategies}
+        width = 28
+        header = f"  {'':9}" + "".join(f"{s:<{width}}" for s in strategies)
+        for label, table, members in (
+            ("before", before, sorted(ex.subscriptions)),
+            (f"after: {ex.change}", after, sorted(after_subs)),
+        ):
+            lines.append(f"  {label}")
+            lines.append(header)
+            for m in members:
+                lines.append(f"  {m:<9}" + "".join(f"{_cell(table[s].get(m, {})):<{width}}" for s in strategies))
+        kept = "; ".join(
+            f"{s} keeps {sum(1 for tp, m in metrics.owners(before[s]).items() if metrics.owners(after[s]).get(tp) == m)}"
+            for s in strategies
+        )
+        lines.append(f"  partitions kept through the change: {kept}")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,111 @@
+"""The ``regroup`` command line: argument parsing and error reporting for every subcommand.
+
+Errors in what the user gave (files, JSON, options) print one line on stderr and exit with code 2;
+nothing prints a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from regroup import __version__
+from regroup.assignors import metrics, registry
+from regroup.assignors.spec import AssignmentError
+from regroup.cli.assign_input import InputError, parse_document
+
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """A problem with what the user gave us; reported as one line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="regroup", description="Kafka consumer-group coordination, assignors and rebalance lab.")
+    parser.add_argument("--version", action="version", version=f"regroup {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    assign = sub.add_parser("assign", help="compute a partition assignment from a JSON group description")
+    assign.add_argument("--strategy", required=True, help="assignment strategy name (see `regroup strategies`)")
+    assign.add_argument("--input", help="JSON file to read (default: standard input)")
+    assign.add_argument("--indent", type=int, default=None, help="pretty-print the output JSON")
+
+    sub.add_parser("strategies", help="list the known assignment strategies")
+    sub.add_parser("demo", help="KIP-54's worked examples, round-robin and sticky side by side")
+    return parser
+
+
+def _read_input(path: str | None) -> str:
+    if path is None:
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"cannot read {path}: not UTF-8 text") from None
+
+
+def _cmd_assign(args: argparse.Namespace) -> int:
+    try:
+        assignor = registry.get(args.strategy)
+    except registry.UnknownAssignorError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        spec, previous = parse_document(_read_input(args.input))
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        assignment = assignor.assign(assignor.with_previous(spec))
+    except AssignmentError as exc:
+        raise UsageError(f"{args.strategy}: {exc}") from None
+    report = metrics.summary(spec, assignment, previous)
+    report.update(assignor.extra_metrics(spec, assignment))
+    doc = {"assignment": {m: dict(pt) for m, pt in assignment.items()}, "metrics": report}
+    json.dump(doc, sys.stdout, indent=args.indent, sort_keys=False)
+    sys.stdout.write("\n")
+    return 0
+
+
+def _cmd_strategies(_: argparse.Namespace) -> int:
+    for name in registry.available():
+        print(name)
+    return 0
+
+
+def _cmd_demo(_: argparse.Namespace) -> int:
+    from regroup.cli.demo import render
+
+    print(render())
+    return 0
+
+
+COMMANDS = {"assign": _cmd_assign, "strategies": _cmd_strategies, "demo": _cmd_demo}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``regroup`` console script."""
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return COMMANDS[args.command](args)
+    except UsageError as exc:
+        print(f"regroup: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

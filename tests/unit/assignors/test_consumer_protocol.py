@@ -1,0 +1,448 @@
+"""Consumer embedded protocol: Kafka byte layout, version handling, interop with kafka-python and kio."""
+
+import contextlib
+import io
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kafka.coordinator.assignors.sticky.user_data import StickyAssignorUserData
+from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+from kio.schema.consumer_protocol_assignment.v0 import data as kio_a0
+from kio.schema.consumer_protocol_assignment.v1 import data as kio_a1
+from kio.schema.consumer_protocol_assignment.v2 import data as kio_a2
+from kio.schema.consumer_protocol_assignment.v3 import data as kio_a3
+from kio.schema.consumer_protocol_subscription.v0 import data as kio_s0
+from kio.schema.consumer_protocol_subscription.v1 import data as kio_s1
+from kio.schema.consumer_protocol_subscription.v2 import data as kio_s2
+from kio.schema.consumer_protocol_subscription.v3 import data as kio_s3
+from kio.schema.types import TopicName
+from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i32
+
+from regroup.assignors.consumer_protocol import (
+    Assignment,
+    ProtocolDecodeError,
+    Subscription,
+    decode_assignment,
+    decode_cooperative_user_data,
+    decode_sticky_user_data,
+    decode_subscription,
+    encode_assignment,
+    encode_cooperative_user_data,
+    encode_sticky_user_data,
+    encode_subscription,
+)
+
+VERSIONS = (0, 1, 2, 3)
+
+# Hand-assembled from the format: int16 version, [string] topics, nullable bytes user data,
+# [topic string, [int32]] owned partitions, int32 generation, nullable string rack.
+FULL = Subscription(topics=("t1",), user_data=b"\x01", owned={"t1": (0, 2)}, generation=4, rack="r")
+FULL_V3 = bytes.fromhex(
+    "0003"  # version 3
+    "00000001"
+    "0002"
+    "7431"  # topics: 1 x "t1"
+    "00000001"
+    "01"  # user data: 1 byte
+    "00000001"
+    "0002"
+    "7431"
+    "00000002"
+    "00000000"
+    "00000002"  # owned: "t1" -> [0, 2]
+    "00000004"  # generation 4
+    "0001"
+    "72"  # rack "r"
+)
+FULL_V0 = bytes.fromhex("000000000001000274310000000101")
+
+
+def _drop_to(sub: Subscription, version: int) -> Subscription:
+    """What survives encoding ``sub`` at ``version`` (newer fields fall back to their defaults)."""
+    return Subscription(
+        topics=sub.topics,
+        user_data=sub.user_data,
+        owned=dict(sub.owned) if version >= 1 else {},
+        generation=sub.generation if version >= 2 else -1,
+        rack=sub.rack if version >= 3 else None,
+    )
+
+
+# --- conformance scenarios -------------------------------------------------------------------------
+
+
+def test_P01_subscription_v3_round_trip_and_v0_defaults() -> None:
+    assert encode_subscription(FULL) == FULL_V3
+    assert decode_subscription(FULL_V3) == FULL
+    v0 = decode_subscription(FULL_V0)
+    assert v0 == Subscription(topics=("t1",), user_data=b"\x01")
+    assert v0.owned == {} and v0.generation == -1 and v0.rack is None
+
+
+def test_P02_unknown_newer_version_parsed_with_v3_layout_trailing_ignored() -> None:
+    v5 = b"\x00\x05" + FULL_V3[2:] + b"\xde\xad\xbe\xef future fields"
+    assert decode_subscription(v5) == FULL
+    assignment_v5 = b"\x00\x05" + encode_assignment(Assignment(partitions={"t": (1,)}))[2:] + b"\x00\x07"
+    assert decode_assignment(assignment_v5) == Assignment(partitions={"t": (1,)})
+
+
+# --- exact bytes -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [
+        (0, FULL_V0),
+        (1, bytes.fromhex("0001000000010002743100000001010000000100027431000000020000000000000002")),
+        (2, bytes.fromhex("000200000001000274310000000101000000010002743100000002000000000000000200000004")),
+        (3, FULL_V3),
+    ],
+)
+def test_subscription_exact_bytes_per_version(version: int, expected: bytes) -> None:
+    assert encode_subscription(FULL, version) == expected
+    assert decode_subscription(expected) == _drop_to(FULL, version)
+
+
+def test_subscription_nulls_exact_bytes() -> None:
+    sub = Subscription(topics=())
+    assert encode_subscription(sub) == bytes.fromhex("000300000000ffffffff00000000ffffffffffff")
+    assert decode_subscription(encode_subscription(sub)) == sub
+
+
+def test_assignment_exact_bytes() -> None:
+    expected = bytes.fromhex("0001000000010001740000000100000005ffffffff")
+    assignment = Assignment(partitions={"t": (5,)})
+    assert encode_assignment(assignment, 1) == expected
+    assert decode_assignment(expected) == assignment
+    with_data = Assignment(partitions={}, user_data=b"ab")
+    assert encode_assignment(with_data, 0) == bytes.fromhex("000000000000000000026162")
+
+
+def test_topic_order_is_kept_on_encode_and_decode() -> None:
+    sub = Subscription(topics=("z", "a", "m"), owned={"z": (3, 1), "a": (2,)})
+    decoded = decode_subscription(encode_subscription(sub))
+    assert decoded.topics == ("z", "a", "m")
+    assert list(decoded.owned.items()) == [("z", (3, 1)), ("a", (2,))]
+    assignment = decode_assignment(encode_assignment(Assignment(partitions={"y": (0,), "b": (1,)})))
+    assert list(assignment.partitions) == ["y", "b"]
+
+
+def test_repeated_topic_entries_are_merged() -> None:
+    data = bytes.fromhex("00000000000200017400000001000000000001740000000100000003ffffffff")
+    assert decode_assignment(data).partitions == {"t": (0, 3)}
+
+
+def test_empty_rack_decodes_as_none_like_kafka() -> None:
+    data = encode_subscription(Subscription(topics=("t",), rack=""))
+    assert data.endswith(b"\x00\x00")
+    assert decode_subscription(data).rack is None
+
+
+def test_buffer_types_accepted() -> None:
+    assert decode_subscription(bytearray(FULL_V3)) == FULL
+    assert decode_subscription(memoryview(FULL_V3)) == FULL
+
+
+# --- round trips -----------------------------------------------------------------------------------
+
+int32s = st.integers(min_value=-(2**31), max_value=2**31 - 1)
+names = st.text(max_size=12)
+subscriptions = st.builds(
+    Subscription,
+    topics=st.lists(names, max_size=5).map(tuple),
+    user_data=st.none() | st.binary(max_size=20),
+    owned=st.dictionaries(names, st.lists(int32s, max_size=5).map(tuple), max_size=4),
+    generation=int32s,
+    rack=st.none() | st.text(min_size=1, max_size=8),
+)
+assignments = st.builds(
+    Assignment,
+    partitions=st.dictionaries(names, st.lists(int32s, max_size=5).map(tuple), max_size=4),
+    user_data=st.none() | st.binary(max_size=20),
+)
+
+
+@given(sub=subscriptions, version=st.sampled_from(VERSIONS))
+def test_subscription_round_trip_all_versions(sub: Subscription, version: int) -> None:
+    data = encode_subscription(sub, version)
+    assert data[:2] == version.to_bytes(2, "big")
+    assert decode_subscription(data) == _drop_to(sub, version)
+
+
+@given(assignment=assignments, version=st.sampled_from(VERSIONS))
+def test_assignment_round_trip_all_versions(assignment: Assignment, version: int) -> None:
+    data = encode_assignment(assignment, version)
+    assert data[:2] == version.to_bytes(2, "big")
+    assert decode_assignment(data) == assignment
+
+
+@pytest.mark.parametrize("version", [-1, 4])
+def test_encode_rejects_unknown_versions(version: int) -> None:
+    with pytest.raises(ValueError, match="version"):
+        encode_subscription(FULL, version)
+    with pytest.raises(ValueError, match="version"):
+        encode_assignment(Assignment(partitions={}), version)
+
+
+def test_encode_rejects_out_of_range_values() -> None:
+    with pytest.raises(ValueError, match="int32"):
+        encode_subscription(Subscription(topics=(), owned={"t": (2**31,)}))
+    with pytest.raises(ValueError, match="int32"):
+        encode_subscription(Subscription(topics=(), generation=-(2**31) - 1))
+    with pytest.raises(ValueError, match="too long"):
+        encode_assignment(Assignment(partitions={"x" * 40_000: ()}))
+
+
+# --- malformed input -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\x00",
+        b"\xff\xff" + FULL_V3[2:],  # negative version
+        b"\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff",  # null topic array
+        b"\x00\x00\x00\x00\x00\x01\xff\xff\xff\xff\xff\xff",  # null topic string
+        b"\x00\x00\x7f\xff\xff\xff",  # absurd array count
+        b"\x00\x01\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff",  # null owned array
+        b"\x00\x00\x00\x00\x00\x01\x00\x02\xff\xfe\xff\xff\xff\xff",  # invalid UTF-8
+        b"\x00\x00\x00\x00\x00\x00\xff\xff\xff\xfe",  # user data length -2
+    ],
+)
+def test_malformed_subscription_raises(data: bytes) -> None:
+    with pytest.raises(ProtocolDecodeError):
+        decode_subscription(data)
+
+
+def test_every_truncation_raises() -> None:
+    full_assignment = encode_assignment(Assignment(partitions={"t": (0, 1)}, user_data=b"u"))
+    for cut in range(len(FULL_V3)):
+        with pytest.raises(ProtocolDecodeError):
+            decode_subscription(FULL_V3[:cut])
+    for cut in range(len(full_assignment)):
+        with pytest.raises(ProtocolDecodeError):
+            decode_assignment(full_assignment[:cut])
+
+
+@settings(max_examples=500)
+@given(
+    data=st.binary(max_size=64)
+    | st.sampled_from(VERSIONS).flatmap(
+        lambda v: st.binary(max_size=64).map(lambda rest: v.to_bytes(2, "big") + rest)
+    )
+)
+def test_random_bytes_decode_or_raise_protocol_decode_error(data: bytes) -> None:
+    for decode in (decode_subscription, decode_assignment):
+        with contextlib.suppress(ProtocolDecodeError):
+            decode(data)
+
+
+@settings(max_examples=300)
+@given(
+    sub=subscriptions,
+    version=st.sampled_from(VERSIONS),
+    position=st.integers(min_value=0),
+    byte=st.sampled_from([0x00, 0x7F, 0x80, 0xFE, 0xFF]),
+    cut=st.integers(min_value=0),
+)
+def test_corrupted_encodings_decode_or_raise_protocol_decode_error(
+    sub: Subscription, version: int, position: int, byte: int, cut: int
+) -> None:
+    """Valid bytes with one byte overwritten and the tail cut: random bytes rarely get past the header."""
+    data = bytearray(encode_subscription(sub, version))
+    data[position % len(data)] = byte
+    corrupted = bytes(data[: len(data) - cut % len(data)])
+    for decode in (decode_subscription, decode_assignment):
+        with contextlib.suppress(ProtocolDecodeError):
+            decode(corrupted)
+
+
+@given(data=st.binary(max_size=64))
+def test_random_user_data_never_raises(data: bytes) -> None:
+    partitions, generation = decode_sticky_user_data(data)
+    assert isinstance(partitions, dict) and (generation is None or isinstance(generation, int))
+    assert isinstance(decode_cooperative_user_data(data), int)
+
+
+# --- sticky and cooperative-sticky user data -------------------------------------------------------
+
+STICKY_V1 = bytes.fromhex("0000000100017400000002000000000000000100000007")
+STICKY_V0 = STICKY_V1[:-4]
+
+
+def test_sticky_user_data_v1_and_v0_exact_bytes() -> None:
+    assert encode_sticky_user_data({"t": [0, 1]}, 7) == STICKY_V1
+    assert encode_sticky_user_data({"t": [0, 1]}, None) == STICKY_V0
+    assert decode_sticky_user_data(STICKY_V1) == ({"t": (0, 1)}, 7)
+    assert decode_sticky_user_data(STICKY_V0) == ({"t": (0, 1)}, None)
+
+
+def test_sticky_user_data_fallbacks() -> None:
+    assert decode_sticky_user_data(None) == ({}, None)
+    assert decode_sticky_user_data(b"") == ({}, None)
+    assert decode_sticky_user_data(b"\x00\x00\x00\x05garbage") == ({}, -1)
+    assert decode_sticky_user_data(b"\xff\xff\xff\xff") == ({}, -1)  # null array is not allowed
+    assert decode_sticky_user_data(STICKY_V1 + b"trailing") == ({"t": (0, 1)}, 7)
+
+
+@given(
+    partitions=st.dictionaries(names, st.lists(int32s, max_size=4).map(tuple), max_size=4),
+    generation=st.none() | int32s,
+)
+def test_sticky_user_data_round_trip(partitions: dict[str, tuple[int, ...]], generation: int | None) -> None:
+    assert decode_sticky_user_data(encode_sticky_user_data(partitions, generation)) == (
+        partitions,
+        generation,
+    )
+
+
+def test_cooperative_user_data() -> None:
+    assert encode_cooperative_user_data(9) == b"\x00\x00\x00\x09"
+    assert encode_cooperative_user_data(-1) == b"\xff\xff\xff\xff"
+    assert decode_cooperative_user_data(b"\x00\x00\x00\x09") == 9
+    assert decode_cooperative_user_data(b"\x00\x00\x00\x09extra") == 9
+    assert decode_cooperative_user_data(None) is None
+    assert decode_cooperative_user_data(b"") == -1
+    assert decode_cooperative_user_data(b"\x01\x02") == -1
+
+
+# --- interop: kafka-python ---------------------------------------------------------------------------
+
+
+def _kp_subscription(sub: Subscription, version: int) -> bytes:
+    tps = [
+        ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=list(ps))
+        for t, ps in sub.owned.items()
+    ]
+    kp = ConsumerProtocolSubscription(
+        version=version,
+        topics=list(sub.topics),
+        user_data=sub.user_data,
+        owned_partitions=tps,
+        generation_id=sub.generation,
+        rack_id=sub.rack,
+    )
+    return bytes(kp.encode())
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_kafka_python_subscription_interop(version: int) -> None:
+    sub = Subscription(
+        topics=("a", "b"), user_data=b"xy", owned={"a": (0, 1), "b": (2,)}, generation=5, rack="rack-1"
+    )
+    ours = encode_subscription(sub, version)
+    assert _kp_subscription(sub, version) == ours
+    assert decode_subscription(_kp_subscription(sub, version)) == _drop_to(sub, version)
+    theirs: Any = ConsumerProtocolSubscription.decode(ours)
+    assert theirs.version == version
+    assert list(theirs.topics) == ["a", "b"] and theirs.user_data == b"xy"
+    if version >= 1:
+        assert [(tp.topic, list(tp.partitions)) for tp in theirs.owned_partitions] == [
+            ("a", [0, 1]),
+            ("b", [2]),
+        ]
+    if version >= 2:
+        assert theirs.generation_id == 5
+    if version >= 3:
+        assert theirs.rack_id == "rack-1"
+
+
+@given(sub=subscriptions, version=st.sampled_from(VERSIONS))
+def test_kafka_python_subscription_bytes_match(sub: Subscription, version: int) -> None:
+    assert encode_subscription(sub, version) == _kp_subscription(sub, version)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_kafka_python_assignment_interop(version: int) -> None:
+    assignment = Assignment(partitions={"t": (0, 1), "u": (4,)}, user_data=b"\x00\x01")
+    theirs_bytes = bytes(
+        ConsumerProtocolAssignment(
+            version=version, assigned_partitions=[("t", [0, 1]), ("u", [4])], user_data=b"\x00\x01"
+        ).encode()
+    )
+    ours = encode_assignment(assignment, version)
+    assert ours == theirs_bytes
+    assert decode_assignment(theirs_bytes) == assignment
+    theirs: Any = ConsumerProtocolAssignment.decode(ours)
+    assert [(tp.topic, list(tp.partitions)) for tp in theirs.assigned_partitions] == [
+        ("t", [0, 1]),
+        ("u", [4]),
+    ]
+    assert theirs.user_data == b"\x00\x01"
+
+
+def test_kafka_python_unknown_version_agrees() -> None:
+    v5 = b"\x00\x05" + FULL_V3[2:] + b"\x00\x00"
+    theirs: Any = ConsumerProtocolSubscription.decode(v5)
+    assert (theirs.generation_id, theirs.rack_id) == (FULL.generation, FULL.rack)
+    assert decode_subscription(v5) == FULL
+
+
+@pytest.mark.parametrize("generation", [None, 7])
+def test_kafka_python_sticky_user_data_interop(generation: int | None) -> None:
+    # On the wire (embedded in the subscription) kafka-python writes this struct without a version header.
+    version = 0 if generation is None else 1
+    fields: dict[str, Any] = {"previous_assignment": [("t", [0, 1]), ("u", [3])]}
+    if generation is not None:
+        fields["generation"] = generation
+    theirs_bytes = bytes(StickyAssignorUserData(version=version, **fields).encode(header=False))
+    ours = encode_sticky_user_data({"t": [0, 1], "u": [3]}, generation)
+    assert ours == theirs_bytes
+    assert decode_sticky_user_data(theirs_bytes) == ({"t": (0, 1), "u": (3,)}, generation)
+    theirs: Any = StickyAssignorUserData.decode(ours, version=version, header=False)
+    assert [(tp.topic, list(tp.partitions)) for tp in theirs.previous_assignment] == [
+        ("t", [0, 1]),
+        ("u", [3]),
+    ]
+    if generation is not None:
+        assert theirs.generation == generation
+
+
+# --- interop: kio entities directly ------------------------------------------------------------------
+
+
+def _kio_bytes(entity: Any, version: int) -> bytes:
+    buffer = io.BytesIO()
+    entity_writer(type(entity))(buffer, entity)
+    return version.to_bytes(2, "big") + buffer.getvalue()
+
+
+def test_kio_subscription_entities_interop() -> None:
+    owned1 = (kio_s1.TopicPartition(topic=TopicName("t1"), partitions=(i32(0), i32(2))),)
+    owned2 = (kio_s2.TopicPartition(topic=TopicName("t1"), partitions=(i32(0), i32(2))),)
+    owned3 = (kio_s3.TopicPartition(topic=TopicName("t1"), partitions=(i32(0), i32(2))),)
+    entities: list[Any] = [
+        kio_s0.ConsumerProtocolSubscription(topics=("t1",), user_data=b"\x01"),
+        kio_s1.ConsumerProtocolSubscription(topics=("t1",), user_data=b"\x01", owned_partitions=owned1),
+        kio_s2.ConsumerProtocolSubscription(
+            topics=("t1",), user_data=b"\x01", owned_partitions=owned2, generation_id=i32(4)
+        ),
+        kio_s3.ConsumerProtocolSubscription(
+            topics=("t1",), user_data=b"\x01", owned_partitions=owned3, generation_id=i32(4), rack_id="r"
+        ),
+    ]
+    for version, entity in enumerate(entities):
+        kio_bytes = _kio_bytes(entity, version)
+        ours = encode_subscription(FULL, version)
+        assert ours == kio_bytes
+        assert decode_subscription(kio_bytes) == _drop_to(FULL, version)
+        decoded, _ = entity_reader(type(entity))(ours, 2)
+        assert decoded == entity
+
+
+def test_kio_assignment_entities_interop() -> None:
+    assignment = Assignment(partitions={"t": (0, 1)}, user_data=b"ud")
+    for version, module in enumerate((kio_a0, kio_a1, kio_a2, kio_a3)):
+        entity: Any = module.ConsumerProtocolAssignment(
+            assigned_partitions=(module.TopicPartition(topic=TopicName("t"), partitions=(i32(0), i32(1))),),
+            user_data=b"ud",
+        )
+        kio_bytes = _kio_bytes(entity, version)
+        assert encode_assignment(assignment, version) == kio_bytes
+        assert decode_assignment(kio_bytes) == assignment
+        decoded, _ = entity_reader(type(entity))(encode_assignment(assignment, version), 2)
+        assert decoded == entity
