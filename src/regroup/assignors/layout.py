@@ -7,8 +7,10 @@ Members are numbered in sorted member-id order. The public API stays plain; this
 
 from __future__ import annotations
 
+import gc
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,35 +48,31 @@ class Layout:
 
     def claims_of(self, owned: Sequence[Mapping[str, Sequence[int]]]) -> tuple[IntArray, ...]:
         """``global_indices`` for many members at once (one pass, vectorised)."""
-        sizes: list[int] = []
-        bases: list[int] = []
-        limits: list[int] = []
-        values: list[Sequence[int]] = []
-        per_member: list[int] = []
-        index = self.topic_index
-        offsets = self.offsets.tolist()
-        for claim in owned:
-            n = 0
-            for topic, partitions in claim.items():
-                t = index.get(topic)
-                if t is None or not partitions:
-                    continue
-                sizes.append(len(partitions))
-                bases.append(offsets[t])
-                limits.append(offsets[t + 1])
-                values.append(partitions)
-                n += 1
-            per_member.append(n)
-        if not values:
-            return tuple(np.empty(0, dtype=np.int64) for _ in owned)
-        flat = np.fromiter(itertools.chain.from_iterable(values), dtype=np.int64)
-        size_arr = np.asarray(sizes, dtype=np.int64)
-        base = np.repeat(np.asarray(bases, dtype=np.int64), size_arr)
-        limit = np.repeat(np.asarray(limits, dtype=np.int64), size_arr)
-        glob = flat + base
-        ok = (flat >= 0) & (glob < limit)
-        member_of = np.repeat(np.repeat(np.arange(len(owned), dtype=np.int64), per_member), size_arr)
-        glob, member_of = glob[ok], member_of[ok]
+        empty = tuple(np.empty(0, dtype=np.int64) for _ in owned)
+        with gc_paused():
+            entries = np.fromiter(map(len, owned), dtype=np.int64, count=len(owned))
+            if entries.sum() == 0:
+                return empty
+            keys = list(itertools.chain.from_iterable(c.keys() for c in owned))
+            lengths = np.fromiter(
+                map(len, itertools.chain.from_iterable(c.values() for c in owned)), dtype=np.int64, count=len(keys)
+            )
+            topic_ids = np.fromiter(
+                map(self.topic_index.get, keys, itertools.repeat(-1)), dtype=np.int64, count=len(keys)
+            )
+            flat = np.fromiter(
+                itertools.chain.from_iterable(itertools.chain.from_iterable(c.values() for c in owned)),
+                dtype=np.int64,
+                count=int(lengths.sum()),
+            )
+        entry_member = np.repeat(np.arange(len(owned), dtype=np.int64), entries)
+        member_of = np.repeat(entry_member, lengths)
+        topic_of = np.repeat(topic_ids, lengths)
+        known = topic_of >= 0
+        flat, member_of, topic_of = flat[known], member_of[known], topic_of[known]
+        ok = (flat >= 0) & (flat < self.counts[topic_of])
+        glob = flat[ok] + self.offsets[topic_of[ok]]
+        member_of = member_of[ok]
         order = np.lexsort((glob, member_of))
         glob, member_of = glob[order], member_of[order]
         keep = np.ones(len(glob), dtype=bool)  # drop duplicates within a member
@@ -97,15 +95,29 @@ class Layout:
         change = np.flatnonzero((np.diff(topics) != 0) | (np.diff(member_of) != 0)) + 1
         starts = [0, *change.tolist()]
         ends = [*change.tolist(), len(local)]
-        group_names = list(map(names.__getitem__, topics[starts].tolist()))
-        group_slices = list(map(local.__getitem__, map(slice, starts, ends)))
         # groups are ordered by member; cut them per member
         member_bounds = np.searchsorted(member_of[starts], np.arange(len(per_member) + 1)).tolist()
-        for i, member in enumerate(self.member_names):
-            a, b = member_bounds[i], member_bounds[i + 1]
-            if a != b:
-                out[member] = dict(zip(group_names[a:b], group_slices[a:b], strict=True))
+        with gc_paused():  # millions of small lists: the cyclic collector would rescan them over and over
+            group_names = list(map(names.__getitem__, topics[starts].tolist()))
+            group_slices = list(map(local.__getitem__, map(slice, starts, ends)))
+            for i, member in enumerate(self.member_names):
+                a, b = member_bounds[i], member_bounds[i + 1]
+                if a != b:
+                    out[member] = dict(zip(group_names[a:b], group_slices[a:b], strict=True))
         return out
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many acyclic containers (lists of ints, dicts
+    of lists): they can never form cycles, and collections triggered by their allocation only cost time."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
 
 def build_layout(spec: GroupSpec) -> Layout:
     """Number the spec's topics and members."""

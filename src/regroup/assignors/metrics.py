@@ -80,25 +80,27 @@ def owners(assignment: Mapping[str, Mapping[str, list[int]]]) -> dict[tuple[str,
     return {(t, p): m for m, per_topic in assignment.items() for t, ps in per_topic.items() for p in ps}
 
 
+def slots(assignment: Mapping[str, Mapping[str, list[int]]]) -> set[tuple[str, str, int]]:
+    """Every (member, topic, partition) ownership in the assignment."""
+    return {(m, t, p) for m, per_topic in assignment.items() for t, ps in per_topic.items() for p in ps}
+
+
 def partitions_moved(
     previous: Mapping[str, Mapping[str, list[int]]], current: Mapping[str, Mapping[str, list[int]]]
 ) -> int:
-    """Partitions that had an owner before and now have a different owner (or none)."""
-    before = owners(previous)
-    after = owners(current)
-    return sum(1 for tp, m in before.items() if after.get(tp) != m)
+    """Previous ownerships that are gone: partitions that had an owner before and now have a different owner
+    (or none). Counted per (member, partition), so it also works for multi-owner strategies."""
+    return len(slots(previous) - slots(current))
 
 
 def fraction_kept(
     previous: Mapping[str, Mapping[str, list[int]]], current: Mapping[str, Mapping[str, list[int]]]
 ) -> float:
-    """Share of previously owned partitions that stayed with their owner (1.0 when nothing was owned)."""
-    before = owners(previous)
+    """Share of previous ownerships that survived (1.0 when nothing was owned)."""
+    before = slots(previous)
     if not before:
         return 1.0
-    after = owners(current)
-    kept = sum(1 for tp, m in before.items() if after.get(tp) == m)
-    return kept / len(before)
+    return len(before & slots(current)) / len(before)
 
 
 def kip54_balanced(spec: GroupSpec, assignment: Assignment) -> bool:

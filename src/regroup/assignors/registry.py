@@ -40,9 +40,16 @@ def register(name: str, factory: Callable[[], PartitionAssignor]) -> None:
     _custom[name] = factory
 
 
-def _load(target: str) -> Callable[[], PartitionAssignor]:
+class AssignorLoadError(RuntimeError):
+    """A registered strategy (usually a plug-in) could not be imported."""
+
+
+def _load(name: str, target: str) -> Callable[[], PartitionAssignor]:
     module_name, _, attr = target.partition(":")
-    factory: Callable[[], PartitionAssignor] = getattr(importlib.import_module(module_name), attr)
+    try:
+        factory: Callable[[], PartitionAssignor] = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise AssignorLoadError(f"strategy {name!r} ({target}) could not be loaded: {exc}") from exc
     return factory
 
 
@@ -62,4 +69,4 @@ def get(name: str) -> PartitionAssignor:
     target = _BUILTIN.get(name) or _plugins().get(name)
     if target is None:
         raise UnknownAssignorError(name)
-    return _load(target)()
+    return _load(name, target)()

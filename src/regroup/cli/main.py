@@ -58,7 +58,7 @@ def _read_input(path: str | None) -> str:
 def _cmd_assign(args: argparse.Namespace) -> int:
     try:
         assignor = registry.get(args.strategy)
-    except registry.UnknownAssignorError as exc:
+    except (registry.UnknownAssignorError, registry.AssignorLoadError) as exc:
         raise UsageError(str(exc)) from None
     try:
         spec, previous = parse_document(_read_input(args.input))
@@ -104,6 +104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
+        return 1
+    except Exception as exc:  # a bug: still one line, never a traceback
+        print(f"regroup: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
 
 
