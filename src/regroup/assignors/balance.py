@@ -44,15 +44,6 @@ def is_homogeneous(layout: Layout) -> bool:
     return first is not None and len(first) > 0 and all(np.array_equal(first, t) for t in layout.member_topics)
 
 
-def keep_order(layout: Layout, owned: IntArray) -> IntArray:
-    """Owned partitions in the order members keep them when trimming: by partition number, then topic."""
-    if len(owned) == 0:
-        return owned
-    topics = np.searchsorted(layout.offsets, owned, side="right") - 1
-    local = owned - layout.offsets[topics]
-    return owned[np.lexsort((topics, local))]
-
-
 def assign(layout: Layout, owned: Sequence[IntArray]) -> Outcome:
     """Optimal balanced, then maximally sticky, assignment. ``owned`` holds resolved claims per member."""
     if not layout.member_names:
@@ -72,20 +63,27 @@ def _assign_homogeneous(layout: Layout, owned: Sequence[IntArray]) -> Outcome:
     n = layout.partition_total
     m = len(layout.member_names)
     quota, extra = divmod(n, m)
-    kept: list[IntArray] = []
+    sizes = np.fromiter((len(c) for c in owned), dtype=np.int64, count=m)
     caps = np.full(m, quota, dtype=np.int64)
-    slots_used = 0
-    for i, claim in enumerate(owned):
-        ordered = keep_order(layout, claim) if len(claim) else claim
-        if len(ordered) >= quota + 1 and slots_used < extra:
-            slots_used += 1
-            caps[i] = quota + 1
-        kept.append(ordered[: caps[i]])
-    counts = np.fromiter((len(k) for k in kept), dtype=np.int64, count=m)
+    # the ceil(N/M) slots go, in member order, to members that owned at least that many
+    big_owners = np.flatnonzero(sizes >= quota + 1)[:extra]
+    caps[big_owners] = quota + 1
+    slots_used = len(big_owners)
 
     owner = np.full(n, -1, dtype=np.int64)
-    for i, k in enumerate(kept):
-        owner[k] = i
+    if sizes.sum():
+        claim = np.concatenate(owned)
+        claim_member = np.repeat(np.arange(m, dtype=np.int64), sizes)
+        topics = np.searchsorted(layout.offsets, claim, side="right") - 1
+        local = claim - layout.offsets[topics]
+        # keep order within a member: by partition number, then topic (Kafka's order when trimming)
+        order = np.lexsort((topics, local, claim_member))
+        claim, claim_member = claim[order], claim_member[order]
+        rank = np.arange(len(claim), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        kept = rank < caps[claim_member]
+        owner[claim[kept]] = claim_member[kept]
+    counts = np.bincount(owner[owner >= 0], minlength=m).astype(np.int64)
+
     unassigned = np.flatnonzero(owner < 0)
     if len(unassigned):
         floating = np.where(caps == quota, 1 if extra > slots_used else 0, 0)

@@ -106,6 +106,7 @@ class Layout:
                     out[member] = dict(zip(group_names[a:b], group_slices[a:b], strict=True))
         return out
 
+
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while building many acyclic containers (lists of ints, dicts

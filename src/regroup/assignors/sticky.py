@@ -86,7 +86,9 @@ class StickyAssignor(PartitionAssignor):
                 instance_id=sub.instance_id,
                 user_data=user_data,
             )
-        return GroupSpec(topics=spec.topics, members=members, partition_racks=spec.partition_racks, options=spec.options)
+        return GroupSpec(
+            topics=spec.topics, members=members, partition_racks=spec.partition_racks, options=spec.options
+        )
 
 
 class OptimalAssignor(PartitionAssignor):

@@ -1,0 +1,114 @@
+"""``server-range``: the KIP-848 server-side range assignor, with the semantics of Kafka's
+``org.apache.kafka.coordinator.group.assignor.RangeAssignor`` as rewritten in Kafka 3.9 (KAFKA-16944).
+
+Owns: the server-side range strategy. It reuses the classic assignors' member order (``range.member_sort_key``)
+because Kafka's coordinator orders members the same way.
+
+Kafka's semantics, which this module reproduces exactly:
+
+* Members are put in one order: static members (those with an instance id) first, by instance id, then dynamic
+  members by member id; strings compare as Java's ``String.compareTo`` does (UTF-16 code units). Two members
+  claiming one instance id, which the coordinator never allows, are ordered by member id.
+* Each topic is handled on its own. Its ``P`` partitions are cut into contiguous ranges over its ``n``
+  subscribers in member order: the first ``P % n`` subscribers get ``P // n + 1`` partitions, the others
+  ``P // n``. When ``n > P`` the last ``n - P`` subscribers get nothing of that topic.
+* Hence co-partitioning: topics with the same set of subscribers and the same partition count give partition
+  ``p`` to the same member. In a homogeneous group (everyone subscribes to the same topics) this covers every
+  pair of topics with equal partition counts. Kafka's separate homogeneous and heterogeneous code paths compute
+  the same thing, so there is a single path here.
+* No stickiness to the current target: the assignment is recomputed from the member order every time, and
+  ``owned`` (the member's current target) is ignored, as are racks and generations. Stability comes only from
+  the order: static members keep their share across restarts with new member ids as long as the set of
+  members, their subscriptions and the partition counts stay the same. When a member joins or leaves, every
+  subscriber of its topics that sorts after it has its ranges shifted, and the others' range sizes change with
+  ``n`` — whatever the formula gives is what a member keeps.
+* Topics a member subscribes to that do not exist are ignored (the coordinator only hands existing topics to
+  the assignor; Kafka's assignor would throw otherwise). Every member of the spec appears in the output, with
+  an empty mapping when it gets nothing; topics with no partitions for a member are left out.
+"""
+
+from __future__ import annotations
+
+from itertools import chain
+
+from regroup.assignors.base import PartitionAssignor
+from regroup.assignors.range import member_sort_key
+from regroup.assignors.spec import Assignment, GroupSpec, RebalanceProtocol
+
+#: (member id, its partitions) for every subscriber that gets a non-empty range, in member order.
+Ranges = list[tuple[str, list[int]]]
+
+
+def topic_ranges(partitions: int, subscribers: list[str]) -> Ranges:
+    """The contiguous ranges of a topic with ``partitions`` partitions over ``subscribers`` (in member order).
+
+    Only subscribers with at least one partition are listed. ``assign`` hands out copies of these lists, so
+    topics sharing one result never share a list object.
+    """
+    if partitions <= 0 or not subscribers:
+        return []
+    quota, extra = divmod(partitions, len(subscribers))
+    served = len(subscribers) if quota > 0 else extra
+    out: Ranges = []
+    start = 0
+    for i in range(served):
+        end = start + quota + (1 if i < extra else 0)
+        out.append((subscribers[i], list(range(start, end))))
+        start = end
+    return out
+
+
+class ServerRangeAssignor(PartitionAssignor):
+    """Server-side range assignor (Kafka's KIP-848 ``range``)."""
+
+    name = "server-range"
+    supported_protocols = (RebalanceProtocol.COOPERATIVE,)
+    server_side = True
+
+    def assign(self, spec: GroupSpec) -> Assignment:
+        out: Assignment = {m: {} for m in spec.members}
+        if not spec.members:
+            return out
+        members = spec.members
+        order = sorted(members, key=lambda m: member_sort_key(m, members[m].instance_id))
+
+        # Members with the same subscription share their per-topic positions, so group them first: a
+        # homogeneous group is then one group however many members it has. Positions are indices into
+        # ``order``, so every group's list is ascending.
+        by_raw: dict[tuple[str, ...], list[int]] = {}
+        for position, member in enumerate(order):
+            by_raw.setdefault(tuple(members[member].topics), []).append(position)
+        by_subscription: dict[tuple[str, ...], list[list[int]]] = {}
+        for raw, positions in by_raw.items():
+            existing = tuple(sorted({t for t in raw if t in spec.topics}))
+            if existing:
+                by_subscription.setdefault(existing, []).append(positions)
+
+        # A topic's subscribers are fixed by which subscription groups include it (its signature); topics with
+        # one signature share their subscriber list, and with equal partition counts also their ranges.
+        signature_of: dict[str, list[int]] = {}
+        group_positions: list[list[list[int]]] = []
+        for group_index, (subscription, position_lists) in enumerate(sorted(by_subscription.items())):
+            group_positions.append(position_lists)
+            for topic in subscription:
+                signature_of.setdefault(topic, []).append(group_index)
+
+        subscribers_of: dict[tuple[int, ...], list[str]] = {}
+        ranges_of: dict[tuple[tuple[int, ...], int], Ranges] = {}
+        for topic in sorted(signature_of):
+            signature = tuple(signature_of[topic])
+            count = spec.topics[topic]
+            ranges = ranges_of.get((signature, count))
+            if ranges is None:
+                subscribers = subscribers_of.get(signature)
+                if subscribers is None:
+                    lists = [positions for g in signature for positions in group_positions[g]]
+                    merged = lists[0] if len(lists) == 1 else sorted(chain.from_iterable(lists))
+                    subscribers = [order[p] for p in merged]
+                    subscribers_of[signature] = subscribers
+                ranges = topic_ranges(count, subscribers)
+                ranges_of[(signature, count)] = ranges
+            # Copying a shared list is much cheaper than building the partition numbers again.
+            for member, partitions in ranges:
+                out[member][topic] = partitions.copy()
+        return out
