@@ -27,6 +27,7 @@ import numpy as np
 from ortools.graph.python import min_cost_flow
 
 from regroup.assignors.layout import IntArray, Layout, stable_argsort
+from regroup.assignors.ownership import Claims
 
 _INITIAL_BOX = 2
 
@@ -41,29 +42,33 @@ class Outcome:
 def is_homogeneous(layout: Layout) -> bool:
     """Every member subscribes to the same (non-empty) set of existing topics."""
     first = layout.member_topics[0] if layout.member_topics else None
-    return first is not None and len(first) > 0 and all(np.array_equal(first, t) for t in layout.member_topics)
+    return (
+        first is not None
+        and len(first) > 0
+        and all(t is first or np.array_equal(first, t) for t in layout.member_topics)
+    )
 
 
-def assign(layout: Layout, owned: Sequence[IntArray]) -> Outcome:
-    """Optimal balanced, then maximally sticky, assignment. ``owned`` holds resolved claims per member."""
+def assign(layout: Layout, claims: Claims) -> Outcome:
+    """Optimal balanced, then maximally sticky, assignment, given the resolved previous ownership."""
     if not layout.member_names:
         return Outcome(per_member=())
     if layout.partition_total == 0:
         return Outcome(per_member=tuple(np.empty(0, dtype=np.int64) for _ in layout.member_names))
     if is_homogeneous(layout):
-        return _assign_homogeneous(layout, owned)
-    return _assign_heterogeneous(layout, owned)
+        return _assign_homogeneous(layout, claims)
+    return _assign_heterogeneous(layout, claims.per_member())
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # homogeneous
 
 
-def _assign_homogeneous(layout: Layout, owned: Sequence[IntArray]) -> Outcome:
+def _assign_homogeneous(layout: Layout, claims: Claims) -> Outcome:
     n = layout.partition_total
     m = len(layout.member_names)
     quota, extra = divmod(n, m)
-    sizes = np.fromiter((len(c) for c in owned), dtype=np.int64, count=m)
+    sizes = claims.sizes()
     caps = np.full(m, quota, dtype=np.int64)
     # the ceil(N/M) slots go, in member order, to members that owned at least that many
     big_owners = np.flatnonzero(sizes >= quota + 1)[:extra]
@@ -72,8 +77,7 @@ def _assign_homogeneous(layout: Layout, owned: Sequence[IntArray]) -> Outcome:
 
     owner = np.full(n, -1, dtype=np.int64)
     if sizes.sum():
-        claim = np.concatenate(owned)
-        claim_member = np.repeat(np.arange(m, dtype=np.int64), sizes)
+        claim, claim_member = claims.parts, claims.members
         topics = np.searchsorted(layout.offsets, claim, side="right") - 1
         local = claim - layout.offsets[topics]
         # keep order within a member: by partition number, then topic (Kafka's order when trimming)

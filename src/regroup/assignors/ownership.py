@@ -19,14 +19,42 @@ from regroup.assignors.layout import IntArray, Layout
 
 @dataclass(frozen=True, slots=True)
 class Claims:
-    """Resolved previous ownership: per member, the global partition indices it is credited with."""
+    """Resolved previous ownership, flat: ``parts[bounds[i]:bounds[i+1]]`` are member i's partitions
+    (global indices, ascending); ``members`` repeats the member index for each entry."""
 
-    owned: tuple[IntArray, ...]
+    parts: IntArray
+    members: IntArray
+    bounds: IntArray
     contested: IntArray  # partitions claimed by several members in the same highest generation
 
     @property
     def total(self) -> int:
-        return sum(len(o) for o in self.owned)
+        return len(self.parts)
+
+    def sizes(self) -> IntArray:
+        return np.diff(self.bounds)
+
+    def per_member(self) -> tuple[IntArray, ...]:
+        b = self.bounds.tolist()
+        return tuple(self.parts[b[i] : b[i + 1]] for i in range(len(b) - 1))
+
+
+def _subscribed_mask(layout: Layout, members: IntArray, topics: IntArray) -> np.ndarray:
+    first = layout.member_topics[0] if layout.member_topics else None
+    if first is not None and all(t is first for t in layout.member_topics):
+        return np.isin(topics, first)
+    m, t = len(layout.member_names), len(layout.topic_names)
+    if m * t <= 50_000_000:
+        matrix = np.zeros((m, t), dtype=bool)
+        rows = np.repeat(np.arange(m), [len(x) for x in layout.member_topics])
+        if len(rows):
+            matrix[rows, np.concatenate(layout.member_topics)] = True
+        return matrix[members, topics]
+    out = np.zeros(len(members), dtype=bool)  # pragma: no cover - gigantic groups only
+    for i, subs in enumerate(layout.member_topics):
+        sel = members == i
+        out[sel] = np.isin(topics[sel], subs)
+    return out
 
 
 def resolve_claims(layout: Layout, raw: Sequence[IntArray], generations: Sequence[int]) -> Claims:
@@ -36,21 +64,17 @@ def resolve_claims(layout: Layout, raw: Sequence[IntArray], generations: Sequenc
     highest generation wins; a tie at the highest generation leaves the partition unowned.
     """
     n = layout.partition_total
-    offsets = layout.offsets
-    filtered: list[IntArray] = []
-    for topics, claim in zip(layout.member_topics, raw, strict=True):
-        if len(claim) == 0 or len(topics) == 0:
-            filtered.append(np.empty(0, dtype=np.int64))
-            continue
-        claim_topics = np.searchsorted(offsets, claim, side="right") - 1
-        filtered.append(claim[np.isin(claim_topics, topics)])
-
-    sizes = np.fromiter((len(c) for c in filtered), dtype=np.int64, count=len(filtered))
+    m = len(raw)
+    empty = np.empty(0, dtype=np.int64)
+    sizes = np.fromiter((len(c) for c in raw), dtype=np.int64, count=m)
     if sizes.sum() == 0:
-        return Claims(owned=tuple(filtered), contested=np.empty(0, dtype=np.int64))
-    members = np.repeat(np.arange(len(filtered), dtype=np.int64), sizes)
-    parts = np.concatenate(filtered)
-    gens = np.repeat(np.asarray(generations, dtype=np.int64), sizes)
+        return Claims(parts=empty, members=empty, bounds=np.zeros(m + 1, dtype=np.int64), contested=empty)
+    members = np.repeat(np.arange(m, dtype=np.int64), sizes)
+    parts = np.concatenate(raw)
+    topics = np.searchsorted(layout.offsets, parts, side="right") - 1
+    keep = _subscribed_mask(layout, members, topics)
+    members, parts = members[keep], parts[keep]
+    gens = np.asarray(generations, dtype=np.int64)[members]
 
     # Highest generation per partition, and how many claimers reached it.
     best = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
@@ -60,9 +84,9 @@ def resolve_claims(layout: Layout, raw: Sequence[IntArray], generations: Sequenc
     valid = at_best & (winners_per_partition[parts] == 1)
     contested = np.flatnonzero(winners_per_partition > 1).astype(np.int64)
 
-    owned_parts = parts[valid]
-    owned_members = members[valid]
-    order = np.argsort(owned_members, kind="stable")
-    counts = np.bincount(owned_members, minlength=len(filtered))
-    split = np.split(owned_parts[order], np.cumsum(counts)[:-1])
-    return Claims(owned=tuple(np.sort(s) for s in split), contested=contested)
+    parts, members = parts[valid], members[valid]
+    order = np.lexsort((parts, members))
+    parts, members = parts[order], members[order]
+    bounds = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(np.bincount(members, minlength=m), out=bounds[1:])
+    return Claims(parts=parts, members=members, bounds=bounds, contested=contested)

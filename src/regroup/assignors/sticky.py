@@ -41,7 +41,7 @@ def run_engine(spec: GroupSpec, claims: Mapping[str, OwnedClaim]) -> EngineRun:
     raw = layout.claims_of([claims[m][0] if m in claims else {} for m in layout.member_names])
     generations = [claims[m][1] if m in claims else NO_GENERATION for m in layout.member_names]
     resolved = resolve_claims(layout, raw, generations)
-    outcome = balance.assign(layout, resolved.owned)
+    outcome = balance.assign(layout, resolved)
     return EngineRun(layout=layout, raw_claims=raw, per_member=outcome.per_member)
 
 
