@@ -1,0 +1,195 @@
+"""A classic group and its members: states, the transition table, protocol selection, and conversion to
+and from the group-metadata record."""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from dataclasses import dataclass, field
+
+from regroup.coordinator.result import RequestKey
+from regroup.model.errors import CoordinatorBug
+from regroup.records.model import GroupMetadataValue, MemberMetadata
+
+
+class GroupState(enum.Enum):
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+S = GroupState
+VALID_PREVIOUS: dict[GroupState, frozenset[GroupState]] = {
+    S.EMPTY: frozenset({S.PREPARING_REBALANCE}),
+    S.PREPARING_REBALANCE: frozenset({S.STABLE, S.COMPLETING_REBALANCE, S.EMPTY}),
+    S.COMPLETING_REBALANCE: frozenset({S.PREPARING_REBALANCE}),
+    S.STABLE: frozenset({S.COMPLETING_REBALANCE}),
+    S.DEAD: frozenset(GroupState),
+}
+
+
+@dataclass(slots=True, kw_only=True)
+class ClassicMember:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: tuple[tuple[str, bytes], ...]
+    assignment: bytes = b""
+    join_key: RequestKey | None = None  # parked JoinGroup
+    join_version: int = 9
+    sync_key: RequestKey | None = None  # parked SyncGroup
+    is_new: bool = False
+
+    def metadata(self, protocol: str | None) -> bytes:
+        for name, data in self.protocols:
+            if name == protocol:
+                return data
+        return b""
+
+    def protocol_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.protocols)
+
+    def vote(self, candidates: set[str]) -> str:
+        return next(name for name, _ in self.protocols if name in candidates)
+
+
+@dataclass(slots=True, kw_only=True)
+class ClassicGroup:
+    group_id: str
+    state: GroupState = GroupState.EMPTY
+    previous_state: GroupState | None = None
+    state_timestamp_ms: int = 0
+    generation: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str | None = None
+    members: dict[str, ClassicMember] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
+    pending_join_members: set[str] = field(default_factory=set)
+    pending_sync_members: set[str] = field(default_factory=set)
+    new_member_added: bool = False
+    initial_delay_ms: int | None = None  # set while the initial-rebalance delay is running
+    initial_remaining_ms: int = 0
+
+    # --- state -----------------------------------------------------------------------------------------
+    def transition(self, to: GroupState, now_ms: int) -> None:
+        if self.state not in VALID_PREVIOUS[to]:
+            raise CoordinatorBug(f"group {self.group_id}: illegal transition {self.state.value} -> {to.value}")
+        self.previous_state = self.state
+        self.state = to
+        self.state_timestamp_ms = now_ms
+
+    def is_in(self, *states: GroupState) -> bool:
+        return self.state in states
+
+    # --- membership -----------------------------------------------------------------------------------
+    def add(self, member: ClassicMember) -> None:
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        self.members[member.member_id] = member
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+
+    def remove(self, member_id: str) -> ClassicMember | None:
+        member = self.members.pop(member_id, None)
+        self.pending_sync_members.discard(member_id)
+        instance = member.group_instance_id if member is not None else None
+        if instance is not None and self.static_members.get(instance) == member_id:
+            del self.static_members[instance]
+        if self.leader_id == member_id:
+            self.leader_id = next(iter(self.members), None)
+        return member
+
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def has_all_members_joined(self) -> bool:
+        return not self.pending_join_members and all(m.join_key is not None for m in self.members.values())
+
+    def joined_count(self) -> int:
+        return sum(1 for m in self.members.values() if m.join_key is not None)
+
+    # --- protocols -------------------------------------------------------------------------------------
+    def candidate_protocols(self, extra: tuple[str, ...] | None = None) -> set[str]:
+        sets = [set(m.protocol_names()) for m in self.members.values()]
+        if extra is not None:
+            sets.append(set(extra))
+        if not sets:
+            return set()
+        return set.intersection(*sets)
+
+    def supports(self, protocol_type: str, protocols: tuple[tuple[str, bytes], ...]) -> bool:
+        """Kafka's check for a joining member: an empty group needs a type and protocols; otherwise the
+        type must match and one of the member's protocols must be supported by every member."""
+        names = tuple(name for name, _ in protocols)
+        if not self.members:
+            return bool(protocol_type) and bool(names)
+        return protocol_type == self.protocol_type and bool(self.candidate_protocols(names))
+
+    def select_protocol(self) -> str:
+        """Each member votes for its most preferred protocol that everyone supports; most votes wins
+        (ties: the alphabetically first name, so the choice is deterministic)."""
+        candidates = self.candidate_protocols()
+        if not candidates:
+            raise CoordinatorBug(f"group {self.group_id}: no protocol supported by every member")
+        votes = Counter(m.vote(candidates) for m in self.members.values())
+        return min(votes, key=lambda name: (-votes[name], name))
+
+    # --- records ---------------------------------------------------------------------------------------
+    def to_record_value(self) -> GroupMetadataValue:
+        return GroupMetadataValue(
+            protocol_type=self.protocol_type,
+            generation=self.generation,
+            protocol_name=self.protocol_name,
+            leader=self.leader_id,
+            current_state_timestamp_ms=self.state_timestamp_ms,
+            members=tuple(
+                MemberMetadata(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    rebalance_timeout_ms=m.rebalance_timeout_ms,
+                    session_timeout_ms=m.session_timeout_ms,
+                    subscription=m.metadata(self.protocol_name),
+                    assignment=m.assignment,
+                )
+                for m in self.members.values()
+            ),
+        )
+
+    @staticmethod
+    def from_record(group_id: str, value: GroupMetadataValue) -> ClassicGroup:
+        """A group as loaded from its last record: Stable with members, Empty without."""
+        group = ClassicGroup(
+            group_id=group_id,
+            state=GroupState.STABLE if value.members else GroupState.EMPTY,
+            state_timestamp_ms=value.current_state_timestamp_ms,
+            generation=value.generation,
+            protocol_type=value.protocol_type,
+            protocol_name=value.protocol_name,
+            leader_id=value.leader,
+        )
+        for m in value.members:
+            group.members[m.member_id] = ClassicMember(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout_ms=m.rebalance_timeout_ms,
+                session_timeout_ms=m.session_timeout_ms,
+                protocol_type=value.protocol_type or "",
+                protocols=((value.protocol_name or "", m.subscription),),
+                assignment=m.assignment,
+            )
+            if m.group_instance_id is not None:
+                group.static_members[m.group_instance_id] = m.member_id
+        return group

@@ -1,0 +1,265 @@
+"""JoinGroup: the two-phase member id, protocol checks, the group-size gate, static membership
+(KIP-345 replacement without rebalance) and the per-state answers for known members."""
+
+from __future__ import annotations
+
+from regroup.coordinator.classic.group import ClassicGroup, ClassicMember, GroupState
+from regroup.coordinator.classic.rebalance import (
+    answer_join_with_error,
+    cancel_session,
+    maybe_prepare_or_complete,
+    persist,
+    prepare_rebalance,
+    schedule_session,
+    try_complete_join,
+)
+from regroup.coordinator.context import Ctx
+from regroup.coordinator.ids import member_id_for
+from regroup.coordinator.result import RequestKey
+from regroup.model.errors import ApiError, ErrorCode
+from regroup.protocol.classic import JoinGroupMember, JoinGroupRequest, JoinGroupResponse, SyncGroupResponse
+from regroup.records.builders import new_group_metadata_record
+
+S = GroupState
+
+
+def join_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: JoinGroupRequest, key: RequestKey) -> None:
+    """Handle one JoinGroup. Errors found before any change raise ``ApiError``; later outcomes (waiting,
+    completion) are completions on ``ctx``."""
+    if not req.group_id:
+        raise ApiError(ErrorCode.INVALID_GROUP_ID)
+    cfg = ctx.config
+    if not cfg.group_min_session_timeout_ms <= req.session_timeout_ms <= cfg.group_max_session_timeout_ms:
+        raise ApiError(ErrorCode.INVALID_SESSION_TIMEOUT)
+    group = groups.get(req.group_id)
+    if group is None:
+        if req.member_id:
+            raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+        group = ClassicGroup(group_id=req.group_id, state_timestamp_ms=ctx.now_ms)
+        groups[req.group_id] = group
+        records_before = len(ctx.result.records)
+        _join(ctx, group, req, key)
+        if len(ctx.result.records) == records_before:
+            persist(ctx, group)  # a new group that produced nothing else is persisted empty
+        return
+    _join(ctx, group, req, key)
+
+
+def _join(ctx: Ctx, group: ClassicGroup, req: JoinGroupRequest, key: RequestKey) -> None:
+    if not _accepts_joining_member(ctx, group, req.member_id):
+        group.pending_join_members.discard(req.member_id)
+        if req.member_id in group.members:
+            group.remove(req.member_id)
+            cancel_session(ctx, group, req.member_id)
+        ctx.complete(key, JoinGroupResponse(error=ErrorCode.GROUP_MAX_SIZE_REACHED))
+        try_complete_join(ctx, group)
+        return
+    if not req.member_id:
+        _join_new_member(ctx, group, req, key)
+    else:
+        _join_known_member(ctx, group, req, key)
+
+
+def _accepts_joining_member(ctx: Ctx, group: ClassicGroup, member_id: str) -> bool:
+    max_size = ctx.config.group_max_size
+    if group.is_in(S.EMPTY, S.DEAD):
+        return True
+    if group.is_in(S.PREPARING_REBALANCE):
+        member = group.members.get(member_id)
+        already_joined = member is not None and member.join_key is not None
+        return already_joined or group.joined_count() < max_size
+    return member_id in group.members or len(group.members) < max_size
+
+
+def _new_member(req: JoinGroupRequest, member_id: str) -> ClassicMember:
+    return ClassicMember(
+        member_id=member_id,
+        group_instance_id=req.group_instance_id,
+        client_id=req.client.client_id,
+        client_host=req.client.client_host,
+        rebalance_timeout_ms=req.rebalance_timeout_ms,
+        session_timeout_ms=req.session_timeout_ms,
+        protocol_type=req.protocol_type,
+        protocols=req.protocols,
+    )
+
+
+def _join_new_member(ctx: Ctx, group: ClassicGroup, req: JoinGroupRequest, key: RequestKey) -> None:
+    if group.is_in(S.DEAD):
+        raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    if not group.supports(req.protocol_type, req.protocols):
+        raise ApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+    member_id = member_id_for(req.group_instance_id or req.client.client_id, ctx.ids)
+    if req.group_instance_id is not None:
+        old_id = group.static_members.get(req.group_instance_id)
+        if old_id is not None and old_id in group.members:
+            _replace_static_member(ctx, group, req, key, old_id, member_id)
+        else:
+            _add_member_and_rebalance(ctx, group, req, key, member_id)
+        return
+    if req.version >= 4:
+        group.pending_join_members.add(member_id)
+        schedule_session(ctx, group, member_id, req.session_timeout_ms)
+        ctx.complete(key, JoinGroupResponse(error=ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
+        return
+    _add_member_and_rebalance(ctx, group, req, key, member_id)
+
+
+def _add_member_and_rebalance(
+    ctx: Ctx, group: ClassicGroup, req: JoinGroupRequest, key: RequestKey, member_id: str
+) -> None:
+    member = _new_member(req, member_id)
+    member.is_new = True
+    member.join_key = key
+    member.join_version = req.version
+    if group.is_in(S.PREPARING_REBALANCE) and group.previous_state is S.EMPTY:
+        group.new_member_added = True
+    group.add(member)
+    schedule_session(ctx, group, member_id, ctx.config.new_member_join_timeout_ms)
+    maybe_prepare_or_complete(ctx, group)
+
+
+def _check_identity(group: ClassicGroup, member_id: str, instance_id: str | None) -> None:
+    """Kafka's identity validation shared by JoinGroup, SyncGroup, Heartbeat, OffsetCommit, LeaveGroup."""
+    if instance_id is not None:
+        holder = group.static_members.get(instance_id)
+        if holder is None:
+            raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if holder != member_id:
+            raise ApiError(ErrorCode.FENCED_INSTANCE_ID)
+    if member_id not in group.members:
+        raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+
+
+check_identity = _check_identity
+
+
+def _join_known_member(ctx: Ctx, group: ClassicGroup, req: JoinGroupRequest, key: RequestKey) -> None:
+    if group.is_in(S.DEAD):
+        raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    if not group.supports(req.protocol_type, req.protocols):
+        raise ApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+    if req.member_id in group.pending_join_members:
+        group.pending_join_members.discard(req.member_id)
+        _add_member_and_rebalance(ctx, group, req, key, req.member_id)
+        return
+    _check_identity(group, req.member_id, req.group_instance_id)
+    member = group.members[req.member_id]
+    if group.is_in(S.PREPARING_REBALANCE):
+        _update_member(ctx, member, req, key)
+        try_complete_join(ctx, group)
+    elif group.is_in(S.COMPLETING_REBALANCE):
+        if member.protocols == req.protocols:
+            ctx.complete(key, _current_generation_response(group, member, include_members=True))
+        else:
+            _update_member(ctx, member, req, key)
+            prepare_rebalance(ctx, group)
+    elif group.is_in(S.STABLE):
+        if member.member_id == group.leader_id or member.protocols != req.protocols:
+            _update_member(ctx, member, req, key)
+            prepare_rebalance(ctx, group)
+        else:
+            ctx.complete(key, _current_generation_response(group, member, include_members=False))
+    else:  # Empty
+        raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+
+
+def _update_member(ctx: Ctx, member: ClassicMember, req: JoinGroupRequest, key: RequestKey) -> None:
+    if member.join_key is not None and member.join_key != key:
+        # a newer JoinGroup supersedes a parked one (the client retried)
+        ctx.complete(member.join_key, JoinGroupResponse(error=ErrorCode.UNKNOWN_MEMBER_ID, member_id=""))
+    member.protocols = req.protocols
+    member.rebalance_timeout_ms = req.rebalance_timeout_ms
+    member.session_timeout_ms = req.session_timeout_ms
+    member.join_key = key
+    member.join_version = req.version
+
+
+def _members_list(group: ClassicGroup) -> tuple[JoinGroupMember, ...]:
+    return tuple(
+        JoinGroupMember(
+            member_id=m.member_id, group_instance_id=m.group_instance_id, metadata=m.metadata(group.protocol_name)
+        )
+        for m in group.members.values()
+    )
+
+
+def _current_generation_response(
+    group: ClassicGroup, member: ClassicMember, *, include_members: bool
+) -> JoinGroupResponse:
+    is_leader = member.member_id == group.leader_id
+    return JoinGroupResponse(
+        generation_id=group.generation,
+        protocol_type=group.protocol_type,
+        protocol_name=group.protocol_name,
+        leader=group.leader_id or "",
+        member_id=member.member_id,
+        members=_members_list(group) if include_members and is_leader else (),
+    )
+
+
+def _replace_static_member(
+    ctx: Ctx, group: ClassicGroup, req: JoinGroupRequest, key: RequestKey, old_id: str, new_id: str
+) -> None:
+    """A static member restarted: its new member id takes the old one's place (assignment, leadership)."""
+    old = group.members[old_id]
+    # fence the zombie: answer whatever the old id had parked
+    if old.join_key is not None:
+        ctx.complete(old.join_key, JoinGroupResponse(error=ErrorCode.FENCED_INSTANCE_ID, member_id=old_id, leader=""))
+        old.join_key = None
+    if old.sync_key is not None:
+        ctx.complete(old.sync_key, SyncGroupResponse(error=ErrorCode.FENCED_INSTANCE_ID))
+        old.sync_key = None
+    was_leader = group.leader_id == old_id
+    cancel_session(ctx, group, old_id)
+    old_protocol = group.protocol_name
+    new = _new_member(req, new_id)
+    new.assignment = old.assignment
+    # replace in place, keeping iteration order
+    group.members = {
+        (new_id if mid == old_id else mid): (new if mid == old_id else m) for mid, m in group.members.items()
+    }
+    group.static_members[req.group_instance_id or ""] = new_id
+    if group.pending_sync_members and old_id in group.pending_sync_members:
+        group.pending_sync_members.discard(old_id)
+        group.pending_sync_members.add(new_id)
+    if was_leader:
+        group.leader_id = new_id
+    schedule_session(ctx, group, new_id, new.session_timeout_ms)
+
+    if group.is_in(S.STABLE):
+        if group.select_protocol() == old_protocol:
+            ctx.emit(new_group_metadata_record(group.group_id, group.to_record_value()))
+            is_leader = new_id == group.leader_id
+            skip = is_leader and req.version >= 9
+            ctx.complete(
+                key,
+                JoinGroupResponse(
+                    generation_id=group.generation,
+                    protocol_type=group.protocol_type,
+                    protocol_name=group.protocol_name,
+                    # v<9: a returning leader must not believe it is leader (it cannot skip assignment)
+                    leader=(group.leader_id or "")
+                    if req.version >= 9
+                    else (old_id if was_leader else group.leader_id or ""),
+                    skip_assignment=skip,
+                    member_id=new_id,
+                    members=_members_list(group) if skip else (),
+                ),
+            )
+        else:
+            new.join_key = key
+            new.join_version = req.version
+            prepare_rebalance(ctx, group)
+    elif group.is_in(S.COMPLETING_REBALANCE):
+        new.join_key = key
+        new.join_version = req.version
+        prepare_rebalance(ctx, group)
+    elif group.is_in(S.PREPARING_REBALANCE):
+        new.join_key = key
+        new.join_version = req.version
+        try_complete_join(ctx, group)
+    else:  # Empty with members cannot happen; be safe and rebalance
+        new.join_key = key
+        maybe_prepare_or_complete(ctx, group)
+    _ = answer_join_with_error  # re-exported helper used by other modules

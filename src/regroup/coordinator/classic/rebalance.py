@@ -1,0 +1,177 @@
+"""Preparing and completing a classic rebalance, and the liveness timers that drive it (session,
+new-member join, initial delay, join phase, pending sync)."""
+
+from __future__ import annotations
+
+from regroup.coordinator.classic.group import ClassicGroup, ClassicMember, GroupState
+from regroup.coordinator.context import Ctx, join_key, session_key, sync_key
+from regroup.model.errors import ErrorCode
+from regroup.protocol.classic import JoinGroupMember, JoinGroupResponse, SyncGroupResponse
+from regroup.records.builders import new_group_metadata_record
+
+S = GroupState
+
+
+def persist(ctx: Ctx, group: ClassicGroup) -> None:
+    ctx.emit(new_group_metadata_record(group.group_id, group.to_record_value()))
+
+
+def schedule_session(ctx: Ctx, group: ClassicGroup, member_id: str, timeout_ms: int) -> None:
+    ctx.timers.schedule(session_key(group.group_id, member_id), ctx.now_ms + timeout_ms)
+
+
+def cancel_session(ctx: Ctx, group: ClassicGroup, member_id: str) -> None:
+    ctx.timers.cancel(session_key(group.group_id, member_id))
+
+
+def answer_join_with_error(ctx: Ctx, member: ClassicMember, error: ErrorCode, member_id: str = "") -> None:
+    if member.join_key is not None:
+        ctx.complete(member.join_key, JoinGroupResponse(error=error, member_id=member_id))
+        member.join_key = None
+
+
+def remove_member(ctx: Ctx, group: ClassicGroup, member_id: str) -> None:
+    """Drop a member: cancel its timer and answer a parked JoinGroup with UNKNOWN_MEMBER_ID."""
+    member = group.remove(member_id)
+    cancel_session(ctx, group, member_id)
+    if member is not None:
+        answer_join_with_error(ctx, member, ErrorCode.UNKNOWN_MEMBER_ID)
+        if member.sync_key is not None:
+            ctx.complete(member.sync_key, SyncGroupResponse(error=ErrorCode.UNKNOWN_MEMBER_ID))
+            member.sync_key = None
+
+
+def after_departure(ctx: Ctx, group: ClassicGroup) -> None:
+    """Someone left or expired: Stable/CompletingRebalance rebalance; PreparingRebalance may complete."""
+    if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
+        prepare_rebalance(ctx, group)
+    elif group.is_in(S.PREPARING_REBALANCE):
+        try_complete_join(ctx, group)
+
+
+def maybe_prepare_or_complete(ctx: Ctx, group: ClassicGroup) -> None:
+    if group.is_in(S.STABLE, S.COMPLETING_REBALANCE, S.EMPTY):
+        prepare_rebalance(ctx, group)
+    elif group.is_in(S.PREPARING_REBALANCE):
+        try_complete_join(ctx, group)
+
+
+def prepare_rebalance(ctx: Ctx, group: ClassicGroup) -> None:
+    if group.is_in(S.COMPLETING_REBALANCE):
+        for member in group.members.values():
+            member.assignment = b""
+            if member.sync_key is not None:
+                ctx.complete(member.sync_key, SyncGroupResponse(error=ErrorCode.REBALANCE_IN_PROGRESS))
+                member.sync_key = None
+    ctx.timers.cancel(sync_key(group.group_id))
+    group.pending_sync_members.clear()
+    was_empty = group.is_in(S.EMPTY)
+    group.transition(S.PREPARING_REBALANCE, ctx.now_ms)
+    if was_empty:
+        delay = ctx.config.group_initial_rebalance_delay_ms
+        group.initial_delay_ms = delay
+        group.initial_remaining_ms = max(group.rebalance_timeout_ms() - delay, 0)
+        ctx.timers.schedule(join_key(group.group_id), ctx.now_ms + delay)
+        return
+    group.initial_delay_ms = None
+    if group.has_all_members_joined():
+        complete_join(ctx, group)
+    else:
+        ctx.timers.schedule(join_key(group.group_id), ctx.now_ms + group.rebalance_timeout_ms())
+
+
+def try_complete_join(ctx: Ctx, group: ClassicGroup) -> None:
+    if group.is_in(S.PREPARING_REBALANCE) and group.previous_state is not S.EMPTY and group.has_all_members_joined():
+        complete_join(ctx, group)
+
+
+def on_join_timer(ctx: Ctx, group: ClassicGroup) -> None:
+    """The join-phase timer (or the initial-rebalance delay) fired."""
+    if not group.is_in(S.PREPARING_REBALANCE):
+        return
+    if group.initial_delay_ms is not None and group.new_member_added and group.initial_remaining_ms:
+        group.new_member_added = False
+        new_delay = min(ctx.config.group_initial_rebalance_delay_ms, group.initial_remaining_ms)
+        group.initial_remaining_ms = max(group.initial_remaining_ms - group.initial_delay_ms, 0)
+        group.initial_delay_ms = new_delay
+        ctx.timers.schedule(join_key(group.group_id), ctx.now_ms + new_delay)
+        return
+    complete_join(ctx, group)
+
+
+def complete_join(ctx: Ctx, group: ClassicGroup) -> None:
+    ctx.timers.cancel(join_key(group.group_id))
+    group.initial_delay_ms = None
+    group.new_member_added = False
+    for member_id, member in list(group.members.items()):
+        if member.join_key is None and member.group_instance_id is None:
+            remove_member(ctx, group, member_id)
+    if group.is_in(S.DEAD):
+        return
+    joined = [m for m in group.members.values() if m.join_key is not None]
+    if group.members and not joined:
+        # nobody rejoined (static members keep their place): wait another rebalance timeout
+        ctx.timers.schedule(join_key(group.group_id), ctx.now_ms + group.rebalance_timeout_ms())
+        return
+    leader = group.members.get(group.leader_id or "")
+    if leader is None or leader.join_key is None:
+        group.leader_id = joined[0].member_id if joined else None
+    group.generation += 1
+    if not group.members:
+        group.protocol_name = None
+        group.transition(S.EMPTY, ctx.now_ms)
+        persist(ctx, group)
+        return
+    group.protocol_name = group.select_protocol()
+    group.transition(S.COMPLETING_REBALANCE, ctx.now_ms)
+    everyone = tuple(
+        JoinGroupMember(
+            member_id=m.member_id, group_instance_id=m.group_instance_id, metadata=m.metadata(group.protocol_name)
+        )
+        for m in group.members.values()
+    )
+    for member in group.members.values():
+        if member.join_key is None:
+            continue
+        is_leader = member.member_id == group.leader_id
+        ctx.complete(
+            member.join_key,
+            JoinGroupResponse(
+                generation_id=group.generation,
+                protocol_type=group.protocol_type,
+                protocol_name=group.protocol_name,
+                leader=group.leader_id or "",
+                member_id=member.member_id,
+                members=everyone if is_leader else (),
+            ),
+        )
+        member.join_key = None
+        member.is_new = False
+        schedule_session(ctx, group, member.member_id, member.session_timeout_ms)
+        group.pending_sync_members.add(member.member_id)
+    ctx.timers.schedule(sync_key(group.group_id), ctx.now_ms + group.rebalance_timeout_ms())
+
+
+def on_sync_timer(ctx: Ctx, group: ClassicGroup) -> None:
+    """Members that never sent SyncGroup for this generation are removed and the group rebalances."""
+    if not group.is_in(S.COMPLETING_REBALANCE, S.STABLE) or not group.pending_sync_members:
+        return
+    for member_id in sorted(group.pending_sync_members):
+        remove_member(ctx, group, member_id)
+    group.pending_sync_members.clear()
+    if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
+        prepare_rebalance(ctx, group)
+
+
+def on_session_timer(ctx: Ctx, group: ClassicGroup, member_id: str) -> None:
+    if member_id in group.pending_join_members:
+        group.pending_join_members.discard(member_id)
+        try_complete_join(ctx, group)
+        return
+    member = group.members.get(member_id)
+    if member is None:
+        return
+    if not member.is_new and (member.join_key is not None or member.sync_key is not None):
+        return  # awaiting a rebalance satisfies the heartbeat
+    remove_member(ctx, group, member_id)
+    after_departure(ctx, group)

@@ -1,0 +1,147 @@
+"""SyncGroup, Heartbeat and LeaveGroup for classic groups."""
+
+from __future__ import annotations
+
+from regroup.coordinator.classic.group import ClassicGroup, GroupState
+from regroup.coordinator.classic.join import check_identity
+from regroup.coordinator.classic.rebalance import (
+    after_departure,
+    persist,
+    remove_member,
+    schedule_session,
+    try_complete_join,
+)
+from regroup.coordinator.context import Ctx
+from regroup.coordinator.result import RequestKey
+from regroup.model.errors import ApiError, ErrorCode
+from regroup.protocol.classic import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    LeaveGroupMemberResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+
+S = GroupState
+
+
+def _group_for_member_request(groups: dict[str, ClassicGroup], group_id: str) -> ClassicGroup:
+    if not group_id:
+        raise ApiError(ErrorCode.INVALID_GROUP_ID)
+    group = groups.get(group_id)
+    if group is None:
+        raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+    if group.is_in(S.DEAD):
+        raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    return group
+
+
+def sync_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: SyncGroupRequest, key: RequestKey) -> None:
+    group = _group_for_member_request(groups, req.group_id)
+    if group.is_in(S.EMPTY):
+        raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+    check_identity(group, req.member_id, req.group_instance_id)
+    if req.generation_id != group.generation:
+        raise ApiError(ErrorCode.ILLEGAL_GENERATION)
+    if (req.protocol_type is not None and req.protocol_type != group.protocol_type) or (
+        req.protocol_name is not None and req.protocol_name != group.protocol_name
+    ):
+        raise ApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+    member = group.members[req.member_id]
+    if group.is_in(S.PREPARING_REBALANCE):
+        raise ApiError(ErrorCode.REBALANCE_IN_PROGRESS)
+    if group.is_in(S.STABLE):
+        group.pending_sync_members.discard(req.member_id)
+        schedule_session(ctx, group, member.member_id, member.session_timeout_ms)
+        ctx.complete(key, _sync_response(group, member.assignment))
+        return
+    # CompletingRebalance: park; the leader's assignment completes everyone
+    if member.sync_key is not None and member.sync_key != key:
+        ctx.complete(member.sync_key, SyncGroupResponse(error=ErrorCode.REBALANCE_IN_PROGRESS))
+    member.sync_key = key
+    group.pending_sync_members.discard(req.member_id)
+    if req.member_id != group.leader_id:
+        return
+    given = dict(req.assignments)
+    for member_id, m in group.members.items():
+        m.assignment = given.get(member_id, b"")
+    persist(ctx, group)
+    group.transition(S.STABLE, ctx.now_ms)
+    for m in group.members.values():
+        if m.sync_key is not None:
+            ctx.complete(m.sync_key, _sync_response(group, m.assignment))
+            m.sync_key = None
+            schedule_session(ctx, group, m.member_id, m.session_timeout_ms)
+
+
+def _sync_response(group: ClassicGroup, assignment: bytes) -> SyncGroupResponse:
+    return SyncGroupResponse(
+        protocol_type=group.protocol_type, protocol_name=group.protocol_name, assignment=assignment
+    )
+
+
+def heartbeat(ctx: Ctx, groups: dict[str, ClassicGroup], req: HeartbeatRequest) -> HeartbeatResponse:
+    group = _group_for_member_request(groups, req.group_id)
+    check_identity(group, req.member_id, req.group_instance_id)
+    if req.generation_id != group.generation:
+        raise ApiError(ErrorCode.ILLEGAL_GENERATION)
+    if group.is_in(S.EMPTY):
+        raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+    member = group.members[req.member_id]
+    schedule_session(ctx, group, member.member_id, member.session_timeout_ms)
+    if group.is_in(S.PREPARING_REBALANCE):
+        return HeartbeatResponse(error=ErrorCode.REBALANCE_IN_PROGRESS)
+    return HeartbeatResponse()
+
+
+def leave_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: LeaveGroupRequest) -> LeaveGroupResponse:
+    if not req.group_id:
+        raise ApiError(ErrorCode.INVALID_GROUP_ID)
+    group = groups.get(req.group_id)
+    if group is None:
+        return LeaveGroupResponse(
+            members=tuple(
+                LeaveGroupMemberResponse(
+                    member_id=m.member_id, group_instance_id=m.group_instance_id, error=ErrorCode.UNKNOWN_MEMBER_ID
+                )
+                for m in req.members
+            )
+        )
+    if group.is_in(S.DEAD):
+        raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    outcomes: list[LeaveGroupMemberResponse] = []
+    left = False
+    for leaving in req.members:
+        error = ErrorCode.NONE
+        if not leaving.member_id:
+            holder = group.static_members.get(leaving.group_instance_id or "") if leaving.group_instance_id else None
+            if holder is None:
+                error = ErrorCode.UNKNOWN_MEMBER_ID
+            else:
+                remove_member(ctx, group, holder)
+                left = True
+        elif leaving.member_id in group.pending_join_members:
+            group.pending_join_members.discard(leaving.member_id)
+            ctx.timers.cancel(("session", group.group_id, leaving.member_id))
+            left = True
+        else:
+            try:
+                check_identity(group, leaving.member_id, leaving.group_instance_id)
+            except ApiError as exc:
+                error = exc.code
+            else:
+                remove_member(ctx, group, leaving.member_id)
+                left = True
+        outcomes.append(
+            LeaveGroupMemberResponse(
+                member_id=leaving.member_id, group_instance_id=leaving.group_instance_id, error=error
+            )
+        )
+    if left:
+        if group.is_in(S.PREPARING_REBALANCE):
+            try_complete_join(ctx, group)
+        else:
+            after_departure(ctx, group)
+    return LeaveGroupResponse(members=tuple(outcomes))

@@ -1,0 +1,86 @@
+"""Group inspection (KIP-40 and later): DescribeGroups, ListGroups, and DeleteGroups for empty groups."""
+
+from __future__ import annotations
+
+from regroup.coordinator.classic.group import ClassicGroup, GroupState
+from regroup.coordinator.context import Ctx
+from regroup.coordinator.offsets import OffsetStore
+from regroup.model.errors import ErrorCode
+from regroup.protocol.admin import (
+    DeleteGroupsResponse,
+    DescribedGroup,
+    DescribedMember,
+    ListedGroup,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
+from regroup.records.builders import new_group_tombstone, new_offset_tombstone
+
+S = GroupState
+
+
+def describe_group(groups: dict[str, ClassicGroup], group_id: str) -> DescribedGroup:
+    if not group_id:
+        return DescribedGroup(group_id=group_id, error=ErrorCode.INVALID_GROUP_ID, state="")
+    group = groups.get(group_id)
+    if group is None or group.is_in(S.DEAD):
+        return DescribedGroup(group_id=group_id, state="Dead")
+    stable = group.is_in(S.STABLE)
+    return DescribedGroup(
+        group_id=group_id,
+        state=group.state.value,
+        protocol_type=group.protocol_type or "",
+        protocol_data=(group.protocol_name or "") if stable else "",
+        members=tuple(
+            DescribedMember(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                metadata=m.metadata(group.protocol_name) if stable else b"",
+                assignment=m.assignment,
+            )
+            for m in group.members.values()
+        ),
+    )
+
+
+def list_groups(groups: dict[str, ClassicGroup], req: ListGroupsRequest) -> ListGroupsResponse:
+    states = {s.strip().lower() for s in req.states}
+    types = {t.strip().lower() for t in req.types}
+    listed = []
+    for group_id in sorted(groups):
+        group = groups[group_id]
+        if states and group.state.value.lower() not in states:
+            continue
+        if types and "classic" not in types:
+            continue
+        listed.append(
+            ListedGroup(
+                group_id=group_id,
+                protocol_type=group.protocol_type or "",
+                state=group.state.value,
+                group_type="classic",
+            )
+        )
+    return ListGroupsResponse(groups=tuple(listed))
+
+
+def delete_groups(
+    ctx: Ctx, groups: dict[str, ClassicGroup], store: OffsetStore, group_ids: list[str]
+) -> DeleteGroupsResponse:
+    results: list[tuple[str, ErrorCode]] = []
+    for group_id in group_ids:
+        group = groups.get(group_id)
+        if not group_id:
+            results.append((group_id, ErrorCode.INVALID_GROUP_ID))
+        elif group is None or group.is_in(S.DEAD):
+            results.append((group_id, ErrorCode.GROUP_ID_NOT_FOUND))
+        elif not group.is_in(S.EMPTY):
+            results.append((group_id, ErrorCode.NON_EMPTY_GROUP))
+        else:
+            for topic, partition in sorted(store.of(group_id)):
+                ctx.emit(new_offset_tombstone(group_id, topic, partition))
+            ctx.emit(new_group_tombstone(group_id))
+            results.append((group_id, ErrorCode.NONE))
+    return DeleteGroupsResponse(results=tuple(results))

@@ -1,0 +1,37 @@
+"""What every coordinator operation returns: the records it produced and the responses it completed.
+
+A request that has to wait (a JoinGroup parked until the join phase completes, a follower's SyncGroup
+waiting for the leader) completes later, in the result of whichever operation releases it. Responses are
+therefore *completions* keyed by the request key the caller chose when it submitted the request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from regroup.records.model import Record
+
+RequestKey = int | str
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    key: RequestKey
+    response: Any
+
+
+@dataclass(slots=True)
+class Result:
+    records: list[Record] = field(default_factory=list)
+    completions: list[Completion] = field(default_factory=list)
+
+    def extend(self, other: Result) -> None:
+        self.records.extend(other.records)
+        self.completions.extend(other.completions)
+
+    def response_for(self, key: RequestKey) -> Any:
+        """The response completed for ``key`` in this result, or None if it is still waiting."""
+        for c in self.completions:
+            if c.key == key:
+                return c.response
+        return None
