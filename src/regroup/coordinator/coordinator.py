@@ -53,7 +53,8 @@ class GroupCoordinator:
         self, now_ms: int, key: RequestKey | None, handler: Callable[[Ctx], Any], on_error: Callable[[ErrorCode], Any]
     ) -> Result:
         ctx = self._ctx(now_ms)
-        self._fire_due(ctx)
+        self._fire_due(ctx)  # applied already: the request sees the state the timers left
+        fired = len(ctx.result.records)
         try:
             response = handler(ctx)
         except ApiError as exc:
@@ -61,7 +62,7 @@ class GroupCoordinator:
         else:
             if response is not None:
                 ctx.complete(key, response)
-        self._apply_live(ctx.result.records)
+        self._apply_live(ctx.result.records[fired:])
         return ctx.result
 
     def _ctx(self, now_ms: int) -> Ctx:
@@ -70,26 +71,32 @@ class GroupCoordinator:
         return Ctx(config=self.config, timers=self.timers, ids=self.ids, now_ms=now_ms)
 
     def _fire_due(self, ctx: Ctx) -> None:
+        """Fire the timers due by ``ctx.now_ms`` in deadline order. Each expiry is a write of its own (as in
+        Kafka): its records are applied before the next timer fires and before any request runs, so e.g.
+        a group deleted by the offsets cleanup is gone for a JoinGroup arriving at the same instant."""
         while (key := self.timers.pop_due(ctx.now_ms)) is not None:
-            assert isinstance(key, tuple)
-            kind = key[0]
-            if kind == "offsets-expiry":
-                records = expired_offset_records(
-                    self.groups, self.offsets, ctx.now_ms, self.config.offsets_retention_ms
-                )
-                for record in records:
-                    ctx.emit(record)
-                self.timers.schedule(OFFSETS_EXPIRY_KEY, ctx.now_ms + self.config.offsets_retention_check_interval_ms)
-                continue
-            group = self.groups.get(key[1])
-            if group is None or group.is_in(GroupState.DEAD):
-                continue
-            if kind == "session":
-                rebalance.on_session_timer(ctx, group, key[2])
-            elif kind == "join":
-                rebalance.on_join_timer(ctx, group)
-            elif kind == "sync":
-                rebalance.on_sync_timer(ctx, group)
+            applied = len(ctx.result.records)
+            self._fire(ctx, key)
+            self._apply_live(ctx.result.records[applied:])
+
+    def _fire(self, ctx: Ctx, key: object) -> None:
+        assert isinstance(key, tuple)
+        kind = key[0]
+        if kind == "offsets-expiry":
+            records = expired_offset_records(self.groups, self.offsets, ctx.now_ms, self.config.offsets_retention_ms)
+            for record in records:
+                ctx.emit(record)
+            self.timers.schedule(OFFSETS_EXPIRY_KEY, ctx.now_ms + self.config.offsets_retention_check_interval_ms)
+            return
+        group = self.groups.get(key[1])
+        if group is None or group.is_in(GroupState.DEAD):
+            return
+        if kind == "session":
+            rebalance.on_session_timer(ctx, group, key[2])
+        elif kind == "join":
+            rebalance.on_join_timer(ctx, group)
+        elif kind == "sync":
+            rebalance.on_sync_timer(ctx, group)
 
     def _apply_live(self, records: Iterable[Record]) -> None:
         for record in records:
@@ -125,15 +132,20 @@ class GroupCoordinator:
         ids: IdSource | None = None,
     ) -> GroupCoordinator:
         """Rebuild a coordinator from its records: groups with members come back Stable (their session
-        timers restarted at ``now_ms``), groups without members Empty, offsets as last committed."""
+        timers restarted at ``now_ms``), groups without members Empty, offsets as last committed. A group
+        with more members than ``group_max_size`` (the setting was lowered) starts a rebalance at once."""
         coordinator = cls(config, ids)
         for record in records:
             coordinator._apply(record, loading=True)
+        ctx = Ctx(config=coordinator.config, timers=coordinator.timers, ids=coordinator.ids, now_ms=now_ms)
         for group in coordinator.groups.values():
             for member in group.members.values():
                 coordinator.timers.schedule(
                     ("session", group.group_id, member.member_id), now_ms + member.session_timeout_ms
                 )
+            if len(group.members) > coordinator.config.group_max_size:
+                rebalance.prepare_rebalance(ctx, group)
+        coordinator._apply_live(ctx.result.records)
         return coordinator
 
     def replay(self, record: Record) -> None:
@@ -163,7 +175,6 @@ class GroupCoordinator:
         """Fire every timer due by ``now_ms`` (session expiry, join/sync phase timeouts, offset expiry)."""
         ctx = self._ctx(now_ms)
         self._fire_due(ctx)
-        self._apply_live(ctx.result.records)
         return ctx.result
 
     # ------------------------------------------------------------------------------------- the requests

@@ -47,7 +47,7 @@ def describe_group(groups: dict[str, ClassicGroup], group_id: str) -> DescribedG
 
 def list_groups(groups: dict[str, ClassicGroup], req: ListGroupsRequest) -> ListGroupsResponse:
     states = {s.strip().lower() for s in req.states}
-    types = {t.strip().lower() for t in req.types}
+    types = {t.lower() for t in req.types}  # Kafka's GroupType.parse lower-cases but does not trim
     listed = []
     for group_id in sorted(groups):
         group = groups[group_id]

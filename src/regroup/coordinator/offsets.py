@@ -81,7 +81,8 @@ def offset_commit(ctx: Ctx, groups: dict[str, ClassicGroup], req: OffsetCommitRe
         codes: list[tuple[int, ErrorCode]] = []
         for p in partitions:
             metadata = p.metadata or ""
-            if len(metadata.encode("utf-8")) > ctx.config.offset_metadata_max_bytes:
+            # Kafka compares Java's String.length(), i.e. UTF-16 code units, despite the setting's name
+            if len(metadata.encode("utf-16-le")) // 2 > ctx.config.offset_metadata_max_bytes:
                 codes.append((p.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
                 continue
             value = OffsetCommitValue(

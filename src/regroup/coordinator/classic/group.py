@@ -127,10 +127,11 @@ class ClassicGroup:
         return set.intersection(*sets)
 
     def supports(self, protocol_type: str, protocols: tuple[tuple[str, bytes], ...]) -> bool:
-        """Kafka's check for a joining member: an empty group needs a type and protocols; otherwise the
-        type must match and one of the member's protocols must be supported by every member."""
+        """Kafka's check for a joining member: an Empty group needs a type and protocols; otherwise the
+        type must match and one of the member's protocols must be supported by every member. It is the
+        Empty *state* that counts: a rebalancing group whose members all left keeps its protocol type."""
         names = tuple(name for name, _ in protocols)
-        if not self.members:
+        if self.state is GroupState.EMPTY:
             return bool(protocol_type) and bool(names)
         return protocol_type == self.protocol_type and bool(self.candidate_protocols(names))
 

@@ -38,9 +38,12 @@ def join_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: JoinGroupRequest,
         group = ClassicGroup(group_id=req.group_id, state_timestamp_ms=ctx.now_ms)
         groups[req.group_id] = group
         records_before = len(ctx.result.records)
-        _join(ctx, group, req, key)
-        if len(ctx.result.records) == records_before:
-            persist(ctx, group)  # a new group that produced nothing else is persisted empty
+        try:
+            _join(ctx, group, req, key)
+        finally:
+            if len(ctx.result.records) == records_before:
+                # a new group whose join produced nothing else (even a refused join) is persisted empty
+                persist(ctx, group)
         return
     _join(ctx, group, req, key)
 
@@ -51,8 +54,8 @@ def _join(ctx: Ctx, group: ClassicGroup, req: JoinGroupRequest, key: RequestKey)
         if req.member_id in group.members:
             group.remove(req.member_id)
             cancel_session(ctx, group, req.member_id)
+        # like Kafka, no attempt to complete the join phase here: it completes on the next join or timer
         ctx.complete(key, JoinGroupResponse(error=ErrorCode.GROUP_MAX_SIZE_REACHED))
-        try_complete_join(ctx, group)
         return
     if not req.member_id:
         _join_new_member(ctx, group, req, key)

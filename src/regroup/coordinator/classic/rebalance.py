@@ -63,6 +63,8 @@ def prepare_rebalance(ctx: Ctx, group: ClassicGroup) -> None:
             if member.sync_key is not None:
                 ctx.complete(member.sync_key, SyncGroupResponse(error=ErrorCode.REBALANCE_IN_PROGRESS))
                 member.sync_key = None
+                # as for a successful SyncGroup: its session may have lapsed while it was parked
+                schedule_session(ctx, group, member.member_id, member.session_timeout_ms)
     ctx.timers.cancel(sync_key(group.group_id))
     group.pending_sync_members.clear()
     was_empty = group.is_in(S.EMPTY)
@@ -131,21 +133,22 @@ def complete_join(ctx: Ctx, group: ClassicGroup) -> None:
         for m in group.members.values()
     )
     for member in group.members.values():
-        if member.join_key is None:
-            continue
-        is_leader = member.member_id == group.leader_id
-        ctx.complete(
-            member.join_key,
-            JoinGroupResponse(
-                generation_id=group.generation,
-                protocol_type=group.protocol_type,
-                protocol_name=group.protocol_name,
-                leader=group.leader_id or "",
-                member_id=member.member_id,
-                members=everyone if is_leader else (),
-            ),
-        )
-        member.join_key = None
+        # every member of the new generation, also a static one that did not rejoin (it gets no response),
+        # has its session restarted and is expected to send SyncGroup before the pending-sync timeout
+        if member.join_key is not None:
+            is_leader = member.member_id == group.leader_id
+            ctx.complete(
+                member.join_key,
+                JoinGroupResponse(
+                    generation_id=group.generation,
+                    protocol_type=group.protocol_type,
+                    protocol_name=group.protocol_name,
+                    leader=group.leader_id or "",
+                    member_id=member.member_id,
+                    members=everyone if is_leader else (),
+                ),
+            )
+            member.join_key = None
         member.is_new = False
         schedule_session(ctx, group, member.member_id, member.session_timeout_ms)
         group.pending_sync_members.add(member.member_id)
