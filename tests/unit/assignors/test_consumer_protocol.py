@@ -21,6 +21,7 @@ from kio.schema.types import TopicName
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32
 
+from regroup.assignors import consumer_protocol as cp
 from regroup.assignors.consumer_protocol import (
     Assignment,
     ProtocolDecodeError,
@@ -446,3 +447,39 @@ def test_kio_assignment_entities_interop() -> None:
         assert decode_assignment(kio_bytes) == assignment
         decoded, _ = entity_reader(type(entity))(encode_assignment(assignment, version), 2)
         assert decoded == entity
+
+
+# --- the fast sticky user-data decoder agrees with the kio path ----------------------------------------
+
+
+
+def _slow_sticky(data: bytes) -> tuple[dict[str, tuple[int, ...]], int | None]:
+    original = cp._decode_sticky_fast
+    cp._decode_sticky_fast = lambda buffer: None  # type: ignore[assignment]
+    try:
+        return cp.decode_sticky_user_data(data)
+    finally:
+        cp._decode_sticky_fast = original  # type: ignore[assignment]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(st.text(max_size=6), st.lists(st.integers(-(2**31), 2**31 - 1), max_size=6), max_size=4),
+    st.one_of(st.none(), st.integers(-(2**31), 2**31 - 1)),
+    st.integers(0, 40),
+    st.binary(max_size=6),
+)
+def test_fast_sticky_decoder_matches_kio_path(
+    partitions: dict[str, list[int]], generation: int | None, cut: int, tail: bytes
+) -> None:
+    data = cp.encode_sticky_user_data(partitions, generation)
+    for candidate in (data, data[: max(0, len(data) - cut)], data + tail, data[:cut] + tail):
+        if candidate:
+            assert cp.decode_sticky_user_data(candidate) == _slow_sticky(candidate)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=64))
+def test_fast_sticky_decoder_matches_kio_path_on_garbage(data: bytes) -> None:
+    if data:
+        assert cp.decode_sticky_user_data(data) == _slow_sticky(data)
