@@ -73,6 +73,11 @@ def _cell(per_topic: Mapping[str, list[int]]) -> str:
     return ", ".join(f"{t}p{p}" for t in sorted(per_topic) for p in per_topic[t]) or "-"
 
 
+def _kept(before: Assignment, after: Assignment) -> int:
+    now = metrics.owners(after)
+    return sum(1 for tp, m in metrics.owners(before).items() if now.get(tp) == m)
+
+
 def render(strategies: tuple[str, ...] = ("roundrobin", "sticky")) -> str:
     """The demo text."""
     lines: list[str] = []
@@ -91,10 +96,7 @@ def render(strategies: tuple[str, ...] = ("roundrobin", "sticky")) -> str:
             lines.append(header)
             for m in members:
                 lines.append(f"  {m:<9}" + "".join(f"{_cell(table[s].get(m, {})):<{width}}" for s in strategies))
-        kept = "; ".join(
-            f"{s} keeps {sum(1 for tp, m in metrics.owners(before[s]).items() if metrics.owners(after[s]).get(tp) == m)}"
-            for s in strategies
-        )
+        kept = "; ".join(f"{s} keeps {_kept(before[s], after[s])}" for s in strategies)
         lines.append(f"  partitions kept through the change: {kept}")
         lines.append("")
     return "\n".join(lines)
