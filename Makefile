@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint typecheck unit bench clean
+.PHONY: run test lint typecheck unit soak bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ unit: $(DEVSTAMP)
 	$(BIN)/pytest
 
 test: lint typecheck unit
+
+# Many more randomized simulator schedules than CI runs (REGROUP_SOAK_RUNS per protocol).
+soak: $(DEVSTAMP)
+	REGROUP_SOAK=1 REGROUP_SOAK_RUNS=$${REGROUP_SOAK_RUNS:-500} $(BIN)/pytest tests/property/test_sim_safety.py
 
 bench: $(DEVSTAMP)
 	$(BIN)/python bench/assignors.py

@@ -77,7 +77,12 @@ class Call:
 
     @property
     def done(self) -> bool:
-        return self.key in self.harness.responses
+        """Answered, or dropped because a newer request from the same member superseded it."""
+        return self.key in self.harness.responses or self.key in self.harness.dropped
+
+    @property
+    def dropped(self) -> bool:
+        return self.key in self.harness.dropped
 
     @property
     def response(self) -> Any:
@@ -119,6 +124,7 @@ class GroupHarness:
         self.coordinator = GroupCoordinator(config, CountingIds())
         self.records: list[Record] = []
         self.responses: dict[int, Any] = {}
+        self.dropped: set[int | str] = set()
         self.last = Result()
         self._keys = itertools.count(1)
         self._reloads = 0
@@ -133,6 +139,9 @@ class GroupHarness:
         for completion in result.completions:
             assert completion.key not in self.responses, f"request {completion.key} answered twice"
             self.responses[completion.key] = completion.response
+        for key in result.dropped:
+            assert key not in self.responses, f"request {key} dropped after it was answered"
+            self.dropped.add(key)
         return result
 
     def _submit(self, op: Any, request: Any) -> Call:

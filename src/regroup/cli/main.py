@@ -15,6 +15,9 @@ from regroup import __version__
 from regroup.assignors import metrics, registry
 from regroup.assignors.spec import AssignmentError
 from regroup.cli.assign_input import InputError, parse_document
+from regroup.cli.simulate import SimulateError
+from regroup.cli.simulate import add_parser as add_simulate_parser
+from regroup.cli.simulate import run as run_simulation
 
 EXIT_USAGE = 2
 
@@ -40,6 +43,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("strategies", help="list the known assignment strategies")
     sub.add_parser("demo", help="KIP-54's worked examples, round-robin and sticky side by side")
+    add_simulate_parser(sub)
     return parser
 
 
@@ -89,7 +93,14 @@ def _cmd_demo(_: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"assign": _cmd_assign, "strategies": _cmd_strategies, "demo": _cmd_demo}
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    try:
+        return run_simulation(args)
+    except SimulateError as exc:
+        raise UsageError(str(exc)) from None
+
+
+COMMANDS = {"assign": _cmd_assign, "strategies": _cmd_strategies, "demo": _cmd_demo, "simulate": _cmd_simulate}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

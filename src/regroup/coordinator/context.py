@@ -25,6 +25,10 @@ class Ctx:
         if key is not None:
             self.result.completions.append(Completion(key, response))
 
+    def drop(self, key: RequestKey) -> None:
+        """A parked request was superseded and will never be answered."""
+        self.result.dropped.append(key)
+
     def emit(self, record: Record) -> None:
         self.result.records.append(record)
 

@@ -24,10 +24,14 @@ class Completion:
 class Result:
     records: list[Record] = field(default_factory=list)
     completions: list[Completion] = field(default_factory=list)
+    #: parked requests superseded by a newer one from the same member: they will never be answered (as in
+    #: Kafka, which replaces the parked future); a shell may forget them.
+    dropped: list[RequestKey] = field(default_factory=list)
 
     def extend(self, other: Result) -> None:
         self.records.extend(other.records)
         self.completions.extend(other.completions)
+        self.dropped.extend(other.dropped)
 
     def response_for(self, key: RequestKey) -> Any:
         """The response completed for ``key`` in this result, or None if it is still waiting."""

@@ -169,8 +169,8 @@ def _join_known_member(ctx: Ctx, group: ClassicGroup, req: JoinGroupRequest, key
 
 def _update_member(ctx: Ctx, member: ClassicMember, req: JoinGroupRequest, key: RequestKey) -> None:
     if member.join_key is not None and member.join_key != key:
-        # a newer JoinGroup supersedes a parked one (the client retried)
-        ctx.complete(member.join_key, JoinGroupResponse(error=ErrorCode.UNKNOWN_MEMBER_ID, member_id=""))
+        # a newer JoinGroup supersedes the parked one (the client retried): like Kafka, replace it silently
+        ctx.drop(member.join_key)
     member.protocols = req.protocols
     member.rebalance_timeout_ms = req.rebalance_timeout_ms
     member.session_timeout_ms = req.session_timeout_ms

@@ -59,7 +59,7 @@ def sync_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: SyncGroupRequest,
         return
     # CompletingRebalance: park; the leader's assignment completes everyone
     if member.sync_key is not None and member.sync_key != key:
-        ctx.complete(member.sync_key, SyncGroupResponse(error=ErrorCode.REBALANCE_IN_PROGRESS))
+        ctx.drop(member.sync_key)  # superseded by a retry: replaced silently, as Kafka does
     member.sync_key = key
     group.pending_sync_members.discard(req.member_id)
     if req.member_id != group.leader_id:

@@ -1,0 +1,79 @@
+"""A classic consumer's settings (Kafka's client configuration names, snake_cased) and the rebalance
+protocol they imply.
+
+Defaults follow the Java client except where a simulation wants something shorter: they are only
+defaults; the simulator and the tests pass their own values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from regroup.assignors import registry
+from regroup.assignors.spec import RebalanceProtocol
+
+#: Kafka's ``JOIN_GROUP_TIMEOUT_LAPSE``: a JoinGroup may be parked for the whole rebalance timeout.
+JOIN_GROUP_TIMEOUT_LAPSE_MS = 5_000
+
+
+class ConfigError(ValueError):
+    """Settings a consumer cannot start with (unknown strategy, no common rebalance protocol, ...)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemberConfig:
+    """One consumer's configuration.
+
+    ``strategies`` is ``partition.assignment.strategy``: assignor names in preference order; each becomes
+    one JoinGroup protocol. The rebalance protocol (eager or cooperative) is the highest one every listed
+    assignor supports (reference §2.2).
+    """
+
+    group_id: str
+    client_id: str
+    topics: tuple[str, ...]
+    strategies: tuple[str, ...] = ("range", "cooperative-sticky")
+    group_instance_id: str | None = None
+    rack: str | None = None
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 3_000
+    rebalance_timeout_ms: int = 300_000  # max.poll.interval.ms
+    request_timeout_ms: int = 30_000
+    retry_backoff_ms: int = 100
+    auto_commit: bool = True
+    auto_commit_interval_ms: int = 5_000
+    join_group_version: int = 9
+    options: dict[str, object] = field(default_factory=dict)  # assignor options, passed to GroupSpec
+
+    def __post_init__(self) -> None:
+        if not self.group_id:
+            raise ConfigError("group_id must not be empty")
+        if not self.strategies:
+            raise ConfigError("at least one assignment strategy is required")
+        if len(set(self.strategies)) != len(self.strategies):
+            raise ConfigError("assignment strategies must not repeat")
+        for name in ("session_timeout_ms", "heartbeat_interval_ms", "rebalance_timeout_ms", "request_timeout_ms"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive")
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ConfigError("heartbeat_interval_ms must be lower than session_timeout_ms")
+        rebalance_protocol(self.strategies)  # raises ConfigError when none is common
+
+    @property
+    def join_timeout_ms(self) -> int:
+        """How long the client waits for a JoinGroup response (Kafka: rebalance timeout + 5 s)."""
+        return max(self.request_timeout_ms, self.rebalance_timeout_ms + JOIN_GROUP_TIMEOUT_LAPSE_MS)
+
+
+def rebalance_protocol(strategies: tuple[str, ...]) -> RebalanceProtocol:
+    """The highest rebalance protocol supported by every strategy (Kafka's ConsumerCoordinator rule)."""
+    common: set[RebalanceProtocol] | None = None
+    for name in strategies:
+        try:
+            supported = set(registry.get(name).supported_protocols)
+        except (registry.UnknownAssignorError, registry.AssignorLoadError) as exc:
+            raise ConfigError(str(exc)) from None
+        common = supported if common is None else common & supported
+    if not common:
+        raise ConfigError(f"strategies {list(strategies)} share no rebalance protocol")
+    return max(common)

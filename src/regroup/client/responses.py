@@ -1,0 +1,186 @@
+"""How a ``ClassicMember`` reacts to each response (Kafka's ``AbstractCoordinator`` response handlers and
+``ConsumerCoordinator.onJoinComplete``), kept apart from the driving loop in ``classic_member``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from regroup.client.embedded import LeaderAssignmentError, assigned_partitions, leader_assign, metadata_snapshot
+from regroup.client.types import CallbackKind, MemberState
+from regroup.model.errors import ErrorCode
+from regroup.protocol.classic import HeartbeatResponse, JoinGroupResponse, SyncGroupResponse
+from regroup.protocol.offsets import OffsetCommitRequest, OffsetCommitResponse
+
+if TYPE_CHECKING:
+    from regroup.client.classic_member import ClassicMember
+    from regroup.client.types import Inflight
+
+S = MemberState
+E = ErrorCode
+
+#: Errors that end the consumer (reference §2.6).
+FATAL = frozenset(
+    {
+        E.FENCED_INSTANCE_ID,
+        E.INCONSISTENT_GROUP_PROTOCOL,
+        E.INVALID_SESSION_TIMEOUT,
+        E.INVALID_GROUP_ID,
+        E.GROUP_AUTHORIZATION_FAILED,
+        E.GROUP_MAX_SIZE_REACHED,
+        E.UNSUPPORTED_VERSION,
+    }
+)
+
+
+def dispatch(member: ClassicMember, request_id: int, inflight: Inflight, response: object, now_ms: int) -> None:
+    if isinstance(response, JoinGroupResponse) and request_id == member.join_id:
+        member.join_id = None
+        on_join(member, inflight, response, now_ms)
+    elif isinstance(response, SyncGroupResponse) and request_id == member.sync_id:
+        member.sync_id = None
+        on_sync(member, inflight, response, now_ms)
+    elif isinstance(response, HeartbeatResponse) and request_id == member.heartbeat_id:
+        member.heartbeat_id = None
+        on_heartbeat(member, inflight, response, now_ms)
+    elif isinstance(response, OffsetCommitResponse):
+        on_commit(member, inflight, response, now_ms)
+
+
+def _unchanged(member: ClassicMember, inflight: Inflight) -> bool:
+    """Kafka's ``generationUnchanged``: the member is still what it was when it sent the request."""
+    return inflight.generation == member.generation and inflight.member_id == member.member_id
+
+
+def on_join(member: ClassicMember, inflight: Inflight, resp: JoinGroupResponse, now_ms: int) -> None:
+    error = resp.error
+    if error is E.NONE:
+        if resp.protocol_type not in (None, "consumer"):
+            member.fail(now_ms, f"JoinGroup answered protocol type {resp.protocol_type!r}")
+            return
+        member.member_id = resp.member_id
+        member.generation = resp.generation_id
+        member.protocol_name = resp.protocol_name
+        member.leader_id = resp.leader
+        # no lease from a JoinGroup answer: an immediate answer (identical rejoin while CompletingRebalance)
+        # restarts neither the session timer nor the pending-sync timer
+        member.next_heartbeat_ms = now_ms + member.config.heartbeat_interval_ms
+        assignments: tuple[tuple[str, bytes], ...] = ()
+        if member.is_leader and not resp.skip_assignment:
+            assignor = next((a for a in member.assignors if a.name == resp.protocol_name), None)
+            if assignor is None:
+                member.fail(now_ms, f"leader does not know the selected protocol {resp.protocol_name!r}")
+                return
+            try:
+                result = leader_assign(
+                    assignor,
+                    resp.members,
+                    member.partition_counts,
+                    cooperative=member.cooperative,
+                    options=member.config.options,
+                )
+            except LeaderAssignmentError as exc:
+                member.fail(now_ms, f"leader assignment failed: {exc}")
+                return
+            member.metadata_snapshot = result.metadata_snapshot
+            assignments = result.assignments
+        elif member.is_leader:  # a returning static leader keeps its assignment but still watches metadata
+            member.metadata_snapshot = metadata_snapshot(resp.members, member.partition_counts)
+        else:
+            member.metadata_snapshot = None
+        member.send_sync(now_ms, assignments)
+    elif error is E.MEMBER_ID_REQUIRED:
+        member.member_id = resp.member_id
+        member.state = S.UNJOINED
+        member.request_rejoin(now_ms, "member id required")
+    elif error is E.UNKNOWN_MEMBER_ID:
+        member.reset(now_ms, "JoinGroup: UNKNOWN_MEMBER_ID", member_id_too=True)
+    elif error in FATAL:
+        member.fail(now_ms, f"JoinGroup: {error.name}")
+    elif error is E.REBALANCE_IN_PROGRESS:
+        member.state = S.UNJOINED
+        member.request_rejoin(now_ms, "JoinGroup: REBALANCE_IN_PROGRESS")
+    else:  # coordinator moving or loading, unknown server error: back off and retry
+        member.state = S.UNJOINED
+        member.request_rejoin(now_ms, f"JoinGroup: {error.name}", member.config.retry_backoff_ms)
+
+
+def on_sync(member: ClassicMember, inflight: Inflight, resp: SyncGroupResponse, now_ms: int) -> None:
+    error = resp.error
+    if error is E.NONE:
+        if resp.protocol_name is not None and resp.protocol_name != member.protocol_name:
+            member.fail(now_ms, f"SyncGroup answered protocol {resp.protocol_name!r}")
+            return
+        assigned = assigned_partitions(resp.assignment)
+        if assigned is None:
+            member.fail(now_ms, "SyncGroup assignment bytes are malformed")
+            return
+        member.extend_lease(inflight.sent_ms)
+        member.state = S.STABLE
+        member.needs_join_prepare = True
+        revoked = member.owned - assigned
+        added = assigned - member.owned
+        if revoked:
+            member.revoke(revoked, now_ms, "not in the new assignment")
+        member.owned = assigned
+        member.owned_generation = member.generation
+        member.previous = assigned
+        member.previous_generation = member.generation
+        member.callback(CallbackKind.ASSIGNED, added, now_ms, "SyncGroup assignment")
+        member.next_commit_ms = now_ms + member.config.auto_commit_interval_ms
+        # The leader withholds what a member claimed but must give up until that member rejoins; a claim
+        # may already be gone (lost) by now, so compare with the claim, not only with what is owned.
+        if member.cooperative and (revoked or member.join_claimed - assigned):
+            member.request_rejoin(now_ms, "cooperative rebalance: partitions were revoked")
+        member.check_metadata(now_ms)
+    elif error is E.REBALANCE_IN_PROGRESS:
+        member.state = S.UNJOINED
+        member.request_rejoin(now_ms, "SyncGroup: REBALANCE_IN_PROGRESS")
+    elif error in (E.UNKNOWN_MEMBER_ID, E.ILLEGAL_GENERATION):
+        member.reset(now_ms, f"SyncGroup: {error.name}", member_id_too=error is E.UNKNOWN_MEMBER_ID)
+    elif error in FATAL:
+        member.fail(now_ms, f"SyncGroup: {error.name}")
+    else:
+        member.state = S.UNJOINED
+        member.request_rejoin(now_ms, f"SyncGroup: {error.name}", member.config.retry_backoff_ms)
+
+
+def on_heartbeat(member: ClassicMember, inflight: Inflight, resp: HeartbeatResponse, now_ms: int) -> None:
+    error = resp.error
+    member.next_heartbeat_ms = max(now_ms, inflight.sent_ms + member.config.heartbeat_interval_ms)
+    unchanged = _unchanged(member, inflight)
+    if error is E.NONE:
+        if unchanged and member.state is S.STABLE:
+            member.extend_lease(inflight.sent_ms)
+    elif error is E.REBALANCE_IN_PROGRESS:
+        if unchanged and member.state is S.STABLE:
+            member.request_rejoin(now_ms, "Heartbeat: REBALANCE_IN_PROGRESS")
+    elif error in (E.UNKNOWN_MEMBER_ID, E.ILLEGAL_GENERATION):
+        if unchanged and member.state in (S.STABLE, S.COMPLETING_REBALANCE):
+            member.reset(now_ms, f"Heartbeat: {error.name}", member_id_too=error is E.UNKNOWN_MEMBER_ID)
+    elif error is E.FENCED_INSTANCE_ID:
+        if unchanged:
+            member.fail(now_ms, "Heartbeat: FENCED_INSTANCE_ID")
+    else:
+        member.next_heartbeat_ms = now_ms + member.config.retry_backoff_ms
+
+
+def on_commit(member: ClassicMember, inflight: Inflight, resp: OffsetCommitResponse, now_ms: int) -> None:
+    codes: set[ErrorCode] = set()
+    request = inflight.request
+    sent: dict[tuple[str, int], int] = {}
+    if isinstance(request, OffsetCommitRequest):
+        sent = {(topic, p.partition): p.offset for topic, parts in request.topics for p in parts}
+    for topic, results in resp.topics:
+        for partition, code in results:
+            codes.add(code)
+            if code is E.NONE and (topic, partition) in sent:
+                member.committed[(topic, partition)] = sent[(topic, partition)]
+    if not _unchanged(member, inflight) or member.state is not S.STABLE:
+        return
+    if E.UNKNOWN_MEMBER_ID in codes or E.ILLEGAL_GENERATION in codes:
+        fenced = E.UNKNOWN_MEMBER_ID if E.UNKNOWN_MEMBER_ID in codes else E.ILLEGAL_GENERATION
+        member.reset(now_ms, f"OffsetCommit: {fenced.name}", member_id_too=fenced is E.UNKNOWN_MEMBER_ID)
+    elif E.FENCED_INSTANCE_ID in codes:
+        member.fail(now_ms, "OffsetCommit: FENCED_INSTANCE_ID")
+    elif E.REBALANCE_IN_PROGRESS in codes:
+        member.request_rejoin(now_ms, "OffsetCommit: REBALANCE_IN_PROGRESS")

@@ -1,0 +1,99 @@
+"""Plain values a member machine hands to its driver: requests to send, its state, and the log of the
+rebalance callbacks it ran."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from regroup.protocol.classic import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
+from regroup.protocol.offsets import OffsetCommitRequest
+
+#: (topic, partition)
+TopicPartition = tuple[str, int]
+
+Request = JoinGroupRequest | SyncGroupRequest | HeartbeatRequest | LeaveGroupRequest | OffsetCommitRequest
+
+
+def api_name(request: object) -> str:
+    """Kafka's API name of a request or response object (``JoinGroup``, ``OffsetCommit``, ...)."""
+    name = type(request).__name__
+    for suffix in ("Request", "Response"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+class MemberState(enum.Enum):
+    """Where the member is in the classic protocol (Kafka's client-side ``MemberState`` plus the ends)."""
+
+    UNJOINED = "Unjoined"  # no JoinGroup in flight (before the first, or waiting to retry)
+    PREPARING_REBALANCE = "PreparingRebalance"  # JoinGroup in flight
+    COMPLETING_REBALANCE = "CompletingRebalance"  # SyncGroup in flight
+    STABLE = "Stable"  # assignment received
+    LEFT = "Left"  # left the group (LeaveGroup sent unless static)
+    CRASHED = "Crashed"  # the process stopped without leaving
+    FAILED = "Failed"  # a fatal error (fenced instance, inconsistent protocol, ...)
+
+    @property
+    def running(self) -> bool:
+        return self not in (MemberState.LEFT, MemberState.CRASHED, MemberState.FAILED)
+
+
+class CallbackKind(enum.Enum):
+    """The ``ConsumerRebalanceListener`` callbacks."""
+
+    REVOKED = "revoked"  # onPartitionsRevoked
+    ASSIGNED = "assigned"  # onPartitionsAssigned
+    LOST = "lost"  # onPartitionsLost
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallbackEvent:
+    """One callback invocation: which partitions, when, at which generation, and why."""
+
+    kind: CallbackKind
+    partitions: tuple[TopicPartition, ...]  # sorted
+    at_ms: int
+    generation: int
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutgoingRequest:
+    """A request the driver must send to the coordinator now. ``request_id`` is unique per member
+    machine; the driver hands the response back with it (``on_response``)."""
+
+    request_id: int
+    request: Request
+
+    @property
+    def api(self) -> str:
+        return api_name(self.request)
+
+
+def sorted_partitions(partitions: Iterable[TopicPartition]) -> tuple[TopicPartition, ...]:
+    """A deterministic order for a collection of (topic, partition) pairs (sets iterate by hash)."""
+    return tuple(sorted(partitions))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Inflight:
+    """A request sent and not yet answered, with what the member was when it sent it."""
+
+    api: str
+    request: Request
+    sent_ms: int
+    deadline_ms: int
+    generation: int
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemberNote:
+    """Something the driver may want to log: a timeout, a reset, a rejoin request, a fatal error."""
+
+    at_ms: int
+    kind: str
+    detail: str

@@ -1,0 +1,96 @@
+"""Safety checks the simulator runs at every step:
+
+* no partition is processed by two members at the same time;
+* once the group is quiescent (coordinator Stable, every running member Stable in that generation with
+  nothing in flight or pending, the group's members are exactly the running ones) every subscribed
+  partition has exactly one processing owner;
+* generations never go back (the group's, and each member's successive JoinGroup generations);
+* the coordinator never accepts an offset commit from a fenced member (one that is not a member of the
+  group's current generation when the commit is handled).
+
+A violation is reported once when its condition starts (and again if it clears and comes back).
+"""
+
+from __future__ import annotations
+
+from regroup.client.types import TopicPartition
+from regroup.sim.describe import label
+from regroup.sim.eventlog import EventLog
+
+
+class SafetyChecker:
+    def __init__(self, log: EventLog) -> None:
+        self.log = log
+        self.violations: list[str] = []
+        self.processing: dict[TopicPartition, set[str]] = {}
+        self.owned_by: dict[str, frozenset[TopicPartition]] = {}
+        self.max_generation = 0
+        self.join_generation: dict[str, int] = {}
+        self._active: set[tuple[object, ...]] = set()
+
+    # ---------------------------------------------------------------------------------------- reports
+    def violation(self, t: int, key: tuple[object, ...], detail: str) -> None:
+        if key in self._active:
+            return
+        self._active.add(key)
+        self.violations.append(f"{t} ms: {detail}")
+        self.log.emit(t, "violation", detail=detail)
+
+    def _clear(self, key: tuple[object, ...]) -> None:
+        self._active.discard(key)
+
+    # ------------------------------------------------------------------------------------- ownership
+    def set_owned(self, t: int, member: str, owned: frozenset[TopicPartition]) -> None:
+        before = self.owned_by.get(member, frozenset())
+        if owned == before:
+            return
+        self.owned_by[member] = owned
+        for tp in sorted(before - owned):
+            holders = self.processing.get(tp, set())
+            holders.discard(member)
+            if len(holders) <= 1:
+                self._clear(("double", tp))
+        for tp in sorted(owned - before):
+            holders = self.processing.setdefault(tp, set())
+            holders.add(member)
+            if len(holders) > 1:
+                who = " and ".join(sorted(holders))
+                self.violation(t, ("double", tp), f"{label(tp)} processed by {who} at the same time")
+
+    def owners(self, tp: TopicPartition) -> set[str]:
+        return self.processing.get(tp, set())
+
+    # ----------------------------------------------------------------------------------- generations
+    def group_generation(self, t: int, generation: int) -> None:
+        if generation < self.max_generation:
+            self.violation(t, ("group-generation", generation), f"group generation went back to {generation}")
+        self.max_generation = max(self.max_generation, generation)
+
+    def joined(self, t: int, member: str, generation: int) -> None:
+        last = self.join_generation.get(member, -1)
+        if generation < last:
+            self.violation(
+                t, ("member-generation", member, generation), f"{member} joined generation {generation} after {last}"
+            )
+        self.join_generation[member] = max(last, generation)
+
+    # ---------------------------------------------------------------------------------------- commits
+    def commit(self, t: int, member: str, fenced_reason: str | None, accepted: list[TopicPartition]) -> None:
+        if fenced_reason is not None and accepted:
+            self.violation(
+                t,
+                ("fenced-commit", member, t),
+                f"offsets of {','.join(label(tp) for tp in accepted)} accepted from {member}, {fenced_reason}",
+            )
+
+    # ------------------------------------------------------------------------------------ quiescence
+    def quiescent(self, t: int, expected: set[TopicPartition] | None) -> None:
+        """``expected`` is the set of subscribed partitions when the group is quiescent, None otherwise."""
+        if expected is None:
+            self._active = {k for k in self._active if k[0] != "quiescent"}
+            return
+        for tp in sorted(expected):
+            holders = self.owners(tp)
+            if len(holders) != 1:
+                who = ", ".join(sorted(holders)) or "nobody"
+                self.violation(t, ("quiescent", tp), f"group is stable but {label(tp)} is processed by {who}")

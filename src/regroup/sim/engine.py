@@ -1,0 +1,366 @@
+"""The simulator: a virtual clock and an event queue driving a real ``GroupCoordinator`` and one sans-IO
+``ClassicMember`` per scenario member over the in-memory ``Network``.
+
+Everything is deterministic for a given scenario and seed: time is virtual, the only randomness is the
+seeded ``random.Random`` behind the network, member ids come from a counter, and ties in the queue are
+broken by insertion order. The run produces an ``EventLog`` (see docs/simulator.md), the safety checker's
+violations, and (``summary``) a per-rebalance summary computed from the log alone.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from regroup.client import ClassicMember, MemberConfig, MemberState, OutgoingRequest
+from regroup.client.types import TopicPartition
+from regroup.coordinator.classic.group import GroupState
+from regroup.coordinator.coordinator import GroupCoordinator
+from regroup.coordinator.ids import CountingIds
+from regroup.protocol.classic import LeaveGroupRequest
+from regroup.sim.checks import SafetyChecker
+from regroup.sim.describe import request_detail
+from regroup.sim.endpoint import CoordinatorEndpoint, Routed
+from regroup.sim.eventlog import EventLog
+from regroup.sim.network import TO_COORDINATOR, TO_MEMBER, Network
+from regroup.sim.queue import CoordinatorWake, EventQueue, Item, ToCoordinator, ToMember, Wake
+from regroup.sim.scenario import MemberSpec, Scenario, ScenarioEvent
+
+#: A run never needs this many events at one virtual instant; more means a machine keeps asking to be
+#: woken at a time it does not act on (a bug), and the simulator stops instead of spinning.
+MAX_STEPS_AT_ONE_TIME = 100_000
+
+
+class SimulationStuck(RuntimeError):
+    """The simulation stopped making progress in virtual time."""
+
+
+NOTE_TYPES = {
+    "timeout": "request_timeout",
+    "reset": "member_reset",
+    "rejoin": "rejoin_requested",
+    "fatal": "member_failed",
+}
+
+
+@dataclass
+class Slot:
+    """A scenario member and its current process (a new ``ClassicMember`` per start)."""
+
+    spec: MemberSpec
+    machine: ClassicMember | None = None
+    incarnation: int = 0
+    wake_at: int | None = None
+    seen_callbacks: int = 0
+    seen_notes: int = 0
+    last_view: tuple[str, str, int] = ("", "", -1)
+
+
+class Simulator:
+    """One run of a scenario. ``run()`` processes queued events in virtual-time order up to the scenario's
+    duration (``step()`` one at a time); ``log``, ``checker.violations`` and ``quiescent()`` describe it."""
+
+    def __init__(self, scenario: Scenario, seed: int = 0) -> None:
+        self.scenario = scenario
+        self.seed = seed
+        self.group_id = scenario.group_id
+        self.log = EventLog()
+        self.checker = SafetyChecker(self.log)
+        self.coordinator = GroupCoordinator(scenario.coordinator_config(), CountingIds())
+        self.network = Network(scenario.network, random.Random(seed))
+        self.topics = dict(scenario.topics)
+        self.slots = {m.name: Slot(m) for m in scenario.members}
+        self.names_by_id: dict[str, str] = {}
+        self.endpoint = CoordinatorEndpoint(self.coordinator, self.group_id, self.log, self.checker, self.names_by_id)
+        self.now = 0
+        self._queue = EventQueue()
+        self._coordinator_wake: int | None = None
+        self._same_time_steps = 0
+        self.log.emit(0, "sim_start", detail=scenario.name, value=seed)
+        for topic, count in sorted(self.topics.items()):
+            self.log.emit(0, "topic", topic=topic, value=count)
+        for event in scenario.events:
+            self._queue.push(event.at_ms, event)
+
+    # --------------------------------------------------------------------------------------- running
+    def run(self, until_ms: int | None = None) -> None:
+        """Process every event up to ``until_ms`` (default: the scenario's duration)."""
+        end = self.scenario.duration_ms if until_ms is None else until_ms
+        while self.step(end):
+            pass
+        self.now = max(self.now, end)
+
+    def step(self, until_ms: int | None = None) -> bool:
+        """Process the next queued event if it is due by ``until_ms``; False when there is none."""
+        end = self.scenario.duration_ms if until_ms is None else until_ms
+        if not self._queue.heap or self._queue.heap[0][0] > end:
+            return False
+        at_ms, item = self._queue.pop()
+        if at_ms == self.now:
+            self._same_time_steps += 1
+            if self._same_time_steps > MAX_STEPS_AT_ONE_TIME:
+                raise SimulationStuck(f"more than {MAX_STEPS_AT_ONE_TIME} events at {at_ms} ms: a wake-up loop")
+        else:
+            self._same_time_steps = 0
+        self.now = at_ms
+        self._handle(item)
+        self.checker.quiescent(self.now, self.expected_if_quiescent())
+        return True
+
+    def finish(self) -> None:
+        self.log.emit(self.now, "sim_end", value=len(self.checker.violations))
+
+    def schedule(self, event: ScenarioEvent) -> None:
+        """Queue one more scenario action (at ``event.at_ms``, not before now); for scripted tests."""
+        if event.at_ms < self.now:
+            raise ValueError(f"cannot schedule an action at {event.at_ms} ms, before now ({self.now} ms)")
+        self._queue.push(event.at_ms, event)
+
+    def _handle(self, item: Item) -> None:
+        if isinstance(item, ScenarioEvent):
+            self._action(item)
+        elif isinstance(item, Wake):
+            slot = self.slots[item.member]
+            if slot.wake_at == self.now:
+                slot.wake_at = None
+            self._poll(item.member)
+        elif isinstance(item, CoordinatorWake):
+            if self._coordinator_wake == self.now:
+                self._coordinator_wake = None
+            self._respond(self.endpoint.advance(self.now))
+        elif isinstance(item, ToCoordinator):
+            self._deliver_request(item)
+        else:
+            self._deliver_response(item)
+
+    # ---------------------------------------------------------------------------------------- actions
+    def _action(self, event: ScenarioEvent) -> None:
+        name = event.member
+        detail = event.action
+        if event.action == "partitions":
+            detail = f"partitions {event.topic}={event.count}"
+        elif event.action == "network":
+            detail = "network " + " ".join(f"{k}={v:g}" for k, v in sorted(event.link.items()))
+        self.log.emit(self.now, "action", member=name, detail=detail)
+        slot = self.slots[name] if name is not None else None
+        running = slot is not None and slot.machine is not None and slot.machine.state.running
+        if event.action in ("join", "restart"):
+            if slot is None or running:
+                self.log.emit(self.now, "action_ignored", member=name, detail=f"{event.action}: already running")
+                return
+            self._start(slot)
+        elif event.action in ("leave", "crash"):
+            if slot is None or not running or slot.machine is None:
+                self.log.emit(self.now, "action_ignored", member=name, detail=f"{event.action}: not running")
+                return
+            if event.action == "leave":
+                slot.machine.leave(self.now)
+            else:
+                for tp in sorted(slot.machine.owned):
+                    self._ownership(name or "", "stopped", tp, slot.machine.generation, "process crashed")
+                slot.machine.crash()
+            self._poll(slot.spec.name)
+        elif event.action == "isolate" and name is not None:
+            self.network.isolate(name)
+        elif event.action == "heal" and name is not None:
+            self.network.heal(name)
+        elif event.action == "network":
+            self.network.change(name, event.link)
+        elif event.action == "partitions" and event.topic is not None and event.count is not None:
+            self.topics[event.topic] = event.count
+            self.log.emit(self.now, "topic", topic=event.topic, value=event.count)
+            for member, other in self.slots.items():
+                if other.machine is not None and other.machine.state.running:
+                    other.machine.update_metadata(self.topics, self.now)
+                    self._poll(member)
+
+    def _start(self, slot: Slot) -> None:
+        spec = slot.spec
+        config = MemberConfig(
+            group_id=self.group_id,
+            client_id=spec.name,
+            topics=spec.topics,
+            strategies=spec.strategies,
+            group_instance_id=spec.group_instance_id,
+            rack=spec.rack,
+            session_timeout_ms=spec.session_timeout_ms,
+            heartbeat_interval_ms=spec.heartbeat_interval_ms,
+            rebalance_timeout_ms=spec.rebalance_timeout_ms,
+            request_timeout_ms=spec.request_timeout_ms,
+            auto_commit=spec.auto_commit,
+            auto_commit_interval_ms=spec.auto_commit_interval_ms,
+        )
+        slot.machine = ClassicMember(config, self.topics, self.now)
+        protocol = "cooperative" if slot.machine.cooperative else "eager"
+        self.log.emit(
+            self.now,
+            "subscription",
+            member=spec.name,
+            state=protocol,
+            detail=",".join(spec.topics),
+            value=slot.incarnation + 1,
+        )
+        slot.incarnation += 1
+        slot.seen_callbacks = slot.seen_notes = 0
+        slot.last_view = ("", "", -1)
+        slot.wake_at = None
+        self._poll(spec.name)
+
+    # ------------------------------------------------------------------------------------ the members
+    def _poll(self, name: str) -> None:
+        slot = self.slots[name]
+        machine = slot.machine
+        if machine is None:
+            return
+        outgoing = machine.poll(self.now)
+        self._observe_member(name, slot, machine)  # callbacks and notes first: they explain the requests
+        for out in outgoing:
+            self._send_request(name, slot, out)
+        deadline = machine.next_deadline()
+        if deadline is not None and (slot.wake_at is None or deadline < slot.wake_at or slot.wake_at < self.now):
+            slot.wake_at = max(deadline, self.now)
+            self._queue.push(slot.wake_at, Wake(name))
+
+    def _send_request(self, name: str, slot: Slot, out: OutgoingRequest) -> None:
+        req = out.request
+        generation = getattr(req, "generation_id", None)
+        member_id = getattr(req, "member_id", None)
+        if isinstance(req, LeaveGroupRequest):
+            member_id = req.members[0].member_id if req.members else None
+        self.log.emit(
+            self.now,
+            "request_sent",
+            member=name,
+            member_id=member_id,
+            generation=generation,
+            api=out.api,
+            request_id=out.request_id,
+            detail=request_detail(req),
+        )
+        for at in self._transmit(name, TO_COORDINATOR, out.api, out.request_id):
+            self._queue.push(at, ToCoordinator(name, slot.incarnation, out))
+
+    def _deliver_response(self, item: ToMember) -> None:
+        slot = self.slots[item.member]
+        machine = slot.machine
+        if not self.network.reachable(item.member):
+            self._dropped(item.member, item.api, item.request_id, TO_MEMBER, "isolated")
+            return
+        if machine is None or slot.incarnation != item.incarnation or not machine.state.running:
+            return
+        error = getattr(item.response, "error", None)
+        self.log.emit(
+            self.now,
+            "response_received",
+            member=item.member,
+            api=item.api,
+            request_id=item.request_id,
+            error=error.name if error is not None else None,
+        )
+        machine.on_response(item.request_id, item.response, self.now)
+        self._poll(item.member)
+
+    def _observe_member(self, name: str, slot: Slot, machine: ClassicMember) -> None:
+        for note in machine.notes[slot.seen_notes :]:
+            self.log.emit(note.at_ms, NOTE_TYPES.get(note.kind, note.kind), member=name, detail=note.detail)
+        slot.seen_notes = len(machine.notes)
+        for cb in machine.callbacks[slot.seen_callbacks :]:
+            self.log.emit(
+                cb.at_ms,
+                "callback",
+                member=name,
+                generation=cb.generation,
+                state=cb.kind.value,
+                value=len(cb.partitions),
+                detail=cb.reason,
+            )
+            for tp in cb.partitions:
+                self._ownership(name, cb.kind.value, tp, cb.generation, cb.reason)
+        slot.seen_callbacks = len(machine.callbacks)
+        view = (machine.state.value, machine.member_id, machine.generation)
+        if view != slot.last_view:
+            if machine.member_id:
+                self.names_by_id[machine.member_id] = name
+            if view[0] == MemberState.COMPLETING_REBALANCE.value and view[2] != slot.last_view[2]:
+                self.checker.joined(self.now, name, machine.generation)
+            slot.last_view = view
+            self.log.emit(
+                self.now,
+                "member_state",
+                member=name,
+                member_id=machine.member_id or None,
+                generation=machine.generation,
+                state=machine.state.value,
+            )
+        self.checker.set_owned(self.now, name, machine.owned)
+
+    def _ownership(self, name: str, kind: str, tp: TopicPartition, generation: int, reason: str) -> None:
+        self.log.emit(self.now, kind, member=name, generation=generation, topic=tp[0], partition=tp[1], detail=reason)
+
+    # -------------------------------------------------------------------------------- the coordinator
+    def _deliver_request(self, item: ToCoordinator) -> None:
+        name, out = item.member, item.out
+        if not self.network.reachable(name):
+            self._dropped(name, out.api, out.request_id, TO_COORDINATOR, "isolated")
+            return
+        self._respond(self.endpoint.handle(name, item.incarnation, out, self.now))
+
+    def _respond(self, routed: list[Routed]) -> None:
+        for r in routed:
+            for at in self._transmit(r.member, TO_MEMBER, r.api, r.request_id):
+                self._queue.push(at, ToMember(r.member, r.incarnation, r.request_id, r.api, r.response))
+        deadline = self.endpoint.next_deadline()
+        wake = self._coordinator_wake
+        if deadline is not None and (wake is None or deadline < wake or wake < self.now):
+            self._coordinator_wake = max(deadline, self.now)
+            self._queue.push(self._coordinator_wake, CoordinatorWake())
+
+    def _transmit(self, member: str, direction: str, api: str, request_id: int) -> tuple[int, ...]:
+        sent = self.network.transmit(member, direction, self.now)
+        if sent.dropped is not None:
+            self._dropped(member, api, request_id, direction, sent.dropped)
+        if len(sent.deliveries) > 1:
+            self.log.emit(
+                self.now, "message_duplicated", member=member, api=api, request_id=request_id, state=direction
+            )
+        return sent.deliveries
+
+    def _dropped(self, member: str, api: str, request_id: int, direction: str, why: str) -> None:
+        self.log.emit(
+            self.now, "message_dropped", member=member, api=api, request_id=request_id, state=direction, detail=why
+        )
+
+    # ---------------------------------------------------------------------------------- observations
+    def running(self) -> dict[str, ClassicMember]:
+        return {n: s.machine for n, s in self.slots.items() if s.machine is not None and s.machine.state.running}
+
+    def expected_if_quiescent(self) -> set[TopicPartition] | None:
+        """The subscribed partitions if the group is quiescent now, else None."""
+        group = self.coordinator.groups.get(self.group_id)
+        live = self.running()
+        if group is None or group.state is not GroupState.STABLE or not live:
+            return None
+        for machine in live.values():
+            if (
+                machine.state is not MemberState.STABLE
+                or machine.generation != group.generation
+                or machine.rejoin_needed
+                or machine.join_id is not None
+                or machine.sync_id is not None
+            ):
+                return None
+        if set(group.members) != {m.member_id for m in live.values()}:
+            return None
+        topics = {t for m in live.values() for t in m.config.topics}
+        return {(t, p) for t in topics for p in range(self.topics.get(t, 0))}
+
+    def quiescent(self) -> bool:
+        return self.expected_if_quiescent() is not None
+
+
+def simulate(scenario: Scenario, seed: int = 0) -> Simulator:
+    """Run ``scenario`` to its end and return the finished simulator (log, violations)."""
+    sim = Simulator(scenario, seed)
+    sim.run()
+    sim.finish()
+    return sim

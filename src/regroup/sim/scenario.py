@@ -1,0 +1,299 @@
+"""Scenario files: what the simulator runs. JSON, validated field by field; every error names the file
+and the field (``seed.json: events[2].member: unknown member 'c9'``). The format is documented in
+docs/simulator.md; bundled scenarios live in ``regroup/sim/scenarios/<name>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from regroup.assignors import registry
+from regroup.client.config import ConfigError, rebalance_protocol
+from regroup.coordinator.config import CoordinatorConfig
+
+ACTIONS = ("join", "leave", "crash", "restart", "isolate", "heal", "network", "partitions")
+MEMBER_ACTIONS = frozenset({"join", "leave", "crash", "restart", "isolate", "heal"})
+COORDINATOR_FIELDS = tuple(f.name for f in fields(CoordinatorConfig))
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be read or is invalid; the message names the source and the field."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinkSpec:
+    """Conditions of a member <-> coordinator link: one-way latency (fixed + uniform jitter), loss and
+    duplication probabilities per message."""
+
+    latency_ms: int = 5
+    jitter_ms: int = 0
+    loss: float = 0.0
+    duplicate: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemberSpec:
+    name: str
+    topics: tuple[str, ...]
+    strategies: tuple[str, ...] = ("range", "cooperative-sticky")
+    group_instance_id: str | None = None
+    rack: str | None = None
+    session_timeout_ms: int = 10_000
+    heartbeat_interval_ms: int = 3_000
+    rebalance_timeout_ms: int = 30_000
+    request_timeout_ms: int = 5_000
+    auto_commit: bool = True
+    auto_commit_interval_ms: int = 5_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScenarioEvent:
+    at_ms: int
+    action: str
+    member: str | None = None  # member actions; for ``network``: one link (None = every link)
+    topic: str | None = None  # ``partitions``
+    count: int | None = None  # ``partitions``
+    link: dict[str, float] = field(default_factory=dict)  # ``network``: the LinkSpec fields to change
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scenario:
+    name: str
+    description: str = ""
+    group_id: str = "g"
+    duration_ms: int
+    measure_from_ms: int = 0
+    topics: dict[str, int]
+    members: tuple[MemberSpec, ...]
+    events: tuple[ScenarioEvent, ...]
+    network: LinkSpec = LinkSpec()
+    coordinator: dict[str, int] = field(default_factory=lambda: {"group_initial_rebalance_delay_ms": 0})
+
+    def member(self, name: str) -> MemberSpec:
+        return next(m for m in self.members if m.name == name)
+
+    def coordinator_config(self) -> CoordinatorConfig:
+        return CoordinatorConfig(**self.coordinator)
+
+
+# ----------------------------------------------------------------------------------------------- loading
+def bundled_names() -> list[str]:
+    folder = resources.files("regroup.sim") / "scenarios"
+    return sorted(p.name[: -len(".json")] for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+def load(source: str) -> Scenario:
+    """A scenario from a file path, or a bundled scenario by name."""
+    path = Path(source)
+    if path.exists() or source.endswith(".json") or "/" in source:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ScenarioError(f"{source}: cannot read: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise ScenarioError(f"{source}: cannot read: not UTF-8 text") from None
+        return parse(text, source)
+    if source in bundled_names():
+        text = (resources.files("regroup.sim") / "scenarios" / f"{source}.json").read_text(encoding="utf-8")
+        return parse(text, source)
+    raise ScenarioError(f"{source}: no such file or bundled scenario (bundled: {', '.join(bundled_names())})")
+
+
+def parse(text: str, source: str = "<scenario>") -> Scenario:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ScenarioError(f"{source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    return _Reader(source).scenario(doc)
+
+
+class _Reader:
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, where: str, message: str) -> ScenarioError:
+        return ScenarioError(f"{self.source}: {where}: {message}")
+
+    def obj(self, value: Any, where: str, allowed: tuple[str, ...]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(where, "must be an object")
+        for key in value:
+            if key not in allowed:
+                raise self.fail(f"{where}.{key}" if where else key, "unknown field")
+        return value
+
+    def int_(self, value: Any, where: str, *, minimum: int = 0) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(where, "must be an integer")
+        if value < minimum:
+            raise self.fail(where, f"must be >= {minimum}")
+        return value
+
+    def prob(self, value: Any, where: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+            raise self.fail(where, "must be a number between 0 and 1")
+        return float(value)
+
+    def str_(self, value: Any, where: str, *, nullable: bool = False) -> str | None:
+        if value is None and nullable:
+            return None
+        if not isinstance(value, str) or not value:
+            raise self.fail(where, "must be a non-empty string")
+        return value
+
+    def strs(self, value: Any, where: str) -> tuple[str, ...]:
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+            raise self.fail(where, "must be a non-empty list of strings")
+        if len(set(value)) != len(value):
+            raise self.fail(where, "must not repeat")
+        return tuple(value)
+
+    def link(self, value: Any, where: str, base: LinkSpec) -> LinkSpec:
+        doc = self.obj(value, where, tuple(f.name for f in fields(LinkSpec)))
+        out = {f.name: getattr(base, f.name) for f in fields(LinkSpec)}
+        for key in ("latency_ms", "jitter_ms"):
+            if key in doc:
+                out[key] = self.int_(doc[key], f"{where}.{key}")
+        for key in ("loss", "duplicate"):
+            if key in doc:
+                out[key] = self.prob(doc[key], f"{where}.{key}")
+        return LinkSpec(**out)
+
+    def scenario(self, doc: Any) -> Scenario:
+        allowed = (
+            "name",
+            "description",
+            "group_id",
+            "duration_ms",
+            "measure_from_ms",
+            "coordinator",
+            "network",
+            "topics",
+            "member_defaults",
+            "members",
+            "events",
+        )
+        doc = self.obj(doc, "", allowed)
+        for required in ("duration_ms", "topics", "members", "events"):
+            if required not in doc:
+                raise self.fail(required, "missing")
+        name = self.str_(doc.get("name", Path(self.source).stem), "name") or ""
+        duration = self.int_(doc["duration_ms"], "duration_ms", minimum=1)
+        measure = self.int_(doc.get("measure_from_ms", 0), "measure_from_ms")
+        topics_doc = doc["topics"]
+        if not isinstance(topics_doc, dict) or not topics_doc:
+            raise self.fail("topics", "must be a non-empty object of topic -> partition count")
+        topics = {str(t): self.int_(n, f"topics.{t}", minimum=1) for t, n in topics_doc.items()}
+        coordinator = self.obj(doc.get("coordinator", {}), "coordinator", COORDINATOR_FIELDS)
+        coordinator_cfg = {"group_initial_rebalance_delay_ms": 0}
+        coordinator_cfg.update({k: self.int_(v, f"coordinator.{k}") for k, v in coordinator.items()})
+        defaults = self.obj(doc.get("member_defaults", {}), "member_defaults", _MEMBER_FIELDS[1:])
+        members_doc = doc["members"]
+        if not isinstance(members_doc, list) or not members_doc:
+            raise self.fail("members", "must be a non-empty list")
+        members = tuple(self.member(m, f"members[{i}]", defaults, topics) for i, m in enumerate(members_doc))
+        names = [m.name for m in members]
+        if len(set(names)) != len(names):
+            raise self.fail("members", "member ids must be unique")
+        events_doc = doc["events"]
+        if not isinstance(events_doc, list):
+            raise self.fail("events", "must be a list")
+        events = tuple(self.event(e, f"events[{i}]", set(names), topics, duration) for i, e in enumerate(events_doc))
+        counts = dict(topics)
+        for i in sorted(range(len(events)), key=lambda i: events[i].at_ms):
+            event = events[i]
+            if event.action == "partitions" and event.topic is not None and event.count is not None:
+                if event.count < counts[event.topic]:
+                    raise self.fail(f"events[{i}].count", "a topic's partition count can only grow")
+                counts[event.topic] = event.count
+        return Scenario(
+            name=name,
+            description=str(doc.get("description", "")),
+            group_id=self.str_(doc.get("group_id", "g"), "group_id") or "g",
+            duration_ms=duration,
+            measure_from_ms=measure,
+            topics=topics,
+            members=members,
+            events=tuple(sorted(events, key=lambda e: e.at_ms)),
+            network=self.link(doc.get("network", {}), "network", LinkSpec()),
+            coordinator=coordinator_cfg,
+        )
+
+    def member(self, value: Any, where: str, defaults: dict[str, Any], topics: dict[str, int]) -> MemberSpec:
+        doc = dict(defaults)
+        doc.update(self.obj(value, where, _MEMBER_FIELDS))
+        if "id" not in doc:
+            raise self.fail(f"{where}.id", "missing")
+        out: dict[str, Any] = {"name": self.str_(doc["id"], f"{where}.id")}
+        out["topics"] = self.strs(doc["topics"], f"{where}.topics") if "topics" in doc else tuple(sorted(topics))
+        for topic in out["topics"]:
+            if topic not in topics:
+                raise self.fail(f"{where}.topics", f"unknown topic {topic!r}")
+        if "strategies" in doc:
+            out["strategies"] = self.strs(doc["strategies"], f"{where}.strategies")
+            for strategy in out["strategies"]:
+                if strategy not in registry.available():
+                    raise self.fail(f"{where}.strategies", f"unknown strategy {strategy!r}")
+            try:
+                rebalance_protocol(out["strategies"])
+            except ConfigError as exc:
+                raise self.fail(f"{where}.strategies", str(exc)) from None
+        for key in ("group_instance_id", "rack"):
+            if key in doc:
+                out[key] = self.str_(doc[key], f"{where}.{key}", nullable=True)
+        for key in _MEMBER_INTS:
+            if key in doc:
+                out[key] = self.int_(doc[key], f"{where}.{key}", minimum=1)
+        if "auto_commit" in doc:
+            if not isinstance(doc["auto_commit"], bool):
+                raise self.fail(f"{where}.auto_commit", "must be true or false")
+            out["auto_commit"] = doc["auto_commit"]
+        spec = MemberSpec(**out)
+        if spec.heartbeat_interval_ms >= spec.session_timeout_ms:
+            raise self.fail(f"{where}.heartbeat_interval_ms", "must be lower than session_timeout_ms")
+        return spec
+
+    def event(self, value: Any, where: str, names: set[str], topics: dict[str, int], duration: int) -> ScenarioEvent:
+        link_fields = tuple(f.name for f in fields(LinkSpec))
+        doc = self.obj(value, where, ("at_ms", "action", "member", "topic", "count", *link_fields))
+        if "at_ms" not in doc:
+            raise self.fail(f"{where}.at_ms", "missing")
+        at = self.int_(doc["at_ms"], f"{where}.at_ms")
+        if at > duration:
+            raise self.fail(f"{where}.at_ms", f"after the end of the scenario ({duration} ms)")
+        action = doc.get("action")
+        if action not in ACTIONS:
+            raise self.fail(f"{where}.action", f"must be one of {', '.join(ACTIONS)}")
+        if action in MEMBER_ACTIONS and doc.get("member") is None:
+            raise self.fail(f"{where}.member", "missing")
+        member = self.str_(doc.get("member"), f"{where}.member", nullable=True)
+        if member is not None and member not in names:
+            raise self.fail(f"{where}.member", f"unknown member {member!r}")
+        topic, count = None, None
+        if action == "partitions":
+            topic = self.str_(doc.get("topic"), f"{where}.topic")
+            if topic not in topics:
+                raise self.fail(f"{where}.topic", f"unknown topic {topic!r}")
+            count = self.int_(doc.get("count"), f"{where}.count", minimum=1)
+        link: dict[str, float] = {}
+        if action == "network":
+            changes = {k: doc[k] for k in link_fields if k in doc}
+            if not changes:
+                raise self.fail(where, f"a network event changes at least one of {', '.join(link_fields)}")
+            checked = self.link(changes, where, LinkSpec())
+            link = {k: float(getattr(checked, k)) for k in changes}
+        return ScenarioEvent(at_ms=at, action=action, member=member, topic=topic, count=count, link=link)
+
+
+_MEMBER_INTS = (
+    "session_timeout_ms",
+    "heartbeat_interval_ms",
+    "rebalance_timeout_ms",
+    "request_timeout_ms",
+    "auto_commit_interval_ms",
+)
+_MEMBER_FIELDS = ("id", "topics", "strategies", "group_instance_id", "rack", "auto_commit", *_MEMBER_INTS)

@@ -1,0 +1,201 @@
+"""The run summary, computed from the event log alone (so the lab can recompute it from a log file).
+
+A *rebalance* is one episode of the group leaving Stable (or Empty) and coming back: it starts when the
+coordinator enters PreparingRebalance and ends once the group is Stable again and every member of that
+generation has applied its SyncGroup assignment (or when the group becomes Empty). Per rebalance:
+
+* ``generation``: the generation it ended in; ``rounds``: JoinGroup rounds (generations) it took;
+* ``moved``: partitions whose owner in the new assignment differs from their last owner before it
+  (a partition released in one rebalance and given out in the next counts once, in the second);
+* ``revoked``: partitions revoked or lost by members (``onPartitionsRevoked`` / ``onPartitionsLost``)
+  since the previous rebalance ended;
+* ``unowned_partition_ms``: partition-milliseconds, since the previous rebalance ended, during which a
+  subscribed partition had no processing owner (the stop-the-world cost).
+
+Only rebalances starting at or after the scenario's ``measure_from_ms`` are listed (a warm-up can form the
+group first). ``final_assignment`` is what every running member processes at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from regroup.client.types import TopicPartition
+from regroup.sim.eventlog import Event
+
+OWNERSHIP_GAINED = frozenset({"assigned"})
+OWNERSHIP_ENDED = frozenset({"revoked", "lost", "stopped"})
+NOT_RUNNING = frozenset({"Left", "Crashed", "Failed"})
+
+
+@dataclass
+class Rebalance:
+    generation: int
+    start_ms: int
+    end_ms: int
+    rounds: int
+    moved: int = 0
+    revoked: int = 0
+    unowned_partition_ms: int = 0
+    unowned_partitions: list[str] = field(default_factory=list)  # not part of the JSON contract
+
+    def to_json(self) -> dict[str, int]:
+        doc = asdict(self)
+        doc.pop("unowned_partitions")
+        return doc
+
+
+@dataclass
+class Summary:
+    rebalances: list[Rebalance]
+    violations: list[str]
+    final_assignment: dict[str, dict[str, list[int]]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rebalances": [r.to_json() for r in self.rebalances],
+            "violations": list(self.violations),
+            "final_assignment": self.final_assignment,
+        }
+
+
+def _episodes(events: list[Event]) -> list[Rebalance]:
+    episodes: list[Rebalance] = []
+    current: Rebalance | None = None
+    start_generation = 0
+    generation = 0
+    for e in events:
+        if e["type"] != "group_state":
+            continue
+        state, new_generation = e["state"], e["generation"]
+        if current is None and (state in ("PreparingRebalance", "CompletingRebalance") or new_generation > generation):
+            current = Rebalance(generation=new_generation, start_ms=e["t"], end_ms=e["t"], rounds=0)
+            start_generation = generation
+        generation = new_generation
+        if current is not None and state in ("Stable", "Empty", "Dead") and generation > start_generation:
+            current.generation = generation
+            current.rounds = generation - start_generation
+            current.end_ms = e["t"]
+            episodes.append(current)
+            current = None
+    return episodes
+
+
+def _settle(episodes: list[Rebalance], events: list[Event]) -> None:
+    """Extend each end to the last SyncGroup assignment applied for its generation before the next one."""
+    applied: dict[int, list[int]] = {}
+    for e in events:
+        if e["type"] == "callback" and e["state"] == "assigned":
+            applied.setdefault(e["generation"], []).append(e["t"])
+    for i, episode in enumerate(episodes):
+        limit = episodes[i + 1].start_ms if i + 1 < len(episodes) else None
+        times = [t for t in applied.get(episode.generation, []) if limit is None or t <= limit]
+        episode.end_ms = max([episode.end_ms, *times])
+
+
+def _moves(episodes: list[Rebalance], events: list[Event]) -> None:
+    last_owner: dict[TopicPartition, str] = {}
+    by_generation: dict[int, dict[TopicPartition, str]] = {}
+    for e in events:
+        if e["type"] == "group_assignment":
+            by_generation.setdefault(e["generation"], {})[(e["topic"], e["partition"])] = e["member"]
+    for episode in episodes:
+        target = by_generation.get(episode.generation, {})
+        for tp, owner in sorted(target.items()):
+            previous = last_owner.get(tp)
+            if previous is not None and previous != owner:
+                episode.moved += 1
+            last_owner[tp] = owner
+
+
+def _costs(episodes: list[Rebalance], events: list[Event]) -> None:
+    """Revocations and unowned partition-time, each attributed to the window (previous end, end]."""
+    counts: dict[str, int] = {}
+    running: dict[str, tuple[str, ...]] = {}  # member -> subscribed topics (from its JoinGroups)
+    alive: set[str] = set()
+    owners: dict[TopicPartition, int] = {}
+    windows = [(episodes[i - 1].end_ms if i else -1, ep.end_ms, ep) for i, ep in enumerate(episodes)]
+
+    def window_of(t: int) -> Rebalance | None:
+        for lo, hi, ep in windows:
+            if lo < t <= hi:
+                return ep
+        return None
+
+    def unowned() -> list[TopicPartition]:
+        topics = {t for m in alive for t in running.get(m, ())}
+        return [(t, p) for t in sorted(topics) for p in range(counts.get(t, 0)) if owners.get((t, p), 0) == 0]
+
+    last_t = 0
+    for e in events:
+        t = e["t"]
+        if t > last_t:
+            gap = unowned()
+            if gap:
+                _spread(windows, last_t, t, gap)
+            last_t = t
+        kind = e["type"]
+        if kind == "topic":
+            counts[e["topic"]] = e["value"]
+        elif kind == "member_state":
+            (alive.discard if e["state"] in NOT_RUNNING else alive.add)(e["member"])
+        elif kind == "subscription":
+            running[e["member"]] = tuple(e["detail"].split(",")) if e["detail"] else ()
+        elif kind in OWNERSHIP_GAINED:
+            tp = (e["topic"], e["partition"])
+            owners[tp] = owners.get(tp, 0) + 1
+        elif kind in OWNERSHIP_ENDED:
+            tp = (e["topic"], e["partition"])
+            owners[tp] = max(owners.get(tp, 0) - 1, 0)
+            if kind != "stopped" and (ep := window_of(t)) is not None:
+                ep.revoked += 1
+
+
+def _spread(windows: list[tuple[int, int, Rebalance]], t0: int, t1: int, gap: list[TopicPartition]) -> None:
+    """Add ``len(gap)`` partitions x the part of (t0, t1] inside each window."""
+    for lo, hi, ep in windows:
+        overlap = min(t1, hi) - max(t0, lo)
+        if overlap > 0:
+            ep.unowned_partition_ms += overlap * len(gap)
+            for tp in gap:
+                name = f"{tp[0]}-{tp[1]}"
+                if name not in ep.unowned_partitions:
+                    ep.unowned_partitions.append(name)
+
+
+def final_assignment(events: Iterable[Event]) -> dict[str, dict[str, list[int]]]:
+    owned: dict[str, set[TopicPartition]] = {}
+    alive: set[str] = set()
+    for e in events:
+        kind = e["type"]
+        if kind == "member_state":
+            (alive.discard if e["state"] in NOT_RUNNING else alive.add)(e["member"])
+        elif kind in OWNERSHIP_GAINED:
+            owned.setdefault(e["member"], set()).add((e["topic"], e["partition"]))
+        elif kind in OWNERSHIP_ENDED:
+            owned.setdefault(e["member"], set()).discard((e["topic"], e["partition"]))
+    out: dict[str, dict[str, list[int]]] = {}
+    for member in sorted(alive):
+        per_topic: dict[str, list[int]] = {}
+        for topic, partition in sorted(owned.get(member, set())):
+            per_topic.setdefault(topic, []).append(partition)
+        out[member] = per_topic
+    return out
+
+
+def summarize(events: list[Event], measure_from_ms: int = 0) -> Summary:
+    episodes = _episodes(events)
+    _settle(episodes, events)
+    _moves(episodes, events)
+    _costs(episodes, events)
+    for ep in episodes:
+        ep.unowned_partitions.sort()
+    return Summary(
+        rebalances=[ep for ep in episodes if ep.start_ms >= measure_from_ms],
+        violations=[
+            e["detail"] if e["t"] is None else f"{e['t']} ms: {e['detail']}" for e in events if e["type"] == "violation"
+        ],
+        final_assignment=final_assignment(events),
+    )
