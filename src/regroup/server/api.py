@@ -1,0 +1,70 @@
+"""The contract between the connection layer and the API handlers.
+
+A handler is ``async def handle(broker, ctx, request) -> response``: ``request`` is the kio request entity
+decoded at the version the client sent (``ctx.api_version``), the return value is the kio response entity
+*of the same version*. Handlers never touch sockets; the connection layer frames, orders and writes
+responses. Each handler module exposes ``SPECS``, the APIs it serves and the version range it advertises
+in ApiVersions (exactly what it implements).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+NODE_ID = 0
+CLUSTER_ID = "regroup-cluster"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    client_host: str
+    connection_id: int
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+
+
+class TopicStore(Protocol):
+    """The embedded partition log, as the handlers see it (implemented in ``server/topics.py``)."""
+
+    def topics(self) -> dict[str, TopicInfo]: ...
+    def create_topic(self, name: str, partitions: int) -> TopicInfo: ...
+    def delete_topic(self, name: str) -> bool: ...
+
+
+class Broker(Protocol):
+    """Shared server state handed to every handler."""
+
+    @property
+    def host(self) -> str: ...
+    @property
+    def port(self) -> int: ...
+    @property
+    def topic_store(self) -> TopicStore: ...
+    @property
+    def auto_create_topics(self) -> bool: ...
+    @property
+    def default_partitions(self) -> int: ...
+
+
+Handler = Callable[[Any, RequestContext, Any], Awaitable[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiSpec:
+    api_key: int
+    min_version: int
+    max_version: int
+    handler: Handler

@@ -1,0 +1,1 @@
+"""One module per family of Kafka APIs; each exposes ``SPECS: list[ApiSpec]``."""
