@@ -11,15 +11,17 @@ from regroup.assignors.spec import Assignment, GroupSpec
 Owners = Mapping[tuple[str, int], str]
 
 
-def validity_errors(spec: GroupSpec, assignment: Mapping[str, Mapping[str, list[int]]]) -> list[str]:
-    """Reasons the assignment is invalid for a single-owner strategy (empty list when valid).
+def ownership_errors(
+    spec: GroupSpec, assignment: Mapping[str, Mapping[str, list[int]]]
+) -> tuple[list[str], dict[tuple[str, int], list[str]]]:
+    """Checks every strategy shares, and who owns what.
 
-    Valid means: every member of the spec is present, nobody gets a partition of a topic it did not
-    subscribe to or that does not exist, no partition is given twice, and every partition of a topic with
-    at least one subscriber is given to someone.
+    Errors: a member of the spec missing from the assignment, an unknown member, a partition of a topic the
+    member does not subscribe to or of a partition that does not exist, a partition listed twice by one
+    member. Also returns (topic, partition) -> owners in assignment order (existing partitions only).
     """
     errors: list[str] = []
-    seen: dict[tuple[str, int], str] = {}
+    owners_of: dict[tuple[str, int], list[str]] = {}
     for member in spec.members:
         if member not in assignment:
             errors.append(f"member {member} missing from the assignment")
@@ -31,20 +33,37 @@ def validity_errors(spec: GroupSpec, assignment: Mapping[str, Mapping[str, list[
         for topic, partitions in per_topic.items():
             if topic not in sub.topics:
                 errors.append(f"{member} got {topic} without subscribing to it")
-            count = spec.topics.get(topic)
+            if len(set(partitions)) != len(partitions):
+                errors.append(f"{member} lists a partition of {topic} twice")
+            count = spec.topics.get(topic, 0)
             for p in partitions:
-                if count is None or not 0 <= p < count:
+                if not 0 <= p < count:
                     errors.append(f"{member} got non-existent partition {topic}-{p}")
                     continue
-                other = seen.get((topic, p))
-                if other is not None:
-                    errors.append(f"{topic}-{p} given to both {other} and {member}")
-                seen[(topic, p)] = member
+                owners_of.setdefault((topic, p), []).append(member)
+    return errors, owners_of
+
+
+def subscribed_partitions(spec: GroupSpec) -> list[tuple[str, int]]:
+    """Every existing partition of a topic at least one member subscribes to, in (topic, partition) order."""
     subscribed = {t for s in spec.members.values() for t in s.topics}
-    for topic in sorted(subscribed):
-        for p in range(spec.topics.get(topic, 0)):
-            if (topic, p) not in seen:
-                errors.append(f"{topic}-{p} is subscribed but unassigned")
+    return [(t, p) for t in sorted(subscribed) for p in range(spec.topics.get(t, 0))]
+
+
+def validity_errors(spec: GroupSpec, assignment: Mapping[str, Mapping[str, list[int]]]) -> list[str]:
+    """Reasons the assignment is invalid for a single-owner strategy (empty list when valid).
+
+    Valid means: every member of the spec is present, nobody gets a partition of a topic it did not
+    subscribe to or that does not exist, no partition is given twice, and every partition of a topic with
+    at least one subscriber is given to someone.
+    """
+    errors, owners_of = ownership_errors(spec, assignment)
+    for (topic, p), holders in owners_of.items():
+        if len(holders) > 1:
+            errors.append(f"{topic}-{p} given to both {holders[0]} and {holders[1]}")
+    for topic, p in subscribed_partitions(spec):
+        if (topic, p) not in owners_of:
+            errors.append(f"{topic}-{p} is subscribed but unassigned")
     return errors
 
 

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from itertools import combinations
 from typing import Any
 
+from regroup.assignors import metrics
 from regroup.assignors.base import PartitionAssignor
 from regroup.assignors.spec import Assignment, AssignmentError, GroupSpec, normalized
 
@@ -64,37 +65,16 @@ def replica_errors(
     ``replicas`` defaults to the spec's option.
     """
     n = replicas_option(spec.options) if replicas is None else replicas
-    errors: list[str] = []
-    owners: dict[TopicPartition, list[str]] = {}
-    for member in spec.members:
-        if member not in assignment:
-            errors.append(f"member {member} missing from the assignment")
-    for member, per_topic in assignment.items():
-        sub = spec.members.get(member)
-        if sub is None:
-            errors.append(f"unknown member {member} in the assignment")
-            continue
-        for topic, partitions in per_topic.items():
-            if topic not in sub.topics:
-                errors.append(f"{member} got {topic} without subscribing to it")
-            if len(set(partitions)) != len(partitions):
-                errors.append(f"{member} lists a partition of {topic} twice")
-            count = spec.topics.get(topic, 0)
-            for p in partitions:
-                if not 0 <= p < count:
-                    errors.append(f"{member} got non-existent partition {topic}-{p}")
-                    continue
-                owners.setdefault((topic, p), []).append(member)
+    errors, owners = metrics.ownership_errors(spec, assignment)
     subscribers: dict[str, int] = {}
     for sub in spec.members.values():
         for topic in sub.topics:
             subscribers[topic] = subscribers.get(topic, 0) + 1
-    for topic in sorted(subscribers):
+    for topic, p in metrics.subscribed_partitions(spec):
         want = min(n, subscribers[topic])
-        for p in range(spec.topics.get(topic, 0)):
-            got = len(set(owners.get((topic, p), [])))
-            if got != want:
-                errors.append(f"{topic}-{p} has {got} owners, expected {want}")
+        got = len(set(owners.get((topic, p), [])))
+        if got != want:
+            errors.append(f"{topic}-{p} has {got} owners, expected {want}")
     return errors
 
 
