@@ -20,7 +20,7 @@ $(DEVSTAMP): $(BIN)/python pyproject.toml
 	touch $@ $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/regroup demo
+	$(BIN)/regroup serve
 
 lint: $(DEVSTAMP)
 	$(BIN)/ruff check src tests bench

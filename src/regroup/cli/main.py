@@ -15,6 +15,9 @@ from regroup import __version__
 from regroup.assignors import metrics, registry
 from regroup.assignors.spec import AssignmentError
 from regroup.cli.assign_input import InputError, parse_document
+from regroup.cli.serve import ServeError
+from regroup.cli.serve import add_parser as add_serve_parser
+from regroup.cli.serve import run as run_serve
 from regroup.cli.simulate import SimulateError
 from regroup.cli.simulate import add_parser as add_simulate_parser
 from regroup.cli.simulate import run as run_simulation
@@ -44,6 +47,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sub.add_parser("strategies", help="list the known assignment strategies")
     sub.add_parser("demo", help="KIP-54's worked examples, round-robin and sticky side by side")
     add_simulate_parser(sub)
+    add_serve_parser(sub)
     return parser
 
 
@@ -100,7 +104,20 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
 
 
-COMMANDS = {"assign": _cmd_assign, "strategies": _cmd_strategies, "demo": _cmd_demo, "simulate": _cmd_simulate}
+def _cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        return run_serve(args)
+    except ServeError as exc:
+        raise UsageError(str(exc)) from None
+
+
+COMMANDS = {
+    "assign": _cmd_assign,
+    "strategies": _cmd_strategies,
+    "demo": _cmd_demo,
+    "simulate": _cmd_simulate,
+    "serve": _cmd_serve,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -5,14 +5,20 @@ decoded at the version the client sent (``ctx.api_version``), the return value i
 *of the same version*. Handlers never touch sockets; the connection layer frames, orders and writes
 responses. Each handler module exposes ``SPECS``, the APIs it serves and the version range it advertises
 in ApiVersions (exactly what it implements).
+
+The group handlers reach the coordinator through ``Broker.coordinator`` (a ``GroupService``: run one core
+operation, get its response once it is durable); ApiVersions lists ``Broker.api_specs``.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from regroup.coordinator.coordinator import GroupCoordinator
+from regroup.coordinator.result import RequestKey, Result
 
 NODE_ID = 0
 CLUSTER_ID = "regroup-cluster"
@@ -44,6 +50,15 @@ class TopicStore(Protocol):
     def delete_topic(self, name: str) -> bool: ...
 
 
+class GroupService(Protocol):
+    """The coordinator runtime as the handlers see it (implemented in ``server/runtime.py``)."""
+
+    async def call(self, op: Callable[[GroupCoordinator, RequestKey, int], Result], *, may_park: bool = False) -> Any:
+        """Run ``op(coordinator, request_key, now_ms)`` and return the response completed for the key once
+        its records are durable. ``may_park``: the response may come later (a parked JoinGroup/SyncGroup)."""
+        ...
+
+
 class Broker(Protocol):
     """Shared server state handed to every handler."""
 
@@ -57,6 +72,10 @@ class Broker(Protocol):
     def auto_create_topics(self) -> bool: ...
     @property
     def default_partitions(self) -> int: ...
+    @property
+    def coordinator(self) -> GroupService: ...
+    @property
+    def api_specs(self) -> Mapping[int, ApiSpec]: ...
 
 
 Handler = Callable[[Any, RequestContext, Any], Awaitable[Any]]

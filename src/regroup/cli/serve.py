@@ -1,0 +1,99 @@
+"""``regroup serve``: run the Kafka-wire server (group coordinator + embedded partition log) until SIGTERM or
+SIGINT. Problems with the arguments or the environment (port in use, unusable data directory, unwritable
+events file) print one line on stderr and exit with 2; a clean shutdown exits 0, a failed log write 1."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+
+
+class ServeError(Exception):
+    """A problem with what the user gave (arguments, port, data directory); one line, exit 2."""
+
+
+def _int_at_least(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            upper = "" if maximum is None else f"..{maximum}"
+            raise argparse.ArgumentTypeError(f"{value} outside {minimum}{upper or '..'}")
+        return value
+
+    return parse
+
+
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    parser = sub.add_parser(
+        "serve",
+        help="run the Kafka-wire group coordinator server",
+        description="Serve the Kafka protocol (group coordination, offsets, embedded topics) on one node.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument(
+        "--port", type=_int_at_least(0, 65535), default=9092, help="port to listen on (default 9092; 0 = any free)"
+    )
+    parser.add_argument("--advertised-host", help="host name FindCoordinator/Metadata tell clients (default: --host)")
+    parser.add_argument("--data-dir", default="./regroup-data", help="where the logs live (default ./regroup-data)")
+    parser.add_argument(
+        "--fsync",
+        choices=("always", "interval", "never"),
+        default="always",
+        help="when appended records reach stable storage (default always: before any response)",
+    )
+    parser.add_argument("--events", metavar="FILE", help="append group state changes as JSON lines to FILE")
+    parser.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="logging level (default info)")
+    parser.add_argument(
+        "--initial-rebalance-delay-ms",
+        type=_int_at_least(0),
+        default=3000,
+        help="group.initial.rebalance.delay.ms: wait for more members before a new group's first rebalance",
+    )
+    parser.add_argument(
+        "--max-frame-bytes",
+        type=_int_at_least(1),
+        default=100 * 1024 * 1024,
+        help="largest request accepted (socket.request.max.bytes); bigger closes the connection",
+    )
+    parser.add_argument(
+        "--stats-interval",
+        type=_int_at_least(1),
+        default=60,
+        metavar="SECONDS",
+        help="log request counts per API every SECONDS (default 60)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from regroup.coordinator.config import CoordinatorConfig
+    from regroup.server.app import ServerConfig, StartupError
+    from regroup.server.app import run as run_server
+    from regroup.storage.record_log import FsyncPolicy
+
+    logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT, stream=sys.stderr)
+    config = ServerConfig(
+        host=args.host,
+        port=args.port,
+        advertised_host=args.advertised_host,
+        data_dir=Path(args.data_dir),
+        fsync=FsyncPolicy(args.fsync),
+        events=Path(args.events) if args.events else None,
+        max_frame_bytes=args.max_frame_bytes,
+        stats_interval_s=float(args.stats_interval),
+        coordinator=CoordinatorConfig(group_initial_rebalance_delay_ms=args.initial_rebalance_delay_ms),
+    )
+    try:
+        return asyncio.run(run_server(config))
+    except StartupError as exc:
+        raise ServeError(str(exc)) from None

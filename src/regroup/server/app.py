@@ -1,0 +1,251 @@
+"""The server process: opens the data directory (coordinator log, partition log), rebuilds the coordinator,
+listens, serves every connection with the registered handlers, logs request counts periodically, and shuts
+down cleanly (stop accepting, drop connections, flush and close the logs) when asked or when the log fails.
+
+Data directory layout: ``coordinator/`` holds the coordinator's record log (docs/storage.md), ``topics/`` the
+embedded partition log (``server/topics.py``; an in-memory stand-in while that module is not installed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import inspect
+import itertools
+import logging
+import signal
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar, cast
+
+from regroup.coordinator.config import CoordinatorConfig
+from regroup.coordinator.result import Result
+from regroup.server.api import ApiSpec, TopicStore
+from regroup.server.connection import Connection
+from regroup.server.dispatch import Dispatcher
+from regroup.server.events import GroupEvents
+from regroup.server.framing import DEFAULT_MAX_FRAME_BYTES
+from regroup.server.handlers.registry import load_specs
+from regroup.server.runtime import CoordinatorRuntime, Uuid4Ids, wall_ms
+from regroup.storage.coordinator_log import CoordinatorLog
+from regroup.storage.format import StorageError
+from regroup.storage.record_log import FsyncPolicy, LogLockedError
+
+log = logging.getLogger("regroup.server")
+
+TOPIC_STORE_MODULE = "regroup.server.topics"
+T = TypeVar("T")
+
+
+class StartupError(Exception):
+    """The server cannot start with what it was given (port in use, unusable data directory, ...)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 9092
+    advertised_host: str | None = None
+    data_dir: Path = Path("regroup-data")
+    fsync: FsyncPolicy = FsyncPolicy.ALWAYS
+    events: Path | None = None
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    stats_interval_s: float = 60.0
+    snapshot_every: int = 100_000
+    auto_create_topics: bool = True
+    default_partitions: int = 1
+    coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
+
+
+@dataclass(slots=True)
+class ServerBroker:
+    """What the handlers see (``regroup.server.api.Broker``)."""
+
+    host: str
+    port: int
+    topic_store: TopicStore
+    coordinator: CoordinatorRuntime
+    api_specs: dict[int, ApiSpec]
+    auto_create_topics: bool = True
+    default_partitions: int = 1
+
+
+def open_topic_store(directory: Path, fsync: FsyncPolicy = FsyncPolicy.ALWAYS) -> TopicStore:
+    """The embedded partition log if it is installed (with the server's fsync policy when its ``open`` takes
+    one), else the in-memory stand-in."""
+    try:
+        module = importlib.import_module(TOPIC_STORE_MODULE)
+    except ModuleNotFoundError as exc:
+        if exc.name != TOPIC_STORE_MODULE:
+            raise
+        from regroup.server._memory_topics import MemoryTopicStore
+
+        log.info("embedded partition log not installed; topics are kept in memory only")
+        return MemoryTopicStore.open(directory)
+    opener = module.TopicStore.open
+    if "fsync" in inspect.signature(opener).parameters:
+        return cast(TopicStore, opener(directory, fsync=fsync))
+    return cast(TopicStore, opener(directory))
+
+
+class Server:
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.stopped = asyncio.Event()
+        self.exit_code = 0
+        self._listener: asyncio.Server | None = None
+        self._runtime: CoordinatorRuntime | None = None
+        self._topics: TopicStore | None = None
+        self._events: GroupEvents | None = None
+        self._dispatcher: Dispatcher | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+        self._ids = itertools.count(1)
+        self._stats: asyncio.Task[None] | None = None
+        self.port = config.port
+
+    async def start(self) -> None:
+        """Open everything and listen; raises ``StartupError`` (after undoing what it opened)."""
+        try:
+            await self._start()
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _start(self) -> None:
+        cfg = self.config
+        clog = _open_coordinator_log(cfg)
+        self._runtime = CoordinatorRuntime.load(clog, config=cfg.coordinator, ids=Uuid4Ids(), on_fatal=self._fatal)
+        topics_dir = cfg.data_dir / "topics"
+        self._topics = _guard_startup("cannot open the partition log", lambda: open_topic_store(topics_dir, cfg.fsync))
+        if cfg.events is not None:
+            events_path = cfg.events
+            self._events = _guard_startup(f"cannot open {events_path}", lambda: GroupEvents(events_path))
+            self._runtime.add_observer(self._events)
+            self._events(self._runtime.coordinator, Result(), wall_ms())
+        try:
+            self._listener = await asyncio.start_server(self._on_client, cfg.host, cfg.port, reuse_address=True)
+        except OSError as exc:
+            raise StartupError(f"cannot listen on {cfg.host}:{cfg.port}: {exc.strerror or exc}") from None
+        self.port = self._listener.sockets[0].getsockname()[1]
+        broker = ServerBroker(
+            host=cfg.advertised_host or _advertised(cfg.host),
+            port=self.port,
+            topic_store=self._topics,
+            coordinator=self._runtime,
+            api_specs=load_specs(),
+            auto_create_topics=cfg.auto_create_topics,
+            default_partitions=cfg.default_partitions,
+        )
+        self._dispatcher = Dispatcher(broker, broker.api_specs)
+        self._runtime.start()
+        self._stats = asyncio.get_running_loop().create_task(self._log_stats())
+        groups = len(self._runtime.coordinator.groups)
+        log.info(
+            "serving host=%s port=%d advertised=%s data_dir=%s fsync=%s groups_loaded=%d apis=%d",
+            cfg.host,
+            self.port,
+            broker.host,
+            cfg.data_dir,
+            cfg.fsync.value,
+            groups,
+            len(broker.api_specs),
+        )
+
+    async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        assert self._dispatcher is not None
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            connection = Connection(
+                reader, writer, self._dispatcher, next(self._ids), max_frame_bytes=self.config.max_frame_bytes
+            )
+            await connection.serve()
+        except asyncio.CancelledError:
+            pass  # shutdown: asyncio's stream callback would log a cancelled connection task as an error
+        finally:
+            self._connections.discard(task)
+
+    def _fatal(self, exc: BaseException) -> None:
+        self.exit_code = 1
+        self.stopped.set()
+
+    async def _log_stats(self) -> None:
+        assert self._dispatcher is not None
+        while True:
+            await asyncio.sleep(self.config.stats_interval_s)
+            counts = self._dispatcher.take_counts()
+            if counts:
+                line = " ".join(f"{name}={n}" for name, n in sorted(counts.items()))
+                interval, connections = self.config.stats_interval_s, len(self._connections)
+                log.info("requests last_%gs connections=%d %s", interval, connections, line)
+
+    async def close(self) -> None:
+        """Stop accepting, drop every connection, make queued records durable, close the logs. Idempotent."""
+        if self._listener is not None:
+            self._listener.close()
+        for task in [self._stats, *self._connections]:
+            if task is not None:
+                task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._listener is not None:
+            with contextlib.suppress(Exception):
+                await self._listener.wait_closed()
+            self._listener = None
+        if self._runtime is not None:
+            await self._runtime.close()
+            self._runtime = None
+        if self._topics is not None:
+            close = getattr(self._topics, "close", None)
+            if callable(close):
+                close()
+            self._topics = None
+        if self._events is not None:
+            self._events.close()
+            self._events = None
+
+
+def _open_coordinator_log(cfg: ServerConfig) -> CoordinatorLog:
+    directory = cfg.data_dir / "coordinator"
+    try:
+        cfg.data_dir.mkdir(parents=True, exist_ok=True)
+        return CoordinatorLog.open(directory, fsync=cfg.fsync, snapshot_every=cfg.snapshot_every)
+    except LogLockedError:
+        raise StartupError(f"data dir {cfg.data_dir} is in use by another regroup process") from None
+    except StorageError as exc:
+        raise StartupError(f"cannot open the coordinator log in {directory}: {exc}") from None
+    except OSError as exc:
+        raise StartupError(f"cannot use data dir {cfg.data_dir}: {exc.strerror or exc}") from None
+
+
+def _guard_startup(what: str, open_: Callable[[], T]) -> T:
+    try:
+        return open_()
+    except (OSError, StorageError) as exc:
+        raise StartupError(f"{what}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _advertised(host: str) -> str:
+    """What FindCoordinator tells clients to connect to: the listen address, unless it is a wildcard."""
+    return socket.gethostname() if host in ("", "0.0.0.0", "::") else host
+
+
+async def run(config: ServerConfig) -> int:
+    """Serve until SIGTERM/SIGINT (exit 0) or a fatal log failure (exit 1). Raises ``StartupError``."""
+    server = Server(config)
+    await server.start()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, server.stopped.set)
+    try:
+        await server.stopped.wait()
+        log.info("shutting down")
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+        await server.close()
+    log.info("stopped")
+    return server.exit_code

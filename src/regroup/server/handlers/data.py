@@ -1,0 +1,285 @@
+"""Produce, Fetch, ListOffsets and InitProducerId over the embedded partition logs.
+
+Versions: Produce v3–v13 (v13 addresses topics by id), Fetch v4–v18 (v13+ by topic id), ListOffsets v1–v11,
+InitProducerId v0–v6. Single node, so the high watermark and the last stable offset are the log end offset.
+
+- **Produce**: each partition's batches are appended as received (offsets assigned by the log, CreateTime
+  kept: ``log_append_time`` is -1). ``acks`` 1 and -1 mean the same here; with the default ``ALWAYS`` fsync
+  policy the data is on disk before the response. ``acks=0`` appends without fsync; the client expects no
+  response, so the connection layer must not write the one returned. Idempotent batches are checked per
+  producer id and partition (duplicates answer with the original offsets). Transactions are not supported:
+  a transactional id or a transactional batch is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which
+  clients treat as fatal rather than retrying forever. A disk error fails just that partition with
+  KAFKA_STORAGE_ERROR (after a failed fsync its log refuses writes until the server restarts).
+- **Fetch**: no fetch sessions. A full fetch (session epoch 0 or -1) is answered with ``session_id`` 0, which
+  tells the client sessions are not in use so it keeps sending full fetches; an incremental one gets
+  FETCH_SESSION_ID_NOT_FOUND. Long polling: when fewer than ``min_bytes`` are available the handler waits for
+  an append to a requested partition, at most ``max_wait``. Isolation levels read the same data.
+- **ListOffsets**: -2 earliest, -1 latest, -3 max timestamp, -4 earliest local (= earliest), -5 latest tiered
+  (-1: no tiered storage), otherwise the first offset whose timestamp is ≥ the target (-1 if none).
+- **InitProducerId**: without a transactional id, a fresh producer id (never reused, even across restarts)
+  with epoch 0, like Kafka; with one, TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from regroup.server.api import ApiSpec, Broker, RequestContext
+from regroup.server.handlers.topics import NO_THROTTLE, build, response_module, store_of
+from regroup.server.topics import TopicStore
+from regroup.storage.format import StorageError
+from regroup.storage.partition_log import AppendRejected, OffsetOutOfRange, PartitionLog
+
+__all__ = ["SPECS", "handle_fetch", "handle_init_producer_id", "handle_list_offsets", "handle_produce"]
+
+log = logging.getLogger(__name__)
+
+TRANSACTIONAL_ATTRIBUTE = 0x10
+ZSTD = 4
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+UNKNOWN_TOPIC = ErrorCode.unknown_topic_or_partition
+
+
+def _resolve(store: TopicStore, topic: Any) -> tuple[str | None, ErrorCode]:
+    """The topic name of a request entry addressed by name (``name``/``topic``) or, in newer versions, by id."""
+    if hasattr(topic, "name") or hasattr(topic, "topic"):
+        name: str = topic.name if hasattr(topic, "name") else topic.topic
+        return (name, ErrorCode.none) if store.topic(name) else (name, UNKNOWN_TOPIC)
+    info = store.topic_by_id(topic.topic_id)
+    return (info.name, ErrorCode.none) if info else (None, ErrorCode.unknown_topic_id)
+
+
+# ---------------------------------------------------------------------- Produce
+
+
+async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    mod = response_module(request)
+    store = store_of(broker)
+    version = ctx.api_version
+    refuse: tuple[ErrorCode, str] | None = None
+    if request.acks not in (0, 1, -1):
+        refuse = ErrorCode.invalid_required_acks, f"acks must be 0, 1 or -1, not {request.acks}"
+    elif request.transactional_id is not None:
+        refuse = ErrorCode.transactional_id_authorization_failed, "transactions are not supported by this broker"
+    responses = []
+    for topic in request.topic_data:
+        name, topic_error = _resolve(store, topic)
+        partitions = []
+        for part in topic.partition_data:
+            code, message = refuse or (topic_error, None)
+            plog = store.partition(name, part.index) if name is not None else None
+            if code is ErrorCode.none and plog is None:
+                code = UNKNOWN_TOPIC
+            result: tuple[int, int] = (-1, -1)
+            if code is ErrorCode.none and plog is not None:
+                code, message, result = _append(plog, part.records, version, sync=request.acks != 0)
+            partitions.append(
+                build(
+                    mod,
+                    "PartitionProduceResponse",
+                    index=part.index,
+                    error_code=code,
+                    base_offset=result[0],
+                    log_append_time=None,
+                    log_start_offset=result[1],
+                    record_errors=(),
+                    error_message=message,
+                )
+            )
+        responses.append(
+            build(
+                mod,
+                "TopicProduceResponse",
+                name=name,
+                topic_id=getattr(topic, "topic_id", None),
+                partition_responses=tuple(partitions),
+            )
+        )
+    return build(mod, "ProduceResponse", responses=tuple(responses), throttle_time=NO_THROTTLE)
+
+
+def _append(
+    plog: PartitionLog, records: bytes | None, version: int, *, sync: bool
+) -> tuple[ErrorCode, str | None, tuple[int, int]]:
+    """``(error, message, (base offset, log start offset))`` of appending one partition's records."""
+    data = bytes(records or b"")
+    if len(data) >= 23:  # the v2 attributes field: refuse what Kafka refuses before touching the log
+        attributes = int.from_bytes(data[21:23], "big")
+        if attributes & TRANSACTIONAL_ATTRIBUTE:
+            return ErrorCode.transactional_id_authorization_failed, "transactions are not supported", (-1, -1)
+        if version < 7 and attributes & 0x07 == ZSTD:
+            return ErrorCode.unsupported_compression_type, "zstd needs Produce v7 or newer", (-1, -1)
+    try:
+        info = plog.append(data, sync=sync)
+    except AppendRejected as exc:
+        return ErrorCode[exc.reason.value], str(exc), (-1, -1)
+    except (OSError, StorageError) as exc:  # a disk failure: this partition fails, the server stays up
+        log.exception("append to %s failed", plog.directory)
+        return ErrorCode.kafka_storage_error, f"{type(exc).__name__}: {exc}", (-1, -1)
+    return ErrorCode.none, None, (info.base_offset, info.log_start_offset)
+
+
+# ---------------------------------------------------------------------- Fetch
+
+
+async def handle_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    mod = response_module(request)
+    store = store_of(broker)
+    if getattr(request, "session_epoch", -1) not in (0, -1):  # incremental: no session was ever created
+        return build(
+            mod,
+            "FetchResponse",
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.fetch_session_id_not_found,
+            session_id=0,
+            responses=(),
+        )
+    wanted = [(_resolve(store, t), t) for t in request.topics]
+    keys = [(name, p.partition) for (name, _), t in wanted if name is not None for p in t.partitions]
+    max_wait_s = max(request.max_wait.total_seconds(), 0.0)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max_wait_s
+    while True:
+        responses, size, errors = _read_all(mod, store, wanted, request)
+        remaining = deadline - loop.time()
+        if size >= request.min_bytes or errors or not keys or remaining <= 0:
+            break
+        await store.wait_for_append(keys, remaining)
+    return build(
+        mod,
+        "FetchResponse",
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        session_id=0,
+        responses=tuple(responses),
+    )
+
+
+def _read_all(
+    mod: Any, store: TopicStore, wanted: list[tuple[tuple[str | None, ErrorCode], Any]], request: Any
+) -> tuple[list[Any], int, bool]:
+    """One pass over the requested partitions: ``(topic responses, bytes of records, any error)``."""
+    budget = getattr(request, "max_bytes", 2**31 - 1)
+    committed_only = getattr(request, "isolation_level", 0) == 1
+    total, errors, responses = 0, False, []
+    for (name, topic_error), topic in wanted:
+        partitions = []
+        for p in topic.partitions:
+            plog = store.partition(name, p.partition) if name is not None else None
+            code = topic_error if topic_error is not ErrorCode.none else (ErrorCode.none if plog else UNKNOWN_TOPIC)
+            records = b""
+            if plog is not None:
+                try:
+                    records = plog.read(p.fetch_offset, min(p.partition_max_bytes, budget - total), min_one=total == 0)
+                except OffsetOutOfRange:
+                    code = ErrorCode.offset_out_of_range
+                except (OSError, StorageError):
+                    log.exception("read from %s failed", plog.directory)
+                    code = ErrorCode.kafka_storage_error
+            errors |= code is not ErrorCode.none
+            total += len(records)
+            ok = plog is not None and code is ErrorCode.none
+            leo = plog.log_end_offset if plog is not None and ok else -1
+            partitions.append(
+                build(
+                    mod,
+                    "PartitionData",
+                    partition_index=p.partition,
+                    error_code=code,
+                    high_watermark=leo,
+                    last_stable_offset=leo,
+                    log_start_offset=plog.log_start_offset if plog is not None and ok else -1,
+                    aborted_transactions=() if committed_only else None,
+                    preferred_read_replica=-1,
+                    records=records,
+                )
+            )
+        responses.append(
+            build(
+                mod,
+                "FetchableTopicResponse",
+                topic=name,
+                topic_id=getattr(topic, "topic_id", None),
+                partitions=tuple(partitions),
+            )
+        )
+    return responses, total, errors
+
+
+# ---------------------------------------------------------------------- ListOffsets
+
+
+async def handle_list_offsets(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    mod = response_module(request)
+    store = store_of(broker)
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            plog = store.partition(topic.name, p.partition_index)
+            code, found = (
+                (UNKNOWN_TOPIC, (-1, -1)) if plog is None else (ErrorCode.none, _offset_for(plog, p.timestamp))
+            )
+            partitions.append(
+                build(
+                    mod,
+                    "ListOffsetsPartitionResponse",
+                    partition_index=p.partition_index,
+                    error_code=code,
+                    timestamp=found[0],
+                    offset=found[1],
+                    leader_epoch=-1,
+                )
+            )
+        topics.append(build(mod, "ListOffsetsTopicResponse", name=topic.name, partitions=tuple(partitions)))
+    return build(mod, "ListOffsetsResponse", throttle_time=NO_THROTTLE, topics=tuple(topics))
+
+
+def _offset_for(plog: PartitionLog, timestamp: int) -> tuple[int, int]:
+    """``(timestamp, offset)`` to answer for a ListOffsets target."""
+    if timestamp == LATEST:
+        return -1, plog.log_end_offset
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return -1, plog.log_start_offset
+    if timestamp == LATEST_TIERED or timestamp < LATEST_TIERED:
+        return -1, -1
+    found = plog.max_timestamp() if timestamp == MAX_TIMESTAMP else plog.offset_for_timestamp(timestamp)
+    return found if found is not None else (-1, -1)
+
+
+# ---------------------------------------------------------------------- InitProducerId
+
+
+async def handle_init_producer_id(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    mod = response_module(request)
+    if request.transactional_id is not None:
+        return build(
+            mod,
+            "InitProducerIdResponse",
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.transactional_id_authorization_failed,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+    producer_id = store_of(broker).allocate_producer_id()
+    return build(
+        mod,
+        "InitProducerIdResponse",
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        producer_id=producer_id,
+        producer_epoch=0,
+    )
+
+
+SPECS: list[ApiSpec] = [
+    ApiSpec(api_key=0, min_version=3, max_version=13, handler=handle_produce),
+    ApiSpec(api_key=1, min_version=4, max_version=18, handler=handle_fetch),
+    ApiSpec(api_key=2, min_version=1, max_version=11, handler=handle_list_offsets),
+    ApiSpec(api_key=22, min_version=0, max_version=6, handler=handle_init_producer_id),
+]

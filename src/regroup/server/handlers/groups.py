@@ -1,0 +1,174 @@
+"""The classic membership APIs: JoinGroup (v0-9), SyncGroup (v0-5), Heartbeat (v0-4), LeaveGroup (v0-5).
+
+Each handler maps the kio request of whatever version to ``regroup.protocol.classic``, runs the core
+operation through the coordinator runtime (JoinGroup and SyncGroup may park until the rebalance releases
+them) and maps the core's response back to the requested version. Version quirks handled here:
+
+* JoinGroup v0 has no rebalance timeout: the session timeout is used (as Kafka's request layer does).
+* JoinGroup v<7 cannot send a null protocol name: null goes out as "" (error responses too).
+* SyncGroup v5+ must carry both protocol type and name, else INCONSISTENT_GROUP_PROTOCOL (KafkaApis).
+* LeaveGroup v0-2 carry one member id and answer with one error: the top-level error if set, else that
+  member's (KIP-345 normalises them to a one-member batch).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from regroup.model.errors import ApiError, ErrorCode
+from regroup.protocol.classic import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    LeavingMember,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from regroup.server.api import ApiSpec, Broker, RequestContext
+from regroup.server.entities import ms
+from regroup.server.handlers._common import client_info, guarded, respond
+
+JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
+JOIN_NULLABLE_PROTOCOL_FROM = 7
+LEAVE_BATCH_FROM = 3
+SYNC_PROTOCOL_FIELDS_FROM = 5
+
+
+# ------------------------------------------------------------------------------------------ JoinGroup
+def _join_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
+    return _join_response(ctx, JoinGroupResponse(error=code))
+
+
+def _join_response(ctx: RequestContext, resp: JoinGroupResponse) -> Any:
+    nullable = ctx.api_version >= JOIN_NULLABLE_PROTOCOL_FROM
+    return respond(
+        ctx,
+        error_code=resp.error,
+        generation_id=resp.generation_id,
+        protocol_type=resp.protocol_type,
+        protocol_name=resp.protocol_name if nullable else (resp.protocol_name or ""),
+        leader=resp.leader,
+        skip_assignment=resp.skip_assignment,
+        member_id=resp.member_id,
+        members=[
+            {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "metadata": m.metadata}
+            for m in resp.members
+        ],
+    )
+
+
+@guarded(_join_error)
+async def join_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    session_ms = ms(request.session_timeout)
+    req = JoinGroupRequest(
+        group_id=request.group_id,
+        member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+        session_timeout_ms=session_ms,
+        rebalance_timeout_ms=ms(request.rebalance_timeout) if ctx.api_version >= 1 else session_ms,
+        protocol_type=request.protocol_type,
+        protocols=tuple((p.name, p.metadata) for p in request.protocols),
+        reason=getattr(request, "reason", None),
+        version=ctx.api_version,
+        client=client_info(ctx),
+    )
+    resp = await broker.coordinator.call(lambda c, key, now: c.join_group(req, key, now), may_park=True)
+    return _join_response(ctx, resp)
+
+
+# ------------------------------------------------------------------------------------------ SyncGroup
+def _sync_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
+    return _sync_response(ctx, SyncGroupResponse(error=code))
+
+
+def _sync_response(ctx: RequestContext, resp: SyncGroupResponse) -> Any:
+    return respond(
+        ctx,
+        error_code=resp.error,
+        protocol_type=resp.protocol_type,
+        protocol_name=resp.protocol_name,
+        assignment=resp.assignment,
+    )
+
+
+@guarded(_sync_error)
+async def sync_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    protocol_type = getattr(request, "protocol_type", None)
+    protocol_name = getattr(request, "protocol_name", None)
+    if ctx.api_version >= SYNC_PROTOCOL_FIELDS_FROM and (protocol_type is None or protocol_name is None):
+        raise ApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+    req = SyncGroupRequest(
+        group_id=request.group_id,
+        generation_id=request.generation_id,
+        member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+        protocol_type=protocol_type,
+        protocol_name=protocol_name,
+        assignments=tuple((a.member_id, a.assignment) for a in request.assignments),
+    )
+    resp = await broker.coordinator.call(lambda c, key, now: c.sync_group(req, key, now), may_park=True)
+    return _sync_response(ctx, resp)
+
+
+# ------------------------------------------------------------------------------------------ Heartbeat
+def _heartbeat_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
+    return respond(ctx, error_code=code)
+
+
+@guarded(_heartbeat_error)
+async def heartbeat(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    req = HeartbeatRequest(
+        group_id=request.group_id,
+        generation_id=request.generation_id,
+        member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+    )
+    resp: HeartbeatResponse = await broker.coordinator.call(lambda c, key, now: c.heartbeat(req, key, now))
+    return respond(ctx, error_code=resp.error)
+
+
+# ----------------------------------------------------------------------------------------- LeaveGroup
+def _leave_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
+    return respond(ctx, error_code=code, members=[])
+
+
+@guarded(_leave_error)
+async def leave_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    batch = ctx.api_version >= LEAVE_BATCH_FROM
+    if batch:
+        members = tuple(
+            LeavingMember(
+                member_id=m.member_id,
+                group_instance_id=getattr(m, "group_instance_id", None),
+                reason=getattr(m, "reason", None),
+            )
+            for m in request.members
+        )
+    else:
+        members = (LeavingMember(member_id=request.member_id),)
+    req = LeaveGroupRequest(group_id=request.group_id, members=members)
+    resp: LeaveGroupResponse = await broker.coordinator.call(lambda c, key, now: c.leave_group(req, key, now))
+    if not batch:
+        error = resp.error
+        if error is ErrorCode.NONE and resp.members:
+            error = resp.members[0].error
+        return respond(ctx, error_code=error)
+    return respond(
+        ctx,
+        error_code=resp.error,
+        members=[
+            {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "error_code": m.error}
+            for m in resp.members
+        ],
+    )
+
+
+SPECS = [
+    ApiSpec(JOIN_GROUP, 0, 9, join_group),
+    ApiSpec(SYNC_GROUP, 0, 5, sync_group),
+    ApiSpec(HEARTBEAT, 0, 4, heartbeat),
+    ApiSpec(LEAVE_GROUP, 0, 5, leave_group),
+]

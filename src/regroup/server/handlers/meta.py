@@ -1,0 +1,81 @@
+"""ApiVersions (v0-4) and FindCoordinator (v0-4).
+
+ApiVersions lists every registered API (``Broker.api_specs``: this package's modules plus the data-plane
+handlers when they are installed) with exactly the version ranges their handlers implement. A too-new
+ApiVersions version never reaches this handler: the codec answers it (KIP-511). v3+ requests must name the
+client software with Kafka's pattern, else INVALID_REQUEST, as Kafka validates.
+
+FindCoordinator: this is a single-node cluster, so the coordinator of every group (key type 0) and every
+transactional id (key type 1) is this node. Other key types (2 = share groups, needs v6) are
+INVALID_REQUEST, per key in v4+ (batched ``CoordinatorKeys``), for the request in v0-3.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from regroup.model.errors import ErrorCode
+from regroup.server.api import NODE_ID, ApiSpec, Broker, RequestContext
+from regroup.server.handlers._common import guarded, respond
+
+API_VERSIONS, FIND_COORDINATOR = 18, 10
+FIND_COORDINATOR_BATCHED_FROM = 4
+SOFTWARE_VALIDATED_FROM = 3
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+#: Kafka's ``ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN``
+SOFTWARE_PATTERN = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+NO_NODE = {"node_id": -1, "host": "", "port": -1}
+
+
+# ---------------------------------------------------------------------------------------- ApiVersions
+def _versions_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
+    return respond(ctx, error_code=code, api_keys=[])
+
+
+@guarded(_versions_error)
+async def api_versions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    if ctx.api_version >= SOFTWARE_VALIDATED_FROM and not (
+        SOFTWARE_PATTERN.fullmatch(request.client_software_name)
+        and SOFTWARE_PATTERN.fullmatch(request.client_software_version)
+    ):
+        return _versions_error(ctx, request, ErrorCode.INVALID_REQUEST)
+    keys = [
+        {"api_key": spec.api_key, "min_version": spec.min_version, "max_version": spec.max_version}
+        for _, spec in sorted(broker.api_specs.items())
+    ]
+    return respond(ctx, error_code=ErrorCode.NONE, api_keys=keys)
+
+
+# ------------------------------------------------------------------------------------ FindCoordinator
+def _coordinator(broker: Broker, key_type: int) -> tuple[ErrorCode, dict[str, Any]]:
+    if key_type in (GROUP_KEY, TRANSACTION_KEY):
+        return ErrorCode.NONE, {"node_id": NODE_ID, "host": broker.host, "port": broker.port}
+    return ErrorCode.INVALID_REQUEST, NO_NODE
+
+
+def _find_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
+    if ctx.api_version >= FIND_COORDINATOR_BATCHED_FROM:
+        rows = [{"key": k, "error_code": code, "error_message": None, **NO_NODE} for k in request.coordinator_keys]
+        return respond(ctx, coordinators=rows)
+    return respond(ctx, error_code=code, error_message=None, **NO_NODE)
+
+
+@guarded(_find_error)
+async def find_coordinator(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    key_type = getattr(request, "key_type", GROUP_KEY)
+    error, node = _coordinator(broker, key_type)
+    if ctx.api_version >= FIND_COORDINATOR_BATCHED_FROM:
+        return respond(
+            ctx,
+            coordinators=[
+                {"key": key, "error_code": error, "error_message": None, **node} for key in request.coordinator_keys
+            ],
+        )
+    return respond(ctx, error_code=error, error_message=None, **node)
+
+
+SPECS = [
+    ApiSpec(API_VERSIONS, 0, 4, api_versions),
+    ApiSpec(FIND_COORDINATOR, 0, 4, find_coordinator),
+]

@@ -1,0 +1,296 @@
+"""Metadata, CreateTopics and DeleteTopics over the embedded topic store (one broker: node 0, the controller).
+
+Versions (all kio ships): Metadata v0–v13 (topic ids in answers from v10, lookups by id from v12, as in
+Kafka), CreateTopics v2–v7, DeleteTopics v1–v6 (by id from v6). Every partition is led by
+node 0 with replicas = ISR = [0] and leader epoch -1 ("unknown", so clients skip KIP-320 epoch validation).
+Metadata auto-creates a missing topic with ``broker.default_partitions`` when the broker allows it and the
+client asks (``allow_auto_topic_creation``, v4+; always before v4), and then answers with the new topic at once
+(Kafka answers LEADER_NOT_AVAILABLE first; clients retry on either).
+
+Also home of the small helpers the data handlers share: building a kio response entity of the request's
+version from keyword values (fields a version lacks are dropped) and reaching the concrete topic store.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import functools
+import importlib
+import uuid
+from types import ModuleType
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from regroup.server.api import CLUSTER_ID, NODE_ID, ApiSpec, Broker, RequestContext, TopicInfo
+from regroup.server.topics import InvalidTopicError, TopicExistsError, TopicStore
+
+__all__ = [
+    "NO_THROTTLE",
+    "SPECS",
+    "ZERO_UUID",
+    "build",
+    "handle_create_topics",
+    "handle_delete_topics",
+    "handle_metadata",
+    "response_module",
+    "store_of",
+]
+
+NO_THROTTLE = datetime.timedelta(0)
+ZERO_UUID = uuid.UUID(int=0)
+
+
+# ---------------------------------------------------------------------- shared helpers
+
+
+def response_module(request: object) -> ModuleType:
+    """The kio module of the response entities matching ``request``'s API and version."""
+    module = type(request).__module__
+    if not module.endswith(".request"):
+        raise TypeError(f"not a kio request entity: {request!r}")
+    return importlib.import_module(module.removesuffix(".request") + ".response")
+
+
+@functools.cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls))
+
+
+def build(module: ModuleType, entity: str, **values: Any) -> Any:
+    """``module.<entity>(**values)`` keeping only the fields this version has (so one call serves all)."""
+    cls = getattr(module, entity)
+    names = _field_names(cls)
+    return cls(**{k: v for k, v in values.items() if k in names})
+
+
+def store_of(broker: Broker) -> TopicStore:
+    """The broker's topic store, which must be :class:`regroup.server.topics.TopicStore`."""
+    store = broker.topic_store
+    if not isinstance(store, TopicStore):
+        raise TypeError(f"the data handlers need regroup.server.topics.TopicStore, not {type(store).__name__}")
+    return store
+
+
+# ---------------------------------------------------------------------- Metadata
+
+
+async def handle_metadata(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    mod = response_module(request)
+    store = store_of(broker)
+    version = ctx.api_version
+    topics: list[Any] = []
+    if request.topics is None or (version == 0 and not request.topics):
+        topics = [_topic_entry(mod, info) for _, info in sorted(store.topics().items())]
+    else:
+        auto = broker.auto_create_topics and getattr(request, "allow_auto_topic_creation", True)
+        seen: set[object] = set()
+        for wanted in request.topics:
+            topic_id = getattr(wanted, "topic_id", None) if version >= 12 else None  # ids: v12+ (as in Kafka)
+            key = wanted.name if wanted.name is not None else topic_id
+            if key in seen:
+                continue
+            seen.add(key)
+            if wanted.name is None and version < 12:
+                topics.append(_topic_error(mod, "", ErrorCode.invalid_request))
+                continue
+            topics.append(_lookup(mod, store, broker, wanted.name, topic_id, auto))
+    node = build(mod, "MetadataResponseBroker", node_id=NODE_ID, host=broker.host, port=broker.port, rack=None)
+    return build(
+        mod,
+        "MetadataResponse",
+        throttle_time=NO_THROTTLE,
+        brokers=(node,),
+        cluster_id=CLUSTER_ID,
+        controller_id=NODE_ID,
+        topics=tuple(topics),
+        error_code=ErrorCode.none,
+    )
+
+
+def _lookup(
+    mod: ModuleType, store: TopicStore, broker: Broker, name: str | None, topic_id: uuid.UUID | None, auto: bool
+) -> Any:
+    if name is None:
+        info = store.topic_by_id(topic_id) if topic_id is not None else None
+        if info is None:
+            return _topic_error(mod, None, ErrorCode.unknown_topic_id, topic_id)
+        return _topic_entry(mod, info)
+    info = store.topic(name)
+    if info is None and auto:
+        try:
+            info = store.create_topic(name, broker.default_partitions)
+        except InvalidTopicError:
+            return _topic_error(mod, name, ErrorCode.invalid_topic_exception)
+        except TopicExistsError:  # '.'/'_' collision with an existing topic
+            return _topic_error(mod, name, ErrorCode.invalid_topic_exception)
+    if info is None:
+        return _topic_error(mod, name, ErrorCode.unknown_topic_or_partition)
+    return _topic_entry(mod, info)
+
+
+def _topic_entry(mod: ModuleType, info: TopicInfo) -> Any:
+    partitions = tuple(
+        build(
+            mod,
+            "MetadataResponsePartition",
+            error_code=ErrorCode.none,
+            partition_index=p,
+            leader_id=NODE_ID,
+            leader_epoch=-1,
+            replica_nodes=(NODE_ID,),
+            isr_nodes=(NODE_ID,),
+            offline_replicas=(),
+        )
+        for p in range(info.partitions)
+    )
+    return build(
+        mod,
+        "MetadataResponseTopic",
+        error_code=ErrorCode.none,
+        name=info.name,
+        topic_id=info.topic_id,
+        is_internal=False,
+        partitions=partitions,
+    )
+
+
+def _topic_error(mod: ModuleType, name: str | None, code: ErrorCode, topic_id: uuid.UUID | None = None) -> Any:
+    return build(
+        mod, "MetadataResponseTopic", error_code=code, name=name, topic_id=topic_id or ZERO_UUID, partitions=()
+    )
+
+
+# ---------------------------------------------------------------------- CreateTopics
+
+
+async def handle_create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    mod = response_module(request)
+    store = store_of(broker)
+    names = [t.name for t in request.topics]
+    results = []
+    for topic in request.topics:
+        if names.count(topic.name) > 1:
+            code, message = ErrorCode.invalid_request, "Found multiple entries for this topic."
+            results.append(_created(mod, topic.name, None, code, message))
+            continue
+        try:
+            count = _partition_count(topic, broker.default_partitions)
+            store.check_new_topic(topic.name)
+        except _Refused as refused:
+            results.append(_created(mod, topic.name, None, refused.code, str(refused)))
+            continue
+        except InvalidTopicError as exc:
+            results.append(_created(mod, topic.name, None, ErrorCode.invalid_topic_exception, str(exc)))
+            continue
+        except TopicExistsError as exc:
+            results.append(_created(mod, topic.name, None, ErrorCode.topic_already_exists, str(exc)))
+            continue
+        info = (
+            TopicInfo(topic.name, ZERO_UUID, count) if request.validate_only else store.create_topic(topic.name, count)
+        )
+        results.append(_created(mod, topic.name, info, ErrorCode.none, None))
+    return build(mod, "CreateTopicsResponse", throttle_time=NO_THROTTLE, topics=tuple(results))
+
+
+class _Refused(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _partition_count(topic: Any, default_partitions: int) -> int:
+    """Kafka's checks of partitions, replication factor and a manual assignment, for a single broker."""
+    rf, count = topic.replication_factor, topic.num_partitions
+    if topic.assignments:
+        if count != -1 or rf != -1:
+            message = (
+                "A manual partition assignment was specified, but numPartitions or replicationFactor was not set to -1."
+            )
+            raise _Refused(ErrorCode.invalid_request, message)
+        indexes = sorted(a.partition_index for a in topic.assignments)
+        if indexes != list(range(len(indexes))):
+            raise _Refused(ErrorCode.invalid_replica_assignment, "Partitions should be numbered 0 to N-1.")
+        for a in topic.assignments:
+            if list(a.broker_ids) != [NODE_ID]:
+                message = (
+                    f"The manual partition assignment includes broker(s) other than {NODE_ID}: {list(a.broker_ids)}"
+                )
+                raise _Refused(ErrorCode.invalid_replica_assignment, message)
+        return len(indexes)
+    if count == 0 or count < -1:
+        raise _Refused(ErrorCode.invalid_partitions, "Number of partitions was set to an invalid non-positive value.")
+    if rf == 0 or rf < -1:
+        message = "Replication factor must be larger than 0, or -1 to use the default value."
+        raise _Refused(ErrorCode.invalid_replication_factor, message)
+    if rf > 1:
+        message = (
+            f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be "
+            "reached because only 1 broker(s) are registered."
+        )
+        raise _Refused(ErrorCode.invalid_replication_factor, message)
+    return default_partitions if count == -1 else count
+
+
+def _created(mod: ModuleType, name: str, info: TopicInfo | None, code: ErrorCode, message: str | None) -> Any:
+    return build(
+        mod,
+        "CreatableTopicResult",
+        name=name,
+        topic_id=info.topic_id if info else ZERO_UUID,
+        error_code=code,
+        error_message=message,
+        num_partitions=info.partitions if info else -1,
+        replication_factor=1 if info else -1,
+        configs=() if info else None,
+    )
+
+
+# ---------------------------------------------------------------------- DeleteTopics
+
+
+async def handle_delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    mod = response_module(request)
+    store = store_of(broker)
+    wanted: list[tuple[str | None, uuid.UUID | None]]
+    if hasattr(request, "topics"):  # v6+: by name or by id
+        wanted = [(t.name, t.topic_id if t.topic_id != ZERO_UUID else None) for t in request.topics]
+    else:
+        wanted = [(name, None) for name in request.topic_names]
+    results = []
+    for name, topic_id in wanted:
+        if name is not None and topic_id is not None:
+            code, message = ErrorCode.invalid_request, "You may not specify both topic name and topic id."
+        elif wanted.count((name, topic_id)) > 1:
+            code, message = ErrorCode.invalid_request, "Duplicate topic name." if name else "Duplicate topic id."
+        elif name is None:
+            info = store.topic_by_id(topic_id) if topic_id is not None else None
+            name = info.name if info else None
+            code, message = ErrorCode.unknown_topic_id, "This server does not host this topic ID."
+            if info is not None and store.delete_topic(info.name):
+                code, message = ErrorCode.none, None
+        else:
+            info = store.topic(name)
+            topic_id = info.topic_id if info else None
+            code, message = ErrorCode.unknown_topic_or_partition, "This server does not host this topic-partition."
+            if store.delete_topic(name):
+                code, message = ErrorCode.none, None
+        results.append(
+            build(
+                mod,
+                "DeletableTopicResult",
+                name=name,
+                topic_id=topic_id or ZERO_UUID,
+                error_code=code,
+                error_message=message,
+            )
+        )
+    return build(mod, "DeleteTopicsResponse", throttle_time=NO_THROTTLE, responses=tuple(results))
+
+
+SPECS: list[ApiSpec] = [
+    ApiSpec(api_key=3, min_version=0, max_version=13, handler=handle_metadata),
+    ApiSpec(api_key=19, min_version=2, max_version=7, handler=handle_create_topics),
+    ApiSpec(api_key=20, min_version=1, max_version=6, handler=handle_delete_topics),
+]

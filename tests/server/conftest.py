@@ -1,0 +1,118 @@
+"""Fixtures that run ``regroup serve`` as a real subprocess on a free loopback port with a temporary data
+directory, wait until it accepts connections, and always kill it at teardown."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+START_TIMEOUT_S = 15.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ServerProcess:
+    """One ``regroup serve`` process; ``restart()`` starts a new one on the same port and data directory."""
+
+    def __init__(self, data_dir: Path, log_path: Path, extra_args: list[str]) -> None:
+        self.data_dir = data_dir
+        self.log_path = log_path
+        self.extra_args = extra_args
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "regroup",
+            "serve",
+            "--port",
+            str(self.port),
+            "--data-dir",
+            str(self.data_dir),
+            "--initial-rebalance-delay-ms",
+            "0",
+            *self.extra_args,
+        ]
+
+    def start(self) -> None:
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=log)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"regroup serve exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        self.kill()
+        raise RuntimeError(f"regroup serve did not accept connections in {START_TIMEOUT_S}s:\n{self.log()}")
+
+    def kill(self, sig: int = signal.SIGKILL) -> int | None:
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, sig)
+        try:
+            return self.proc.wait(timeout=10)
+        finally:
+            self.proc = None
+
+    def restart(self) -> None:
+        self.kill()
+        self.start()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+@pytest.fixture
+def make_server(tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
+    started: list[ServerProcess] = []
+
+    def make(*extra_args: str, data_dir: Path | None = None) -> ServerProcess:
+        index = len(started)
+        server = ServerProcess(data_dir or tmp_path / f"data{index}", tmp_path / f"server{index}.log", list(extra_args))
+        started.append(server)
+        server.start()
+        return server
+
+    yield make
+    for server in started:
+        server.kill()
+    for server in started:
+        assert_clean_log(server)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One server shared by a test module (tests use distinct group ids)."""
+    base = tmp_path_factory.mktemp("regroup-server")
+    proc = ServerProcess(base / "data", base / "server.log", [])
+    proc.start()
+    try:
+        yield proc
+    finally:
+        proc.kill()
+    assert_clean_log(proc)
+
+
+def assert_clean_log(proc: ServerProcess) -> None:
+    """No handler or connection error was logged with a traceback (bad input is logged at info, no trace)."""
+    text = proc.log()
+    assert "Traceback" not in text and " ERROR " not in text, text[-5000:]

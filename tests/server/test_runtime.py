@@ -1,0 +1,150 @@
+"""The coordinator runtime in-process, over a fake log: responses wait for the append of their records (and of
+every earlier call), a failed append is fatal, timers fire through ``advance``, superseded requests are
+dropped."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from regroup.coordinator.config import CoordinatorConfig
+from regroup.coordinator.coordinator import GroupCoordinator
+from regroup.protocol.classic import JoinGroupRequest, JoinGroupResponse
+from regroup.protocol.offsets import OffsetCommitRequest, OffsetFetchRequest, PartitionCommit
+from regroup.records.model import Record
+from regroup.server.errors import CoordinatorUnavailable, RequestDropped
+from regroup.server.runtime import CoordinatorRuntime
+from regroup.storage.record_log import FsyncPolicy
+
+
+class FakeRecordLog:
+    fsync_policy = FsyncPolicy.ALWAYS
+
+    def sync(self) -> None:
+        pass
+
+
+class FakeLog:
+    """Stands in for ``CoordinatorLog``; ``gate`` (when set) holds every append until released."""
+
+    def __init__(self) -> None:
+        self.log = FakeRecordLog()
+        self.appended: list[Record] = []
+        self.gate: threading.Event | None = None
+        self.fail = False
+        self.closed = False
+
+    def append(self, records: Sequence[Record]) -> int:
+        if self.gate is not None:
+            assert self.gate.wait(5)
+        if self.fail:
+            raise OSError(28, "No space left on device")
+        self.appended.extend(records)
+        return len(self.appended) - 1
+
+    def maybe_snapshot(self, coordinator: GroupCoordinator) -> bool:
+        return False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def runtime(config: CoordinatorConfig | None = None, **kwargs: Any) -> tuple[CoordinatorRuntime, FakeLog]:
+    fake = FakeLog()
+    rt = CoordinatorRuntime(
+        GroupCoordinator(config or CoordinatorConfig(group_initial_rebalance_delay_ms=0)), fake, **kwargs
+    )  # type: ignore[arg-type]
+    rt.start()
+    return rt, fake
+
+
+def commit_op(group: str, offset: int) -> Any:
+    req = OffsetCommitRequest(group_id=group, topics=(("t", (PartitionCommit(partition=0, offset=offset),)),))
+    return lambda c, key, now: c.offset_commit(req, key, now)
+
+
+def fetch_op(group: str) -> Any:
+    req = OffsetFetchRequest(group_id=group, topics=(("t", (0,)),))
+    return lambda c, key, now: c.offset_fetch(req, key, now)
+
+
+def join_op(member_id: str = "", session_ms: int = 6000, version: int = 3) -> Any:
+    req = JoinGroupRequest(
+        group_id="g",
+        member_id=member_id,
+        session_timeout_ms=session_ms,
+        rebalance_timeout_ms=session_ms,
+        protocol_type="consumer",
+        protocols=(("range", b""),),
+        version=version,
+    )
+    return lambda c, key, now: c.join_group(req, key, now)
+
+
+def test_responses_wait_until_their_records_and_earlier_ones_are_appended() -> None:
+    async def scenario() -> None:
+        rt, fake = runtime()
+        fake.gate = threading.Event()
+        commit = asyncio.create_task(rt.call(commit_op("g", 5)))
+        fetch = asyncio.create_task(rt.call(fetch_op("g")))  # no records of its own
+        await asyncio.sleep(0.1)
+        assert not commit.done() and not fetch.done() and fake.appended == []
+        fake.gate.set()
+        answer = await fetch
+        assert answer.topics[0][1][0].offset == 5
+        assert commit.done() and len(fake.appended) == 1
+        await rt.close()
+        assert fake.closed
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_append_is_fatal() -> None:
+    async def scenario() -> None:
+        fatal: list[BaseException] = []
+        rt, fake = runtime(on_fatal=fatal.append)
+        fake.fail = True
+        with pytest.raises(CoordinatorUnavailable):
+            await rt.call(commit_op("g", 1))
+        assert isinstance(fatal[0], OSError) and rt.failure is fatal[0]
+        with pytest.raises(CoordinatorUnavailable):
+            await rt.call(fetch_op("g"))
+        await rt.close()
+
+    asyncio.run(scenario())
+
+
+def test_session_expiry_fires_from_the_timer() -> None:
+    async def scenario() -> None:
+        config = CoordinatorConfig(group_initial_rebalance_delay_ms=0, group_min_session_timeout_ms=10)
+        rt, _ = runtime(config)
+        joined: JoinGroupResponse = await rt.call(join_op(session_ms=100), may_park=True)
+        assert joined.generation_id == 1
+        assert rt.coordinator.groups["g"].members
+        await asyncio.sleep(0.4)  # no heartbeat: the session timer expires the member, the group empties
+        assert not rt.coordinator.groups["g"].members
+        await rt.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_superseded_parked_join_is_dropped() -> None:
+    async def scenario() -> None:
+        rt, _ = runtime()
+        first: JoinGroupResponse = await rt.call(join_op(), may_park=True)
+        member_id = first.member_id
+        other = asyncio.create_task(rt.call(join_op(), may_park=True))  # a second member: rebalance, parked
+        await asyncio.sleep(0.05)
+        member_two = next(m for m in rt.coordinator.groups["g"].members if m != member_id)
+        parked = asyncio.create_task(rt.call(join_op(member_two), may_park=True))  # supersedes `other`
+        with pytest.raises(RequestDropped):
+            await other
+        await rt.call(join_op(member_id), may_park=True)  # the leader rejoins: the join phase completes
+        assert (await parked).generation_id == 2
+        await rt.close()
+
+    asyncio.run(scenario())

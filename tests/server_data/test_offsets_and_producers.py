@@ -1,0 +1,151 @@
+"""ListOffsets and InitProducerId handlers; TopicStore durability (topics, ids, producer ids across restarts)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from pathlib import Path
+
+import pytest
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i32Timedelta
+
+from regroup.server.handlers.data import handle_init_producer_id, handle_list_offsets, handle_produce
+from regroup.server.handlers.topics import build
+from regroup.server.topics import InvalidTopicError, TopicExistsError, TopicStore, validate_topic_name
+from regroup.storage.record_log import FsyncPolicy, LogLockedError
+from tests.server_data.batches import make_batch
+from tests.server_data.helpers import FakeBroker, call, produce_request, request_module
+
+
+def list_offsets(
+    broker: FakeBroker, version: int, topic: str, targets: dict[int, int]
+) -> dict[int, tuple[ErrorCode, int, int]]:
+    mod = request_module("list_offsets", version)
+    parts = tuple(
+        build(mod, "ListOffsetsPartition", partition_index=p, timestamp=t, current_leader_epoch=-1)
+        for p, t in targets.items()
+    )
+    request = build(
+        mod,
+        "ListOffsetsRequest",
+        replica_id=-1,
+        isolation_level=0,
+        topics=(build(mod, "ListOffsetsTopic", name=topic, partitions=parts),),
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=1)),
+    )
+    [response] = call(handle_list_offsets, broker, "list_offsets", request).topics
+    return {p.partition_index: (p.error_code, p.timestamp, p.offset) for p in response.partitions}
+
+
+@pytest.mark.parametrize("version", range(1, 12))
+def test_list_offsets(broker: FakeBroker, store: TopicStore, version: int) -> None:
+    store.create_topic("t", 2)
+    call(
+        handle_produce,
+        broker,
+        "produce",
+        produce_request(9, "t", {0: make_batch([b"a", b"b"], timestamps=[1000, 3000])}),
+    )
+    call(handle_produce, broker, "produce", produce_request(9, "t", {0: make_batch([b"c"], timestamps=[2000])}))
+    assert list_offsets(broker, version, "t", {0: -1, 1: -1}) == {
+        0: (ErrorCode.none, -1, 3),
+        1: (ErrorCode.none, -1, 0),
+    }
+    assert list_offsets(broker, version, "t", {0: -2}) == {0: (ErrorCode.none, -1, 0)}
+    assert list_offsets(broker, version, "t", {0: 1500}) == {0: (ErrorCode.none, 3000, 1)}
+    assert list_offsets(broker, version, "t", {0: 2500}) == {0: (ErrorCode.none, 3000, 1)}
+    assert list_offsets(broker, version, "t", {0: 3001, 1: 0}) == {
+        0: (ErrorCode.none, -1, -1),
+        1: (ErrorCode.none, -1, -1),
+    }
+    if version >= 7:
+        assert list_offsets(broker, version, "t", {0: -3, 1: -3}) == {
+            0: (ErrorCode.none, 3000, 1),
+            1: (ErrorCode.none, -1, -1),
+        }
+    if version >= 8:
+        assert list_offsets(broker, version, "t", {0: -4}) == {0: (ErrorCode.none, -1, 0)}
+    if version >= 9:
+        assert list_offsets(broker, version, "t", {0: -5}) == {0: (ErrorCode.none, -1, -1)}
+    assert list_offsets(broker, version, "t", {7: -1}) == {7: (ErrorCode.unknown_topic_or_partition, -1, -1)}
+    assert list_offsets(broker, version, "nope", {0: -1}) == {0: (ErrorCode.unknown_topic_or_partition, -1, -1)}
+
+
+def init_producer_id(
+    broker: FakeBroker, version: int, transactional_id: str | None = None
+) -> tuple[ErrorCode, int, int]:
+    mod = request_module("init_producer_id", version)
+    request = build(
+        mod,
+        "InitProducerIdRequest",
+        transactional_id=transactional_id,
+        transaction_timeout=i32Timedelta.parse(datetime.timedelta(seconds=60)),
+        producer_id=-1,
+        producer_epoch=-1,
+    )
+    response = call(handle_init_producer_id, broker, "init_producer_id", request)
+    return response.error_code, response.producer_id, response.producer_epoch
+
+
+@pytest.mark.parametrize("version", range(7))
+def test_init_producer_id(broker: FakeBroker, version: int) -> None:
+    first, second = init_producer_id(broker, version), init_producer_id(broker, version)
+    assert first == (ErrorCode.none, 0, 0) and second == (ErrorCode.none, 1, 0)
+    assert init_producer_id(broker, version, "tx") == (ErrorCode.transactional_id_authorization_failed, -1, -1)
+
+
+def test_producer_ids_are_never_reused_across_restarts(tmp_path: Path) -> None:
+    with TopicStore.open(tmp_path) as store:
+        assert [store.allocate_producer_id() for _ in range(3)] == [0, 1, 2]
+    with TopicStore.open(tmp_path) as store:
+        assert store.allocate_producer_id() == 1000  # the rest of the reserved block is skipped
+
+
+def test_store_survives_restart(tmp_path: Path) -> None:
+    with TopicStore.open(tmp_path, fsync=FsyncPolicy.ALWAYS) as store:
+        info = store.create_topic("keep", 2)
+        store.create_topic("drop", 1)
+        plog = store.partition("keep", 1)
+        assert plog is not None
+        plog.append(make_batch([b"x", b"y"]))
+        assert store.delete_topic("drop") and not store.delete_topic("drop")
+        with pytest.raises(LogLockedError):
+            TopicStore.open(tmp_path)
+    (tmp_path / "staging" / "leftover").mkdir()  # a create interrupted by a crash
+    with TopicStore.open(tmp_path) as store:
+        assert store.topics() == {"keep": info}
+        assert store.topic_by_id(info.topic_id) == info
+        reopened = store.partition("keep", 1)
+        assert reopened is not None and reopened.log_end_offset == 2
+        assert store.partition("keep", 2) is None and store.partition("drop", 0) is None
+        assert not (tmp_path / "staging" / "leftover").exists()
+        assert store.create_topic("drop", 1).topic_id != info.topic_id  # a deleted name can be reused
+
+
+def test_topic_names() -> None:
+    for good in ["a", "A.b_c-9", "x" * 249, "..."]:
+        validate_topic_name(good)
+    for bad in ["", ".", "..", "x" * 250, "a b", "ä", "a/b"]:
+        with pytest.raises(InvalidTopicError):
+            validate_topic_name(bad)
+
+
+def test_create_topic_checks(store: TopicStore) -> None:
+    store.create_topic("a.b", 1)
+    with pytest.raises(TopicExistsError):
+        store.create_topic("a.b", 1)
+    with pytest.raises(InvalidTopicError):
+        store.create_topic("a_b", 1)  # collides with a.b in Kafka's metric names
+    with pytest.raises(ValueError, match="at least one partition"):
+        store.create_topic("c", 0)
+
+
+async def _wait(store: TopicStore) -> bool:
+    return await store.wait_for_append([("t", 0)], 0.05)
+
+
+def test_wait_for_append_times_out_and_cleans_up(store: TopicStore) -> None:
+    store.create_topic("t", 1)
+    assert asyncio.run(_wait(store)) is False
+    assert store._waiters == {}
