@@ -101,3 +101,33 @@ def test_produce_and_consume_1000_records_survive_kill_9(server: Server) -> None
     server.kill()  # every record was acknowledged: all must be back after a kill -9
     server.start()
     assert consume_all(server.bootstrap) == expected
+
+
+def test_acks_0_gets_no_response_and_the_connection_keeps_working(server: Server) -> None:
+    """Kafka sends no response to Produce with acks=0; answering would break the client's correlation ids."""
+    topic = "fire-and-forget"
+    admin = kafka.KafkaAdminClient(bootstrap_servers=server.bootstrap, request_timeout_ms=10_000)
+    try:
+        admin.create_topics([NewTopic(topic, 1, 1)])
+    finally:
+        admin.close()
+    producer = kafka.KafkaProducer(bootstrap_servers=server.bootstrap, acks=0, linger_ms=0)
+    try:
+        for i in range(50):
+            producer.send(topic, value=f"v{i}".encode(), partition=0)
+            producer.flush(timeout=10)  # one request per record: many acks=0 requests on one connection
+        # the same connection still answers metadata requests correctly
+        assert producer.partitions_for(topic) == {0}
+    finally:
+        producer.close(timeout=5)
+    consumer = kafka.KafkaConsumer(bootstrap_servers=server.bootstrap, auto_offset_reset="earliest")
+    try:
+        consumer.assign([kafka.TopicPartition(topic, 0)])
+        values: list[bytes] = []
+        deadline = time.monotonic() + 20
+        while len(values) < 50 and time.monotonic() < deadline:
+            for messages in consumer.poll(timeout_ms=500).values():
+                values += [m.value for m in messages]
+    finally:
+        consumer.close()
+    assert values == [f"v{i}".encode() for i in range(50)]

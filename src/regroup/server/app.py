@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
-import inspect
 import itertools
 import logging
 import signal
@@ -19,7 +17,7 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import TypeVar
 
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.result import Result
@@ -30,13 +28,14 @@ from regroup.server.events import GroupEvents
 from regroup.server.framing import DEFAULT_MAX_FRAME_BYTES
 from regroup.server.handlers.registry import load_specs
 from regroup.server.runtime import CoordinatorRuntime, Uuid4Ids, wall_ms
+from regroup.server.topics import TopicStore as PartitionTopicStore
 from regroup.storage.coordinator_log import CoordinatorLog
 from regroup.storage.format import StorageError
 from regroup.storage.record_log import FsyncPolicy, LogLockedError
 
 log = logging.getLogger("regroup.server")
 
-TOPIC_STORE_MODULE = "regroup.server.topics"
+TOPIC_SYNC_INTERVAL_S = 0.1  # with --fsync interval: how often appended topic data is forced to disk
 T = TypeVar("T")
 
 
@@ -73,22 +72,9 @@ class ServerBroker:
     default_partitions: int = 1
 
 
-def open_topic_store(directory: Path, fsync: FsyncPolicy = FsyncPolicy.ALWAYS) -> TopicStore:
-    """The embedded partition log if it is installed (with the server's fsync policy when its ``open`` takes
-    one), else the in-memory stand-in."""
-    try:
-        module = importlib.import_module(TOPIC_STORE_MODULE)
-    except ModuleNotFoundError as exc:
-        if exc.name != TOPIC_STORE_MODULE:
-            raise
-        from regroup.server._memory_topics import MemoryTopicStore
-
-        log.info("embedded partition log not installed; topics are kept in memory only")
-        return MemoryTopicStore.open(directory)
-    opener = module.TopicStore.open
-    if "fsync" in inspect.signature(opener).parameters:
-        return cast(TopicStore, opener(directory, fsync=fsync))
-    return cast(TopicStore, opener(directory))
+def open_topic_store(directory: Path, fsync: FsyncPolicy = FsyncPolicy.ALWAYS) -> PartitionTopicStore:
+    """The embedded partition log, with the server's fsync policy."""
+    return PartitionTopicStore.open(directory, fsync=fsync)
 
 
 class Server:
@@ -98,7 +84,8 @@ class Server:
         self.exit_code = 0
         self._listener: asyncio.Server | None = None
         self._runtime: CoordinatorRuntime | None = None
-        self._topics: TopicStore | None = None
+        self._topics: PartitionTopicStore | None = None
+        self._syncer: asyncio.Task[None] | None = None
         self._events: GroupEvents | None = None
         self._dispatcher: Dispatcher | None = None
         self._connections: set[asyncio.Task[None]] = set()
@@ -142,6 +129,8 @@ class Server:
         self._dispatcher = Dispatcher(broker, broker.api_specs)
         self._runtime.start()
         self._stats = asyncio.get_running_loop().create_task(self._log_stats())
+        if cfg.fsync is FsyncPolicy.INTERVAL:
+            self._syncer = asyncio.get_running_loop().create_task(self._sync_topics())
         groups = len(self._runtime.coordinator.groups)
         log.info(
             "serving host=%s port=%d advertised=%s data_dir=%s fsync=%s groups_loaded=%d apis=%d",
@@ -173,6 +162,14 @@ class Server:
         self.exit_code = 1
         self.stopped.set()
 
+    async def _sync_topics(self) -> None:
+        """Under ``--fsync interval`` nothing else forces appended topic data to disk: do it periodically."""
+        while True:
+            await asyncio.sleep(TOPIC_SYNC_INTERVAL_S)
+            if self._topics is not None:
+                with contextlib.suppress(OSError):
+                    self._topics.sync()
+
     async def _log_stats(self) -> None:
         assert self._dispatcher is not None
         while True:
@@ -187,7 +184,7 @@ class Server:
         """Stop accepting, drop every connection, make queued records durable, close the logs. Idempotent."""
         if self._listener is not None:
             self._listener.close()
-        for task in [self._stats, *self._connections]:
+        for task in [self._stats, self._syncer, *self._connections]:
             if task is not None:
                 task.cancel()
         await asyncio.gather(*self._connections, return_exceptions=True)
@@ -199,9 +196,7 @@ class Server:
             await self._runtime.close()
             self._runtime = None
         if self._topics is not None:
-            close = getattr(self._topics, "close", None)
-            if callable(close):
-                close()
+            self._topics.close()
             self._topics = None
         if self._events is not None:
             self._events.close()

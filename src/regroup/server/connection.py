@@ -49,8 +49,8 @@ class Connection:
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else "?"
         self.client_host = peer[0] if isinstance(peer, tuple) and peer else ""
-        self._responses: asyncio.Queue[asyncio.Task[bytes]] = asyncio.Queue(maxsize=max_in_flight)
-        self._in_flight: set[asyncio.Task[bytes]] = set()
+        self._responses: asyncio.Queue[asyncio.Task[bytes | None]] = asyncio.Queue(maxsize=max_in_flight)
+        self._in_flight: set[asyncio.Task[bytes | None]] = set()
 
     async def serve(self) -> None:
         """Serve until the peer goes away, breaks the protocol, or the task is cancelled (shutdown)."""
@@ -87,6 +87,8 @@ class Connection:
         while True:
             task = await self._responses.get()
             data = await task
+            if data is None:
+                continue
             self.writer.write(data)
             await self.writer.drain()
 

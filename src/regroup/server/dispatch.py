@@ -19,6 +19,8 @@ from regroup.server.runtime import wall_ms
 
 log = logging.getLogger("regroup.server.dispatch")
 
+PRODUCE_KEY = 0
+
 
 class HandlerContractError(ProtocolError):
     """A handler returned something other than the response entity of the request's version."""
@@ -39,8 +41,9 @@ class Dispatcher:
         self.versions = {key: (spec.min_version, spec.max_version) for key, spec in self.specs.items()}
         self.counts: Counter[str] = Counter()
 
-    async def respond(self, request: DecodedRequest, *, client_host: str, connection_id: int) -> bytes:
-        """The framed response to ``request``. Raises when the connection must be closed instead."""
+    async def respond(self, request: DecodedRequest, *, client_host: str, connection_id: int) -> bytes | None:
+        """The framed response to ``request``, or None when Kafka sends none (Produce with acks=0).
+        Raises when the connection must be closed instead."""
         name = api_name(request.api_key)
         self.counts[name] += 1
         log.debug(
@@ -67,6 +70,8 @@ class Dispatcher:
         expected = response_class(request.api_key, request.api_version)
         if type(response) is not expected:
             raise HandlerContractError(f"{name} v{request.api_version} handler returned {type(response).__name__}")
+        if request.api_key == PRODUCE_KEY and getattr(request.body, "acks", 1) == 0:
+            return None  # the producer expects no answer; a response would break its correlation ids
         return encode_response(request.correlation_id, response)
 
     def _unsupported_api_versions(self) -> object:
