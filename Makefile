@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint typecheck unit soak bench clean
+.PHONY: run test lint typecheck unit soak bench bench-server clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ soak: $(DEVSTAMP)
 
 bench: $(DEVSTAMP)
 	$(BIN)/python bench/assignors.py
+
+# The Kafka-wire server under load: a 1,000-member rebalance and heartbeat throughput (docs/benchmarks.md).
+bench-server: $(DEVSTAMP)
+	$(BIN)/python bench/server.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info

@@ -11,10 +11,17 @@
   is parsed as v2 from version 3 on (ApiVersions is flexible from v3), v1 below.
 * Anything that does not decode (kio ``DecodeError``, bad UTF-8, short buffers) is a ``MalformedRequest``.
   Trailing bytes after the body are ignored, as Kafka does.
+
+Speed (the per-request path of every connection): kio readers and writers are looked up once per entity
+class; a response header is the correlation id followed by bytes that never change for its class, so it is
+packed directly; for the APIs in ``MEMO_API_KEYS`` (Heartbeat: each member sends the same bytes every few
+seconds) small decoded request bodies and encoded response bodies are memoised. kio entities are immutable
+and their encoding deterministic, so a memo hit is indistinguishable from decoding or encoding again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import struct
 from collections.abc import Mapping
@@ -34,6 +41,12 @@ from regroup.server.framing import frame
 API_VERSIONS_KEY = 18
 API_VERSIONS_FLEXIBLE_FROM = 3
 _KEY_AND_VERSION = struct.Struct(">hh")
+_SIZE_AND_CORRELATION_ID = struct.Struct(">ii")
+HEARTBEAT_KEY = 12
+#: APIs whose small request and response bodies are memoised (see the module doc).
+MEMO_API_KEYS = frozenset({HEARTBEAT_KEY})
+_MEMO_MAX_BODY_BYTES = 512
+_MEMO_MAX_ENTRIES = 8192
 
 #: api key -> (min version, max version) as advertised
 VersionRanges = Mapping[int, tuple[int, int]]
@@ -71,21 +84,80 @@ def decode_request(data: bytes, versions: VersionRanges) -> DecodedRequest:
         with map_exceptions({Exception: MalformedRequest}):
             header, _ = _reader(header_cls)(data, 0)
         return DecodedRequest(api_key, api_version, header.correlation_id, header.client_id, None, len(data))
-    with map_exceptions({Exception: MalformedRequest}):
+    try:  # as map_exceptions({Exception: MalformedRequest}), without a context manager per request
         request_cls = _request_class(api_key, api_version)
         header, used = _reader(request_cls.__header_schema__)(data, 0)
-        body, _ = _reader(request_cls)(data, used)
+        if api_key in MEMO_API_KEYS and len(data) - used <= _MEMO_MAX_BODY_BYTES:
+            memo_key = (request_cls, data[used:])
+            body = _REQUEST_MEMO.get(memo_key)
+            if body is None:
+                body, _ = _reader(request_cls)(data, used)
+                _remember(_REQUEST_MEMO, memo_key, body)
+        else:
+            body, _ = _reader(request_cls)(data, used)
+    except Exception as exc:
+        raise MalformedRequest(str(exc) or type(exc).__name__) from exc
     return DecodedRequest(api_key, api_version, header.correlation_id, header.client_id, body, len(data))
 
 
 def encode_response(correlation_id: int, response: Any) -> bytes:
     """The framed bytes of ``response`` (a kio response entity) answering ``correlation_id``."""
     response_cls = type(response)
+    plan = _RESPONSE_PLANS.get(response_cls)
+    if plan is None:
+        plan = _RESPONSE_PLANS[response_cls] = _response_plan(response_cls)
+    header_tail, write_body, memo = plan
+    if header_tail is None:
+        return _encode_response_generic(correlation_id, response)
+    body = None
+    if memo:
+        try:
+            body = _RESPONSE_MEMO.get(response)
+        except TypeError:  # an unhashable field: not memoisable
+            memo = False
+    if body is None:
+        buffer = io.BytesIO()
+        write_body(buffer, response)
+        body = buffer.getvalue()
+        if memo and len(body) <= _MEMO_MAX_BODY_BYTES:
+            _remember(_RESPONSE_MEMO, response, body)
+    size = _SIZE_AND_CORRELATION_ID.size - 4 + len(header_tail) + len(body)
+    return _SIZE_AND_CORRELATION_ID.pack(size, correlation_id) + header_tail + body
+
+
+def _encode_response_generic(correlation_id: int, response: Any) -> bytes:
+    response_cls = type(response)
     header_cls = response_cls.__header_schema__
     buffer = io.BytesIO()
     entity_writer(header_cls)(buffer, header_cls(correlation_id=i32(correlation_id)))
     entity_writer(response_cls)(buffer, response)
     return frame(buffer.getvalue())
+
+
+_RESPONSE_PLANS: dict[type[Any], tuple[bytes | None, Any, bool]] = {}
+
+
+def _response_plan(response_cls: type[Any]) -> tuple[bytes | None, Any, bool]:
+    """(the response header's bytes after the correlation id, or None if the header has other fields; the body
+    writer; whether bodies of this class are memoised)."""
+    header_cls = response_cls.__header_schema__
+    tail: bytes | None = None
+    if [f.name for f in dataclasses.fields(header_cls)] == ["correlation_id"]:
+        buffer = io.BytesIO()
+        entity_writer(header_cls)(buffer, header_cls(correlation_id=i32(0)))
+        tail = buffer.getvalue()[4:]
+    memo = getattr(response_cls, "__api_key__", None) in MEMO_API_KEYS
+    return tail, entity_writer(response_cls), memo
+
+
+_REQUEST_MEMO: dict[tuple[type[Any], bytes], Any] = {}
+_RESPONSE_MEMO: dict[Any, bytes] = {}
+
+
+def _remember(memo: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(memo) >= _MEMO_MAX_ENTRIES:
+        memo.clear()  # bounded: a burst of distinct bodies costs re-decoding, never memory
+    memo[key] = value
 
 
 def response_class(api_key: int, api_version: int) -> type[Any]:

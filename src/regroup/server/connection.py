@@ -1,6 +1,7 @@
 """One client connection: a reader task that frames and decodes requests and starts a handler task for each,
 and a writer task that sends the responses strictly in request order (Kafka clients match responses to
-requests by order and correlation id).
+requests by order and correlation id); responses of pipelined requests that are ready together go out in
+one write.
 
 Requests of one connection are handled concurrently — a JoinGroup parked for seconds does not stop a
 pipelined Metadata behind it from being *computed* — but written in order; requests of different
@@ -16,6 +17,7 @@ response is simply never written.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 from typing import Any
@@ -49,7 +51,7 @@ class Connection:
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else "?"
         self.client_host = peer[0] if isinstance(peer, tuple) and peer else ""
-        self._responses: asyncio.Queue[asyncio.Task[bytes | None]] = asyncio.Queue(maxsize=max_in_flight)
+        self._responses = _InOrder(max_in_flight)
         self._in_flight: set[asyncio.Task[bytes | None]] = set()
 
     async def serve(self) -> None:
@@ -84,13 +86,24 @@ class Connection:
             await self._responses.put(task)
 
     async def _write_responses(self) -> None:
+        responses = self._responses
         while True:
-            task = await self._responses.get()
+            task = await responses.get()
             data = await task
-            if data is None:
-                continue
-            self.writer.write(data)
-            await self.writer.drain()
+            chunks = [] if data is None else [data]
+            # responses already computed behind it (pipelined requests) go out in the same write
+            while (done := responses.take_done()) is not None:
+                try:
+                    data = done.result()
+                except BaseException:
+                    if chunks:
+                        self.writer.write(b"".join(chunks))
+                    raise
+                if data is not None:
+                    chunks.append(data)
+            if chunks:
+                self.writer.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+                await self.writer.drain()
 
     def _report(self, task: asyncio.Task[Any]) -> None:
         if task.cancelled():
@@ -106,3 +119,46 @@ class Connection:
             log.error(
                 "closing connection %d from %s after an unexpected error", self.connection_id, self.peer, exc_info=exc
             )
+
+
+class _InOrder:
+    """A connection's handler tasks in request order: a bounded FIFO with ``asyncio.Queue(maxsize)``'s
+    semantics for its one producer (``put`` waits while it is full) and one consumer (``get`` waits while it is
+    empty), plus ``take_done`` so the writer can take every finished task at the head without waiting."""
+
+    def __init__(self, maxsize: int) -> None:
+        self._maxsize = maxsize
+        self._items: collections.deque[asyncio.Task[bytes | None]] = collections.deque()
+        self._getter: asyncio.Future[None] | None = None
+        self._putter: asyncio.Future[None] | None = None
+
+    def _full(self) -> bool:
+        return 0 < self._maxsize <= len(self._items)
+
+    async def put(self, task: asyncio.Task[bytes | None]) -> None:
+        while self._full():
+            self._putter = asyncio.get_running_loop().create_future()
+            await self._putter
+        self._items.append(task)
+        getter = self._getter
+        if getter is not None and not getter.done():
+            getter.set_result(None)
+
+    async def get(self) -> asyncio.Task[bytes | None]:
+        while not self._items:
+            self._getter = asyncio.get_running_loop().create_future()
+            await self._getter
+        return self._take()
+
+    def take_done(self) -> asyncio.Task[bytes | None] | None:
+        """The head task if it has finished (removed), else None."""
+        if self._items and self._items[0].done():
+            return self._take()
+        return None
+
+    def _take(self) -> asyncio.Task[bytes | None]:
+        task = self._items.popleft()
+        putter = self._putter
+        if putter is not None and not putter.done():
+            putter.set_result(None)
+        return task

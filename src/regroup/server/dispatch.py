@@ -28,8 +28,17 @@ class HandlerContractError(ProtocolError):
 
 def api_name(api_key: int) -> str:
     """Kafka's name of an API (``JoinGroup``), or ``api-<key>`` for keys kio does not know."""
-    snake = api_key_map.get(api_key)
-    return "".join(part.capitalize() for part in snake.split("_")) if snake else f"api-{api_key}"
+    name = _API_NAMES.get(api_key)
+    if name is None:
+        snake = api_key_map.get(api_key)
+        name = "".join(part.capitalize() for part in snake.split("_")) if snake else f"api-{api_key}"
+        if len(_API_NAMES) < _API_NAMES_MAX:  # keys come from the wire: keep the cache bounded
+            _API_NAMES[api_key] = name
+    return name
+
+
+_API_NAMES: dict[int, str] = {}
+_API_NAMES_MAX = 1024
 
 
 class Dispatcher:

@@ -6,8 +6,11 @@
   records of everything queued so far in one batch (group commit: one fsync for many requests) on a single
   worker thread and only then resolves the response futures of those results, in call order. A result
   without records still waits for the appends queued before it, so nobody is told about state that a crash
-  could take back. A failed append is fatal (as in docs/architecture.md): waiting requests fail with
-  ``CoordinatorUnavailable`` and ``on_fatal`` is called so the server stops; a restart replays the log.
+  could take back. When nothing is queued or being written and a result has no records, its completions
+  are handed out at once instead (the writer would resolve them next anyway, with nothing to wait for): the
+  common Heartbeat/OffsetFetch answer costs no trip through the writer task. A failed append is fatal (as
+  in docs/architecture.md): waiting requests fail with ``CoordinatorUnavailable`` and ``on_fatal`` is
+  called so the server stops; a restart replays the log.
 * **Parked requests.** A request key is a counter; its future resolves with the completion carrying that
   key, possibly in the result of a later call (a parked JoinGroup). A key the core ``dropped`` (superseded by
   a newer request of the same member) fails with ``RequestDropped``; the connection layer then closes that
@@ -153,29 +156,63 @@ class CoordinatorRuntime:
         if self._closed or self._failure is not None:
             raise CoordinatorUnavailable("the coordinator is not running")
         key = next(self._keys)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._waiting[key] = future
-        future.add_done_callback(lambda _: self._waiting.pop(key, None))
-        try:
-            result = op(self.coordinator, key, self._now())
-        except BaseException:
-            future.cancel()
-            raise
+        result = op(self.coordinator, key, self._now())
+        if not result.records and self._idle.is_set() and self._writer is not None:
+            # Fast path: nothing is queued or being written, so every earlier call is durable and answered, and
+            # this result has nothing to make durable: its completions go out now, in the order the writer would
+            # have used, without a trip through the writer task (and without a future for an immediate answer).
+            self._observe(result)
+            found, response = self._resolve_now(result, key)
+            self._arm_timer()
+            if found:
+                return response
+            if key in result.dropped:
+                raise RequestDropped(f"request {key} was superseded")
+            if not may_park:
+                raise NoResponse(f"core call {op!r} answered nothing")
+            return await self._wait_for(key)
+        future = self._wait_for(key)
         if not may_park and not any(c.key == key for c in result.completions):
             future.set_exception(NoResponse(f"core call {op!r} answered nothing"))
         self._after(result)
         return await future
 
+    def _wait_for(self, key: RequestKey) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting[key] = future
+        future.add_done_callback(lambda _: self._waiting.pop(key, None))
+        return future
+
+    def _resolve_now(self, result: Result, key: RequestKey) -> tuple[bool, Any]:
+        """``_resolve`` for a result that needs no append; ``key``'s own response is returned, not resolved."""
+        found, response = False, None
+        for completion in result.completions:
+            if completion.key == key:
+                if not found:
+                    found, response = True, completion.response
+                continue
+            future = self._waiting.get(completion.key)
+            if future is not None and not future.done():
+                future.set_result(completion.response)
+        for dropped in result.dropped:
+            future = self._waiting.get(dropped)
+            if future is not None and not future.done():
+                future.set_exception(RequestDropped(f"request {dropped} was superseded"))
+        return found, response
+
     def _now(self) -> int:
         self._last_now = max(self._last_now, self._clock())
         return self._last_now
 
-    def _after(self, result: Result) -> None:
+    def _observe(self, result: Result) -> None:
         for observer in self._observers:
             try:
                 observer(self.coordinator, result, self._last_now)
             except Exception:
                 log.exception("observer failed")
+
+    def _after(self, result: Result) -> None:
+        self._observe(result)
         if result.records or result.completions or result.dropped:
             self._queue.append(_Pending(list(result.records), list(result.completions), list(result.dropped)))
             self._idle.clear()
