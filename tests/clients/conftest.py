@@ -1,0 +1,25 @@
+"""Fixtures of the real-client conformance suite: a fresh ``regroup serve`` subprocess per test (the
+``ServerProcess`` of ``tests/server/conftest.py``: free loopback port, temporary data directory,
+``--initial-rebalance-delay-ms 0``, ``restart()`` = kill -9 and start again on the same port and data
+directory), killed at teardown; its log must show no traceback or error. Group state changes go to
+``events.jsonl`` next to the server's log, for diagnosing a failure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.server.conftest import ServerProcess, assert_clean_log
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ServerProcess]:
+    proc = ServerProcess(tmp_path / "data", tmp_path / "server.log", ["--events", str(tmp_path / "events.jsonl")])
+    proc.start()
+    try:
+        yield proc
+    finally:
+        proc.kill()
+    assert_clean_log(proc)
