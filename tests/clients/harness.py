@@ -53,6 +53,7 @@ POLL_MS = 100
 KAFKA_PYTHON_POLL_MS = 1_000
 COMMIT_TIMEOUT_S = 5.0
 RECONNECT_BACKOFF_MAX_MS = 500
+STABLE_HOLD_S = 0.6  # a group counts as stable once it has not changed for this long (3 heartbeats)
 
 
 def eventually(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.05) -> T:
@@ -544,13 +545,26 @@ class Inspector:
 
     def wait_stable(self, group: str, members: list[Member], timeout: float = 30.0) -> GroupView:
         """Wait until the server says Stable with exactly these members and every member's own view of its
-        assignment equals the server's, the assignments being disjoint and covering every partition."""
+        assignment equals the server's, the assignments being disjoint and covering every partition — and
+        still the same ``STABLE_HOLD_S`` later: a kafka-python leader rebalances once more right after its
+        first assignment when the metadata it then receives differs from the snapshot it assigned with."""
         everything = frozenset(range(self.partitions))
         names = {m.member for m in members}
 
         last: list[GroupView] = []
+        candidate: list[tuple[float, GroupView]] = []
 
         def stable() -> GroupView | None:
+            view = settled()
+            if view is None:
+                candidate.clear()
+                return None
+            if not candidate or candidate[0][1] != view:
+                candidate[:] = [(time.monotonic(), view)]
+                return None
+            return view if time.monotonic() - candidate[0][0] >= STABLE_HOLD_S else None
+
+        def settled() -> GroupView | None:
             for m in members:
                 if m.error is not None:
                     raise AssertionError(f"member {m.member} failed: {m.error!r}")

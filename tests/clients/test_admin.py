@@ -1,7 +1,9 @@
 """Each library's admin API against ``regroup serve``: list and describe consumer groups (state, protocol,
 members with client id and host, member assignments decoded from the embedded protocol bytes), the
 group's committed offsets and the topic's log offsets — while two members of that library own the group
-(Stable), and again after they left (Empty, no members, offsets kept).
+(Stable), and again after they left (Empty, no members, offsets kept). Where the library can, an admin
+commit is refused while the group has members and accepted once it is Empty, and deleting the group removes
+it and its offsets.
 
 * kafka-python: ``KafkaAdminClient.list_groups`` (also with a state filter), ``describe_groups``,
   ``list_group_offsets``, ``list_partition_offsets``;
@@ -59,6 +61,7 @@ def kafka_python_view(bootstrap: str, group: str) -> AdminView:
         listed = {g["group_id"]: g for g in admin.list_groups()}
         state = listed[group]["group_state"]
         assert listed[group]["protocol_type"] == "consumer"
+        assert state in ("Stable", "Empty"), state
         filtered = {g["group_id"] for g in admin.list_groups(states_filter=[state])}  # ListGroups v4+ filter
         assert group in filtered
         other = "Empty" if state == "Stable" else "Stable"
@@ -177,6 +180,56 @@ def confluent_view(bootstrap: str, group: str) -> AdminView:
 VIEWS = {"kafka-python": kafka_python_view, "aiokafka": aiokafka_view, "confluent-kafka": confluent_view}
 
 
+def kafka_python_alter(bootstrap: str, group: str, partition: int, offset: int) -> str:
+    """Commit an offset as an admin (no member id, no generation); the partition's error name or "NONE"."""
+    from kafka import KafkaAdminClient
+    from kafka.errors import NoError
+    from kafka.structs import OffsetAndMetadata, TopicPartition
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
+    try:
+        tp = TopicPartition(TOPIC, partition)
+        (error,) = admin.alter_group_offsets(group, {tp: OffsetAndMetadata(offset, "", -1)}).values()
+        return "NONE" if error is NoError else str(error.__name__)
+    finally:
+        admin.close()
+
+
+def kafka_python_delete(bootstrap: str, group: str) -> str:
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
+    try:
+        return str(admin.delete_groups([group])[group])
+    finally:
+        admin.close()
+
+
+def confluent_alter(bootstrap: str, group: str, partition: int, offset: int) -> str:
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(TOPIC, partition, offset)])
+    (tp,) = admin.alter_consumer_group_offsets([request])[group].result(15).topic_partitions
+    return "NONE" if tp.error is None else str(tp.error.name())
+
+
+def confluent_delete(bootstrap: str, group: str) -> str:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.delete_consumer_groups([group], request_timeout=10)[group].result(15)  # raises on an error
+    return "OK"
+
+
+#: commit offsets as an admin and delete groups (OffsetCommit without a member, DeleteGroups); aiokafka's admin
+#: client has neither
+ALTER = {"kafka-python": kafka_python_alter, "confluent-kafka": confluent_alter}
+DELETE = {"kafka-python": kafka_python_delete, "confluent-kafka": confluent_delete}
+UNKNOWN_MEMBER = {"kafka-python": "UnknownMemberIdError", "confluent-kafka": "UNKNOWN_MEMBER_ID"}
+
+
 @pytest.mark.parametrize("client", CLIENTS)
 def test_admin_lists_and_describes_groups_and_offsets(server: ServerProcess, client: str) -> None:
     pytest.importorskip(MODULES[client])
@@ -202,8 +255,17 @@ def test_admin_lists_and_describes_groups_and_offsets(server: ServerProcess, cli
         listed = "" if client == "aiokafka" else "Stable"
         assert view == AdminView(listed, "Stable", "range", expected_members, ends, starts, ends)
         assert {owned for _, owned in view.members.values()} == {frozenset({0, 1}), frozenset({2, 3})}  # range
+        if client in ALTER:  # an admin commit while the group has members is refused (Kafka: UNKNOWN_MEMBER_ID)
+            assert ALTER[client](bootstrap, group, 0, 3) == UNKNOWN_MEMBER[client]
         for m in members:
             m.stop()  # LeaveGroup
     view = VIEWS[client](bootstrap, group)
     listed = "" if client == "aiokafka" else "Empty"
     assert view == AdminView(listed, "Empty", "", {}, ends, starts, ends)
+    if client not in ALTER:
+        return
+    assert ALTER[client](bootstrap, group, 0, 3) == "NONE"  # Empty: the admin may move the group's offsets
+    assert VIEWS[client](bootstrap, group).committed == {**ends, 0: 3}
+    assert DELETE[client](bootstrap, group) == "OK"
+    gone = Inspector(bootstrap, TOPIC, PARTITIONS)
+    assert (gone.group(group).state, gone.committed(group)) == ("Dead", {})  # offsets deleted with the group
