@@ -47,7 +47,7 @@ from regroup.storage.batches import (
     split_batches,
 )
 from regroup.storage.format import StorageError
-from regroup.storage.record_log import FsyncPolicy, _create_file, _fsync_file
+from regroup.storage.record_log import FsyncPolicy, _create_file, _fsync_file, write_all_or_take_back
 from regroup.storage.record_log import _fsync_dir as fsync_dir
 
 __all__ = [
@@ -318,16 +318,10 @@ class PartitionLog:
         return fd
 
     def _write(self, fd: int, data: bytes | bytearray, start: int) -> None:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        except BaseException as exc:
-            try:
-                os.ftruncate(fd, start)  # take back a partial write
-            except OSError:
-                self._failed = exc
-            raise
+        write_all_or_take_back(fd, data, start, self._mark_failed)
+
+    def _mark_failed(self, exc: BaseException) -> None:
+        self._failed = exc
 
     def _sync(self, fd: int) -> None:
         try:

@@ -422,18 +422,11 @@ class RecordLog:
         return fd
 
     def _write(self, fd: int, data: bytes) -> None:
-        start = self._active_size
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        except BaseException as exc:
-            try:
-                os.ftruncate(fd, start)  # take back a partial frame so later appends do not follow garbage
-            except OSError:
-                self._failed = exc
-            raise
+        write_all_or_take_back(fd, data, self._active_size, self._mark_failed)
         self._active_size += len(data)
+
+    def _mark_failed(self, exc: BaseException) -> None:
+        self._failed = exc
 
     def _sync_active(self, fd: int) -> None:
         try:
@@ -561,6 +554,24 @@ def _acquire_lock(directory: Path) -> int | None:
         os.close(fd)
         raise
     return fd
+
+
+def write_all_or_take_back(
+    fd: int, data: bytes | bytearray, start: int, on_damage: Callable[[BaseException], None]
+) -> None:
+    """Write all of ``data`` at the end of ``fd`` (opened with O_APPEND, ``start`` bytes long). If the write
+    fails, cut the file back to ``start`` so later appends never follow a partial frame; if even that fails,
+    report the original error to ``on_damage`` (the file's state is unknown). Re-raises the write error."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except BaseException as exc:
+        try:
+            os.ftruncate(fd, start)
+        except OSError:
+            on_damage(exc)
+        raise
 
 
 def _create_file(path: Path) -> None:
