@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from tests.server.conftest import ServerProcess
 from tests.server.test_groups import join_v9
-from tests.server.wire import DELETE, DESCRIBE, LIST, OFFSET_COMMIT, OFFSET_FETCH, WireClient
+from tests.server.wire import DELETE, DESCRIBE, LIST, OFFSET_COMMIT, OFFSET_FETCH, WireClient, create_topics
 
-NONE, OFFSET_METADATA_TOO_LARGE, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID = 0, 12, 22, 25
+NONE, UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID = 0, 3, 12, 22, 25
 NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND, MEMBER_ID_REQUIRED = 68, 69, 79
 
 
@@ -26,6 +26,7 @@ def commit(client: WireClient, version: int, group: str, offsets: dict[tuple[str
 
 def test_commit_and_fetch_across_versions(server: ServerProcess) -> None:
     with WireClient(server.port) as client:
+        create_topics(client, {"t": 2, "u": 2})
         assert commit(client, 2, "off", {("t", 0): 5, ("t", 1): 7}) == {("t", 0): NONE, ("t", 1): NONE}
         assert commit(client, 8, "off", {("u", 0): 11}) == {("u", 0): NONE}
         too_big = commit(client, 9, "off", {("u", 1): 1}, metadata="x" * 5000)
@@ -68,6 +69,7 @@ def test_commit_and_fetch_across_versions(server: ServerProcess) -> None:
 
 def test_commit_errors_land_on_every_partition(server: ServerProcess) -> None:
     with WireClient(server.port, client_id="c") as client:
+        create_topics(client, {"t": 2})
         join_v9(client, "busy")
         member_id = client.receive().member_id
         join_v9(client, "busy", member_id)
@@ -80,8 +82,37 @@ def test_commit_errors_land_on_every_partition(server: ServerProcess) -> None:
         assert commit(client, 8, "busy", {("t", 0): 1}) == {("t", 0): UNKNOWN_MEMBER_ID}
 
 
+def test_unknown_topics_and_partitions_are_refused_and_the_rest_committed(server: ServerProcess) -> None:
+    with WireClient(server.port) as client:
+        create_topics(client, {"known": 2})
+        mixed = {("known", 0): 3, ("known", 2): 4, ("known", -1): 4, ("missing", 0): 5, ("", 0): 6, ("known", 1): 7}
+        for version in (2, 8, 9):
+            assert commit(client, version, f"mixed-{version}", mixed) == {
+                ("known", 0): NONE,
+                ("known", 1): NONE,
+                ("known", 2): UNKNOWN_TOPIC_OR_PARTITION,
+                ("known", -1): UNKNOWN_TOPIC_OR_PARTITION,
+                ("missing", 0): UNKNOWN_TOPIC_OR_PARTITION,
+                ("", 0): UNKNOWN_TOPIC_OR_PARTITION,
+            }
+            fetched = client.call(OFFSET_FETCH, 7, group_id=f"mixed-{version}", topics=None, require_stable=True)
+            committed = {(t.name, p.partition_index): p.committed_offset for t in fetched.topics for p in t.partitions}
+            assert committed == {("known", 0): 3, ("known", 1): 7}
+        # nothing valid: the coordinator is not asked, so neither the group nor a group error appears
+        join_v9(client, "refused-only")
+        member_id = client.receive().member_id
+        join_v9(client, "refused-only", member_id)
+        assert client.receive().generation_id == 1
+        stale = commit(client, 8, "refused-only", {("missing", 0): 1}, generation_id_or_member_epoch=9, member_id="x")
+        assert stale == {("missing", 0): UNKNOWN_TOPIC_OR_PARTITION}
+        assert commit(client, 8, "never-created", {("missing", 0): 1}) == {("missing", 0): UNKNOWN_TOPIC_OR_PARTITION}
+        listed = {g.group_id for g in client.call(LIST, 5, states_filter=[], types_filter=[]).groups}
+        assert "never-created" not in listed
+
+
 def test_list_describe_and_delete_groups(server: ServerProcess) -> None:
     with WireClient(server.port, client_id="admin") as client:
+        create_topics(client, {"t": 2})
         commit(client, 8, "simple-a", {("t", 0): 1})
         join_v9(client, "active-b")
         member_id = client.receive().member_id

@@ -95,3 +95,25 @@ def test_confluent_kafka_group_commit_and_admin(server: ServerProcess) -> None:
     assert [(m.client_id, m.host) for m in described.members] == [("ck-1", "/127.0.0.1")]
     consumer.close()
     assert str(admin.describe_consumer_groups(["ck-group"])["ck-group"].result(10).state).endswith("EMPTY")
+
+
+def test_confluent_kafka_admin_commit_to_unknown_topics_is_refused_per_partition(server: ServerProcess) -> None:
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    require_data_plane(server)
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{server.port}"})
+    admin.create_topics([NewTopic("ck-known", 2, 1)])["ck-known"].result(10)
+    partitions = [
+        confluent_kafka.TopicPartition("ck-known", 0, 5),
+        confluent_kafka.TopicPartition("ck-missing", 0, 6),
+        confluent_kafka.TopicPartition("ck-known", 5, 7),
+    ]
+    request = confluent_kafka.ConsumerGroupTopicPartitions("ck-admin", partitions)
+    answered = admin.alter_consumer_group_offsets([request])["ck-admin"].result(10).topic_partitions
+    errors = {(tp.topic, tp.partition): tp.error.code() if tp.error else None for tp in answered}
+    unknown = confluent_kafka.KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert errors == {("ck-known", 0): None, ("ck-missing", 0): unknown, ("ck-known", 5): unknown}
+    listed = admin.list_consumer_group_offsets([confluent_kafka.ConsumerGroupTopicPartitions("ck-admin")])
+    committed = listed["ck-admin"].result(10).topic_partitions
+    assert [(tp.topic, tp.partition, tp.offset) for tp in committed] == [("ck-known", 0, 5)]

@@ -17,7 +17,7 @@ from regroup.sim.eventlog import FIELDS
 from tests.server.conftest import ServerProcess, free_port
 from tests.server.test_groups import assignment, join_v9
 from tests.server.test_offsets_admin import commit
-from tests.server.wire import DESCRIBE, HEARTBEAT, OFFSET_FETCH, SYNC, WireClient
+from tests.server.wire import DESCRIBE, HEARTBEAT, OFFSET_FETCH, SYNC, WireClient, create_topics
 
 MakeServer = Callable[..., ServerProcess]
 
@@ -45,6 +45,7 @@ def form_stable_group(client: WireClient, group: str) -> str:
 def test_acknowledged_commits_and_groups_survive_kill_9(make_server: MakeServer) -> None:
     server = make_server()
     with WireClient(server.port, client_id="survivor") as client:
+        create_topics(client, {"t": 2})
         member_id = form_stable_group(client, "durable")
         acked = commit(
             client, 8, "durable", {("t", 0): 42, ("t", 1): 43}, generation_id_or_member_epoch=1, member_id=member_id
@@ -81,6 +82,7 @@ def test_acknowledged_commits_and_groups_survive_kill_9(make_server: MakeServer)
 def test_sigterm_shuts_down_cleanly_and_the_log_reopens(make_server: MakeServer, fsync: str) -> None:
     server = make_server("--fsync", fsync)
     with WireClient(server.port) as client:
+        create_topics(client, {"t": 1})
         assert set(commit(client, 8, "g", {("t", 0): 1}).values()) == {0}
     assert server.kill(signal.SIGTERM) == 0
     assert "stopped" in server.log()

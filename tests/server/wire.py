@@ -17,6 +17,8 @@ from regroup.server.entities import build
 
 API_VERSIONS, FIND_COORDINATOR, JOIN, HEARTBEAT, LEAVE, SYNC = 18, 10, 11, 12, 13, 14
 OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE, LIST, DELETE = 8, 9, 15, 16, 42
+CREATE_TOPICS = 19
+TOPIC_ALREADY_EXISTS = 36
 
 
 def encode_request(api_key: int, version: int, correlation_id: int, client_id: str | None, **fields: Any) -> bytes:
@@ -97,3 +99,14 @@ class WireClient:
             return True
         except TimeoutError:
             return False
+
+
+def create_topics(client: WireClient, partitions: dict[str, int]) -> None:
+    """Create each topic with its partition count (CreateTopics v7); an existing topic is fine."""
+    topics = [
+        {"name": name, "num_partitions": n, "replication_factor": 1, "assignments": [], "configs": []}
+        for name, n in partitions.items()
+    ]
+    created = client.call(CREATE_TOPICS, 7, topics=topics, timeout=5000, validate_only=False)
+    codes = {t.name: t.error_code for t in created.topics}
+    assert set(codes.values()) <= {0, TOPIC_ALREADY_EXISTS}, codes

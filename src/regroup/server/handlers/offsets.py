@@ -6,10 +6,12 @@ either, so a group-level error lands on every requested partition; v2-7 carry it
 group. ``RequireStable`` (v7+) is accepted and needs nothing more: there are no transactional offsets, and
 a fetch is answered only after every earlier write is durable.
 
-Known difference: Kafka's request layer answers UNKNOWN_TOPIC_OR_PARTITION for topics or partitions missing
-from its metadata; here commits are accepted for any topic (the coordinator works with or without the
-embedded partition log). Versions 0-1 of OffsetCommit and 0 of OffsetFetch are not served (kio has no
-schema for them; every client in use negotiates a newer one).
+As Kafka's request layer does before its coordinator sees a commit, partitions of topics the embedded partition
+log does not have (or beyond a topic's partition count, or of an empty topic name) are answered
+UNKNOWN_TOPIC_OR_PARTITION and taken out of the request; the remaining partitions are committed as usual, and
+when none remain the coordinator is not asked at all (so no group error is reported either). Commits never
+create topics. Versions 0-1 of OffsetCommit and 0 of OffsetFetch are not served (kio has no schema for them;
+every client in use negotiates a newer one).
 """
 
 from __future__ import annotations
@@ -48,8 +50,41 @@ def _commit_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
     return respond(ctx, topics=topics)
 
 
+def _split_unknown(broker: Broker, topics: Any) -> tuple[list[tuple[str, list[Any]]], dict[str, list[int]]]:
+    """(the request's topics reduced to partitions that exist, each a ``(name, partitions)`` pair; topic ->
+    partition indexes that do not exist, in request order)."""
+    known = broker.topic_store.topics()
+    valid: list[tuple[str, list[Any]]] = []
+    unknown: dict[str, list[int]] = {}
+    for topic in topics:
+        info = known.get(topic.name)
+        count = info.partitions if info is not None else 0
+        present = [p for p in topic.partitions if 0 <= p.partition_index < count]
+        if len(present) < len(topic.partitions):
+            missing = unknown.setdefault(topic.name, [])
+            missing.extend(p.partition_index for p in topic.partitions if not 0 <= p.partition_index < count)
+        if present:
+            valid.append((topic.name, present))
+    return valid, unknown
+
+
 @guarded(_commit_error)
 async def offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    valid, unknown = _split_unknown(broker, request.topics)
+    # as Kafka's response builder: the refused partitions first, then the coordinator's answers merged by topic
+    rows: dict[str, list[dict[str, Any]]] = {
+        name: [{"partition_index": p, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION} for p in partitions]
+        for name, partitions in unknown.items()
+    }
+    if valid:
+        for topic, partitions in await _commit_valid(broker, ctx, request, valid):
+            rows.setdefault(topic, []).extend({"partition_index": p, "error_code": code} for p, code in partitions)
+    return respond(ctx, topics=[{"name": name, "partitions": partitions} for name, partitions in rows.items()])
+
+
+async def _commit_valid(
+    broker: Broker, ctx: RequestContext, request: Any, topics: list[tuple[str, list[Any]]]
+) -> tuple[tuple[str, tuple[tuple[int, ErrorCode], ...]], ...]:
     req = OffsetCommitRequest(
         group_id=request.group_id,
         generation_id=request.generation_id_or_member_epoch,
@@ -58,7 +93,7 @@ async def offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> An
         retention_ms=ms(request.retention_time) if ctx.api_version in RETENTION_VERSIONS else -1,
         topics=tuple(
             (
-                t.name,
+                name,
                 tuple(
                     PartitionCommit(
                         partition=p.partition_index,
@@ -66,21 +101,15 @@ async def offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> An
                         leader_epoch=getattr(p, "committed_leader_epoch", -1),
                         metadata=p.committed_metadata,
                     )
-                    for p in t.partitions
+                    for p in partitions
                 ),
             )
-            for t in request.topics
+            for name, partitions in topics
         ),
         version=ctx.api_version,
     )
     resp: OffsetCommitResponse = await broker.coordinator.call(lambda c, key, now: c.offset_commit(req, key, now))
-    return respond(
-        ctx,
-        topics=[
-            {"name": topic, "partitions": [{"partition_index": p, "error_code": code} for p, code in partitions]}
-            for topic, partitions in resp.topics
-        ],
-    )
+    return resp.topics
 
 
 # ---------------------------------------------------------------------------------------- OffsetFetch
