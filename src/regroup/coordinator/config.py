@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MAX_INT32 = 2**31 - 1
+MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -17,3 +18,28 @@ class CoordinatorConfig:
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4096
+    # --- KIP-848 consumer groups ---
+    consumer_group_session_timeout_ms: int = 45_000
+    consumer_group_heartbeat_interval_ms: int = 5_000
+    consumer_group_max_size: int = MAX_INT32
+    #: server-side assignors clients may name; the first is the default
+    consumer_group_assignors: tuple[str, ...] = ("uniform", "range")
+    #: online migration between the protocols: disabled, upgrade, downgrade or bidirectional
+    consumer_group_migration_policy: str = "bidirectional"
+    #: longest SubscribedTopicRegex accepted
+    consumer_group_regex_max_length: int = 1_000
+
+    def __post_init__(self) -> None:
+        if self.consumer_group_migration_policy not in MIGRATION_POLICIES:
+            raise ValueError(
+                f"consumer_group_migration_policy must be one of {', '.join(MIGRATION_POLICIES)}, "
+                f"got {self.consumer_group_migration_policy!r}"
+            )
+        if not self.consumer_group_assignors:
+            raise ValueError("consumer_group_assignors must name at least one assignor")
+
+    def allows_upgrade(self) -> bool:
+        return self.consumer_group_migration_policy in ("upgrade", "bidirectional")
+
+    def allows_downgrade(self) -> bool:
+        return self.consumer_group_migration_policy in ("downgrade", "bidirectional")

@@ -14,12 +14,24 @@ from regroup.coordinator.classic.group import ClassicGroup, GroupState
 from regroup.coordinator.classic.join import join_group
 from regroup.coordinator.classic.sync import heartbeat, leave_group, sync_group
 from regroup.coordinator.config import CoordinatorConfig
+from regroup.coordinator.consumer import classic_members
+from regroup.coordinator.consumer.describe import describe_consumer_group
+from regroup.coordinator.consumer.fence import fence_member
+from regroup.coordinator.consumer.group import ConsumerGroup, MemberState
+from regroup.coordinator.consumer.heartbeat import consumer_group_heartbeat
+from regroup.coordinator.consumer.migration import drop_empty_consumer_group
+from regroup.coordinator.consumer.ops import revocation_key, session_key
+from regroup.coordinator.consumer.replay import replay as replay_consumer
+from regroup.coordinator.consumer.subscriptions import member_topics
+from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
+from regroup.coordinator.groups import Groups
 from regroup.coordinator.ids import CountingIds, IdSource
 from regroup.coordinator.inspect import delete_groups, describe_group, list_groups
 from regroup.coordinator.offsets import OffsetStore, expired_offset_records, offset_commit, offset_fetch
 from regroup.coordinator.result import RequestKey, Result
 from regroup.coordinator.timers import Timers
+from regroup.model.cluster import ClusterImage
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.protocol.admin import DescribedGroup, ListGroupsRequest, ListGroupsResponse
 from regroup.protocol.classic import (
@@ -32,8 +44,14 @@ from regroup.protocol.classic import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from regroup.protocol.consumer import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    DescribedConsumerGroup,
+)
 from regroup.protocol.offsets import OffsetCommitRequest, OffsetFetchRequest, OffsetFetchResponse
 from regroup.records.builders import new_group_metadata_record, new_offset_commit_record
+from regroup.records.consumer import CONSUMER_KEY_TYPES, ConsumerRecordKey, ConsumerRecordValue
 from regroup.records.model import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue, Record
 
 OFFSETS_EXPIRY_KEY = ("offsets-expiry",)
@@ -44,9 +62,16 @@ class GroupCoordinator:
         self.config = config or CoordinatorConfig()
         self.ids: IdSource = ids or CountingIds()
         self.groups: dict[str, ClassicGroup] = {}
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
+        self.image = ClusterImage()
         self.offsets = OffsetStore()
         self.timers = Timers()
         self.persisted: dict[str, GroupMetadataValue] = {}  # hard state of each group as its records say
+        self.persisted_consumer: dict[ConsumerRecordKey, ConsumerRecordValue] = {}  # consumer groups' records
+
+    @property
+    def view(self) -> Groups:
+        return Groups(classic=self.groups, consumer=self.consumer_groups, image=self.image)
 
     # ----------------------------------------------------------------------------------------- plumbing
     def _run(
@@ -83,10 +108,11 @@ class GroupCoordinator:
         assert isinstance(key, tuple)
         kind = key[0]
         if kind == "offsets-expiry":
-            records = expired_offset_records(self.groups, self.offsets, ctx.now_ms, self.config.offsets_retention_ms)
-            for record in records:
-                ctx.emit(record)
+            self._expire_offsets(ctx)
             self.timers.schedule(OFFSETS_EXPIRY_KEY, ctx.now_ms + self.config.offsets_retention_check_interval_ms)
+            return
+        if kind.startswith("c-"):
+            self._fire_consumer(ctx, kind, key[1], key[2])
             return
         group = self.groups.get(key[1])
         if group is None or group.is_in(GroupState.DEAD):
@@ -97,6 +123,36 @@ class GroupCoordinator:
             rebalance.on_join_timer(ctx, group)
         elif kind == "sync":
             rebalance.on_sync_timer(ctx, group)
+
+    def _fire_consumer(self, ctx: Ctx, kind: str, group_id: str, member_id: str) -> None:
+        group = self.consumer_groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is None or member is None:
+            return
+        if kind == "c-revoke":
+            armed_at = group.revocation_timer_epochs.pop(member_id, None)
+            if member.state is not MemberState.UNREVOKED_PARTITIONS or member.member_epoch != armed_at:
+                return
+        fence_member(ctx, self.view, group, member_id)
+
+    def _expire_offsets(self, ctx: Ctx) -> None:
+        image = self.image
+        topics = {
+            gid: {t for m in g.members.values() for t in member_topics(m, image)}
+            for gid, g in self.consumer_groups.items()
+        }
+        records = expired_offset_records(
+            self.groups, self.offsets, ctx.now_ms, self.config.offsets_retention_ms, self.consumer_groups, topics
+        )
+        for record in records:
+            ctx.emit(record)
+        expired = {
+            (r.key.group_id, r.key.topic, r.key.partition) for r in records if isinstance(r.key, OffsetCommitKey)
+        }
+        for gid, group in list(self.consumer_groups.items()):
+            left = [k for k in self.offsets.of(gid) if (gid, *k) not in expired]
+            if not group.members and not left:
+                ConsumerWrites(ctx, self.consumer_groups).delete_group(group)
 
     def _apply_live(self, records: Iterable[Record]) -> None:
         for record in records:
@@ -109,6 +165,14 @@ class GroupCoordinator:
             self.offsets.apply(key, value)
             if loading and value is not None and key.group_id not in self.groups:
                 self.groups[key.group_id] = ClassicGroup(group_id=key.group_id)  # a simple group
+            return
+        if isinstance(key, CONSUMER_KEY_TYPES):
+            if loading:
+                replay_consumer(self.consumer_groups, key, value)  # type: ignore[arg-type]
+            if value is None:
+                self.persisted_consumer.pop(key, None)
+            else:
+                self.persisted_consumer[key] = value  # type: ignore[assignment]
             return
         assert isinstance(key, GroupMetadataKey)
         if value is None:
@@ -145,6 +209,20 @@ class GroupCoordinator:
                 )
             if len(group.members) > coordinator.config.group_max_size:
                 rebalance.prepare_rebalance(ctx, group)
+        for cgroup in coordinator.consumer_groups.values():
+            for cmember in cgroup.members.values():
+                timeout = (
+                    cmember.classic.session_timeout_ms
+                    if cmember.classic is not None
+                    else coordinator.config.consumer_group_session_timeout_ms
+                )
+                coordinator.timers.schedule(session_key(cgroup.group_id, cmember.member_id), now_ms + timeout)
+                if cmember.classic is None and cmember.state is MemberState.UNREVOKED_PARTITIONS:
+                    coordinator.timers.schedule(
+                        revocation_key(cgroup.group_id, cmember.member_id),
+                        now_ms + max(cmember.rebalance_timeout_ms, 0),
+                    )
+                    cgroup.revocation_timer_epochs[cmember.member_id] = cmember.member_epoch
         coordinator._apply_live(ctx.result.records)
         return coordinator
 
@@ -155,6 +233,7 @@ class GroupCoordinator:
     def snapshot_records(self) -> list[Record]:
         """The fewest records that rebuild the current hard state (what a log snapshot stores)."""
         records = [new_group_metadata_record(g, v) for g, v in sorted(self.persisted.items())]
+        records.extend(Record(k, v) for k, v in self.persisted_consumer.items())
         for group_id, offsets in sorted(self.offsets.offsets.items()):
             for (topic, partition), value in sorted(offsets.items()):
                 records.append(new_offset_commit_record(group_id, topic, partition, value))
@@ -164,6 +243,7 @@ class GroupCoordinator:
         """What the records say: equal for a live coordinator and one rebuilt from its records."""
         return {
             "groups": dict(sorted(self.persisted.items())),
+            "consumer_groups": dict(self.persisted_consumer),
             "offsets": {g: dict(sorted(o.items())) for g, o in sorted(self.offsets.offsets.items())},
         }
 
@@ -182,35 +262,114 @@ class GroupCoordinator:
         return self._run(
             now_ms,
             key,
-            lambda ctx: join_group(ctx, self.groups, req, key),
+            lambda ctx: self._join_group(ctx, req, key),
             lambda code: JoinGroupResponse(error=code, member_id=req.member_id),
         )
 
+    def _join_group(self, ctx: Ctx, req: JoinGroupRequest, key: RequestKey) -> JoinGroupResponse | None:
+        cgroup = self.consumer_groups.get(req.group_id)
+        if cgroup is not None:
+            cfg = ctx.config
+            if not cfg.group_min_session_timeout_ms <= req.session_timeout_ms <= cfg.group_max_session_timeout_ms:
+                raise ApiError(ErrorCode.INVALID_SESSION_TIMEOUT)
+            if cgroup.members:
+                return classic_members.join_group(ctx, self.view, cgroup, req)
+            drop_empty_consumer_group(ctx, self.view, cgroup)
+        join_group(ctx, self.groups, req, key)
+        return None
+
     def sync_group(self, req: SyncGroupRequest, key: RequestKey, now_ms: int) -> Result:
-        return self._run(
-            now_ms, key, lambda ctx: sync_group(ctx, self.groups, req, key), lambda c: SyncGroupResponse(error=c)
-        )
+        def handle(ctx: Ctx) -> SyncGroupResponse | None:
+            cgroup = self.consumer_groups.get(req.group_id)
+            if cgroup is not None:
+                return classic_members.sync_group(ctx, self.view, cgroup, req)
+            sync_group(ctx, self.groups, req, key)
+            return None
+
+        return self._run(now_ms, key, handle, lambda c: SyncGroupResponse(error=c))
 
     def heartbeat(self, req: HeartbeatRequest, key: RequestKey, now_ms: int) -> Result:
-        return self._run(
-            now_ms, key, lambda ctx: heartbeat(ctx, self.groups, req), lambda c: HeartbeatResponse(error=c)
-        )
+        def handle(ctx: Ctx) -> HeartbeatResponse:
+            cgroup = self.consumer_groups.get(req.group_id)
+            if cgroup is not None:
+                return classic_members.heartbeat(ctx, cgroup, req)
+            return heartbeat(ctx, self.groups, req)
+
+        return self._run(now_ms, key, handle, lambda c: HeartbeatResponse(error=c))
 
     def leave_group(self, req: LeaveGroupRequest, key: RequestKey, now_ms: int) -> Result:
-        return self._run(
-            now_ms, key, lambda ctx: leave_group(ctx, self.groups, req), lambda c: LeaveGroupResponse(error=c)
-        )
+        def handle(ctx: Ctx) -> LeaveGroupResponse:
+            cgroup = self.consumer_groups.get(req.group_id)
+            if cgroup is not None:
+                return classic_members.leave_group(ctx, self.view, cgroup, req)
+            return leave_group(ctx, self.groups, req)
+
+        return self._run(now_ms, key, handle, lambda c: LeaveGroupResponse(error=c))
 
     def offset_commit(self, req: OffsetCommitRequest, key: RequestKey, now_ms: int) -> Result:
-        return self._run(now_ms, key, lambda ctx: offset_commit(ctx, self.groups, req), lambda c: None)
+        return self._run(
+            now_ms, key, lambda ctx: offset_commit(ctx, self.groups, req, self.consumer_groups), lambda c: None
+        )
 
     def offset_fetch(self, req: OffsetFetchRequest, key: RequestKey, now_ms: int) -> Result:
         return self._run(
             now_ms,
             key,
-            lambda ctx: offset_fetch(self.groups, self.offsets, req),
+            lambda ctx: offset_fetch(self.groups, self.offsets, req, self.consumer_groups),
             lambda c: OffsetFetchResponse(group_id=req.group_id, error=c),
         )
+
+    # ------------------------------------------------------------------------------- KIP-848 consumer groups
+    def update_metadata(self, image: ClusterImage, now_ms: int) -> Result:
+        """A new cluster image (topics created, deleted or grown): consumer groups subscribed to a changed
+        topic, or with regex subscriptions, refresh their subscription metadata on their next heartbeat."""
+        old = self.image
+        self.image = image
+        changed = {
+            name for name in set(old.by_name) | set(image.by_name) if old.by_name.get(name) != image.by_name.get(name)
+        }
+        for group in self.consumer_groups.values():
+            if any(m.subscribed_topic_regex for m in group.members.values()) or any(
+                set(m.subscribed_topic_names) & changed for m in group.members.values()
+            ):
+                group.metadata_refresh_needed = True
+        return self.advance(now_ms)
+
+    def consumer_group_heartbeat(self, req: ConsumerGroupHeartbeatRequest, key: RequestKey, now_ms: int) -> Result:
+        def on_error(code: ErrorCode) -> ConsumerGroupHeartbeatResponse:
+            return ConsumerGroupHeartbeatResponse(error=code)
+
+        return self._run_with_message(now_ms, key, lambda ctx: consumer_group_heartbeat(ctx, self.view, req), on_error)
+
+    def consumer_group_describe(self, group_ids: list[str], key: RequestKey, now_ms: int) -> Result:
+        return self._run(
+            now_ms,
+            key,
+            lambda ctx: tuple(describe_consumer_group(self.config, self.view, g) for g in group_ids),
+            lambda c: tuple(DescribedConsumerGroup(group_id=g, error=c) for g in group_ids),
+        )
+
+    def _run_with_message(
+        self,
+        now_ms: int,
+        key: RequestKey,
+        handler: Callable[[Ctx], Any],
+        on_error: Callable[[ErrorCode], ConsumerGroupHeartbeatResponse],
+    ) -> Result:
+        """Like ``_run``, for APIs whose error responses carry Kafka's error message. Validation happens before
+        any write, so a refused request leaves no record behind."""
+        ctx = self._ctx(now_ms)
+        self._fire_due(ctx)
+        fired = len(ctx.result.records)
+        try:
+            response = handler(ctx)
+        except ApiError as exc:
+            message = str(exc) if str(exc) != exc.code.name else None
+            base = on_error(exc.code)
+            response = ConsumerGroupHeartbeatResponse(error=base.error, error_message=message, member_id=base.member_id)
+        ctx.complete(key, response)
+        self._apply_live(ctx.result.records[fired:])
+        return ctx.result
 
     def describe_groups(self, group_ids: list[str], key: RequestKey, now_ms: int) -> Result:
         return self._run(
@@ -221,9 +380,17 @@ class GroupCoordinator:
         )
 
     def list_groups(self, req: ListGroupsRequest, key: RequestKey, now_ms: int) -> Result:
-        return self._run(now_ms, key, lambda ctx: list_groups(self.groups, req), lambda c: ListGroupsResponse(error=c))
+        return self._run(
+            now_ms,
+            key,
+            lambda ctx: list_groups(self.groups, req, self.consumer_groups),
+            lambda c: ListGroupsResponse(error=c),
+        )
 
     def delete_groups(self, group_ids: list[str], key: RequestKey, now_ms: int) -> Result:
         return self._run(
-            now_ms, key, lambda ctx: delete_groups(ctx, self.groups, self.offsets, group_ids), lambda c: None
+            now_ms,
+            key,
+            lambda ctx: delete_groups(ctx, self.groups, self.offsets, group_ids, self.consumer_groups),
+            lambda c: None,
         )

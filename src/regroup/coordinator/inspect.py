@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from regroup.coordinator.classic.group import ClassicGroup, GroupState
+from regroup.coordinator.consumer.group import ConsumerGroup
+from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.offsets import OffsetStore
 from regroup.model.errors import ErrorCode
@@ -45,17 +47,14 @@ def describe_group(groups: dict[str, ClassicGroup], group_id: str) -> DescribedG
     )
 
 
-def list_groups(groups: dict[str, ClassicGroup], req: ListGroupsRequest) -> ListGroupsResponse:
+def list_groups(
+    groups: dict[str, ClassicGroup], req: ListGroupsRequest, consumer_groups: dict[str, ConsumerGroup] | None = None
+) -> ListGroupsResponse:
     states = {s.strip().lower() for s in req.states}
     types = {t.lower() for t in req.types}  # Kafka's GroupType.parse lower-cases but does not trim
-    listed = []
-    for group_id in sorted(groups):
-        group = groups[group_id]
-        if states and group.state.value.lower() not in states:
-            continue
-        if types and "classic" not in types:
-            continue
-        listed.append(
+    rows: list[ListedGroup] = []
+    for group_id, group in groups.items():
+        rows.append(
             ListedGroup(
                 group_id=group_id,
                 protocol_type=group.protocol_type or "",
@@ -63,16 +62,38 @@ def list_groups(groups: dict[str, ClassicGroup], req: ListGroupsRequest) -> List
                 group_type="classic",
             )
         )
+    for group_id, cgroup in (consumer_groups or {}).items():
+        rows.append(
+            ListedGroup(group_id=group_id, protocol_type="consumer", state=cgroup.state().value, group_type="consumer")
+        )
+    listed = [
+        row
+        for row in sorted(rows, key=lambda r: r.group_id)
+        if (not states or row.state.lower() in states) and (not types or row.group_type in types)
+    ]
     return ListGroupsResponse(groups=tuple(listed))
 
 
 def delete_groups(
-    ctx: Ctx, groups: dict[str, ClassicGroup], store: OffsetStore, group_ids: list[str]
+    ctx: Ctx,
+    groups: dict[str, ClassicGroup],
+    store: OffsetStore,
+    group_ids: list[str],
+    consumer_groups: dict[str, ConsumerGroup] | None = None,
 ) -> DeleteGroupsResponse:
     results: list[tuple[str, ErrorCode]] = []
     for group_id in group_ids:
         group = groups.get(group_id)
-        if not group_id:
+        cgroup = (consumer_groups or {}).get(group_id)
+        if cgroup is not None:
+            if cgroup.members:
+                results.append((group_id, ErrorCode.NON_EMPTY_GROUP))
+                continue
+            for topic, partition in sorted(store.of(group_id)):
+                ctx.emit(new_offset_tombstone(group_id, topic, partition))
+            ConsumerWrites(ctx, consumer_groups or {}).delete_group(cgroup)
+            results.append((group_id, ErrorCode.NONE))
+        elif not group_id:
             results.append((group_id, ErrorCode.INVALID_GROUP_ID))
         elif group is None or group.is_in(S.DEAD):
             results.append((group_id, ErrorCode.GROUP_ID_NOT_FOUND))

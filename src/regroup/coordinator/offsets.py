@@ -10,6 +10,7 @@ from regroup.assignors.consumer_protocol import ProtocolDecodeError, decode_subs
 from regroup.coordinator.classic.group import ClassicGroup, GroupState
 from regroup.coordinator.classic.join import check_identity
 from regroup.coordinator.classic.rebalance import schedule_session
+from regroup.coordinator.consumer.group import ConsumerGroup
 from regroup.coordinator.context import Ctx
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.protocol.offsets import (
@@ -65,15 +66,38 @@ def _validate_commit(ctx: Ctx, groups: dict[str, ClassicGroup], req: OffsetCommi
     return group
 
 
-def offset_commit(ctx: Ctx, groups: dict[str, ClassicGroup], req: OffsetCommitRequest) -> OffsetCommitResponse:
+def _validate_consumer_group_commit(group: ConsumerGroup, req: OffsetCommitRequest) -> None:
+    """Kafka's consumer-group commit validation: the member's epoch, not a generation, fences commits."""
+    if req.generation_id < 0 and not group.members:
+        return
+    member = group.members.get(req.member_id)
+    if member is None:
+        raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+    if member.classic is None and req.version < 9:
+        raise ApiError(ErrorCode.UNSUPPORTED_VERSION)
+    if req.generation_id != member.member_epoch:
+        raise ApiError(ErrorCode.ILLEGAL_GENERATION if member.classic is not None else ErrorCode.STALE_MEMBER_EPOCH)
+
+
+def offset_commit(
+    ctx: Ctx,
+    groups: dict[str, ClassicGroup],
+    req: OffsetCommitRequest,
+    consumer_groups: dict[str, ConsumerGroup] | None = None,
+) -> OffsetCommitResponse:
+    consumer_group = (consumer_groups or {}).get(req.group_id)
     try:
-        group = _validate_commit(ctx, groups, req)
+        if consumer_group is not None:
+            _validate_consumer_group_commit(consumer_group, req)
+            group = None
+        else:
+            group = _validate_commit(ctx, groups, req)
     except ApiError as exc:
         return OffsetCommitResponse(
             topics=tuple((t, tuple((p.partition, exc.code) for p in parts)) for t, parts in req.topics)
         )
-    member = group.members.get(req.member_id)
-    if member is not None and group.is_in(S.STABLE, S.PREPARING_REBALANCE):
+    member = group.members.get(req.member_id) if group is not None else None
+    if group is not None and member is not None and group.is_in(S.STABLE, S.PREPARING_REBALANCE):
         schedule_session(ctx, group, member.member_id, member.session_timeout_ms)
     expire = ctx.now_ms + req.retention_ms if req.retention_ms != -1 else None
     out: list[tuple[str, tuple[tuple[int, ErrorCode], ...]]] = []
@@ -98,11 +122,28 @@ def offset_commit(ctx: Ctx, groups: dict[str, ClassicGroup], req: OffsetCommitRe
     return OffsetCommitResponse(topics=tuple(out))
 
 
-def offset_fetch(groups: dict[str, ClassicGroup], store: OffsetStore, req: OffsetFetchRequest) -> OffsetFetchResponse:
+def offset_fetch(
+    groups: dict[str, ClassicGroup],
+    store: OffsetStore,
+    req: OffsetFetchRequest,
+    consumer_groups: dict[str, ConsumerGroup] | None = None,
+) -> OffsetFetchResponse:
     if not req.group_id and req.group_id != "":
         raise ApiError(ErrorCode.INVALID_GROUP_ID)
+    consumer_group = (consumer_groups or {}).get(req.group_id)
     group = groups.get(req.group_id)
-    committed = {} if group is None or group.is_in(S.DEAD) else store.of(req.group_id)
+    if consumer_group is not None:
+        if req.member_id is not None or req.member_epoch >= 0:
+            cmember = consumer_group.members.get(req.member_id or "")
+            if cmember is None:
+                raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+            if req.member_epoch != cmember.member_epoch:
+                raise ApiError(
+                    ErrorCode.ILLEGAL_GENERATION if cmember.classic is not None else ErrorCode.STALE_MEMBER_EPOCH
+                )
+        committed = store.of(req.group_id)
+    else:
+        committed = {} if group is None or group.is_in(S.DEAD) else store.of(req.group_id)
     wanted: dict[str, list[int]] = {}
     if req.topics is None:
         for topic, partition in sorted(committed):
@@ -142,11 +183,30 @@ def subscribed_topics(group: ClassicGroup) -> set[str] | None:
 
 
 def expired_offset_records(
-    groups: dict[str, ClassicGroup], store: OffsetStore, now_ms: int, retention_ms: int
+    groups: dict[str, ClassicGroup],
+    store: OffsetStore,
+    now_ms: int,
+    retention_ms: int,
+    consumer_groups: dict[str, ConsumerGroup] | None = None,
+    consumer_topics: dict[str, set[str]] | None = None,
 ) -> list[Record]:
-    """Kafka's periodic cleanup: tombstones for expired offsets, and for Empty groups left with none."""
+    """Kafka's periodic cleanup: tombstones for expired offsets, and for Empty groups left with none.
+    Consumer groups: offsets of subscribed topics (``consumer_topics``) never expire, others from their
+    commit time; an empty consumer group left with no offsets is deleted by the caller."""
     records: list[Record] = []
+    consumer_groups = consumer_groups or {}
     for group_id in sorted(set(store.offsets) | set(groups)):
+        if group_id in consumer_groups:
+            keep = (consumer_topics or {}).get(group_id, set())
+            for (topic, partition), value in sorted(store.of(group_id).items()):
+                deadline = (
+                    value.expire_timestamp_ms
+                    if value.expire_timestamp_ms is not None
+                    else value.commit_timestamp_ms + retention_ms
+                )
+                if topic not in keep and now_ms >= deadline:
+                    records.append(new_offset_tombstone(group_id, topic, partition))
+            continue
         group = groups.get(group_id)
         committed = store.of(group_id)
         if group is not None and not _offsets_can_expire(group):

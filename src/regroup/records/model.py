@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from regroup.records.consumer import ConsumerRecordKey, ConsumerRecordValue
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GroupMetadataKey:
@@ -54,8 +56,8 @@ class OffsetCommitValue:
     expire_timestamp_ms: int | None
 
 
-RecordKey = GroupMetadataKey | OffsetCommitKey
-RecordValue = GroupMetadataValue | OffsetCommitValue
+RecordKey = GroupMetadataKey | OffsetCommitKey | ConsumerRecordKey
+RecordValue = GroupMetadataValue | OffsetCommitValue | ConsumerRecordValue
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,8 @@ import base64
 import json
 from typing import Any
 
+from regroup.records.consumer import CONSUMER_KEY_TYPES
+from regroup.records.consumer_serde import KEY_OF_KIND, decode_consumer, encode_consumer
 from regroup.records.model import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -34,6 +36,9 @@ def _unb64(text: str) -> bytes:
 def encode(record: Record) -> bytes:
     key, value = record.key, record.value
     doc: dict[str, Any]
+    if isinstance(key, CONSUMER_KEY_TYPES):
+        doc = encode_consumer(key, value)  # type: ignore[arg-type]
+        return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode("utf-8")
     if isinstance(key, GroupMetadataKey):
         doc = {"k": "group", "group": key.group_id}
         if isinstance(value, GroupMetadataValue):
@@ -77,6 +82,9 @@ def decode(data: bytes) -> Record:
         doc = json.loads(data)
         kind = doc["k"]
         v = doc["v"]
+        if kind in KEY_OF_KIND:
+            ckey, cvalue = decode_consumer(doc)
+            return Record(ckey, cvalue)
         if kind == "group":
             key = GroupMetadataKey(group_id=str(doc["group"]))
             if v is None:

@@ -77,7 +77,8 @@ class Scenario:
         return next(m for m in self.members if m.name == name)
 
     def coordinator_config(self) -> CoordinatorConfig:
-        return CoordinatorConfig(**self.coordinator)
+        settings: dict[str, Any] = dict(self.coordinator)
+        return CoordinatorConfig(**settings)
 
 
 # ----------------------------------------------------------------------------------------------- loading

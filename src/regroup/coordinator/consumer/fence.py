@@ -1,0 +1,32 @@
+"""Fencing a consumer-group member (leave with epoch -1, session or revocation timeout, a classic member's
+join/sync timeout): its records are tombstoned, the subscription metadata recomputed without it and the
+group epoch bumped — or, when it was the last consumer-protocol member, the group goes back to classic."""
+
+from __future__ import annotations
+
+from regroup.coordinator.consumer import migration
+from regroup.coordinator.consumer.group import ConsumerGroup
+from regroup.coordinator.consumer.ops import cancel_timers
+from regroup.coordinator.consumer.subscriptions import group_topic_names, subscription_metadata
+from regroup.coordinator.consumer.writes import ConsumerWrites
+from regroup.coordinator.context import Ctx
+from regroup.coordinator.groups import Groups
+
+
+def fence_member(ctx: Ctx, groups: Groups, group: ConsumerGroup, member_id: str) -> None:
+    if migration.downgrade_allowed_on_fence(ctx, group, member_id):
+        migration.downgrade(ctx, groups, group, leaving_member_id=member_id)
+        return
+    remove_members(ctx, groups, group, [member_id])
+
+
+def remove_members(ctx: Ctx, groups: Groups, group: ConsumerGroup, member_ids: list[str]) -> None:
+    """Remove members at once: one subscription-metadata update and one group-epoch bump."""
+    writes = ConsumerWrites(ctx, groups.consumer)
+    for member_id in member_ids:
+        writes.remove_member(group.group_id, member_id)
+        cancel_timers(ctx, group, member_id)
+    topics = subscription_metadata(group_topic_names(group.members.values(), groups.image), groups.image)
+    if topics != group.subscribed_topics:
+        writes.subscription_metadata(group.group_id, topics.values())
+    writes.group_epoch(group.group_id, group.group_epoch + 1)

@@ -1,0 +1,188 @@
+"""A KIP-848 consumer group and its members as the coordinator holds them: group epoch, target assignment
+and its epoch, subscription metadata, per-member epochs/state/assignment, and the partition -> holder-epoch
+index that makes assignment exclusive. The hard part of it changes only through ``replay`` (records)."""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from regroup.model.errors import CoordinatorBug
+from regroup.records.consumer import ClassicProtocolMetadata, PartitionSet, SubscribedTopic
+
+#: topic id -> partitions
+Partitions = Mapping[uuid.UUID, frozenset[int]]
+EMPTY: Partitions = {}
+
+
+class MemberState(enum.Enum):
+    STABLE = "stable"
+    UNREVOKED_PARTITIONS = "unrevoked_partitions"
+    UNRELEASED_PARTITIONS = "unreleased_partitions"
+    UNKNOWN = "unknown"
+
+
+class ConsumerGroupState(enum.Enum):
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+def to_set(parts: PartitionSet) -> dict[uuid.UUID, frozenset[int]]:
+    return {topic_id: frozenset(ps) for topic_id, ps in parts if ps}
+
+
+def to_tuple(parts: Partitions) -> PartitionSet:
+    return tuple((t, tuple(sorted(parts[t]))) for t in sorted(parts, key=str) if parts[t])
+
+
+def count(parts: Partitions) -> int:
+    return sum(len(ps) for ps in parts.values())
+
+
+@dataclass(slots=True, kw_only=True)
+class ConsumerMember:
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    rebalance_timeout_ms: int = -1
+    classic: ClassicProtocolMetadata | None = None
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    state: MemberState = MemberState.STABLE
+    assigned: Partitions = field(default_factory=dict)
+    pending_revocation: Partitions = field(default_factory=dict)
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
+
+    def copy(self) -> ConsumerMember:
+        return ConsumerMember(
+            member_id=self.member_id,
+            instance_id=self.instance_id,
+            rack_id=self.rack_id,
+            client_id=self.client_id,
+            client_host=self.client_host,
+            subscribed_topic_names=self.subscribed_topic_names,
+            subscribed_topic_regex=self.subscribed_topic_regex,
+            server_assignor=self.server_assignor,
+            rebalance_timeout_ms=self.rebalance_timeout_ms,
+            classic=self.classic,
+            member_epoch=self.member_epoch,
+            previous_member_epoch=self.previous_member_epoch,
+            state=self.state,
+            assigned=self.assigned,
+            pending_revocation=self.pending_revocation,
+        )
+
+    def classic_protocol_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.classic.protocols) if self.classic is not None else ()
+
+
+@dataclass(slots=True, kw_only=True)
+class ConsumerGroup:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ConsumerMember] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
+    targets: dict[str, Partitions] = field(default_factory=dict)
+    subscribed_topics: dict[str, SubscribedTopic] = field(default_factory=dict)  # by name
+    #: (topic id, partition) -> the member holding it (assigned or pending revocation); exclusive
+    partition_holders: dict[tuple[uuid.UUID, int], str] = field(default_factory=dict)
+    # --- soft state (not in records) ---
+    metadata_refresh_needed: bool = True
+    #: member id -> member epoch its rebalance (revocation) timer was armed at
+    revocation_timer_epochs: dict[str, int] = field(default_factory=dict)
+
+    # --- derived ---------------------------------------------------------------------------------------
+    def state(self) -> ConsumerGroupState:
+        if not self.members:
+            return ConsumerGroupState.EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ConsumerGroupState.ASSIGNING
+        for m in self.members.values():
+            if m.state is not MemberState.STABLE or m.member_epoch != self.assignment_epoch:
+                return ConsumerGroupState.RECONCILING
+        return ConsumerGroupState.STABLE
+
+    def holder_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
+        """Kafka's ``currentPartitionEpoch``: the epoch of the member holding the partition, or -1."""
+        holder = self.partition_holders.get((topic_id, partition))
+        return -1 if holder is None else self.members[holder].member_epoch
+
+    def is_held(self, topic_id: uuid.UUID, partition: int) -> bool:
+        return (topic_id, partition) in self.partition_holders
+
+    def classic_member_count(self) -> int:
+        return sum(1 for m in self.members.values() if m.classic is not None)
+
+    def consumer_protocol_member_count(self) -> int:
+        return sum(1 for m in self.members.values() if m.classic is None)
+
+    def target_of(self, member_id: str) -> Partitions:
+        return self.targets.get(member_id, EMPTY)
+
+    def preferred_assignor(self, default: str) -> str:
+        """The assignor named by most members (ties: the alphabetically first), else the default."""
+        votes = Counter(m.server_assignor for m in self.members.values() if m.server_assignor)
+        if not votes:
+            return default
+        return min(votes, key=lambda name: (-votes[name], name))
+
+    def subscribed_topic_names(self, without: str | None = None, extra: ConsumerMember | None = None) -> set[str]:
+        names: set[str] = set()
+        for m in self.members.values():
+            if m.member_id != without and (extra is None or m.member_id != extra.member_id):
+                names.update(m.subscribed_topic_names)
+        if extra is not None:
+            names.update(extra.subscribed_topic_names)
+        return names
+
+    # --- index maintenance (used by replay) ------------------------------------------------------------
+    def _release(self, member: ConsumerMember) -> None:
+        for parts in (member.assigned, member.pending_revocation):
+            for topic_id, ps in parts.items():
+                for p in ps:
+                    if self.partition_holders.get((topic_id, p)) == member.member_id:
+                        del self.partition_holders[(topic_id, p)]
+
+    def _hold(self, member: ConsumerMember) -> None:
+        for parts in (member.assigned, member.pending_revocation):
+            for topic_id, ps in parts.items():
+                for p in ps:
+                    holder = self.partition_holders.setdefault((topic_id, p), member.member_id)
+                    if holder != member.member_id:
+                        raise CoordinatorBug(
+                            f"group {self.group_id}: partition {topic_id}-{p} held by {holder} and {member.member_id}"
+                        )
+
+    def set_member(self, member: ConsumerMember) -> None:
+        old = self.members.get(member.member_id)
+        if old is not None:
+            self._release(old)
+            if old.instance_id is not None and self.static_members.get(old.instance_id) == old.member_id:
+                del self.static_members[old.instance_id]
+        self.members[member.member_id] = member
+        if member.instance_id is not None:
+            self.static_members[member.instance_id] = member.member_id
+        self._hold(member)
+
+    def drop_member(self, member_id: str) -> None:
+        old = self.members.pop(member_id, None)
+        if old is None:
+            return
+        self._release(old)
+        if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
+            del self.static_members[old.instance_id]

@@ -1,0 +1,279 @@
+"""ConsumerGroupHeartbeat (KIP-848): validation, joining (epoch 0), static replacement, the epoch check,
+subscription and group-epoch updates, target computation, reconciliation, and leaving (epochs -1 and -2)."""
+
+from __future__ import annotations
+
+import uuid
+
+from regroup.coordinator.consumer import migration
+from regroup.coordinator.consumer.fence import fence_member
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, Partitions, to_set, to_tuple
+from regroup.coordinator.consumer.ops import ensure_target, reconcile_and_write, refresh_subscriptions, schedule_session
+from regroup.coordinator.consumer.subscriptions import compile_regex
+from regroup.coordinator.consumer.writes import ConsumerWrites
+from regroup.coordinator.context import Ctx
+from regroup.coordinator.groups import Groups
+from regroup.model.errors import ApiError, ErrorCode
+from regroup.protocol.consumer import (
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+
+
+def _invalid(message: str) -> ApiError:
+    return ApiError(ErrorCode.INVALID_REQUEST, message)
+
+
+def validate(ctx: Ctx, req: ConsumerGroupHeartbeatRequest) -> None:
+    """Kafka's request validation, in Kafka's order."""
+    if not req.group_id.strip():
+        raise _invalid("GroupId can't be empty.")
+    if req.instance_id is not None and not req.instance_id.strip():
+        raise _invalid("InstanceId can't be empty.")
+    if req.rack_id is not None and not req.rack_id.strip():
+        raise _invalid("RackId can't be empty.")
+    if req.subscribed_topic_regex is not None:
+        if len(req.subscribed_topic_regex) > ctx.config.consumer_group_regex_max_length:
+            raise ApiError(
+                ErrorCode.INVALID_REGULAR_EXPRESSION,
+                f"SubscribedTopicRegex is longer than {ctx.config.consumer_group_regex_max_length} characters.",
+            )
+        compile_regex(req.subscribed_topic_regex)
+    epoch = req.member_epoch
+    if epoch > 0 or epoch == LEAVE_EPOCH:
+        if not req.member_id.strip():
+            raise _invalid("MemberId can't be empty.")
+    elif epoch == JOIN_EPOCH:
+        if req.rebalance_timeout_ms == -1:
+            raise _invalid("RebalanceTimeoutMs must be provided in first request.")
+        if req.topic_partitions is None or req.topic_partitions:
+            raise _invalid("TopicPartitions must be empty when (re-)joining.")
+        if not req.subscribed_topic_names and req.subscribed_topic_regex is None:
+            raise _invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+    elif epoch == STATIC_LEAVE_EPOCH:
+        if not req.member_id.strip():
+            raise _invalid("MemberId can't be empty.")
+        if req.instance_id is None:
+            raise _invalid("InstanceId can't be null.")
+    else:
+        raise _invalid(f"MemberEpoch is invalid: {epoch}.")
+    if req.server_assignor is not None and req.server_assignor not in ctx.config.consumer_group_assignors:
+        raise ApiError(ErrorCode.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {req.server_assignor} is not supported.")
+
+
+def consumer_group_heartbeat(
+    ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest
+) -> ConsumerGroupHeartbeatResponse:
+    validate(ctx, req)
+    if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+        return _leave(ctx, groups, req)
+    return _heartbeat(ctx, groups, req)
+
+
+def _group(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> ConsumerGroup:
+    group = groups.consumer.get(req.group_id)
+    if group is not None:
+        return group
+    create = req.member_epoch == JOIN_EPOCH
+    classic = groups.classic.get(req.group_id)
+    if classic is not None:
+        if not create:
+            raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group.")
+        if classic.members:
+            return migration.upgrade(ctx, groups, classic)
+        migration.drop_empty_classic_group(ctx, groups, classic)
+    if not create:
+        raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
+    group = ConsumerGroup(group_id=req.group_id)
+    groups.consumer[req.group_id] = group
+    return group
+
+
+def _owned(req: ConsumerGroupHeartbeatRequest) -> dict[uuid.UUID, frozenset[int]] | None:
+    return None if req.topic_partitions is None else to_set(req.topic_partitions)
+
+
+def _check_epoch(member: ConsumerMember, epoch: int, owned: dict[uuid.UUID, frozenset[int]] | None) -> None:
+    if epoch > member.member_epoch:
+        raise ApiError(
+            ErrorCode.FENCED_MEMBER_EPOCH,
+            f"The consumer group member has a greater member epoch ({epoch}) than the one known by the group "
+            f"coordinator ({member.member_epoch}). The member must abandon all its partitions and rejoin.",
+        )
+    if epoch < member.member_epoch:
+        subset = owned is not None and all(ps <= member.assigned.get(t, frozenset()) for t, ps in owned.items())
+        if epoch != member.previous_member_epoch or not subset:
+            raise ApiError(
+                ErrorCode.FENCED_MEMBER_EPOCH,
+                f"The consumer group member has a smaller member epoch ({epoch}) than the one known by the group "
+                f"coordinator ({member.member_epoch}). The member must abandon all its partitions and rejoin.",
+            )
+
+
+def _resolve_member(
+    ctx: Ctx, writes: ConsumerWrites, group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest, member_id: str
+) -> tuple[ConsumerMember, dict[str, Partitions]]:
+    """The member this request is about (a fresh object, not yet written) and, for a static replacement, the
+    target it inherits."""
+    owned = _owned(req)
+    joining = req.member_epoch == JOIN_EPOCH
+    if req.instance_id is None:
+        existing = group.members.get(member_id)
+        if existing is None:
+            if not joining:
+                raise ApiError(
+                    ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
+                )
+            return ConsumerMember(member_id=member_id), {}
+        if joining and existing.member_epoch != 0:
+            # A known member rejoining with epoch 0 has lost its partitions (it was fenced client-side): it
+            # starts over with nothing owned, keeping its id and its place in the target assignment.
+            fresh = existing.copy()
+            fresh.member_epoch = fresh.previous_member_epoch = 0
+            fresh.assigned = {}
+            fresh.pending_revocation = {}
+            return fresh, {}
+        _check_epoch(existing, req.member_epoch, owned)
+        return existing.copy(), {}
+    holder_id = group.static_members.get(req.instance_id)
+    holder = group.members.get(holder_id) if holder_id is not None else None
+    if joining:
+        if holder is None:
+            existing = group.members.get(member_id)
+            return (existing.copy() if existing is not None else ConsumerMember(member_id=member_id)), {}
+        if holder.member_id == member_id and holder.member_epoch != STATIC_LEAVE_EPOCH:
+            fresh = holder.copy()  # the same process rejoining after losing its partitions: start over
+            fresh.member_epoch = fresh.previous_member_epoch = 0
+            fresh.assigned = {}
+            fresh.pending_revocation = {}
+            return fresh, {}
+        if holder.classic is None and holder.member_epoch != STATIC_LEAVE_EPOCH:
+            raise ApiError(
+                ErrorCode.UNRELEASED_INSTANCE_ID,
+                f"Static member {member_id} with instance id {req.instance_id} cannot join the group because the "
+                f"instance id is owned by {holder.member_id} member.",
+            )
+        inherited_target = group.target_of(holder.member_id)
+        replacement = holder.copy()
+        replacement.member_id = member_id
+        replacement.member_epoch = replacement.previous_member_epoch = 0
+        writes.remove_member(group.group_id, holder.member_id)
+        ctx.timers.cancel(("c-session", group.group_id, holder.member_id))
+        writes.member_metadata(group.group_id, replacement)
+        writes.target(group.group_id, member_id, inherited_target)
+        writes.current_assignment(group.group_id, replacement)
+        return group.members[member_id].copy(), {}
+    if holder is None:
+        raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
+    if holder.member_id != member_id:
+        raise ApiError(
+            ErrorCode.FENCED_INSTANCE_ID,
+            f"Static member {member_id} with instance id {req.instance_id} was fenced by member {holder.member_id}.",
+        )
+    _check_epoch(holder, req.member_epoch, owned)
+    return holder.copy(), {}
+
+
+def _heartbeat(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
+    group = _group(ctx, groups, req)
+    is_member = bool(req.member_id) and req.member_id in group.members
+    if len(group.members) >= ctx.config.consumer_group_max_size and not is_member:
+        raise ApiError(
+            ErrorCode.GROUP_MAX_SIZE_REACHED,
+            f"The consumer group has reached its maximum capacity of {ctx.config.consumer_group_max_size} members.",
+        )
+    member_id = req.member_id or str(ctx.ids.unique_suffix())
+    writes = ConsumerWrites(ctx, groups.consumer)
+    member, _ = _resolve_member(ctx, writes, group, req, member_id)
+    old = group.members.get(member.member_id)
+    updated = member.copy()
+    if req.instance_id is not None:
+        updated.instance_id = req.instance_id
+    if req.rack_id is not None:
+        updated.rack_id = req.rack_id
+    if req.rebalance_timeout_ms != -1:
+        updated.rebalance_timeout_ms = req.rebalance_timeout_ms
+    if req.server_assignor is not None:
+        updated.server_assignor = req.server_assignor
+    if req.subscribed_topic_names is not None:
+        updated.subscribed_topic_names = tuple(sorted(set(req.subscribed_topic_names)))
+    if req.subscribed_topic_regex is not None:
+        updated.subscribed_topic_regex = req.subscribed_topic_regex or None
+    updated.client_id = req.client.client_id
+    updated.client_host = req.client.client_host
+    updated.classic = None
+
+    subscription_changed = old is None or (
+        old.subscribed_topic_names != updated.subscribed_topic_names
+        or old.subscribed_topic_regex != updated.subscribed_topic_regex
+    )
+    if old is None or _metadata_differs(old, updated):
+        writes.member_metadata(group.group_id, updated)
+    if old is not None and (updated.member_epoch != old.member_epoch or updated.assigned != old.assigned):
+        writes.current_assignment(group.group_id, updated)  # a rejoin that starts over
+    if subscription_changed or group.metadata_refresh_needed:
+        members = list(group.members.values())
+        refresh_subscriptions(writes, group, members, groups.image, group.group_epoch, subscription_changed)
+    ensure_target(ctx, writes, group, groups.image)
+
+    current = group.members[member_id]
+    reconciled = reconcile_and_write(
+        ctx, writes, group, current, group.assignment_epoch, group.target_of(member_id), _owned(req)
+    )
+    schedule_session(ctx, group, reconciled)
+    response = ConsumerGroupHeartbeatResponse(
+        member_id=member_id,
+        member_epoch=reconciled.member_epoch,
+        heartbeat_interval_ms=ctx.config.consumer_group_heartbeat_interval_ms,
+        assignment=to_tuple(reconciled.assigned)
+        if req.is_full() or old is None or reconciled.assigned != old.assigned
+        else None,
+    )
+    return response
+
+
+def _metadata_differs(a: ConsumerMember, b: ConsumerMember) -> bool:
+    return (
+        a.instance_id != b.instance_id
+        or a.rack_id != b.rack_id
+        or a.client_id != b.client_id
+        or a.client_host != b.client_host
+        or a.subscribed_topic_names != b.subscribed_topic_names
+        or a.subscribed_topic_regex != b.subscribed_topic_regex
+        or a.server_assignor != b.server_assignor
+        or a.rebalance_timeout_ms != b.rebalance_timeout_ms
+        or a.classic != b.classic
+    )
+
+
+def _leave(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
+    group = groups.consumer.get(req.group_id)
+    if group is None:
+        raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
+    if req.instance_id is None:
+        member = group.members.get(req.member_id)
+        if member is None:
+            raise ApiError(
+                ErrorCode.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {req.group_id}."
+            )
+    else:
+        holder_id = group.static_members.get(req.instance_id)
+        if holder_id is None:
+            raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
+        if holder_id != req.member_id:
+            raise ApiError(
+                ErrorCode.FENCED_INSTANCE_ID,
+                f"Static member {req.member_id} with instance id {req.instance_id} was fenced by member {holder_id}.",
+            )
+        member = group.members[holder_id]
+        if req.member_epoch == STATIC_LEAVE_EPOCH:
+            leaving = member.copy()
+            leaving.member_epoch = STATIC_LEAVE_EPOCH
+            leaving.pending_revocation = {}
+            ConsumerWrites(ctx, groups.consumer).current_assignment(group.group_id, leaving)
+            return ConsumerGroupHeartbeatResponse(member_id=member.member_id, member_epoch=STATIC_LEAVE_EPOCH)
+    fence_member(ctx, groups, group, member.member_id)
+    return ConsumerGroupHeartbeatResponse(member_id=req.member_id, member_epoch=LEAVE_EPOCH)

@@ -1,0 +1,224 @@
+"""Online migration between the protocols (KIP-848's upgrade and downgrade paths).
+
+Upgrade: the first consumer-protocol member joining a non-empty classic group turns it into a consumer group
+whose existing members keep speaking the classic protocol. Downgrade: when the last consumer-protocol member
+leaves and only classic members remain, the group becomes a classic group again and rebalances. The policy
+(``consumer_group_migration_policy``) governs non-empty groups only; an empty group of one type is always
+replaced by a new group of the other type (committed offsets, stored per group id, stay)."""
+
+from __future__ import annotations
+
+import uuid
+
+from regroup.assignors.consumer_protocol import (
+    Assignment,
+    ProtocolDecodeError,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+)
+from regroup.coordinator.classic import rebalance
+from regroup.coordinator.classic.group import ClassicGroup, ClassicMember, GroupState
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, MemberState, Partitions
+from regroup.coordinator.consumer.ops import cancel_timers, schedule_session
+from regroup.coordinator.consumer.subscriptions import group_topic_names, subscription_metadata
+from regroup.coordinator.consumer.writes import ConsumerWrites
+from regroup.coordinator.context import Ctx, join_key, session_key, sync_key
+from regroup.coordinator.groups import Groups
+from regroup.model.cluster import ClusterImage
+from regroup.model.errors import ApiError, ErrorCode
+from regroup.protocol.classic import JoinGroupResponse, SyncGroupResponse
+from regroup.records.builders import new_group_metadata_record, new_group_tombstone
+from regroup.records.consumer import ClassicProtocolMetadata
+
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+def _not_found(group_id: str, why: str) -> ApiError:
+    return ApiError(
+        ErrorCode.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {group_id} to a consumer group: {why}."
+    )
+
+
+def _ids_of(partitions: dict[str, tuple[int, ...]], image: ClusterImage) -> dict[uuid.UUID, frozenset[int]]:
+    out: dict[uuid.UUID, frozenset[int]] = {}
+    for name, ps in partitions.items():
+        topic = image.topic(name)
+        if topic is not None and ps:
+            out[topic.topic_id] = frozenset(p for p in ps if 0 <= p < topic.partitions)
+    return {t: ps for t, ps in out.items() if ps}
+
+
+def names_to_ids(partitions: dict[str, tuple[int, ...]], image: ClusterImage) -> dict[uuid.UUID, frozenset[int]]:
+    return _ids_of(partitions, image)
+
+
+def names_of(partitions: Partitions, image: ClusterImage) -> dict[str, tuple[int, ...]]:
+    index = image.id_index()
+    return {index[t].name: tuple(sorted(ps)) for t, ps in partitions.items() if t in index and ps}
+
+
+def embedded_version(protocols: tuple[tuple[str, bytes], ...]) -> int:
+    """The consumer-protocol version a classic member speaks: the header of its first protocol's metadata."""
+    if not protocols or len(protocols[0][1]) < 2:
+        return 0
+    return max(0, min(3, int.from_bytes(protocols[0][1][:2], "big", signed=True)))
+
+
+def encode_for(member: ConsumerMember, partitions: Partitions, image: ClusterImage) -> bytes:
+    protocols = member.classic.protocols if member.classic is not None else ()
+    return encode_assignment(Assignment(partitions=names_of(partitions, image)), embedded_version(protocols))
+
+
+def _cancel_classic_timers(ctx: Ctx, group: ClassicGroup) -> None:
+    ctx.timers.cancel(join_key(group.group_id))
+    ctx.timers.cancel(sync_key(group.group_id))
+    for member_id in list(group.members) + list(group.pending_join_members):
+        ctx.timers.cancel(session_key(group.group_id, member_id))
+
+
+def _retire_classic(ctx: Ctx, groups: Groups, group: ClassicGroup) -> None:
+    ctx.emit(new_group_tombstone(group.group_id))
+    _cancel_classic_timers(ctx, group)
+    del groups.classic[group.group_id]
+    group.transition(GroupState.DEAD, ctx.now_ms)
+
+
+def drop_empty_classic_group(ctx: Ctx, groups: Groups, group: ClassicGroup) -> None:
+    """An empty classic group is replaced by a consumer group, whatever the policy."""
+    _retire_classic(ctx, groups, group)
+
+
+def drop_empty_consumer_group(ctx: Ctx, groups: Groups, group: ConsumerGroup) -> None:
+    """An empty consumer group is replaced by a classic group, whatever the policy."""
+    ConsumerWrites(ctx, groups.consumer).delete_group(group)
+
+
+# ----------------------------------------------------------------------------------------------- upgrade
+def upgrade(ctx: Ctx, groups: Groups, classic: ClassicGroup) -> ConsumerGroup:
+    """Turn a non-empty classic group into a consumer group (the joining consumer-protocol member is then
+    processed as usual). Raises GROUP_ID_NOT_FOUND when the upgrade is not allowed."""
+    gid = classic.group_id
+    if not ctx.config.allows_upgrade():
+        raise _not_found(gid, f"the migration policy is {ctx.config.consumer_group_migration_policy}")
+    if classic.protocol_type != CONSUMER_PROTOCOL_TYPE:
+        raise _not_found(gid, f"its protocol type is {classic.protocol_type!r}")
+    if len(classic.members) > ctx.config.consumer_group_max_size:
+        raise _not_found(gid, "it has more members than the consumer group maximum size")
+    converted: list[ConsumerMember] = []
+    for m in classic.members.values():
+        try:
+            sub = decode_subscription(m.metadata(classic.protocol_name) or m.protocols[0][1])
+            assignment = decode_assignment(m.assignment).partitions if m.assignment else {}
+        except (ProtocolDecodeError, IndexError) as exc:
+            raise _not_found(gid, f"member {m.member_id} has undecodable metadata ({exc})") from None
+        converted.append(
+            ConsumerMember(
+                member_id=m.member_id,
+                instance_id=m.group_instance_id,
+                rack_id=sub.rack,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                subscribed_topic_names=tuple(sorted(set(sub.topics))),
+                rebalance_timeout_ms=m.rebalance_timeout_ms,
+                classic=ClassicProtocolMetadata(session_timeout_ms=m.session_timeout_ms, protocols=m.protocols),
+                member_epoch=classic.generation,
+                previous_member_epoch=classic.generation,
+                state=MemberState.STABLE,
+                assigned=_ids_of(dict(assignment), groups.image),
+            )
+        )
+    # parked requests of the classic group learn that the group changed under them
+    for m in classic.members.values():
+        if m.join_key is not None:
+            ctx.complete(m.join_key, JoinGroupResponse(error=ErrorCode.REBALANCE_IN_PROGRESS, member_id=m.member_id))
+            m.join_key = None
+        if m.sync_key is not None:
+            ctx.complete(m.sync_key, SyncGroupResponse(error=ErrorCode.REBALANCE_IN_PROGRESS))
+            m.sync_key = None
+    _retire_classic(ctx, groups, classic)
+    writes = ConsumerWrites(ctx, groups.consumer)
+    group = ConsumerGroup(group_id=gid)
+    groups.consumer[gid] = group
+    for member in converted:
+        writes.member_metadata(gid, member)
+    writes.group_epoch(gid, classic.generation)
+    topics = subscription_metadata(group_topic_names(converted, groups.image), groups.image)
+    writes.subscription_metadata(gid, topics.values())
+    for member in converted:
+        writes.target(gid, member.member_id, member.assigned)
+    writes.target_epoch(gid, classic.generation)
+    for member in converted:
+        writes.current_assignment(gid, member)
+        schedule_session(ctx, group, group.members[member.member_id])
+    group.metadata_refresh_needed = False
+    return group
+
+
+# --------------------------------------------------------------------------------------------- downgrade
+def downgrade_allowed_on_fence(ctx: Ctx, group: ConsumerGroup, leaving_member_id: str) -> bool:
+    """Kafka's ``validateOnlineDowngradeWithFencedMember``: the leaving member is the last one speaking the
+    consumer protocol, classic members remain, the policy allows it and they fit in a classic group."""
+    leaving = group.members.get(leaving_member_id)
+    if leaving is None or leaving.classic is not None:
+        return False
+    remaining = [m for m in group.members.values() if m.member_id != leaving_member_id]
+    if not remaining or any(m.classic is None for m in remaining):
+        return False
+    return ctx.config.allows_downgrade() and len(remaining) <= ctx.config.group_max_size
+
+
+def downgrade(
+    ctx: Ctx,
+    groups: Groups,
+    group: ConsumerGroup,
+    *,
+    leaving_member_id: str,
+    joining: ClassicMember | None = None,
+) -> ClassicGroup:
+    """Turn the consumer group into a classic group without ``leaving_member_id``. Without a ``joining``
+    member, the classic group starts a rebalance at once; with one (a static member taking the leaving
+    member's place), it inherits the leaving member's target and the group stays Stable."""
+    gid = group.group_id
+    classic = ClassicGroup(
+        group_id=gid,
+        generation=group.group_epoch,
+        protocol_type=CONSUMER_PROTOCOL_TYPE,
+        state_timestamp_ms=ctx.now_ms,
+    )
+    for m in group.members.values():
+        if m.member_id == leaving_member_id:
+            if joining is not None:
+                joining.assignment = encode_assignment(
+                    Assignment(partitions=names_of(group.target_of(m.member_id), groups.image)),
+                    embedded_version(joining.protocols),
+                )
+                classic.add(joining)
+            continue
+        assert m.classic is not None
+        classic.add(
+            ClassicMember(
+                member_id=m.member_id,
+                group_instance_id=m.instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout_ms=m.rebalance_timeout_ms,
+                session_timeout_ms=m.classic.session_timeout_ms,
+                protocol_type=CONSUMER_PROTOCOL_TYPE,
+                protocols=m.classic.protocols,
+                assignment=encode_for(m, group.target_of(m.member_id), groups.image),
+            )
+        )
+    classic.protocol_name = classic.select_protocol()
+    classic.state = GroupState.STABLE
+    for member_id in list(group.members):
+        cancel_timers(ctx, group, member_id)
+    ConsumerWrites(ctx, groups.consumer).delete_group(group)
+    groups.classic[gid] = classic
+    ctx.emit(new_group_metadata_record(gid, classic.to_record_value()))
+    for cm in classic.members.values():
+        rebalance.schedule_session(ctx, classic, cm.member_id, cm.session_timeout_ms)
+    if joining is None:
+        rebalance.prepare_rebalance(ctx, classic)
+    return classic

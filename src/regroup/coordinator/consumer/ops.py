@@ -1,0 +1,112 @@
+"""Steps shared by every consumer-group operation: timers (session, revocation, and the join/sync timers of
+classic-protocol members), reconciling a member and writing the result, recomputing subscription metadata,
+bumping the group epoch, and recomputing the target assignment when the group epoch moved past it."""
+
+from __future__ import annotations
+
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, Partitions
+from regroup.coordinator.consumer.reconcile import Owned, reconcile
+from regroup.coordinator.consumer.subscriptions import group_topic_names, subscription_metadata
+from regroup.coordinator.consumer.target import compute_target
+from regroup.coordinator.consumer.writes import ConsumerWrites
+from regroup.coordinator.context import Ctx
+from regroup.model.cluster import ClusterImage
+
+TimerKey = tuple[str, str, str]
+
+
+def session_key(group_id: str, member_id: str) -> TimerKey:
+    return ("c-session", group_id, member_id)
+
+
+def revocation_key(group_id: str, member_id: str) -> TimerKey:
+    return ("c-revoke", group_id, member_id)
+
+
+def classic_join_key(group_id: str, member_id: str) -> TimerKey:
+    return ("c-join", group_id, member_id)
+
+
+def classic_sync_key(group_id: str, member_id: str) -> TimerKey:
+    return ("c-sync", group_id, member_id)
+
+
+def session_timeout_ms(ctx: Ctx, member: ConsumerMember) -> int:
+    if member.classic is not None:
+        return member.classic.session_timeout_ms
+    return ctx.config.consumer_group_session_timeout_ms
+
+
+def schedule_session(ctx: Ctx, group: ConsumerGroup, member: ConsumerMember) -> None:
+    ctx.timers.schedule(session_key(group.group_id, member.member_id), ctx.now_ms + session_timeout_ms(ctx, member))
+
+
+def cancel_timers(ctx: Ctx, group: ConsumerGroup, member_id: str) -> None:
+    for key in (session_key, revocation_key, classic_join_key, classic_sync_key):
+        ctx.timers.cancel(key(group.group_id, member_id))
+    group.revocation_timer_epochs.pop(member_id, None)
+
+
+def reconcile_and_write(
+    ctx: Ctx,
+    writes: ConsumerWrites,
+    group: ConsumerGroup,
+    member: ConsumerMember,
+    target_epoch: int,
+    target: Partitions,
+    owned: Owned,
+) -> ConsumerMember:
+    """Kafka's ``maybeReconcile``: move the member towards the target; persist it if it changed; arm (or
+    cancel) the revocation timer of a consumer-protocol member."""
+    if member.state.value == "stable" and member.member_epoch == target_epoch:
+        return member
+    updated = reconcile(member, target_epoch, target, group.is_held, owned)
+    if updated != member:
+        writes.current_assignment(group.group_id, updated)
+        updated = group.members[updated.member_id]
+        if updated.classic is None:
+            key = revocation_key(group.group_id, updated.member_id)
+            if updated.state.value == "unrevoked_partitions":
+                ctx.timers.schedule(key, ctx.now_ms + max(updated.rebalance_timeout_ms, 0))
+                group.revocation_timer_epochs[updated.member_id] = updated.member_epoch
+            else:
+                ctx.timers.cancel(key)
+                group.revocation_timer_epochs.pop(updated.member_id, None)
+    return updated
+
+
+def refresh_subscriptions(
+    writes: ConsumerWrites,
+    group: ConsumerGroup,
+    members: list[ConsumerMember],
+    image: ClusterImage,
+    group_epoch: int,
+    force_bump: bool,
+) -> int:
+    """Recompute the subscription metadata of ``members`` (the group as it will be); write it and bump the
+    group epoch if it changed (or if ``force_bump``). Returns the group epoch."""
+    topics = subscription_metadata(group_topic_names(members, image), image)
+    bump = force_bump
+    if topics != group.subscribed_topics:
+        writes.subscription_metadata(group.group_id, topics.values())
+        bump = True
+    if bump:
+        group_epoch += 1
+        writes.group_epoch(group.group_id, group_epoch)
+    group.metadata_refresh_needed = False
+    return group_epoch
+
+
+def ensure_target(
+    ctx: Ctx,
+    writes: ConsumerWrites,
+    group: ConsumerGroup,
+    image: ClusterImage,
+    inherited: dict[str, Partitions] | None = None,
+) -> None:
+    """If something bumped the group epoch past the target epoch, compute the target for it."""
+    if group.group_epoch > group.assignment_epoch:
+        assignor = group.preferred_assignor(ctx.config.consumer_group_assignors[0])
+        compute_target(
+            writes, group, group.group_epoch, group.members, group.subscribed_topics, assignor, image, inherited
+        )

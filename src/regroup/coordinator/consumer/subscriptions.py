@@ -1,0 +1,71 @@
+"""What a consumer group subscribes to: topic names plus, per member, an optional regular expression resolved
+against the cluster image with RE2 (linear time, no backtracking), and the subscription metadata (ids,
+partition counts, racks) of every subscribed topic that exists."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+
+import re2
+
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember
+from regroup.model.cluster import ClusterImage
+from regroup.model.errors import ApiError, ErrorCode
+from regroup.records.consumer import SubscribedTopic
+
+_OPTIONS = re2.Options()
+_OPTIONS.log_errors = False
+_OPTIONS.max_mem = 8 << 20
+
+
+@lru_cache(maxsize=1024)
+def compile_regex(pattern: str) -> re2._Regexp:
+    try:
+        return re2.compile(pattern, _OPTIONS)
+    except re2.error as exc:
+        detail = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise ApiError(
+            ErrorCode.INVALID_REGULAR_EXPRESSION,
+            f"SubscribedTopicRegex `{pattern}` is not a valid regular expression: {detail}.",
+        ) from None
+
+
+def matching_topics(pattern: str, image: ClusterImage) -> tuple[str, ...]:
+    regex = compile_regex(pattern)
+    return tuple(sorted(name for name in image.by_name if not name.startswith("__") and regex.fullmatch(name)))
+
+
+def member_topics(member: ConsumerMember, image: ClusterImage) -> tuple[str, ...]:
+    """Everything the member subscribes to: its names and what its regex matches now."""
+    if member.subscribed_topic_regex is None:
+        return member.subscribed_topic_names
+    matched = matching_topics(member.subscribed_topic_regex, image)
+    return tuple(sorted(set(member.subscribed_topic_names) | set(matched)))
+
+
+def group_topic_names(members: Iterable[ConsumerMember], image: ClusterImage) -> set[str]:
+    names: set[str] = set()
+    for m in members:
+        names.update(member_topics(m, image))
+    return names
+
+
+def subscription_metadata(names: Iterable[str], image: ClusterImage) -> dict[str, SubscribedTopic]:
+    out: dict[str, SubscribedTopic] = {}
+    for name in sorted(set(names)):
+        topic = image.topic(name)
+        if topic is None:
+            continue
+        out[name] = SubscribedTopic(
+            topic_id=topic.topic_id,
+            name=name,
+            partitions=topic.partitions,
+            racks=tuple(tuple(sorted(r)) for r in topic.racks),
+        )
+    return out
+
+
+def metadata_without(group: ConsumerGroup, member_id: str, image: ClusterImage) -> dict[str, SubscribedTopic]:
+    others = (m for m in group.members.values() if m.member_id != member_id)
+    return subscription_metadata(group_topic_names(others, image), image)

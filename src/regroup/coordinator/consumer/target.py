@@ -1,0 +1,67 @@
+"""The target assignment of a consumer group (Kafka's TargetAssignmentBuilder): runs the group's server-side
+assignor over every member's subscription and current target, and writes a target record for each member
+whose target changed plus the new target epoch."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+
+from regroup.assignors.base import PartitionAssignor
+from regroup.assignors.server_range import ServerRangeAssignor
+from regroup.assignors.spec import AssignmentError, GroupSpec, MemberSubscription
+from regroup.assignors.uniform import UniformAssignor
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, Partitions
+from regroup.coordinator.consumer.subscriptions import member_topics
+from regroup.coordinator.consumer.writes import ConsumerWrites
+from regroup.model.cluster import ClusterImage
+from regroup.model.errors import ApiError, ErrorCode
+from regroup.records.consumer import SubscribedTopic
+
+#: the server-side assignors by the names clients send in ServerAssignor (Kafka's names)
+SERVER_ASSIGNORS: Mapping[str, PartitionAssignor] = {"uniform": UniformAssignor(), "range": ServerRangeAssignor()}
+
+
+def assignor_for(name: str) -> PartitionAssignor:
+    return SERVER_ASSIGNORS[name]
+
+
+def compute_target(
+    writes: ConsumerWrites,
+    group: ConsumerGroup,
+    group_epoch: int,
+    members: Mapping[str, ConsumerMember],
+    topics: Mapping[str, SubscribedTopic],
+    assignor_name: str,
+    image: ClusterImage,
+    inherited: Mapping[str, Partitions] | None = None,
+) -> None:
+    """Compute and write the target for ``group_epoch``. ``members`` is the group as it will be (the updated
+    member in, a replaced static member out); ``inherited`` gives a member a previous target of another's
+    (static replacement)."""
+    names = {t.topic_id: t.name for t in topics.values()}
+    ids = {t.name: t.topic_id for t in topics.values()}
+    subs: dict[str, MemberSubscription] = {}
+    for member_id, m in members.items():
+        previous = (inherited or {}).get(member_id, group.target_of(member_id))
+        owned = {names[t]: tuple(sorted(ps)) for t, ps in previous.items() if t in names}
+        subs[member_id] = MemberSubscription.of(
+            [t for t in member_topics(m, image) if t in topics], owned, rack=m.rack_id, instance_id=m.instance_id
+        )
+    racks = {t.name: tuple(frozenset(r) for r in t.racks) for t in topics.values() if t.racks and any(t.racks)}
+    spec = GroupSpec(
+        topics={t.name: t.partitions for t in topics.values()}, members=subs, partition_racks=racks or None
+    )
+    try:
+        result = assignor_for(assignor_name).assign(spec)
+    except (AssignmentError, KeyError, ValueError) as exc:
+        raise ApiError(
+            ErrorCode.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for epoch {group_epoch}: {exc}"
+        ) from None
+    for member_id in members:
+        new: dict[uuid.UUID, frozenset[int]] = {
+            ids[name]: frozenset(ps) for name, ps in result.get(member_id, {}).items() if ps
+        }
+        if member_id not in group.targets or group.targets[member_id] != new:
+            writes.target(group.group_id, member_id, new)
+    writes.target_epoch(group.group_id, group_epoch)

@@ -1,0 +1,44 @@
+"""The cluster image the coordinator reads: which topics exist, their ids, partition counts and the racks of
+each partition's replicas. The shell (server, simulator) owns the topics and hands the coordinator a new
+image when they change; the core never looks topics up anywhere else."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicImage:
+    topic_id: uuid.UUID
+    name: str
+    partitions: int
+    #: partition -> racks of its replicas; empty when racks are unknown
+    racks: tuple[frozenset[str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterImage:
+    by_name: Mapping[str, TopicImage] = field(default_factory=dict)
+
+    @staticmethod
+    def of(topics: Iterable[TopicImage]) -> ClusterImage:
+        return ClusterImage({t.name: t for t in topics})
+
+    def topic(self, name: str) -> TopicImage | None:
+        return self.by_name.get(name)
+
+    def name_of(self, topic_id: uuid.UUID) -> str | None:
+        for topic in self.by_name.values():
+            if topic.topic_id == topic_id:
+                return topic.name
+        return None
+
+    def id_index(self) -> dict[uuid.UUID, TopicImage]:
+        return {t.topic_id: t for t in self.by_name.values()}
+
+
+def topic_id_for(name: str) -> uuid.UUID:
+    """A stable id derived from a topic name, for simulations and tests that do not create topics."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"regroup-topic:{name}")

@@ -1,0 +1,128 @@
+"""Record keys and values of KIP-848 consumer groups (Kafka's ConsumerGroup* record shapes). A group is a
+set of records: its epoch, its subscription metadata, one metadata record per member, one target assignment
+per member plus the target epoch, and one current assignment per member. Replaying them rebuilds the group.
+Partition sets are sorted tuples of ``(topic id, partitions)`` pairs."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+PartitionSet = tuple[tuple[uuid.UUID, tuple[int, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupMetadataKey:
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupMetadataValue:
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubscribedTopic:
+    topic_id: uuid.UUID
+    name: str
+    partitions: int
+    racks: tuple[tuple[str, ...], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupPartitionMetadataKey:
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupPartitionMetadataValue:
+    topics: tuple[SubscribedTopic, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClassicProtocolMetadata:
+    """Present iff the member speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat) in a consumer group."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupMemberMetadataKey:
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupMemberMetadataValue:
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    server_assignor: str | None
+    rebalance_timeout_ms: int
+    classic: ClassicProtocolMetadata | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupTargetAssignmentMetadataKey:
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupTargetAssignmentMetadataValue:
+    assignment_epoch: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupTargetAssignmentMemberKey:
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupTargetAssignmentMemberValue:
+    partitions: PartitionSet
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupCurrentMemberAssignmentKey:
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupCurrentMemberAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: str
+    assigned: PartitionSet
+    pending_revocation: PartitionSet
+
+
+ConsumerRecordKey = (
+    ConsumerGroupMetadataKey
+    | ConsumerGroupPartitionMetadataKey
+    | ConsumerGroupMemberMetadataKey
+    | ConsumerGroupTargetAssignmentMetadataKey
+    | ConsumerGroupTargetAssignmentMemberKey
+    | ConsumerGroupCurrentMemberAssignmentKey
+)
+ConsumerRecordValue = (
+    ConsumerGroupMetadataValue
+    | ConsumerGroupPartitionMetadataValue
+    | ConsumerGroupMemberMetadataValue
+    | ConsumerGroupTargetAssignmentMetadataValue
+    | ConsumerGroupTargetAssignmentMemberValue
+    | ConsumerGroupCurrentMemberAssignmentValue
+)
+CONSUMER_KEY_TYPES = (
+    ConsumerGroupMetadataKey,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupCurrentMemberAssignmentKey,
+)
