@@ -67,6 +67,13 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         help="largest request accepted (socket.request.max.bytes); bigger closes the connection",
     )
     parser.add_argument(
+        "--connections-max-idle-ms",
+        type=_int_at_least(1),
+        default=600_000,
+        metavar="MS",
+        help="close connections idle longer than this (connections.max.idle.ms; default 600000)",
+    )
+    parser.add_argument(
         "--stats-interval",
         type=_int_at_least(1),
         default=60,
@@ -90,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         fsync=FsyncPolicy(args.fsync),
         events=Path(args.events) if args.events else None,
         max_frame_bytes=args.max_frame_bytes,
+        connections_max_idle_ms=args.connections_max_idle_ms,
         stats_interval_s=float(args.stats_interval),
         coordinator=CoordinatorConfig(group_initial_rebalance_delay_ms=args.initial_rebalance_delay_ms),
     )

@@ -22,11 +22,12 @@ from typing import TypeVar
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.result import Result
 from regroup.server.api import ApiSpec, TopicStore
-from regroup.server.connection import Connection
+from regroup.server.connection import DEFAULT_MAX_IDLE_MS, Connection
 from regroup.server.dispatch import Dispatcher
 from regroup.server.events import GroupEvents
 from regroup.server.framing import DEFAULT_MAX_FRAME_BYTES
 from regroup.server.handlers.registry import load_specs
+from regroup.server.image import cluster_image
 from regroup.server.runtime import CoordinatorRuntime, Uuid4Ids, wall_ms
 from regroup.server.topics import TopicStore as PartitionTopicStore
 from regroup.storage.coordinator_log import CoordinatorLog
@@ -52,6 +53,7 @@ class ServerConfig:
     fsync: FsyncPolicy = FsyncPolicy.ALWAYS
     events: Path | None = None
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    connections_max_idle_ms: int = DEFAULT_MAX_IDLE_MS
     stats_interval_s: float = 60.0
     snapshot_every: int = 100_000
     auto_create_topics: bool = True
@@ -107,6 +109,8 @@ class Server:
         self._runtime = CoordinatorRuntime.load(clog, config=cfg.coordinator, ids=Uuid4Ids(), on_fatal=self._fatal)
         topics_dir = cfg.data_dir / "topics"
         self._topics = _guard_startup("cannot open the partition log", lambda: open_topic_store(topics_dir, cfg.fsync))
+        self._feed_image()
+        self._topics.on_change = self._feed_image
         if cfg.events is not None:
             events_path = cfg.events
             self._events = _guard_startup(f"cannot open {events_path}", lambda: GroupEvents(events_path))
@@ -150,13 +154,26 @@ class Server:
         self._connections.add(task)
         try:
             connection = Connection(
-                reader, writer, self._dispatcher, next(self._ids), max_frame_bytes=self.config.max_frame_bytes
+                reader,
+                writer,
+                self._dispatcher,
+                next(self._ids),
+                max_frame_bytes=self.config.max_frame_bytes,
+                max_idle_ms=self.config.connections_max_idle_ms,
             )
             await connection.serve()
         except asyncio.CancelledError:
             pass  # shutdown: asyncio's stream callback would log a cancelled connection task as an error
         finally:
             self._connections.discard(task)
+
+    def _feed_image(self) -> None:
+        """Give the coordinator the topics as they are now (at startup and after every topic change)."""
+        if self._runtime is not None and self._topics is not None:
+            try:
+                self._runtime.update_metadata(cluster_image(self._topics.topics()))
+            except Exception:
+                log.exception("cannot hand the coordinator the new cluster image")
 
     def _fatal(self, exc: BaseException) -> None:
         self.exit_code = 1

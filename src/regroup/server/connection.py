@@ -8,6 +8,11 @@ pipelined Metadata behind it from being *computed* — but written in order; req
 connections never wait for each other. At most ``max_in_flight`` requests are outstanding per connection;
 beyond that the reader stops reading (TCP back-pressure).
 
+A connection idle for ``max_idle_ms`` (Kafka's ``connections.max.idle.ms``: no request read and no response
+written, and no request outstanding — a JoinGroup parked for a long rebalance keeps its connection) is
+closed. One timer per connection checks it; activity only moves a timestamp, the timer re-arms itself for
+the remainder when it fires.
+
 Anything the peer gets wrong (bad frame, unknown API, undecodable request) closes this connection only. On
 end of stream or a reset the connection's outstanding handler tasks are cancelled: the core keeps whatever
 it already did (a parked member stays until it rejoins or its session expires, as in Kafka) and the
@@ -30,6 +35,7 @@ from regroup.server.framing import DEFAULT_MAX_FRAME_BYTES, read_frame
 log = logging.getLogger("regroup.server.connection")
 
 DEFAULT_MAX_IN_FLIGHT = 64
+DEFAULT_MAX_IDLE_MS = 600_000
 
 
 class Connection:
@@ -42,6 +48,7 @@ class Connection:
         *,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        max_idle_ms: int = DEFAULT_MAX_IDLE_MS,
     ) -> None:
         self.reader = reader
         self.writer = writer
@@ -53,17 +60,26 @@ class Connection:
         self.client_host = peer[0] if isinstance(peer, tuple) and peer else ""
         self._responses = _InOrder(max_in_flight)
         self._in_flight: set[asyncio.Task[bytes | None]] = set()
+        self._max_idle_s = max_idle_ms / 1000
+        self._loop = asyncio.get_running_loop()
+        self._last_active = self._loop.time()
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._reading: asyncio.Task[None] | None = None
 
     async def serve(self) -> None:
         """Serve until the peer goes away, breaks the protocol, or the task is cancelled (shutdown)."""
         log.debug("connection %d from %s opened", self.connection_id, self.peer)
         reading = asyncio.create_task(self._read_requests(), name=f"conn-{self.connection_id}-read")
         writing = asyncio.create_task(self._write_responses(), name=f"conn-{self.connection_id}-write")
+        self._reading = reading
+        self._idle_timer = self._loop.call_later(self._max_idle_s, self._check_idle)
         try:
             done, _ = await asyncio.wait({reading, writing}, return_when=asyncio.FIRST_COMPLETED)
             for finished in done:
                 self._report(finished)
         finally:
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
             for task in (reading, writing, *self._in_flight):
                 task.cancel()
             await asyncio.gather(reading, writing, *self._in_flight, return_exceptions=True)
@@ -77,6 +93,7 @@ class Connection:
             data = await read_frame(self.reader, self.max_frame_bytes)
             if data is None:
                 return
+            self._last_active = self._loop.time()
             request = decode_request(data, self.dispatcher.versions)
             task = asyncio.create_task(
                 self.dispatcher.respond(request, client_host=self.client_host, connection_id=self.connection_id)
@@ -104,6 +121,25 @@ class Connection:
             if chunks:
                 self.writer.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
                 await self.writer.drain()
+                self._last_active = self._loop.time()
+
+    def _check_idle(self) -> None:
+        """The idle timer: close the connection, or re-arm for whatever is left of the idle period."""
+        now = self._loop.time()
+        if self._in_flight or self._responses.pending():
+            self._last_active = now  # waiting on us is not idleness
+        left = self._last_active + self._max_idle_s - now
+        if left > 0:
+            self._idle_timer = self._loop.call_later(left, self._check_idle)
+            return
+        log.info(
+            "closing connection %d from %s: idle for more than %d ms",
+            self.connection_id,
+            self.peer,
+            round(self._max_idle_s * 1000),
+        )
+        if self._reading is not None:
+            self._reading.cancel()
 
     def _report(self, task: asyncio.Task[Any]) -> None:
         if task.cancelled():
@@ -149,6 +185,9 @@ class _InOrder:
             self._getter = asyncio.get_running_loop().create_future()
             await self._getter
         return self._take()
+
+    def pending(self) -> bool:
+        return bool(self._items)
 
     def take_done(self) -> asyncio.Task[bytes | None] | None:
         """The head task if it has finished (removed), else None."""
