@@ -13,6 +13,7 @@ import numpy as np
 from regroup.assignors.base import MemberState, PartitionAssignor
 from regroup.assignors.consumer_protocol import decode_cooperative_user_data, encode_cooperative_user_data
 from regroup.assignors.layout import IntArray
+from regroup.assignors.rack_locality import localize
 from regroup.assignors.spec import NO_GENERATION, Assignment, GroupSpec, MemberSubscription, RebalanceProtocol
 from regroup.assignors.sticky import EngineRun, OwnedClaim, run_engine
 
@@ -60,4 +61,5 @@ class CooperativeStickyAssignor(PartitionAssignor):
     def assign(self, spec: GroupSpec) -> Assignment:
         claims = {m: self.member_claim(sub) for m, sub in spec.members.items()}
         run = run_engine(spec, claims)
-        return run.layout.to_assignment(withhold_transfers(run))
+        assignment = run.layout.to_assignment(withhold_transfers(run))
+        return localize(spec, assignment, {m: claim[0] for m, claim in claims.items()})

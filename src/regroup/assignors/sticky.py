@@ -18,6 +18,7 @@ from regroup.assignors.base import MemberState, PartitionAssignor
 from regroup.assignors.consumer_protocol import decode_sticky_user_data, encode_sticky_user_data
 from regroup.assignors.layout import IntArray, Layout, build_layout
 from regroup.assignors.ownership import resolve_claims
+from regroup.assignors.rack_locality import localize
 from regroup.assignors.spec import NO_GENERATION, Assignment, GroupSpec, MemberSubscription, RebalanceProtocol
 
 OwnedClaim = tuple[Mapping[str, tuple[int, ...]], int]
@@ -46,8 +47,9 @@ def run_engine(spec: GroupSpec, claims: Mapping[str, OwnedClaim]) -> EngineRun:
 
 
 def assign_balanced(spec: GroupSpec, claims: Mapping[str, OwnedClaim]) -> Assignment:
-    """``run_engine`` as a plain assignment."""
-    return run_engine(spec, claims).to_assignment()
+    """``run_engine`` as a plain assignment, moved partitions placed rack-locally where racks are known."""
+    assignment = run_engine(spec, claims).to_assignment()
+    return localize(spec, assignment, {m: claim[0] for m, claim in claims.items()})
 
 
 class StickyAssignor(PartitionAssignor):
