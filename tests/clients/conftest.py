@@ -23,3 +23,19 @@ def server(tmp_path: Path) -> Iterator[ServerProcess]:
     finally:
         proc.kill()
     assert_clean_log(proc)
+
+
+@pytest.fixture
+def kip848_server(tmp_path: Path) -> Iterator[ServerProcess]:
+    """Like ``server``, with a 500 ms KIP-848 heartbeat interval (and a 10 s session) so consumer groups
+    reconcile quickly (``tests/clients/kip848.py``)."""
+    from tests.clients.kip848 import SERVER_ARGS
+
+    args = ["--events", str(tmp_path / "events.jsonl"), *SERVER_ARGS]
+    proc = ServerProcess(tmp_path / "data", tmp_path / "server.log", args)
+    proc.start()
+    try:
+        yield proc
+    finally:
+        proc.kill()
+    assert_clean_log(proc)

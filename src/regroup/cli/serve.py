@@ -10,7 +10,10 @@ import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from regroup.coordinator.config import CoordinatorConfig
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
@@ -73,6 +76,42 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="MS",
         help="close connections idle longer than this (connections.max.idle.ms; default 600000)",
     )
+    consumer = parser.add_argument_group("KIP-848 consumer groups")
+    consumer.add_argument(
+        "--consumer-heartbeat-interval-ms",
+        type=_int_at_least(1),
+        default=5_000,
+        metavar="MS",
+        help="group.consumer.heartbeat.interval.ms: how often members heartbeat (default 5000)",
+    )
+    consumer.add_argument(
+        "--consumer-session-timeout-ms",
+        type=_int_at_least(1),
+        default=45_000,
+        metavar="MS",
+        help="group.consumer.session.timeout.ms: a silent member is fenced after this (default 45000)",
+    )
+    consumer.add_argument(
+        "--consumer-max-size",
+        type=_int_at_least(1),
+        default=None,
+        metavar="N",
+        help="group.consumer.max.size: most members in one consumer group (default unlimited)",
+    )
+    consumer.add_argument(
+        "--consumer-assignors",
+        default="uniform,range",
+        metavar="NAMES",
+        help="group.consumer.assignors: server-side assignors clients may name, the first is the default "
+        "(default uniform,range)",
+    )
+    consumer.add_argument(
+        "--migration-policy",
+        choices=("disabled", "upgrade", "downgrade", "bidirectional"),
+        default="bidirectional",
+        help="group.consumer.migration.policy: online conversion between classic and consumer groups "
+        "(default bidirectional)",
+    )
     parser.add_argument(
         "--stats-interval",
         type=_int_at_least(1),
@@ -82,8 +121,36 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def _coordinator_config(args: argparse.Namespace) -> CoordinatorConfig:
+    """The coordinator's settings from the flags; inconsistent ones are a ``ServeError``."""
     from regroup.coordinator.config import CoordinatorConfig
+    from regroup.coordinator.consumer.target import SERVER_ASSIGNORS
+
+    heartbeat_ms, session_ms = args.consumer_heartbeat_interval_ms, args.consumer_session_timeout_ms
+    if heartbeat_ms >= session_ms:
+        raise ServeError(
+            f"--consumer-heartbeat-interval-ms ({heartbeat_ms}) must be less than "
+            f"--consumer-session-timeout-ms ({session_ms})"
+        )
+    assignors = tuple(name.strip() for name in args.consumer_assignors.split(",") if name.strip())
+    unknown = [name for name in assignors if name not in SERVER_ASSIGNORS]
+    if not assignors or unknown or len(set(assignors)) != len(assignors):
+        raise ServeError(
+            f"--consumer-assignors {args.consumer_assignors!r}: name each of {', '.join(SERVER_ASSIGNORS)} "
+            "at most once, at least one"
+        )
+    extra = {} if args.consumer_max_size is None else {"consumer_group_max_size": args.consumer_max_size}
+    return CoordinatorConfig(
+        group_initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
+        consumer_group_heartbeat_interval_ms=heartbeat_ms,
+        consumer_group_session_timeout_ms=session_ms,
+        consumer_group_assignors=assignors,
+        consumer_group_migration_policy=args.migration_policy,
+        **extra,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
     from regroup.server.app import ServerConfig, StartupError
     from regroup.server.app import run as run_server
     from regroup.storage.record_log import FsyncPolicy
@@ -99,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         max_frame_bytes=args.max_frame_bytes,
         connections_max_idle_ms=args.connections_max_idle_ms,
         stats_interval_s=float(args.stats_interval),
-        coordinator=CoordinatorConfig(group_initial_rebalance_delay_ms=args.initial_rebalance_delay_ms),
+        coordinator=_coordinator_config(args),
     )
     try:
         return asyncio.run(run_server(config))

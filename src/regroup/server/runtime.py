@@ -17,6 +17,8 @@
   connection, which is what its client did already (Kafka leaves such a request unanswered forever).
 * **Timers.** One ``call_later`` handle sleeps until ``next_deadline()`` and calls ``advance(now_ms)``; it
   is re-armed after every core call.
+* **Cluster image.** ``update_metadata`` hands the coordinator the topics as the server knows them (at
+  startup and after every topic change), so consumer groups assign exactly the topic ids Metadata reports.
 * **Snapshots.** When the queue is drained (the coordinator's state is exactly what the log holds),
   ``CoordinatorLog.maybe_snapshot`` compacts the log every ``snapshot_every`` records.
 """
@@ -37,6 +39,7 @@ from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.ids import IdSource
 from regroup.coordinator.result import Completion, RequestKey, Result
+from regroup.model.cluster import ClusterImage
 from regroup.records.model import Record
 from regroup.server.errors import CoordinatorUnavailable, RequestDropped
 from regroup.storage.coordinator_log import CoordinatorLog
@@ -176,6 +179,13 @@ class CoordinatorRuntime:
             future.set_exception(NoResponse(f"core call {op!r} answered nothing"))
         self._after(result)
         return await future
+
+    def update_metadata(self, image: ClusterImage) -> None:
+        """Hand the coordinator a new cluster image (topics created, deleted or grown). Nobody waits for an
+        answer; records the call produces (timers it fires) are written like any call's."""
+        if self._closed or self._failure is not None:
+            return
+        self._after(self.coordinator.update_metadata(image, self._now()))
 
     def _wait_for(self, key: RequestKey) -> asyncio.Future[Any]:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()

@@ -23,7 +23,7 @@ import re
 import shutil
 import sys
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from regroup.server.api import TopicInfo
@@ -84,6 +84,8 @@ class TopicStore:
         self._waiters: dict[tuple[str, int], set[asyncio.Future[None]]] = {}
         self._next_pid = self._reserved_pid = 0
         self._closed = False
+        #: called after every topic created or deleted (the server refreshes the coordinator's cluster image)
+        self.on_change: Callable[[], None] | None = None
 
     @classmethod
     def open(
@@ -149,6 +151,7 @@ class TopicStore:
         if self._sync_enabled:
             fsync_dir(final.parent)
         self._load(final)
+        self._changed()
         return info
 
     def delete_topic(self, name: str) -> bool:
@@ -168,6 +171,7 @@ class TopicStore:
         shutil.rmtree(trash, ignore_errors=True)
         for p in range(info.partitions):
             self._wake((name, p))
+        self._changed()
         return True
 
     # ------------------------------------------------------------------ more for the handlers
@@ -265,6 +269,10 @@ class TopicStore:
         self.close()
 
     # ------------------------------------------------------------------ internals
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
 
     @property
     def _sync_enabled(self) -> bool:

@@ -1,6 +1,7 @@
 """Every API the server serves: the ``SPECS`` of each handler module, merged by API key.
 
-The group-coordination modules of this package are always there. The data-plane modules (``topics``:
+The group-coordination modules of this package (classic groups, KIP-848 consumer groups, offsets, admin)
+are always there. The data-plane modules (``topics``:
 Metadata/CreateTopics/DeleteTopics; ``data``: Produce/Fetch/ListOffsets/InitProducerId) are developed
 separately and imported only if they exist; one that exists but fails to import is skipped with a warning
 so the coordinator still serves. If two modules claim the same API key, the first one listed wins and the
@@ -18,7 +19,7 @@ from regroup.server.api import ApiSpec
 log = logging.getLogger("regroup.server.registry")
 
 PACKAGE = "regroup.server.handlers"
-CORE_MODULES = ("meta", "groups", "offsets", "admin")
+CORE_MODULES = ("meta", "groups", "consumer", "offsets", "admin")
 OPTIONAL_MODULES = ("topics", "data")
 
 

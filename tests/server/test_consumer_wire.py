@@ -1,0 +1,234 @@
+"""ConsumerGroupHeartbeat (v0-1) and ConsumerGroupDescribe (v0) over the wire: the advertised versions, a
+join that gets partitions of the topic ids Metadata reports, Kafka's errors with their messages, topics
+created later reaching the coordinator's image, the group's type in ListGroups/DescribeGroups, member
+epochs checked by OffsetCommit/OffsetFetch, and bad input answered with an error (never a crash)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.server.conftest import ServerProcess, assert_clean_log
+from tests.server.wire import API_VERSIONS, DESCRIBE, LIST, OFFSET_COMMIT, OFFSET_FETCH, WireClient, create_topics
+
+METADATA, HEARTBEAT_848, DESCRIBE_848 = 3, 68, 69
+NONE, INVALID_REQUEST, GROUP_ID_NOT_FOUND = 0, 42, 69
+FENCED_MEMBER_EPOCH, UNSUPPORTED_ASSIGNOR, STALE_MEMBER_EPOCH = 110, 112, 113
+INT32_MIN = -(2**31)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    base = tmp_path_factory.mktemp("regroup-kip848")
+    proc = ServerProcess(base / "data", base / "server.log", ["--consumer-heartbeat-interval-ms", "700"])
+    proc.start()
+    try:
+        yield proc
+    finally:
+        proc.kill()
+    assert_clean_log(proc)
+
+
+def topic_ids(client: WireClient, *names: str) -> dict[str, uuid.UUID]:
+    resp = client.call(
+        METADATA,
+        12,
+        topics=[{"name": n, "topic_id": None} for n in names],
+        allow_auto_topic_creation=True,
+        include_topic_authorized_operations=False,
+    )
+    return {t.name: t.topic_id for t in resp.topics}
+
+
+def heartbeat(client: WireClient, version: int = 1, **fields: Any) -> Any:
+    values: dict[str, Any] = {
+        "group_id": "g",
+        "member_id": "",
+        "member_epoch": 0,
+        "rebalance_timeout": 30_000,
+        "subscribed_topic_names": None,
+        "topic_partitions": None,
+    }
+    values.update(fields)
+    return client.call(HEARTBEAT_848, version, **values)
+
+
+def owned(resp: Any) -> dict[uuid.UUID, list[int]]:
+    assert resp.assignment is not None
+    return {t.topic_id: sorted(t.partitions) for t in resp.assignment.topic_partitions}
+
+
+def test_api_versions_advertises_exactly_what_is_served(server: ServerProcess) -> None:
+    with WireClient(server.port) as client:
+        resp = client.call(API_VERSIONS, 3, client_software_name="regroup-tests", client_software_version="1")
+    advertised = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+    assert advertised[HEARTBEAT_848] == (0, 1)
+    assert advertised[DESCRIBE_848] == (0, 0)
+
+
+def test_join_heartbeat_describe_and_leave(server: ServerProcess) -> None:
+    with WireClient(server.port, client_id="c1") as client:
+        create_topics(client, {"k1": 3})
+        ids = topic_ids(client, "k1")
+        join = heartbeat(client, group_id="j", member_id="m-1", subscribed_topic_names=["k1"], topic_partitions=[])
+        assert (join.error_code, join.error_message, join.member_id) == (NONE, None, "m-1")
+        assert join.member_epoch == 1 and join.heartbeat_interval.total_seconds() == 0.7
+        assert owned(join) == {ids["k1"]: [0, 1, 2]}
+
+        again = heartbeat(client, group_id="j", member_id="m-1", member_epoch=1)
+        assert (again.error_code, again.member_epoch, again.assignment) == (NONE, 1, None)
+
+        described = client.call(DESCRIBE_848, 0, group_ids=["j", "nope"], include_authorized_operations=False)
+        group, missing = described.groups
+        assert (group.error_code, group.group_state, group.group_epoch, group.assignment_epoch) == (
+            NONE,
+            "Stable",
+            1,
+            1,
+        )
+        assert group.assignor_name == "uniform" and group.authorized_operations == INT32_MIN
+        (member,) = group.members
+        assert (member.member_id, member.member_epoch, member.client_id) == ("m-1", 1, "c1")
+        assert member.client_host == "/127.0.0.1" and member.subscribed_topic_names == ("k1",)
+        rows = [(t.topic_id, t.topic_name, sorted(t.partitions)) for t in member.assignment.topic_partitions]
+        assert rows == [(ids["k1"], "k1", [0, 1, 2])]
+        assert member.target_assignment == member.assignment
+        assert (missing.error_code, missing.error_message) == (GROUP_ID_NOT_FOUND, "Group nope not found.")
+        with_ops = client.call(DESCRIBE_848, 0, group_ids=["j"], include_authorized_operations=True)
+        assert with_ops.groups[0].authorized_operations == (1 << 3) | (1 << 6) | (1 << 8)
+
+        # the group is a consumer group for the classic APIs too
+        listed = client.call(LIST, 5, states_filter=[], types_filter=["consumer"])
+        assert ("j", "consumer", "Stable") in {(g.group_id, g.group_type, g.group_state) for g in listed.groups}
+        classic = client.call(DESCRIBE, 5, groups=["j"], include_authorized_operations=False)
+        assert classic.groups[0].group_state == "Dead"
+
+        left = heartbeat(client, group_id="j", member_id="m-1", member_epoch=-1)
+        assert (left.error_code, left.member_epoch) == (NONE, -1)
+        empty = client.call(DESCRIBE_848, 0, group_ids=["j"], include_authorized_operations=False)
+        assert (empty.groups[0].group_state, empty.groups[0].members) == ("Empty", ())
+
+
+def test_v0_gets_a_member_id_from_the_coordinator_and_v1_must_bring_one(server: ServerProcess) -> None:
+    with WireClient(server.port) as client:
+        create_topics(client, {"k2": 1})
+        v0 = heartbeat(client, 0, group_id="v0", subscribed_topic_names=["k2"], topic_partitions=[])
+        assert v0.error_code == NONE and v0.member_id
+        v1 = heartbeat(client, 1, group_id="v1", subscribed_topic_names=["k2"], topic_partitions=[])
+        assert (v1.error_code, v1.error_message) == (INVALID_REQUEST, "MemberId can't be empty.")
+
+
+def test_errors_carry_kafkas_messages(server: ServerProcess) -> None:
+    with WireClient(server.port) as client:
+        create_topics(client, {"k3": 2})
+        bad_assignor = heartbeat(
+            client, group_id="e", member_id="a", subscribed_topic_names=["k3"], topic_partitions=[], server_assignor="x"
+        )
+        assert bad_assignor.error_code == UNSUPPORTED_ASSIGNOR
+        assert bad_assignor.error_message.startswith("ServerAssignor x is not supported")
+        no_timeout = heartbeat(
+            client,
+            group_id="e",
+            member_id="a",
+            subscribed_topic_names=["k3"],
+            topic_partitions=[],
+            rebalance_timeout=-1,
+        )
+        assert (no_timeout.error_code, no_timeout.error_message) == (
+            INVALID_REQUEST,
+            "RebalanceTimeoutMs must be provided in first request.",
+        )
+        unknown_group = heartbeat(client, group_id="nobody", member_id="a", member_epoch=3)
+        assert unknown_group.error_code == GROUP_ID_NOT_FOUND and unknown_group.error_message
+        joined = heartbeat(client, group_id="e", member_id="a", subscribed_topic_names=["k3"], topic_partitions=[])
+        fenced = heartbeat(client, group_id="e", member_id="a", member_epoch=joined.member_epoch + 5)
+        assert fenced.error_code == FENCED_MEMBER_EPOCH and "greater member epoch" in fenced.error_message
+        bad_epoch = heartbeat(client, group_id="e", member_id="a", member_epoch=-7)
+        assert bad_epoch.error_code == INVALID_REQUEST
+        # a null topic id in the owned partitions is not a crash
+        odd = heartbeat(
+            client, group_id="e", member_id="a", member_epoch=joined.member_epoch,
+            topic_partitions=[{"topic_id": None, "partitions": [0]}],
+        )  # fmt: skip
+        assert odd.error_code in (NONE, FENCED_MEMBER_EPOCH)
+
+
+def test_topics_created_later_reach_the_coordinator(server: ServerProcess) -> None:
+    with WireClient(server.port) as client:
+        create_topics(client, {"late-a": 1})
+        join = heartbeat(
+            client, group_id="late", member_id="m", subscribed_topic_names=["late-a", "late-b"], topic_partitions=[]
+        )
+        assert join.error_code == NONE
+        ids = topic_ids(client, "late-a", "late-b")  # Metadata auto-creates late-b (1 partition)
+        assert owned(join) == {ids["late-a"]: [0]}
+
+        def poll() -> dict[uuid.UUID, list[int]] | None:
+            resp = heartbeat(client, group_id="late", member_id="m", member_epoch=join.member_epoch)
+            return owned(resp) if resp.assignment is not None else None
+
+        got = None
+        for _ in range(5):
+            got = poll() or got
+            if got is not None:
+                break
+        assert got == {ids["late-a"]: [0], ids["late-b"]: [0]}
+
+
+def test_offset_commit_and_fetch_check_member_epochs(server: ServerProcess) -> None:
+    with WireClient(server.port) as client:
+        create_topics(client, {"k4": 1})
+        join = heartbeat(client, group_id="o", member_id="m", subscribed_topic_names=["k4"], topic_partitions=[])
+        epoch = join.member_epoch
+
+        def commit(member_epoch: int) -> int:
+            resp = client.call(
+                OFFSET_COMMIT,
+                9,
+                group_id="o",
+                generation_id_or_member_epoch=member_epoch,
+                member_id="m",
+                group_instance_id=None,
+                topics=[
+                    {
+                        "name": "k4",
+                        "partitions": [{"partition_index": 0, "committed_offset": 4, "committed_metadata": ""}],
+                    }
+                ],
+            )
+            return int(resp.topics[0].partitions[0].error_code)
+
+        assert commit(epoch + 1) == STALE_MEMBER_EPOCH
+        assert commit(epoch) == NONE
+
+        def fetch(member_epoch: int) -> int:
+            resp = client.call(
+                OFFSET_FETCH,
+                9,
+                groups=[{"group_id": "o", "member_id": "m", "member_epoch": member_epoch, "topics": None}],
+                require_stable=False,
+            )
+            return int(resp.groups[0].error_code)
+
+        assert fetch(epoch + 1) == STALE_MEMBER_EPOCH
+        assert fetch(epoch) == NONE
+
+
+def test_serve_flags_are_validated(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    base = [sys.executable, "-m", "regroup", "serve", "--port", "0", "--data-dir", str(tmp_path)]
+    for extra, words in (
+        (["--consumer-heartbeat-interval-ms", "5000", "--consumer-session-timeout-ms", "5000"], "must be less"),
+        (["--consumer-assignors", "uniform,sticky"], "--consumer-assignors"),
+        (["--migration-policy", "sideways"], "invalid choice"),
+        (["--consumer-heartbeat-interval-ms", "0"], "outside"),
+    ):
+        done = subprocess.run(base + extra, capture_output=True, text=True, timeout=30)
+        assert done.returncode == 2, (extra, done.stderr)
+        assert words in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
