@@ -1,7 +1,9 @@
-"""Sans-IO consumer group members: ``poll(now_ms)`` -> requests, ``on_response(...)``, ``next_deadline()``."""
+"""Sans-IO consumer group members (classic and KIP-848): ``poll(now_ms)`` -> requests, ``on_response(...)``,
+``next_deadline()``."""
 
 from regroup.client.classic_member import ClassicMember
-from regroup.client.config import ConfigError, MemberConfig, rebalance_protocol
+from regroup.client.config import ConfigError, ConsumerConfig, MemberConfig, rebalance_protocol
+from regroup.client.consumer_member import ConsumerMember, ConsumerState
 from regroup.client.types import CallbackEvent, CallbackKind, MemberNote, MemberState, OutgoingRequest, TopicPartition
 
 __all__ = [
@@ -9,6 +11,9 @@ __all__ = [
     "CallbackKind",
     "ClassicMember",
     "ConfigError",
+    "ConsumerConfig",
+    "ConsumerMember",
+    "ConsumerState",
     "MemberConfig",
     "MemberNote",
     "MemberState",

@@ -77,3 +77,52 @@ def rebalance_protocol(strategies: tuple[str, ...]) -> RebalanceProtocol:
     if not common:
         raise ConfigError(f"strategies {list(strategies)} share no rebalance protocol")
     return max(common)
+
+
+#: Server-side assignors a KIP-848 member may name (``group.remote.assignor``).
+SERVER_ASSIGNORS = ("uniform", "range")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerConfig:
+    """A KIP-848 consumer's configuration (``group.protocol=consumer``).
+
+    The coordinator decides the heartbeat interval and the session timeout of a consumer group; the member
+    heartbeats at the interval the coordinator returns (``heartbeat_interval_ms`` only until the first
+    answer) and ``session_timeout_ms`` is what it knows of the group's session timeout, used for its
+    session lease (see ``consumer_member``). ``member_id``: an id the client chose for itself (KIP-1082);
+    empty lets the coordinator choose one on the first join. ``callback_delay_ms``: how long the application
+    takes to run the rebalance callbacks of a new assignment (the time until its next poll).
+    """
+
+    group_id: str
+    client_id: str
+    topics: tuple[str, ...]
+    member_id: str = ""
+    group_instance_id: str | None = None
+    rack: str | None = None
+    server_assignor: str | None = None
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 5_000
+    rebalance_timeout_ms: int = 300_000  # max.poll.interval.ms
+    request_timeout_ms: int = 30_000
+    retry_backoff_ms: int = 100
+    auto_commit: bool = True
+    auto_commit_interval_ms: int = 5_000
+    callback_delay_ms: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.group_id:
+            raise ConfigError("group_id must not be empty")
+        if not self.topics:
+            raise ConfigError("a consumer subscribes to at least one topic")
+        if self.server_assignor is not None and self.server_assignor not in SERVER_ASSIGNORS:
+            known = ", ".join(SERVER_ASSIGNORS)
+            raise ConfigError(f"unknown server assignor {self.server_assignor!r} (known: {known})")
+        for name in ("session_timeout_ms", "heartbeat_interval_ms", "rebalance_timeout_ms", "request_timeout_ms"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive")
+        if self.callback_delay_ms < 0:
+            raise ConfigError("callback_delay_ms must not be negative")
+        if self.callback_delay_ms >= self.rebalance_timeout_ms:
+            raise ConfigError("callback_delay_ms must be lower than rebalance_timeout_ms")

@@ -8,12 +8,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from regroup.protocol.classic import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
+from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest
 from regroup.protocol.offsets import OffsetCommitRequest
 
 #: (topic, partition)
 TopicPartition = tuple[str, int]
 
-Request = JoinGroupRequest | SyncGroupRequest | HeartbeatRequest | LeaveGroupRequest | OffsetCommitRequest
+Request = (
+    JoinGroupRequest
+    | SyncGroupRequest
+    | HeartbeatRequest
+    | LeaveGroupRequest
+    | OffsetCommitRequest
+    | ConsumerGroupHeartbeatRequest
+)
 
 
 def api_name(request: object) -> str:

@@ -3,11 +3,13 @@ the ``topic-partition`` labels used everywhere in the simulator's output."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from regroup.assignors.consumer_protocol import ProtocolDecodeError, decode_assignment, decode_subscription
 from regroup.client.types import TopicPartition
+from regroup.model.errors import ErrorCode
 from regroup.protocol.classic import JoinGroupRequest, JoinGroupResponse, SyncGroupRequest, SyncGroupResponse
+from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, TopicPartitions
 from regroup.protocol.offsets import OffsetCommitRequest
 
 
@@ -30,9 +32,25 @@ def assigned_partitions(data: bytes) -> frozenset[TopicPartition]:
     return frozenset((t, p) for t, ps in assignment.partitions.items() for p in ps)
 
 
-def request_detail(request: object) -> str | None:
+def _named(parts: TopicPartitions, names: Mapping[object, str]) -> str:
+    return labels((names.get(t, str(t)), p) for t, ps in parts for p in ps)
+
+
+def request_detail(request: object, names: Mapping[object, str] | None = None) -> str | None:
+    """``names``: topic id -> topic name, for KIP-848 requests."""
+    if isinstance(request, ConsumerGroupHeartbeatRequest):
+        parts = [f"epoch={request.member_epoch}"]
+        if request.is_full():
+            parts.append("full")
+        if request.subscribed_topic_names is not None:
+            parts.append("topics=" + ",".join(request.subscribed_topic_names))
+        if request.server_assignor is not None:
+            parts.append(f"assignor={request.server_assignor}")
+        if request.topic_partitions is not None:
+            parts.append(f"owned=[{_named(request.topic_partitions, names or {})}]")
+        return " ".join(parts)
     if isinstance(request, JoinGroupRequest):
-        names = ",".join(name for name, _ in request.protocols)
+        protocols = ",".join(name for name, _ in request.protocols)
         owned = ""
         if request.protocols:
             try:
@@ -41,7 +59,7 @@ def request_detail(request: object) -> str | None:
                 sub = None
             if sub is not None:
                 owned = labels((t, p) for t, ps in sub.owned.items() for p in ps)
-        return f"protocols={names} owned=[{owned}] reason={request.reason or ''}"
+        return f"protocols={protocols} owned=[{owned}] reason={request.reason or ''}"
     if isinstance(request, SyncGroupRequest):
         return f"assignments={len(request.assignments)}"
     if isinstance(request, OffsetCommitRequest):
@@ -49,7 +67,13 @@ def request_detail(request: object) -> str | None:
     return None
 
 
-def response_detail(response: object) -> str | None:
+def response_detail(response: object, names: Mapping[object, str] | None = None) -> str | None:
+    if isinstance(response, ConsumerGroupHeartbeatResponse):
+        if response.error is not ErrorCode.NONE:
+            return response.error_message
+        if response.assignment is None:
+            return None
+        return f"assignment=[{_named(response.assignment, names or {})}]"
     if isinstance(response, JoinGroupResponse) and response.generation_id >= 0:
         return f"leader={response.leader} protocol={response.protocol_name} members={len(response.members)}"
     if isinstance(response, SyncGroupResponse):

@@ -16,10 +16,13 @@ from typing import Any
 from regroup.client import OutgoingRequest
 from regroup.client.types import TopicPartition, api_name
 from regroup.coordinator.classic.group import GroupState
+from regroup.coordinator.consumer.group import ConsumerGroupState
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.result import Result
+from regroup.model.cluster import ClusterImage, TopicImage, topic_id_for
 from regroup.model.errors import ErrorCode
 from regroup.protocol.classic import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
+from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from regroup.protocol.offsets import OffsetCommitRequest, OffsetCommitResponse
 from regroup.sim.checks import SafetyChecker
 from regroup.sim.describe import assigned_partitions, response_detail
@@ -54,6 +57,8 @@ class CoordinatorEndpoint:
         self._keys: dict[int, tuple[str, int, int, str]] = {}
         self._next_key = 1
         self._group_view: tuple[str, int] = ("", -1)
+        self._kind = "classic"
+        self._member_epochs: dict[str, int] = {}  # consumer group: member id -> epoch the coordinator holds
 
     def handle(self, member: str, incarnation: int, out: OutgoingRequest, now: int) -> list[Routed]:
         """One request arrives at ``now``: run it and return the responses it completed."""
@@ -70,12 +75,22 @@ class CoordinatorEndpoint:
             result = c.heartbeat(req, key, now)
         elif isinstance(req, LeaveGroupRequest):
             result = c.leave_group(req, key, now)
+        elif isinstance(req, ConsumerGroupHeartbeatRequest):
+            result = c.consumer_group_heartbeat(req, key, now)
         else:
             assert isinstance(req, OffsetCommitRequest)
             fenced = self._fenced_reason(req)
             result = c.offset_commit(req, key, now)
             self._commit_outcome(now, member, req, result.response_for(key), fenced)
         return self._route(result, now)
+
+    def set_topics(self, topics: dict[str, int], now: int) -> list[Routed]:
+        """Hand the coordinator the cluster image of ``topics`` (ids from ``topic_id_for``)."""
+        image = ClusterImage.of(
+            TopicImage(topic_id=topic_id_for(name), name=name, partitions=count)
+            for name, count in sorted(topics.items())
+        )
+        return self._route(self.coordinator.update_metadata(image, now), now)
 
     def advance(self, now: int) -> list[Routed]:
         """Fire the coordinator's due timers (session expiry, join and sync phase timeouts)."""
@@ -96,16 +111,19 @@ class CoordinatorEndpoint:
             member, incarnation, request_id, api = target
             response = completion.response
             error = getattr(response, "error", None)
+            generation = getattr(response, "generation_id", None)
+            if isinstance(response, ConsumerGroupHeartbeatResponse) and error is ErrorCode.NONE:
+                generation = response.member_epoch
             self.log.emit(
                 now,
                 "response_sent",
                 member=member,
                 api=api,
                 request_id=request_id,
-                generation=getattr(response, "generation_id", None),
+                generation=generation,
                 member_id=getattr(response, "member_id", None) or None,
                 error=error.name if error is not None else None,
-                detail=response_detail(response),
+                detail=response_detail(response, {t.topic_id: t.name for t in self.coordinator.image.by_name.values()}),
             )
             routed.append(Routed(member, incarnation, request_id, api_name(response), response))
         return routed
@@ -113,6 +131,14 @@ class CoordinatorEndpoint:
     def _fenced_reason(self, req: OffsetCommitRequest) -> str | None:
         """Why the committing member is fenced right now (None when it is a member of the current
         generation): computed from the group before the coordinator handles the commit."""
+        cgroup = self.coordinator.consumer_groups.get(req.group_id)
+        if cgroup is not None:
+            cmember = cgroup.members.get(req.member_id)
+            if cmember is None:
+                return f"member id {req.member_id!r} is not in the consumer group"
+            if req.generation_id != cmember.member_epoch:
+                return f"epoch {req.generation_id} is not the member's {cmember.member_epoch}"
+            return None
         group = self.coordinator.groups.get(req.group_id)
         if group is None or req.member_id not in group.members:
             return f"member id {req.member_id!r} is not in the group"
@@ -145,7 +171,20 @@ class CoordinatorEndpoint:
         self.checker.commit(now, member, fenced, accepted)
 
     def _observe_group(self, now: int) -> None:
+        kind = "consumer" if self.group_id in self.coordinator.consumer_groups else "classic"
+        if kind != self._kind:
+            # An empty group of one type is replaced by a new group of the other type, which starts over at
+            # generation/epoch 0 (reference §6.1); a non-empty one is converted and keeps counting up.
+            if self._group_view[0] in ("Empty", "Dead", ""):
+                self.checker.max_generation = 0
+            self._kind = kind
+        if kind == "consumer":
+            self._observe_consumer_group(now)
+            return
+        self._member_epochs.clear()
         group = self.coordinator.groups.get(self.group_id)
+        if group is None and self._group_view[0] == "":
+            return  # no group yet
         view = ("Dead", self._group_view[1]) if group is None else (group.state.value, group.generation)
         if view == self._group_view:
             return
@@ -169,4 +208,45 @@ class CoordinatorEndpoint:
                     generation=group.generation,
                     topic=tp[0],
                     partition=tp[1],
+                )
+
+    def _observe_consumer_group(self, now: int) -> None:
+        """A KIP-848 group: its state (Empty/Assigning/Reconciling/Stable) and group epoch; the epoch the
+        coordinator holds for each member (never lower unless the member starts over at 0 or is removed);
+        each member's current assignment once the group is Stable."""
+        group = self.coordinator.consumer_groups[self.group_id]
+        epochs = {member_id: m.member_epoch for member_id, m in group.members.items()}
+        for member_id, epoch in sorted(epochs.items()):
+            last = self._member_epochs.get(member_id)
+            if last is not None and 0 < epoch < last:
+                name = self.names_by_id.get(member_id, member_id)
+                self.checker.violation(
+                    now, ("coordinator-epoch", member_id, epoch), f"the coordinator moved {name} back to epoch {epoch}"
+                )
+        self._member_epochs = epochs
+        state = group.state()
+        view = (state.value, group.group_epoch)
+        if view == self._group_view:
+            return
+        self._group_view = view
+        self.checker.group_generation(now, view[1])
+        assignor = group.preferred_assignor(self.coordinator.config.consumer_group_assignors[0])
+        classic = group.classic_member_count()
+        detail = f"consumer group assignor={assignor} classic_members={classic}"
+        self.log.emit(now, "group_state", state=view[0], generation=view[1], detail=detail)
+        if state is not ConsumerGroupState.STABLE:
+            return
+        names_of = {t.topic_id: t.name for t in self.coordinator.image.by_name.values()}
+        for member_id, member in group.members.items():
+            name = self.names_by_id.get(member_id, member_id)
+            assigned = sorted((names_of[t], p) for t, ps in member.assigned.items() if t in names_of for p in ps)
+            for topic, partition in assigned:
+                self.log.emit(
+                    now,
+                    "group_assignment",
+                    member=name,
+                    member_id=member_id,
+                    generation=group.group_epoch,
+                    topic=topic,
+                    partition=partition,
                 )

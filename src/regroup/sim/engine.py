@@ -1,5 +1,6 @@
 """The simulator: a virtual clock and an event queue driving a real ``GroupCoordinator`` and one sans-IO
-``ClassicMember`` per scenario member over the in-memory ``Network``.
+member per scenario member (a ``ClassicMember``, or a KIP-848 ``ConsumerMember``) over the in-memory
+``Network``.
 
 Everything is deterministic for a given scenario and seed: time is virtual, the only randomness is the
 seeded ``random.Random`` behind the network, member ids come from a counter, and ties in the queue are
@@ -12,12 +13,22 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from regroup.client import ClassicMember, MemberConfig, MemberState, OutgoingRequest
+from regroup.client import (
+    ClassicMember,
+    ConsumerConfig,
+    ConsumerMember,
+    MemberConfig,
+    MemberState,
+    OutgoingRequest,
+)
 from regroup.client.types import TopicPartition
 from regroup.coordinator.classic.group import GroupState
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.ids import CountingIds
+from regroup.model.cluster import topic_id_for
 from regroup.protocol.classic import LeaveGroupRequest
+from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest
 from regroup.sim.checks import SafetyChecker
 from regroup.sim.describe import request_detail
 from regroup.sim.endpoint import CoordinatorEndpoint, Routed
@@ -40,7 +51,11 @@ NOTE_TYPES = {
     "reset": "member_reset",
     "rejoin": "rejoin_requested",
     "fatal": "member_failed",
+    "retry": "request_retry",
+    "commit_failed": "commit_failed",
 }
+
+Machine = ClassicMember | ConsumerMember
 
 
 @dataclass
@@ -48,7 +63,8 @@ class Slot:
     """A scenario member and its current process (a new ``ClassicMember`` per start)."""
 
     spec: MemberSpec
-    machine: ClassicMember | None = None
+    machine: Machine | None = None
+    protocol: str = "classic"  # the protocol of the next process (a start action may switch it)
     incarnation: int = 0
     wake_at: int | None = None
     seen_callbacks: int = 0
@@ -69,7 +85,7 @@ class Simulator:
         self.coordinator = GroupCoordinator(scenario.coordinator_config(), CountingIds())
         self.network = Network(scenario.network, random.Random(seed))
         self.topics = dict(scenario.topics)
-        self.slots = {m.name: Slot(m) for m in scenario.members}
+        self.slots = {m.name: Slot(m, protocol=m.protocol) for m in scenario.members}
         self.names_by_id: dict[str, str] = {}
         self.endpoint = CoordinatorEndpoint(self.coordinator, self.group_id, self.log, self.checker, self.names_by_id)
         self.now = 0
@@ -79,6 +95,7 @@ class Simulator:
         self.log.emit(0, "sim_start", detail=scenario.name, value=seed)
         for topic, count in sorted(self.topics.items()):
             self.log.emit(0, "topic", topic=topic, value=count)
+        self._respond(self.endpoint.set_topics(self.topics, 0))
         for event in scenario.events:
             self._queue.push(event.at_ms, event)
 
@@ -144,10 +161,16 @@ class Simulator:
         self.log.emit(self.now, "action", member=name, detail=detail)
         slot = self.slots[name] if name is not None else None
         running = slot is not None and slot.machine is not None and slot.machine.state.running
-        if event.action in ("join", "restart"):
+        if event.action == "bounce" and slot is not None and running and slot.machine is not None:
+            slot.machine.leave(self.now)  # a rolling restart: close cleanly, start the new process at once
+            self._poll(slot.spec.name)
+            running = False
+        if event.action in ("join", "restart", "bounce"):
             if slot is None or running:
                 self.log.emit(self.now, "action_ignored", member=name, detail=f"{event.action}: already running")
                 return
+            if event.protocol is not None:
+                slot.protocol = event.protocol
             self._start(slot)
         elif event.action in ("leave", "crash"):
             if slot is None or not running or slot.machine is None:
@@ -169,29 +192,57 @@ class Simulator:
         elif event.action == "partitions" and event.topic is not None and event.count is not None:
             self.topics[event.topic] = event.count
             self.log.emit(self.now, "topic", topic=event.topic, value=event.count)
+            self._respond(self.endpoint.set_topics(self.topics, self.now))
             for member, other in self.slots.items():
-                if other.machine is not None and other.machine.state.running:
+                if isinstance(other.machine, ClassicMember) and other.machine.state.running:
                     other.machine.update_metadata(self.topics, self.now)
                     self._poll(member)
 
     def _start(self, slot: Slot) -> None:
         spec = slot.spec
-        config = MemberConfig(
-            group_id=self.group_id,
-            client_id=spec.name,
-            topics=spec.topics,
-            strategies=spec.strategies,
-            group_instance_id=spec.group_instance_id,
-            rack=spec.rack,
-            session_timeout_ms=spec.session_timeout_ms,
-            heartbeat_interval_ms=spec.heartbeat_interval_ms,
-            rebalance_timeout_ms=spec.rebalance_timeout_ms,
-            request_timeout_ms=spec.request_timeout_ms,
-            auto_commit=spec.auto_commit,
-            auto_commit_interval_ms=spec.auto_commit_interval_ms,
-        )
-        slot.machine = ClassicMember(config, self.topics, self.now)
-        protocol = "cooperative" if slot.machine.cooperative else "eager"
+        if slot.protocol == "consumer":
+            coordinator = self.coordinator.config
+            machine: Machine = ConsumerMember(
+                ConsumerConfig(
+                    group_id=self.group_id,
+                    client_id=spec.name,
+                    topics=spec.topics,
+                    member_id=f"{spec.name}-{slot.incarnation + 1}",  # chosen by the client (KIP-1082)
+                    group_instance_id=spec.group_instance_id,
+                    rack=spec.rack,
+                    server_assignor=spec.assignor,
+                    session_timeout_ms=coordinator.consumer_group_session_timeout_ms,
+                    heartbeat_interval_ms=coordinator.consumer_group_heartbeat_interval_ms,
+                    rebalance_timeout_ms=spec.rebalance_timeout_ms,
+                    request_timeout_ms=spec.request_timeout_ms,
+                    auto_commit=spec.auto_commit,
+                    auto_commit_interval_ms=spec.auto_commit_interval_ms,
+                    callback_delay_ms=spec.callback_delay_ms,
+                ),
+                {topic: topic_id_for(topic) for topic in sorted(self.topics)},
+                self.now,
+            )
+            protocol = "consumer"
+            self.names_by_id[machine.member_id] = spec.name
+        else:
+            config = MemberConfig(
+                group_id=self.group_id,
+                client_id=spec.name,
+                topics=spec.topics,
+                strategies=spec.strategies,
+                group_instance_id=spec.group_instance_id,
+                rack=spec.rack,
+                session_timeout_ms=spec.session_timeout_ms,
+                heartbeat_interval_ms=spec.heartbeat_interval_ms,
+                rebalance_timeout_ms=spec.rebalance_timeout_ms,
+                request_timeout_ms=spec.request_timeout_ms,
+                auto_commit=spec.auto_commit,
+                auto_commit_interval_ms=spec.auto_commit_interval_ms,
+            )
+            classic = ClassicMember(config, self.topics, self.now)
+            protocol = "cooperative" if classic.cooperative else "eager"
+            machine = classic
+        slot.machine = machine
         self.log.emit(
             self.now,
             "subscription",
@@ -224,6 +275,8 @@ class Simulator:
     def _send_request(self, name: str, slot: Slot, out: OutgoingRequest) -> None:
         req = out.request
         generation = getattr(req, "generation_id", None)
+        if isinstance(req, ConsumerGroupHeartbeatRequest):
+            generation = req.member_epoch
         member_id = getattr(req, "member_id", None)
         if isinstance(req, LeaveGroupRequest):
             member_id = req.members[0].member_id if req.members else None
@@ -235,7 +288,7 @@ class Simulator:
             generation=generation,
             api=out.api,
             request_id=out.request_id,
-            detail=request_detail(req),
+            detail=request_detail(req, self._topic_names),
         )
         for at in self._transmit(name, TO_COORDINATOR, out.api, out.request_id):
             self._queue.push(at, ToCoordinator(name, slot.incarnation, out))
@@ -260,7 +313,7 @@ class Simulator:
         machine.on_response(item.request_id, item.response, self.now)
         self._poll(item.member)
 
-    def _observe_member(self, name: str, slot: Slot, machine: ClassicMember) -> None:
+    def _observe_member(self, name: str, slot: Slot, machine: Machine) -> None:
         for note in machine.notes[slot.seen_notes :]:
             self.log.emit(note.at_ms, NOTE_TYPES.get(note.kind, note.kind), member=name, detail=note.detail)
         slot.seen_notes = len(machine.notes)
@@ -281,7 +334,10 @@ class Simulator:
         if view != slot.last_view:
             if machine.member_id:
                 self.names_by_id[machine.member_id] = name
-            if view[0] == MemberState.COMPLETING_REBALANCE.value and view[2] != slot.last_view[2]:
+            if isinstance(machine, ConsumerMember):
+                if machine.member_epoch > 0 and view[2] != slot.last_view[2]:
+                    self.checker.joined(self.now, name, machine.member_epoch)
+            elif view[0] == MemberState.COMPLETING_REBALANCE.value and view[2] != slot.last_view[2]:
                 self.checker.joined(self.now, name, machine.generation)
             slot.last_view = view
             self.log.emit(
@@ -331,28 +387,65 @@ class Simulator:
         )
 
     # ---------------------------------------------------------------------------------- observations
-    def running(self) -> dict[str, ClassicMember]:
+    def running(self) -> dict[str, Machine]:
         return {n: s.machine for n, s in self.slots.items() if s.machine is not None and s.machine.state.running}
+
+    @property
+    def _topic_names(self) -> dict[object, str]:
+        return {topic_id_for(t): t for t in self.topics}
 
     def expected_if_quiescent(self) -> set[TopicPartition] | None:
         """The subscribed partitions if the group is quiescent now, else None."""
-        group = self.coordinator.groups.get(self.group_id)
         live = self.running()
-        if group is None or group.state is not GroupState.STABLE or not live:
+        if not live:
             return None
+        cgroup = self.coordinator.consumer_groups.get(self.group_id)
+        if cgroup is not None:
+            if not self._consumer_group_quiescent(cgroup, live):
+                return None
+        else:
+            group = self.coordinator.groups.get(self.group_id)
+            if group is None or group.state is not GroupState.STABLE:
+                return None
+            for machine in live.values():
+                if (
+                    not isinstance(machine, ClassicMember)
+                    or machine.state is not MemberState.STABLE
+                    or machine.generation != group.generation
+                    or machine.rejoin_needed
+                    or machine.join_id is not None
+                    or machine.sync_id is not None
+                ):
+                    return None
+            if set(group.members) != {m.member_id for m in live.values()}:
+                return None
+        topics = {t for m in live.values() for t in m.config.topics}
+        return {(t, p) for t in topics for p in range(self.topics.get(t, 0))}
+
+    def _consumer_group_quiescent(self, group: ConsumerGroup, live: dict[str, Machine]) -> bool:
+        """Stable at the coordinator, its members exactly the running processes, each of them owning
+        exactly what the coordinator assigned it, at the member's epoch, with nothing pending."""
+        if group.state() is not ConsumerGroupState.STABLE or group.metadata_refresh_needed:
+            return False  # (a topic grew: the group learns it on its next heartbeat)
+        if set(group.members) != {m.member_id for m in live.values()}:
+            return False
+        names = self._topic_names
         for machine in live.values():
-            if (
+            held = group.members[machine.member_id]
+            assigned = {(names[t], p) for t, ps in held.assigned.items() if t in names for p in ps}
+            if machine.owned != assigned or machine.generation != held.member_epoch:
+                return False
+            if isinstance(machine, ConsumerMember):
+                if not machine.settled():
+                    return False
+            elif (
                 machine.state is not MemberState.STABLE
-                or machine.generation != group.generation
                 or machine.rejoin_needed
                 or machine.join_id is not None
                 or machine.sync_id is not None
             ):
-                return None
-        if set(group.members) != {m.member_id for m in live.values()}:
-            return None
-        topics = {t for m in live.values() for t in m.config.topics}
-        return {(t, p) for t in topics for p in range(self.topics.get(t, 0))}
+                return False
+        return True
 
     def quiescent(self) -> bool:
         return self.expected_if_quiescent() is not None

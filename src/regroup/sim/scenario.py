@@ -12,12 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from regroup.assignors import registry
-from regroup.client.config import ConfigError, rebalance_protocol
-from regroup.coordinator.config import CoordinatorConfig
+from regroup.client.config import SERVER_ASSIGNORS, ConfigError, rebalance_protocol
+from regroup.coordinator.config import MIGRATION_POLICIES, CoordinatorConfig
 
-ACTIONS = ("join", "leave", "crash", "restart", "isolate", "heal", "network", "partitions")
-MEMBER_ACTIONS = frozenset({"join", "leave", "crash", "restart", "isolate", "heal"})
+ACTIONS = ("join", "leave", "crash", "restart", "bounce", "isolate", "heal", "network", "partitions")
+MEMBER_ACTIONS = frozenset({"join", "leave", "crash", "restart", "bounce", "isolate", "heal"})
+#: actions that start a process, and may switch the member's protocol for it (and later ones)
+START_ACTIONS = frozenset({"join", "restart", "bounce"})
 COORDINATOR_FIELDS = tuple(f.name for f in fields(CoordinatorConfig))
+#: ``classic`` (eager or cooperative, as the strategies say) or ``consumer`` (KIP-848)
+PROTOCOLS = ("classic", "consumer")
 
 
 class ScenarioError(ValueError):
@@ -48,6 +52,9 @@ class MemberSpec:
     request_timeout_ms: int = 5_000
     auto_commit: bool = True
     auto_commit_interval_ms: int = 5_000
+    protocol: str = "classic"
+    assignor: str | None = None  # KIP-848 members: the server-side assignor they ask for
+    callback_delay_ms: int = 0  # KIP-848 members: time until the rebalance callbacks of an assignment run
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,6 +65,7 @@ class ScenarioEvent:
     topic: str | None = None  # ``partitions``
     count: int | None = None  # ``partitions``
     link: dict[str, float] = field(default_factory=dict)  # ``network``: the LinkSpec fields to change
+    protocol: str | None = None  # ``join``/``restart``/``bounce``: switch the member to this protocol
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,7 +79,7 @@ class Scenario:
     members: tuple[MemberSpec, ...]
     events: tuple[ScenarioEvent, ...]
     network: LinkSpec = LinkSpec()
-    coordinator: dict[str, int] = field(default_factory=lambda: {"group_initial_rebalance_delay_ms": 0})
+    coordinator: dict[str, Any] = field(default_factory=lambda: {"group_initial_rebalance_delay_ms": 0})
 
     def member(self, name: str) -> MemberSpec:
         return next(m for m in self.members if m.name == name)
@@ -190,8 +198,8 @@ class _Reader:
             raise self.fail("topics", "must be a non-empty object of topic -> partition count")
         topics = {str(t): self.int_(n, f"topics.{t}", minimum=1) for t, n in topics_doc.items()}
         coordinator = self.obj(doc.get("coordinator", {}), "coordinator", COORDINATOR_FIELDS)
-        coordinator_cfg = {"group_initial_rebalance_delay_ms": 0}
-        coordinator_cfg.update({k: self.int_(v, f"coordinator.{k}") for k, v in coordinator.items()})
+        coordinator_cfg: dict[str, Any] = {"group_initial_rebalance_delay_ms": 0}
+        coordinator_cfg.update({k: self.coordinator_value(k, v) for k, v in coordinator.items()})
         defaults = self.obj(doc.get("member_defaults", {}), "member_defaults", _MEMBER_FIELDS[1:])
         members_doc = doc["members"]
         if not isinstance(members_doc, list) or not members_doc:
@@ -224,6 +232,25 @@ class _Reader:
             coordinator=coordinator_cfg,
         )
 
+    def coordinator_value(self, key: str, value: Any) -> Any:
+        where = f"coordinator.{key}"
+        if key == "consumer_group_migration_policy":
+            if value not in MIGRATION_POLICIES:
+                raise self.fail(where, f"must be one of {', '.join(MIGRATION_POLICIES)}")
+            return value
+        if key == "consumer_group_assignors":
+            names = self.strs(value, where)
+            for name in names:
+                if name not in SERVER_ASSIGNORS:
+                    raise self.fail(where, f"unknown server assignor {name!r}")
+            return names
+        return self.int_(value, where)
+
+    def protocol(self, value: Any, where: str) -> str:
+        if value not in PROTOCOLS:
+            raise self.fail(where, f"must be one of {', '.join(PROTOCOLS)}")
+        return str(value)
+
     def member(self, value: Any, where: str, defaults: dict[str, Any], topics: dict[str, int]) -> MemberSpec:
         doc = dict(defaults)
         doc.update(self.obj(value, where, _MEMBER_FIELDS))
@@ -249,6 +276,15 @@ class _Reader:
         for key in _MEMBER_INTS:
             if key in doc:
                 out[key] = self.int_(doc[key], f"{where}.{key}", minimum=1)
+        if "protocol" in doc:
+            out["protocol"] = self.protocol(doc["protocol"], f"{where}.protocol")
+        if "assignor" in doc:
+            assignor = self.str_(doc["assignor"], f"{where}.assignor", nullable=True)
+            if assignor is not None and assignor not in SERVER_ASSIGNORS:
+                raise self.fail(f"{where}.assignor", f"must be one of {', '.join(SERVER_ASSIGNORS)}")
+            out["assignor"] = assignor
+        if "callback_delay_ms" in doc:
+            out["callback_delay_ms"] = self.int_(doc["callback_delay_ms"], f"{where}.callback_delay_ms")
         if "auto_commit" in doc:
             if not isinstance(doc["auto_commit"], bool):
                 raise self.fail(f"{where}.auto_commit", "must be true or false")
@@ -256,11 +292,13 @@ class _Reader:
         spec = MemberSpec(**out)
         if spec.heartbeat_interval_ms >= spec.session_timeout_ms:
             raise self.fail(f"{where}.heartbeat_interval_ms", "must be lower than session_timeout_ms")
+        if spec.callback_delay_ms >= spec.rebalance_timeout_ms:
+            raise self.fail(f"{where}.callback_delay_ms", "must be lower than rebalance_timeout_ms")
         return spec
 
     def event(self, value: Any, where: str, names: set[str], topics: dict[str, int], duration: int) -> ScenarioEvent:
         link_fields = tuple(f.name for f in fields(LinkSpec))
-        doc = self.obj(value, where, ("at_ms", "action", "member", "topic", "count", *link_fields))
+        doc = self.obj(value, where, ("at_ms", "action", "member", "topic", "count", "protocol", *link_fields))
         if "at_ms" not in doc:
             raise self.fail(f"{where}.at_ms", "missing")
         at = self.int_(doc["at_ms"], f"{where}.at_ms")
@@ -287,7 +325,14 @@ class _Reader:
                 raise self.fail(where, f"a network event changes at least one of {', '.join(link_fields)}")
             checked = self.link(changes, where, LinkSpec())
             link = {k: float(getattr(checked, k)) for k in changes}
-        return ScenarioEvent(at_ms=at, action=action, member=member, topic=topic, count=count, link=link)
+        protocol = None
+        if "protocol" in doc:
+            if action not in START_ACTIONS:
+                raise self.fail(f"{where}.protocol", f"only {', '.join(sorted(START_ACTIONS))} switch protocols")
+            protocol = self.protocol(doc["protocol"], f"{where}.protocol")
+        return ScenarioEvent(
+            at_ms=at, action=action, member=member, topic=topic, count=count, link=link, protocol=protocol
+        )
 
 
 _MEMBER_INTS = (
@@ -297,4 +342,15 @@ _MEMBER_INTS = (
     "request_timeout_ms",
     "auto_commit_interval_ms",
 )
-_MEMBER_FIELDS = ("id", "topics", "strategies", "group_instance_id", "rack", "auto_commit", *_MEMBER_INTS)
+_MEMBER_FIELDS = (
+    "id",
+    "topics",
+    "strategies",
+    "group_instance_id",
+    "rack",
+    "auto_commit",
+    "protocol",
+    "assignor",
+    "callback_delay_ms",
+    *_MEMBER_INTS,
+)

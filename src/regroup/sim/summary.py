@@ -28,6 +28,8 @@ from regroup.sim.eventlog import Event
 OWNERSHIP_GAINED = frozenset({"assigned"})
 OWNERSHIP_ENDED = frozenset({"revoked", "lost", "stopped"})
 NOT_RUNNING = frozenset({"Left", "Crashed", "Failed"})
+#: group states of a rebalance in progress: classic groups, then KIP-848 consumer groups
+REBALANCING = frozenset({"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"})
 
 
 @dataclass
@@ -70,7 +72,7 @@ def _episodes(events: list[Event]) -> list[Rebalance]:
         if e["type"] != "group_state":
             continue
         state, new_generation = e["state"], e["generation"]
-        if current is None and (state in ("PreparingRebalance", "CompletingRebalance") or new_generation > generation):
+        if current is None and (state in REBALANCING or new_generation > generation):
             current = Rebalance(generation=new_generation, start_ms=e["t"], end_ms=e["t"], rounds=0)
             start_generation = generation
         generation = new_generation

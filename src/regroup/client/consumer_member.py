@@ -1,0 +1,514 @@
+"""``ConsumerMember``: a sans-IO consumer group member for the KIP-848 protocol (ConsumerGroupHeartbeat and
+OffsetCommit), driven like ``ClassicMember``::
+
+    for out in member.poll(now_ms): send(out.request)           # requests due now
+    member.on_response(out.request_id, response, now_ms)         # when an answer arrives
+    wake up again at member.next_deadline()
+
+Nothing here reads a clock, sleeps or touches a socket. Behaviour follows Kafka's new consumer (reference
+§5.2, §5.11):
+
+* join with epoch 0 and a full request (rebalance timeout, subscription, assignor, empty owned set);
+  heartbeat every interval the coordinator returns, one heartbeat in flight at a time, sending only the
+  fields that changed since the last request (a full request again after any error or timeout);
+* a response with an assignment is a new target: after ``callback_delay_ms`` (the application's next
+  poll) the member commits (auto-commit) and revokes what is no longer assigned (``onPartitionsRevoked``),
+  adds the new partitions (``onPartitionsAssigned``) and reports its reduced/extended owned set in a
+  heartbeat sent at once (the acknowledgement);
+* FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID: ``onPartitionsLost``, rejoin with epoch 0 keeping the member
+  id; fatal errors (INVALID_REQUEST, UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID, ...) stop the member;
+  coordinator errors are retried after the backoff;
+* leave: commit, ``onPartitionsRevoked``, then a heartbeat with epoch -1 (static members: -2).
+
+Processing model and session lease as in ``classic_member``: owned partitions are being processed at one
+record per millisecond, and a member only keeps processing while it is sure the coordinator cannot have
+fenced it. A NONE answer to a heartbeat sent at time s, after which the member has no revocation pending,
+proves the coordinator held the member with its session timer restarted at or after s and no revocation
+timer running, so it cannot be fenced before s + min(session timeout, rebalance timeout) (a revocation
+timer armed later runs for the rebalance timeout). Past that without new proof the member declares its
+partitions lost and rejoins with epoch 0.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from collections.abc import Mapping
+
+from regroup.client.config import ConsumerConfig
+from regroup.client.embedded import by_topic
+from regroup.client.types import (
+    CallbackEvent,
+    CallbackKind,
+    Inflight,
+    MemberNote,
+    OutgoingRequest,
+    Request,
+    TopicPartition,
+    api_name,
+    sorted_partitions,
+)
+from regroup.model.errors import ErrorCode
+from regroup.protocol.consumer import (
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    TopicPartitions,
+)
+from regroup.protocol.offsets import OffsetCommitRequest, OffsetCommitResponse, PartitionCommit
+
+E = ErrorCode
+
+#: Errors that end the consumer (reference §5.11).
+FATAL = frozenset(
+    {
+        E.INVALID_REQUEST,
+        E.GROUP_MAX_SIZE_REACHED,
+        E.UNSUPPORTED_ASSIGNOR,
+        E.UNSUPPORTED_VERSION,
+        E.GROUP_AUTHORIZATION_FAILED,
+        E.GROUP_ID_NOT_FOUND,
+        E.FENCED_INSTANCE_ID,
+        E.UNRELEASED_INSTANCE_ID,
+        E.INVALID_REGULAR_EXPRESSION,
+    }
+)
+FENCED = frozenset({E.FENCED_MEMBER_EPOCH, E.UNKNOWN_MEMBER_ID})
+
+
+class ConsumerState(enum.Enum):
+    """Where a KIP-848 member is (a condensed form of Kafka's client-side ``MemberState``)."""
+
+    UNJOINED = "Unjoined"  # no join in flight (before the first, after being fenced, or backing off)
+    JOINING = "Joining"  # the epoch-0 heartbeat is in flight
+    RECONCILING = "Reconciling"  # applying an assignment, or its acknowledgement is not answered yet
+    STABLE = "Stable"  # owns exactly its assignment and the coordinator knows it
+    LEFT = "Left"
+    CRASHED = "Crashed"
+    FAILED = "Failed"
+
+    @property
+    def running(self) -> bool:
+        return self not in (ConsumerState.LEFT, ConsumerState.CRASHED, ConsumerState.FAILED)
+
+
+S = ConsumerState
+
+
+class ConsumerMember:
+    """One consumer of a KIP-848 consumer group. See the module docstring for the driving loop.
+
+    ``topic_ids``: topic name -> topic id for the topics the client knows (its metadata); assignments name
+    topics by id and partitions of unknown ids are ignored until ``update_metadata`` makes them known.
+    """
+
+    def __init__(self, config: ConsumerConfig, topic_ids: Mapping[str, uuid.UUID], now_ms: int = 0) -> None:
+        self.config = config
+        self.topic_ids = dict(topic_ids)
+        self.state = S.UNJOINED
+        self.member_id = config.member_id
+        self.member_epoch = JOIN_EPOCH
+        self.heartbeat_interval_ms = config.heartbeat_interval_ms
+        self.owned: frozenset[TopicPartition] = frozenset()
+        #: the last assignment the coordinator sent, by topic id (None: none since joining)
+        self.assignment_ids: dict[uuid.UUID, frozenset[int]] | None = None
+        self.reconcile_at_ms: int | None = None  # when the pending assignment's callbacks run
+        self.ack_needed = False  # the owned set changed and must be reported at once
+        self.full_needed = True
+        self.reported: frozenset[TopicPartition] | None = None  # owned set the coordinator last heard of
+        self.sent_topics: tuple[str, ...] | None = None
+        self.callbacks: list[CallbackEvent] = []
+        self.notes: list[MemberNote] = []
+        self.committed: dict[TopicPartition, int] = {}
+        self.inflight: dict[int, Inflight] = {}
+        self.heartbeat_id: int | None = None
+        self.rejoin_at_ms = now_ms
+        self.next_heartbeat_ms: int | None = None
+        self.next_commit_ms: int | None = None
+        self.lease_ms: int | None = None
+        self._pending_report: frozenset[TopicPartition] | None = None  # what the heartbeat in flight reports
+        self._next_request_id = 1
+        self._outbox: list[OutgoingRequest] = []
+        self._now = now_ms
+
+    # ------------------------------------------------------------------------------------- observing
+    @property
+    def generation(self) -> int:
+        """The member epoch (the name the simulator's log uses for both protocols)."""
+        return self.member_epoch
+
+    @property
+    def assignment(self) -> frozenset[TopicPartition] | None:
+        """The last assignment received, as (topic name, partition) pairs (unknown topic ids left out)."""
+        if self.assignment_ids is None:
+            return None
+        names = {v: k for k, v in self.topic_ids.items()}
+        return frozenset((names[t], p) for t, ps in self.assignment_ids.items() if t in names for p in ps)
+
+    def revocation_pending(self) -> bool:
+        target = self.assignment
+        return target is not None and bool(self.owned - target)
+
+    def settled(self) -> bool:
+        """Owns exactly its last assignment, the coordinator knows it, and nothing is pending."""
+        return (
+            self.state is S.STABLE
+            and self.reconcile_at_ms is None
+            and not self.ack_needed
+            and self.assignment == self.owned
+            and self.reported == self.owned
+        )
+
+    def owned_by_topic(self) -> dict[str, tuple[int, ...]]:
+        return by_topic(self.owned)
+
+    # ---------------------------------------------------------------------------------------- driving
+    def poll(self, now_ms: int) -> list[OutgoingRequest]:
+        """Handle what is due at ``now_ms`` (timeouts, lease, callbacks, heartbeat, auto-commit) and return
+        the requests to send now, in order."""
+        self._now = max(self._now, now_ms)
+        if self.state.running:
+            self._expire_inflight(now_ms)
+            self._check_lease(now_ms)
+            if self.reconcile_at_ms is not None and now_ms >= self.reconcile_at_ms:
+                self._reconcile(now_ms)
+            if self.state is S.UNJOINED and self.heartbeat_id is None and now_ms >= self.rejoin_at_ms:
+                self._send_heartbeat(now_ms, joining=True)
+            elif self._heartbeat_due(now_ms):
+                self._send_heartbeat(now_ms, joining=False)
+            if self._committing() and self.next_commit_ms is not None and now_ms >= self.next_commit_ms:
+                self.commit(self.owned, now_ms)
+                self.next_commit_ms = now_ms + self.config.auto_commit_interval_ms
+        out, self._outbox = self._outbox, []
+        return out
+
+    def next_deadline(self) -> int | None:
+        """The earliest time ``poll`` has something to do, or None."""
+        if self._outbox:
+            return self._now
+        if not self.state.running:
+            return None
+        candidates = [inf.deadline_ms for inf in self.inflight.values()]
+        if self.owned and self.lease_ms is not None:
+            candidates.append(self.lease_ms)
+        if self.reconcile_at_ms is not None:
+            candidates.append(self.reconcile_at_ms)
+        if self.heartbeat_id is None:
+            if self.state is S.UNJOINED:
+                candidates.append(self.rejoin_at_ms)
+            elif self._in_group():
+                if self.ack_needed:
+                    candidates.append(self._now)
+                elif self.next_heartbeat_ms is not None:
+                    candidates.append(self.next_heartbeat_ms)
+        if self._committing() and self.next_commit_ms is not None:
+            candidates.append(self.next_commit_ms)
+        return min(candidates) if candidates else None
+
+    def on_response(self, request_id: int, response: object, now_ms: int) -> None:
+        """Feed the coordinator's answer to request ``request_id``; answers nobody waits for are ignored."""
+        self._now = max(self._now, now_ms)
+        inflight = self.inflight.pop(request_id, None)
+        if inflight is None:
+            return
+        if isinstance(response, OffsetCommitResponse):
+            self._on_commit(inflight, response, now_ms)
+        elif isinstance(response, ConsumerGroupHeartbeatResponse) and request_id == self.heartbeat_id:
+            self.heartbeat_id = None
+            if self.state.running:
+                self._on_heartbeat(inflight, response, now_ms)
+
+    def leave(self, now_ms: int) -> None:
+        """Close the consumer: commit and revoke what it owns, then a heartbeat with epoch -1 (-2 static)."""
+        if not self.state.running:
+            return
+        self._now = max(self._now, now_ms)
+        if self.owned:
+            if self.member_epoch > 0:
+                self.revoke(self.owned, now_ms, "consumer closed")
+            else:
+                self.lose(now_ms, "consumer closed while not in the group")
+        if self.member_id and (self.member_epoch > 0 or self.state is S.JOINING):
+            static = self.config.group_instance_id is not None
+            request = ConsumerGroupHeartbeatRequest(
+                group_id=self.config.group_id,
+                member_id=self.member_id,
+                member_epoch=STATIC_LEAVE_EPOCH if static else LEAVE_EPOCH,
+                instance_id=self.config.group_instance_id,
+            )
+            self._send(request, now_ms)
+        self.state = S.LEFT
+        self.reconcile_at_ms = None
+        self.heartbeat_id = None
+        self.inflight = {
+            k: v
+            for k, v in self.inflight.items()
+            if v.api == "OffsetCommit"
+            or (isinstance(v.request, ConsumerGroupHeartbeatRequest) and v.request.member_epoch < 0)
+        }
+
+    def crash(self) -> None:
+        """The process dies: no callback, no commit, no leave; processing stops."""
+        self.state = S.CRASHED
+        self.owned = frozenset()
+        self.reconcile_at_ms = None
+        self.inflight.clear()
+        self._outbox.clear()
+
+    def update_metadata(self, topic_ids: Mapping[str, uuid.UUID], now_ms: int) -> None:
+        """New topic metadata (name -> id). Partitions of an assignment whose topic was unknown are picked
+        up by a reconciliation."""
+        self._now = max(self._now, now_ms)
+        before = self.assignment
+        self.topic_ids = dict(topic_ids)
+        if self.assignment != before and self.assignment != self.owned:
+            self._schedule_reconcile(now_ms)
+
+    # -------------------------------------------------------------------------- callbacks and commits
+    def note(self, now_ms: int, kind: str, detail: str) -> None:
+        self.notes.append(MemberNote(at_ms=now_ms, kind=kind, detail=detail))
+
+    def callback(self, kind: CallbackKind, partitions: frozenset[TopicPartition], now_ms: int, reason: str) -> None:
+        self.callbacks.append(
+            CallbackEvent(
+                kind=kind,
+                partitions=sorted_partitions(partitions),
+                at_ms=now_ms,
+                generation=self.member_epoch,
+                reason=reason,
+            )
+        )
+
+    def revoke(self, partitions: frozenset[TopicPartition], now_ms: int, reason: str) -> None:
+        """Commit (auto-commit) then ``onPartitionsRevoked``; the partitions stop being processed."""
+        if self.config.auto_commit:
+            self.commit(partitions, now_ms)
+        self.callback(CallbackKind.REVOKED, partitions, now_ms, reason)
+        self.owned = self.owned - partitions
+
+    def lose(self, now_ms: int, reason: str) -> None:
+        """``onPartitionsLost`` for everything owned (no commit: someone else may own them now)."""
+        if self.owned:
+            self.callback(CallbackKind.LOST, self.owned, now_ms, reason)
+            self.owned = frozenset()
+
+    def commit(self, partitions: frozenset[TopicPartition], now_ms: int) -> None:
+        """OffsetCommit of ``partitions`` at their processed position (``now_ms``), with the member epoch."""
+        if not partitions or self.member_epoch <= 0 or not self.member_id:
+            return
+        topics = tuple(
+            (topic, tuple(PartitionCommit(partition=p, offset=now_ms) for p in ps))
+            for topic, ps in by_topic(partitions).items()
+        )
+        request = OffsetCommitRequest(
+            group_id=self.config.group_id,
+            generation_id=self.member_epoch,
+            member_id=self.member_id,
+            group_instance_id=self.config.group_instance_id,
+            topics=topics,
+        )
+        self._send(request, now_ms)
+
+    # -------------------------------------------------------------------------------------- internals
+    def _in_group(self) -> bool:
+        return self.state in (S.RECONCILING, S.STABLE) and self.member_epoch > 0
+
+    def _committing(self) -> bool:
+        return self.config.auto_commit and self._in_group() and bool(self.owned)
+
+    def _heartbeat_due(self, now_ms: int) -> bool:
+        if self.heartbeat_id is not None or not self._in_group():
+            return False
+        if self.ack_needed:
+            return True
+        return self.next_heartbeat_ms is not None and now_ms >= self.next_heartbeat_ms
+
+    def _ids(self, partitions: frozenset[TopicPartition]) -> TopicPartitions:
+        out: list[tuple[uuid.UUID, tuple[int, ...]]] = []
+        for topic, ps in by_topic(partitions).items():
+            topic_id = self.topic_ids.get(topic)
+            if topic_id is not None:
+                out.append((topic_id, ps))
+        return tuple(sorted(out, key=lambda item: str(item[0])))
+
+    def _send_heartbeat(self, now_ms: int, *, joining: bool) -> None:
+        config = self.config
+        topics = tuple(sorted(set(config.topics)))
+        if joining:
+            self.member_epoch = JOIN_EPOCH
+            self.full_needed = True
+            self.state = S.JOINING
+        full = self.full_needed
+        report = self.owned
+        request = ConsumerGroupHeartbeatRequest(
+            group_id=config.group_id,
+            member_id=self.member_id,
+            member_epoch=self.member_epoch,
+            instance_id=config.group_instance_id,
+            rack_id=config.rack if full else None,
+            rebalance_timeout_ms=config.rebalance_timeout_ms if full else -1,
+            subscribed_topic_names=topics if full or topics != self.sent_topics else None,
+            server_assignor=config.server_assignor if full else None,
+            topic_partitions=self._ids(report) if full or report != self.reported else None,
+        )
+        self.sent_topics = topics
+        self._pending_report = report
+        self.ack_needed = False
+        self.heartbeat_id = self._send(request, now_ms)
+
+    def _on_heartbeat(self, inflight: Inflight, resp: ConsumerGroupHeartbeatResponse, now_ms: int) -> None:
+        error = resp.error
+        request = inflight.request
+        assert isinstance(request, ConsumerGroupHeartbeatRequest)
+        if error is E.NONE:
+            self.full_needed = False
+            if resp.member_id:
+                self.member_id = resp.member_id
+            self.member_epoch = resp.member_epoch
+            if resp.heartbeat_interval_ms > 0:
+                self.heartbeat_interval_ms = resp.heartbeat_interval_ms
+            self.next_heartbeat_ms = max(now_ms, inflight.sent_ms + self.heartbeat_interval_ms)
+            self.reported = self._pending_report
+            if self.state is S.JOINING:
+                self.state = S.RECONCILING
+                self.next_commit_ms = now_ms + self.config.auto_commit_interval_ms
+            if resp.assignment is not None:
+                self.assignment_ids = {t: frozenset(ps) for t, ps in resp.assignment if ps}
+                if self.assignment != self.owned:
+                    self._schedule_reconcile(now_ms)
+            if not self.revocation_pending():
+                self._extend_lease(inflight.sent_ms)
+            self._update_state()
+            return
+        self.full_needed = True
+        self.reported = None
+        unchanged = request.member_epoch == self.member_epoch and request.member_id == self.member_id
+        if error in FENCED:
+            if unchanged:
+                self._fenced(now_ms, f"ConsumerGroupHeartbeat: {error.name}")
+        elif error in FATAL:
+            self._fail(now_ms, f"ConsumerGroupHeartbeat: {error.name}")
+        else:  # coordinator moving or loading, unknown server error: back off and retry
+            self.note(now_ms, "retry", f"ConsumerGroupHeartbeat: {error.name}")
+            if self.state is S.JOINING:
+                self.state = S.UNJOINED
+                self.rejoin_at_ms = now_ms + self.config.retry_backoff_ms
+            else:
+                self.next_heartbeat_ms = now_ms + self.config.retry_backoff_ms
+
+    def _on_commit(self, inflight: Inflight, resp: OffsetCommitResponse, now_ms: int) -> None:
+        request = inflight.request
+        sent: dict[TopicPartition, int] = {}
+        if isinstance(request, OffsetCommitRequest):
+            sent = {(topic, p.partition): p.offset for topic, parts in request.topics for p in parts}
+        errors: set[str] = set()
+        for topic, results in resp.topics:
+            for partition, code in results:
+                if code is E.NONE and (topic, partition) in sent:
+                    self.committed[(topic, partition)] = sent[(topic, partition)]
+                elif code is not E.NONE:
+                    errors.add(code.name)
+        if errors:  # the heartbeat learns about fencing; a stale epoch only loses this commit
+            self.note(now_ms, "commit_failed", f"OffsetCommit: {', '.join(sorted(errors))}")
+
+    def _schedule_reconcile(self, now_ms: int) -> None:
+        if self.reconcile_at_ms is None:
+            self.reconcile_at_ms = now_ms + self.config.callback_delay_ms
+        self.state = S.RECONCILING
+
+    def _reconcile(self, now_ms: int) -> None:
+        """Run the callbacks of the latest assignment: revoke first, then add; then acknowledge."""
+        self.reconcile_at_ms = None
+        target = self.assignment
+        if target is None:
+            return
+        revoked = self.owned - target
+        added = target - self.owned
+        if revoked:
+            self.revoke(revoked, now_ms, "not in the new assignment")
+        self.owned = self.owned | added
+        self.callback(CallbackKind.ASSIGNED, added, now_ms, "new assignment")
+        if self.owned != self.reported:
+            self.ack_needed = True
+        self._update_state()
+
+    def _update_state(self) -> None:
+        if self.state is S.RECONCILING or self.state is S.STABLE:
+            done = self.reconcile_at_ms is None and self.assignment == self.owned and self.reported == self.owned
+            self.state = S.STABLE if done and not self.ack_needed else S.RECONCILING
+
+    def _fenced(self, now_ms: int, reason: str) -> None:
+        """Kafka's ``transitionToFenced``: lose everything, rejoin with epoch 0 keeping the member id."""
+        self.note(now_ms, "reset", reason)
+        self.lose(now_ms, reason)
+        self._start_over(now_ms)
+
+    def _start_over(self, now_ms: int) -> None:
+        self.member_epoch = JOIN_EPOCH
+        self.assignment_ids = None
+        self.reconcile_at_ms = None
+        self.ack_needed = False
+        self.reported = None
+        self.full_needed = True
+        self.lease_ms = None
+        self.next_heartbeat_ms = None
+        if self.heartbeat_id is not None:
+            self.inflight.pop(self.heartbeat_id, None)
+            self.heartbeat_id = None
+        self.state = S.UNJOINED
+        self.rejoin_at_ms = now_ms
+        self.note(now_ms, "rejoin", "rejoining with epoch 0")
+
+    def _fail(self, now_ms: int, reason: str) -> None:
+        self.note(now_ms, "fatal", reason)
+        self.lose(now_ms, reason)
+        self.state = S.FAILED
+        self.reconcile_at_ms = None
+        self.inflight.clear()
+
+    def _extend_lease(self, sent_ms: int) -> None:
+        bound = sent_ms + min(self.config.session_timeout_ms, self.config.rebalance_timeout_ms)
+        self.lease_ms = bound if self.lease_ms is None else max(self.lease_ms, bound)
+
+    def _check_lease(self, now_ms: int) -> None:
+        if self.owned and (self.lease_ms is None or now_ms >= self.lease_ms):
+            self.note(now_ms, "reset", "session lease expired: the coordinator may have fenced this member")
+            self.lose(now_ms, "session lease expired: the coordinator may have fenced this member")
+            self._start_over(now_ms)
+
+    def _expire_inflight(self, now_ms: int) -> None:
+        for request_id in sorted(self.inflight):
+            inflight = self.inflight[request_id]
+            if inflight.deadline_ms > now_ms:
+                continue
+            del self.inflight[request_id]
+            self.note(now_ms, "timeout", f"{inflight.api} request {request_id} timed out")
+            if request_id == self.heartbeat_id:
+                self.heartbeat_id = None
+                self.full_needed = True
+                self.reported = None
+                if self.state is S.JOINING:
+                    self.state = S.UNJOINED
+                    self.rejoin_at_ms = now_ms + self.config.retry_backoff_ms
+                else:
+                    self.next_heartbeat_ms = now_ms + self.config.retry_backoff_ms
+                    self._update_state()
+
+    def _inflight_of(self, request: Request, now_ms: int) -> Inflight:
+        return Inflight(
+            api=api_name(request),
+            request=request,
+            sent_ms=now_ms,
+            deadline_ms=now_ms + self.config.request_timeout_ms,
+            generation=self.member_epoch,
+            member_id=self.member_id,
+        )
+
+    def _send(self, request: Request, now_ms: int) -> int:
+        request_id = self._next_request_id
+        self._next_request_id += 1
+        self.inflight[request_id] = self._inflight_of(request, now_ms)
+        self._outbox.append(OutgoingRequest(request_id=request_id, request=request))
+        return request_id
