@@ -78,6 +78,13 @@ def _kept(before: Assignment, after: Assignment) -> int:
     return sum(1 for tp, m in metrics.owners(before).items() if now.get(tp) == m)
 
 
+def kept_through_change(example: Example, strategy: str) -> int:
+    """Partitions that keep their owner through the example's change under ``strategy``."""
+    before = _run(strategy, _spec(example.topics, example.subscriptions, None))
+    after_subs = example.apply_change(dict(example.subscriptions))
+    return _kept(before, _run(strategy, _spec(example.topics, after_subs, before)))
+
+
 def render(strategies: tuple[str, ...] = ("roundrobin", "sticky")) -> str:
     """The demo text."""
     lines: list[str] = []

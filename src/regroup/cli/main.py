@@ -15,6 +15,9 @@ from regroup import __version__
 from regroup.assignors import metrics, registry
 from regroup.assignors.spec import AssignmentError
 from regroup.cli.assign_input import InputError, parse_document
+from regroup.cli.lab import LabError
+from regroup.cli.lab import add_parser as add_lab_parser
+from regroup.cli.lab import run as run_lab
 from regroup.cli.serve import ServeError
 from regroup.cli.serve import add_parser as add_serve_parser
 from regroup.cli.serve import run as run_serve
@@ -48,6 +51,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sub.add_parser("demo", help="KIP-54's worked examples, round-robin and sticky side by side")
     add_simulate_parser(sub)
     add_serve_parser(sub)
+    add_lab_parser(sub)
     return parser
 
 
@@ -111,12 +115,20 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
 
 
+def _cmd_lab(args: argparse.Namespace) -> int:
+    try:
+        return run_lab(args)
+    except LabError as exc:
+        raise UsageError(str(exc)) from None
+
+
 COMMANDS = {
     "assign": _cmd_assign,
     "strategies": _cmd_strategies,
     "demo": _cmd_demo,
     "simulate": _cmd_simulate,
     "serve": _cmd_serve,
+    "lab": _cmd_lab,
 }
 
 

@@ -1,0 +1,122 @@
+"""``regroup lab``: the PySpark rebalance lab (docs/lab.md).
+
+* ``regroup lab sweep GRID --out DIR [--master URL]`` simulates every run of a scenario grid on Spark;
+* ``regroup lab analyze EVENTS... --out DIR [--master URL]`` reads event logs (simulator or server);
+* ``regroup lab report DIR [--master URL]`` renders ``DIR/report.html`` again from the Parquet tables.
+
+sweep and analyze write ``DIR/runs/`` and ``DIR/rebalances/`` (Parquet), ``DIR/lab.json`` and
+``DIR/report.html``. Input problems are checked before Spark starts where possible and print one line
+(``regroup: <file>: <what is wrong>``), exit 2. Progress goes to stderr, the report's path to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+
+class LabError(Exception):
+    """A problem with what the user gave (grid, event file, output directory); one line, exit 2."""
+
+
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    parser = sub.add_parser(
+        "lab",
+        help="the PySpark rebalance lab: sweep a scenario grid, analyze event logs, render the report",
+        description="Measure what strategies, protocols, group sizes and churn cost (docs/lab.md).",
+    )
+    commands = parser.add_subparsers(dest="lab_command", required=True, parser_class=type(parser))
+    master = {"default": "local[*]", "help": "Spark master URL (default local[*])"}
+    sweep = commands.add_parser("sweep", help="simulate every run of a scenario grid (YAML or JSON)")
+    sweep.add_argument("grid", help="grid file (YAML or JSON)")
+    sweep.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    sweep.add_argument("--master", **master)
+    analyze = commands.add_parser("analyze", help="metrics of event logs from `simulate --events` or `serve --events`")
+    analyze.add_argument("events", nargs="+", metavar="EVENTS", help="event log files (JSON lines)")
+    analyze.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    analyze.add_argument("--master", **master)
+    analyze.add_argument(
+        "--measure-from-ms",
+        type=int,
+        default=0,
+        metavar="MS",
+        help="rebalances starting earlier are the formation phase, left out of the run totals (default 0)",
+    )
+    report = commands.add_parser("report", help="render DIR/report.html again from DIR's tables")
+    report.add_argument("dir", metavar="DIR", help="a directory written by sweep or analyze")
+    report.add_argument("--master", **master)
+
+
+def _out_dir(path: str) -> Path:
+    out = Path(path)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LabError(f"{path}: cannot create the output directory: {exc.strerror}") from None
+    if not out.is_dir():
+        raise LabError(f"{path}: not a directory")
+    return out
+
+
+def _say(text: str) -> None:
+    print(f"regroup lab: {text}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from regroup.lab.errors import LabInputError
+
+    warnings.filterwarnings("ignore", module="pyspark")  # e.g. pandas version notes; not the user's concern
+    try:
+        return _run(args)
+    except LabInputError as exc:
+        raise LabError(str(exc)) from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    from regroup.lab import grid, jobs, report, session
+
+    started = time.monotonic()
+    meta: dict[str, Any]
+    if args.lab_command == "sweep":
+        g = grid.load(args.grid)
+        runs = grid.expand(g)
+        out = _out_dir(args.out)
+        meta = {
+            "title": f"grid {g.name}",
+            "source": args.grid,
+            "runs": len(runs),
+            "skipped (strategy/protocol cannot run)": [f"{s}/{p}" for s, p in g.skipped_pairs()],
+            "master": args.master,
+        }
+    elif args.lab_command == "analyze":
+        jobs.precheck(args.events)
+        out = _out_dir(args.out)
+        meta = {"title": f"{len(args.events)} event log(s)", "source": args.events, "master": args.master}
+    else:
+        out = Path(args.dir)
+        if not out.is_dir():
+            raise LabError(f"{args.dir}: no such directory")
+        meta = {}
+    _say(f"starting Spark on {args.master}")
+    spark = session.start(args.master)
+    try:
+        if args.lab_command == "report":
+            tables, meta = report.load(spark, out)
+        else:
+            if args.lab_command == "sweep":
+                tables = jobs.sweep(spark, runs)
+            else:
+                tables = jobs.analyze(spark, args.events, measure_from_ms=args.measure_from_ms)
+            _say(f"writing {out}/runs and {out}/rebalances")
+            jobs.write(tables, out)
+            meta["seconds"] = round(time.monotonic() - started, 1)
+        target = report.write(tables, meta, out)
+    finally:
+        session.stop(spark)
+    _say(f"done in {time.monotonic() - started:.1f} s")
+    print(target)
+    return 0

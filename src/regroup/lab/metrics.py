@@ -1,0 +1,236 @@
+"""Per-rebalance and per-run metrics of one group's event log (the simulator's schema, docs/simulator.md),
+as plain dicts keyed by the columns of ``tables``. Pure functions of the events; exact definitions in
+docs/lab.md ("Metrics").
+
+Rebalance episodes, ``rounds``, ``moved``, ``revoked`` and ``unowned_partition_ms`` are the simulator's own
+summary (``regroup.sim.summary``); this module adds what the lab compares strategies with: the assignment
+each rebalance produced (balance, fraction kept), re-assignments, the trigger, and payload bytes.
+
+A log that never shows member processes (no ``subscription`` events, e.g. ``regroup serve --events``) has
+no processing ownership, so ``revoked``, ``reassigned`` and ``unowned_partition_ms`` are null there, as are
+join payloads unless a fixed metadata size is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from regroup.assignors import metrics as quality
+from regroup.lab import payload
+from regroup.sim.eventlog import Event
+from regroup.sim.summary import Rebalance, summarize
+
+MEMBERSHIP_ACTIONS = frozenset({"join", "leave", "crash", "restart"})
+AssignmentMap = dict[str, dict[str, list[int]]]
+SUMMED = (
+    "duration_ms",
+    "rounds",
+    "unowned_partition_ms",
+    "moved",
+    "revoked",
+    "reassigned",
+    "join_bytes_leader",
+    "join_bytes_all",
+    "sync_bytes",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Context:
+    """What the log itself does not say: where it came from and how it was produced."""
+
+    run_id: str
+    source: str
+    group_id: str | None = None
+    measure_from_ms: int = 0
+    metadata_bytes: int | None = None  # fixed metadata size per member (seed 000's arithmetic)
+    axes: Mapping[str, Any] = field(default_factory=dict)  # the grid's values, for sweep runs
+
+
+def detail_fields(detail: str | None) -> dict[str, str]:
+    """``key=value`` tokens of a ``detail`` string (``protocol=range leader=c0``)."""
+    out: dict[str, str] = {}
+    for token in (detail or "").split():
+        key, sep, value = token.partition("=")
+        if sep:
+            out[key] = value
+    return out
+
+
+def parse_labels(text: str) -> dict[str, list[int]]:
+    """``[t0-1,t1-0]`` → ``{"t0": [1], "t1": [0]}`` (the simulator's ``topic-partition`` labels)."""
+    out: dict[str, list[int]] = {}
+    for label in text.strip("[]").split(","):
+        if label:
+            topic, _, partition = label.rpartition("-")
+            out.setdefault(topic, []).append(int(partition))
+    return out
+
+
+class _Observed:
+    """One pass over the events: what the lab needs beyond the simulator's summary."""
+
+    def __init__(self, events: Sequence[Event], metadata_bytes: int | None) -> None:
+        self.assignments: dict[int, AssignmentMap] = {}
+        self.members: dict[int, set[str]] = {}  # generation -> members (JoinGroup answers, or joined/left fold)
+        self.metadata: dict[int, dict[str, int]] = {}  # generation -> member -> metadata bytes
+        self.assigned_at: list[int] = []
+        self.actions: list[tuple[int, str]] = []
+        self.changes: list[int] = []  # times of membership changes (scenario actions, or joined/left)
+        self.strategy: str | None = None
+        self.protocol: str | None = None
+        self.has_members = False
+        self.violations = 0
+        topics: dict[str, list[str]] = {}
+        last_join: dict[str, str] = {}
+        present: set[str] = set()
+        for e in events:
+            kind = e["type"]
+            if kind == "group_assignment":
+                per_member = self.assignments.setdefault(e["generation"], {})
+                per_member.setdefault(e["member"], {}).setdefault(e["topic"], []).append(e["partition"])
+            elif kind == "assigned":
+                self.assigned_at.append(e["t"])
+            elif kind == "subscription":
+                self.has_members = True
+                topics[e["member"]] = e["detail"].split(",") if e["detail"] else []
+                self.protocol = e["state"] or self.protocol
+            elif kind == "request_sent" and e["api"] == "JoinGroup":
+                last_join[e["member"]] = e["detail"] or ""
+            elif kind == "response_sent" and e["api"] == "JoinGroup" and e["error"] == "NONE":
+                generation, member = e["generation"], e["member"]
+                self.members.setdefault(generation, set()).add(member)
+                if metadata_bytes is not None:
+                    size = metadata_bytes
+                else:
+                    owned = parse_labels(detail_fields(last_join.get(member)).get("owned", "[]"))
+                    size = payload.subscription_bytes(topics.get(member, []), owned, generation)
+                self.metadata.setdefault(generation, {})[member] = size
+            elif kind == "member_state" and not self.has_members:
+                if e["state"] == "Joined":
+                    present.add(e["member"])
+                    self.changes.append(e["t"])
+                elif e["state"] == "Left":
+                    present.discard(e["member"])
+                    self.changes.append(e["t"])
+            elif kind == "group_state":
+                fields = detail_fields(e["detail"])
+                if fields.get("protocol") not in (None, "None"):
+                    self.strategy = fields["protocol"]
+                if e["state"] == "CompletingRebalance" and not self.has_members:
+                    self.members[e["generation"]] = set(present)
+                    if metadata_bytes is not None:
+                        self.metadata[e["generation"]] = dict.fromkeys(present, metadata_bytes)
+            elif kind == "action":
+                self.actions.append((e["t"], f"{e['detail']} {e['member']}" if e["member"] else e["detail"]))
+                if e["detail"] in MEMBERSHIP_ACTIONS:
+                    self.changes.append(e["t"])
+            elif kind == "violation":
+                self.violations += 1
+
+    def assignment(self, generation: int) -> AssignmentMap:
+        """The stored assignment of a generation, members with nothing included (as ``{}``)."""
+        out: AssignmentMap = {m: {} for m in self.members.get(generation, set())}
+        for member, per_topic in self.assignments.get(generation, {}).items():
+            out[member] = {t: sorted(ps) for t, ps in per_topic.items()}
+        return out
+
+
+def analyze(events: Sequence[Event], ctx: Context) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the run's row, one row per rebalance) for one group's events in log order."""
+    seen = _Observed(events, ctx.metadata_bytes)
+    episodes = summarize(list(events), 0).rebalances
+    keys = {
+        "run_id": ctx.run_id,
+        "source": ctx.source,
+        "group_id": ctx.group_id,
+        "strategy": ctx.axes.get("strategy", seen.strategy),
+        "protocol": ctx.axes.get("protocol", seen.protocol),
+    }
+    rows: list[dict[str, Any]] = []
+    previous: AssignmentMap | None = None
+    previous_end = -1
+    for index, ep in enumerate(episodes):
+        current = seen.assignment(ep.generation)
+        rows.append(
+            {
+                **keys,
+                "members": ctx.axes.get("members"),
+                "index": index,
+                **_rebalance(ep, seen, current, previous, previous_end, ctx),
+            }
+        )
+        if current:
+            previous = current
+        previous_end = ep.end_ms
+    return _run(keys, events, seen, rows, previous, ctx), rows
+
+
+def _rebalance(
+    ep: Rebalance,
+    seen: _Observed,
+    current: AssignmentMap,
+    previous: AssignmentMap | None,
+    previous_end: int,
+    ctx: Context,
+) -> dict[str, Any]:
+    rounds = range(ep.generation - ep.rounds + 1, ep.generation + 1)
+    join_leader = join_all = None
+    if all(g in seen.metadata for g in rounds):
+        per_round = [payload.join_bytes(list(seen.metadata[g].values())) for g in rounds]
+        join_leader, join_all = sum(r[0] for r in per_round), sum(r[1] for r in per_round)
+    triggers = [what for t, what in seen.actions if previous_end < t <= ep.start_ms]
+    kept_base = previous if previous and any(previous.values()) else None
+    return {
+        "phase": "formation" if ep.start_ms < ctx.measure_from_ms else "churn",
+        "trigger": "; ".join(triggers) or None,
+        "generation": ep.generation,
+        "start_ms": ep.start_ms,
+        "end_ms": ep.end_ms,
+        "group_size": len(current),
+        "partitions_assigned": sum(len(ps) for per_topic in current.values() for ps in per_topic.values()),
+        "duration_ms": ep.end_ms - ep.start_ms,
+        "rounds": ep.rounds,
+        "unowned_partition_ms": ep.unowned_partition_ms if seen.has_members else None,
+        "moved": ep.moved,
+        "revoked": ep.revoked if seen.has_members else None,
+        "reassigned": sum(1 for t in seen.assigned_at if previous_end < t <= ep.end_ms) if seen.has_members else None,
+        "fraction_kept": quality.fraction_kept(kept_base, current) if kept_base is not None else None,
+        "balance_spread": quality.max_min_spread(current),
+        "balance_score": quality.balance_score(current),
+        "join_bytes_leader": join_leader,
+        "join_bytes_all": join_all,
+        "sync_bytes": payload.sync_bytes(payload.assignment_bytes(pt) for pt in current.values()),
+    }
+
+
+def _run(
+    keys: dict[str, Any],
+    events: Sequence[Event],
+    seen: _Observed,
+    rows: list[dict[str, Any]],
+    last: AssignmentMap | None,
+    ctx: Context,
+) -> dict[str, Any]:
+    measured = [r for r in rows if r["phase"] == "churn"]
+    out: dict[str, Any] = {**keys, **{k: v for k, v in ctx.axes.items() if k not in keys}}
+    if "members" not in ctx.axes:  # an event log: the largest generation it shows
+        out["members"] = max((r["group_size"] for r in rows), default=None)
+    out.update(
+        events=len(events),
+        violations=seen.violations,
+        end_ms=events[-1]["t"] if events else None,
+        changes=sum(1 for t in seen.changes if t >= ctx.measure_from_ms),
+        formation_rebalances=len(rows) - len(measured),
+        rebalances=len(measured),
+    )
+    for key in SUMMED:
+        values = [r[key] for r in measured]
+        out[key] = None if any(v is None for v in values) else sum(values)
+    kept = [r["fraction_kept"] for r in measured if r["fraction_kept"] is not None]
+    out["fraction_kept"] = sum(kept) / len(kept) if kept else None
+    out["balance_spread"] = quality.max_min_spread(last) if last is not None else None
+    out["balance_score"] = quality.balance_score(last) if last is not None else None
+    return out

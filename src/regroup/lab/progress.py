@@ -1,0 +1,75 @@
+"""Progress of a long Spark job on stderr: a background thread polls Spark's status tracker and prints
+``regroup lab: <what>: <done>/<total> tasks (~<runs> runs), <seconds> s`` when it changes (at most every
+``interval`` seconds), so a 10,000-run sweep is not silent."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from types import TracebackType
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+
+
+class Progress:
+    """``with Progress(sc, "sweep", items=10_000): ...`` prints progress while the block runs."""
+
+    def __init__(
+        self,
+        sc: SparkContext,
+        what: str,
+        items: int,
+        unit: str = "runs",
+        interval: float = 2.0,
+        out: IO[str] | None = None,
+    ) -> None:
+        self.sc, self.what, self.items, self.unit, self.interval = sc, what, items, unit, interval
+        self.out = out or sys.stderr
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="regroup-lab-progress", daemon=True)
+        self._started = 0.0
+        self._last = ""
+
+    def __enter__(self) -> Progress:
+        self._started = time.monotonic()
+        self.line(f"{self.items} {self.unit}")
+        self._thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._stop.set()
+        self._thread.join()
+        if kind is None:
+            self.line(f"{self.items}/{self.items} {self.unit} done in {time.monotonic() - self._started:.1f} s")
+
+    def line(self, text: str) -> None:
+        print(f"regroup lab: {self.what}: {text}", file=self.out, flush=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                done, total = self._tasks()
+            except Exception:  # the tracker is best effort; progress must never break a job
+                continue
+            if total == 0:
+                continue
+            approx = self.items * done // total
+            text = (
+                f"{done}/{total} tasks (~{approx}/{self.items} {self.unit}), {time.monotonic() - self._started:.0f} s"
+            )
+            if text.split(",")[0] != self._last:
+                self._last = text.split(",")[0]
+                self.line(text)
+
+    def _tasks(self) -> tuple[int, int]:
+        tracker = self.sc.statusTracker()
+        done = total = 0
+        for stage_id in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(stage_id)
+            if info is not None:
+                done += info.numCompletedTasks
+                total += info.numTasks
+        return done, total

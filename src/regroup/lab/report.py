@@ -1,0 +1,246 @@
+"""The self-contained HTML report: what the run was, the seeds' checks, a table per strategy and protocol,
+and plots (stop-the-world cost, partitions moved and rebalance time per membership change versus group
+size; join payload bytes, Kafka's leader-only versus everyone-receives-everything, versus group size;
+balance). Spark aggregates the tables; only the small aggregates reach the driver.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from regroup.lab import checks, plots
+from regroup.lab.errors import LabInputError
+from regroup.lab.jobs import Tables
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+META_FILE = "lab.json"
+SUMS = (
+    "rebalances",
+    "changes",
+    "duration_ms",
+    "rounds",
+    "unowned_partition_ms",
+    "moved",
+    "revoked",
+    "reassigned",
+    "join_bytes_leader",
+    "join_bytes_all",
+    "sync_bytes",
+    "violations",
+)
+MEANS = ("fraction_kept", "balance_spread", "balance_score")
+
+
+def load(spark: SparkSession, out: Path) -> tuple[Tables, dict[str, Any]]:
+    """The tables and metadata a sweep or analyze left in ``out``."""
+    for name in ("runs", "rebalances"):
+        if not (out / name).is_dir():
+            raise LabInputError(f"{out}: no {name}/ table (run `regroup lab sweep` or `regroup lab analyze` first)")
+    try:
+        meta = json.loads((out / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        meta = {}
+    tables = Tables(runs=spark.read.parquet(str(out / "runs")), rebalances=spark.read.parquet(str(out / "rebalances")))
+    return tables, meta
+
+
+def label(row: Mapping[str, Any]) -> str:
+    return f"{row['strategy'] or '?'}/{row['protocol'] or '?'}"
+
+
+def aggregates(t: Tables) -> dict[str, list[dict[str, Any]]]:
+    """Small aggregates, computed by Spark: per strategy/protocol, per group size, per payload size."""
+    from pyspark.sql import functions as F
+
+    sums = [F.sum(c).alias(c) for c in SUMS]
+    means = [F.avg(c).alias(c) for c in MEANS]
+    by_pair = t.runs.groupBy("strategy", "protocol").agg(F.count("*").alias("runs"), *sums, *means)
+    by_size = t.runs.groupBy("strategy", "protocol", "members").agg(
+        *[F.sum(c).alias(c) for c in ("changes", "unowned_partition_ms", "moved", "duration_ms")]
+    )
+    payload = (
+        t.rebalances.where(F.col("join_bytes_leader").isNotNull())
+        .groupBy("group_size")
+        .agg(F.avg("join_bytes_leader").alias("leader"), F.avg("join_bytes_all").alias("everyone"))
+    )
+    return {
+        "pairs": [r.asDict() for r in by_pair.orderBy("strategy", "protocol").collect()],
+        "sizes": [r.asDict() for r in by_size.collect()],
+        "payload": [r.asDict() for r in payload.orderBy("group_size").collect()],
+    }
+
+
+def _per_change(rows: Sequence[Mapping[str, Any]], key: str) -> dict[str, list[tuple[float, float]]]:
+    out: dict[str, list[tuple[float, float]]] = {}
+    for r in rows:
+        if r["members"] is not None and r["changes"] and r[key] is not None:
+            out.setdefault(label(r), []).append((float(r["members"]), r[key] / r["changes"]))
+    return out
+
+
+def _fmt(value: Any, digits: int = 1) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return f"{value:,}" if isinstance(value, int) else html.escape(str(value))
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{_fmt(v)}</td>" for v in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _ratio(n: Any, d: Any) -> float | None:
+    return n / d if n is not None and d else None
+
+
+def render(t: Tables, meta: Mapping[str, Any]) -> str:
+    agg = aggregates(t)
+    parts: list[str] = [f"<h1>Rebalance lab: {html.escape(str(meta.get('title', 'report')))}</h1>"]
+    facts = [(k, v) for k, v in meta.items() if k != "title"]
+    parts.append(
+        _table(
+            ["", ""],
+            [(k.replace("_", " "), v if not isinstance(v, list) else ", ".join(map(str, v))) for k, v in facts],
+        )
+    )
+
+    parts.append("<h2>Lab checks: the seeds' tables</h2>")
+    parts.append(
+        _table(
+            ["check", "expected", "measured", ""],
+            [(c.name, c.expected, c.measured, "ok" if c.ok else "FAILED") for c in checks.run_all()],
+        )
+    )
+    parts.append("<p>KIP-54's worked examples, partitions that keep their owner through the change:</p>")
+    parts.append(
+        _table(
+            ["example", "change", "round-robin keeps", "sticky keeps"],
+            [(r.example, r.change, r.roundrobin, r.sticky) for r in checks.kip54_rows()],
+        )
+    )
+
+    parts.append("<h2>Per strategy and protocol</h2>")
+    parts.append(f"<p>{_PAIRS_NOTE}</p>")
+    rows = []
+    for p in agg["pairs"]:
+        ch = p["changes"]
+        rows.append(
+            (
+                label(p),
+                p["runs"],
+                ch,
+                _ratio(p["rebalances"], ch),
+                _ratio(p["rounds"], ch),
+                _ratio(p["duration_ms"], ch),
+                None if _ratio(p["unowned_partition_ms"], ch) is None else _ratio(p["unowned_partition_ms"], ch) / 1000,  # type: ignore[operator]
+                _ratio(p["moved"], ch),
+                _ratio(p["revoked"], ch),
+                _ratio(p["reassigned"], ch),
+                p["fraction_kept"],
+                p["balance_spread"],
+                p["balance_score"],
+                _ratio(p["join_bytes_leader"], ch),
+                _ratio(p["join_bytes_all"], ch),
+                _ratio(p["sync_bytes"], ch),
+                p["violations"],
+            )
+        )
+    parts.append(
+        _table(
+            [
+                "strategy/protocol",
+                "runs",
+                "changes",
+                "rebalances /change",
+                "rounds /change",
+                "rebalance ms /change",
+                "unowned partition-s /change",
+                "moved /change",
+                "revoked /change",
+                "re-assigned /change",
+                "fraction kept",
+                "final max−min",
+                "final KIP-54 score",
+                "join bytes leader-only /change",
+                "join bytes everyone /change",
+                "sync bytes /change",
+                "violations",
+            ],
+            rows,
+        )
+    )
+
+    parts.append("<h2>Plots</h2>")
+    figures = [
+        plots.lines(
+            "Stop-the-world cost per membership change",
+            "group size (members)",
+            "unowned partition-seconds",
+            {k: [(x, y / 1000) for x, y in v] for k, v in _per_change(agg["sizes"], "unowned_partition_ms").items()},
+        ),
+        plots.lines(
+            "Partitions moved per membership change",
+            "group size (members)",
+            "partitions moved",
+            _per_change(agg["sizes"], "moved"),
+        ),
+        plots.lines(
+            "Rebalance time per membership change",
+            "group size (members)",
+            "ms in rebalances",
+            _per_change(agg["sizes"], "duration_ms"),
+        ),
+        plots.lines(
+            "JoinGroup metadata bytes per rebalance",
+            "group size (members in the generation)",
+            "bytes",
+            {
+                "Kafka: leader alone receives all": [
+                    (float(r["group_size"]), float(r["leader"])) for r in agg["payload"]
+                ],
+                "seed 000: everyone receives everything": [
+                    (float(r["group_size"]), float(r["everyone"])) for r in agg["payload"]
+                ],
+            },
+            log_y=True,
+        ),
+        plots.bars(
+            "Final KIP-54 balance score (mean over runs; 0 = perfectly even)",
+            "score",
+            {label(p): float(p["balance_score"] or 0) for p in agg["pairs"]},
+        ),
+    ]
+    for png in figures:
+        parts.append(f'<figure><img alt="{html.escape(png.title)}" src="data:image/png;base64,{png.png}">')
+        parts.append(f"<figcaption>{html.escape(png.title)}</figcaption></figure>")
+    body = "\n".join(parts)
+    head = f"<meta charset='utf-8'><title>regroup rebalance lab</title><style>{_CSS}</style>"
+    return f"<!DOCTYPE html>\n<html><head>{head}</head><body>\n{body}\n</body></html>\n"
+
+
+_PAIRS_NOTE = (
+    "Totals over the churn phase of every run, divided by the membership changes (joins, leaves, crashes,"
+    " restarts) that caused them. Means of fraction kept and of the final balance are over runs."
+)
+_CSS = (
+    "body{font-family:sans-serif;margin:2em;max-width:1200px}"
+    "table{border-collapse:collapse;margin:1em 0;font-size:13px}"
+    "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}td:first-child,th:first-child{text-align:left}"
+    "th{background:#eef}img{display:block;margin:1em 0}"
+)
+
+
+def write(t: Tables, meta: Mapping[str, Any], out: Path) -> Path:
+    (out / META_FILE).write_text(json.dumps(dict(meta), indent=2) + "\n", encoding="utf-8")
+    target = out / "report.html"
+    target.write_text(render(t, meta), encoding="utf-8")
+    return target

@@ -1,0 +1,72 @@
+"""What one Spark task does, as plain functions: simulate one grid run and compute its rows, or compute the
+rows of one event file. No Spark here, so the tests can call exactly what the executors call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from regroup.lab import scenarios, tables
+from regroup.lab.eventfiles import read_groups
+from regroup.lab.grid import RunSpec
+from regroup.lab.metrics import Context, analyze
+from regroup.sim import simulate
+
+Rows = tuple[tuple[Any, ...], list[tuple[Any, ...]]]
+
+
+def axes(run: RunSpec) -> dict[str, Any]:
+    return {
+        "grid": run.grid,
+        "members": run.members,
+        "topics": run.topics,
+        "partitions": run.partitions,
+        "subscription": run.subscription,
+        "churn": run.churn,
+        "churn_events": run.churn_events,
+        "strategy": run.strategy,
+        "protocol": run.protocol,
+        "seed": run.seed,
+    }
+
+
+def simulate_run(run: RunSpec) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Simulate one run and compute its rows (as dicts)."""
+    scenario = scenarios.scenario(run)
+    sim = simulate(scenario, run.seed)
+    ctx = Context(
+        run_id=run.run_id,
+        source="sweep",
+        group_id=scenario.group_id,
+        measure_from_ms=scenario.measure_from_ms,
+        metadata_bytes=run.settings.metadata_bytes,
+        axes=axes(run),
+    )
+    return analyze(sim.log.events, ctx)
+
+
+def as_tuples(run_row: dict[str, Any], rebalance_rows: list[dict[str, Any]]) -> Rows:
+    return (
+        tables.row(run_row, tables.RUN_COLUMNS),
+        [tables.row(r, tables.REBALANCE_COLUMNS) for r in rebalance_rows],
+    )
+
+
+def sweep_task(doc: dict[str, Any]) -> Rows:
+    """The executor side of ``lab sweep``: one run, given as ``RunSpec.to_json()``."""
+    return as_tuples(*simulate_run(RunSpec.from_json(doc)))
+
+
+def analyze_task(path: str, measure_from_ms: int = 0) -> list[Rows] | str:
+    """The executor side of ``lab analyze``: every group of one event file, or the file's error message."""
+    from regroup.lab.errors import LabInputError
+
+    try:
+        groups = read_groups(path)
+    except LabInputError as exc:
+        return str(exc)
+    out: list[Rows] = []
+    for group_id, events in groups:
+        run_id = path if group_id is None else f"{path}#{group_id}"
+        ctx = Context(run_id=run_id, source=path, group_id=group_id, measure_from_ms=measure_from_ms)
+        out.append(as_tuples(*analyze(events, ctx)))
+    return out
