@@ -4,7 +4,9 @@
 * once the group is quiescent (coordinator Stable, every running member Stable in that generation with
   nothing in flight or pending, the group's members are exactly the running ones) every subscribed
   partition has exactly one processing owner;
-* generations never go back (the group's, and each member's successive JoinGroup generations);
+* generations never go back (the group's, each member's successive JoinGroup generations or KIP-848 member
+  epochs, and the epoch the coordinator holds for a KIP-848 member, checked in ``endpoint``) — except when
+  an empty group is replaced by a new group of the other protocol, which starts over;
 * the coordinator never accepts an offset commit from a fenced member (one that is not a member of the
   group's current generation when the commit is handled).
 
@@ -65,6 +67,12 @@ class SafetyChecker:
         if generation < self.max_generation:
             self.violation(t, ("group-generation", generation), f"group generation went back to {generation}")
         self.max_generation = max(self.max_generation, generation)
+
+    def group_replaced(self) -> None:
+        """An empty group was replaced by a new group of the other protocol (reference §6.1): generations
+        and epochs start over."""
+        self.max_generation = 0
+        self.join_generation.clear()
 
     def joined(self, t: int, member: str, generation: int) -> None:
         last = self.join_generation.get(member, -1)

@@ -176,7 +176,7 @@ class CoordinatorEndpoint:
             # An empty group of one type is replaced by a new group of the other type, which starts over at
             # generation/epoch 0 (reference §6.1); a non-empty one is converted and keeps counting up.
             if self._group_view[0] in ("Empty", "Dead", ""):
-                self.checker.max_generation = 0
+                self.checker.group_replaced()
             self._kind = kind
         if kind == "consumer":
             self._observe_consumer_group(now)
