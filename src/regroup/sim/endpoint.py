@@ -232,7 +232,7 @@ class CoordinatorEndpoint:
         self.checker.group_generation(now, view[1])
         assignor = group.preferred_assignor(self.coordinator.config.consumer_group_assignors[0])
         classic = group.classic_member_count()
-        detail = f"consumer group assignor={assignor} classic_members={classic}"
+        detail = f"type=consumer assignor={assignor} classic_members={classic}"
         self.log.emit(now, "group_state", state=view[0], generation=view[1], detail=detail)
         if state is not ConsumerGroupState.STABLE:
             return

@@ -57,7 +57,7 @@ def test_rolling_upgrade_and_back_converts_the_group_both_ways_safely() -> None:
     kinds = []
     for e in sim.log.events:
         if e["type"] == "group_state":
-            kind = "consumer" if (e["detail"] or "").startswith("consumer group") else "classic"
+            kind = "consumer" if (e["detail"] or "").startswith("type=consumer") else "classic"
             if not kinds or kinds[-1] != kind:
                 kinds.append(kind)
     assert kinds == ["classic", "consumer", "classic"]
