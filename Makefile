@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint typecheck unit soak bench bench-server clean
+.PHONY: run test lint typecheck unit soak bench bench-server bench-kip848 clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,7 +35,8 @@ test: lint typecheck unit
 
 # Many more randomized simulator schedules than CI runs (REGROUP_SOAK_RUNS per protocol).
 soak: $(DEVSTAMP)
-	REGROUP_SOAK=1 REGROUP_SOAK_RUNS=$${REGROUP_SOAK_RUNS:-500} $(BIN)/pytest tests/property/test_sim_safety.py
+	REGROUP_SOAK=1 REGROUP_SOAK_RUNS=$${REGROUP_SOAK_RUNS:-500} $(BIN)/pytest tests/property/test_sim_safety.py \
+		tests/property/test_sim_safety_kip848.py
 
 bench: $(DEVSTAMP)
 	$(BIN)/python bench/assignors.py
@@ -43,6 +44,11 @@ bench: $(DEVSTAMP)
 # The Kafka-wire server under load: a 1,000-member rebalance and heartbeat throughput (docs/benchmarks.md).
 bench-server: $(DEVSTAMP)
 	$(BIN)/python bench/server.py
+
+# KIP-848: 10,000-member consumer-group heartbeats on the core, joining a group classic vs KIP-848 on the
+# simulator (docs/benchmarks.md, "KIP-848").
+bench-kip848: $(DEVSTAMP)
+	$(BIN)/python bench/kip848.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info
