@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint typecheck unit soak bench bench-server bench-kip848 clean
+.PHONY: run test lint typecheck unit soak bench bench-server bench-kip848 bench-lab clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,10 @@ bench-server: $(DEVSTAMP)
 # simulator (docs/benchmarks.md, "KIP-848").
 bench-kip848: $(DEVSTAMP)
 	$(BIN)/python bench/kip848.py
+
+# The rebalance lab on Spark: a 100-run sweep on local[2] and local[1], analyze 10 million events (docs/benchmarks.md).
+bench-lab: $(DEVSTAMP)
+	$(BIN)/python bench/lab.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info
