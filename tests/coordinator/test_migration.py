@@ -214,7 +214,8 @@ def test_x15_static_consumer_member_replaced_by_classic_member() -> None:
     h = ConsumerHarness()
     classic_group(h, n=1)
     static = h.hb("", 0, topics=["foo"], instance_id="i1")
-    target = named(h.cg().target_of(static.member_id or ""))
+    held = h.cmember(static.member_id or "")
+    target = named({**held.assigned, **held.pending_revocation})  # what it holds, not its target
     response = h.join("", instance_id="i1", protocols=_protocols()).response
     assert response.error is ErrorCode.NONE
     assert "group" not in h.coordinator.consumer_groups

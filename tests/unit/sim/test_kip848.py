@@ -171,11 +171,6 @@ def test_cli_reports_a_bad_protocol_in_one_line_and_exits_2(tmp_path: Path) -> N
     assert proc.stderr.strip().count("\n") == 0 and "members[0].protocol: must be one of" in proc.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: a downgrade writes each classic member's target (not what it still owns) as its classic "
-    "assignment, and an immediate upgrade trusts that assignment, so partitions pending revocation look free",
-)
 def test_downgrade_then_immediate_upgrade_keeps_ownership_exclusive() -> None:
     sim = simulate(load(str(Path(__file__).with_name("downgrade-then-upgrade.json"))))
     assert sim.checker.violations == []

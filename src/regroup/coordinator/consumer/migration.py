@@ -59,6 +59,14 @@ def names_of(partitions: Partitions, image: ClusterImage) -> dict[str, tuple[int
     return {index[t].name: tuple(sorted(ps)) for t, ps in partitions.items() if t in index and ps}
 
 
+def holdings(member: ConsumerMember) -> dict[uuid.UUID, frozenset[int]]:
+    """Every partition the member may still own: assigned plus pending revocation."""
+    out = dict(member.assigned)
+    for topic_id, ps in member.pending_revocation.items():
+        out[topic_id] = out.get(topic_id, frozenset()) | ps
+    return out
+
+
 def embedded_version(protocols: tuple[tuple[str, bytes], ...]) -> int:
     """The consumer-protocol version a classic member speaks: the header of its first protocol's metadata."""
     if not protocols or len(protocols[0][1]) < 2:
@@ -106,6 +114,14 @@ def upgrade(ctx: Ctx, groups: Groups, classic: ClassicGroup) -> ConsumerGroup:
         raise _not_found(gid, f"its protocol type is {classic.protocol_type!r}")
     if len(classic.members) > ctx.config.consumer_group_max_size:
         raise _not_found(gid, "it has more members than the consumer group maximum size")
+    if classic.is_in(GroupState.PREPARING_REBALANCE) and classic.previous_state is GroupState.COMPLETING_REBALANCE:
+        # The stored assignments were cleared while cooperative members may still own partitions of the
+        # generation before: converting now could hand those partitions out twice. The classic rebalance
+        # ends within its timeout; the joining member retries (a retriable coordinator error).
+        raise ApiError(
+            ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+            f"Classic group {gid} is between generations; the upgrade waits until its rebalance completes.",
+        )
     converted: list[ConsumerMember] = []
     for m in classic.members.values():
         try:
@@ -191,8 +207,7 @@ def downgrade(
         if m.member_id == leaving_member_id:
             if joining is not None:
                 joining.assignment = encode_assignment(
-                    Assignment(partitions=names_of(group.target_of(m.member_id), groups.image)),
-                    embedded_version(joining.protocols),
+                    Assignment(partitions=names_of(holdings(m), groups.image)), embedded_version(joining.protocols)
                 )
                 classic.add(joining)
             continue
@@ -207,7 +222,7 @@ def downgrade(
                 session_timeout_ms=m.classic.session_timeout_ms,
                 protocol_type=CONSUMER_PROTOCOL_TYPE,
                 protocols=m.classic.protocols,
-                assignment=encode_for(m, group.target_of(m.member_id), groups.image),
+                assignment=encode_for(m, holdings(m), groups.image),
             )
         )
     classic.protocol_name = classic.select_protocol()
