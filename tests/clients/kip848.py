@@ -290,6 +290,7 @@ class ServerView:
     assignor: str = ""
     targets: dict[str, frozenset[int]] = field(default_factory=dict)
     epochs: dict[str, int] = field(default_factory=dict)
+    member_ids: dict[str, str] = field(default_factory=dict)
 
 
 def _classic_partitions(blob: bytes | None, topic: str) -> frozenset[int]:
@@ -331,6 +332,7 @@ def server_view(port: int, group: str, topic: str) -> ServerView:
                 assignor=described.assignor_name,
                 targets={m.client_id: of(m.target_assignment) for m in described.members},
                 epochs={m.client_id: m.member_epoch for m in described.members},
+                member_ids={m.client_id: m.member_id for m in described.members},
             )
         assert described.error_code == GROUP_ID_NOT_FOUND, described
         classic = client.call(DESCRIBE, 5, groups=[group], include_authorized_operations=False).groups[0]

@@ -79,6 +79,34 @@ def test_group_consumes_everything_while_members_come_and_go(kip848_server: Serv
     assert duplicates == 0, f"{duplicates} records processed twice"
 
 
+def test_members_carry_on_across_a_server_kill_9(kip848_server: ServerProcess) -> None:
+    port, topic, group = kip848_server.port, "kip848-restart", "restart"
+    bootstrap = f"127.0.0.1:{port}"
+    Inspector(bootstrap, topic, PARTITIONS).create_topic()
+    book = Book()
+    produced: list[bytes] = []
+    members = [Owner(book, bootstrap, topic, group, name) for name in ("r1", "r2")]
+    with stopped_at_exit(members):
+        for m in members:
+            m.start()
+        before = wait_settled(port, group, topic, PARTITIONS, members)
+        settled_at = time.monotonic()
+        for phase in ("before", "after"):
+            records = batch(phase, 100, PARTITIONS)
+            produce("confluent-kafka", bootstrap, topic, records)
+            produced.extend(v for _, v in records)
+            wait_for(lambda: book.values() >= set(produced), 20, f"the {phase} records to be processed")
+            if phase == "before":
+                kip848_server.restart()  # kill -9, then the same port and data directory
+        after = wait_settled(port, group, topic, PARTITIONS, members)
+        # nobody was told to give anything up
+        assert not any(book.revoked_since(m.member, settled_at) for m in members), book.callbacks
+    # the group came back from its records: same members, same epochs, same assignment, nobody rejoined
+    assert (after.member_ids, after.epochs, after.assignments) == (before.member_ids, before.epochs, before.assignments)
+    assert not book.exclusive_violations(), book.exclusive_violations()
+    assert not book.reads_outside_windows(), book.reads_outside_windows()[:5]
+
+
 @pytest.mark.parametrize("assignor", ["uniform", "range"])
 def test_server_side_assignors_by_name(kip848_server: ServerProcess, assignor: str) -> None:
     port, topic, group = kip848_server.port, f"kip848-{assignor}", f"assignor-{assignor}"

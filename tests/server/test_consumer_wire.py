@@ -6,17 +6,28 @@ epochs checked by OffsetCommit/OffsetFetch, and bad input answered with an error
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.server.conftest import ServerProcess, assert_clean_log
-from tests.server.wire import API_VERSIONS, DESCRIBE, LIST, OFFSET_COMMIT, OFFSET_FETCH, WireClient, create_topics
+from tests.server.test_groups import SUB
+from tests.server.wire import (
+    API_VERSIONS,
+    DESCRIBE,
+    JOIN,
+    LIST,
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
+    WireClient,
+    create_topics,
+)
 
-METADATA, HEARTBEAT_848, DESCRIBE_848 = 3, 68, 69
-NONE, INVALID_REQUEST, GROUP_ID_NOT_FOUND = 0, 42, 69
+METADATA, DELETE_TOPICS, HEARTBEAT_848, DESCRIBE_848 = 3, 20, 68, 69
+NONE, INVALID_GROUP_ID, INVALID_REQUEST, GROUP_ID_NOT_FOUND = 0, 24, 42, 69
+INVALID_REGULAR_EXPRESSION = 128
 FENCED_MEMBER_EPOCH, UNSUPPORTED_ASSIGNOR, STALE_MEMBER_EPOCH = 110, 112, 113
 INT32_MIN = -(2**31)
 
@@ -232,3 +243,74 @@ def test_serve_flags_are_validated(tmp_path: Path) -> None:
         done = subprocess.run(base + extra, capture_output=True, text=True, timeout=30)
         assert done.returncode == 2, (extra, done.stderr)
         assert words in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_odd_input_is_answered_with_an_error_or_ignored(server: ServerProcess) -> None:
+    with WireClient(server.port) as client:
+        create_topics(client, {"k5": 2})
+        join = heartbeat(client, group_id="odd", member_id="m", subscribed_topic_names=["k5", ""], topic_partitions=[])
+        assert join.error_code == NONE
+        epoch = join.member_epoch
+        for partitions in ([-1, 7, 2**31 - 1], [0, 0, 0], []):
+            resp = heartbeat(
+                client,
+                group_id="odd",
+                member_id="m",
+                member_epoch=epoch,
+                topic_partitions=[{"topic_id": uuid.uuid4(), "partitions": partitions}],
+            )
+            assert resp.error_code in (NONE, FENCED_MEMBER_EPOCH), resp
+        regex = heartbeat(
+            client, group_id="odd2", member_id="r", subscribed_topic_regex="(unclosed", topic_partitions=[]
+        )
+        assert regex.error_code == INVALID_REGULAR_EXPRESSION and regex.error_message
+        empty_group = heartbeat(client, group_id="", member_id="x", subscribed_topic_names=["k5"], topic_partitions=[])
+        assert (empty_group.error_code, empty_group.error_message) == (INVALID_REQUEST, "GroupId can't be empty.")
+        described = client.call(DESCRIBE_848, 0, group_ids=[""], include_authorized_operations=False)
+        assert described.groups[0].error_code == INVALID_GROUP_ID
+        # the connection is still served
+        assert heartbeat(client, group_id="odd", member_id="m", member_epoch=-1).error_code in (NONE, 25)
+
+
+def test_deleted_topics_leave_the_assignment(server: ServerProcess) -> None:
+    with WireClient(server.port) as client:
+        create_topics(client, {"gone-a": 1, "gone-b": 2})
+        ids = topic_ids(client, "gone-a", "gone-b")
+        join = heartbeat(
+            client, group_id="gone", member_id="m", subscribed_topic_names=["gone-a", "gone-b"], topic_partitions=[]
+        )
+        assert owned(join) == {ids["gone-a"]: [0], ids["gone-b"]: [0, 1]}
+        deleted = client.call(DELETE_TOPICS, 6, topics=[{"name": "gone-b", "topic_id": None}], timeout=5000)
+        assert deleted.responses[0].error_code == NONE
+        owned_now = [{"topic_id": t, "partitions": ps} for t, ps in owned(join).items()]
+        resp = heartbeat(
+            client, group_id="gone", member_id="m", member_epoch=join.member_epoch, topic_partitions=owned_now
+        )
+        assert resp.error_code == NONE and owned(resp) == {ids["gone-a"]: [0]}
+
+
+def join_fields(member_id: str) -> dict[str, Any]:
+    return {
+        "group_id": "mig-group",
+        "session_timeout": 10_000,
+        "rebalance_timeout": 10_000,
+        "member_id": member_id,
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": SUB}],
+        "reason": None,
+    }
+
+
+def test_migration_policy_flag_reaches_the_coordinator(make_server: Callable[..., ServerProcess]) -> None:
+    server = make_server("--migration-policy", "disabled")
+    with WireClient(server.port) as client:
+        create_topics(client, {"mig": 1})
+        client.send(JOIN, 9, **join_fields(""))
+        required = client.receive()
+        client.send(JOIN, 9, **join_fields(required.member_id))
+        assert client.receive().error_code == NONE  # a classic group with one member
+        resp = heartbeat(
+            client, group_id="mig-group", member_id="m", subscribed_topic_names=["mig"], topic_partitions=[]
+        )
+        assert resp.error_code == GROUP_ID_NOT_FOUND and resp.error_message, resp
