@@ -38,7 +38,7 @@ def to_set(parts: PartitionSet) -> dict[uuid.UUID, frozenset[int]]:
 
 
 def to_tuple(parts: Partitions) -> PartitionSet:
-    return tuple((t, tuple(sorted(parts[t]))) for t in sorted(parts, key=str) if parts[t])
+    return tuple((t, tuple(sorted(parts[t]))) for t in sorted(parts) if parts[t])
 
 
 def count(parts: Partitions) -> int:
