@@ -167,3 +167,12 @@ def test_bad_value_type_on_a_later_line(tmp_path: Path) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(LabInputError, match=r"typed.jsonl: line 4: t must be an integer or null"):
         read_groups(str(path))
+
+
+def test_booleans_are_not_integers(tmp_path: Path) -> None:
+    lines = eager_story().text().splitlines()
+    lines[1] = lines[1].replace('"value":2', '"value":true')
+    path = tmp_path / "bool.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(LabInputError, match=r"bool.jsonl: line 2: value must be an integer or null"):
+        read_groups(str(path))

@@ -102,7 +102,11 @@ def _run(args: argparse.Namespace) -> int:
             raise LabError(f"{args.dir}: no such directory")
         meta = {}
     _say(f"starting Spark on {args.master}")
-    spark = session.start(args.master)
+    try:
+        spark = session.start(args.master)
+    except Exception as exc:  # a bad --master, no Java, ...: one line, not the JVM's stack trace
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise LabError(f"cannot start Spark on {args.master}: {first}") from None
     try:
         if args.lab_command == "report":
             tables, meta = report.load(spark, out)

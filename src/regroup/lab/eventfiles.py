@@ -20,16 +20,16 @@ _STRS = ("type", "member", "member_id", "api", "error", "state", "topic", "detai
 def check(event: Any, where: str) -> Event:
     if not isinstance(event, dict):
         raise LabInputError(f"{where}: not a JSON object")
-    if set(event) != _KEYS:
+    if event.keys() != _KEYS:
         missing, extra = sorted(_KEYS - set(event)), sorted(set(event) - _KEYS)
         problem = f"missing keys {missing}" if missing else f"unknown keys {extra}"
         raise LabInputError(f"{where}: not an event of the log schema ({problem})")
     for key in _INTS:
         value = event[key]
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        if value is not None and type(value) is not int:  # bool is not an int here
             raise LabInputError(f"{where}: {key} must be an integer or null")
     for key in _STRS:
-        if event[key] is not None and not isinstance(event[key], str):
+        if event[key] is not None and type(event[key]) is not str:
             raise LabInputError(f"{where}: {key} must be a string or null")
     if event["t"] is None or event["type"] is None:
         raise LabInputError(f"{where}: t and type must not be null")

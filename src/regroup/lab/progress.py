@@ -1,6 +1,7 @@
 """Progress of a long Spark job on stderr: a background thread polls Spark's status tracker and prints
-``regroup lab: <what>: <done>/<total> tasks (~<runs> runs), <seconds> s`` when it changes (at most every
-``interval`` seconds), so a 10,000-run sweep is not silent."""
+``regroup lab: <what>: <done>/<total> tasks (~<runs> runs), <seconds> s`` when another 5 % of the tasks
+are done, or at least every ``10 * interval`` seconds while tasks complete (it polls every ``interval``),
+so a 10,000-run sweep is neither silent nor a flood."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ class Progress:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="regroup-lab-progress", daemon=True)
         self._started = 0.0
-        self._last = ""
+        self._last_done = -1
+        self._last_at = 0.0
 
     def __enter__(self) -> Progress:
         self._started = time.monotonic()
@@ -56,12 +58,12 @@ class Progress:
                 continue
             if total == 0:
                 continue
+            now = time.monotonic()
             approx = self.items * done // total
-            text = (
-                f"{done}/{total} tasks (~{approx}/{self.items} {self.unit}), {time.monotonic() - self._started:.0f} s"
-            )
-            if text.split(",")[0] != self._last:
-                self._last = text.split(",")[0]
+            text = f"{done}/{total} tasks (~{approx}/{self.items} {self.unit}), {now - self._started:.0f} s"
+            step = (done - self._last_done) / total
+            if done != self._last_done and (step >= 0.05 or now - self._last_at >= 10 * self.interval):
+                self._last_done, self._last_at = done, now
                 self.line(text)
 
     def _tasks(self) -> tuple[int, int]:

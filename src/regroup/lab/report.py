@@ -98,8 +98,9 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _ratio(n: Any, d: Any) -> float | None:
-    return n / d if n is not None and d else None
+def _ratio(n: Any, d: Any, scale: float = 1.0) -> float | None:
+    """n / d / scale, or None when n is unknown or d is zero."""
+    return n / d / scale if n is not None and d else None
 
 
 def render(t: Tables, meta: Mapping[str, Any]) -> str:
@@ -141,7 +142,7 @@ def render(t: Tables, meta: Mapping[str, Any]) -> str:
                 _ratio(p["rebalances"], ch),
                 _ratio(p["rounds"], ch),
                 _ratio(p["duration_ms"], ch),
-                None if _ratio(p["unowned_partition_ms"], ch) is None else _ratio(p["unowned_partition_ms"], ch) / 1000,  # type: ignore[operator]
+                _ratio(p["unowned_partition_ms"], ch, scale=1000),
                 _ratio(p["moved"], ch),
                 _ratio(p["revoked"], ch),
                 _ratio(p["reassigned"], ch),
