@@ -113,11 +113,20 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "(default bidirectional)",
     )
     parser.add_argument(
+        "--metrics-port",
+        type=_int_at_least(0, 65535),
+        metavar="PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off; 0 = any free port)",
+    )
+    parser.add_argument(
+        "--metrics-host", metavar="HOST", help="address of the metrics endpoint (default: the --host address)"
+    )
+    parser.add_argument(
         "--stats-interval",
         type=_int_at_least(1),
         default=60,
         metavar="SECONDS",
-        help="log request counts per API every SECONDS (default 60)",
+        help="log request counts and rates per API every SECONDS (default 60)",
     )
 
 
@@ -165,6 +174,8 @@ def run(args: argparse.Namespace) -> int:
         events=Path(args.events) if args.events else None,
         max_frame_bytes=args.max_frame_bytes,
         connections_max_idle_ms=args.connections_max_idle_ms,
+        metrics_port=args.metrics_port,
+        metrics_host=args.metrics_host,
         stats_interval_s=float(args.stats_interval),
         coordinator=_coordinator_config(args),
     )

@@ -1,6 +1,7 @@
 """The server process: opens the data directory (coordinator log, partition log), rebuilds the coordinator,
-listens, serves every connection with the registered handlers, logs request counts periodically, and shuts
-down cleanly (stop accepting, drop connections, flush and close the logs) when asked or when the log fails.
+listens, serves every connection with the registered handlers, logs request rates periodically and rebalance
+events as they happen, serves Prometheus metrics with ``--metrics-port``, and shuts down cleanly (stop
+accepting, drop connections, flush and close the logs) when asked or when the log fails.
 
 Data directory layout: ``coordinator/`` holds the coordinator's record log (docs/storage.md), ``topics/`` the
 embedded partition log (``server/topics.py``; an in-memory stand-in while that module is not installed).
@@ -28,7 +29,11 @@ from regroup.server.events import GroupEvents
 from regroup.server.framing import DEFAULT_MAX_FRAME_BYTES
 from regroup.server.handlers.registry import load_specs
 from regroup.server.image import cluster_image
+from regroup.server.metrics import RequestMetrics
+from regroup.server.metrics_http import MetricsEndpoint
+from regroup.server.rebalances import RebalanceLog
 from regroup.server.runtime import CoordinatorRuntime, Uuid4Ids, wall_ms
+from regroup.server.scrape import ScrapeSources, scrape
 from regroup.server.topics import TopicStore as PartitionTopicStore
 from regroup.storage.coordinator_log import CoordinatorLog
 from regroup.storage.format import StorageError
@@ -55,6 +60,8 @@ class ServerConfig:
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     connections_max_idle_ms: int = DEFAULT_MAX_IDLE_MS
     stats_interval_s: float = 60.0
+    metrics_port: int | None = None  # None: no metrics endpoint
+    metrics_host: str | None = None  # None: the --host address
     snapshot_every: int = 100_000
     auto_create_topics: bool = True
     default_partitions: int = 1
@@ -93,7 +100,11 @@ class Server:
         self._connections: set[asyncio.Task[None]] = set()
         self._ids = itertools.count(1)
         self._stats: asyncio.Task[None] | None = None
+        self._metrics: MetricsEndpoint | None = None
+        self._scrape_sources: ScrapeSources | None = None
+        self._connections_opened = 0
         self.port = config.port
+        self.metrics_port: int | None = None
 
     async def start(self) -> None:
         """Open everything and listen; raises ``StartupError`` (after undoing what it opened)."""
@@ -116,6 +127,28 @@ class Server:
             self._events = _guard_startup(f"cannot open {events_path}", lambda: GroupEvents(events_path))
             self._runtime.add_observer(self._events)
             self._events(self._runtime.coordinator, Result(), wall_ms())
+        rebalances = RebalanceLog(log_changes=cfg.events is None)  # an events file logs the changes itself
+        self._runtime.add_observer(rebalances)
+        rebalances(self._runtime.coordinator, Result(), wall_ms())  # the groups loaded are no news
+        request_metrics = RequestMetrics() if cfg.metrics_port is not None else None
+        if request_metrics is not None and cfg.metrics_port is not None:  # up before the Kafka port accepts
+            self._scrape_sources = ScrapeSources(
+                requests=request_metrics,
+                runtime=self._runtime,
+                rebalances=rebalances,
+                coordinator_log=clog,
+                topics=self._topics,
+                records_at_start=clog.log.next_offset,
+            )
+            metrics_host = cfg.metrics_host or cfg.host
+            self._metrics = MetricsEndpoint(self._scrape, metrics_host, cfg.metrics_port)
+            try:
+                await self._metrics.start()
+            except OSError as exc:
+                raise StartupError(
+                    f"cannot listen on {metrics_host}:{cfg.metrics_port}: {exc.strerror or exc}"
+                ) from None
+            self.metrics_port = self._metrics.port
         try:
             self._listener = await asyncio.start_server(self._on_client, cfg.host, cfg.port, reuse_address=True)
         except OSError as exc:
@@ -130,14 +163,14 @@ class Server:
             auto_create_topics=cfg.auto_create_topics,
             default_partitions=cfg.default_partitions,
         )
-        self._dispatcher = Dispatcher(broker, broker.api_specs)
+        self._dispatcher = Dispatcher(broker, broker.api_specs, request_metrics)
         self._runtime.start()
         self._stats = asyncio.get_running_loop().create_task(self._log_stats())
         if cfg.fsync is FsyncPolicy.INTERVAL:
             self._syncer = asyncio.get_running_loop().create_task(self._sync_topics())
         groups = len(self._runtime.coordinator.groups)
         log.info(
-            "serving host=%s port=%d advertised=%s data_dir=%s fsync=%s groups_loaded=%d apis=%d",
+            "serving host=%s port=%d advertised=%s data_dir=%s fsync=%s groups_loaded=%d apis=%d metrics=%s",
             cfg.host,
             self.port,
             broker.host,
@@ -145,6 +178,7 @@ class Server:
             cfg.fsync.value,
             groups,
             len(broker.api_specs),
+            "off" if self._metrics is None else f"http://{self._metrics.host}:{self.metrics_port}/metrics",
         )
 
     async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -152,6 +186,7 @@ class Server:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
+        self._connections_opened += 1
         try:
             connection = Connection(
                 reader,
@@ -175,6 +210,12 @@ class Server:
             except Exception:
                 log.exception("cannot hand the coordinator the new cluster image")
 
+    async def _scrape(self) -> str:
+        sources = self._scrape_sources
+        assert sources is not None
+        sources.connections_open, sources.connections_opened = len(self._connections), self._connections_opened
+        return await scrape(sources)
+
     def _fatal(self, exc: BaseException) -> None:
         self.exit_code = 1
         self.stopped.set()
@@ -195,10 +236,21 @@ class Server:
             if counts:
                 line = " ".join(f"{name}={n}" for name, n in sorted(counts.items()))
                 interval, connections = self.config.stats_interval_s, len(self._connections)
-                log.info("requests last_%gs connections=%d %s", interval, connections, line)
+                total = sum(counts.values())
+                log.info(
+                    "requests last_%gs total=%d per_s=%.1f connections=%d %s",
+                    interval,
+                    total,
+                    total / interval,
+                    connections,
+                    line,
+                )
 
     async def close(self) -> None:
         """Stop accepting, drop every connection, make queued records durable, close the logs. Idempotent."""
+        if self._metrics is not None:
+            await self._metrics.close()
+            self._metrics = None
         if self._listener is not None:
             self._listener.close()
         for task in [self._stats, self._syncer, *self._connections]:

@@ -1,12 +1,14 @@
 """From a decoded request to the bytes of its response: finds the handler, builds the ``RequestContext``,
-checks that the handler answered with the response entity of the requested version, encodes it, and
-counts requests per API for the periodic log line."""
+checks that the handler answered with the response entity of the requested version, encodes it, counts
+requests per API for the periodic log line and, with ``--metrics-port``, feeds ``RequestMetrics``."""
 
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from collections.abc import Mapping
+from typing import Any
 
 from kio.schema.index import api_key_map
 
@@ -15,6 +17,7 @@ from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.codec import API_VERSIONS_KEY, DecodedRequest, encode_response, response_class
 from regroup.server.entities import build
 from regroup.server.errors import ProtocolError
+from regroup.server.metrics import RequestMetrics
 from regroup.server.runtime import wall_ms
 
 log = logging.getLogger("regroup.server.dispatch")
@@ -44,8 +47,9 @@ _API_NAMES_MAX = 1024
 class Dispatcher:
     """Routes requests to the handlers of ``specs`` (one ``ApiSpec`` per API key)."""
 
-    def __init__(self, broker: Broker, specs: Mapping[int, ApiSpec]) -> None:
+    def __init__(self, broker: Broker, specs: Mapping[int, ApiSpec], metrics: RequestMetrics | None = None) -> None:
         self.broker = broker
+        self.metrics = metrics
         self.specs = dict(specs)
         self.versions = {key: (spec.min_version, spec.max_version) for key, spec in self.specs.items()}
         self.counts: Counter[str] = Counter()
@@ -55,6 +59,19 @@ class Dispatcher:
         Raises when the connection must be closed instead."""
         name = api_name(request.api_key)
         self.counts[name] += 1
+        metrics = self.metrics
+        if metrics is None:
+            return (await self._respond(request, name, client_host, connection_id))[0]
+        started = time.perf_counter()
+        metrics.received(name, request.size + 4)
+        data, response = await self._respond(request, name, client_host, connection_id)
+        metrics.answered(name, time.perf_counter() - started, response, 0 if data is None else len(data))
+        return data
+
+    async def _respond(
+        self, request: DecodedRequest, name: str, client_host: str, connection_id: int
+    ) -> tuple[bytes | None, Any]:
+        """(the framed response or None, the response entity)."""
         log.debug(
             "request conn=%d api=%s v=%d correlation_id=%d client_id=%s",
             connection_id,
@@ -64,7 +81,8 @@ class Dispatcher:
             request.client_id,
         )
         if request.unsupported_api_versions:
-            return encode_response(request.correlation_id, self._unsupported_api_versions())
+            response = self._unsupported_api_versions()
+            return encode_response(request.correlation_id, response), response
         spec = self.specs[request.api_key]
         ctx = RequestContext(
             api_key=request.api_key,
@@ -80,8 +98,8 @@ class Dispatcher:
         if type(response) is not expected:
             raise HandlerContractError(f"{name} v{request.api_version} handler returned {type(response).__name__}")
         if request.api_key == PRODUCE_KEY and getattr(request.body, "acks", 1) == 0:
-            return None  # the producer expects no answer; a response would break its correlation ids
-        return encode_response(request.correlation_id, response)
+            return None, response  # the producer expects no answer; a response would break its correlation ids
+        return encode_response(request.correlation_id, response), response
 
     def _unsupported_api_versions(self) -> object:
         """KIP-511, as Kafka answers a too-new ApiVersions: a v0 response with UNSUPPORTED_VERSION whose only

@@ -1,0 +1,101 @@
+"""One metrics scrape: the request metrics plus what is read from the server's state at scrape time —
+connections, groups by state and type (the coordinator's own ListGroups answer, so every group type it
+knows is included), classic group members, rebalances, the coordinator log and the topics."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass
+
+from regroup.protocol.admin import ListGroupsRequest, ListGroupsResponse
+from regroup.server.errors import CoordinatorUnavailable
+from regroup.server.metrics import Family, RequestMetrics, exposition
+from regroup.server.rebalances import RebalanceLog
+from regroup.server.runtime import CoordinatorRuntime
+from regroup.server.topics import TopicStore
+from regroup.storage.coordinator_log import CoordinatorLog
+
+log = logging.getLogger("regroup.server.metrics")
+
+
+@dataclass(slots=True)
+class ScrapeSources:
+    requests: RequestMetrics
+    runtime: CoordinatorRuntime
+    rebalances: RebalanceLog
+    coordinator_log: CoordinatorLog
+    topics: TopicStore
+    records_at_start: int
+    connections_open: int = 0
+    connections_opened: int = 0
+
+
+async def scrape(src: ScrapeSources) -> str:
+    families = src.requests.families()
+    families.append(Family("regroup_connections", "gauge", "Open Kafka client connections.").add(src.connections_open))
+    families.append(
+        Family("regroup_connections_opened_total", "counter", "Kafka client connections accepted.").add(
+            src.connections_opened
+        )
+    )
+    families.extend(await _groups(src.runtime))
+    families.append(
+        Family("regroup_rebalances_started_total", "counter", "Classic groups entering PreparingRebalance.").add(
+            src.rebalances.rebalances_started
+        )
+    )
+    families.append(
+        Family("regroup_rebalances_completed_total", "counter", "Classic groups reaching Stable.").add(
+            src.rebalances.rebalances_completed
+        )
+    )
+    families.extend(_coordinator_log(src))
+    topics = src.topics.topics()
+    families.append(Family("regroup_topics", "gauge", "Topics in the embedded partition log.").add(len(topics)))
+    families.append(
+        Family("regroup_partitions", "gauge", "Partitions in the embedded partition log.").add(
+            sum(t.partitions for t in topics.values())
+        )
+    )
+    return exposition(families)
+
+
+async def _groups(runtime: CoordinatorRuntime) -> list[Family]:
+    groups = Family("regroup_groups", "gauge", "Groups by state, group type and protocol type.")
+    try:
+        listed: ListGroupsResponse = await runtime.call(
+            lambda c, key, now: c.list_groups(ListGroupsRequest(), key, now)
+        )
+    except CoordinatorUnavailable:
+        return [groups]  # shutting down
+    counts = Counter((g.state, g.group_type, g.protocol_type) for g in listed.groups)
+    for (state, group_type, protocol_type), n in sorted(counts.items()):
+        groups.add(n, {"state": state, "type": group_type, "protocol_type": protocol_type})
+    members = sum(len(g.members) for g in runtime.coordinator.groups.values())
+    return [
+        groups,
+        Family("regroup_group_members", "gauge", "Members of classic groups.").add(members, {"type": "classic"}),
+    ]
+
+
+def _coordinator_log(src: ScrapeSources) -> list[Family]:
+    record_log = src.coordinator_log.log
+    families = [
+        Family(
+            "regroup_coordinator_records_appended_total",
+            "counter",
+            "Records (group metadata, offset commits, tombstones) appended to the coordinator log since start.",
+        ).add(record_log.next_offset - src.records_at_start)
+    ]
+    try:
+        size = record_log.size_bytes
+    except OSError as exc:  # a segment removed by a snapshot between listing and stat
+        log.debug("coordinator log size unavailable: %s", exc)
+    else:
+        families.append(
+            Family(
+                "regroup_coordinator_log_bytes", "gauge", "Bytes of the coordinator log's segments and snapshots."
+            ).add(size)
+        )
+    return families
