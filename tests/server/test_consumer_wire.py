@@ -1,4 +1,4 @@
-"""ConsumerGroupHeartbeat (v0-1) and ConsumerGroupDescribe (v0) over the wire: the advertised versions, a
+"""ConsumerGroupHeartbeat (v0-1) and ConsumerGroupDescribe (v0-1) over the wire: the advertised versions, a
 join that gets partitions of the topic ids Metadata reports, Kafka's errors with their messages, topics
 created later reaching the coordinator's image, the group's type in ListGroups/DescribeGroups, member
 epochs checked by OffsetCommit/OffsetFetch, and bad input answered with an error (never a crash)."""
@@ -78,7 +78,7 @@ def test_api_versions_advertises_exactly_what_is_served(server: ServerProcess) -
         resp = client.call(API_VERSIONS, 3, client_software_name="regroup-tests", client_software_version="1")
     advertised = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
     assert advertised[HEARTBEAT_848] == (0, 1)
-    assert advertised[DESCRIBE_848] == (0, 0)
+    assert advertised[DESCRIBE_848] == (0, 1)
 
 
 def test_join_heartbeat_describe_and_leave(server: ServerProcess) -> None:
@@ -289,9 +289,9 @@ def test_deleted_topics_leave_the_assignment(server: ServerProcess) -> None:
         assert resp.error_code == NONE and owned(resp) == {ids["gone-a"]: [0]}
 
 
-def join_fields(member_id: str) -> dict[str, Any]:
+def join_fields(member_id: str, group: str = "mig-group") -> dict[str, Any]:
     return {
-        "group_id": "mig-group",
+        "group_id": group,
         "session_timeout": 10_000,
         "rebalance_timeout": 10_000,
         "member_id": member_id,
@@ -314,3 +314,17 @@ def test_migration_policy_flag_reaches_the_coordinator(make_server: Callable[...
             client, group_id="mig-group", member_id="m", subscribed_topic_names=["mig"], topic_partitions=[]
         )
         assert resp.error_code == GROUP_ID_NOT_FOUND and resp.error_message, resp
+
+
+def test_describe_v1_tells_classic_members_from_consumer_members(server: ServerProcess) -> None:
+    with WireClient(server.port, client_id="old") as old, WireClient(server.port, client_id="new") as new:
+        create_topics(old, {"t": 1})  # the topic the classic member's subscription names
+        old.send(JOIN, 9, **join_fields("", "mixed"))
+        required = old.receive()
+        old.send(JOIN, 9, **join_fields(required.member_id, "mixed"))
+        assert old.receive().error_code == NONE
+        joined = heartbeat(new, group_id="mixed", member_id="n", subscribed_topic_names=["t"], topic_partitions=[])
+        assert joined.error_code == NONE  # the classic group became a consumer group
+        described = new.call(DESCRIBE_848, 1, group_ids=["mixed"], include_authorized_operations=False)
+        types = {m.client_id: m.member_type for m in described.groups[0].members}
+        assert types == {"old": 0, "new": 1}

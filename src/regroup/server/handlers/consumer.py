@@ -1,4 +1,4 @@
-"""The KIP-848 consumer-group APIs: ConsumerGroupHeartbeat (v0-1) and ConsumerGroupDescribe (v0).
+"""The KIP-848 consumer-group APIs: ConsumerGroupHeartbeat (v0-1) and ConsumerGroupDescribe (v0-1).
 
 The core decides everything (validation with Kafka's messages, epochs, targets, reconciliation, migration);
 this module maps kio entities to ``regroup.protocol.consumer`` and back. Version and wire quirks handled here:
@@ -10,6 +10,8 @@ this module maps kio entities to ``regroup.protocol.consumer`` and back. Version
   those partitions as unknown, like any other id it does not know).
 * Errors carry Kafka's error message: the core's when it gave one, else the error's default text (what
   Kafka's coordinator service answers for a failure outside the group logic, e.g. COORDINATOR_NOT_AVAILABLE).
+* ConsumerGroupDescribe v1 (KIP-1099) adds each member's type: 0 for a member still using the classic
+  protocol (a rolling upgrade in progress), 1 for a consumer-protocol member.
 * ConsumerGroupDescribe reports AuthorizedOperations only when asked (there is no authorizer: every
   operation a group supports), INT32_MIN otherwise, and never for a group that failed.
 """
@@ -38,6 +40,7 @@ from regroup.server.handlers.admin import GROUP_OPERATIONS, OPERATIONS_NOT_REQUE
 
 CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 CLIENT_MEMBER_ID_FROM = 1
+CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1
 ZERO_UUID = uuid.UUID(int=0)
 
 #: Kafka's default texts (``Errors.message()``) for the errors a heartbeat can get outside the group logic
@@ -151,6 +154,7 @@ def _described(ctx: RequestContext, group: DescribedConsumerGroup, operations: i
                 "subscribed_topic_regex": m.subscribed_topic_regex,
                 "assignment": build(assignment_cls, **_partitions(m.assignment)),
                 "target_assignment": build(assignment_cls, **_partitions(m.target_assignment)),
+                "member_type": CLASSIC_MEMBER if m.uses_classic_protocol else CONSUMER_MEMBER,
             }
             for m in group.members
         ],
@@ -176,5 +180,5 @@ async def consumer_group_describe(broker: Broker, ctx: RequestContext, request: 
 
 SPECS = [
     ApiSpec(CONSUMER_GROUP_HEARTBEAT, 0, 1, consumer_group_heartbeat),
-    ApiSpec(CONSUMER_GROUP_DESCRIBE, 0, 0, consumer_group_describe),
+    ApiSpec(CONSUMER_GROUP_DESCRIBE, 0, 1, consumer_group_describe),
 ]
