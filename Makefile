@@ -45,8 +45,8 @@ bench: $(DEVSTAMP)
 bench-server: $(DEVSTAMP)
 	$(BIN)/python bench/server.py
 
-# KIP-848: 10,000-member consumer-group heartbeats on the core, joining a group classic vs KIP-848 on the
-# simulator (docs/benchmarks.md, "KIP-848").
+# KIP-848: 10,000-member consumer-group heartbeats on the core and through `regroup serve` (classic as the
+# reference), one member joining a 1,000-member group on the server and on the simulator (docs/benchmarks.md).
 bench-kip848: $(DEVSTAMP)
 	$(BIN)/python bench/kip848.py
 

@@ -3,146 +3,694 @@
 Usage::
 
     .venv/bin/python bench/kip848.py                          # everything, default sizes
-    .venv/bin/python bench/kip848.py --hb-members 10000 --join-members 1000 --profile
-    .venv/bin/python bench/kip848.py --json /tmp/bench-kip848.json
+    .venv/bin/python bench/kip848.py --only core,server       # a subset: core, server, server-join, sim
+    .venv/bin/python bench/kip848.py --profile --json /tmp/bench-kip848.json
 
-**Core heartbeats** (``--hb-members``, default 10,000): a ``GroupCoordinator`` driven directly. The members
-join one by one (epoch 0, full requests) while the cluster image has no topics, so building the group does
-not run the assignor 10,000 times; then the topics appear (10 topics x 1,000 partitions), one heartbeat
-computes the target for the whole group (timed: ``target_ms``), and every member heartbeats until it owns
-its assignment. The measured window is steady state: ``--hb-rounds`` rounds of one non-full heartbeat per
-member (epoch, no changed field) through ``consumer_group_heartbeat``; each call is timed, giving calls per
-second and p50/p99/max latency. ``--profile`` prints where the target computation spends its time.
+Large groups are **loaded from records**, never formed by joins (every join recomputes the target over all
+members, so forming a group one join at a time is quadratic). The records are the ones the coordinator
+itself writes, consistent with each other: group epoch, subscription metadata, one member-metadata record
+per member, one target per member plus the target epoch, and one current assignment per member, every
+member Stable at the target epoch. The partitions (10 topics x 1,000) are dealt round-robin. A classic
+group is one ``GroupMetadataValue`` (generation, ``range`` protocol, real consumer-protocol subscription
+and assignment bytes).
 
-**Joining a 1,000-member group** (``--join-members``), classic cooperative vs KIP-848, on the simulator
-(virtual time): the group forms (cooperative-sticky members, or consumer-protocol members with the uniform
-assignor), then one more member joins. Reported: simulated milliseconds from its ``join`` action until it
-runs ``onPartitionsAssigned`` with a non-empty set, and the rebalance rounds (classic: JoinGroup
-generations; KIP-848: group epochs) the group went through, plus the wall time the simulation took.
+**core**: ``GroupCoordinator.from_records`` then ``update_metadata`` with the same topic ids, for a
+``--hb-members`` (10,000) member consumer group and a classic group of the same size. ``--hb-rounds``
+rounds alternate between the two: one steady-state heartbeat per member (KIP-848: member id + current
+epoch, nothing else; classic: ``Heartbeat`` with the generation), each call timed. Also timed: the load,
+the first KIP-848 heartbeat after it (it refreshes the subscription metadata over all members once), and
+one member joining a ``--join-members`` (1,000) member consumer group (the whole target is recomputed).
+
+**server**: ``regroup serve`` as a subprocess (``bench/server.py``'s ``ServerProcess``). Before it starts,
+the topics are created with the server's own ``TopicStore`` in its data directory and the group records
+appended to its coordinator log (``CoordinatorLog``), so the server loads the groups at startup with
+matching topic ids. Heartbeats are driven by ``bench/server.py``'s driver: each member keeps one
+kio-encoded request in flight (ConsumerGroupHeartbeat v0 with member id and epoch; classic Heartbeat v4 on
+a classic group of the same size loaded the same way), members pipelined round-robin over the
+connections of each layout (``--server-layouts``).
+
+**server-join**: one member joining a ``--join-members`` consumer group on the server, wall time. The load
+generator plays the members, each heartbeating every ``--interval-ms`` (the server's
+``--consumer-heartbeat-interval-ms`` is set to the same), phases spread evenly over one interval. A member
+whose answer carries a changed assignment (a revocation, or new partitions) sends its next heartbeat at once
+with the new owned set, as the Java consumer does after its callbacks; otherwise it waits one interval.
+Reported: from writing the joiner's first heartbeat until it receives its first partitions, and until it
+holds its whole share (every partition owned exactly once across the group, as the members report it).
+
+**sim**: one member joining a ``--sim-members`` group on the simulator (virtual time), classic
+cooperative-sticky vs KIP-848 (uniform assignor), both heartbeating every ``--interval-ms``. Reported:
+simulated milliseconds from the join action until the member runs ``onPartitionsAssigned`` with partitions,
+the rebalance rounds (classic: generations; KIP-848: group epochs), and the wall time. ``--sim-unchecked``
+skips the simulator's per-event quiescence check (O(members) per event) and runs it once at the end.
+
+``--profile`` prints cProfile summaries of the join's target computation on the core and of a KIP-848
+heartbeat round on the core.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import cProfile
+import gc
+import importlib.util
 import io
 import json
 import pstats
 import sys
 import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
+from regroup.assignors.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.model.cluster import ClusterImage, TopicImage, topic_id_for
+from regroup.protocol.classic import HeartbeatRequest, HeartbeatResponse
 from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from regroup.records.builders import new_group_metadata_record
+from regroup.records.consumer import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataValue,
+    PartitionSet,
+    SubscribedTopic,
+)
+from regroup.records.model import GroupMetadataValue, MemberMetadata, Record
 from regroup.sim.engine import Simulator
 from regroup.sim.scenario import LinkSpec, MemberSpec, Scenario, ScenarioEvent
 
-GROUP = "bench"
+
+def _load_server_bench() -> Any:
+    spec = importlib.util.spec_from_file_location("bench_server", Path(__file__).with_name("server.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_server"] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+sb = _load_server_bench()
+
 TOPICS = {f"topic-{i}": 1_000 for i in range(10)}
+EPOCH = 5  # group epoch = target epoch = every member's epoch in the loaded groups
+LONG_MS = 3_600_000  # session / rebalance timeouts: nobody is fenced while a benchmark runs
+CONSUMER_HB, CONSUMER_HB_V = 68, 0
+_CONSUMER_HB_V0_ERROR = slice(9, 11)  # correlation id (4), tagged fields (1), throttle time (4), error code
+
+TopicIds = dict[str, tuple[uuid.UUID, int]]  # name -> (topic id, partitions)
 
 
-def _image(topics: dict[str, int]) -> ClusterImage:
-    return ClusterImage.of(TopicImage(topic_id=topic_id_for(t), name=t, partitions=n) for t, n in topics.items())
+# ---------------------------------------------------------------------------------------------------------------
+# group state as records
 
 
-def _heartbeat(c: GroupCoordinator, key: int, now: int, **fields: Any) -> ConsumerGroupHeartbeatResponse:
-    result = c.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(group_id=GROUP, **fields), key, now)
-    response = result.response_for(key)
-    assert isinstance(response, ConsumerGroupHeartbeatResponse)
-    return response
+def member_ids(prefix: str, n: int) -> list[str]:
+    return [f"{prefix}-{i:05d}" for i in range(n)]
 
 
-def core_heartbeats(members: int, rounds: int, profile: bool) -> dict[str, Any]:
-    config = CoordinatorConfig(consumer_group_session_timeout_ms=3_600_000, consumer_group_heartbeat_interval_ms=5_000)
-    c = GroupCoordinator(config)
-    c.update_metadata(ClusterImage(), 0)
-    now, key = 0, 0
-    epochs: dict[str, int] = {}
-    owned: dict[str, Any] = {}
-    started = time.perf_counter()
-    for i in range(members):
-        key += 1
-        member_id = f"m{i:05d}"
-        r = _heartbeat(
-            c, key, now, member_id=member_id, member_epoch=0, rebalance_timeout_ms=60_000,
-            subscribed_topic_names=tuple(TOPICS), topic_partitions=(),
-        )  # fmt: skip
-        epochs[member_id] = r.member_epoch
-        owned[member_id] = ()
-    join_s = time.perf_counter() - started
-    now += 1
-    c.update_metadata(_image(TOPICS), now)
-    profiler = cProfile.Profile() if profile else None
-    first = next(iter(epochs))
-    started = time.perf_counter()
-    if profiler is not None:
-        profiler.enable()
-    key += 1
-    r = _heartbeat(c, key, now, member_id=first, member_epoch=epochs[first])  # computes the target
-    if profiler is not None:
-        profiler.disable()
-    target_ms = (time.perf_counter() - started) * 1_000
-    epochs[first] = r.member_epoch
-    if r.assignment is not None:
-        owned[first] = r.assignment
-    # everyone picks up its assignment and reports it (two heartbeats each: receive, acknowledge)
-    for _ in range(2):
-        for member_id in epochs:
-            key += 1
-            r = _heartbeat(
-                c, key, now, member_id=member_id, member_epoch=epochs[member_id], topic_partitions=owned[member_id]
+def deal(topics: TopicIds, members: int) -> list[dict[uuid.UUID, list[int]]]:
+    """Every partition to exactly one member, round-robin over (topic, partition) in name order."""
+    shares: list[dict[uuid.UUID, list[int]]] = [{} for _ in range(members)]
+    k = 0
+    for name in sorted(topics):
+        topic_id, partitions = topics[name]
+        for p in range(partitions):
+            shares[k % members].setdefault(topic_id, []).append(p)
+            k += 1
+    return shares
+
+
+def _partition_set(share: dict[uuid.UUID, list[int]]) -> PartitionSet:
+    return tuple((t, tuple(sorted(ps))) for t, ps in sorted(share.items(), key=lambda kv: kv[0].int) if ps)
+
+
+def consumer_group_records(
+    group: str, ids: Sequence[str], topics: TopicIds, *, client_id: str = "", client_host: str = ""
+) -> list[Record]:
+    """A consumer group, every member Stable at epoch ``EPOCH`` and owning its target."""
+    shares = deal(topics, len(ids))
+    subscribed = tuple(
+        SubscribedTopic(topic_id=topics[name][0], name=name, partitions=topics[name][1]) for name in sorted(topics)
+    )
+    names = tuple(sorted(topics))
+    records = [
+        Record(ConsumerGroupMetadataKey(group_id=group), ConsumerGroupMetadataValue(epoch=EPOCH)),
+        Record(
+            ConsumerGroupPartitionMetadataKey(group_id=group), ConsumerGroupPartitionMetadataValue(topics=subscribed)
+        ),
+    ]
+    for member_id in ids:
+        value = ConsumerGroupMemberMetadataValue(
+            instance_id=None,
+            rack_id=None,
+            client_id=client_id,
+            client_host=client_host,
+            subscribed_topic_names=names,
+            subscribed_topic_regex=None,
+            server_assignor=None,
+            rebalance_timeout_ms=LONG_MS,
+        )
+        records.append(Record(ConsumerGroupMemberMetadataKey(group_id=group, member_id=member_id), value))
+    sets = [_partition_set(share) for share in shares]
+    for member_id, parts in zip(ids, sets, strict=True):
+        records.append(
+            Record(
+                ConsumerGroupTargetAssignmentMemberKey(group_id=group, member_id=member_id),
+                ConsumerGroupTargetAssignmentMemberValue(partitions=parts),
             )
-            epochs[member_id] = r.member_epoch
-            if r.assignment is not None:
-                owned[member_id] = r.assignment
-    group = c.consumer_groups[GROUP]
-    assert group.state().value == "Stable", group.state()
-    latencies: list[float] = []
-    started = time.perf_counter()
-    for _ in range(rounds):
-        now += 1
-        for member_id, epoch in epochs.items():
+        )
+    records.append(
+        Record(
+            ConsumerGroupTargetAssignmentMetadataKey(group_id=group),
+            ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=EPOCH),
+        )
+    )
+    for member_id, parts in zip(ids, sets, strict=True):
+        value = ConsumerGroupCurrentMemberAssignmentValue(
+            member_epoch=EPOCH, previous_member_epoch=EPOCH - 1, state="stable", assigned=parts, pending_revocation=()
+        )
+        records.append(Record(ConsumerGroupCurrentMemberAssignmentKey(group_id=group, member_id=member_id), value))
+    return records
+
+
+def classic_group_records(
+    group: str, ids: Sequence[str], topics: TopicIds, *, client_id: str = "", client_host: str = ""
+) -> list[Record]:
+    """A Stable classic consumer group at generation ``EPOCH`` (``range`` protocol, real subscription and
+    assignment bytes)."""
+    by_id = {topic_id: name for name, (topic_id, _) in topics.items()}
+    subscription = encode_subscription(Subscription(topics=tuple(sorted(topics))))
+    members = tuple(
+        MemberMetadata(
+            member_id=member_id,
+            group_instance_id=None,
+            client_id=client_id,
+            client_host=client_host,
+            rebalance_timeout_ms=LONG_MS,
+            session_timeout_ms=LONG_MS,
+            subscription=subscription,
+            assignment=encode_assignment(
+                Assignment(partitions={by_id[t]: tuple(ps) for t, ps in sorted(share.items())})
+            ),
+        )
+        for member_id, share in zip(ids, deal(topics, len(ids)), strict=True)
+    )
+    value = GroupMetadataValue(
+        protocol_type="consumer",
+        generation=EPOCH,
+        protocol_name="range",
+        leader=ids[0],
+        current_state_timestamp_ms=0,
+        members=members,
+    )
+    return [new_group_metadata_record(group, value)]
+
+
+def core_topics() -> TopicIds:
+    return {name: (topic_id_for(name), n) for name, n in TOPICS.items()}
+
+
+def image_of(topics: TopicIds) -> ClusterImage:
+    return ClusterImage.of(TopicImage(topic_id=t, name=name, partitions=n) for name, (t, n) in topics.items())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# core
+
+
+def _stats_us(latencies_ns: list[int]) -> dict[str, float]:
+    latencies_ns = sorted(latencies_ns)
+    n = len(latencies_ns)
+    return {
+        "p50_us": round(latencies_ns[n // 2] / 1e3, 1),
+        "p99_us": round(latencies_ns[min(n - 1, int(n * 0.99))] / 1e3, 1),
+        "max_us": round(latencies_ns[-1] / 1e3, 1),
+    }
+
+
+def _profile_text(profiler: cProfile.Profile, top: int = 22) -> str:
+    text = io.StringIO()
+    stats = pstats.Stats(profiler, stream=text)
+    stats.sort_stats("tottime").print_stats(top)
+    return text.getvalue()
+
+
+def core_config() -> CoordinatorConfig:
+    return CoordinatorConfig(consumer_group_session_timeout_ms=LONG_MS, consumer_group_heartbeat_interval_ms=5_000)
+
+
+def load_consumer_group(group: str, ids: Sequence[str], topics: TopicIds, now: int) -> GroupCoordinator:
+    c = GroupCoordinator.from_records(consumer_group_records(group, ids, topics), now, core_config())
+    c.update_metadata(image_of(topics), now)
+    return c
+
+
+def core_heartbeats(members: int, rounds: int, join_members: int, profile: bool) -> dict[str, Any]:
+    topics = core_topics()
+    now, key = 1, 0
+    t0 = time.perf_counter()
+    kip = load_consumer_group("kip848", member_ids("m", members), topics, now)
+    load_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    classic = GroupCoordinator.from_records(
+        classic_group_records("classic", member_ids("c", members), topics), now, core_config()
+    )
+    classic.update_metadata(image_of(topics), now)
+    classic_load_s = time.perf_counter() - t0
+    kip_requests = [
+        ConsumerGroupHeartbeatRequest(group_id="kip848", member_id=m, member_epoch=EPOCH)
+        for m in member_ids("m", members)
+    ]
+    classic_requests = [
+        HeartbeatRequest(group_id="classic", generation_id=EPOCH, member_id=m) for m in member_ids("c", members)
+    ]
+    # the first heartbeat after the load refreshes the subscription metadata (over all members, once)
+    t0 = time.perf_counter()
+    key += 1
+    first = kip.consumer_group_heartbeat(kip_requests[0], key, now).response_for(key)
+    first_ms = (time.perf_counter() - t0) * 1e3
+    assert isinstance(first, ConsumerGroupHeartbeatResponse) and first.error.value == 0, first
+    assert first.member_epoch == EPOCH and kip.consumer_groups["kip848"].group_epoch == EPOCH
+    kip_ns: list[int] = []
+    classic_ns: list[int] = []
+    kip_s = classic_s = 0.0
+    perf = time.perf_counter_ns
+    profiler = cProfile.Profile() if profile else None
+    for r in range(rounds):
+        now += 1_000
+        if profiler is not None and r == rounds - 1:
+            profiler.enable()
+        started = perf()
+        for req in kip_requests:
             key += 1
-            t0 = time.perf_counter()
-            r = c.consumer_group_heartbeat(
-                ConsumerGroupHeartbeatRequest(group_id=GROUP, member_id=member_id, member_epoch=epoch), key, now
-            ).response_for(key)
-            latencies.append(time.perf_counter() - t0)
-            assert r.error.value == 0
-    window = time.perf_counter() - started
-    latencies.sort()
+            t = perf()
+            resp = kip.consumer_group_heartbeat(req, key, now).response_for(key)
+            kip_ns.append(perf() - t)
+            if resp.error.value or resp.member_epoch != EPOCH:  # type: ignore[union-attr]
+                raise AssertionError(f"KIP-848 heartbeat: {resp}")
+        kip_s += (perf() - started) / 1e9
+        if profiler is not None:
+            profiler.disable()
+        started = perf()
+        for creq in classic_requests:
+            key += 1
+            t = perf()
+            cresp = classic.heartbeat(creq, key, now).response_for(key)
+            classic_ns.append(perf() - t)
+            if not isinstance(cresp, HeartbeatResponse) or cresp.error.value:
+                raise AssertionError(f"classic heartbeat: {cresp}")
+        classic_s += (perf() - started) / 1e9
+    assert kip.consumer_groups["kip848"].state().value == "Stable"
     out: dict[str, Any] = {
         "members": members,
         "partitions": sum(TOPICS.values()),
-        "join_all_s": round(join_s, 2),
-        "target_ms": round(target_ms, 1),
-        "heartbeats": len(latencies),
-        "heartbeats_per_s": round(len(latencies) / window),
-        "p50_us": round(latencies[len(latencies) // 2] * 1e6, 1),
-        "p99_us": round(latencies[int(len(latencies) * 0.99)] * 1e6, 1),
-        "max_us": round(latencies[-1] * 1e6, 1),
+        "rounds": rounds,
+        "load_kip848_s": round(load_s, 2),
+        "load_classic_s": round(classic_load_s, 2),
+        "first_kip848_heartbeat_after_load_ms": round(first_ms, 1),
+        "kip848": {"heartbeats_per_s": round(len(kip_ns) / kip_s), **_stats_us(kip_ns)},
+        "classic": {"heartbeats_per_s": round(len(classic_ns) / classic_s), **_stats_us(classic_ns)},
     }
+    out["throughput_ratio_kip848_over_classic"] = round(
+        out["kip848"]["heartbeats_per_s"] / out["classic"]["heartbeats_per_s"], 2
+    )
     if profiler is not None:
-        text = io.StringIO()
-        pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(18)
-        out["target_profile"] = text.getvalue()
+        out["profile_heartbeats"] = _profile_text(profiler, 14)
+    del kip, classic
+    gc.collect()
+    out["join"] = core_join(join_members, profile)
     return out
 
 
-def join_scenario(protocol: str, members: int) -> Scenario:
+def core_join(members: int, profile: bool) -> dict[str, Any]:
+    """One member joins a loaded ``members``-member consumer group: its first heartbeat bumps the group
+    epoch and computes the target for everyone."""
+    topics = core_topics()
+    c = load_consumer_group("join", member_ids("m", members), topics, 1)
+    warm = ConsumerGroupHeartbeatRequest(group_id="join", member_id="m-00000", member_epoch=EPOCH)
+    c.consumer_group_heartbeat(warm, 1, 1)  # the metadata refresh, not part of the join
+    join = ConsumerGroupHeartbeatRequest(
+        group_id="join",
+        member_id="joiner",
+        member_epoch=0,
+        rebalance_timeout_ms=LONG_MS,
+        subscribed_topic_names=tuple(TOPICS),
+        topic_partitions=(),
+    )
+    profiler = cProfile.Profile() if profile else None
+    t0 = time.perf_counter()
+    if profiler is not None:
+        profiler.enable()
+    result = c.consumer_group_heartbeat(join, 2, 2)
+    if profiler is not None:
+        profiler.disable()
+    join_ms = (time.perf_counter() - t0) * 1e3
+    resp = result.response_for(2)
+    assert isinstance(resp, ConsumerGroupHeartbeatResponse) and resp.error.value == 0, resp
+    group = c.consumer_groups["join"]
+    out: dict[str, Any] = {
+        "members_before": members,
+        "join_heartbeat_ms": round(join_ms, 1),
+        "records_written": len(result.records),
+        "joiner_target_partitions": sum(len(ps) for ps in group.target_of("joiner").values()),
+        "group_epoch": group.group_epoch,
+    }
+    if profiler is not None:
+        out["profile"] = _profile_text(profiler)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# server
+
+
+def prepare_data_dir(data: Path, groups: Sequence[Callable[[TopicIds], list[Record]]]) -> TopicIds:
+    """Create ``TOPICS`` with the server's topic store and append the groups' records to its coordinator log,
+    the way the server would have written them (the server is not running)."""
+    from regroup.server.topics import TopicStore
+    from regroup.storage.coordinator_log import CoordinatorLog
+    from regroup.storage.record_log import FsyncPolicy
+
+    data.mkdir(parents=True, exist_ok=True)
+    store = TopicStore.open(data / "topics", fsync=FsyncPolicy.NEVER)
+    try:
+        topics = {name: (store.create_topic(name, n).topic_id, n) for name, n in TOPICS.items()}
+    finally:
+        store.close()
+    clog = CoordinatorLog.open(data / "coordinator", fsync=FsyncPolicy.NEVER)
+    try:
+        for build_records in groups:
+            records = build_records(topics)
+            for i in range(0, len(records), 5_000):
+                clog.append(records[i : i + 5_000])
+        clog.log.sync()
+    finally:
+        clog.close()
+    return topics
+
+
+class Server:
+    """``bench/server.py``'s ``ServerProcess`` with extra ``regroup serve`` arguments."""
+
+    def __init__(self, fsync: str, extra: Sequence[str]) -> None:
+        self.proc = sb.ServerProcess(fsync, None)
+        base = self.proc.command
+
+        def command() -> list[str]:
+            return [*base(), *extra]
+
+        self.proc.command = command
+
+    @property
+    def data(self) -> Path:
+        return Path(self.proc.dir) / "data"
+
+
+def consumer_heartbeat_templates(group: str, ids: Sequence[str]) -> list[bytes]:
+    return [
+        sb.encode_request(
+            CONSUMER_HB,
+            CONSUMER_HB_V,
+            0,
+            group_id=group,
+            member_id=m,
+            member_epoch=EPOCH,
+            instance_id=None,
+            rack_id=None,
+            rebalance_timeout=-1,
+            subscribed_topic_names=None,
+            server_assignor=None,
+            topic_partitions=None,
+        )
+        for m in ids
+    ]
+
+
+def _hb_row(hb: Any) -> dict[str, Any]:
+    return {
+        "members": hb.members,
+        "connections": hb.connections,
+        "req_per_s": round(hb.per_second),
+        "p50_ms": round(hb.p50_ms, 2),
+        "p99_ms": round(hb.p99_ms, 2),
+        "max_ms": round(hb.max_ms, 1),
+        "server_cores": round(hb.server_cpu_s / hb.seconds, 2),
+        "client_cores": round(hb.client_cpu_s / hb.seconds, 2),
+    }
+
+
+async def _server_heartbeats(port_server: Any, args: argparse.Namespace, members: int) -> dict[str, Any]:
+    kip_ids, classic_ids = member_ids("m", members), member_ids("c", members)
+    kip_templates = consumer_heartbeat_templates("kip848", kip_ids)
+    kip_group = sb.JoinedGroup(group="kip848", generation=EPOCH, member_ids=kip_ids, leader_id=kip_ids[0])
+    classic_group = sb.JoinedGroup(group="classic", generation=EPOCH, member_ids=classic_ids, leader_id=classic_ids[0])
+    rows: list[dict[str, Any]] = []
+    for layout in sb.parse_layouts(args.server_layouts):
+        n, conns = layout
+        for protocol in ("kip848", "classic"):
+            if protocol == "kip848":
+                hb = await sb.heartbeat_case(
+                    port_server, kip_group, n, conns, args.hb_seconds, args.hb_warmup, args.hb_max_requests,
+                    templates=kip_templates, api=(CONSUMER_HB, CONSUMER_HB_V), error_at=_CONSUMER_HB_V0_ERROR,
+                )  # fmt: skip
+            else:
+                hb = await sb.heartbeat_case(
+                    port_server, classic_group, n, conns, args.hb_seconds, args.hb_warmup, args.hb_max_requests
+                )
+            row = {"protocol": protocol, **_hb_row(hb)}
+            print("server heartbeat:", json.dumps(row), flush=True)
+            rows.append(row)
+    return {"layouts": rows}
+
+
+def server_heartbeats(args: argparse.Namespace) -> dict[str, Any]:
+    members = args.hb_members
+    server = Server(args.fsync, ["--consumer-session-timeout-ms", str(LONG_MS)])
+    host = "/" + sb.HOST
+    t0 = time.perf_counter()
+    prepare_data_dir(
+        server.data,
+        [
+            lambda t: consumer_group_records(
+                "kip848", member_ids("m", members), t, client_id=sb.CLIENT_ID, client_host=host
+            ),
+            lambda t: classic_group_records(
+                "classic", member_ids("c", members), t, client_id=sb.CLIENT_ID, client_host=host
+            ),
+        ],
+    )
+    prepare_s = time.perf_counter() - t0
+    try:
+        t0 = time.perf_counter()
+        server.proc.start()
+        start_s = time.perf_counter() - t0
+        out = asyncio.run(_server_heartbeats(server.proc, args, members))
+    finally:
+        server.proc.stop()
+    return {"members": members, "fsync": args.fsync, "write_records_s": round(prepare_s, 1),
+            "server_start_s": round(start_s, 1), **out}  # fmt: skip
+
+
+# --- one member joining, on the server ---------------------------------------------------------------------------
+
+
+class ConsumerMemberLoad:
+    """The members of one consumer group as the load generator plays them (ConsumerGroupHeartbeat v0)."""
+
+    def __init__(self, group: str, ids: list[str], shares: list[dict[uuid.UUID, list[int]]], interval_s: float) -> None:
+        self.group = group
+        self.interval_s = interval_s
+        self.epoch = dict.fromkeys(ids, EPOCH)
+        self.owned: dict[str, dict[uuid.UUID, list[int]]] = dict(zip(ids, shares, strict=True))
+        self.report_owned: set[str] = set()  # members whose next heartbeat carries their owned set
+        self.timers: dict[str, asyncio.TimerHandle] = {}
+        self.conns: list[Any] = []
+        self.index = {m: i for i, m in enumerate(ids)}
+        self.errors: list[str] = []
+        self.sent = 0
+        self.on_answer: Callable[[str, Any], None] | None = None
+        self.stopped = False
+
+    def send(self, member: str, **fields: Any) -> None:
+        if self.stopped:
+            return
+        handle = self.timers.pop(member, None)
+        if handle is not None:
+            handle.cancel()
+        conn = self.conns[self.index[member] % len(self.conns)]
+        topic_partitions = None
+        if member in self.report_owned:
+            self.report_owned.discard(member)
+            topic_partitions = [{"topic_id": t, "partitions": ps} for t, ps in sorted(self.owned[member].items())]
+        values: dict[str, Any] = {
+            "group_id": self.group, "member_id": member, "member_epoch": self.epoch[member], "instance_id": None,
+            "rack_id": None, "rebalance_timeout": -1, "subscribed_topic_names": None, "server_assignor": None,
+            "topic_partitions": topic_partitions,
+        }  # fmt: skip
+        values.update(fields)
+        future = sb._request(conn, CONSUMER_HB, CONSUMER_HB_V, **values)
+        self.sent += 1
+        future.add_done_callback(lambda f: self.answered(member, f))
+        loop = asyncio.get_running_loop()
+        self.timers[member] = loop.call_later(self.interval_s, self.send, member)
+
+    def answered(self, member: str, future: asyncio.Future[Any]) -> None:
+        if future.cancelled() or future.exception() is not None:
+            self.errors.append(f"{member}: {future.exception()!r}")
+            return
+        resp = future.result()
+        if resp.error_code != 0:
+            self.errors.append(f"{member}: error {int(resp.error_code)} {resp.error_message}")
+            return
+        self.epoch[member] = int(resp.member_epoch)
+        if resp.assignment is not None:
+            new = {t.topic_id: sorted(int(p) for p in t.partitions) for t in resp.assignment.topic_partitions}
+            new = {t: ps for t, ps in new.items() if ps}
+            if new != self.owned.get(member, {}):
+                self.owned[member] = new  # revoked or added: acknowledge at once with the new owned set
+                self.report_owned.add(member)
+                if self.on_answer is not None:
+                    self.on_answer(member, resp)
+                asyncio.get_running_loop().call_soon(self.send, member)
+                return
+        if self.on_answer is not None:
+            self.on_answer(member, resp)
+
+    def stop(self) -> None:
+        self.stopped = True
+        for handle in self.timers.values():
+            handle.cancel()
+        self.timers.clear()
+
+
+async def server_join_run(
+    port: int, topics: TopicIds, members: int, interval_ms: int, connections: int
+) -> dict[str, Any]:
+    ids = member_ids("j", members)
+    total = sum(TOPICS.values())
+    load = ConsumerMemberLoad("join", ids, deal(topics, members), interval_ms / 1e3)
+    load.conns = [await sb.bounded(sb.KafkaConnection.open(port), "connect") for _ in range(connections)]
+    loop = asyncio.get_running_loop()
+    try:
+        for i, m in enumerate(ids):  # phases spread evenly over one interval
+            load.timers[m] = loop.call_later(interval_ms / 1e3 * i / members, load.send, m)
+        await asyncio.sleep(interval_ms / 1e3 * 1.5)  # every member has heartbeated at least once
+        if load.errors:
+            raise sb.WireError(f"before the join: {load.errors[:3]}")
+        joiner = "joiner"
+        load.epoch[joiner] = 0
+        load.owned[joiner] = {}
+        load.index[joiner] = members
+        done: asyncio.Future[None] = loop.create_future()
+        marks: dict[str, float] = {}
+        epochs_seen: set[int] = set()
+
+        def on_answer(member: str, resp: Any) -> None:
+            if member != joiner:
+                return
+            epochs_seen.add(int(resp.member_epoch))
+            if load.owned[joiner] and "first" not in marks:
+                marks["first"] = time.perf_counter()
+            owned = [(t, p) for ps in load.owned.values() for t, pl in ps.items() for p in pl for _ in [t]]
+            if load.owned[joiner] and len(owned) == total and len(set(owned)) == total and not done.done():
+                marks["all"] = time.perf_counter()
+                done.set_result(None)
+
+        load.on_answer = on_answer
+        started = time.perf_counter()
+        sent_before = load.sent
+        load.send(joiner, member_epoch=0, rebalance_timeout=60_000, subscribed_topic_names=sorted(TOPICS),
+                  topic_partitions=[])  # fmt: skip
+        await sb.bounded(done, "the joiner holding its partitions", timeout=max(60.0, 20 * interval_ms / 1e3))
+        heartbeats = load.sent - sent_before
+    finally:
+        load.stop()
+        for conn in load.conns:
+            conn.close()
+    if load.errors:
+        raise sb.WireError(f"heartbeat errors: {load.errors[:3]}")
+    return {
+        "protocol": "KIP-848",
+        "members_before": members,
+        "interval_ms": interval_ms,
+        "to_first_partitions_ms": round((marks["first"] - started) * 1e3, 1),
+        "to_all_partitions_ms": round((marks["all"] - started) * 1e3, 1),
+        "joiner_partitions": sum(len(ps) for ps in load.owned["joiner"].values()),
+        "joiner_epochs": sorted(epochs_seen),
+        "heartbeats_in_window": heartbeats,
+    }
+
+
+def server_join(args: argparse.Namespace) -> list[dict[str, Any]]:
+    members = args.join_members
+    server = Server(
+        args.fsync,
+        ["--consumer-session-timeout-ms", str(LONG_MS), "--consumer-heartbeat-interval-ms", str(args.interval_ms)],
+    )
+    host = "/" + sb.HOST
+    topics = prepare_data_dir(
+        server.data,
+        [
+            lambda t: consumer_group_records(
+                "join", member_ids("j", members), t, client_id=sb.CLIENT_ID, client_host=host
+            )
+        ],
+    )
+    rows = []
+    try:
+        server.proc.start()
+        row = asyncio.run(server_join_run(server.proc.port, topics, members, args.interval_ms, args.join_connections))
+        print("server join:", json.dumps(row), flush=True)
+        rows.append(row)
+    finally:
+        server.proc.stop()
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# simulator
+
+
+class UncheckedSimulator(Simulator):
+    """The simulator without its per-event quiescence check (O(members) per event); ``final_check()`` runs
+    it once at the end. Only for benchmarks: the tests keep every check."""
+
+    checking = False
+
+    def expected_if_quiescent(self) -> Any:
+        if not self.checking:
+            return None
+        return super().expected_if_quiescent()
+
+    def final_check(self) -> None:
+        self.checking = True
+        self.checker.quiescent(self.now, self.expected_if_quiescent())
+
+
+def join_scenario(protocol: str, members: int, interval_ms: int, topics: dict[str, int]) -> Scenario:
     names = [f"c{i:04d}" for i in range(members + 1)]
     join_at = 60_000
     specs = tuple(
         MemberSpec(
             name=name,
-            topics=tuple(TOPICS),
+            topics=tuple(topics),
             strategies=("cooperative-sticky",),
             protocol=protocol,
             assignor="uniform",
             session_timeout_ms=45_000,
-            heartbeat_interval_ms=3_000,
+            heartbeat_interval_ms=interval_ms,
             rebalance_timeout_ms=60_000,
             request_timeout_ms=30_000,
             auto_commit=False,
@@ -153,25 +701,28 @@ def join_scenario(protocol: str, members: int) -> Scenario:
     events.append(ScenarioEvent(at_ms=join_at, action="join", member=names[-1]))
     return Scenario(
         name=f"join-{protocol}-{members}",
-        duration_ms=join_at + 60_000,
+        duration_ms=join_at + 30_000,
         measure_from_ms=join_at,
-        topics={t: 100 for t in TOPICS},  # 1,000 partitions: one per member
+        topics=dict(topics),
         members=specs,
         events=tuple(events),
         network=LinkSpec(latency_ms=1),
         coordinator={
             "group_initial_rebalance_delay_ms": 0,
-            "consumer_group_heartbeat_interval_ms": 3_000,
+            "consumer_group_heartbeat_interval_ms": interval_ms,
             "consumer_group_session_timeout_ms": 45_000,
         },
     )
 
 
-def sim_join(protocol: str, members: int) -> dict[str, Any]:
-    scenario = join_scenario(protocol, members)
+def sim_join(protocol: str, members: int, interval_ms: int, unchecked: bool) -> dict[str, Any]:
+    topics = {t: members for t in TOPICS}  # 10 partitions per member before the join, as on the server
+    scenario = join_scenario(protocol, members, interval_ms, topics)
     started = time.perf_counter()
-    sim = Simulator(scenario, 0)
+    sim = UncheckedSimulator(scenario, 0) if unchecked else Simulator(scenario, 0)
     sim.run()
+    if isinstance(sim, UncheckedSimulator):
+        sim.final_check()
     sim.finish()
     wall = time.perf_counter() - started
     joiner = scenario.members[-1].name
@@ -186,6 +737,9 @@ def sim_join(protocol: str, members: int) -> dict[str, Any]:
     return {
         "protocol": "classic cooperative" if protocol == "classic" else "KIP-848 consumer",
         "members_before": members,
+        "partitions": sum(topics.values()),
+        "interval_ms": interval_ms,
+        "checks": "end only" if unchecked else "every event",
         "time_to_partitions_ms": None if got is None else got - join_at,
         "rounds": len([g for g in generations if g > before]),
         "violations": len(sim.checker.violations),
@@ -194,33 +748,52 @@ def sim_join(protocol: str, members: int) -> dict[str, Any]:
     }
 
 
+# ---------------------------------------------------------------------------------------------------------------
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", default="core,server,server-join,sim", help="comma-separated parts to run")
     parser.add_argument("--hb-members", type=int, default=10_000)
-    parser.add_argument("--hb-rounds", type=int, default=3)
+    parser.add_argument("--hb-rounds", type=int, default=4, help="core: heartbeat rounds per protocol")
+    parser.add_argument("--server-layouts", default="10000:10,10000:100,1000:10", help="MEMBERS:CONNECTIONS,...")
+    parser.add_argument("--hb-seconds", type=float, default=8.0)
+    parser.add_argument("--hb-warmup", type=float, default=1.0)
+    parser.add_argument("--hb-max-requests", type=int, default=5_000_000)
+    parser.add_argument("--fsync", default="always", choices=("always", "interval", "never"))
     parser.add_argument("--join-members", type=int, default=1_000)
+    parser.add_argument("--join-connections", type=int, default=10)
+    parser.add_argument("--interval-ms", type=int, default=3_000, help="heartbeat interval, both protocols")
+    parser.add_argument("--sim-members", default="100", help="comma-separated group sizes for the simulator")
+    parser.add_argument("--sim-unchecked", action="store_true")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args(argv)
-    results: dict[str, Any] = {"python": sys.version.split()[0]}
-    core = core_heartbeats(args.hb_members, args.hb_rounds, args.profile)
-    profile = core.pop("target_profile", None)
-    results["core_heartbeats"] = core
-    print("core heartbeats:", json.dumps(core), flush=True)
-    if profile:
-        print(profile, flush=True)
-    joins = [sim_join(protocol, args.join_members) for protocol in ("classic", "consumer")]
-    results["sim_join"] = joins
-    for row in joins:
-        print("simulator join:", json.dumps(row), flush=True)
-    classic, consumer = joins
-    if classic["time_to_partitions_ms"] and consumer["time_to_partitions_ms"]:
-        ratio = classic["time_to_partitions_ms"] / consumer["time_to_partitions_ms"]
-        results["sim_join_ratio_classic_over_kip848"] = round(ratio, 2)
-        print(f"simulated time to partitions, classic / KIP-848: {ratio:.2f}x", flush=True)
+    parts = set(args.only.split(","))
+    results: dict[str, Any] = {"python": sys.version.split()[0], "args": vars(args)}
+    if "core" in parts:
+        core = core_heartbeats(args.hb_members, args.hb_rounds, args.join_members, args.profile)
+        profiles = [core.pop("profile_heartbeats", None), core["join"].pop("profile", None)]
+        results["core"] = core
+        print("core:", json.dumps(core), flush=True)
+        for text in profiles:
+            if text:
+                print(text, flush=True)
+    if "server" in parts:
+        results["server"] = server_heartbeats(args)
+    if "server-join" in parts:
+        results["server_join"] = server_join(args)
+    if "sim" in parts:
+        rows = []
+        for n in (int(x) for x in args.sim_members.split(",")):
+            for protocol in ("classic", "consumer"):
+                row = sim_join(protocol, n, args.interval_ms, args.sim_unchecked)
+                print("simulator join:", json.dumps(row), flush=True)
+                rows.append(row)
+        results["sim_join"] = rows
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(results, f, indent=2)
+            json.dump(results, f, indent=2, default=str)
     return 0
 
 

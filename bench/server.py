@@ -598,8 +598,17 @@ class HeartbeatDriver:
     """Every member keeps one heartbeat in flight until ``stop_ns``; responses read inside
     [``window_from_ns``, ``stop_ns``] are counted and their latencies kept."""
 
-    def __init__(self, templates: list[bytes], conns: list[KafkaConnection], max_requests: int) -> None:
+    def __init__(
+        self,
+        templates: list[bytes],
+        conns: list[KafkaConnection],
+        max_requests: int,
+        api: tuple[int, int] = (HEARTBEAT, HEARTBEAT_V),
+        error_at: slice = _HB_V4_ERROR,
+    ) -> None:
         self.templates = templates
+        self.api = api  # (api key, version) of the heartbeat, for decoding the first answer per connection
+        self.error_at = error_at  # where the error code sits in a response frame
         self.conns = conns
         self.max_requests = max_requests
         self.sent = 0
@@ -631,11 +640,12 @@ class HeartbeatDriver:
             conn_index = member % len(self.conns)
             if conn_index not in self.checked:  # the first answer on each connection: decode it in full
                 self.checked.add(conn_index)
-                body = decode_response(HEARTBEAT, HEARTBEAT_V, frame)
+                body = decode_response(*self.api, frame)
                 if body.error_code != NONE:
                     self.errors[int(body.error_code)] += 1
-            elif frame[_HB_V4_ERROR] != b"\x00\x00":
-                self.errors[int.from_bytes(frame[_HB_V4_ERROR], "big", signed=True)] += 1
+                expect(frame[self.error_at] == int(body.error_code).to_bytes(2, "big"), "error code offset")
+            elif frame[self.error_at] != b"\x00\x00":
+                self.errors[int.from_bytes(frame[self.error_at], "big", signed=True)] += 1
             if self.window_from_ns <= now <= self.stop_ns:
                 self.latencies_ns.append(now - sent_ns)
         if now < self.stop_ns and self.sent < self.max_requests and frame:
@@ -655,23 +665,32 @@ async def heartbeat_case(
     seconds: float,
     warmup: float,
     max_requests: int,
+    templates: list[bytes] | None = None,
+    api: tuple[int, int] = (HEARTBEAT, HEARTBEAT_V),
+    error_at: slice = _HB_V4_ERROR,
 ) -> HeartbeatRun:
+    """Heartbeat v4 from ``joined``'s members, or the pre-encoded requests ``templates`` (one per member, of
+    the heartbeat ``api``, error code at ``error_at`` in a response frame)."""
     ids = joined.member_ids[:members]
     conns = [await bounded(KafkaConnection.open(server.port), "connect") for _ in range(connections)]
     try:
-        templates = [
-            encode_request(
-                HEARTBEAT,
-                HEARTBEAT_V,
-                0,
-                group_id=joined.group,
-                generation_id=joined.generation,
-                member_id=member_id,
-                group_instance_id=None,
-            )
-            for member_id in ids
-        ]
-        driver = HeartbeatDriver(templates, conns, max_requests)
+        templates = (
+            templates[:members]
+            if templates is not None
+            else [
+                encode_request(
+                    HEARTBEAT,
+                    HEARTBEAT_V,
+                    0,
+                    group_id=joined.group,
+                    generation_id=joined.generation,
+                    member_id=member_id,
+                    group_instance_id=None,
+                )
+                for member_id in ids
+            ]
+        )
+        driver = HeartbeatDriver(templates, conns, max_requests, api, error_at)
         loop = asyncio.get_running_loop()
         driver.drained = loop.create_future()
         start = time.perf_counter_ns()
