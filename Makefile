@@ -48,7 +48,7 @@ bench-server: $(DEVSTAMP)
 # KIP-848: 10,000-member consumer-group heartbeats on the core and through `regroup serve` (classic as the
 # reference), one member joining a 1,000-member group on the server and on the simulator (docs/benchmarks.md).
 bench-kip848: $(DEVSTAMP)
-	$(BIN)/python bench/kip848.py
+	$(BIN)/python bench/kip848.py --sim-members 100,1000 --sim-unchecked
 
 # The rebalance lab on Spark: a 100-run sweep on local[2] and local[1], analyze 10 million events (docs/benchmarks.md).
 bench-lab: $(DEVSTAMP)
