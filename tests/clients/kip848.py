@@ -343,6 +343,26 @@ def server_view(port: int, group: str, topic: str) -> ServerView:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class TypeSigns:
+    """How each API sees the group: ListGroups v5's type, ConsumerGroupDescribe's error (and message),
+    DescribeGroups' state."""
+
+    listed_type: str
+    consumer_describe_error: int
+    consumer_describe_message: str | None
+    classic_state: str
+
+
+def type_signs(port: int, group: str) -> TypeSigns:
+    with WireClient(port, client_id="kip848-inspector") as client:
+        listed = client.call(LIST, 5, states_filter=[], types_filter=[])
+        described = client.call(DESCRIBE_848, 0, group_ids=[group], include_authorized_operations=False).groups[0]
+        classic = client.call(DESCRIBE, 5, groups=[group], include_authorized_operations=False).groups[0]
+    listed_type = next((g.group_type for g in listed.groups if g.group_id == group), "")
+    return TypeSigns(listed_type, int(described.error_code), described.error_message, classic.group_state)
+
+
 def wait_settled(
     port: int, group: str, topic: str, partitions: int, members: list[Owner], timeout: float = 30.0
 ) -> ServerView:

@@ -17,7 +17,17 @@ from typing import Any
 import pytest
 
 from tests.clients.harness import Inspector
-from tests.clients.kip848 import Book, Owner, server_view, stopped_at_exit, wait_for, wait_settled
+from tests.clients.kip848 import (
+    GROUP_ID_NOT_FOUND,
+    Book,
+    Owner,
+    TypeSigns,
+    server_view,
+    stopped_at_exit,
+    type_signs,
+    wait_for,
+    wait_settled,
+)
 from tests.server.conftest import ServerProcess
 
 pytestmark = pytest.mark.timeout(150)
@@ -61,6 +71,14 @@ class Feeder(threading.Thread):
         assert not self.is_alive(), "the feeder did not stop"
 
 
+def classic_signs(group: str) -> TypeSigns:
+    return TypeSigns("classic", GROUP_ID_NOT_FOUND, f"Group {group} is not a consumer group.", "Stable")
+
+
+#: a consumer group as a pre-KIP-1043 Kafka shows it: DescribeGroups knows no such classic group ("Dead")
+CONSUMER_SIGNS = TypeSigns("consumer", 0, None, "Dead")
+
+
 def test_rolling_upgrade_to_consumer_protocol_and_back(kip848_server: ServerProcess) -> None:
     port, topic, group = kip848_server.port, "kip848-roll", "roll"
     bootstrap = f"127.0.0.1:{port}"
@@ -87,6 +105,7 @@ def test_rolling_upgrade_to_consumer_protocol_and_back(kip848_server: ServerProc
                 start(f"classic-{i}", "classic")
             view = settle()
             assert view.group_type == "classic" and view.group_epoch == -1  # described by DescribeGroups
+            assert type_signs(port, group) == classic_signs(group)
 
             # upgrade: restart each member with the consumer protocol
             for i in range(MEMBERS):
@@ -97,6 +116,7 @@ def test_rolling_upgrade_to_consumer_protocol_and_back(kip848_server: ServerProc
                 assert view.group_type == "consumer", (i, view)
                 assert view.group_epoch > 0  # ConsumerGroupDescribe answers
                 assert set(view.assignments) == {m.member for m in running}
+                assert type_signs(port, group) == CONSUMER_SIGNS
 
             # rollback: restart each member with the classic protocol
             for i in range(MEMBERS):
@@ -109,6 +129,7 @@ def test_rolling_upgrade_to_consumer_protocol_and_back(kip848_server: ServerProc
                 view = settle()
                 expected = "classic" if i == MEMBERS - 1 else "consumer"
                 assert view.group_type == expected, (i, view)
+                assert type_signs(port, group) == (classic_signs(group) if i == MEMBERS - 1 else CONSUMER_SIGNS)
 
             feeder.stop()
             assert not feeder.failed, feeder.failed[:3]
