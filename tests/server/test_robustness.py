@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import struct
+import time
 
 import pytest
 
@@ -134,3 +135,29 @@ def test_a_superseded_join_group_closes_its_connection(server: ServerProcess) ->
         assert b1.is_closed_by_server()
         assert a.call(JOIN, 3, member_id=a_id, **join).generation_id == 2
         assert b2.receive().generation_id == 2
+
+
+def test_requests_behind_a_parked_join_wait_in_order_past_the_in_flight_limit(server: ServerProcess) -> None:
+    join = {
+        "group_id": "parked-pipeline",
+        "session_timeout": 10_000,
+        "rebalance_timeout": 10_000,
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": SUB}],
+    }
+    with WireClient(server.port, client_id="a") as a, WireClient(server.port, client_id="b") as b:
+        a_id = a.call(JOIN, 5, member_id="", **join).member_id
+        assert a.call(JOIN, 5, member_id=a_id, **join).generation_id == 1
+        b_id = b.call(JOIN, 5, member_id="", **join).member_id
+        b.send(JOIN, 5, member_id=b_id, **join)  # parks until a rejoins
+        for _ in range(150):  # more than the 64 responses a connection may hold back
+            b.send(API_VERSIONS, 2)
+        b.send(HEARTBEAT, 4, group_id="nobody", generation_id=1, member_id="m")
+        time.sleep(0.5)  # (not an assertion) lets the server read b's backlog up to its limit first
+        a.send(JOIN, 5, member_id=a_id, **join)
+        assert a.receive().generation_id == 2
+        assert b.receive().generation_id == 2  # receive() checks every correlation id in order
+        assert all(b.receive().error_code == 0 for _ in range(150))
+        assert b.receive().error_code == 25
+        still_served(b)

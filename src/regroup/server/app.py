@@ -97,7 +97,7 @@ class Server:
         self._syncer: asyncio.Task[None] | None = None
         self._events: GroupEvents | None = None
         self._dispatcher: Dispatcher | None = None
-        self._connections: set[asyncio.Task[None]] = set()
+        self._connections: set[Connection] = set()
         self._ids = itertools.count(1)
         self._stats: asyncio.Task[None] | None = None
         self._metrics: MetricsEndpoint | None = None
@@ -150,7 +150,8 @@ class Server:
                 ) from None
             self.metrics_port = self._metrics.port
         try:
-            self._listener = await asyncio.start_server(self._on_client, cfg.host, cfg.port, reuse_address=True)
+            loop = asyncio.get_running_loop()
+            self._listener = await loop.create_server(self._new_connection, cfg.host, cfg.port, reuse_address=True)
         except OSError as exc:
             raise StartupError(f"cannot listen on {cfg.host}:{cfg.port}: {exc.strerror or exc}") from None
         self.port = self._listener.sockets[0].getsockname()[1]
@@ -181,26 +182,19 @@ class Server:
             "off" if self._metrics is None else f"http://{self._metrics.host}:{self.metrics_port}/metrics",
         )
 
-    async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _new_connection(self) -> Connection:
+        """The protocol of a connection just accepted (``loop.create_server``'s factory)."""
         assert self._dispatcher is not None
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
+        connection = Connection(
+            self._dispatcher,
+            next(self._ids),
+            max_frame_bytes=self.config.max_frame_bytes,
+            max_idle_ms=self.config.connections_max_idle_ms,
+            on_close=self._connections.discard,
+        )
+        self._connections.add(connection)
         self._connections_opened += 1
-        try:
-            connection = Connection(
-                reader,
-                writer,
-                self._dispatcher,
-                next(self._ids),
-                max_frame_bytes=self.config.max_frame_bytes,
-                max_idle_ms=self.config.connections_max_idle_ms,
-            )
-            await connection.serve()
-        except asyncio.CancelledError:
-            pass  # shutdown: asyncio's stream callback would log a cancelled connection task as an error
-        finally:
-            self._connections.discard(task)
+        return connection
 
     def _feed_image(self) -> None:
         """Give the coordinator the topics as they are now (at startup and after every topic change)."""
@@ -253,10 +247,11 @@ class Server:
             self._metrics = None
         if self._listener is not None:
             self._listener.close()
-        for task in [self._stats, self._syncer, *self._connections]:
+        for task in [self._stats, self._syncer]:
             if task is not None:
                 task.cancel()
-        await asyncio.gather(*self._connections, return_exceptions=True)
+        handlers = [task for connection in list(self._connections) for task in connection.close()]
+        await asyncio.gather(*handlers, return_exceptions=True)
         if self._listener is not None:
             with contextlib.suppress(Exception):
                 await self._listener.wait_closed()

@@ -1,13 +1,13 @@
 """Kafka's framing: every request and response is an int32 big-endian size followed by that many bytes.
 
-A size above the configured maximum (Kafka's ``socket.request.max.bytes``, 100 MiB by default here) or a
-negative size is refused before anything is buffered; a connection that ends mid-frame is truncated. Both
-are ``ProtocolError``s: the caller closes that connection.
+``FrameBuffer`` splits the bytes a connection receives into frames. A size above the configured maximum
+(Kafka's ``socket.request.max.bytes``, 100 MiB by default here) or a negative size is refused as soon as
+its prefix arrives, before the frame is buffered (``FrameTooLarge``); a connection that ends mid-frame is
+truncated (``TruncatedFrame``). Both are ``ProtocolError``s: the caller closes that connection.
 """
 
 from __future__ import annotations
 
-import asyncio
 import struct
 
 from regroup.server.errors import FrameTooLarge, TruncatedFrame
@@ -16,21 +16,45 @@ DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
 _SIZE = struct.Struct(">i")
 
 
-async def read_frame(reader: asyncio.StreamReader, max_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> bytes | None:
-    """The next frame's payload, or None on a clean end of stream (between frames)."""
-    try:
-        prefix = await reader.readexactly(_SIZE.size)
-    except asyncio.IncompleteReadError as exc:
-        if not exc.partial:
+class FrameBuffer:
+    """Received bytes in, complete frame payloads out, in order."""
+
+    __slots__ = ("_buffer", "_offset", "max_bytes")
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._buffer = bytearray()
+        self._offset = 0  # start of the first unconsumed byte (consumed bytes are dropped in batches)
+
+    def feed(self, data: bytes) -> None:
+        if self._offset:
+            del self._buffer[: self._offset]
+            self._offset = 0
+        self._buffer += data
+
+    def next_frame(self) -> bytes | None:
+        """The next complete frame's payload, or None until more bytes arrive. Raises ``FrameTooLarge``."""
+        buffer, offset = self._buffer, self._offset
+        if len(buffer) - offset < _SIZE.size:
             return None
-        raise TruncatedFrame(f"connection closed inside a size prefix ({len(exc.partial)} of 4 bytes)") from None
-    (size,) = _SIZE.unpack(prefix)
-    if size < 0 or size > max_bytes:
-        raise FrameTooLarge(f"frame size {size} outside 0..{max_bytes}")
-    try:
-        return await reader.readexactly(size)
-    except asyncio.IncompleteReadError as exc:
-        raise TruncatedFrame(f"connection closed after {len(exc.partial)} of {size} frame bytes") from None
+        (size,) = _SIZE.unpack_from(buffer, offset)
+        if size < 0 or size > self.max_bytes:
+            raise FrameTooLarge(f"frame size {size} outside 0..{self.max_bytes}")
+        end = offset + _SIZE.size + size
+        if end > len(buffer):
+            return None
+        self._offset = end
+        return bytes(buffer[offset + _SIZE.size : end])
+
+    def check_complete(self) -> None:
+        """At end of stream: raises ``TruncatedFrame`` if it ended inside a frame."""
+        left = len(self._buffer) - self._offset
+        if left == 0:
+            return
+        if left < _SIZE.size:
+            raise TruncatedFrame(f"connection closed inside a size prefix ({left} of 4 bytes)")
+        (size,) = _SIZE.unpack_from(self._buffer, self._offset)
+        raise TruncatedFrame(f"connection closed after {left - _SIZE.size} of {size} frame bytes")
 
 
 def frame(payload: bytes) -> bytes:

@@ -1,0 +1,86 @@
+"""Eager start of a request's coroutine: its first step runs at once, inside the caller (the connection's
+``data_received``), and only a coroutine that actually suspends — a parked JoinGroup, a commit waiting for
+its append, a long-polling Fetch — gets a task to finish in.
+
+Most requests (Heartbeat, Metadata, ApiVersions, OffsetFetch, a heartbeat-path core call answered on the
+runtime's fast path) never suspend, so they cost no task, no event-loop round trip and no done callback.
+This is what Python 3.12's eager task factory does; the project supports 3.11, so it is done here for one
+coroutine at a time. The continuation mirrors a task's steps: it waits until the awaited future is done
+(whatever its outcome), then sends into the coroutine again, so the future's result or exception is raised
+inside the coroutine exactly where it awaited; cancelling the continuation cancels the awaited future and
+throws ``CancelledError`` into the coroutine, as cancelling a task does. During the eager step there is no
+current task (``asyncio.current_task()`` is None); after a suspension the continuation task is current.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Started(Generic[T]):
+    """Outcome of :func:`start`: ``done`` with ``result`` or ``error``, or still running as ``task``."""
+
+    __slots__ = ("done", "error", "result", "task")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.result: T | None = None
+        self.error: BaseException | None = None
+        self.task: asyncio.Task[T] | None = None
+
+
+def start(coro: Coroutine[Any, Any, T]) -> Started[T]:
+    """Run ``coro`` until it finishes or first suspends; in the second case ``task`` finishes it."""
+    started: Started[T] = Started()
+    try:
+        waiting = coro.send(None)
+    except StopIteration as stop:
+        started.done, started.result = True, stop.value
+        return started
+    except BaseException as exc:  # the coroutine failed before suspending; the caller decides what it means
+        started.done, started.error = True, exc
+        return started
+    started.task = asyncio.get_running_loop().create_task(_finish(coro, waiting))
+    return started
+
+
+async def _finish(coro: Coroutine[Any, Any, T], waiting: Any) -> T:
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            if waiting is None:  # a bare yield (asyncio.sleep(0)): run again on the next loop turn
+                await asyncio.sleep(0)
+            else:
+                if not isinstance(waiting, asyncio.Future):
+                    coro.close()
+                    raise RuntimeError(f"a request coroutine awaited {waiting!r}, not an asyncio future")
+                waiting._asyncio_future_blocking = False
+                await _settled(loop, waiting)
+        except asyncio.CancelledError as cancelled:
+            if waiting is not None:
+                waiting.cancel()
+            try:
+                waiting = coro.throw(cancelled)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            continue
+        try:
+            waiting = coro.send(None)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+
+def _settled(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> asyncio.Future[None]:
+    """A future done once ``future`` is done, successful or not (its outcome stays for the coroutine)."""
+    waiter: asyncio.Future[None] = loop.create_future()
+
+    def wake(_: asyncio.Future[Any]) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    future.add_done_callback(wake)
+    return waiter

@@ -1,0 +1,80 @@
+"""``server/eager.py``: a coroutine's first step runs inline; one that suspends finishes in a task with a
+task's semantics (results and exceptions of awaited futures raised where it awaited, cancellation thrown in)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from regroup.server.eager import start
+
+
+def test_a_coroutine_that_never_suspends_finishes_inline_without_a_task() -> None:
+    async def scenario() -> None:
+        ran: list[str] = []
+
+        async def answer() -> int:
+            ran.append("ran")
+            return 42
+
+        started = start(answer())
+        assert ran == ["ran"]  # before start() returned, on this very turn of the loop
+        assert (started.done, started.result, started.error, started.task) == (True, 42, None, None)
+
+        async def fail() -> int:
+            raise ValueError("bad request")
+
+        failed = start(fail())
+        assert failed.done and isinstance(failed.error, ValueError) and failed.task is None
+
+    asyncio.run(scenario())
+
+
+def test_a_suspended_coroutine_finishes_in_a_task_with_results_and_errors_where_it_awaited() -> None:
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        first, second = loop.create_future(), loop.create_future()
+        seen: list[object] = []
+
+        async def parked() -> str:
+            seen.append(await first)
+            try:
+                await second
+            except KeyError as exc:
+                seen.append(f"caught {exc}")
+            await asyncio.sleep(0)
+            return "done"
+
+        started = start(parked())
+        assert not started.done and started.task is not None
+        first.set_result("first")
+        await asyncio.sleep(0)
+        second.set_exception(KeyError("second"))
+        assert await started.task == "done"
+        assert seen == ["first", "caught 'second'"]
+
+    asyncio.run(scenario())
+
+
+def test_cancelling_the_task_cancels_the_awaited_future_and_throws_into_the_coroutine() -> None:
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        waited: asyncio.Future[None] = loop.create_future()
+        cleaned: list[str] = []
+
+        async def parked() -> None:
+            try:
+                await waited
+            finally:
+                cleaned.append("finally")
+
+        started = start(parked())
+        assert started.task is not None
+        await asyncio.sleep(0)
+        started.task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await started.task
+        assert waited.cancelled() and cleaned == ["finally"]
+
+    asyncio.run(scenario())

@@ -1,0 +1,44 @@
+"""``FrameBuffer``: frames cut from arbitrary chunks, oversized and negative sizes refused at the prefix,
+a stream ending inside a frame reported as truncated."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from regroup.server.errors import FrameTooLarge, TruncatedFrame
+from regroup.server.framing import FrameBuffer, frame
+
+
+def test_frames_come_out_whole_and_in_order_whatever_the_chunks() -> None:
+    payloads = [b"", b"a", b"hello" * 100, bytes(range(256))]
+    stream = b"".join(frame(p) for p in payloads)
+    for chunk in (1, 3, 7, len(stream)):
+        buffer, out = FrameBuffer(), []
+        for i in range(0, len(stream), chunk):
+            buffer.feed(stream[i : i + chunk])
+            while (payload := buffer.next_frame()) is not None:
+                out.append(payload)
+        assert out == payloads
+        buffer.check_complete()
+
+
+@pytest.mark.parametrize("size", [11, -1])
+def test_a_size_outside_the_limit_is_refused_before_the_frame_arrives(size: int) -> None:
+    buffer = FrameBuffer(max_bytes=10)
+    buffer.feed(struct.pack(">i", size))
+    with pytest.raises(FrameTooLarge):
+        buffer.next_frame()
+
+
+def test_end_of_stream_inside_a_frame_is_truncation() -> None:
+    buffer = FrameBuffer()
+    buffer.feed(b"\x00\x00")
+    with pytest.raises(TruncatedFrame, match="size prefix"):
+        buffer.check_complete()
+    buffer = FrameBuffer()
+    buffer.feed(struct.pack(">i", 5) + b"abc")
+    assert buffer.next_frame() is None
+    with pytest.raises(TruncatedFrame, match="3 of 5"):
+        buffer.check_complete()
