@@ -36,6 +36,15 @@ whose answer carries a changed assignment (a revocation, or new partitions) send
 with the new owned set, as the Java consumer does after its callbacks; otherwise it waits one interval.
 Reported: from writing the joiner's first heartbeat until it receives its first partitions, and until it
 holds its whole share (every partition owned exactly once across the group, as the members report it).
+Then, on the same server, the classic reference: a ``--join-members`` classic group using
+``cooperative-sticky`` (loaded from one ``GroupMetadataValue`` whose subscriptions carry each member's owned
+partitions and generation), each member on its own connection, heartbeating every ``--interval-ms`` with the
+same spread phases. On REBALANCE_IN_PROGRESS a member rejoins with its owned partitions; the leader assigns
+with regroup's ``cooperative-sticky`` from the members' subscriptions (partitions that change owner are
+withheld); a member that lost partitions rejoins at once, and the second round gives the joiner its share.
+Same clock, from the joiner's first JoinGroup; also reported: the rounds, when each join phase ended, the
+leader's assignment time, and how many members sent anything but heartbeats (``--join-protocols`` picks
+the runs and their order).
 
 **sim**: one member joining a ``--sim-members`` group on the simulator (virtual time), classic
 cooperative-sticky vs KIP-848 (uniform assignor), both heartbeating every ``--interval-ms``. Reported:
@@ -64,7 +73,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from regroup.assignors.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
+from regroup.assignors import registry
+from regroup.assignors.consumer_protocol import (
+    Assignment,
+    Subscription,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_cooperative_user_data,
+    encode_subscription,
+)
+from regroup.assignors.spec import GroupSpec, MemberSubscription
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.model.cluster import ClusterImage, TopicImage, topic_id_for
@@ -186,12 +205,27 @@ def consumer_group_records(
 
 
 def classic_group_records(
-    group: str, ids: Sequence[str], topics: TopicIds, *, client_id: str = "", client_host: str = ""
+    group: str,
+    ids: Sequence[str],
+    topics: TopicIds,
+    *,
+    client_id: str = "",
+    client_host: str = "",
+    protocol: str = "range",
 ) -> list[Record]:
-    """A Stable classic consumer group at generation ``EPOCH`` (``range`` protocol, real subscription and
-    assignment bytes)."""
+    """A Stable classic consumer group at generation ``EPOCH`` (real subscription and assignment bytes).
+    With ``protocol="cooperative-sticky"`` each subscription carries the member's owned partitions and
+    generation, as a cooperative member's last JoinGroup did."""
     by_id = {topic_id: name for name, (topic_id, _) in topics.items()}
-    subscription = encode_subscription(Subscription(topics=tuple(sorted(topics))))
+    names = tuple(sorted(topics))
+    shares = [{by_id[t]: tuple(ps) for t, ps in sorted(share.items())} for share in deal(topics, len(ids))]
+    plain = encode_subscription(Subscription(topics=names))
+
+    def subscription(owned: dict[str, tuple[int, ...]]) -> bytes:
+        if protocol != "cooperative-sticky":
+            return plain
+        return cooperative_subscription(names, owned, EPOCH)
+
     members = tuple(
         MemberMetadata(
             member_id=member_id,
@@ -200,22 +234,33 @@ def classic_group_records(
             client_host=client_host,
             rebalance_timeout_ms=LONG_MS,
             session_timeout_ms=LONG_MS,
-            subscription=subscription,
-            assignment=encode_assignment(
-                Assignment(partitions={by_id[t]: tuple(ps) for t, ps in sorted(share.items())})
-            ),
+            subscription=subscription(share),
+            assignment=encode_assignment(Assignment(partitions=share)),
         )
-        for member_id, share in zip(ids, deal(topics, len(ids)), strict=True)
+        for member_id, share in zip(ids, shares, strict=True)
     )
     value = GroupMetadataValue(
         protocol_type="consumer",
         generation=EPOCH,
-        protocol_name="range",
+        protocol_name=protocol,
         leader=ids[0],
         current_state_timestamp_ms=0,
         members=members,
     )
     return [new_group_metadata_record(group, value)]
+
+
+def cooperative_subscription(topics: Sequence[str], owned: dict[str, tuple[int, ...]], generation: int) -> bytes:
+    """A ``cooperative-sticky`` member's JoinGroup metadata: topics, owned partitions and the generation they
+    were assigned in (v3 fields), plus the assignor's user data (the same generation)."""
+    return encode_subscription(
+        Subscription(
+            topics=tuple(topics),
+            user_data=encode_cooperative_user_data(generation),
+            owned={t: tuple(ps) for t, ps in sorted(owned.items()) if ps},
+            generation=generation,
+        )
+    )
 
 
 def core_topics() -> TopicIds:
@@ -520,6 +565,7 @@ class ConsumerMemberLoad:
         self.index = {m: i for i, m in enumerate(ids)}
         self.errors: list[str] = []
         self.sent = 0
+        self.acknowledged: set[str] = set()  # members that sent a heartbeat out of turn (a changed assignment)
         self.on_answer: Callable[[str, Any], None] | None = None
         self.stopped = False
 
@@ -561,6 +607,7 @@ class ConsumerMemberLoad:
             if new != self.owned.get(member, {}):
                 self.owned[member] = new  # revoked or added: acknowledge at once with the new owned set
                 self.report_owned.add(member)
+                self.acknowledged.add(member)
                 if self.on_answer is not None:
                     self.on_answer(member, resp)
                 asyncio.get_running_loop().call_soon(self.send, member)
@@ -609,6 +656,7 @@ async def server_join_run(
                 done.set_result(None)
 
         load.on_answer = on_answer
+        load.acknowledged.clear()
         started = time.perf_counter()
         sent_before = load.sent
         load.send(joiner, member_epoch=0, rebalance_timeout=60_000, subscribed_topic_names=sorted(TOPICS),
@@ -629,12 +677,279 @@ async def server_join_run(
         "to_all_partitions_ms": round((marks["all"] - started) * 1e3, 1),
         "joiner_partitions": sum(len(ps) for ps in load.owned["joiner"].values()),
         "joiner_epochs": sorted(epochs_seen),
+        "rounds": len(epochs_seen - {0}),
         "heartbeats_in_window": heartbeats,
+        "members_sending_other_requests": 0,  # ConsumerGroupHeartbeat is the only request
+        "members_heartbeating_out_of_turn": len(load.acknowledged),  # the joiner and the givers
+    }
+
+
+COOPERATIVE = "cooperative-sticky"
+REBALANCE_IN_PROGRESS, MEMBER_ID_REQUIRED = 27, 79
+
+
+def cooperative_leader(members: Sequence[Any], topics: dict[str, int]) -> list[dict[str, Any]]:
+    """What a Java ``cooperative-sticky`` leader does with its JoinGroup response: decode every member's
+    subscription (topics, owned partitions, generation, user data), assign with regroup's
+    ``cooperative-sticky`` (partitions that change owner are withheld), encode every member's assignment."""
+    subscriptions = {m.member_id: decode_subscription(m.metadata) for m in members}
+    spec = GroupSpec(
+        topics=topics,
+        members={
+            member_id: MemberSubscription.of(
+                sub.topics, dict(sub.owned), generation=sub.generation, user_data=sub.user_data
+            )
+            for member_id, sub in subscriptions.items()
+        },
+    )
+    assignment = registry.get(COOPERATIVE).assign(spec)
+    revoked = {
+        (t, p) for member_id, sub in subscriptions.items() for t, ps in sub.owned.items()
+        for p in set(ps) - set(assignment.get(member_id, {}).get(t, ()))
+    }  # fmt: skip
+    for member_id, sub in subscriptions.items():  # Kafka's validateCooperativeAssignment
+        added = {(t, p) for t, ps in assignment.get(member_id, {}).items() for p in set(ps) - set(sub.owned.get(t, ()))}
+        if added & revoked:
+            raise sb.WireError(f"{member_id} is given partitions revoked in the same rebalance")
+    return [
+        {
+            "member_id": member_id,
+            "assignment": encode_assignment(
+                Assignment(partitions={t: tuple(ps) for t, ps in sorted(assignment.get(member_id, {}).items())})
+            ),
+        }
+        for member_id in subscriptions
+    ]
+
+
+class ClassicCooperativeLoad:
+    """The members of one classic ``cooperative-sticky`` group as the load generator plays them, one
+    connection each (a parked JoinGroup holds back every later answer on its connection). As the Java
+    consumer does: Heartbeat v4 every interval, counted from the previous heartbeat or from the last
+    JoinGroup answer; on REBALANCE_IN_PROGRESS a JoinGroup v9 with the owned partitions and their generation;
+    the leader assigns; after SyncGroup v5 the member drops what it lost and, if it lost anything, rejoins at
+    once. A heartbeat that falls due while a JoinGroup or SyncGroup is outstanding goes out after it."""
+
+    def __init__(self, group: str, ids: list[str], shares: list[dict[str, tuple[int, ...]]], interval_s: float) -> None:
+        self.group = group
+        self.interval_s = interval_s
+        self.topics = dict(TOPICS)
+        self.names = tuple(sorted(TOPICS))
+        self.member_id = {m: m for m in ids}
+        self.generation = dict.fromkeys(ids, EPOCH)
+        self.owned: dict[str, dict[str, tuple[int, ...]]] = dict(zip(ids, shares, strict=True))
+        self.owned_generation = dict.fromkeys(ids, EPOCH)
+        self.conn: dict[str, Any] = {}
+        self.busy: set[str] = set()  # a JoinGroup or SyncGroup outstanding
+        self.heartbeat_due: set[str] = set()
+        self.timers: dict[str, asyncio.TimerHandle] = {}
+        self.sent = {"heartbeat": 0, "join": 0, "sync": 0}
+        self.other_requests: set[str] = set()  # members that sent a JoinGroup or SyncGroup
+        self.revoking: set[str] = set()  # members that gave partitions up
+        self.leader_assign_s: list[float] = []
+        self.leader_joined_at: list[float] = []  # when each round's join phase ended, as the leader saw it
+        self.generations: list[int] = []  # as the leader saw them
+        self.errors: list[str] = []
+        self.on_synced: Callable[[str], None] | None = None
+        self.last_sync_at = 0.0
+        self.stopped = False
+
+    def _result(self, member: str, what: str, future: asyncio.Future[Any]) -> Any:
+        if future.cancelled() or future.exception() is not None:
+            if not self.stopped:
+                self.errors.append(f"{member} {what}: {future.exception()!r}")
+            return None
+        return future.result()
+
+    def schedule_heartbeat(self, member: str, delay: float) -> None:
+        handle = self.timers.pop(member, None)
+        if handle is not None:
+            handle.cancel()
+        if not self.stopped:
+            self.timers[member] = asyncio.get_running_loop().call_later(max(0.0, delay), self.heartbeat, member)
+
+    def heartbeat(self, member: str) -> None:
+        self.timers.pop(member, None)
+        if self.stopped:
+            return
+        if member in self.busy:
+            self.heartbeat_due.add(member)
+            return
+        sent_at = time.perf_counter()
+        fields = {"group_id": self.group, "generation_id": self.generation[member],
+                  "member_id": self.member_id[member], "group_instance_id": None}  # fmt: skip
+        future = sb._request(self.conn[member], sb.HEARTBEAT, sb.HEARTBEAT_V, **fields)
+        self.sent["heartbeat"] += 1
+        future.add_done_callback(lambda f: self.heartbeat_answered(member, sent_at, f))
+
+    def heartbeat_answered(self, member: str, sent_at: float, future: asyncio.Future[Any]) -> None:
+        resp = self._result(member, "Heartbeat", future)
+        if resp is None or self.stopped or member in self.busy:
+            return
+        if resp.error_code == REBALANCE_IN_PROGRESS:
+            self.join(member)
+        elif resp.error_code != 0:
+            self.errors.append(f"{member} Heartbeat: error {int(resp.error_code)}")
+        else:
+            self.schedule_heartbeat(member, sent_at + self.interval_s - time.perf_counter())
+
+    def join(self, member: str) -> None:
+        if self.stopped:
+            return
+        handle = self.timers.pop(member, None)
+        if handle is not None:
+            handle.cancel()
+        self.busy.add(member)
+        self.heartbeat_due.discard(member)
+        self.other_requests.add(member)
+        metadata = cooperative_subscription(self.names, self.owned[member], self.owned_generation[member])
+        fields = {
+            "group_id": self.group, "session_timeout": sb.SESSION_MS, "rebalance_timeout": sb.REBALANCE_MS,
+            "member_id": self.member_id[member], "group_instance_id": None, "protocol_type": "consumer",
+            "protocols": [{"name": COOPERATIVE, "metadata": metadata}], "reason": None,
+        }  # fmt: skip
+        future = sb._request(self.conn[member], sb.JOIN, sb.JOIN_V, **fields)
+        self.sent["join"] += 1
+        future.add_done_callback(lambda f: self.join_answered(member, f))
+
+    def join_answered(self, member: str, future: asyncio.Future[Any]) -> None:
+        resp = self._result(member, "JoinGroup", future)
+        if resp is None or self.stopped:
+            return
+        if resp.error_code in (MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS):
+            self.member_id[member] = resp.member_id or self.member_id[member]
+            self.join(member)
+            return
+        if resp.error_code != 0:
+            self.errors.append(f"{member} JoinGroup: error {int(resp.error_code)}")
+            return
+        generation = int(resp.generation_id)
+        self.generation[member] = generation
+        assignments: list[dict[str, Any]] = []
+        if resp.leader == resp.member_id:
+            started = time.perf_counter()
+            self.leader_joined_at.append(started)
+            try:
+                assignments = cooperative_leader(resp.members, self.topics)
+            except Exception as exc:
+                self.errors.append(f"leader: {exc!r}")
+                return
+            self.leader_assign_s.append(time.perf_counter() - started)
+            self.generations.append(generation)
+        fields = {"group_id": self.group, "generation_id": generation, "member_id": self.member_id[member],
+                  "group_instance_id": None, "protocol_type": "consumer", "protocol_name": COOPERATIVE,
+                  "assignments": assignments}  # fmt: skip
+        sync = sb._request(self.conn[member], sb.SYNC, sb.SYNC_V, **fields)
+        self.sent["sync"] += 1
+        sync.add_done_callback(lambda f: self.sync_answered(member, generation, f))
+        self.schedule_heartbeat(member, self.interval_s)
+
+    def sync_answered(self, member: str, generation: int, future: asyncio.Future[Any]) -> None:
+        resp = self._result(member, "SyncGroup", future)
+        if resp is None or self.stopped:
+            return
+        self.busy.discard(member)
+        self.last_sync_at = time.perf_counter()
+        if resp.error_code == REBALANCE_IN_PROGRESS:
+            self.join(member)
+            return
+        if resp.error_code != 0:
+            self.errors.append(f"{member} SyncGroup: error {int(resp.error_code)}")
+            return
+        assigned = {t: tuple(sorted(ps)) for t, ps in decode_assignment(resp.assignment).partitions.items() if ps}
+        lost = any(set(ps) - set(assigned.get(t, ())) for t, ps in self.owned[member].items())
+        self.owned[member] = assigned
+        self.owned_generation[member] = generation
+        if self.on_synced is not None:
+            self.on_synced(member)
+        if lost:  # revoked: onPartitionsRevoked, then rejoin at once
+            self.revoking.add(member)
+            self.join(member)
+        elif member in self.heartbeat_due:
+            self.heartbeat_due.discard(member)
+            self.heartbeat(member)
+
+    def stop(self) -> None:
+        self.stopped = True
+        for handle in self.timers.values():
+            handle.cancel()
+        self.timers.clear()
+
+
+async def server_join_classic_run(port: int, topics: TopicIds, members: int, interval_ms: int) -> dict[str, Any]:
+    """One member joining a loaded ``members``-member classic ``cooperative-sticky`` group (``cjoin``)."""
+    ids = member_ids("c", members)
+    total = sum(TOPICS.values())
+    by_id = {topic_id: name for name, (topic_id, _) in topics.items()}
+    shares = [{by_id[t]: tuple(ps) for t, ps in share.items()} for share in deal(topics, members)]
+    interval_s = interval_ms / 1e3
+    load = ClassicCooperativeLoad("cjoin", ids, shares, interval_s)
+    joiner = "joiner"
+    conns = await sb.open_members(port, members + 1)
+    load.conn = dict(zip([*ids, joiner], conns, strict=True))
+    loop = asyncio.get_running_loop()
+    try:
+        for i, m in enumerate(ids):  # phases spread evenly over one interval
+            load.schedule_heartbeat(m, interval_s * i / members)
+        await asyncio.sleep(interval_s * 1.5)  # every member has heartbeated at least once
+        if load.errors:
+            raise sb.WireError(f"before the join: {load.errors[:3]}")
+        load.member_id[joiner] = ""
+        load.generation[joiner] = -1
+        load.owned[joiner] = {}
+        load.owned_generation[joiner] = -1
+        done: asyncio.Future[None] = loop.create_future()
+        marks: dict[str, float] = {}
+        joiner_generations: list[int] = []
+
+        def on_synced(member: str) -> None:
+            if member == joiner:
+                joiner_generations.append(load.generation[joiner])
+            if not load.owned[joiner] or done.done():
+                return
+            marks.setdefault("first", time.perf_counter())
+            owned = [(t, p) for ps in load.owned.values() for t, pl in ps.items() for p in pl]
+            if len(owned) == total and len(set(owned)) == total:
+                marks["all"] = time.perf_counter()
+                done.set_result(None)
+
+        load.on_synced = on_synced
+        sent_before = dict(load.sent)
+        started = time.perf_counter()
+        load.join(joiner)
+        await sb.bounded(done, "the joiner holding its partitions", timeout=max(60.0, 20 * interval_s))
+        deadline = time.perf_counter() + 2 * interval_s  # let the other members finish the last round
+        while load.busy and time.perf_counter() < deadline and not load.errors:
+            await asyncio.sleep(0.02)
+        settled = None if load.busy else load.last_sync_at
+        sent = {k: load.sent[k] - sent_before[k] for k in load.sent}
+    finally:
+        load.stop()
+        for conn in conns:
+            conn.close()
+    if load.errors:
+        raise sb.WireError(f"classic member errors: {load.errors[:3]}")
+    return {
+        "protocol": "classic cooperative-sticky",
+        "members_before": members,
+        "interval_ms": interval_ms,
+        "to_first_partitions_ms": round((marks["first"] - started) * 1e3, 1),
+        "to_all_partitions_ms": round((marks["all"] - started) * 1e3, 1),
+        "to_group_settled_ms": None if settled is None else round((settled - started) * 1e3, 1),
+        "joiner_partitions": sum(len(ps) for ps in load.owned[joiner].values()),
+        "joiner_generations": joiner_generations,
+        "rounds": len(load.generations),
+        "join_phase_ends_ms": [round((t - started) * 1e3, 1) for t in load.leader_joined_at],
+        "leader_assign_ms": [round(s * 1e3, 1) for s in load.leader_assign_s],
+        "requests_in_window": sent,
+        "members_sending_other_requests": len(load.other_requests),  # JoinGroup / SyncGroup
+        "members_revoking": len(load.revoking),
     }
 
 
 def server_join(args: argparse.Namespace) -> list[dict[str, Any]]:
     members = args.join_members
+    protocols = [p for p in args.join_protocols.split(",") if p]
     server = Server(
         args.fsync,
         ["--consumer-session-timeout-ms", str(LONG_MS), "--consumer-heartbeat-interval-ms", str(args.interval_ms)],
@@ -645,17 +960,35 @@ def server_join(args: argparse.Namespace) -> list[dict[str, Any]]:
         [
             lambda t: consumer_group_records(
                 "join", member_ids("j", members), t, client_id=sb.CLIENT_ID, client_host=host
-            )
+            ),
+            lambda t: classic_group_records(
+                "cjoin", member_ids("c", members), t, client_id=sb.CLIENT_ID, client_host=host, protocol=COOPERATIVE
+            ),
         ],
     )
     rows = []
     try:
         server.proc.start()
-        row = asyncio.run(server_join_run(server.proc.port, topics, members, args.interval_ms, args.join_connections))
-        print("server join:", json.dumps(row), flush=True)
-        rows.append(row)
+        for protocol in protocols:
+            if protocol == "kip848":
+                run = server_join_run(server.proc.port, topics, members, args.interval_ms, args.join_connections)
+            elif protocol == "classic":
+                run = server_join_classic_run(server.proc.port, topics, members, args.interval_ms)
+            else:
+                raise SystemExit(f"--join-protocols: unknown {protocol!r} (kip848, classic)")
+            row = asyncio.run(run)
+            print("server join:", json.dumps(row), flush=True)
+            rows.append(row)
+    except BaseException:
+        print(server.proc.log_tail(), file=sys.stderr)
+        raise
     finally:
         server.proc.stop()
+    by_protocol = {row["protocol"]: row for row in rows}
+    kip, classic = by_protocol.get("KIP-848"), by_protocol.get("classic cooperative-sticky")
+    if kip and classic:
+        ratio = round(classic["to_all_partitions_ms"] / kip["to_all_partitions_ms"], 2)
+        print("server join: classic / KIP-848 time to the whole share:", ratio, flush=True)
     return rows
 
 
@@ -762,7 +1095,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hb-max-requests", type=int, default=5_000_000)
     parser.add_argument("--fsync", default="always", choices=("always", "interval", "never"))
     parser.add_argument("--join-members", type=int, default=1_000)
-    parser.add_argument("--join-connections", type=int, default=10)
+    parser.add_argument("--join-connections", type=int, default=10, help="server-join: KIP-848 members' connections")
+    parser.add_argument(
+        "--join-protocols", default="kip848,classic", help="server-join: the runs, in order (kip848, classic)"
+    )
     parser.add_argument("--interval-ms", type=int, default=3_000, help="heartbeat interval, both protocols")
     parser.add_argument("--sim-members", default="100", help="comma-separated group sizes for the simulator")
     parser.add_argument("--sim-unchecked", action="store_true")
