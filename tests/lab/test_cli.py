@@ -71,8 +71,10 @@ def test_invalid_event_file_exits_2(tmp_path: Path, content: str | None, message
     fails_with(lab("analyze", "good.jsonl", name, "--out", "d", cwd=tmp_path), message)
 
 
-def test_report_of_a_missing_directory_exits_2(tmp_path: Path) -> None:
+def test_report_of_a_missing_directory_or_table_exits_2(tmp_path: Path) -> None:
     fails_with(lab("report", "nowhere", cwd=tmp_path), "nowhere: no such directory")
+    (tmp_path / "empty").mkdir()
+    fails_with(lab("report", "empty", cwd=tmp_path), "empty: no runs/ table")
 
 
 def test_output_directory_that_is_a_file_exits_2(tmp_path: Path) -> None:
@@ -87,14 +89,15 @@ def test_quick_grid_end_to_end(spark: Any, tmp_path: Path) -> None:
     proc = lab("sweep", "examples/lab/quick.yaml", "--out", str(out), "--master", "local[2]")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(out / "report.html")
-    assert "regroup lab: sweep: 90/90 runs done" in proc.stderr
+    assert "regroup lab: sweep: 108/108 runs done" in proc.stderr
     runs = spark.read.parquet(str(out / "runs"))
     rebalances = spark.read.parquet(str(out / "rebalances"))
     assert runs.columns == [c for c, _ in tables.RUN_COLUMNS]
     assert rebalances.columns == [c for c, _ in tables.REBALANCE_COLUMNS]
-    assert runs.count() == 90
+    assert runs.count() == 108
+    assert runs.where("protocol = 'consumer'").count() == 18  # range as the KIP-848 server assignor
     assert runs.where("violations > 0").count() == 0
-    assert rebalances.where("phase = 'churn'").count() >= 90
+    assert rebalances.where("phase = 'churn'").count() >= 108
     html = (out / "report.html").read_text(encoding="utf-8")
     assert "Stop-the-world cost per membership change" in html and "FAILED" not in html
 

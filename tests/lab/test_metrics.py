@@ -176,3 +176,19 @@ def test_booleans_are_not_integers(tmp_path: Path) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(LabInputError, match=r"bool.jsonl: line 2: value must be an integer or null"):
         read_groups(str(path))
+
+
+def test_a_kip848_log_from_the_simulator() -> None:
+    from regroup.sim import load, simulate, summarize
+
+    scenario = load("seed-004-consumer")
+    events = simulate(scenario, 0).log.events
+    run, rows = analyze(events, Context(run_id="c", source="c", measure_from_ms=scenario.measure_from_ms))
+    direct = summarize(events, 0).rebalances
+    assert [r["moved"] for r in rows] == [d.moved for d in direct]
+    assert [r["unowned_partition_ms"] for r in rows] == [d.unowned_partition_ms for d in direct]
+    assert run["strategy"] == "uniform" and run["protocol"] == "consumer"
+    assert [r["group_size"] for r in rows] == [1, 2, 3]  # members answered in each epoch, even with nothing
+    for r in rows:  # no JoinGroup or SyncGroup in KIP-848
+        assert r["join_bytes_leader"] is None and r["join_bytes_all"] is None and r["sync_bytes"] is None
+        assert r["partitions_assigned"] == 3

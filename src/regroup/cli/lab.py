@@ -100,6 +100,9 @@ def _run(args: argparse.Namespace) -> int:
         out = Path(args.dir)
         if not out.is_dir():
             raise LabError(f"{args.dir}: no such directory")
+        for name in ("runs", "rebalances"):
+            if not (out / name).is_dir():
+                raise LabError(f"{args.dir}: no {name}/ table (run `regroup lab sweep` or `regroup lab analyze` first)")
         meta = {}
     _say(f"starting Spark on {args.master}")
     try:

@@ -74,7 +74,8 @@ class _Observed:
 
     def __init__(self, events: Sequence[Event], metadata_bytes: int | None) -> None:
         self.assignments: dict[int, AssignmentMap] = {}
-        self.members: dict[int, set[str]] = {}  # generation -> members (JoinGroup answers, or joined/left fold)
+        self.members: dict[int, set[str]] = {}  # generation -> members (JoinGroup/heartbeat answers, or fold)
+        self.joined: set[int] = set()  # generations formed by JoinGroup (the classic protocol)
         self.metadata: dict[int, dict[str, int]] = {}  # generation -> member -> metadata bytes
         self.assigned_at: list[int] = []
         self.actions: list[tuple[int, str]] = []
@@ -99,9 +100,12 @@ class _Observed:
                 self.protocol = e["state"] or self.protocol
             elif kind == "request_sent" and e["api"] == "JoinGroup":
                 last_join[e["member"]] = e["detail"] or ""
+            elif kind == "response_sent" and e["api"] == "ConsumerGroupHeartbeat" and e["error"] == "NONE":
+                self.members.setdefault(e["generation"], set()).add(e["member"])  # KIP-848: member of that epoch
             elif kind == "response_sent" and e["api"] == "JoinGroup" and e["error"] == "NONE":
                 generation, member = e["generation"], e["member"]
                 self.members.setdefault(generation, set()).add(member)
+                self.joined.add(generation)
                 if metadata_bytes is not None:
                     size = metadata_bytes
                 else:
@@ -117,8 +121,9 @@ class _Observed:
                     self.changes.append(e["t"])
             elif kind == "group_state":
                 fields = detail_fields(e["detail"])
-                if fields.get("protocol") not in (None, "None"):
-                    self.strategy = fields["protocol"]
+                chosen = fields.get("protocol") or fields.get("assignor")  # classic / KIP-848 groups
+                if chosen not in (None, "None"):
+                    self.strategy = chosen
                 if e["state"] == "CompletingRebalance" and not self.has_members:
                     self.members[e["generation"]] = set(present)
                     if metadata_bytes is not None:
@@ -181,6 +186,7 @@ def _rebalance(
     if all(g in seen.metadata for g in rounds):
         per_round = [payload.join_bytes(list(seen.metadata[g].values())) for g in rounds]
         join_leader, join_all = sum(r[0] for r in per_round), sum(r[1] for r in per_round)
+    sync = payload.sync_bytes(payload.assignment_bytes(pt) for pt in current.values())
     triggers = [what for t, what in seen.actions if previous_end < t <= ep.start_ms]
     kept_base = previous if previous and any(previous.values()) else None
     return {
@@ -202,7 +208,7 @@ def _rebalance(
         "balance_score": quality.balance_score(current),
         "join_bytes_leader": join_leader,
         "join_bytes_all": join_all,
-        "sync_bytes": payload.sync_bytes(payload.assignment_bytes(pt) for pt in current.values()),
+        "sync_bytes": None if seen.has_members and ep.generation not in seen.joined else sync,
     }
 
 
