@@ -41,6 +41,7 @@ from regroup.assignors.spec import RebalanceProtocol
 from regroup.client import responses
 from regroup.client.config import MemberConfig, rebalance_protocol
 from regroup.client.embedded import SubscriptionState, by_topic, join_protocols
+from regroup.client.ownership import OwnedPartitions
 from regroup.client.requests import commit_request, heartbeat_request, join_request, leave_request, sync_request
 from regroup.client.types import (
     CallbackEvent,
@@ -52,14 +53,13 @@ from regroup.client.types import (
     Request,
     TopicPartition,
     api_name,
-    sorted_partitions,
 )
 from regroup.protocol.classic import NO_GENERATION
 
 S = MemberState
 
 
-class ClassicMember:
+class ClassicMember(OwnedPartitions):
     """One consumer of a classic group. See the module docstring for the driving loop."""
 
     def __init__(self, config: MemberConfig, partition_counts: Mapping[str, int], now_ms: int = 0) -> None:
@@ -193,32 +193,13 @@ class ClassicMember:
         self.rejoin_at_ms = now_ms + delay_ms
 
     # ------------------------------------------------------------------ helpers used by ``responses``
-    def note(self, now_ms: int, kind: str, detail: str) -> None:
-        self.notes.append(MemberNote(at_ms=now_ms, kind=kind, detail=detail))
+    @property
+    def callback_generation(self) -> int:
+        return self.generation
 
-    def callback(self, kind: CallbackKind, partitions: frozenset[TopicPartition], now_ms: int, reason: str) -> None:
-        self.callbacks.append(
-            CallbackEvent(
-                kind=kind,
-                partitions=sorted_partitions(partitions),
-                at_ms=now_ms,
-                generation=self.generation,
-                reason=reason,
-            )
-        )
-
-    def revoke(self, partitions: frozenset[TopicPartition], now_ms: int, reason: str) -> None:
-        """Commit (auto-commit) then ``onPartitionsRevoked``; the partitions stop being processed."""
-        if self.config.auto_commit:
-            self.commit(partitions, now_ms)
-        self.callback(CallbackKind.REVOKED, partitions, now_ms, reason)
-        self.owned = self.owned - partitions
-
-    def lose(self, now_ms: int, reason: str) -> None:
-        """``onPartitionsLost`` for everything owned (no commit: someone else may own them now)."""
-        if self.owned:
-            self.callback(CallbackKind.LOST, self.owned, now_ms, reason)
-            self.owned = frozenset()
+    @property
+    def auto_commit(self) -> bool:
+        return self.config.auto_commit
 
     def commit(self, partitions: frozenset[TopicPartition], now_ms: int) -> None:
         """OffsetCommit of ``partitions`` at their processed position (``now_ms``)."""

@@ -37,6 +37,7 @@ from collections.abc import Mapping
 
 from regroup.client.config import ConsumerConfig
 from regroup.client.embedded import by_topic
+from regroup.client.ownership import OwnedPartitions
 from regroup.client.types import (
     CallbackEvent,
     CallbackKind,
@@ -46,7 +47,6 @@ from regroup.client.types import (
     Request,
     TopicPartition,
     api_name,
-    sorted_partitions,
 )
 from regroup.model.errors import ErrorCode
 from regroup.protocol.consumer import (
@@ -97,7 +97,7 @@ class ConsumerState(enum.Enum):
 S = ConsumerState
 
 
-class ConsumerMember:
+class ConsumerMember(OwnedPartitions):
     """One consumer of a KIP-848 consumer group. See the module docstring for the driving loop.
 
     ``topic_ids``: topic name -> topic id for the topics the client knows (its metadata); assignments name
@@ -267,32 +267,13 @@ class ConsumerMember:
             self._schedule_reconcile(now_ms)
 
     # -------------------------------------------------------------------------- callbacks and commits
-    def note(self, now_ms: int, kind: str, detail: str) -> None:
-        self.notes.append(MemberNote(at_ms=now_ms, kind=kind, detail=detail))
+    @property
+    def callback_generation(self) -> int:
+        return self.member_epoch
 
-    def callback(self, kind: CallbackKind, partitions: frozenset[TopicPartition], now_ms: int, reason: str) -> None:
-        self.callbacks.append(
-            CallbackEvent(
-                kind=kind,
-                partitions=sorted_partitions(partitions),
-                at_ms=now_ms,
-                generation=self.member_epoch,
-                reason=reason,
-            )
-        )
-
-    def revoke(self, partitions: frozenset[TopicPartition], now_ms: int, reason: str) -> None:
-        """Commit (auto-commit) then ``onPartitionsRevoked``; the partitions stop being processed."""
-        if self.config.auto_commit:
-            self.commit(partitions, now_ms)
-        self.callback(CallbackKind.REVOKED, partitions, now_ms, reason)
-        self.owned = self.owned - partitions
-
-    def lose(self, now_ms: int, reason: str) -> None:
-        """``onPartitionsLost`` for everything owned (no commit: someone else may own them now)."""
-        if self.owned:
-            self.callback(CallbackKind.LOST, self.owned, now_ms, reason)
-            self.owned = frozenset()
+    @property
+    def auto_commit(self) -> bool:
+        return self.config.auto_commit
 
     def commit(self, partitions: frozenset[TopicPartition], now_ms: int) -> None:
         """OffsetCommit of ``partitions`` at their processed position (``now_ms``), with the member epoch."""
