@@ -41,6 +41,7 @@ from regroup.coordinator.classic.group import ClassicGroup, GroupState
 from regroup.coordinator.consumer.group import ConsumerGroup
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.result import Result
+from regroup.records.consumer import CONSUMER_KEY_TYPES
 from regroup.sim.eventlog import FIELDS
 
 log = logging.getLogger("regroup.server.events")
@@ -97,6 +98,7 @@ class GroupEvents:
         self._views: dict[str, _View] = {}
         self._consumer_views: dict[str, _ConsumerView] = {}
         self._member_epochs: dict[str, dict[str, int]] = {}  # consumer group -> member id -> last member epoch
+        self._consumers_primed = False
         self._seq = 0
         self._file: IO[str] | None = path.open("a", encoding="utf-8", buffering=1) if path is not None else None
 
@@ -110,7 +112,7 @@ class GroupEvents:
             old = self._views.pop(group_id)
             dead = _View("Dead", old.generation, None, None, frozenset())
             self._changed(group_id, old, dead, None, now_ms)
-        self._consumer_groups(coordinator, now_ms)
+        self._consumer_groups(coordinator, result, now_ms)
 
     def close(self) -> None:
         if self._file is not None:
@@ -122,27 +124,9 @@ class GroupEvents:
         old_members = dict(old.members) if old else {}
         new_members = dict(new.members)
         for member_id in sorted(new_members.keys() - old_members.keys()):
-            log.info("group=%s member joined member_id=%s client_id=%s", group_id, member_id, new_members[member_id])
-            self._emit(
-                now,
-                "member_state",
-                member=new_members[member_id],
-                member_id=member_id,
-                generation=new.generation,
-                state="Joined",
-                detail=f"group={group_id}",
-            )
+            self._member_state(now, group_id, member_id, new_members[member_id], new.generation, "Joined")
         for member_id in sorted(old_members.keys() - new_members.keys()):
-            log.info("group=%s member left member_id=%s client_id=%s", group_id, member_id, old_members[member_id])
-            self._emit(
-                now,
-                "member_state",
-                member=old_members[member_id],
-                member_id=member_id,
-                generation=new.generation,
-                state="Left",
-                detail=f"group={group_id}",
-            )
+            self._member_state(now, group_id, member_id, old_members[member_id], new.generation, "Left")
         if old is not None and (old.state, old.generation) == (new.state, new.generation):
             return
         log.info(
@@ -159,10 +143,19 @@ class GroupEvents:
         if group is not None and group.state is GroupState.STABLE:
             self._assignment_rows(group, now)
 
-    def _consumer_groups(self, coordinator: GroupCoordinator, now: int) -> None:
+    def _consumer_groups(self, coordinator: GroupCoordinator, result: Result, now: int) -> None:
+        """A consumer group changes only through its records: after the first call, only the groups this
+        result wrote to are looked at (a heartbeat that changed nothing costs nothing here)."""
         default_assignor = coordinator.config.consumer_group_assignors[0]
         names = {t.topic_id: t.name for t in coordinator.image.by_name.values()}
+        if self._consumers_primed:
+            touched = {r.key.group_id for r in result.records if isinstance(r.key, CONSUMER_KEY_TYPES)}
+        else:
+            touched = set(coordinator.consumer_groups)
+            self._consumers_primed = True
         for group_id, group in coordinator.consumer_groups.items():
+            if group_id not in touched:
+                continue
             view = _consumer_view(group, default_assignor)
             old = self._consumer_views.get(group_id)
             if old != view:
@@ -187,16 +180,7 @@ class GroupEvents:
         clients = {**old_members, **new_members}
         where = f"group={group_id}"
         for member_id in sorted(new_members.keys() - old_members.keys()):
-            log.info("group=%s member joined member_id=%s client_id=%s", group_id, member_id, new_members[member_id])
-            self._emit(
-                now,
-                "member_state",
-                member=new_members[member_id],
-                member_id=member_id,
-                generation=new.group_epoch,
-                state="Joined",
-                detail=where,
-            )
+            self._member_state(now, group_id, member_id, new_members[member_id], new.group_epoch, "Joined")
         epochs = self._member_epochs.setdefault(group_id, {})
         if group is not None:
             epochs.update((m.member_id, m.member_epoch) for m in group.members.values())
@@ -213,17 +197,8 @@ class GroupEvents:
                     detail=where,
                 )
         for member_id in sorted(old_members.keys() - new_members.keys()):
-            log.info("group=%s member left member_id=%s client_id=%s", group_id, member_id, old_members[member_id])
             epochs.pop(member_id, None)
-            self._emit(
-                now,
-                "member_state",
-                member=old_members[member_id],
-                member_id=member_id,
-                generation=new.group_epoch,
-                state="Left",
-                detail=where,
-            )
+            self._member_state(now, group_id, member_id, old_members[member_id], new.group_epoch, "Left")
         if group is None:
             self._member_epochs.pop(group_id, None)
         epochs_changed = (before.group_epoch, before.assignment_epoch) != (new.group_epoch, new.assignment_epoch)
@@ -256,6 +231,22 @@ class GroupEvents:
                         partition=partition,
                         detail=where,
                     )
+
+    def _member_state(
+        self, now: int, group_id: str, member_id: str, client_id: str, generation: int, state: str
+    ) -> None:
+        """A member joined or left: one log line and one ``member_state`` event."""
+        verb = "joined" if state == "Joined" else "left"
+        log.info("group=%s member %s member_id=%s client_id=%s", group_id, verb, member_id, client_id)
+        self._emit(
+            now,
+            "member_state",
+            member=client_id,
+            member_id=member_id,
+            generation=generation,
+            state=state,
+            detail=f"group={group_id}",
+        )
 
     def _assignment_rows(self, group: ClassicGroup, now: int) -> None:
         if group.protocol_type != "consumer":
