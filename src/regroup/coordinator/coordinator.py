@@ -336,10 +336,14 @@ class GroupCoordinator:
         return self.advance(now_ms)
 
     def consumer_group_heartbeat(self, req: ConsumerGroupHeartbeatRequest, key: RequestKey, now_ms: int) -> Result:
-        def on_error(code: ErrorCode) -> ConsumerGroupHeartbeatResponse:
-            return ConsumerGroupHeartbeatResponse(error=code)
+        def handle(ctx: Ctx) -> ConsumerGroupHeartbeatResponse:
+            try:
+                return consumer_group_heartbeat(ctx, self.view, req)
+            except ApiError as exc:  # this API's errors carry Kafka's message
+                message = str(exc) if str(exc) != exc.code.name else None
+                return ConsumerGroupHeartbeatResponse(error=exc.code, error_message=message)
 
-        return self._run_with_message(now_ms, key, lambda ctx: consumer_group_heartbeat(ctx, self.view, req), on_error)
+        return self._run(now_ms, key, handle, lambda c: ConsumerGroupHeartbeatResponse(error=c))
 
     def consumer_group_describe(self, group_ids: list[str], key: RequestKey, now_ms: int) -> Result:
         return self._run(
@@ -348,28 +352,6 @@ class GroupCoordinator:
             lambda ctx: tuple(describe_consumer_group(self.config, self.view, g) for g in group_ids),
             lambda c: tuple(DescribedConsumerGroup(group_id=g, error=c) for g in group_ids),
         )
-
-    def _run_with_message(
-        self,
-        now_ms: int,
-        key: RequestKey,
-        handler: Callable[[Ctx], Any],
-        on_error: Callable[[ErrorCode], ConsumerGroupHeartbeatResponse],
-    ) -> Result:
-        """Like ``_run``, for APIs whose error responses carry Kafka's error message. Validation happens before
-        any write, so a refused request leaves no record behind."""
-        ctx = self._ctx(now_ms)
-        self._fire_due(ctx)
-        fired = len(ctx.result.records)
-        try:
-            response = handler(ctx)
-        except ApiError as exc:
-            message = str(exc) if str(exc) != exc.code.name else None
-            base = on_error(exc.code)
-            response = ConsumerGroupHeartbeatResponse(error=base.error, error_message=message, member_id=base.member_id)
-        ctx.complete(key, response)
-        self._apply_live(ctx.result.records[fired:])
-        return ctx.result
 
     def describe_groups(self, group_ids: list[str], key: RequestKey, now_ms: int) -> Result:
         return self._run(

@@ -15,6 +15,7 @@ from regroup.coordinator.consumer.ops import (
     ensure_target,
     reconcile_and_write,
     refresh_subscriptions,
+    replace_static_member,
     schedule_session,
 )
 from regroup.coordinator.consumer.writes import ConsumerWrites
@@ -66,7 +67,7 @@ def join_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: JoinGroupReq
     # resolve the member
     if req.group_instance_id is None:
         existing = group.members.get(member_id)
-        member = existing.copy() if existing is not None else ConsumerMember(member_id=member_id)
+        member = existing if existing is not None else ConsumerMember(member_id=member_id)
     else:
         holder_id = group.static_members.get(req.group_instance_id)
         if unknown:
@@ -76,23 +77,13 @@ def join_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: JoinGroupReq
                 holder = group.members[holder_id]
                 if _downgrade_by_replacement(ctx, group, holder_id):
                     return _downgrade_with(ctx, groups, group, holder_id, member_id, req, classic_meta)
-                replacement = holder.copy()
-                replacement.member_id = member_id
-                replacement.member_epoch = replacement.previous_member_epoch = 0
-                target = group.target_of(holder_id)
-                writes.remove_member(group.group_id, holder_id)
-                for key in (("c-session",), ("c-revoke",), ("c-join",), ("c-sync",)):
-                    ctx.timers.cancel((key[0], group.group_id, holder_id))
-                writes.member_metadata(group.group_id, replacement)
-                writes.target(group.group_id, member_id, target)
-                writes.current_assignment(group.group_id, replacement)
-                member = group.members[member_id].copy()
+                member = replace_static_member(ctx, writes, group, holder, member_id)
         else:
             if holder_id is None:
                 raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
             if holder_id != member_id:
                 raise ApiError(ErrorCode.FENCED_INSTANCE_ID)
-            member = group.members[holder_id].copy()
+            member = group.members[holder_id]
 
     old = group.members.get(member_id)
     updated = member.copy()

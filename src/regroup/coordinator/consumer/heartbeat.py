@@ -7,8 +7,15 @@ import uuid
 
 from regroup.coordinator.consumer import migration
 from regroup.coordinator.consumer.fence import fence_member
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, Partitions, to_set, to_tuple
-from regroup.coordinator.consumer.ops import ensure_target, reconcile_and_write, refresh_subscriptions, schedule_session
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, to_set, to_tuple
+from regroup.coordinator.consumer.ops import (
+    ensure_target,
+    reconcile_and_write,
+    refresh_subscriptions,
+    replace_static_member,
+    schedule_session,
+    starting_over,
+)
 from regroup.coordinator.consumer.subscriptions import compile_regex
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
@@ -115,9 +122,8 @@ def _check_epoch(member: ConsumerMember, epoch: int, owned: dict[uuid.UUID, froz
 
 def _resolve_member(
     ctx: Ctx, writes: ConsumerWrites, group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest, member_id: str
-) -> tuple[ConsumerMember, dict[str, Partitions]]:
-    """The member this request is about (a fresh object, not yet written) and, for a static replacement, the
-    target it inherits."""
+) -> ConsumerMember:
+    """The member this request is about, as it stands before the request's changes (never mutated here)."""
     owned = _owned(req)
     joining = req.member_epoch == JOIN_EPOCH
     if req.instance_id is None:
@@ -127,45 +133,25 @@ def _resolve_member(
                 raise ApiError(
                     ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
                 )
-            return ConsumerMember(member_id=member_id), {}
+            return ConsumerMember(member_id=member_id)
         if joining and existing.member_epoch != 0:
-            # A known member rejoining with epoch 0 has lost its partitions (it was fenced client-side): it
-            # starts over with nothing owned, keeping its id and its place in the target assignment.
-            fresh = existing.copy()
-            fresh.member_epoch = fresh.previous_member_epoch = 0
-            fresh.assigned = {}
-            fresh.pending_revocation = {}
-            return fresh, {}
+            return starting_over(existing)
         _check_epoch(existing, req.member_epoch, owned)
-        return existing.copy(), {}
+        return existing
     holder_id = group.static_members.get(req.instance_id)
     holder = group.members.get(holder_id) if holder_id is not None else None
     if joining:
         if holder is None:
-            existing = group.members.get(member_id)
-            return (existing.copy() if existing is not None else ConsumerMember(member_id=member_id)), {}
+            return group.members.get(member_id) or ConsumerMember(member_id=member_id)
         if holder.member_id == member_id and holder.member_epoch != STATIC_LEAVE_EPOCH:
-            fresh = holder.copy()  # the same process rejoining after losing its partitions: start over
-            fresh.member_epoch = fresh.previous_member_epoch = 0
-            fresh.assigned = {}
-            fresh.pending_revocation = {}
-            return fresh, {}
+            return starting_over(holder)  # the same process rejoining after losing its partitions
         if holder.classic is None and holder.member_epoch != STATIC_LEAVE_EPOCH:
             raise ApiError(
                 ErrorCode.UNRELEASED_INSTANCE_ID,
                 f"Static member {member_id} with instance id {req.instance_id} cannot join the group because the "
                 f"instance id is owned by {holder.member_id} member.",
             )
-        inherited_target = group.target_of(holder.member_id)
-        replacement = holder.copy()
-        replacement.member_id = member_id
-        replacement.member_epoch = replacement.previous_member_epoch = 0
-        writes.remove_member(group.group_id, holder.member_id)
-        ctx.timers.cancel(("c-session", group.group_id, holder.member_id))
-        writes.member_metadata(group.group_id, replacement)
-        writes.target(group.group_id, member_id, inherited_target)
-        writes.current_assignment(group.group_id, replacement)
-        return group.members[member_id].copy(), {}
+        return replace_static_member(ctx, writes, group, holder, member_id)
     if holder is None:
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
     if holder.member_id != member_id:
@@ -174,7 +160,7 @@ def _resolve_member(
             f"Static member {member_id} with instance id {req.instance_id} was fenced by member {holder.member_id}.",
         )
     _check_epoch(holder, req.member_epoch, owned)
-    return holder.copy(), {}
+    return holder
 
 
 def _heartbeat(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
@@ -187,7 +173,7 @@ def _heartbeat(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> 
         )
     member_id = req.member_id or str(ctx.ids.unique_suffix())
     writes = ConsumerWrites(ctx, groups.consumer)
-    member, _ = _resolve_member(ctx, writes, group, req, member_id)
+    member = _resolve_member(ctx, writes, group, req, member_id)
     old = group.members.get(member.member_id)
     updated = member.copy()
     if req.instance_id is not None:

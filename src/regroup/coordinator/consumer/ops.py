@@ -4,7 +4,7 @@ bumping the group epoch, and recomputing the target assignment when the group ep
 
 from __future__ import annotations
 
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, Partitions
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, MemberState, Partitions
 from regroup.coordinator.consumer.reconcile import Owned, reconcile
 from regroup.coordinator.consumer.subscriptions import group_topic_names, subscription_metadata
 from regroup.coordinator.consumer.target import compute_target
@@ -58,7 +58,7 @@ def reconcile_and_write(
 ) -> ConsumerMember:
     """Kafka's ``maybeReconcile``: move the member towards the target; persist it if it changed; arm (or
     cancel) the revocation timer of a consumer-protocol member."""
-    if member.state.value == "stable" and member.member_epoch == target_epoch:
+    if member.state is MemberState.STABLE and member.member_epoch == target_epoch:
         return member
     updated = reconcile(member, target_epoch, target, group.is_held, owned)
     if updated != member:
@@ -66,13 +66,40 @@ def reconcile_and_write(
         updated = group.members[updated.member_id]
         if updated.classic is None:
             key = revocation_key(group.group_id, updated.member_id)
-            if updated.state.value == "unrevoked_partitions":
+            if updated.state is MemberState.UNREVOKED_PARTITIONS:
                 ctx.timers.schedule(key, ctx.now_ms + max(updated.rebalance_timeout_ms, 0))
                 group.revocation_timer_epochs[updated.member_id] = updated.member_epoch
             else:
                 ctx.timers.cancel(key)
                 group.revocation_timer_epochs.pop(updated.member_id, None)
     return updated
+
+
+def starting_over(member: ConsumerMember) -> ConsumerMember:
+    """A known member rejoining with epoch 0 has lost its partitions: it starts over with nothing owned,
+    keeping its id and its place in the target assignment."""
+    fresh = member.copy()
+    fresh.member_epoch = fresh.previous_member_epoch = 0
+    fresh.assigned = {}
+    fresh.pending_revocation = {}
+    return fresh
+
+
+def replace_static_member(
+    ctx: Ctx, writes: ConsumerWrites, group: ConsumerGroup, holder: ConsumerMember, member_id: str
+) -> ConsumerMember:
+    """A new process took over a static member's instance id: the old member's records are tombstoned and a
+    copy under ``member_id`` (epoch 0, same partitions and target) is written in its place."""
+    target = group.target_of(holder.member_id)
+    replacement = holder.copy()
+    replacement.member_id = member_id
+    replacement.member_epoch = replacement.previous_member_epoch = 0
+    writes.remove_member(group.group_id, holder.member_id)
+    cancel_timers(ctx, group, holder.member_id)
+    writes.member_metadata(group.group_id, replacement)
+    writes.target(group.group_id, member_id, target)
+    writes.current_assignment(group.group_id, replacement)
+    return group.members[member_id]
 
 
 def refresh_subscriptions(
