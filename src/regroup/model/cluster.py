@@ -29,12 +29,6 @@ class ClusterImage:
     def topic(self, name: str) -> TopicImage | None:
         return self.by_name.get(name)
 
-    def name_of(self, topic_id: uuid.UUID) -> str | None:
-        for topic in self.by_name.values():
-            if topic.topic_id == topic_id:
-                return topic.name
-        return None
-
     def id_index(self) -> dict[uuid.UUID, TopicImage]:
         return {t.topic_id: t for t in self.by_name.values()}
 

@@ -41,10 +41,6 @@ def to_tuple(parts: Partitions) -> PartitionSet:
     return tuple((t, tuple(sorted(parts[t]))) for t in sorted(parts) if parts[t])
 
 
-def count(parts: Partitions) -> int:
-    return sum(len(ps) for ps in parts.values())
-
-
 @dataclass(slots=True, kw_only=True)
 class ConsumerMember:
     member_id: str
@@ -62,10 +58,6 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Partitions = field(default_factory=dict)
     pending_revocation: Partitions = field(default_factory=dict)
-
-    @property
-    def uses_classic_protocol(self) -> bool:
-        return self.classic is not None
 
     def copy(self) -> ConsumerMember:
         return ConsumerMember(
@@ -117,19 +109,11 @@ class ConsumerGroup:
                 return ConsumerGroupState.RECONCILING
         return ConsumerGroupState.STABLE
 
-    def holder_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
-        """Kafka's ``currentPartitionEpoch``: the epoch of the member holding the partition, or -1."""
-        holder = self.partition_holders.get((topic_id, partition))
-        return -1 if holder is None else self.members[holder].member_epoch
-
     def is_held(self, topic_id: uuid.UUID, partition: int) -> bool:
         return (topic_id, partition) in self.partition_holders
 
     def classic_member_count(self) -> int:
         return sum(1 for m in self.members.values() if m.classic is not None)
-
-    def consumer_protocol_member_count(self) -> int:
-        return sum(1 for m in self.members.values() if m.classic is None)
 
     def target_of(self, member_id: str) -> Partitions:
         return self.targets.get(member_id, EMPTY)
@@ -140,15 +124,6 @@ class ConsumerGroup:
         if not votes:
             return default
         return min(votes, key=lambda name: (-votes[name], name))
-
-    def subscribed_topic_names(self, without: str | None = None, extra: ConsumerMember | None = None) -> set[str]:
-        names: set[str] = set()
-        for m in self.members.values():
-            if m.member_id != without and (extra is None or m.member_id != extra.member_id):
-                names.update(m.subscribed_topic_names)
-        if extra is not None:
-            names.update(extra.subscribed_topic_names)
-        return names
 
     # --- index maintenance (used by replay) ------------------------------------------------------------
     def _release(self, member: ConsumerMember) -> None:

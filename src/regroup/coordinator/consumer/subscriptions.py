@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import re2
 
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember
+from regroup.coordinator.consumer.group import ConsumerMember
 from regroup.model.cluster import ClusterImage
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.records.consumer import SubscribedTopic
@@ -64,8 +64,3 @@ def subscription_metadata(names: Iterable[str], image: ClusterImage) -> dict[str
             racks=tuple(tuple(sorted(r)) for r in topic.racks),
         )
     return out
-
-
-def metadata_without(group: ConsumerGroup, member_id: str, image: ClusterImage) -> dict[str, SubscribedTopic]:
-    others = (m for m in group.members.values() if m.member_id != member_id)
-    return subscription_metadata(group_topic_names(others, image), image)
