@@ -3,7 +3,9 @@ entry point group (``name = "package.module:AssignorClass"``)."""
 
 from __future__ import annotations
 
+import functools
 import importlib
+import sys
 from collections.abc import Callable
 from importlib.metadata import entry_points
 
@@ -54,7 +56,14 @@ def _load(name: str, target: str) -> Callable[[], PartitionAssignor]:
 
 
 def _plugins() -> dict[str, str]:
-    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return dict(_plugins_on(tuple(sys.path)))
+
+
+@functools.lru_cache(maxsize=8)
+def _plugins_on(path: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """The installed plug-ins, looked up once per import path: scanning every distribution's metadata takes
+    milliseconds, and simulations and sweeps ask for strategies thousands of times."""
+    return tuple((ep.name, ep.value) for ep in entry_points(group=ENTRY_POINT_GROUP))
 
 
 def available() -> list[str]:

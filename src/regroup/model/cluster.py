@@ -4,6 +4,7 @@ image when they change; the core never looks topics up anywhere else."""
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +34,8 @@ class ClusterImage:
         return {t.topic_id: t for t in self.by_name.values()}
 
 
+@functools.lru_cache(maxsize=4096)
 def topic_id_for(name: str) -> uuid.UUID:
-    """A stable id derived from a topic name, for simulations and tests that do not create topics."""
+    """A stable id derived from a topic name, for simulations and tests that do not create topics (cached:
+    the simulator asks for the same few names at every step)."""
     return uuid.uuid5(uuid.NAMESPACE_URL, f"regroup-topic:{name}")

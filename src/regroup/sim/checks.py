@@ -29,6 +29,10 @@ class SafetyChecker:
         self.max_generation = 0
         self.join_generation: dict[str, int] = {}
         self._active: set[tuple[object, ...]] = set()
+        # The last quiescent check, and whether ownership changed since: a check of the same expected set
+        # over the same owners reports nothing new, so ``quiescent`` skips it.
+        self._checked: frozenset[TopicPartition] | None = None
+        self._owners_changed = True
 
     # ---------------------------------------------------------------------------------------- reports
     def violation(self, t: int, key: tuple[object, ...], detail: str) -> None:
@@ -47,6 +51,7 @@ class SafetyChecker:
         if owned == before:
             return
         self.owned_by[member] = owned
+        self._owners_changed = True
         for tp in sorted(before - owned):
             holders = self.processing.get(tp, set())
             holders.discard(member)
@@ -92,11 +97,20 @@ class SafetyChecker:
             )
 
     # ------------------------------------------------------------------------------------ quiescence
-    def quiescent(self, t: int, expected: set[TopicPartition] | None) -> None:
-        """``expected`` is the set of subscribed partitions when the group is quiescent, None otherwise."""
+    def quiescent(self, t: int, expected: frozenset[TopicPartition] | None) -> None:
+        """``expected`` is the set of subscribed partitions when the group is quiescent, None otherwise.
+
+        Runs at every simulator step, so it is incremental: when neither the expected set nor any member's
+        partitions changed since the last check, that check's result stands and nothing is redone."""
         if expected is None:
-            self._active = {k for k in self._active if k[0] != "quiescent"}
+            if self._checked is not None:
+                self._active = {k for k in self._active if k[0] != "quiescent"}
+                self._checked = None
             return
+        if not self._owners_changed and (expected is self._checked or expected == self._checked):
+            return
+        self._checked = expected
+        self._owners_changed = False
         for tp in sorted(expected):
             holders = self.owners(tp)
             if len(holders) != 1:

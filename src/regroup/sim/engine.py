@@ -11,6 +11,8 @@ violations, and (``summary``) a per-rebalance summary computed from the log alon
 from __future__ import annotations
 
 import random
+import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from regroup.client import (
@@ -92,6 +94,12 @@ class Simulator:
         self._queue = EventQueue()
         self._coordinator_wake: int | None = None
         self._same_time_steps = 0
+        # caches for the per-step quiescence check, invalidated by ``_topics_version``
+        self._topics_version = 0
+        self._slot_list = list(self.slots.values())
+        self._expected: tuple[tuple[Machine, ...], int, frozenset[TopicPartition]] | None = None
+        self._names: tuple[int, dict[object, str]] = (-1, {})
+        self._assigned_cache: dict[int, tuple[object, int, frozenset[TopicPartition]]] = {}
         self.log.emit(0, "sim_start", detail=scenario.name, value=seed)
         for topic, count in sorted(self.topics.items()):
             self.log.emit(0, "topic", topic=topic, value=count)
@@ -191,6 +199,7 @@ class Simulator:
             self.network.change(name, event.link)
         elif event.action == "partitions" and event.topic is not None and event.count is not None:
             self.topics[event.topic] = event.count
+            self._topics_version += 1
             self.log.emit(self.now, "topic", topic=event.topic, value=event.count)
             self._respond(self.endpoint.set_topics(self.topics, self.now))
             for member, other in self.slots.items():
@@ -392,48 +401,65 @@ class Simulator:
 
     @property
     def _topic_names(self) -> dict[object, str]:
-        return {topic_id_for(t): t for t in self.topics}
+        if self._names[0] != self._topics_version:
+            self._names = (self._topics_version, {topic_id_for(t): t for t in self.topics})
+        return self._names[1]
 
-    def expected_if_quiescent(self) -> set[TopicPartition] | None:
-        """The subscribed partitions if the group is quiescent now, else None."""
-        live = self.running()
-        if not live:
-            return None
+    def expected_if_quiescent(self) -> frozenset[TopicPartition] | None:
+        """The subscribed partitions if the group is quiescent now, else None.
+
+        Runs after every step, so the cheap refusals come first and the answer is a cached frozenset (the
+        same object while the subscribed topics and their sizes stay the same)."""
         cgroup = self.coordinator.consumer_groups.get(self.group_id)
-        if cgroup is not None:
-            if not self._consumer_group_quiescent(cgroup, live):
-                return None
-        else:
+        live: list[Machine] = []
+        if cgroup is None:
             group = self.coordinator.groups.get(self.group_id)
             if group is None or group.state is not GroupState.STABLE:
                 return None
-            for machine in live.values():
+            for slot in self._slot_list:
+                machine = slot.machine
+                if machine is None:
+                    continue
+                if machine.state is not MemberState.STABLE:
+                    if machine.state.running:
+                        return None  # running, not (yet) in the generation
+                    continue
                 if (
                     not isinstance(machine, ClassicMember)
-                    or machine.state is not MemberState.STABLE
                     or machine.generation != group.generation
                     or machine.rejoin_needed
                     or machine.join_id is not None
                     or machine.sync_id is not None
+                    or machine.member_id not in group.members
                 ):
                     return None
-            if set(group.members) != {m.member_id for m in live.values()}:
+                live.append(machine)
+            if len(group.members) != len(live):
                 return None
-        topics = {t for m in live.values() for t in m.config.topics}
-        return {(t, p) for t in topics for p in range(self.topics.get(t, 0))}
+        else:
+            live = [s.machine for s in self._slot_list if s.machine is not None and s.machine.state.running]
+            if not self._consumer_group_quiescent(cgroup, live):
+                return None
+        if not live:
+            return None
+        key = tuple(live)
+        cached = self._expected
+        if cached is None or cached[0] != key or cached[1] != self._topics_version:
+            topics = {t for m in live for t in m.config.topics}
+            partitions = frozenset((t, p) for t in topics for p in range(self.topics.get(t, 0)))
+            self._expected = cached = (key, self._topics_version, partitions)
+        return cached[2]
 
-    def _consumer_group_quiescent(self, group: ConsumerGroup, live: dict[str, Machine]) -> bool:
+    def _consumer_group_quiescent(self, group: ConsumerGroup, live: list[Machine]) -> bool:
         """Stable at the coordinator, its members exactly the running processes, each of them owning
         exactly what the coordinator assigned it, at the member's epoch, with nothing pending."""
         if group.state() is not ConsumerGroupState.STABLE or group.metadata_refresh_needed:
             return False  # (a topic grew: the group learns it on its next heartbeat)
-        if set(group.members) != {m.member_id for m in live.values()}:
+        if len(group.members) != len(live) or any(m.member_id not in group.members for m in live):
             return False
-        names = self._topic_names
-        for machine in live.values():
+        for machine in live:
             held = group.members[machine.member_id]
-            assigned = {(names[t], p) for t, ps in held.assigned.items() if t in names for p in ps}
-            if machine.owned != assigned or machine.generation != held.member_epoch:
+            if machine.generation != held.member_epoch or machine.owned != self._assigned_names(held.assigned):
                 return False
             if isinstance(machine, ConsumerMember):
                 if not machine.settled():
@@ -446,6 +472,19 @@ class Simulator:
             ):
                 return False
         return True
+
+    def _assigned_names(self, assigned: Mapping[uuid.UUID, frozenset[int]]) -> frozenset[TopicPartition]:
+        """A coordinator assignment (by topic id) as topic-name partitions; cached per assignment object,
+        which the coordinator replaces rather than mutates."""
+        cached = self._assigned_cache.get(id(assigned))
+        if cached is not None and cached[0] is assigned and cached[1] == self._topics_version:
+            return cached[2]
+        names = self._topic_names
+        out = frozenset((names[t], p) for t, ps in assigned.items() if t in names for p in ps)
+        if len(self._assigned_cache) > 4 * len(self._slot_list) + 64:
+            self._assigned_cache.clear()
+        self._assigned_cache[id(assigned)] = (assigned, self._topics_version, out)
+        return out
 
     def quiescent(self) -> bool:
         return self.expected_if_quiescent() is not None
