@@ -6,15 +6,22 @@
 * **Everyone receives everything** (seed 000's first design): every member's JoinGroup response carries
   every member's metadata, n · Σ m bytes per round: quadratic in the group size.
 
-Sizes are the consumer protocol's real encodings (``regroup.assignors.consumer_protocol``); what the lab
-leaves out is documented in docs/lab.md.
+Sizes are those of the consumer protocol's real encodings (``regroup.assignors.consumer_protocol``, latest
+version, classic non-flexible layout), computed field by field rather than by encoding: a sweep asks for
+tens of thousands of them, and encoding each one cost most of the analysis. tests/lab/test_payload.py
+checks the arithmetic against the real encoder. What the lab leaves out is documented in docs/lab.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from regroup.assignors.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
+VERSION = 2  # int16 version prefix
+ARRAY = 4  # int32 element count
+STRING = 2  # int16 length, then UTF-8 bytes
+INT32 = 4
+NULL_BYTES = 4  # user data: int32 length -1
+NULL_STRING = 2  # rack: int16 length -1
 
 
 def join_bytes(metadata_sizes: Sequence[int]) -> tuple[int, int]:
@@ -28,16 +35,23 @@ def sync_bytes(assignment_sizes: Iterable[int]) -> int:
     return 2 * sum(assignment_sizes)
 
 
+def _string(text: str) -> int:
+    return STRING + len(text.encode("utf-8"))
+
+
+def _topic_partitions(parts: Mapping[str, Sequence[int]]) -> int:
+    """An array of (topic, [partition])."""
+    return ARRAY + sum(_string(t) + ARRAY + INT32 * len(ps) for t, ps in parts.items())
+
+
 def subscription_bytes(topics: Sequence[str], owned: Mapping[str, Sequence[int]], generation: int) -> int:
-    """Encoded Subscription (latest version) with the topics and owned partitions, no assignor user data."""
-    sub = Subscription(
-        topics=tuple(sorted(topics)),
-        owned={t: tuple(sorted(ps)) for t, ps in sorted(owned.items())},
-        generation=generation,
-    )
-    return len(encode_subscription(sub))
+    """Encoded Subscription (latest version) with the topics and owned partitions, no assignor user data
+    and no rack: version, topics, user data, owned partitions, generation, rack."""
+    del generation  # a fixed-size int32 whatever its value
+    topic_array = ARRAY + sum(_string(t) for t in topics)
+    return VERSION + topic_array + NULL_BYTES + _topic_partitions(owned) + INT32 + NULL_STRING
 
 
 def assignment_bytes(partitions: Mapping[str, Sequence[int]]) -> int:
-    """Encoded Assignment (latest version) of one member, no user data."""
-    return len(encode_assignment(Assignment(partitions={t: tuple(ps) for t, ps in sorted(partitions.items())})))
+    """Encoded Assignment (latest version) of one member, no user data: version, partitions, user data."""
+    return VERSION + _topic_partitions(partitions) + NULL_BYTES

@@ -130,13 +130,20 @@ def _costs(episodes: list[Rebalance], events: list[Event]) -> None:
         topics = {t for m in alive for t in running.get(m, ())}
         return [(t, p) for t in sorted(topics) for p in range(counts.get(t, 0)) if owners.get((t, p), 0) == 0]
 
+    # the unowned set changes only with topics, members, subscriptions and ownership: between such events
+    # (heartbeats, requests in flight) the last answer stands
     last_t = 0
+    gap: list[TopicPartition] = []
+    changed = True
+    named: dict[int, set[str]] = {id(ep): set(ep.unowned_partitions) for ep in episodes}
     for e in events:
         t = e["t"]
         if t > last_t:
-            gap = unowned()
+            if changed:
+                gap = unowned()
+                changed = False
             if gap:
-                _spread(windows, last_t, t, gap)
+                _spread(windows, last_t, t, gap, named)
             last_t = t
         kind = e["type"]
         if kind == "topic":
@@ -153,17 +160,29 @@ def _costs(episodes: list[Rebalance], events: list[Event]) -> None:
             owners[tp] = max(owners.get(tp, 0) - 1, 0)
             if kind != "stopped" and (ep := window_of(t)) is not None:
                 ep.revoked += 1
+        else:
+            continue
+        changed = True
 
 
-def _spread(windows: list[tuple[int, int, Rebalance]], t0: int, t1: int, gap: list[TopicPartition]) -> None:
-    """Add ``len(gap)`` partitions x the part of (t0, t1] inside each window."""
+def _spread(
+    windows: list[tuple[int, int, Rebalance]],
+    t0: int,
+    t1: int,
+    gap: list[TopicPartition],
+    named: dict[int, set[str]],
+) -> None:
+    """Add ``len(gap)`` partitions x the part of (t0, t1] inside each window (``named``: each episode's
+    ``unowned_partitions`` as a set)."""
     for lo, hi, ep in windows:
         overlap = min(t1, hi) - max(t0, lo)
         if overlap > 0:
             ep.unowned_partition_ms += overlap * len(gap)
+            seen = named[id(ep)]
             for tp in gap:
                 name = f"{tp[0]}-{tp[1]}"
-                if name not in ep.unowned_partitions:
+                if name not in seen:
+                    seen.add(name)
                     ep.unowned_partitions.append(name)
 
 
