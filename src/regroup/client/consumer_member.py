@@ -13,8 +13,9 @@ Nothing here reads a clock, sleeps or touches a socket. Behaviour follows Kafka'
   fields that changed since the last request (a full request again after any error or timeout);
 * a response with an assignment is a new target: after ``callback_delay_ms`` (the application's next
   poll) the member commits (auto-commit) and revokes what is no longer assigned (``onPartitionsRevoked``),
-  adds the new partitions (``onPartitionsAssigned``) and reports its reduced/extended owned set in a
-  heartbeat sent at once (the acknowledgement);
+  adds the new partitions (``onPartitionsAssigned``) and reports its owned set in a heartbeat sent at once
+  (the acknowledgement) — for every new target, even one that leaves the owned set as it was, as Kafka's
+  client does (its local assignment epoch moves);
 * FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID: ``onPartitionsLost``, rejoin with epoch 0 keeping the member
   id; fatal errors (INVALID_REQUEST, UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID, ...) stop the member;
   coordinator errors are retried after the backoff;
@@ -332,7 +333,7 @@ class ConsumerMember(OwnedPartitions):
             rebalance_timeout_ms=config.rebalance_timeout_ms if full else -1,
             subscribed_topic_names=topics if full or topics != self.sent_topics else None,
             server_assignor=config.server_assignor if full else None,
-            topic_partitions=self._ids(report) if full or report != self.reported else None,
+            topic_partitions=self._ids(report) if full or self.ack_needed or report != self.reported else None,
         )
         self.sent_topics = topics
         self._pending_report = report
@@ -356,9 +357,7 @@ class ConsumerMember(OwnedPartitions):
                 self.state = S.RECONCILING
                 self.next_commit_ms = now_ms + self.config.auto_commit_interval_ms
             if resp.assignment is not None:
-                self.assignment_ids = {t: frozenset(ps) for t, ps in resp.assignment if ps}
-                if self.assignment != self.owned:
-                    self._schedule_reconcile(now_ms)
+                self._new_target({t: frozenset(ps) for t, ps in resp.assignment if ps}, now_ms)
             if not self.revocation_pending():
                 self._extend_lease(inflight.sent_ms)
             self._update_state()
@@ -394,6 +393,22 @@ class ConsumerMember(OwnedPartitions):
         if errors:  # the heartbeat learns about fencing; a stale epoch only loses this commit
             self.note(now_ms, "commit_failed", f"OffsetCommit: {', '.join(sorted(errors))}")
 
+    def _new_target(self, assignment: dict[uuid.UUID, frozenset[int]], now_ms: int) -> None:
+        """An assignment in a heartbeat answer. A different one is a new target (Kafka's client bumps its local
+        assignment epoch) and is acknowledged with the owned set once reconciled, even when that set is what
+        the member reported before: the coordinator may be waiting for the member to confirm it gave up
+        partitions it was handed at an earlier epoch but never took (their callbacks had not run yet)."""
+        if assignment == self.assignment_ids:  # the same target again (an answer to a full request)
+            if self.assignment != self.owned:
+                self._schedule_reconcile(now_ms)
+            return
+        self.assignment_ids = assignment
+        if self.assignment != self.owned:
+            self._schedule_reconcile(now_ms)
+        elif self.reconcile_at_ms is None:
+            self.ack_needed = True  # nothing to change: acknowledge at once, without callbacks
+        # else the callbacks already scheduled reconcile towards this target, then acknowledge it
+
     def _schedule_reconcile(self, now_ms: int) -> None:
         if self.reconcile_at_ms is None:
             self.reconcile_at_ms = now_ms + self.config.callback_delay_ms
@@ -411,8 +426,7 @@ class ConsumerMember(OwnedPartitions):
             self.revoke(revoked, now_ms, "not in the new assignment")
         self.owned = self.owned | added
         self.callback(CallbackKind.ASSIGNED, added, now_ms, "new assignment")
-        if self.owned != self.reported:
-            self.ack_needed = True
+        self.ack_needed = True  # every reconciled target is acknowledged, changed owned set or not
         self._update_state()
 
     def _update_state(self) -> None:

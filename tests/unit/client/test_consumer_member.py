@@ -242,3 +242,24 @@ def test_full_request_after_a_timeout() -> None:
     assert any(n.kind == "timeout" for n in a.notes)
     after = [r for t, n, r in h.sent if n == "a" and t > 5_000 and isinstance(r, ConsumerGroupHeartbeatRequest)]
     assert after and after[0].is_full() and after[0].member_epoch > 0
+
+
+def test_a_new_target_equal_to_what_the_member_owns_is_still_acknowledged() -> None:
+    """z is handed all four partitions, and before its callbacks run the group grows and z's target becomes
+    empty. The coordinator now waits for z to report that it no longer owns the four partitions; z never took
+    them, so its owned set (empty) is what it last reported, but it must still acknowledge the new target
+    (Kafka's client resends its owned partitions whenever its local assignment epoch moves). Without the
+    acknowledgement the partitions stay pending revocation until z's rebalance timeout fences it."""
+    h = Harness()
+    z = h.add("z", member_id="z", server_assignor="range", callback_delay_ms=1_500)
+    assert z.assignment == everything() and z.owned == frozenset()  # callbacks not run yet
+    h.run_until(100)
+    others = [h.add(name, member_id=name, server_assignor="range") for name in ("a1", "a2", "a3", "a4")]
+    h.run_until(1_200)
+    assert z.assignment == frozenset() and z.owned == frozenset()
+    h.run_until(4_000)  # z's callbacks at 1,500, then one heartbeat interval (1 s) for the others
+    assert [len(m.owned) for m in others] == [1, 1, 1, 1]
+    assert z.member_epoch > 0 and z.settled()
+    assert not any(cb.kind is CallbackKind.LOST for cb in z.callbacks)
+    acks = [r for t, n, r in h.sent if n == "z" and t == 1_500 and isinstance(r, ConsumerGroupHeartbeatRequest)]
+    assert len(acks) == 1 and acks[0].topic_partitions == ()
