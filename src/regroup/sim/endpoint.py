@@ -189,7 +189,11 @@ class CoordinatorEndpoint:
         if view == self._group_view:
             return
         self._group_view = view
-        self.checker.group_generation(now, view[1])
+        if group is not None:
+            # a dead group repeats the generation it died at: no new generation to check, and after an empty
+            # consumer group was deleted by a classic join (reference §6.1) it would make the next group's
+            # generation 0 look like a step back
+            self.checker.group_generation(now, view[1])
         detail = None
         if group is not None and group.protocol_name:
             leader = self.names_by_id.get(group.leader_id or "", group.leader_id)
