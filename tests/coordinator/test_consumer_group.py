@@ -368,3 +368,23 @@ def test_replay_rebuilds_consumer_groups(h: ConsumerHarness) -> None:
     h.sleep(5_000)
     assert (a.member_id or "") not in h.cg().members
     assert (b.member_id or "") in h.cg().members
+
+
+def test_a_member_that_must_revoke_gets_free_partitions_only_with_its_acknowledgement(h: ConsumerHarness) -> None:
+    """Kafka's CurrentAssignmentBuilder: a member whose new target takes partitions away keeps its epoch and
+    only what it keeps until it acknowledges the revocation, even when the partitions it gains are free. A
+    hand-off to such a member therefore waits for its revocation callbacks as well as its assignment callbacks
+    (the two callback delays of the simulator's hand-off bound, tests/property/test_sim_safety_kip848.py)."""
+    ids = sorted(h.join_cg(assignor="range").member_id or "" for _ in range(3))
+    h.settle(ids)
+    a, b, c = ids
+    assert [named(h.cmember(m).assigned) for m in ids] == [{"foo": [0, 1]}, {"foo": [2, 3]}, {"foo": [4, 5]}]
+    assert h.hb(a, -1).error is ErrorCode.NONE  # a leaves: 0 and 1 are free; the range target is b 0-2, c 3-5
+    epoch = h.cmember(b).member_epoch
+    told = h.hb(b, epoch)
+    assert told.member_epoch == epoch and named(told.assignment) == {"foo": [2]}
+    assert h.cmember(b).state is MemberState.UNREVOKED_PARTITIONS
+    assert h.hb(b, epoch).assignment is None  # owned partitions not reported: still revoking, nothing new
+    acknowledged = h.hb(b, epoch, owned={"foo": [2]})
+    assert acknowledged.member_epoch == h.cg().group_epoch and named(acknowledged.assignment) == {"foo": [0, 1, 2]}
+    assert named(h.hb(c, h.cmember(c).member_epoch).assignment) == {"foo": [3, 4, 5]}  # 3 released by b
