@@ -271,3 +271,29 @@ def test_replay_after_migrations() -> None:
     h.reload()
     assert h.coordinator.hard_state() == state
     assert h.group().members.keys() == set(formed.members)
+
+
+def test_upgrade_waits_until_cleared_classic_assignments_are_stored_again() -> None:
+    """A rebalance restarted from CompletingRebalance clears the stored classic assignments, while cooperative
+    members keep processing what they own. Until a SyncGroup stores new assignments — through the next join
+    phase and the CompletingRebalance after it, not only the PreparingRebalance right after the reset — an
+    upgrade would seed the consumer group with members holding nothing and hand their partitions out twice
+    (mixed calm soak seed 466), so the joining consumer-protocol member is told to retry."""
+    h = ConsumerHarness()
+    formed = classic_group(h)
+    first, second = formed.members
+    h.join(first, protocols=_protocols({"foo": [0, 1, 2]}))
+    h.join(second, protocols=_protocols({"foo": [3, 4, 5]}))
+    assert h.group().state is GroupState.COMPLETING_REBALANCE  # assignments still stored: an upgrade is safe
+    h.leave(second)  # the rebalance restarts: every stored assignment is cleared
+    assert h.group().state is GroupState.PREPARING_REBALANCE
+    assert h.hb("", 0, topics=["foo"]).error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    rejoined = h.join(first, protocols=_protocols({"foo": [0, 1, 2]}))
+    assert rejoined.response.error is ErrorCode.NONE and h.group().state is GroupState.COMPLETING_REBALANCE
+    assert h.member(first).assignment == b""  # first still owns 0-2, the group no longer says so
+    assert h.hb("", 0, topics=["foo"]).error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    everything = encode_assignment(Assignment(partitions={"foo": tuple(range(6))}))
+    assert h.sync(first, assignments={first: everything}).response.error is ErrorCode.NONE
+    joined = h.hb("", 0, topics=["foo"])
+    assert joined.error is ErrorCode.NONE and named(joined.assignment) == {}  # first must revoke before
+    assert named(h.cmember(first).assigned) == {"foo": [0, 1, 2, 3, 4, 5]}

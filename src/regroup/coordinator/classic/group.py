@@ -76,6 +76,9 @@ class ClassicGroup:
     new_member_added: bool = False
     initial_delay_ms: int | None = None  # set while the initial-rebalance delay is running
     initial_remaining_ms: int = 0
+    #: the stored assignments were cleared by a rebalance restarted from CompletingRebalance and no SyncGroup
+    #: has stored new ones yet: cooperative members may own partitions the group no longer records (soft state)
+    assignments_cleared: bool = False
 
     # --- state -----------------------------------------------------------------------------------------
     def transition(self, to: GroupState, now_ms: int) -> None:

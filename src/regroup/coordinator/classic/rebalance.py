@@ -58,6 +58,7 @@ def maybe_prepare_or_complete(ctx: Ctx, group: ClassicGroup) -> None:
 
 def prepare_rebalance(ctx: Ctx, group: ClassicGroup) -> None:
     if group.is_in(S.COMPLETING_REBALANCE):
+        group.assignments_cleared = True
         for member in group.members.values():
             member.assignment = b""
             if member.sync_key is not None:

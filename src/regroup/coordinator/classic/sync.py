@@ -67,6 +67,7 @@ def sync_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: SyncGroupRequest,
     given = dict(req.assignments)
     for member_id, m in group.members.items():
         m.assignment = given.get(member_id, b"")
+    group.assignments_cleared = False
     persist(ctx, group)
     group.transition(S.STABLE, ctx.now_ms)
     for m in group.members.values():

@@ -114,10 +114,12 @@ def upgrade(ctx: Ctx, groups: Groups, classic: ClassicGroup) -> ConsumerGroup:
         raise _not_found(gid, f"its protocol type is {classic.protocol_type!r}")
     if len(classic.members) > ctx.config.consumer_group_max_size:
         raise _not_found(gid, "it has more members than the consumer group maximum size")
-    if classic.is_in(GroupState.PREPARING_REBALANCE) and classic.previous_state is GroupState.COMPLETING_REBALANCE:
-        # The stored assignments were cleared while cooperative members may still own partitions of the
-        # generation before: converting now could hand those partitions out twice. The classic rebalance
-        # ends within its timeout; the joining member retries (a retriable coordinator error).
+    if classic.assignments_cleared and not classic.is_in(GroupState.EMPTY):
+        # The stored assignments were cleared (a rebalance restarted from CompletingRebalance) while
+        # cooperative members may still own partitions of the generation before, and no SyncGroup has stored
+        # new ones yet (the following join phase and CompletingRebalance included): converting now could hand
+        # those partitions out twice. The classic rebalance ends within its timeouts; the joining member
+        # retries (a retriable coordinator error). Kafka converts regardless (reference §6.2).
         raise ApiError(
             ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
             f"Classic group {gid} is between generations; the upgrade waits until its rebalance completes.",
