@@ -3,7 +3,7 @@
 Usage::
 
     .venv/bin/python bench/lab.py                          # 100-run sweep on local[2] and local[1], analyze 10M events
-    .venv/bin/python bench/lab.py --runs 10000             # the full 10,000-run sweep (hours on 2 cores)
+    .venv/bin/python bench/lab.py --runs 10000             # the full 10,000-run sweep (about 40 minutes on 2 cores)
     .venv/bin/python bench/lab.py --skip-analyze --runs 20 --repeat 3   # speedup: best of 3 alternating runs
     .venv/bin/python bench/lab.py --skip-sweep --events 1000000
     .venv/bin/python bench/lab.py --json /tmp/bench-lab.json
