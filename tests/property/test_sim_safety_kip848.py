@@ -7,9 +7,10 @@ delay, jitter, loss, duplication, isolation). At every step the simulator checks
 processed by two members at once, that a quiescent group has exactly one owner per subscribed partition,
 that epochs/generations never go back (the group's, each member's, and the epoch the coordinator holds for
 each member) and that no commit from a fenced member is accepted. After the chaos the network heals and
-the group must settle. Members pick their assignors and protocols on their own, so a member may stop on an
-error Kafka's client also treats as fatal (``FATAL_IN_SCHEDULES``); when no member process is left running,
-settling means the group has no members.
+the group must settle. Members pick their protocols on their own; their classic assignor lists all hold the
+schedule's shared strategy (some list a second one), so the classic members always agree on one. A member
+may still stop on an error Kafka's client also treats as fatal, in a race across a conversion
+(``FATAL_IN_SCHEDULES``); when no member process is left running, settling means the group has no members.
 
 Calm schedules (no loss, no isolation, no crash; latency at most ``L`` one way) also bound how long a
 partition may stay unowned after a member revoked it (a hand-off). For a KIP-848 group:
@@ -51,16 +52,33 @@ SOAK = os.environ.get("REGROUP_SOAK") == "1"
 RUNS = int(os.environ.get("REGROUP_SOAK_RUNS", "500")) if SOAK else 40
 CALM_RUNS = int(os.environ.get("REGROUP_SOAK_RUNS", "500")) if SOAK else 25
 ASSIGNORS = [None, "uniform", "range"]
+CLASSIC_ASSIGNORS = ["cooperative-sticky", "range", "roundrobin", "sticky"]
+
+
+def _classic_strategies(r: random.Random, count: int) -> list[tuple[str, ...]]:
+    """Each member's ``partition.assignment.strategy`` for one schedule: every list holds the schedule's
+    shared strategy (so the classic members always have one in common, as a configured group has), most
+    lists only that one, some another one before or after it: the group votes, and members with different
+    lists look like a rolling change of strategy (a list with an eager-only assignor makes that member
+    eager)."""
+    shared = "cooperative-sticky" if r.random() < 0.7 else r.choice(CLASSIC_ASSIGNORS[1:])
+    lists: list[tuple[str, ...]] = []
+    for _ in range(count):
+        roll = r.random()
+        other = r.choice([a for a in CLASSIC_ASSIGNORS if a != shared])
+        lists.append((shared,) if roll < 0.6 else (shared, other) if roll < 0.8 else (other, shared))
+    return lists
 
 
 def _members(
     r: random.Random, topics: dict[str, int], names: list[str], mixed: bool, calm: bool
 ) -> tuple[MemberSpec, ...]:
+    strategies = _classic_strategies(r, len(names))
     return tuple(
         MemberSpec(
             name=name,
             topics=tuple(sorted(r.sample(sorted(topics), r.randint(1, len(topics))))),
-            strategies=("cooperative-sticky",) if r.random() < 0.8 else ("range",),
+            strategies=strategies[i],
             protocol="consumer" if not mixed or r.random() < 0.5 else "classic",
             assignor=r.choice(ASSIGNORS),
             callback_delay_ms=r.choice([0, 0, 200, 1_000]),
@@ -73,7 +91,7 @@ def _members(
             request_timeout_ms=r.choice([2_000, 4_000]),
             auto_commit_interval_ms=r.choice([1_000, 5_000]),
         )
-        for name in names
+        for i, name in enumerate(names)
     )
 
 
@@ -162,10 +180,14 @@ def random_scenario(seed: int, mixed: bool, calm: bool = False) -> Scenario:
     )
 
 
-#: errors that end a member process, as they end Kafka's consumer: a classic member whose assignors share
-#: nothing with the group's classic members (the schedules pick each member's list on its own), a KIP-848
-#: member whose heartbeat reaches a classic group (it was cut off while its group turned classic again)
-FATAL_IN_SCHEDULES = ("JoinGroup: INCONSISTENT_GROUP_PROTOCOL", "ConsumerGroupHeartbeat: GROUP_ID_NOT_FOUND")
+#: errors that end a member process, as they end Kafka's consumer. A KIP-848 member whose heartbeat reaches a
+#: classic group (it was cut off while its group turned classic again). A classic member whose SyncGroup
+#: crosses a conversion: it names the protocol its JoinGroup response selected (a classic group's vote, or in
+#: a consumer group the member's first one), and the group on the other side of the conversion expects the
+#: other choice (a consumer group: the member's first protocol; a classic group: the vote), so a member whose
+#: first protocol is not the vote's winner meets INCONSISTENT_GROUP_PROTOCOL, as in Kafka (reference §6). A
+#: JoinGroup never does: every member of a schedule lists the schedule's shared strategy.
+FATAL_IN_SCHEDULES = ("ConsumerGroupHeartbeat: GROUP_ID_NOT_FOUND", "SyncGroup: INCONSISTENT_GROUP_PROTOCOL")
 
 
 def settled(sim: Simulator) -> bool:
