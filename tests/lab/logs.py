@@ -80,3 +80,50 @@ def server_log() -> EventLog:
     log.emit(2020, "group_assignment", member="k1", member_id="k1-1", generation=2, topic="a", partition=1)
     log.emit(2020, "group_assignment", member="k2", member_id="k2-1", generation=2, topic="a", partition=2)
     return log
+
+
+def kip848_story() -> EventLog:
+    """KIP-848 members a, b on topic t (2 partitions). a joins at 0 (epoch 1: both partitions); b joins at
+    100 (epoch 2): a revokes t-1, then b gets it. Heartbeat payload bytes, worked out by hand:
+
+    * epoch 1: a's join names its topic (2 bytes) and owns nothing (0); the answer carries t-0, t-1 (28); a
+      acknowledges them (26): 56.
+    * epoch 2: b's join (2 + 0); b's first answer, an empty assignment (2); a's answer without t-1 (24); a's
+      acknowledgement of t-0 (22); b's answer with t-1 (24); b's acknowledgement (22): 96.
+    """
+    log = EventLog()
+    hb = "ConsumerGroupHeartbeat"
+    log.emit(0, "sim_start", value=0, detail="kip848-story")
+    log.emit(0, "topic", topic="t", value=2)
+    log.emit(0, "action", member="a", detail="join")
+    log.emit(0, "subscription", member="a", state="consumer", value=1, detail="t")
+    log.emit(0, "request_sent", member="a", api=hb, generation=0, detail="epoch=0 full topics=t owned=[]")
+    log.emit(2, "group_state", state="Reconciling", generation=1, detail="assignor=uniform")
+    log.emit(2, "response_sent", member="a", api=hb, error="NONE", generation=1, detail="assignment=[t-0,t-1]")
+    log.emit(2, "group_state", state="Stable", generation=1, detail="assignor=uniform")
+    log.emit(4, "callback", member="a", generation=1, state="assigned", value=2)
+    log.emit(4, "assigned", member="a", generation=1, topic="t", partition=0)
+    log.emit(4, "assigned", member="a", generation=1, topic="t", partition=1)
+    log.emit(6, "request_sent", member="a", api=hb, generation=1, detail="epoch=1 owned=[t-0,t-1]")
+    log.emit(7, "response_sent", member="a", api=hb, error="NONE", generation=1)
+    # b joins
+    log.emit(100, "action", member="b", detail="join")
+    log.emit(100, "subscription", member="b", state="consumer", value=1, detail="t")
+    log.emit(100, "request_sent", member="b", api=hb, generation=0, detail="epoch=0 full topics=t owned=[]")
+    log.emit(102, "group_state", state="Reconciling", generation=2, detail="assignor=uniform")
+    log.emit(102, "response_sent", member="b", api=hb, error="NONE", generation=2, detail="assignment=[]")
+    log.emit(103, "request_sent", member="a", api=hb, generation=1, detail="epoch=1")
+    log.emit(103, "response_sent", member="a", api=hb, error="NONE", generation=1, detail="assignment=[t-0]")
+    log.emit(104, "callback", member="a", generation=1, state="revoked", value=1)
+    log.emit(104, "revoked", member="a", generation=1, topic="t", partition=1)
+    log.emit(105, "request_sent", member="a", api=hb, generation=1, detail="epoch=1 owned=[t-0]")
+    log.emit(105, "response_sent", member="a", api=hb, error="NONE", generation=2)
+    log.emit(107, "request_sent", member="b", api=hb, generation=2, detail="epoch=2")
+    log.emit(107, "response_sent", member="b", api=hb, error="NONE", generation=2, detail="assignment=[t-1]")
+    log.emit(108, "group_state", state="Stable", generation=2, detail="assignor=uniform")
+    log.emit(110, "callback", member="b", generation=2, state="assigned", value=1)
+    log.emit(110, "assigned", member="b", generation=2, topic="t", partition=1)
+    log.emit(112, "request_sent", member="b", api=hb, generation=2, detail="epoch=2 owned=[t-1]")
+    log.emit(113, "response_sent", member="b", api=hb, error="NONE", generation=2)
+    log.emit(200, "sim_end", value=0)
+    return log

@@ -10,8 +10,16 @@ from regroup.lab import tables
 from regroup.lab.errors import LabInputError
 from regroup.lab.eventfiles import read_groups
 from regroup.lab.metrics import Context, analyze, parse_labels
-from regroup.lab.payload import assignment_bytes, join_bytes, subscription_bytes, sync_bytes
-from tests.lab.logs import eager_story, server_log
+from regroup.lab.payload import (
+    assignment_bytes,
+    heartbeat_assignment_bytes,
+    heartbeat_owned_bytes,
+    heartbeat_topics_bytes,
+    join_bytes,
+    subscription_bytes,
+    sync_bytes,
+)
+from tests.lab.logs import eager_story, kip848_story, server_log
 
 SUB1 = subscription_bytes(["t"], {}, 1)
 SUB2 = subscription_bytes(["t"], {}, 2)
@@ -57,6 +65,7 @@ def test_rebalance_rows_of_the_eager_story() -> None:
         "join_bytes_leader": 2 * SUB1,
         "join_bytes_all": 2 * 2 * SUB1,
         "sync_bytes": 2 * (assignment_bytes({"t": [0]}) + assignment_bytes({"t": [1]})),
+        "heartbeat_bytes": None,  # no ConsumerGroupHeartbeat in a classic group
     }
     assert second == {
         **keys,
@@ -80,6 +89,7 @@ def test_rebalance_rows_of_the_eager_story() -> None:
         "join_bytes_leader": SUB2,
         "join_bytes_all": SUB2,
         "sync_bytes": 2 * assignment_bytes({"t": [0, 1]}),
+        "heartbeat_bytes": None,
     }
     assert run == {
         "run_id": "r",
@@ -106,6 +116,7 @@ def test_rebalance_rows_of_the_eager_story() -> None:
         "join_bytes_leader": SUB2,
         "join_bytes_all": SUB2,
         "sync_bytes": 2 * assignment_bytes({"t": [0, 1]}),
+        "heartbeat_bytes": None,
     }
     assert len(tables.row(run, tables.RUN_COLUMNS)) == len(tables.RUN_COLUMNS)
 
@@ -189,6 +200,24 @@ def test_a_kip848_log_from_the_simulator() -> None:
     assert [r["unowned_partition_ms"] for r in rows] == [d.unowned_partition_ms for d in direct]
     assert run["strategy"] == "uniform" and run["protocol"] == "consumer"
     assert [r["group_size"] for r in rows] == [1, 2, 3]  # members answered in each epoch, even with nothing
+    for r in rows:  # no JoinGroup or SyncGroup in KIP-848; heartbeats carry subscriptions and assignments
+        assert r["join_bytes_leader"] is None and r["join_bytes_all"] is None and r["sync_bytes"] is None
+        assert r["heartbeat_bytes"] is not None and r["heartbeat_bytes"] > 0
+        assert r["partitions_assigned"] == 3
+
+
+def test_kip848_heartbeat_payload_per_rebalance() -> None:
+    run, rows = analyze(kip848_story().events, Context(run_id="k", source="k", measure_from_ms=50))
+    assert [(r["phase"], r["generation"], r["start_ms"], r["end_ms"]) for r in rows] == [
+        ("formation", 1, 2, 4),
+        ("churn", 2, 102, 110),
+    ]
+    # the sizes the story's docstring works out, from the payload functions
+    assert (heartbeat_topics_bytes(["t"]), heartbeat_owned_bytes({})) == (2, 0)
+    assert heartbeat_assignment_bytes({"t": [0, 1]}) == 28 and heartbeat_owned_bytes({"t": [0, 1]}) == 26
+    assert heartbeat_assignment_bytes({}) == 2
+    assert heartbeat_assignment_bytes({"t": [0]}) == 24 and heartbeat_owned_bytes({"t": [0]}) == 22
+    assert [r["heartbeat_bytes"] for r in rows] == [2 + 0 + 28 + 26, 2 + 0 + 2 + 24 + 22 + 24 + 22]
+    assert run["heartbeat_bytes"] == 96  # the churn phase only
     for r in rows:  # no JoinGroup or SyncGroup in KIP-848
         assert r["join_bytes_leader"] is None and r["join_bytes_all"] is None and r["sync_bytes"] is None
-        assert r["partitions_assigned"] == 3

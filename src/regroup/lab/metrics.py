@@ -13,6 +13,7 @@ join payloads unless a fixed metadata size is given.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,7 @@ SUMMED = (
     "join_bytes_leader",
     "join_bytes_all",
     "sync_bytes",
+    "heartbeat_bytes",
 )
 
 
@@ -78,6 +80,8 @@ class _Observed:
         self.joined: set[int] = set()  # generations formed by JoinGroup (the classic protocol)
         self.metadata: dict[int, dict[str, int]] = {}  # generation -> member -> metadata bytes
         self.assigned_at: list[int] = []
+        # KIP-848 heartbeat fields: (t, bytes, starts a change) — see _heartbeat_bytes
+        self.heartbeat_payload: list[tuple[int, int, bool]] = []
         self.actions: list[tuple[int, str]] = []
         self.changes: list[int] = []  # times of membership changes (scenario actions, or joined/left)
         self.strategy: str | None = None
@@ -100,8 +104,21 @@ class _Observed:
                 self.protocol = e["state"] or self.protocol
             elif kind == "request_sent" and e["api"] == "JoinGroup":
                 last_join[e["member"]] = e["detail"] or ""
+            elif kind == "request_sent" and e["api"] == "ConsumerGroupHeartbeat":
+                fields = detail_fields(e["detail"])
+                joining = (e["generation"] or 0) <= 0
+                if "topics" in fields:  # a join or a subscription change: it starts the next rebalance
+                    topic_names = [t for t in fields["topics"].split(",") if t]
+                    self.heartbeat_payload.append((e["t"], payload.heartbeat_topics_bytes(topic_names), True))
+                if "owned" in fields:  # what the member owns: an acknowledgement (or nothing, when joining)
+                    acknowledged = payload.heartbeat_owned_bytes(parse_labels(fields["owned"]))
+                    self.heartbeat_payload.append((e["t"], acknowledged, joining))
             elif kind == "response_sent" and e["api"] == "ConsumerGroupHeartbeat" and e["error"] == "NONE":
                 self.members.setdefault(e["generation"], set()).add(e["member"])  # KIP-848: member of that epoch
+                fields = detail_fields(e["detail"])
+                if "assignment" in fields:
+                    size = payload.heartbeat_assignment_bytes(parse_labels(fields["assignment"]))
+                    self.heartbeat_payload.append((e["t"], size, False))
             elif kind == "response_sent" and e["api"] == "JoinGroup" and e["error"] == "NONE":
                 generation, member = e["generation"], e["member"]
                 self.members.setdefault(generation, set()).add(member)
@@ -157,6 +174,7 @@ def analyze(events: Sequence[Event], ctx: Context) -> tuple[dict[str, Any], list
     rows: list[dict[str, Any]] = []
     previous: AssignmentMap | None = None
     previous_end = -1
+    heartbeat = _heartbeat_bytes(episodes, seen.heartbeat_payload)
     for index, ep in enumerate(episodes):
         current = seen.assignment(ep.generation)
         rows.append(
@@ -165,12 +183,27 @@ def analyze(events: Sequence[Event], ctx: Context) -> tuple[dict[str, Any], list
                 "members": ctx.axes.get("members"),
                 "index": index,
                 **_rebalance(ep, seen, current, previous, previous_end, ctx),
+                "heartbeat_bytes": heartbeat[index] if seen.heartbeat_payload else None,
             }
         )
         if current:
             previous = current
         previous_end = ep.end_ms
     return _run(keys, events, seen, rows, previous, ctx), rows
+
+
+def _heartbeat_bytes(episodes: Sequence[Rebalance], sent: Sequence[tuple[int, int, bool]]) -> list[int]:
+    """KIP-848 heartbeat payload per episode, attributed by time: a subscription (a join or a change) to the
+    first rebalance that starts at or after it was sent, an assignment or an acknowledgement to the last one
+    that started at or before it (the one in progress, or the one it completes). What fits no episode is not
+    counted."""
+    starts = [ep.start_ms for ep in episodes]
+    totals = [0] * len(episodes)
+    for t, size, starts_change in sent:
+        index = bisect.bisect_left(starts, t) if starts_change else bisect.bisect_right(starts, t) - 1
+        if 0 <= index < len(episodes):
+            totals[index] += size
+    return totals
 
 
 def _rebalance(

@@ -5,6 +5,10 @@
   carries every member's assignment and each member's SyncGroup response its own (2 Σ a bytes).
 * **Everyone receives everything** (seed 000's first design): every member's JoinGroup response carries
   every member's metadata, n · Σ m bytes per round: quadratic in the group size.
+* **KIP-848** (the consumer protocol): no JoinGroup or SyncGroup. A member's ConsumerGroupHeartbeat carries
+  its subscribed topic names and owned partitions only when they changed, and the coordinator's answer
+  carries the member's own assignment only when it changed: what a rebalance costs is the bytes those
+  three fields add to heartbeats a member sends anyway (``heartbeat_*_bytes``, version 1, flexible layout).
 
 Sizes are those of the consumer protocol's real encodings (``regroup.assignors.consumer_protocol``, latest
 version, classic non-flexible layout), computed field by field rather than by encoding: a sweep asks for
@@ -22,6 +26,10 @@ STRING = 2  # int16 length, then UTF-8 bytes
 INT32 = 4
 NULL_BYTES = 4  # user data: int32 length -1
 NULL_STRING = 2  # rack: int16 length -1
+UUID = 16  # a topic id
+TAGGED = 1  # an empty tagged-field section (flexible versions)
+NULL_COMPACT = 1  # a null compact array: uvarint 0
+NULL_STRUCT = 1  # a null nullable struct: int8 -1 (a present one: int8 1, then its fields)
 
 
 def join_bytes(metadata_sizes: Sequence[int]) -> tuple[int, int]:
@@ -55,3 +63,34 @@ def subscription_bytes(topics: Sequence[str], owned: Mapping[str, Sequence[int]]
 def assignment_bytes(partitions: Mapping[str, Sequence[int]]) -> int:
     """Encoded Assignment (latest version) of one member, no user data: version, partitions, user data."""
     return VERSION + _topic_partitions(partitions) + NULL_BYTES
+
+
+def _uvarint(value: int) -> int:
+    """Bytes of an unsigned varint."""
+    size = 1
+    while value >= 0x80:
+        value >>= 7
+        size += 1
+    return size
+
+
+def _compact_topic_partitions(parts: Mapping[str, Sequence[int]]) -> int:
+    """A compact array of (topic id, compact [partition], tagged fields)."""
+    entries = sum(UUID + _uvarint(len(ps) + 1) + INT32 * len(ps) + TAGGED for ps in parts.values())
+    return _uvarint(len(parts) + 1) + entries
+
+
+def heartbeat_topics_bytes(topics: Sequence[str]) -> int:
+    """What ``SubscribedTopicNames`` adds to a ConsumerGroupHeartbeat request over null."""
+    names = sum(_uvarint(len(t.encode("utf-8")) + 1) + len(t.encode("utf-8")) for t in topics)
+    return _uvarint(len(topics) + 1) + names - NULL_COMPACT
+
+
+def heartbeat_owned_bytes(owned: Mapping[str, Sequence[int]]) -> int:
+    """What ``TopicPartitions`` (the owned partitions) adds to a ConsumerGroupHeartbeat request over null."""
+    return _compact_topic_partitions(owned) - NULL_COMPACT
+
+
+def heartbeat_assignment_bytes(assigned: Mapping[str, Sequence[int]]) -> int:
+    """What ``Assignment`` adds to a ConsumerGroupHeartbeat response over null."""
+    return NULL_STRUCT + _compact_topic_partitions(assigned) + TAGGED - NULL_STRUCT

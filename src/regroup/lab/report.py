@@ -32,6 +32,7 @@ SUMS = (
     "join_bytes_leader",
     "join_bytes_all",
     "sync_bytes",
+    "heartbeat_bytes",
     "violations",
 )
 MEANS = ("fraction_kept", "balance_spread", "balance_score")
@@ -152,6 +153,7 @@ def render(t: Tables, meta: Mapping[str, Any]) -> str:
                 _ratio(p["join_bytes_leader"], ch),
                 _ratio(p["join_bytes_all"], ch),
                 _ratio(p["sync_bytes"], ch),
+                _ratio(p["heartbeat_bytes"], ch),
                 p["violations"],
             )
         )
@@ -174,6 +176,7 @@ def render(t: Tables, meta: Mapping[str, Any]) -> str:
                 "join bytes leader-only /change",
                 "join bytes everyone /change",
                 "sync bytes /change",
+                "KIP-848 heartbeat bytes /change",
                 "violations",
             ],
             rows,

@@ -40,6 +40,7 @@ COST_COLUMNS = [
     ("join_bytes_leader", "long"),
     ("join_bytes_all", "long"),
     ("sync_bytes", "long"),
+    ("heartbeat_bytes", "long"),
 ]
 REBALANCE_COLUMNS = [
     *RUN_KEYS,
