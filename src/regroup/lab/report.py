@@ -66,9 +66,18 @@ def aggregates(t: Tables) -> dict[str, list[dict[str, Any]]]:
         *[F.sum(c).alias(c) for c in ("changes", "unowned_partition_ms", "moved", "duration_ms")]
     )
     payload = (
-        t.rebalances.where(F.col("join_bytes_leader").isNotNull())
+        t.rebalances.where(
+            F.col("group_size").isNotNull()
+            & (F.col("join_bytes_leader").isNotNull() | F.col("heartbeat_bytes").isNotNull())
+        )
         .groupBy("group_size")
-        .agg(F.avg("join_bytes_leader").alias("leader"), F.avg("join_bytes_all").alias("everyone"))
+        .agg(
+            F.avg("join_bytes_leader").alias("leader"),
+            F.avg("join_bytes_all").alias("everyone"),
+            F.avg(F.col("join_bytes_leader") + F.col("sync_bytes")).alias("leader_sync"),
+            F.avg(F.col("join_bytes_all") + F.col("sync_bytes")).alias("everyone_sync"),
+            F.avg("heartbeat_bytes").alias("kip848"),
+        )
     )
     return {
         "pairs": [r.asDict() for r in by_pair.orderBy("strategy", "protocol").collect()],
@@ -83,6 +92,10 @@ def _per_change(rows: Sequence[Mapping[str, Any]], key: str) -> dict[str, list[t
         if r["members"] is not None and r["changes"] and r[key] is not None:
             out.setdefault(label(r), []).append((float(r["members"]), r[key] / r["changes"]))
     return out
+
+
+def _series(rows: Sequence[Mapping[str, Any]], key: str) -> list[tuple[float, float]]:
+    return [(float(r["group_size"]), float(r[key])) for r in rows if r[key] is not None]
 
 
 def _fmt(value: Any, digits: int = 1) -> str:
@@ -208,12 +221,19 @@ def render(t: Tables, meta: Mapping[str, Any]) -> str:
             "group size (members in the generation)",
             "bytes",
             {
-                "Kafka: leader alone receives all": [
-                    (float(r["group_size"]), float(r["leader"])) for r in agg["payload"]
-                ],
-                "seed 000: everyone receives everything": [
-                    (float(r["group_size"]), float(r["everyone"])) for r in agg["payload"]
-                ],
+                "Kafka: leader alone receives all": _series(agg["payload"], "leader"),
+                "seed 000: everyone receives everything": _series(agg["payload"], "everyone"),
+            },
+            log_y=True,
+        ),
+        plots.lines(
+            "Membership-protocol bytes per rebalance: metadata and assignments",
+            "group size (members in the generation)",
+            "bytes",
+            {
+                "classic: JoinGroup (leader alone) + SyncGroup": _series(agg["payload"], "leader_sync"),
+                "seed 000: JoinGroup (everyone) + SyncGroup": _series(agg["payload"], "everyone_sync"),
+                "KIP-848: heartbeat subscriptions, acknowledgements, assignments": _series(agg["payload"], "kip848"),
             },
             log_y=True,
         ),
