@@ -105,7 +105,7 @@ def test_report_from_the_written_tables(spark: Any, swept: tuple[list[grid.RunSp
     target = report.write(tables_, {"title": "grid tiny", "runs": 24}, out)
     text = target.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>")
-    assert len(re.findall(r"src=.data:image/png;base64,", text)) == 5
+    assert len(re.findall(r"src=.data:image/png;base64,", text)) == 6  # the six plots of docs/lab.md
     assert "FAILED" not in text and text.count(">ok<") == 4
     assert "cooperative-sticky/cooperative" in text and "range/eager" in text
     assert "http" not in text  # self-contained: nothing to fetch
