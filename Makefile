@@ -24,6 +24,7 @@ run: $(STAMP)
 
 lint: $(DEVSTAMP)
 	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
 
 typecheck: $(DEVSTAMP)
 	$(BIN)/mypy src

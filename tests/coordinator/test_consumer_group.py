@@ -332,6 +332,7 @@ def test_offsets_fenced_by_member_epoch(h: ConsumerHarness) -> None:
     assert unknown.topics[0][1][0][1] is ErrorCode.UNKNOWN_MEMBER_ID
     old = h.commit(member_id, 1, {("foo", 0): 13}, version=8)
     assert old.topics[0][1][0][1] is ErrorCode.UNSUPPORTED_VERSION
+
     def fetch(member: str | None, epoch: int) -> OffsetFetchResponse:
         request = OffsetFetchRequest(group_id="group", member_id=member, member_epoch=epoch)
         response = h._submit(h.coordinator.offset_fetch, request).response

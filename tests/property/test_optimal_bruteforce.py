@@ -23,8 +23,9 @@ def small_groups(draw: st.DrawFn) -> tuple[GroupSpec, dict[tuple[str, int], str]
     counts = {f"t{i}": draw(st.integers(1, 3)) for i in range(n_topics)}
     n_members = draw(st.integers(1, 4))
     members = [f"c{i}" for i in range(n_members)]
-    subs = {m: draw(st.lists(st.sampled_from(sorted(counts)), min_size=0, max_size=n_topics, unique=True))
-            for m in members}
+    subs = {
+        m: draw(st.lists(st.sampled_from(sorted(counts)), min_size=0, max_size=n_topics, unique=True)) for m in members
+    }
     previous: dict[tuple[str, int], str] = {}
     for t, c in counts.items():
         for p in range(c):

@@ -102,9 +102,7 @@ def test_cooperative_converges_in_a_second_round(spec: GroupSpec) -> None:
     first = CooperativeStickyAssignor().assign(spec)
     followup = GroupSpec(
         topics=spec.topics,
-        members={
-            m: MemberSubscription.of(sub.topics, first[m], generation=10) for m, sub in spec.members.items()
-        },
+        members={m: MemberSubscription.of(sub.topics, first[m], generation=10) for m, sub in spec.members.items()},
     )
     second = CooperativeStickyAssignor().assign(followup)
     assert metrics.validity_errors(spec, second) == []

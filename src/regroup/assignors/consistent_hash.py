@@ -72,9 +72,7 @@ def vnodes_option(options: Mapping[str, Any]) -> int:
     if value is None:
         return DEFAULT_VNODES
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_VNODES:
-        raise AssignmentError(
-            f"consistent-hash: option 'vnodes' must be an integer in 1..{MAX_VNODES}, got {value!r}"
-        )
+        raise AssignmentError(f"consistent-hash: option 'vnodes' must be an integer in 1..{MAX_VNODES}, got {value!r}")
     return value
 
 

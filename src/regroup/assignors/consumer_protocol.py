@@ -118,9 +118,7 @@ _SUBSCRIPTION_TYPES: Final[tuple[type[_SubscriptionEntity], ...]] = (
     s2.ConsumerProtocolSubscription,
     s3.ConsumerProtocolSubscription,
 )
-_TopicPartition = TypeVar(
-    "_TopicPartition", s1.TopicPartition, s2.TopicPartition, s3.TopicPartition, a3.TopicPartition
-)
+_TopicPartition = TypeVar("_TopicPartition", s1.TopicPartition, s2.TopicPartition, s3.TopicPartition, a3.TopicPartition)
 _E = TypeVar("_E", bound=Entity)
 
 
@@ -130,9 +128,7 @@ def _int32(value: int, what: str) -> i32:
     return i32(value)
 
 
-def _topic_partitions(
-    cls: type[_TopicPartition], parts: Mapping[str, Sequence[int]]
-) -> tuple[_TopicPartition, ...]:
+def _topic_partitions(cls: type[_TopicPartition], parts: Mapping[str, Sequence[int]]) -> tuple[_TopicPartition, ...]:
     return tuple(
         cls(topic=TopicName(topic), partitions=tuple(_int32(p, f"partition of {topic!r}") for p in ps))
         for topic, ps in parts.items()
@@ -269,9 +265,7 @@ def encode_sticky_user_data(partitions: Mapping[str, Sequence[int]], generation:
     previous = _topic_partitions(a3.TopicPartition, partitions)
     if generation is None:
         return _serialize(_StickyUserDataV0(previous_assignment=previous))
-    return _serialize(
-        _StickyUserDataV1(previous_assignment=previous, generation=_int32(generation, "generation"))
-    )
+    return _serialize(_StickyUserDataV1(previous_assignment=previous, generation=_int32(generation, "generation")))
 
 
 def decode_sticky_user_data(data: bytes | None) -> tuple[dict[str, tuple[int, ...]], int | None]:

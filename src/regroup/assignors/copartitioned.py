@@ -65,9 +65,7 @@ def copartition_groups(options: Mapping[str, Any]) -> list[tuple[str, ...]]:
     if raw is None:
         return []
     if not isinstance(raw, list | tuple):
-        raise AssignmentError(
-            f"copartitioned: option 'copartitioned' must be a list of topic lists, got {raw!r}"
-        )
+        raise AssignmentError(f"copartitioned: option 'copartitioned' must be a list of topic lists, got {raw!r}")
     parent: dict[str, str] = {}
 
     def find(t: str) -> str:
@@ -77,14 +75,8 @@ def copartition_groups(options: Mapping[str, Any]) -> list[tuple[str, ...]]:
         return t
 
     for group in raw:
-        if (
-            not isinstance(group, list | tuple)
-            or not group
-            or not all(isinstance(t, str) and t for t in group)
-        ):
-            raise AssignmentError(
-                f"copartitioned: each group must be a non-empty list of topic names, got {group!r}"
-            )
+        if not isinstance(group, list | tuple) or not group or not all(isinstance(t, str) and t for t in group):
+            raise AssignmentError(f"copartitioned: each group must be a non-empty list of topic names, got {group!r}")
         for t in group:
             parent.setdefault(t, t)
         first = find(group[0])

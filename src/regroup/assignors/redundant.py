@@ -168,9 +168,7 @@ class RedundantAssignor(PartitionAssignor):
                 state.give(m, t, p)
 
     @staticmethod
-    def _fill(
-        spec: GroupSpec, state: _State, subscribers: Mapping[str, list[str]], wanted: Mapping[str, int]
-    ) -> None:
+    def _fill(spec: GroupSpec, state: _State, subscribers: Mapping[str, list[str]], wanted: Mapping[str, int]) -> None:
         """Phase 2: missing replicas go to the least loaded eligible member, most constrained topics first.
 
         Ties between equally loaded members go to the one sharing the fewest partitions with the current

@@ -138,9 +138,7 @@ member_names = st.text(alphabet="abcdefgh-0123456789", min_size=1, max_size=8)
 
 @st.composite
 def specs(draw: st.DrawFn) -> GroupSpec:
-    topics = {
-        t: draw(st.integers(0, 12)) for t in draw(st.lists(st.sampled_from(TOPICS), min_size=1, unique=True))
-    }
+    topics = {t: draw(st.integers(0, 12)) for t in draw(st.lists(st.sampled_from(TOPICS), min_size=1, unique=True))}
     names = draw(st.lists(member_names, min_size=1, max_size=6, unique=True))
     subs = {m: draw(st.lists(st.sampled_from(TOPICS), unique=True)) for m in names}
     return spec_of(topics, subs, vnodes=draw(st.integers(1, 30)))

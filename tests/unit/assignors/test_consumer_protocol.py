@@ -232,9 +232,7 @@ def test_every_truncation_raises() -> None:
 @settings(max_examples=500)
 @given(
     data=st.binary(max_size=64)
-    | st.sampled_from(VERSIONS).flatmap(
-        lambda v: st.binary(max_size=64).map(lambda rest: v.to_bytes(2, "big") + rest)
-    )
+    | st.sampled_from(VERSIONS).flatmap(lambda v: st.binary(max_size=64).map(lambda rest: v.to_bytes(2, "big") + rest))
 )
 def test_random_bytes_decode_or_raise_protocol_decode_error(data: bytes) -> None:
     for decode in (decode_subscription, decode_assignment):
@@ -315,10 +313,7 @@ def test_cooperative_user_data() -> None:
 
 
 def _kp_subscription(sub: Subscription, version: int) -> bytes:
-    tps = [
-        ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=list(ps))
-        for t, ps in sub.owned.items()
-    ]
+    tps = [ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=list(ps)) for t, ps in sub.owned.items()]
     kp = ConsumerProtocolSubscription(
         version=version,
         topics=list(sub.topics),
@@ -332,9 +327,7 @@ def _kp_subscription(sub: Subscription, version: int) -> bytes:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_kafka_python_subscription_interop(version: int) -> None:
-    sub = Subscription(
-        topics=("a", "b"), user_data=b"xy", owned={"a": (0, 1), "b": (2,)}, generation=5, rack="rack-1"
-    )
+    sub = Subscription(topics=("a", "b"), user_data=b"xy", owned={"a": (0, 1), "b": (2,)}, generation=5, rack="rack-1")
     ours = encode_subscription(sub, version)
     assert _kp_subscription(sub, version) == ours
     assert decode_subscription(_kp_subscription(sub, version)) == _drop_to(sub, version)
@@ -450,7 +443,6 @@ def test_kio_assignment_entities_interop() -> None:
 
 
 # --- the fast sticky user-data decoder agrees with the kio path ----------------------------------------
-
 
 
 def _slow_sticky(data: bytes) -> tuple[dict[str, tuple[int, ...]], int | None]:

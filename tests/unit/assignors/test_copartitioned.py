@@ -30,8 +30,7 @@ def spec_of(
     return GroupSpec(
         topics=topics,
         members={
-            m: MemberSubscription.of(ts, owned.get(m), generation=generations.get(m, -1))
-            for m, ts in subs.items()
+            m: MemberSubscription.of(ts, owned.get(m), generation=generations.get(m, -1)) for m, ts in subs.items()
         },
         options={} if groups is None else {"copartitioned": groups},
     )
@@ -99,9 +98,7 @@ def test_unsubscribed_topics_of_a_group_are_ignored() -> None:
 
 
 def test_only_members_subscribed_to_the_whole_group_are_eligible() -> None:
-    spec = spec_of(
-        {"t0": 4, "t1": 4, "u": 4}, {"a": ["t0", "t1"], "b": ["t0", "u"], "c": ["t1", "u"]}, [["t0", "t1"]]
-    )
+    spec = spec_of({"t0": 4, "t1": 4, "u": 4}, {"a": ["t0", "t1"], "b": ["t0", "u"], "c": ["t1", "u"]}, [["t0", "t1"]])
     result = assign(spec)
     assert validity_errors(spec, result) == []
     assert result["a"] == {"t0": [0, 1, 2, 3], "t1": [0, 1, 2, 3]}
@@ -130,9 +127,7 @@ def test_tuples_are_accepted() -> None:
 
 def test_unit_stays_with_the_member_owning_most_of_it() -> None:
     prev: Assignment = {"a": {"t0": [0]}, "b": {"t1": [0], "t2": [0]}}
-    spec = spec_of(
-        {"t0": 1, "t1": 1, "t2": 1}, {m: ["t0", "t1", "t2"] for m in "ab"}, [["t0", "t1", "t2"]], owned=prev
-    )
+    spec = spec_of({"t0": 1, "t1": 1, "t2": 1}, {m: ["t0", "t1", "t2"] for m in "ab"}, [["t0", "t1", "t2"]], owned=prev)
     assert assign(spec) == {"a": {}, "b": {"t0": [0], "t1": [0], "t2": [0]}}
 
 
@@ -249,6 +244,4 @@ def test_property_adding_a_member_moves_about_its_fair_share(spec: GroupSpec) ->
     total = sum(loads(second).values())
     assert partitions_moved(first, second) <= math.ceil(total / len(subs)) + max_unit_weight(spec)
     if total:
-        assert (
-            fraction_kept(first, second) >= 1 - (math.ceil(total / len(subs)) + max_unit_weight(spec)) / total
-        )
+        assert fraction_kept(first, second) >= 1 - (math.ceil(total / len(subs)) + max_unit_weight(spec)) / total

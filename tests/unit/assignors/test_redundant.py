@@ -31,8 +31,7 @@ def spec_of(
     return GroupSpec(
         topics=topics,
         members={
-            m: MemberSubscription.of(ts, owned.get(m), generation=generations.get(m, -1))
-            for m, ts in subs.items()
+            m: MemberSubscription.of(ts, owned.get(m), generation=generations.get(m, -1)) for m, ts in subs.items()
         },
         options={"replicas": replicas},
     )
@@ -101,9 +100,7 @@ def test_heterogeneous_balance_uses_chains() -> None:
 def test_heterogeneous_chain_from_a_sticky_start() -> None:
     # a holds everything; d (only u) can only be reached through c, which holds the u partitions.
     prev: Assignment = {"a": {"t": [0, 1, 2, 3, 4, 5]}, "c": {"u": [0, 1]}}
-    spec = spec_of(
-        {"t": 6, "u": 2}, {"a": ["t"], "b": ["t", "u"], "c": ["t", "u"], "d": ["u"]}, replicas=1, owned=prev
-    )
+    spec = spec_of({"t": 6, "u": 2}, {"a": ["t"], "b": ["t", "u"], "c": ["t", "u"], "d": ["u"]}, replicas=1, owned=prev)
     result = assign(spec)
     assert is_valid(spec, result)
     assert sorted(loads(result).values()) == [2, 2, 2, 2]

@@ -13,8 +13,16 @@ from regroup.assignors.base import PartitionAssignor
 from regroup.assignors.spec import Assignment, GroupSpec, MemberSubscription
 
 BUILTINS = {
-    "range", "roundrobin", "sticky", "cooperative-sticky", "optimal", "uniform", "server-range",
-    "redundant", "copartitioned", "consistent-hash",
+    "range",
+    "roundrobin",
+    "sticky",
+    "cooperative-sticky",
+    "optimal",
+    "uniform",
+    "server-range",
+    "redundant",
+    "copartitioned",
+    "consistent-hash",
 }
 
 PLUGIN_SOURCE = '''

@@ -15,8 +15,9 @@ def tp_sets(assignment: Assignment) -> dict[str, set[str]]:
     return {m: {f"{t}p{p}" for t, ps in per_topic.items() for p in ps} for m, per_topic in assignment.items()}
 
 
-def sticky_spec(topics: dict[str, int], subs: dict[str, list[str]], previous: Assignment | None = None,
-                generation: int = 1) -> GroupSpec:
+def sticky_spec(
+    topics: dict[str, int], subs: dict[str, list[str]], previous: Assignment | None = None, generation: int = 1
+) -> GroupSpec:
     members = {}
     for m, t in subs.items():
         prev = (previous or {}).get(m)

@@ -101,11 +101,17 @@ def test_unknown_topics_are_tolerated_as_kafka_does() -> None:
         ('{"topics": {"t": -1}, "members": {}}', ["--strategy", "range"], "topics.t"),
         ('{"topics": {"t": "3"}, "members": {}}', ["--strategy", "range"], "topics.t"),
         ('{"topics": {"t": 1}, "members": {"a": {"topics": "t"}}}', ["--strategy", "range"], "members.a.topics"),
-        ('{"topics": {"t": 1}, "members": {"a": {"topics": ["t"], "owned": {"t": [-1]}}}}', ["--strategy", "sticky"],
-         "members.a.owned.t"),
+        (
+            '{"topics": {"t": 1}, "members": {"a": {"topics": ["t"], "owned": {"t": [-1]}}}}',
+            ["--strategy", "sticky"],
+            "members.a.owned.t",
+        ),
         ('{"topics": {}, "members": {}}', ["--strategy", "no-such-strategy"], "unknown assignment strategy"),
-        ('{"topics": {"t": 1}, "members": {"a": {"topics": ["t"]}}, "options": {"replicas": 0}}',
-         ["--strategy", "redundant"], "redundant"),
+        (
+            '{"topics": {"t": 1}, "members": {"a": {"topics": ["t"]}}, "options": {"replicas": 0}}',
+            ["--strategy", "redundant"],
+            "redundant",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(stdin: str, args: list[str], fragment: str) -> None:
