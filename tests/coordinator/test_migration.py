@@ -225,6 +225,38 @@ def test_x15_static_consumer_member_replaced_by_classic_member() -> None:
     assert decode_assignment(joined.assignment).partitions == {t: tuple(ps) for t, ps in (target or {}).items()}
 
 
+def test_x15_static_replacement_rebalances_when_a_target_is_held_by_nobody() -> None:
+    """A static member left with epoch -2 (it keeps what it held and reconciles nothing), then the other
+    member left: the group epoch moved past the target, which Kafka recomputes (all six partitions for the
+    absent member) before converting. A classic process taking its place downgrades the group; this classic
+    group holds only what the member held, so it rebalances instead of staying Stable with foo-3..5 owned by
+    nobody."""
+    h = ConsumerHarness()
+    h.topics(foo=6)
+    static = h.join_cg(instance_id="i1").member_id or ""
+    other = h.join_cg().member_id or ""
+    h.settle([static, other])
+    held = named(h.cmember(static).assigned)
+    assert held is not None and len(held["foo"]) == 3
+    assert h.hb(static, -2, instance_id="i1").member_epoch == -2
+    assert h.hb(other, -1).error is ErrorCode.NONE
+    assert h.cg().group_epoch > h.cg().assignment_epoch
+    assert named(h.cmember(static).assigned) == held  # away: nothing reconciled
+    response = h.join("", instance_id="i1", protocols=_protocols()).response
+    assert response.error is ErrorCode.NONE
+    assert "group" not in h.coordinator.consumer_groups
+    group = h.group()
+    joined = group.members[response.member_id]
+    assert decode_assignment(joined.assignment).partitions == {t: tuple(ps) for t, ps in held.items()}
+    assert group.state is GroupState.PREPARING_REBALANCE
+    assert h.sync(response.member_id, response.generation_id).response.error is ErrorCode.REBALANCE_IN_PROGRESS
+    rejoined = h.join(response.member_id, protocols=_protocols(held)).response
+    assert rejoined.error is ErrorCode.NONE and rejoined.leader == response.member_id
+    assignment = encode_assignment(Assignment(partitions={"foo": (0, 1, 2, 3, 4, 5)}))
+    synced = h.sync(response.member_id, rejoined.generation_id, {response.member_id: assignment}).response
+    assert synced.error is ErrorCode.NONE and h.group().state is GroupState.STABLE
+
+
 def test_x16_classic_join_replaces_empty_consumer_group() -> None:
     h = ConsumerHarness()
     h.topics(foo=6)

@@ -195,10 +195,17 @@ def downgrade(
     leaving_member_id: str,
     joining: ClassicMember | None = None,
 ) -> ClassicGroup:
-    """Turn the consumer group into a classic group without ``leaving_member_id``. Without a ``joining``
-    member, the classic group starts a rebalance at once; with one (a static member taking the leaving
-    member's place), it inherits the leaving member's target and the group stays Stable."""
+    """Turn the consumer group into a classic group without ``leaving_member_id``. Every member's classic
+    assignment is what it holds (assigned plus pending revocation), not its target as in Kafka: a target may
+    name a partition another member still has to revoke. Without a ``joining`` member, the classic group
+    starts a rebalance at once; with one (a static member taking the leaving member's place), it inherits
+    what the leaving member held and the group stays Stable, as in Kafka, unless what the members hold may
+    leave a partition without an owner: the target is behind the group epoch (Kafka computes it before
+    converting; here the conversion comes first), or it names a partition nobody holds (a static member
+    that left with epoch -2 reconciles nothing, so a target it got while away is not what it holds). Kafka's
+    classic group would own those partitions through the targets; this one rebalances instead."""
     gid = group.group_id
+    rebalance_needed = joining is None or group.group_epoch > group.assignment_epoch or _targets_not_held(group)
     classic = ClassicGroup(
         group_id=gid,
         generation=group.group_epoch,
@@ -236,6 +243,14 @@ def downgrade(
     ctx.emit(new_group_metadata_record(gid, classic.to_record_value()))
     for cm in classic.members.values():
         rebalance.schedule_session(ctx, classic, cm.member_id, cm.session_timeout_ms)
-    if joining is None:
+    if rebalance_needed:
         rebalance.prepare_rebalance(ctx, classic)
     return classic
+
+
+def _targets_not_held(group: ConsumerGroup) -> bool:
+    """Some member's target names a partition no member holds."""
+    held: set[tuple[uuid.UUID, int]] = set()
+    for m in group.members.values():
+        held.update((t, p) for t, ps in holdings(m).items() for p in ps)
+    return any((t, p) not in held for target in group.targets.values() for t, ps in target.items() for p in ps)
