@@ -257,6 +257,23 @@ def test_x15_static_replacement_rebalances_when_a_target_is_held_by_nobody() -> 
     assert synced.error is ErrorCode.NONE and h.group().state is GroupState.STABLE
 
 
+def test_x15_static_replacement_rebalances_when_the_topics_grew() -> None:
+    """foo grew while the only consumer-protocol member was away (epoch -2): no heartbeat has refreshed the
+    subscription metadata, so no target names foo-6. Kafka refreshes it before converting and hands foo-6
+    out through the target; here the classic group rebalances instead of leaving it without an owner."""
+    h = ConsumerHarness()
+    h.topics(foo=6)
+    static = h.join_cg(instance_id="i1").member_id or ""
+    h.settle([static])
+    assert h.hb(static, -2, instance_id="i1").member_epoch == -2
+    h.topics(foo=7)
+    assert h.cg().group_epoch == h.cg().assignment_epoch
+    response = h.join("", instance_id="i1", protocols=_protocols()).response
+    assert response.error is ErrorCode.NONE
+    assert "group" not in h.coordinator.consumer_groups
+    assert h.group().state is GroupState.PREPARING_REBALANCE
+
+
 def test_x16_classic_join_replaces_empty_consumer_group() -> None:
     h = ConsumerHarness()
     h.topics(foo=6)

@@ -200,12 +200,20 @@ def downgrade(
     name a partition another member still has to revoke. Without a ``joining`` member, the classic group
     starts a rebalance at once; with one (a static member taking the leaving member's place), it inherits
     what the leaving member held and the group stays Stable, as in Kafka, unless what the members hold may
-    leave a partition without an owner: the target is behind the group epoch (Kafka computes it before
-    converting; here the conversion comes first), or it names a partition nobody holds (a static member
-    that left with epoch -2 reconciles nothing, so a target it got while away is not what it holds). Kafka's
-    classic group would own those partitions through the targets; this one rebalances instead."""
+    leave a partition without an owner: the target is behind the group epoch or the subscribed topics
+    changed since it was computed (Kafka refreshes both before converting; here the conversion comes first),
+    or it names a partition nobody holds (a static member that left with epoch -2 reconciles nothing, so a
+    target it got while away is not what it holds). Kafka's classic group would own those partitions
+    through the targets; this one rebalances instead (its leader, which never saw a JoinGroup naming it,
+    would not notice them either)."""
     gid = group.group_id
-    rebalance_needed = joining is None or group.group_epoch > group.assignment_epoch or _targets_not_held(group)
+    rebalance_needed = (
+        joining is None
+        or group.group_epoch > group.assignment_epoch
+        or subscription_metadata(group_topic_names(group.members.values(), groups.image), groups.image)
+        != group.subscribed_topics
+        or _targets_not_held(group)
+    )
     classic = ClassicGroup(
         group_id=gid,
         generation=group.group_epoch,
