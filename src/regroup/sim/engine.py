@@ -24,7 +24,7 @@ from regroup.client import (
     OutgoingRequest,
 )
 from regroup.client.types import TopicPartition
-from regroup.coordinator.classic.group import GroupState
+from regroup.coordinator.classic.group import ClassicGroup, GroupState
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.ids import CountingIds
@@ -97,7 +97,13 @@ class Simulator:
         # caches for the per-step quiescence check, invalidated by ``_topics_version``
         self._topics_version = 0
         self._slot_list = list(self.slots.values())
-        self._expected: tuple[tuple[Machine, ...], int, frozenset[TopicPartition]] | None = None
+        self._expected: tuple[frozenset[str], int, frozenset[TopicPartition]] | None = None
+        # the classic group as the last quiescence check saw it, the members polled since, and, as of that
+        # check, the running members and those of them not (yet) settled in the group's generation
+        self._classic_view: tuple[object, int, frozenset[str]] | None = None
+        self._polled: set[str] = set()
+        self._live: set[str] = set()
+        self._unsettled: set[str] = set()
         self._names: tuple[int, dict[object, str]] = (-1, {})
         self._assigned_cache: dict[int, tuple[object, int, frozenset[TopicPartition]]] = {}
         self.log.emit(0, "sim_start", detail=scenario.name, value=seed)
@@ -128,6 +134,8 @@ class Simulator:
         else:
             self._same_time_steps = 0
         self.now = at_ms
+        if isinstance(item, Wake) and self.slots[item.member].wake_at != at_ms:
+            return True  # superseded by an earlier wake-up: nothing is due for the member, nothing changes
         self._handle(item)
         self.checker.quiescent(self.now, self.expected_if_quiescent())
         return True
@@ -145,9 +153,7 @@ class Simulator:
         if isinstance(item, ScenarioEvent):
             self._action(item)
         elif isinstance(item, Wake):
-            slot = self.slots[item.member]
-            if slot.wake_at == self.now:
-                slot.wake_at = None
+            self.slots[item.member].wake_at = None
             self._poll(item.member)
         elif isinstance(item, CoordinatorWake):
             if self._coordinator_wake == self.now:
@@ -268,6 +274,7 @@ class Simulator:
 
     # ------------------------------------------------------------------------------------ the members
     def _poll(self, name: str) -> None:
+        self._polled.add(name)
         slot = self.slots[name]
         machine = slot.machine
         if machine is None:
@@ -408,47 +415,61 @@ class Simulator:
     def expected_if_quiescent(self) -> frozenset[TopicPartition] | None:
         """The subscribed partitions if the group is quiescent now, else None.
 
-        Runs after every step, so the cheap refusals come first and the answer is a cached frozenset (the
-        same object while the subscribed topics and their sizes stay the same)."""
+        Runs after every step, so it is incremental: while a classic group keeps its generation and members,
+        only the members polled since the last check are examined again (a member machine changes only when
+        the simulator polls it); the answer is a cached frozenset, the same object while the running members
+        and the topic sizes stay the same."""
         cgroup = self.coordinator.consumer_groups.get(self.group_id)
-        live: list[Machine] = []
+        polled, self._polled = self._polled, set()
         if cgroup is None:
             group = self.coordinator.groups.get(self.group_id)
             if group is None or group.state is not GroupState.STABLE:
+                self._classic_view = None
                 return None
-            for slot in self._slot_list:
-                machine = slot.machine
-                if machine is None:
-                    continue
-                if machine.state is not MemberState.STABLE:
-                    if machine.state.running:
-                        return None  # running, not (yet) in the generation
-                    continue
-                if (
-                    not isinstance(machine, ClassicMember)
-                    or machine.generation != group.generation
-                    or machine.rejoin_needed
-                    or machine.join_id is not None
-                    or machine.sync_id is not None
-                    or machine.member_id not in group.members
-                ):
-                    return None
-                live.append(machine)
-            if len(group.members) != len(live):
+            view = (group, group.generation, frozenset(group.members))
+            last = self._classic_view
+            if last is None or last[0] is not group or last[1] != view[1] or last[2] != view[2]:
+                self._classic_view = view
+                polled = set(self.slots)
+            for name in polled:
+                self._classify(name, group)
+            if self._unsettled or not self._live or len(self._live) != len(group.members):
                 return None
+            live = frozenset(self._live)
         else:
-            live = [s.machine for s in self._slot_list if s.machine is not None and s.machine.state.running]
-            if not self._consumer_group_quiescent(cgroup, live):
+            self._classic_view = None
+            running: dict[str, Machine] = {}
+            for name, slot in self.slots.items():
+                if slot.machine is not None and slot.machine.state.running:
+                    running[name] = slot.machine
+            if not running or not self._consumer_group_quiescent(cgroup, list(running.values())):
                 return None
-        if not live:
-            return None
-        key = tuple(live)
+            live = frozenset(running)
         cached = self._expected
-        if cached is None or cached[0] != key or cached[1] != self._topics_version:
-            topics = {t for m in live for t in m.config.topics}
+        if cached is None or cached[0] != live or cached[1] != self._topics_version:
+            topics = {t for name in live for t in self.slots[name].spec.topics}
             partitions = frozenset((t, p) for t in topics for p in range(self.topics.get(t, 0)))
-            self._expected = cached = (key, self._topics_version, partitions)
+            self._expected = cached = (live, self._topics_version, partitions)
         return cached[2]
+
+    def _classify(self, name: str, group: ClassicGroup) -> None:
+        """Whether member ``name`` runs, and whether it is settled in the classic ``group``'s generation."""
+        machine = self.slots[name].machine
+        if machine is None or not machine.state.running:
+            self._live.discard(name)
+            self._unsettled.discard(name)
+            return
+        self._live.add(name)
+        settled = (
+            isinstance(machine, ClassicMember)
+            and machine.state is MemberState.STABLE
+            and machine.generation == group.generation
+            and not machine.rejoin_needed
+            and machine.join_id is None
+            and machine.sync_id is None
+            and machine.member_id in group.members
+        )
+        (self._unsettled.discard if settled else self._unsettled.add)(name)
 
     def _consumer_group_quiescent(self, group: ConsumerGroup, live: list[Machine]) -> bool:
         """Stable at the coordinator, its members exactly the running processes, each of them owning
@@ -487,6 +508,7 @@ class Simulator:
         return out
 
     def quiescent(self) -> bool:
+        self._classic_view = None  # examine every member again, whatever happened outside the steps
         return self.expected_if_quiescent() is not None
 
 
