@@ -133,6 +133,9 @@ class ConsumerMember(OwnedPartitions):
         self._next_request_id = 1
         self._outbox: list[OutgoingRequest] = []
         self._now = now_ms
+        self._assignment_names: (
+            tuple[dict[uuid.UUID, frozenset[int]] | None, dict[str, uuid.UUID], frozenset[TopicPartition] | None] | None
+        ) = None
 
     # ------------------------------------------------------------------------------------- observing
     @property
@@ -142,11 +145,19 @@ class ConsumerMember(OwnedPartitions):
 
     @property
     def assignment(self) -> frozenset[TopicPartition] | None:
-        """The last assignment received, as (topic name, partition) pairs (unknown topic ids left out)."""
-        if self.assignment_ids is None:
-            return None
-        names = {v: k for k, v in self.topic_ids.items()}
-        return frozenset((names[t], p) for t, ps in self.assignment_ids.items() if t in names for p in ps)
+        """The last assignment received, as (topic name, partition) pairs (unknown topic ids left out).
+        Cached while neither the assignment nor the topic metadata is replaced (both are replaced, never
+        changed in place)."""
+        ids, known = self.assignment_ids, self.topic_ids
+        cached = self._assignment_names
+        if cached is not None and cached[0] is ids and cached[1] is known:
+            return cached[2]
+        value = None
+        if ids is not None:
+            names = {v: k for k, v in known.items()}
+            value = frozenset((names[t], p) for t, ps in ids.items() if t in names for p in ps)
+        self._assignment_names = (ids, known, value)
+        return value
 
     def revocation_pending(self) -> bool:
         target = self.assignment
