@@ -50,6 +50,23 @@ def test_x01_upgrade_on_first_consumer_member() -> None:
     assert named(group.members[formed.members[0]].assigned) == {"foo": [0, 1, 2]}
 
 
+def test_x01_upgrade_by_static_replacement_recomputes_the_target() -> None:
+    """A classic member left during the classic group's life, so its partitions are in no stored assignment;
+    a consumer-protocol process then takes a static member's place (same subscription). Kafka's converted
+    group has no subscription metadata yet, so that first heartbeat bumps the group epoch and the target
+    covers every partition; the static replacement alone would bump nothing and leave foo-3..5 to nobody."""
+    h = ConsumerHarness()
+    formed = classic_group(h, instance_ids=["i0", None])
+    generation = formed.generation
+    assert h.leave(formed.members[1]).error is ErrorCode.NONE
+    assert h.group().state is GroupState.PREPARING_REBALANCE
+    joined = h.hb("", 0, topics=["foo"], instance_id="i0")
+    assert joined.error is ErrorCode.NONE
+    group = h.cg()
+    assert group.group_epoch == generation + 1 and group.assignment_epoch == generation + 1
+    assert named(group.target_of(joined.member_id or "")) == {"foo": [0, 1, 2, 3, 4, 5]}
+
+
 def test_x02_policy_blocks_upgrade() -> None:
     for policy in ("downgrade", "disabled"):
         h = ConsumerHarness(consumer_group_migration_policy=policy)

@@ -162,15 +162,17 @@ def upgrade(ctx: Ctx, groups: Groups, classic: ClassicGroup) -> ConsumerGroup:
     for member in converted:
         writes.member_metadata(gid, member)
     writes.group_epoch(gid, classic.generation)
-    topics = subscription_metadata(group_topic_names(converted, groups.image), groups.image)
-    writes.subscription_metadata(gid, topics.values())
+    # no subscription metadata, as in Kafka: the joining member's heartbeat computes it, finds it changed and
+    # bumps the group epoch, so the target is computed afresh, covering partitions no stored assignment named
+    # (a member that left while the classic group rebalanced) even when the joiner only takes a static
+    # member's place
     for member in converted:
         writes.target(gid, member.member_id, member.assigned)
     writes.target_epoch(gid, classic.generation)
     for member in converted:
         writes.current_assignment(gid, member)
         schedule_session(ctx, group, group.members[member.member_id])
-    group.metadata_refresh_needed = False
+    group.metadata_refresh_needed = True
     return group
 
 
