@@ -26,6 +26,7 @@ from regroup.client import (
 from regroup.client.types import TopicPartition
 from regroup.coordinator.classic.group import ClassicGroup, GroupState
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
+from regroup.coordinator.consumer.group import ConsumerMember as ConsumerGroupMember
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.ids import CountingIds
 from regroup.model.cluster import topic_id_for
@@ -104,6 +105,8 @@ class Simulator:
         self._polled: set[str] = set()
         self._live: set[str] = set()
         self._unsettled: set[str] = set()
+        # consumer group: per running member, the record it was last examined against and the answer
+        self._held: dict[str, tuple[ConsumerGroupMember, int, bool]] = {}
         self._names: tuple[int, dict[object, str]] = (-1, {})
         self._assigned_cache: dict[int, tuple[object, int, frozenset[TopicPartition]]] = {}
         self.log.emit(0, "sim_start", detail=scenario.name, value=seed)
@@ -275,6 +278,7 @@ class Simulator:
     # ------------------------------------------------------------------------------------ the members
     def _poll(self, name: str) -> None:
         self._polled.add(name)
+        self._held.pop(name, None)
         slot = self.slots[name]
         machine = slot.machine
         if machine is None:
@@ -415,13 +419,19 @@ class Simulator:
     def expected_if_quiescent(self) -> frozenset[TopicPartition] | None:
         """The subscribed partitions if the group is quiescent now, else None.
 
-        Runs after every step, so it is incremental: while a classic group keeps its generation and members,
-        only the members polled since the last check are examined again (a member machine changes only when
-        the simulator polls it); the answer is a cached frozenset, the same object while the running members
-        and the topic sizes stay the same."""
-        cgroup = self.coordinator.consumer_groups.get(self.group_id)
+        Runs after every step, so it is incremental. A member machine changes only when the simulator polls
+        it, and the coordinator replaces a consumer group's member records rather than changing them: so the
+        running members are updated from the members polled since the last check; while a classic group keeps
+        its generation and members only those members are examined again; and a consumer-group member is
+        examined again only when it was polled or its record was replaced. The answer is a cached frozenset,
+        the same object while the running members and the topic sizes stay the same."""
         polled, self._polled = self._polled, set()
+        for name in polled:
+            machine = self.slots[name].machine
+            (self._live.add if machine is not None and machine.state.running else self._live.discard)(name)
+        cgroup = self.coordinator.consumer_groups.get(self.group_id)
         if cgroup is None:
+            self._held.clear()
             group = self.coordinator.groups.get(self.group_id)
             if group is None or group.state is not GroupState.STABLE:
                 self._classic_view = None
@@ -430,21 +440,17 @@ class Simulator:
             last = self._classic_view
             if last is None or last[0] is not group or last[1] != view[1] or last[2] != view[2]:
                 self._classic_view = view
-                polled = set(self.slots)
+                self._unsettled.clear()
+                polled = self._live
             for name in polled:
                 self._classify(name, group)
             if self._unsettled or not self._live or len(self._live) != len(group.members):
                 return None
-            live = frozenset(self._live)
         else:
             self._classic_view = None
-            running: dict[str, Machine] = {}
-            for name, slot in self.slots.items():
-                if slot.machine is not None and slot.machine.state.running:
-                    running[name] = slot.machine
-            if not running or not self._consumer_group_quiescent(cgroup, list(running.values())):
+            if not self._live or not self._consumer_group_quiescent(cgroup):
                 return None
-            live = frozenset(running)
+        live = frozenset(self._live)
         cached = self._expected
         if cached is None or cached[0] != live or cached[1] != self._topics_version:
             topics = {t for name in live for t in self.slots[name].spec.topics}
@@ -453,14 +459,9 @@ class Simulator:
         return cached[2]
 
     def _classify(self, name: str, group: ClassicGroup) -> None:
-        """Whether member ``name`` runs, and whether it is settled in the classic ``group``'s generation."""
+        """Whether running member ``name`` is settled in the classic ``group``'s generation."""
         machine = self.slots[name].machine
-        if machine is None or not machine.state.running:
-            self._live.discard(name)
-            self._unsettled.discard(name)
-            return
-        self._live.add(name)
-        settled = (
+        settled = name not in self._live or (
             isinstance(machine, ClassicMember)
             and machine.state is MemberState.STABLE
             and machine.generation == group.generation
@@ -471,28 +472,40 @@ class Simulator:
         )
         (self._unsettled.discard if settled else self._unsettled.add)(name)
 
-    def _consumer_group_quiescent(self, group: ConsumerGroup, live: list[Machine]) -> bool:
+    def _consumer_group_quiescent(self, group: ConsumerGroup) -> bool:
         """Stable at the coordinator, its members exactly the running processes, each of them owning
         exactly what the coordinator assigned it, at the member's epoch, with nothing pending."""
         if group.state() is not ConsumerGroupState.STABLE or group.metadata_refresh_needed:
             return False  # (a topic grew: the group learns it on its next heartbeat)
-        if len(group.members) != len(live) or any(m.member_id not in group.members for m in live):
+        if len(group.members) != len(self._live):
             return False
-        for machine in live:
-            held = group.members[machine.member_id]
-            if machine.generation != held.member_epoch or machine.owned != self._assigned_names(held.assigned):
+        for name in self._live:
+            machine = self.slots[name].machine
+            assert machine is not None
+            held = group.members.get(machine.member_id)
+            if held is None:
                 return False
-            if isinstance(machine, ConsumerMember):
-                if not machine.settled():
-                    return False
-            elif (
-                machine.state is not MemberState.STABLE
-                or machine.rejoin_needed
-                or machine.join_id is not None
-                or machine.sync_id is not None
-            ):
+            cached = self._held.get(name)
+            if cached is not None and cached[0] is held and cached[1] == self._topics_version:
+                settled = cached[2]
+            else:
+                settled = self._consumer_member_settled(machine, held)
+                self._held[name] = (held, self._topics_version, settled)
+            if not settled:
                 return False
         return True
+
+    def _consumer_member_settled(self, machine: Machine, held: ConsumerGroupMember) -> bool:
+        if machine.generation != held.member_epoch or machine.owned != self._assigned_names(held.assigned):
+            return False
+        if isinstance(machine, ConsumerMember):
+            return machine.settled()
+        return not (
+            machine.state is not MemberState.STABLE
+            or machine.rejoin_needed
+            or machine.join_id is not None
+            or machine.sync_id is not None
+        )
 
     def _assigned_names(self, assigned: Mapping[uuid.UUID, frozenset[int]]) -> frozenset[TopicPartition]:
         """A coordinator assignment (by topic id) as topic-name partitions; cached per assignment object,
@@ -507,8 +520,14 @@ class Simulator:
         self._assigned_cache[id(assigned)] = (assigned, self._topics_version, out)
         return out
 
+    def forget_quiescence(self) -> None:
+        """Make the next quiescence check examine every member afresh (after changes made outside steps)."""
+        self._classic_view = None
+        self._held.clear()
+        self._polled = set(self.slots)
+
     def quiescent(self) -> bool:
-        self._classic_view = None  # examine every member again, whatever happened outside the steps
+        self.forget_quiescence()
         return self.expected_if_quiescent() is not None
 
 
