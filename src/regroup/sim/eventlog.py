@@ -28,6 +28,8 @@ FIELDS = (
 )
 
 Event = dict[str, Any]
+_FIELD_SET = frozenset(FIELDS)
+_BLANK: Event = dict.fromkeys(FIELDS)
 
 
 class EventLog:
@@ -37,10 +39,9 @@ class EventLog:
         self.events: list[Event] = []
 
     def emit(self, t: int, type_: str, **values: Any) -> Event:
-        unknown = set(values) - set(FIELDS)
-        if unknown:
-            raise ValueError(f"unknown event fields {sorted(unknown)}")
-        event: Event = dict.fromkeys(FIELDS)
+        if not _FIELD_SET.issuperset(values):
+            raise ValueError(f"unknown event fields {sorted(set(values) - _FIELD_SET)}")
+        event: Event = _BLANK.copy()  # every key, in order
         event.update(values)
         event["seq"] = len(self.events)
         event["t"] = t
