@@ -34,6 +34,29 @@ happened before the hand-off was due: such a change gives the group a new target
 go to another member (or to the receiver's next process) along a new chain of the same length. A change
 that comes only after the deadline restarts nothing: a hand-off still pending then is late.
 
+Some members are static (``group.instance.id``). A static member's process that leaves is not removed from
+the group: a KIP-848 one sends epoch -2 and the coordinator keeps it, with its assignment and target, without
+bumping the group epoch; a classic one sends no LeaveGroup. Its partitions, and any partition its target gets
+while it is away, wait for it: until a process with the same instance id comes back (and takes the place and
+the assignment, without a rebalance) or until the coordinator's session timer for it expires and fences or
+removes it. That timer is not restarted by the epoch -2 leave; it is restarted by every other request the
+coordinator handles for it (and a parked JoinGroup completing) and, as in Kafka, by both conversions between
+the protocols, which arm every member's session afresh. So a static member's absence ends at
+
+    min(return + L, last contact + S)
+
+(S: ``consumer_group_session_timeout_ms`` for a KIP-848 process, its own session timeout for a classic one;
+last contact: the last ``request_received``/``response_sent`` of the process, or a later conversion while it
+is away; ``static_absences``), and a hand-off pending during the absence may restart its clock there: the
+usual chain then follows (a new process takes the partitions back, or the expiry gives the group a new target
+or a classic rebalance). In a KIP-848 group this applies only to the topics the absent member subscribes to
+(its target holds nothing else); in a mixed group to every topic, since a classic join phase waits for the
+absent static member whatever its topics (a static member that does not rejoin is left to its session
+timeout, as Kafka's join timer does). Mixed calm schedules grow topics only before the first static member
+leaves: a classic leader that never learnt it leads (a downgrade by static replacement answers its JoinGroup
+as a consumer group does, without a leader) and a static leader back with SkipAssignment after the topic grew
+both miss the new partitions until the next rebalance, in Kafka as here.
+
 CI runs a bounded number of schedules; ``REGROUP_SOAK=1`` (``make soak``) runs ``REGROUP_SOAK_RUNS``.
 """
 
@@ -44,6 +67,7 @@ import random
 
 import pytest
 
+from regroup.coordinator.config import CoordinatorConfig
 from regroup.sim.engine import Simulator
 from regroup.sim.eventlog import Event, EventLog
 from regroup.sim.scenario import LinkSpec, MemberSpec, Scenario, ScenarioEvent
@@ -82,9 +106,8 @@ def _members(
             protocol="consumer" if not mixed or r.random() < 0.5 else "classic",
             assignor=r.choice(ASSIGNORS),
             callback_delay_ms=r.choice([0, 0, 200, 1_000]),
-            # a static member's partitions wait for it (or its session timeout) after it leaves: by design, so
-            # the calm schedules, which bound hand-offs, have none
-            group_instance_id=f"i-{name}" if r.random() < 0.2 and not calm else None,
+            # calm schedules bound a static member's hand-offs with its absence (``static_absences``)
+            group_instance_id=f"i-{name}" if r.random() < 0.2 else None,
             session_timeout_ms=r.choice([6_000, 10_000]),
             heartbeat_interval_ms=r.choice([1_000, 2_000]),
             rebalance_timeout_ms=r.choice([8_000, 15_000, 30_000]),
@@ -111,6 +134,7 @@ def random_scenario(seed: int, mixed: bool, calm: bool = False) -> Scenario:
     events: list[ScenarioEvent] = []
     status = dict.fromkeys(names, "idle")
     stopped_at = dict.fromkeys(names, 0)
+    static_left = False
     for name in names[: r.randint(1, len(names))]:
         events.append(ScenarioEvent(at_ms=r.randint(0, 3_000), action="join", member=name))
         status[name] = "running"
@@ -126,9 +150,11 @@ def random_scenario(seed: int, mixed: bool, calm: bool = False) -> Scenario:
         if roll < 0.5:
             state = status[name]
             # a static member back before its session expired is refused (KIP-848: UNRELEASED_INSTANCE_ID)
-            # or strands partitions (classic, see test_sim_safety): restart static members later
+            # or strands partitions (classic, see test_sim_safety): restart static members later. Calm schedules
+            # have no crash, and a static member that left (epoch -2, or no LeaveGroup) may come back at any time
             if (
                 spec.group_instance_id
+                and not calm
                 and state in ("left", "crashed")
                 and t < stopped_at[name] + 10_000 + spec.session_timeout_ms
             ):
@@ -145,6 +171,7 @@ def random_scenario(seed: int, mixed: bool, calm: bool = False) -> Scenario:
                     action = "leave"  # a static bounce needs the old session gone first (see above)
                 status[name] = {"leave": "left", "crash": "crashed", "bounce": "running"}[action]
                 stopped_at[name] = t
+                static_left = static_left or bool(spec.group_instance_id)
             events.append(
                 ScenarioEvent(at_ms=t, action=action, member=name, protocol=protocol if action != "leave" else None)
             )
@@ -159,6 +186,11 @@ def random_scenario(seed: int, mixed: bool, calm: bool = False) -> Scenario:
                 "duplicate": 0.0 if has_static or calm else r.choice([0.0, 0.0, 0.05]),
             }
             events.append(ScenarioEvent(at_ms=t, action="network", member=r.choice([None, name]), link=link))
+        elif calm and mixed and static_left:
+            # a classic leader that never learnt it leads (after a downgrade by static replacement), or a static
+            # leader back with SkipAssignment after the topic grew, never notices new partitions, as in Kafka
+            # (docs/simulator.md): mixed calm schedules grow topics only before any static member left
+            continue
         else:
             topic = r.choice(sorted(topics))
             topics_now = max([e.count or 0 for e in events if e.topic == topic] + [topics[topic]])
@@ -267,19 +299,82 @@ def gap_bound(scenario: Scenario, mixed: bool) -> int:
 GROUP_CHANGES = frozenset({"join", "leave", "crash", "restart", "bounce", "partitions"})
 
 
+def static_absences(scenario: Scenario, events: list[Event]) -> list[tuple[int, int, frozenset[str]]]:
+    """(left at, absence ends, topics) for every static member's process that left: the coordinator keeps
+    the member and its assignment (KIP-848: epoch -2; classic: no LeaveGroup) until a new process with the
+    same instance id takes its place, or until its session expires. The absence ends at the earlier of the
+    return (the new process starts, plus L for its first request to arrive) and the session expiry: the
+    coordinator restarts a member's session timer only when it handles one of its requests or completes a
+    parked one (a static leave, epoch -2, does not restart it), and when the group converts to the other
+    protocol (both conversions arm every member's session timer afresh, as Kafka's do), so the expiry comes
+    at most the session timeout (KIP-848: ``consumer_group_session_timeout_ms``; a classic process: its own)
+    after the last ``request_received`` or ``response_sent`` of the process or the last conversion."""
+    one_way = one_way_latency(scenario)
+    static = {m.name for m in scenario.members if m.group_instance_id}
+    classic_timeout = {m.name: m.session_timeout_ms for m in scenario.members}
+    default_timeout = CoordinatorConfig().consumer_group_session_timeout_ms
+    consumer_timeout = int(scenario.coordinator.get("consumer_group_session_timeout_ms", default_timeout))
+    protocol: dict[str, str] = {}
+    topics_of: dict[str, frozenset[str]] = {}
+    contact: dict[str, int] = {}
+    left: dict[str, int] = {}
+    kind_now = ""
+    absences: list[tuple[int, int, frozenset[str]]] = []
+
+    def expiry(name: str) -> int:
+        timeout = consumer_timeout if protocol[name] == "consumer" else classic_timeout[name]
+        return contact.get(name, left[name]) + timeout
+
+    def end(name: str, returns: int | None) -> None:
+        expires = expiry(name)
+        absences.append((left[name], expires if returns is None else min(returns + one_way, expires), topics_of[name]))
+        del left[name]
+
+    for e in events:
+        name, kind = e["member"], e["type"]
+        for gone in [n for n in sorted(left) if expiry(n) < e["t"]]:
+            end(gone, None)  # expired: later conversions no longer concern it
+        if kind == "group_state":
+            group_kind = "consumer" if "type=consumer" in (e["detail"] or "") else "classic"
+            if kind_now and group_kind != kind_now:
+                contact.update(dict.fromkeys(left, e["t"]))
+            kind_now = group_kind
+        if name not in static:
+            continue
+        if kind == "subscription":
+            if name in left:
+                end(name, e["t"])
+            protocol[name], topics_of[name] = e["state"], frozenset(e["detail"].split(","))
+            contact.pop(name, None)
+        elif kind in ("request_received", "response_sent"):
+            contact[name] = e["t"]
+        elif kind == "member_state" and e["state"] == "Left":
+            left[name] = e["t"]
+    for name in sorted(left):
+        end(name, None)
+    return absences
+
+
 def late_handoffs(scenario: Scenario, events: list[Event], mixed: bool) -> list[tuple[int, str, int]]:
     """(revoked at, partition, unowned ms) for every hand-off that took longer than ``gap_bound`` from its
-    start: the revocation, moved to the arrival of each group change that came before the hand-off was due."""
+    start: the revocation, moved to the arrival of each group change that came before the hand-off was due,
+    and to the end of each static member's absence that began before the hand-off was due (in a KIP-848 group
+    only for the topics that member subscribes to: only those can be waiting for it; a classic join phase
+    waits for the absent member whatever the topic)."""
     bound = gap_bound(scenario, mixed)
     one_way = one_way_latency(scenario)
-    changes = sorted(e.at_ms + one_way for e in scenario.events if e.action in GROUP_CHANGES)
+    changes = [(e.at_ms + one_way, e.at_ms + one_way, None) for e in scenario.events if e.action in GROUP_CHANGES]
+    changes += [(left, ends, None if mixed else topics) for left, ends, topics in static_absences(scenario, events)]
+    changes.sort(key=lambda c: c[0])
     late: list[tuple[int, str, int]] = []
     for revoked, tp, gap in handoff_gaps(events):
+        topic = tp.rsplit("-", 1)[0]
         start = revoked
-        for arrives in changes:
+        for arrives, releases, topics in changes:
             if arrives > start + bound:
                 break
-            start = max(start, arrives)
+            if topics is None or topic in topics:
+                start = max(start, releases)
         if revoked + gap - start > bound:
             late.append((revoked, tp, gap))
     return late
