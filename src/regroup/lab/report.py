@@ -94,8 +94,13 @@ def _per_change(rows: Sequence[Mapping[str, Any]], key: str) -> dict[str, list[t
     return out
 
 
-def _series(rows: Sequence[Mapping[str, Any]], key: str) -> list[tuple[float, float]]:
-    return [(float(r["group_size"]), float(r[key])) for r in rows if r[key] is not None]
+def _bytes_plot(title: str, rows: Sequence[Mapping[str, Any]], lines: Mapping[str, str]) -> plots.Plot:
+    """Bytes per rebalance against group size, one line per label (``lines``: label -> aggregate column)."""
+    series = {
+        name: [(float(r["group_size"]), float(r[key])) for r in rows if r[key] is not None]
+        for name, key in lines.items()
+    }
+    return plots.lines(title, "group size (members in the generation)", "bytes", series, log_y=True)
 
 
 def _fmt(value: Any, digits: int = 1) -> str:
@@ -216,26 +221,19 @@ def render(t: Tables, meta: Mapping[str, Any]) -> str:
             "ms in rebalances",
             _per_change(agg["sizes"], "duration_ms"),
         ),
-        plots.lines(
+        _bytes_plot(
             "JoinGroup metadata bytes per rebalance",
-            "group size (members in the generation)",
-            "bytes",
-            {
-                "Kafka: leader alone receives all": _series(agg["payload"], "leader"),
-                "seed 000: everyone receives everything": _series(agg["payload"], "everyone"),
-            },
-            log_y=True,
+            agg["payload"],
+            {"Kafka: leader alone receives all": "leader", "seed 000: everyone receives everything": "everyone"},
         ),
-        plots.lines(
+        _bytes_plot(
             "Membership-protocol bytes per rebalance: metadata and assignments",
-            "group size (members in the generation)",
-            "bytes",
+            agg["payload"],
             {
-                "classic: JoinGroup (leader alone) + SyncGroup": _series(agg["payload"], "leader_sync"),
-                "seed 000: JoinGroup (everyone) + SyncGroup": _series(agg["payload"], "everyone_sync"),
-                "KIP-848: heartbeat subscriptions, acknowledgements, assignments": _series(agg["payload"], "kip848"),
+                "classic: JoinGroup (leader alone) + SyncGroup": "leader_sync",
+                "seed 000: JoinGroup (everyone) + SyncGroup": "everyone_sync",
+                "KIP-848: heartbeat subscriptions, acknowledgements, assignments": "kip848",
             },
-            log_y=True,
         ),
         plots.bars(
             "Final KIP-54 balance score (mean over runs; 0 = perfectly even)",
