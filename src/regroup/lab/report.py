@@ -15,26 +15,14 @@ from typing import TYPE_CHECKING, Any
 from regroup.lab import checks, plots
 from regroup.lab.errors import LabInputError
 from regroup.lab.jobs import Tables
+from regroup.lab.metrics import SUMMED
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 META_FILE = "lab.json"
-SUMS = (
-    "rebalances",
-    "changes",
-    "duration_ms",
-    "rounds",
-    "unowned_partition_ms",
-    "moved",
-    "revoked",
-    "reassigned",
-    "join_bytes_leader",
-    "join_bytes_all",
-    "sync_bytes",
-    "heartbeat_bytes",
-    "violations",
-)
+#: per-run columns summed over runs: counts, and the per-run sums of the churn phase (``metrics.SUMMED``)
+SUMS = ("rebalances", "changes", *SUMMED, "violations")
 MEANS = ("fraction_kept", "balance_spread", "balance_score")
 
 
