@@ -24,6 +24,23 @@ RUNS = int(os.environ.get("REGROUP_SOAK_RUNS", "500")) if SOAK else 100
 EAGER_STRATEGIES = [("range",), ("roundrobin",), ("sticky",), ("range", "cooperative-sticky")]
 
 
+def grow_a_topic(r: random.Random, events: list[ScenarioEvent], topics: dict[str, int], t: int) -> None:
+    """A random topic gains 1-3 partitions at ``t``."""
+    topic = r.choice(sorted(topics))
+    topics_now = max([e.count or 0 for e in events if e.topic == topic] + [topics[topic]])
+    events.append(ScenarioEvent(at_ms=t, action="partitions", topic=topic, count=topics_now + r.randint(1, 3)))
+
+
+def end_the_chaos(events: list[ScenarioEvent], names: list[str], status: dict[str, str], chaos_end: int) -> None:
+    """At ``chaos_end`` the network calms down and heals, and someone is running."""
+    calm = {"latency_ms": 5.0, "jitter_ms": 2.0, "loss": 0.0, "duplicate": 0.0}
+    events.append(ScenarioEvent(at_ms=chaos_end, action="network", link=calm))
+    for name in names:
+        events.append(ScenarioEvent(at_ms=chaos_end, action="heal", member=name))
+    if "running" not in status.values():
+        events.append(ScenarioEvent(at_ms=chaos_end, action="join", member=names[0]))
+
+
 def random_scenario(seed: int, cooperative: bool) -> Scenario:
     r = random.Random(seed)
     topics = {"t0": r.randint(1, 8)}
@@ -93,15 +110,8 @@ def random_scenario(seed: int, cooperative: bool) -> Scenario:
             }
             events.append(ScenarioEvent(at_ms=t, action="network", member=r.choice([None, name]), link=link))
         else:
-            topic = r.choice(sorted(topics))
-            topics_now = max([e.count or 0 for e in events if e.topic == topic] + [topics[topic]])
-            events.append(ScenarioEvent(at_ms=t, action="partitions", topic=topic, count=topics_now + r.randint(1, 3)))
-    calm = {"latency_ms": 5.0, "jitter_ms": 2.0, "loss": 0.0, "duplicate": 0.0}
-    events.append(ScenarioEvent(at_ms=chaos_end, action="network", link=calm))
-    for name in names:
-        events.append(ScenarioEvent(at_ms=chaos_end, action="heal", member=name))
-    if "running" not in status.values():
-        events.append(ScenarioEvent(at_ms=chaos_end, action="join", member=names[0]))
+            grow_a_topic(r, events, topics, t)
+    end_the_chaos(events, names, status, chaos_end)
     return Scenario(
         name=f"random-{'cooperative' if cooperative else 'eager'}-{seed}",
         duration_ms=chaos_end + 80_000,

@@ -71,6 +71,7 @@ from regroup.coordinator.config import CoordinatorConfig
 from regroup.sim.engine import Simulator
 from regroup.sim.eventlog import Event, EventLog
 from regroup.sim.scenario import LinkSpec, MemberSpec, Scenario, ScenarioEvent
+from tests.property.test_sim_safety import end_the_chaos, grow_a_topic
 
 SOAK = os.environ.get("REGROUP_SOAK") == "1"
 RUNS = int(os.environ.get("REGROUP_SOAK_RUNS", "500")) if SOAK else 40
@@ -192,15 +193,8 @@ def random_scenario(seed: int, mixed: bool, calm: bool = False) -> Scenario:
             # (docs/simulator.md): mixed calm schedules grow topics only before any static member left
             continue
         else:
-            topic = r.choice(sorted(topics))
-            topics_now = max([e.count or 0 for e in events if e.topic == topic] + [topics[topic]])
-            events.append(ScenarioEvent(at_ms=t, action="partitions", topic=topic, count=topics_now + r.randint(1, 3)))
-    calm_link = {"latency_ms": 5.0, "jitter_ms": 2.0, "loss": 0.0, "duplicate": 0.0}
-    events.append(ScenarioEvent(at_ms=chaos_end, action="network", link=calm_link))
-    for name in names:
-        events.append(ScenarioEvent(at_ms=chaos_end, action="heal", member=name))
-    if "running" not in status.values():
-        events.append(ScenarioEvent(at_ms=chaos_end, action="join", member=names[0]))
+            grow_a_topic(r, events, topics, t)
+    end_the_chaos(events, names, status, chaos_end)
     return Scenario(
         name=f"random-{'mixed' if mixed else 'consumer'}{'-calm' if calm else ''}-{seed}",
         duration_ms=chaos_end + 80_000,
