@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from regroup.coordinator.classic.group import ClassicGroup, ClassicMember, GroupState
 from regroup.coordinator.classic.rebalance import (
     answer_join_with_error,
@@ -122,19 +124,22 @@ def _add_member_and_rebalance(
     maybe_prepare_or_complete(ctx, group)
 
 
-def _check_identity(group: ClassicGroup, member_id: str, instance_id: str | None) -> None:
-    """Kafka's identity validation shared by JoinGroup, SyncGroup, Heartbeat, OffsetCommit, LeaveGroup."""
+def check_static_identity(static_members: Mapping[str, str], member_id: str, instance_id: str | None) -> None:
+    """Kafka's static-member check (classic requests, in classic and consumer groups): a given instance id
+    must be known and held by this member id."""
     if instance_id is not None:
-        holder = group.static_members.get(instance_id)
+        holder = static_members.get(instance_id)
         if holder is None:
             raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
         if holder != member_id:
             raise ApiError(ErrorCode.FENCED_INSTANCE_ID)
+
+
+def check_identity(group: ClassicGroup, member_id: str, instance_id: str | None) -> None:
+    """Kafka's identity validation shared by JoinGroup, SyncGroup, Heartbeat, OffsetCommit, LeaveGroup."""
+    check_static_identity(group.static_members, member_id, instance_id)
     if member_id not in group.members:
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
-
-
-check_identity = _check_identity
 
 
 def _join_known_member(ctx: Ctx, group: ClassicGroup, req: JoinGroupRequest, key: RequestKey) -> None:
@@ -146,7 +151,7 @@ def _join_known_member(ctx: Ctx, group: ClassicGroup, req: JoinGroupRequest, key
         group.pending_join_members.discard(req.member_id)
         _add_member_and_rebalance(ctx, group, req, key, req.member_id)
         return
-    _check_identity(group, req.member_id, req.group_instance_id)
+    check_identity(group, req.member_id, req.group_instance_id)
     member = group.members[req.member_id]
     if group.is_in(S.PREPARING_REBALANCE):
         _update_member(ctx, member, req, key)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from regroup.assignors.consumer_protocol import ProtocolDecodeError, decode_subscription
 from regroup.coordinator.classic.group import ClassicMember
+from regroup.coordinator.classic.join import check_static_identity
 from regroup.coordinator.consumer import migration
 from regroup.coordinator.consumer.fence import remove_members
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, MemberState
@@ -163,12 +164,7 @@ def _downgrade_with(
 
 
 def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerMember:
-    if instance_id is not None:
-        holder = group.static_members.get(instance_id)
-        if holder is None:
-            raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
-        if holder != member_id:
-            raise ApiError(ErrorCode.FENCED_INSTANCE_ID)
+    check_static_identity(group.static_members, member_id, instance_id)
     member = group.members.get(member_id)
     if member is None or member.classic is None:
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
