@@ -9,6 +9,8 @@ import sys
 from collections.abc import Callable
 from importlib.metadata import entry_points
 
+from mypy_extensions import mypyc_attr
+
 from regroup.assignors.base import PartitionAssignor
 
 ENTRY_POINT_GROUP = "regroup.assignors"
@@ -30,6 +32,7 @@ _BUILTIN: dict[str, str] = {
 _custom: dict[str, Callable[[], PartitionAssignor]] = {}
 
 
+@mypyc_attr(native_class=False)  # (a builtin exception base: kept a Python class when compiled)
 class UnknownAssignorError(KeyError):
     """No strategy is registered under that name."""
 
@@ -42,6 +45,7 @@ def register(name: str, factory: Callable[[], PartitionAssignor]) -> None:
     _custom[name] = factory
 
 
+@mypyc_attr(native_class=False)  # (a builtin exception base: kept a Python class when compiled)
 class AssignorLoadError(RuntimeError):
     """A registered strategy (usually a plug-in) could not be imported."""
 

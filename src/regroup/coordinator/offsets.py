@@ -128,8 +128,6 @@ def offset_fetch(
     req: OffsetFetchRequest,
     consumer_groups: dict[str, ConsumerGroup] | None = None,
 ) -> OffsetFetchResponse:
-    if not req.group_id and req.group_id != "":
-        raise ApiError(ErrorCode.INVALID_GROUP_ID)
     consumer_group = (consumer_groups or {}).get(req.group_id)
     group = groups.get(req.group_id)
     if consumer_group is not None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import enum
 
+from mypy_extensions import mypyc_attr
+
 
 class ErrorCode(enum.IntEnum):
     """The Kafka error codes the coordinator returns."""
@@ -48,5 +50,6 @@ class ApiError(Exception):
         self.code = code
 
 
+@mypyc_attr(native_class=False)  # (a builtin exception base: kept a Python class when compiled)
 class CoordinatorBug(AssertionError):
     """An invariant of the coordinator itself broke (e.g. an illegal state transition): fail loudly."""

@@ -15,6 +15,8 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from mypy_extensions import mypyc_attr
+
 from regroup.client import (
     ClassicMember,
     ConsumerConfig,
@@ -45,6 +47,7 @@ from regroup.sim.scenario import MemberSpec, Scenario, ScenarioEvent
 MAX_STEPS_AT_ONE_TIME = 100_000
 
 
+@mypyc_attr(native_class=False)  # (a builtin exception base: kept a Python class when compiled)
 class SimulationStuck(RuntimeError):
     """The simulation stopped making progress in virtual time."""
 
