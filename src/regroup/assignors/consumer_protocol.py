@@ -194,6 +194,11 @@ def _group(entries: Sequence[_TopicEntry] | None, what: str) -> dict[str, tuple[
 def encode_subscription(sub: Subscription, version: int = HIGHEST_VERSION) -> bytes:
     """Version-prefixed subscription bytes; fields newer than ``version`` are left out."""
     _check_version(version)
+    fast = _fast_subscription(sub, version)
+    return fast if fast is not None else _kio_encode_subscription(sub, version)
+
+
+def _kio_encode_subscription(sub: Subscription, version: int) -> bytes:
     topics, user_data = tuple(sub.topics), sub.user_data
     entity: _SubscriptionEntity
     if version == 0:
@@ -222,6 +227,11 @@ def encode_subscription(sub: Subscription, version: int = HIGHEST_VERSION) -> by
 def decode_subscription(data: bytes | bytearray | memoryview) -> Subscription:
     """Parse subscription bytes of any version; raises ``ProtocolDecodeError`` if malformed."""
     buffer = bytes(data)
+    fast = _read_subscription_fast(buffer)
+    return fast if fast is not None else _kio_decode_subscription(buffer)
+
+
+def _kio_decode_subscription(buffer: bytes) -> Subscription:
     version = _read_version(buffer, "subscription")
     entity = _read_body(buffer, _SUBSCRIPTION_TYPES[version], f"subscription v{version}")
     if entity.topics is None:
@@ -243,6 +253,11 @@ def decode_subscription(data: bytes | bytearray | memoryview) -> Subscription:
 def encode_assignment(assignment: Assignment, version: int = HIGHEST_VERSION) -> bytes:
     """Version-prefixed assignment bytes (v0-v3 share one layout)."""
     _check_version(version)
+    fast = _fast_assignment(assignment, version)
+    return fast if fast is not None else _kio_encode_assignment(assignment, version)
+
+
+def _kio_encode_assignment(assignment: Assignment, version: int) -> bytes:
     entity = a3.ConsumerProtocolAssignment(
         assigned_partitions=_topic_partitions(a3.TopicPartition, assignment.partitions),
         user_data=assignment.user_data,
@@ -253,6 +268,11 @@ def encode_assignment(assignment: Assignment, version: int = HIGHEST_VERSION) ->
 def decode_assignment(data: bytes | bytearray | memoryview) -> Assignment:
     """Parse assignment bytes of any version; raises ``ProtocolDecodeError`` if malformed."""
     buffer = bytes(data)
+    fast = _read_assignment_fast(buffer)
+    return fast if fast is not None else _kio_decode_assignment(buffer)
+
+
+def _kio_decode_assignment(buffer: bytes) -> Assignment:
     version = _read_version(buffer, "assignment")
     entity = _read_body(buffer, a3.ConsumerProtocolAssignment, f"assignment v{version}")
     what = f"assignment v{version} partitions"
@@ -262,6 +282,17 @@ def decode_assignment(data: bytes | bytearray | memoryview) -> Assignment:
 
 def encode_sticky_user_data(partitions: Mapping[str, Sequence[int]], generation: int | None) -> bytes:
     """``sticky`` user data: V1 (with ``generation``) or, when it is ``None``, the pre-generation V0."""
+    try:
+        out: list[bytes] = []
+        _put_topic_partitions(out, partitions)
+        if generation is not None:
+            out.append(_I32.pack(generation))
+        return b"".join(out)
+    except (struct.error, UnicodeEncodeError):
+        return _kio_encode_sticky_user_data(partitions, generation)  # (which names the bad value)
+
+
+def _kio_encode_sticky_user_data(partitions: Mapping[str, Sequence[int]], generation: int | None) -> bytes:
     previous = _topic_partitions(a3.TopicPartition, partitions)
     if generation is None:
         return _serialize(_StickyUserDataV0(previous_assignment=previous))
@@ -293,45 +324,179 @@ def decode_sticky_user_data(data: bytes | None) -> tuple[dict[str, tuple[int, ..
 
 
 def _decode_sticky_fast(buffer: bytes) -> tuple[dict[str, tuple[int, ...]], int | None] | None:
-    """The common case of ``decode_sticky_user_data`` without per-field kio calls: a leader decodes one
-    of these per member on every rebalance, and kio's generic reader costs ~100 µs each for a few hundred
-    partitions. Returns None for anything unusual (negative lengths, bad UTF-8, short data) so the kio path
-    decides with Kafka's exact fallbacks. Tests check both paths agree on arbitrary bytes."""
-    unpack_i16, unpack_i32, unpack = _I16.unpack_from, _I32.unpack_from, struct.unpack_from
-    names = _TOPIC_NAMES
-    size = len(buffer)
+    """The common case of ``decode_sticky_user_data`` without kio (see "Fast paths" below). Returns None
+    for anything unusual so the kio path decides with Kafka's exact fallbacks."""
     try:
-        (count,) = unpack_i32(buffer, 0)
-        if count < 0:
+        read = _read_topic_partitions(buffer, 0)
+        if read is None:
             return None
-        pos = 4
-        grouped: dict[str, tuple[int, ...]] = {}
-        for _ in range(count):
-            (name_len,) = unpack_i16(buffer, pos)
-            end = pos + 2 + name_len
-            if name_len < 0 or end > size:
-                return None
-            raw = buffer[pos + 2 : end]
-            name = names.get(raw)
-            if name is None:
-                name = raw.decode("utf-8")
-                if len(names) < 65_536:
-                    names[raw] = name
-            (n,) = unpack_i32(buffer, end)
-            if n < 0:
-                return None
-            partitions = unpack(f">{n}i", buffer, end + 4)
-            pos = end + 4 + 4 * n
-            if name in grouped:
-                grouped[name] += partitions
-            else:
-                grouped[name] = partitions
+        grouped, pos = read
+        if len(buffer) - pos >= 4:
+            (generation,) = _I32.unpack_from(buffer, pos)
+            return grouped, int(generation)
     except (struct.error, UnicodeDecodeError):
         return None
-    if size - pos >= 4:
-        (generation,) = unpack_i32(buffer, pos)
-        return grouped, int(generation)
     return grouped, None
+
+
+# --- Fast paths ----------------------------------------------------------------------------------------
+# A group leader decodes every member's subscription and encodes every member's assignment on every
+# rebalance, and kio's generic entity code costs tens of microseconds per topic entry (one validated
+# ``i32`` per partition). These read and write the same bytes with ``struct`` for the ordinary case and
+# defer to the kio paths above for anything else: a writer on a value that does not fit (the kio path then
+# raises its error naming the value), a reader on anything unusual (negative lengths, bad UTF-8, short
+# data), so malformed input gets kio's verdict. Tests check fast and kio paths agree, byte for byte and
+# value for value, on generated values and on truncated or arbitrary bytes.
+_TOPIC_BYTES: dict[str, bytes] = {}  # encoded topic names (bounded), the counterpart of _TOPIC_NAMES
+
+
+def _name_bytes(name: str) -> bytes:
+    raw = _TOPIC_BYTES.get(name)
+    if raw is None:
+        encoded = name.encode("utf-8")
+        raw = _I16.pack(len(encoded)) + encoded
+        if len(_TOPIC_BYTES) < 65_536:
+            _TOPIC_BYTES[name] = raw
+    return raw
+
+
+def _put_topic_partitions(out: list[bytes], parts: Mapping[str, Sequence[int]]) -> None:
+    out.append(_I32.pack(len(parts)))
+    for topic, partitions in parts.items():
+        out.append(_name_bytes(topic))
+        out.append(struct.pack(f">i{len(partitions)}i", len(partitions), *partitions))
+
+
+def _put_nullable_bytes(out: list[bytes], data: bytes | None) -> None:
+    if data is None:
+        out.append(b"\xff\xff\xff\xff")
+    else:
+        out.append(_I32.pack(len(data)))
+        out.append(data)
+
+
+def _fast_subscription(sub: Subscription, version: int) -> bytes | None:
+    try:
+        out = [_I16.pack(version), _I32.pack(len(sub.topics))]
+        out.extend(_name_bytes(topic) for topic in sub.topics)
+        _put_nullable_bytes(out, sub.user_data)
+        if version >= 1:
+            _put_topic_partitions(out, sub.owned)
+        if version >= 2:
+            out.append(_I32.pack(sub.generation))
+        if version >= 3:
+            out.append(b"\xff\xff" if sub.rack is None else _name_bytes(sub.rack))
+        return b"".join(out)
+    except (struct.error, UnicodeEncodeError):
+        return None
+
+
+def _fast_assignment(assignment: Assignment, version: int) -> bytes | None:
+    try:
+        out = [_I16.pack(version)]
+        _put_topic_partitions(out, assignment.partitions)
+        _put_nullable_bytes(out, assignment.user_data)
+        return b"".join(out)
+    except (struct.error, UnicodeEncodeError):
+        return None
+
+
+def _read_name(buffer: bytes, pos: int) -> tuple[str, int] | None:
+    """A non-null int16-length string at ``pos`` (names repeat: decoded once)."""
+    (length,) = _I16.unpack_from(buffer, pos)
+    end = pos + 2 + length
+    if length < 0 or end > len(buffer):
+        return None
+    raw = buffer[pos + 2 : end]
+    name = _TOPIC_NAMES.get(raw)
+    if name is None:
+        name = raw.decode("utf-8")
+        if len(_TOPIC_NAMES) < 65_536:
+            _TOPIC_NAMES[raw] = name
+    return name, end
+
+
+def _read_nullable_bytes(buffer: bytes, pos: int) -> tuple[bytes | None, int] | None:
+    (length,) = _I32.unpack_from(buffer, pos)
+    if length == -1:
+        return None, pos + 4
+    end = pos + 4 + length
+    if length < 0 or end > len(buffer):
+        return None
+    return buffer[pos + 4 : end], end
+
+
+def _read_topic_partitions(buffer: bytes, pos: int) -> tuple[dict[str, tuple[int, ...]], int] | None:
+    """``[topic, [int32]]`` at ``pos``, repeated topics merged; None when unusual."""
+    (count,) = _I32.unpack_from(buffer, pos)
+    if count < 0:
+        return None
+    pos += 4
+    grouped: dict[str, tuple[int, ...]] = {}
+    for _ in range(count):
+        read = _read_name(buffer, pos)
+        if read is None:
+            return None
+        name, pos = read
+        (n,) = _I32.unpack_from(buffer, pos)
+        if n < 0:
+            return None
+        partitions: tuple[int, ...] = struct.unpack_from(f">{n}i", buffer, pos + 4)
+        pos += 4 + 4 * n
+        grouped[name] = grouped[name] + partitions if name in grouped else partitions
+    return grouped, pos
+
+
+def _read_subscription_fast(buffer: bytes) -> Subscription | None:
+    try:
+        (version,) = _I16.unpack_from(buffer, 0)
+        (count,) = _I32.unpack_from(buffer, 2)
+        if version < 0 or count < 0:
+            return None
+        pos, topics = 6, []
+        for _ in range(count):
+            name = _read_name(buffer, pos)
+            if name is None:
+                return None
+            topics.append(name[0])
+            pos = name[1]
+        user_data = _read_nullable_bytes(buffer, pos)
+        if user_data is None:
+            return None
+        pos = user_data[1]
+        owned: dict[str, tuple[int, ...]] = {}
+        generation, rack = DEFAULT_GENERATION, None
+        if version >= 1:
+            read = _read_topic_partitions(buffer, pos)
+            if read is None:
+                return None
+            owned, pos = read
+        if version >= 2:
+            (generation,) = _I32.unpack_from(buffer, pos)
+            pos += 4
+        if version >= 3:
+            (length,) = _I16.unpack_from(buffer, pos)
+            if length != -1:
+                rack_read = _read_name(buffer, pos)
+                if rack_read is None:
+                    return None
+                rack = rack_read[0] or None
+    except (struct.error, UnicodeDecodeError):
+        return None
+    return Subscription(topics=tuple(topics), user_data=user_data[0], owned=owned, generation=generation, rack=rack)
+
+
+def _read_assignment_fast(buffer: bytes) -> Assignment | None:
+    try:
+        (version,) = _I16.unpack_from(buffer, 0)
+        read = _read_topic_partitions(buffer, 2) if version >= 0 else None
+        if read is None:
+            return None
+        partitions, pos = read
+        user_data = _read_nullable_bytes(buffer, pos)
+    except (struct.error, UnicodeDecodeError):
+        return None
+    return None if user_data is None else Assignment(partitions=partitions, user_data=user_data[0])
 
 
 def encode_cooperative_user_data(generation: int) -> bytes:

@@ -475,3 +475,84 @@ def test_fast_sticky_decoder_matches_kio_path(
 def test_fast_sticky_decoder_matches_kio_path_on_garbage(data: bytes) -> None:
     if data:
         assert cp.decode_sticky_user_data(data) == _slow_sticky(data)
+
+
+# --- the fast struct paths agree with the kio paths -------------------------------------------------------
+
+
+def _verdict(decode: Any, data: bytes) -> object:
+    """A decoder's verdict on ``data``: the decoded value, or the error class and message."""
+    try:
+        return decode(data)
+    except ProtocolDecodeError as exc:
+        return (ProtocolDecodeError, str(exc))
+
+
+@settings(max_examples=300, deadline=None)
+@given(sub=subscriptions, version=st.sampled_from(VERSIONS))
+def test_fast_subscription_encoder_writes_kio_bytes(sub: Subscription, version: int) -> None:
+    assert cp._fast_subscription(sub, version) == cp._kio_encode_subscription(sub, version)
+
+
+@settings(max_examples=300, deadline=None)
+@given(assignment=assignments, version=st.sampled_from(VERSIONS))
+def test_fast_assignment_encoder_writes_kio_bytes(assignment: Assignment, version: int) -> None:
+    assert cp._fast_assignment(assignment, version) == cp._kio_encode_assignment(assignment, version)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(names, st.lists(int32s, max_size=6), max_size=4),
+    st.one_of(st.none(), int32s),
+)
+def test_fast_sticky_encoder_writes_kio_bytes(partitions: dict[str, list[int]], generation: int | None) -> None:
+    assert encode_sticky_user_data(partitions, generation) == cp._kio_encode_sticky_user_data(partitions, generation)
+
+
+def test_fast_encoders_defer_to_kio_for_values_that_do_not_fit() -> None:
+    too_big = Subscription(topics=("t",), owned={"t": (2**31,)})
+    assert cp._fast_subscription(too_big, 3) is None
+    assert cp._fast_assignment(Assignment(partitions={"x" * 40_000: ()}), 0) is None
+    assert cp._fast_subscription(Subscription(topics=("\ud800",)), 0) is None  # not encodable as UTF-8
+    with pytest.raises(ValueError, match="int32"):
+        encode_sticky_user_data({"t": [2**31]}, None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=subscriptions | assignments,
+    version=st.sampled_from((*VERSIONS, 4, 9)),
+    cut=st.integers(0, 60),
+    tail=st.binary(max_size=6),
+    position=st.integers(min_value=0),
+    byte=st.sampled_from([0x00, 0x7F, 0x80, 0xFE, 0xFF]),
+)
+def test_fast_decoders_agree_with_kio_on_valid_cut_and_corrupted_bytes(
+    value: Subscription | Assignment, version: int, cut: int, tail: bytes, position: int, byte: int
+) -> None:
+    if isinstance(value, Subscription):
+        data = encode_subscription(value, min(version, 3))
+    else:
+        data = encode_assignment(value, min(version, 3))
+    data = version.to_bytes(2, "big") + data[2:]  # versions past 3 are read with the v3 layout
+    corrupted = bytearray(data)
+    corrupted[position % len(corrupted)] = byte
+    for candidate in (data, data[: max(0, len(data) - cut)], data + tail, data[:cut] + tail, bytes(corrupted)):
+        assert _verdict(decode_subscription, candidate) == _verdict(cp._kio_decode_subscription, candidate)
+        assert _verdict(decode_assignment, candidate) == _verdict(cp._kio_decode_assignment, candidate)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=64))
+def test_fast_decoders_agree_with_kio_on_garbage(data: bytes) -> None:
+    assert _verdict(decode_subscription, data) == _verdict(cp._kio_decode_subscription, data)
+    assert _verdict(decode_assignment, data) == _verdict(cp._kio_decode_assignment, data)
+
+
+def test_fast_decoders_take_the_ordinary_case() -> None:
+    """The struct readers do decode valid bytes themselves (the agreement tests would also pass if they
+    always deferred to kio)."""
+    assert cp._read_subscription_fast(FULL_V3) == FULL
+    assignment = Assignment(partitions={"t": (0, 1), "u": ()}, user_data=b"u")
+    assert cp._read_assignment_fast(encode_assignment(assignment)) == assignment
+    assert cp._decode_sticky_fast(encode_sticky_user_data({"t": [3, 1]}, 7)) == ({"t": (3, 1)}, 7)
