@@ -52,9 +52,6 @@ class ClassicMember:
                 return data
         return b""
 
-    def protocol_names(self) -> tuple[str, ...]:
-        return tuple(name for name, _ in self.protocols)
-
     def vote(self, candidates: set[str]) -> str:
         return next(name for name, _ in self.protocols if name in candidates)
 
@@ -79,6 +76,11 @@ class ClassicGroup:
     #: the stored assignments were cleared by a rebalance restarted from CompletingRebalance and no SyncGroup
     #: has stored new ones yet: cooperative members may own partitions the group no longer records (soft state)
     assignments_cleared: bool = False
+    # candidate_protocols' cache (not group state)
+    _protocols_seen: list[tuple[tuple[str, bytes], ...]] = field(
+        default_factory=list, init=False, repr=False, compare=False
+    )
+    _common_protocols: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
 
     # --- state -----------------------------------------------------------------------------------------
     def transition(self, to: GroupState, now_ms: int) -> None:
@@ -122,12 +124,18 @@ class ClassicGroup:
 
     # --- protocols -------------------------------------------------------------------------------------
     def candidate_protocols(self, extra: tuple[str, ...] | None = None) -> set[str]:
-        sets = [set(m.protocol_names()) for m in self.members.values()]
-        if extra is not None:
-            sets.append(set(extra))
-        if not sets:
-            return set()
-        return set.intersection(*sets)
+        """The protocol names every member (and ``extra``, when given) supports."""
+        if not self.members:
+            return set() if extra is None else set(extra)
+        # Asked on every JoinGroup: the intersection is kept for the members' protocol lists as they were
+        # when it was computed (compared by identity first, so an unchanged group costs one list).
+        protocols = [m.protocols for m in self.members.values()]
+        if protocols != self._protocols_seen:
+            common = {name for name, _ in protocols[0]}
+            for member_protocols in protocols[1:]:
+                common.intersection_update(name for name, _ in member_protocols)
+            self._protocols_seen, self._common_protocols = protocols, frozenset(common)
+        return set(self._common_protocols) if extra is None else set(extra).intersection(self._common_protocols)
 
     def supports(self, protocol_type: str, protocols: tuple[tuple[str, bytes], ...]) -> bool:
         """Kafka's check for a joining member: an Empty group needs a type and protocols; otherwise the
