@@ -76,11 +76,12 @@ class ClassicGroup:
     #: the stored assignments were cleared by a rebalance restarted from CompletingRebalance and no SyncGroup
     #: has stored new ones yet: cooperative members may own partitions the group no longer records (soft state)
     assignments_cleared: bool = False
-    # candidate_protocols' cache (not group state)
-    _protocols_seen: list[tuple[tuple[str, bytes], ...]] = field(
-        default_factory=list, init=False, repr=False, compare=False
+    # candidate_protocols' bookkeeping (derived from the members, not group state): member id -> its
+    # protocol list and their names, and per protocol name the number of members supporting it
+    _protocols_seen: dict[str, tuple[tuple[tuple[str, bytes], ...], frozenset[str]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
     )
-    _common_protocols: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    _protocol_counts: Counter[str] = field(default_factory=Counter, init=False, repr=False, compare=False)
 
     # --- state -----------------------------------------------------------------------------------------
     def transition(self, to: GroupState, now_ms: int) -> None:
@@ -125,17 +126,27 @@ class ClassicGroup:
     # --- protocols -------------------------------------------------------------------------------------
     def candidate_protocols(self, extra: tuple[str, ...] | None = None) -> set[str]:
         """The protocol names every member (and ``extra``, when given) supports."""
-        if not self.members:
+        members = self.members
+        if not members:
             return set() if extra is None else set(extra)
-        # Asked on every JoinGroup: the intersection is kept for the members' protocol lists as they were
-        # when it was computed (compared by identity first, so an unchanged group costs one list).
-        protocols = [m.protocols for m in self.members.values()]
-        if protocols != self._protocols_seen:
-            common = {name for name, _ in protocols[0]}
-            for member_protocols in protocols[1:]:
-                common.intersection_update(name for name, _ in member_protocols)
-            self._protocols_seen, self._common_protocols = protocols, frozenset(common)
-        return set(self._common_protocols) if extra is None else set(extra).intersection(self._common_protocols)
+        # Asked on every JoinGroup, and every JoinGroup brings a new protocol list (new metadata): so, as
+        # Kafka does, count per name how many members support it, updating only the members whose list
+        # changed (compared by identity) since the last call.
+        seen, counts = self._protocols_seen, self._protocol_counts
+        if len(seen) > len(members) or any(member_id not in members for member_id in seen):
+            for gone in [member_id for member_id in seen if member_id not in members]:
+                counts.subtract(seen.pop(gone)[1])
+        for member_id, member in members.items():
+            entry = seen.get(member_id)
+            if entry is None or entry[0] is not member.protocols:
+                if entry is not None:
+                    counts.subtract(entry[1])
+                names = frozenset(name for name, _ in member.protocols)
+                counts.update(names)
+                seen[member_id] = (member.protocols, names)
+        everyone = len(members)
+        common = {name for name, count in counts.items() if count == everyone}
+        return common if extra is None else common.intersection(extra)
 
     def supports(self, protocol_type: str, protocols: tuple[tuple[str, bytes], ...]) -> bool:
         """Kafka's check for a joining member: an Empty group needs a type and protocols; otherwise the
