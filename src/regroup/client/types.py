@@ -46,7 +46,10 @@ class MemberState(enum.Enum):
 
     @property
     def running(self) -> bool:
-        return self not in (MemberState.LEFT, MemberState.CRASHED, MemberState.FAILED)
+        return self not in _STOPPED
+
+
+_STOPPED = (MemberState.LEFT, MemberState.CRASHED, MemberState.FAILED)  # (a tuple: ``in`` compares identity first)
 
 
 class CallbackKind(enum.Enum):

@@ -48,7 +48,7 @@ class SafetyChecker:
     # ------------------------------------------------------------------------------------- ownership
     def set_owned(self, t: int, member: str, owned: frozenset[TopicPartition]) -> None:
         before = self.owned_by.get(member, frozenset())
-        if owned == before:
+        if owned is before or owned == before:
             return
         self.owned_by[member] = owned
         self._owners_changed = True

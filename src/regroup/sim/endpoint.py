@@ -59,6 +59,7 @@ class CoordinatorEndpoint:
         self._group_view: tuple[str, int] = ("", -1)
         self._kind = "classic"
         self._member_epochs: dict[str, int] = {}  # consumer group: member id -> epoch the coordinator holds
+        self._names: tuple[object, dict[object, str]] = (None, {})
 
     def handle(self, member: str, incarnation: int, out: OutgoingRequest, now: int) -> list[Routed]:
         """One request arrives at ``now``: run it and return the responses it completed."""
@@ -123,10 +124,17 @@ class CoordinatorEndpoint:
                 generation=generation,
                 member_id=getattr(response, "member_id", None) or None,
                 error=error.name if error is not None else None,
-                detail=response_detail(response, {t.topic_id: t.name for t in self.coordinator.image.by_name.values()}),
+                detail=response_detail(response, self._topic_names()),
             )
             routed.append(Routed(member, incarnation, request_id, api_name(response), response))
         return routed
+
+    def _topic_names(self) -> dict[object, str]:
+        """Topic id -> name in the coordinator's cluster image (rebuilt when the image is replaced)."""
+        image = self.coordinator.image
+        if self._names[0] is not image:
+            self._names = (image, {t.topic_id: t.name for t in image.by_name.values()})
+        return self._names[1]
 
     def _fenced_reason(self, req: OffsetCommitRequest) -> str | None:
         """Why the committing member is fenced right now (None when it is a member of the current
@@ -240,7 +248,7 @@ class CoordinatorEndpoint:
         self.log.emit(now, "group_state", state=view[0], generation=view[1], detail=detail)
         if state is not ConsumerGroupState.STABLE:
             return
-        names_of = {t.topic_id: t.name for t in self.coordinator.image.by_name.values()}
+        names_of = self._topic_names()
         for member_id, member in group.members.items():
             name = self.names_by_id.get(member_id, member_id)
             assigned = sorted((names_of[t], p) for t, ps in member.assigned.items() if t in names_of for p in ps)

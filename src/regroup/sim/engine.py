@@ -75,7 +75,7 @@ class Slot:
     wake_at: int | None = None
     seen_callbacks: int = 0
     seen_notes: int = 0
-    last_view: tuple[str, str, int] = ("", "", -1)
+    last_view: tuple[object, str, int] = (None, "", -1)  # (state, member id, generation) last logged
 
 
 class Simulator:
@@ -274,7 +274,7 @@ class Simulator:
         )
         slot.incarnation += 1
         slot.seen_callbacks = slot.seen_notes = 0
-        slot.last_view = ("", "", -1)
+        slot.last_view = (None, "", -1)
         slot.wake_at = None
         self._poll(spec.name)
 
@@ -337,30 +337,35 @@ class Simulator:
         self._poll(item.member)
 
     def _observe_member(self, name: str, slot: Slot, machine: Machine) -> None:
-        for note in machine.notes[slot.seen_notes :]:
-            self.log.emit(note.at_ms, NOTE_TYPES.get(note.kind, note.kind), member=name, detail=note.detail)
-        slot.seen_notes = len(machine.notes)
-        for cb in machine.callbacks[slot.seen_callbacks :]:
-            self.log.emit(
-                cb.at_ms,
-                "callback",
-                member=name,
-                generation=cb.generation,
-                state=cb.kind.value,
-                value=len(cb.partitions),
-                detail=cb.reason,
-            )
-            for tp in cb.partitions:
-                self._ownership(name, cb.kind.value, tp, cb.generation, cb.reason)
-        slot.seen_callbacks = len(machine.callbacks)
-        view = (machine.state.value, machine.member_id, machine.generation)
-        if view != slot.last_view:
+        notes, callbacks = machine.notes, machine.callbacks
+        if len(notes) > slot.seen_notes:
+            for note in notes[slot.seen_notes :]:
+                self.log.emit(note.at_ms, NOTE_TYPES.get(note.kind, note.kind), member=name, detail=note.detail)
+            slot.seen_notes = len(notes)
+        if len(callbacks) > slot.seen_callbacks:
+            for cb in callbacks[slot.seen_callbacks :]:
+                kind = cb.kind.value
+                self.log.emit(
+                    cb.at_ms,
+                    "callback",
+                    member=name,
+                    generation=cb.generation,
+                    state=kind,
+                    value=len(cb.partitions),
+                    detail=cb.reason,
+                )
+                for tp in cb.partitions:
+                    self._ownership(name, kind, tp, cb.generation, cb.reason)
+            slot.seen_callbacks = len(callbacks)
+        last = slot.last_view
+        if machine.state is not last[0] or machine.member_id != last[1] or machine.generation != last[2]:
+            view = (machine.state, machine.member_id, machine.generation)
             if machine.member_id:
                 self.names_by_id[machine.member_id] = name
             if isinstance(machine, ConsumerMember):
-                if machine.member_epoch > 0 and view[2] != slot.last_view[2]:
+                if machine.member_epoch > 0 and view[2] != last[2]:
                     self.checker.joined(self.now, name, machine.member_epoch)
-            elif view[0] == MemberState.COMPLETING_REBALANCE.value and view[2] != slot.last_view[2]:
+            elif view[0] is MemberState.COMPLETING_REBALANCE and view[2] != last[2]:
                 self.checker.joined(self.now, name, machine.generation)
             slot.last_view = view
             self.log.emit(
