@@ -71,6 +71,22 @@ def parse_labels(text: str) -> dict[str, list[int]]:
     return out
 
 
+#: the event types ``_Observed`` reads
+_READ = frozenset(
+    {
+        "group_assignment",
+        "assigned",
+        "subscription",
+        "request_sent",
+        "response_sent",
+        "member_state",
+        "group_state",
+        "action",
+        "violation",
+    }
+)
+
+
 class _Observed:
     """One pass over the events: what the lab needs beyond the simulator's summary."""
 
@@ -93,6 +109,8 @@ class _Observed:
         present: set[str] = set()
         for e in events:
             kind = e["type"]
+            if kind not in _READ:
+                continue
             if kind == "group_assignment":
                 per_member = self.assignments.setdefault(e["generation"], {})
                 per_member.setdefault(e["member"], {}).setdefault(e["topic"], []).append(e["partition"])

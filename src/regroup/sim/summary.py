@@ -112,8 +112,10 @@ def _moves(episodes: list[Rebalance], events: list[Event]) -> None:
             last_owner[tp] = owner
 
 
-def _costs(episodes: list[Rebalance], events: list[Event]) -> None:
-    """Revocations and unowned partition-time, each attributed to the window (previous end, end]."""
+def _costs(episodes: list[Rebalance], events: list[Event], end_ms: int) -> None:
+    """Revocations and unowned partition-time, each attributed to the window (previous end, end].
+    ``events``: the log's events of the types that change the unowned set, in order; ``end_ms``: the time
+    of the log's last event."""
     counts: dict[str, int] = {}
     running: dict[str, tuple[str, ...]] = {}  # member -> subscribed topics (from its JoinGroups)
     alive: set[str] = set()
@@ -163,6 +165,10 @@ def _costs(episodes: list[Rebalance], events: list[Event]) -> None:
         else:
             continue
         changed = True
+    if end_ms > last_t:  # the gap left by the last change lasts until the log ends
+        gap = unowned() if changed else gap
+        if gap:
+            _spread(windows, last_t, end_ms, gap, named)
 
 
 def _spread(
@@ -206,17 +212,37 @@ def final_assignment(events: Iterable[Event]) -> dict[str, dict[str, list[int]]]
     return out
 
 
+#: the event types each pass reads (``_costs`` and ``final_assignment`` need theirs in log order)
+_COST_TYPES = frozenset({"topic", "member_state", "subscription"}) | OWNERSHIP_GAINED | OWNERSHIP_ENDED
+
+
 def summarize(events: list[Event], measure_from_ms: int = 0) -> Summary:
-    episodes = _episodes(events)
-    _settle(episodes, events)
-    _moves(episodes, events)
-    _costs(episodes, events)
+    # one pass picks out what the passes below read (most of a log is requests and responses)
+    group_states: list[Event] = []
+    callbacks: list[Event] = []
+    assignments: list[Event] = []
+    costs: list[Event] = []
+    violations: list[Event] = []
+    for e in events:
+        kind = e["type"]
+        if kind in _COST_TYPES:
+            costs.append(e)
+        elif kind == "group_assignment":
+            assignments.append(e)
+        elif kind == "callback":
+            callbacks.append(e)
+        elif kind == "group_state":
+            group_states.append(e)
+        elif kind == "violation":
+            violations.append(e)
+    episodes = _episodes(group_states)
+    _settle(episodes, callbacks)
+    _moves(episodes, assignments)
+    _costs(episodes, costs, events[-1]["t"] if events else 0)
     for ep in episodes:
         ep.unowned_partitions.sort()
     return Summary(
         rebalances=[ep for ep in episodes if ep.start_ms >= measure_from_ms],
-        violations=[
-            e["detail"] if e["t"] is None else f"{e['t']} ms: {e['detail']}" for e in events if e["type"] == "violation"
-        ],
-        final_assignment=final_assignment(events),
+        violations=[e["detail"] if e["t"] is None else f"{e['t']} ms: {e['detail']}" for e in violations],
+        final_assignment=final_assignment(costs),
     )
