@@ -21,15 +21,27 @@ def labels(partitions: Iterable[TopicPartition]) -> str:
     return ",".join(label(tp) for tp in sorted(partitions))
 
 
+#: assignment bytes already read (each is read for the SyncGroup answer and again for the Stable group)
+_ASSIGNED: dict[bytes, frozenset[TopicPartition]] = {}
+
+
 def assigned_partitions(data: bytes) -> frozenset[TopicPartition]:
     """Partitions in consumer-protocol assignment bytes (empty or malformed bytes: none)."""
     if not data:
         return frozenset()
+    known = _ASSIGNED.get(data)
+    if known is not None:
+        return known
     try:
         assignment = decode_assignment(data)
     except ProtocolDecodeError:
-        return frozenset()
-    return frozenset((t, p) for t, ps in assignment.partitions.items() for p in ps)
+        partitions: frozenset[TopicPartition] = frozenset()
+    else:
+        partitions = frozenset((t, p) for t, ps in assignment.partitions.items() for p in ps)
+    if len(_ASSIGNED) >= 4096:
+        _ASSIGNED.clear()
+    _ASSIGNED[bytes(data)] = partitions
+    return partitions
 
 
 def _named(parts: TopicPartitions, names: Mapping[object, str]) -> str:

@@ -28,8 +28,6 @@ FIELDS = (
 )
 
 Event = dict[str, Any]
-_FIELD_SET = frozenset(FIELDS)
-_BLANK: Event = dict.fromkeys(FIELDS)
 
 
 class EventLog:
@@ -38,14 +36,40 @@ class EventLog:
     def __init__(self) -> None:
         self.events: list[Event] = []
 
-    def emit(self, t: int, type_: str, **values: Any) -> Event:
-        if not _FIELD_SET.issuperset(values):
-            raise ValueError(f"unknown event fields {sorted(set(values) - _FIELD_SET)}")
-        event: Event = _BLANK.copy()  # every key, in order
-        event.update(values)
-        event["seq"] = len(self.events)
-        event["t"] = t
-        event["type"] = type_
+    def emit(
+        self,
+        t: int,
+        type_: str,
+        *,
+        member: str | None = None,
+        member_id: str | None = None,
+        generation: int | None = None,
+        api: str | None = None,
+        request_id: int | None = None,
+        error: str | None = None,
+        state: str | None = None,
+        topic: str | None = None,
+        partition: int | None = None,
+        value: int | None = None,
+        detail: str | None = None,
+    ) -> Event:
+        """Append one event (the fields of ``FIELDS``; an unknown keyword is a TypeError)."""
+        event: Event = {
+            "seq": len(self.events),
+            "t": t,
+            "type": type_,
+            "member": member,
+            "member_id": member_id,
+            "generation": generation,
+            "api": api,
+            "request_id": request_id,
+            "error": error,
+            "state": state,
+            "topic": topic,
+            "partition": partition,
+            "value": value,
+            "detail": detail,
+        }
         self.events.append(event)
         return event
 
