@@ -26,11 +26,19 @@ Request = (
 
 def api_name(request: object) -> str:
     """Kafka's API name of a request or response object (``JoinGroup``, ``OffsetCommit``, ...)."""
-    name = type(request).__name__
-    for suffix in ("Request", "Response"):
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
+    kind = type(request)
+    name = _API_NAMES.get(kind)
+    if name is None:
+        name = kind.__name__
+        for suffix in ("Request", "Response"):
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+                break
+        _API_NAMES[kind] = name
     return name
+
+
+_API_NAMES: dict[type, str] = {}  # per request or response class
 
 
 class MemberState(enum.Enum):
