@@ -444,10 +444,9 @@ class Simulator:
             if group is None or group.state is not GroupState.STABLE:
                 self._classic_view = None
                 return None
-            view = (group, group.generation, frozenset(group.members))
             last = self._classic_view
-            if last is None or last[0] is not group or last[1] != view[1] or last[2] != view[2]:
-                self._classic_view = view
+            if last is None or last[0] is not group or last[1] != group.generation or last[2] != group.members.keys():
+                self._classic_view = (group, group.generation, frozenset(group.members))
                 self._unsettled.clear()
                 polled = self._live
             for name in polled:
