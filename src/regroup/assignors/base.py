@@ -10,6 +10,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
+
+from mypy_extensions import mypyc_attr
 
 from regroup.assignors.spec import NO_GENERATION, Assignment, GroupSpec, RebalanceProtocol
 
@@ -24,16 +27,17 @@ class MemberState:
     rack: str | None = None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # plug-ins subclass it, also when regroup is compiled
 class PartitionAssignor(ABC):
     """Base class of every strategy. Subclass it and register it (or expose it through the
     ``regroup.assignors`` entry point group) to add your own."""
 
     #: JoinGroup protocol name, e.g. ``"range"``.
-    name: str = ""
+    name: ClassVar[str] = ""
     #: Rebalance protocols this strategy can run under, most preferred last (Kafka's order).
-    supported_protocols: tuple[RebalanceProtocol, ...] = (RebalanceProtocol.EAGER,)
+    supported_protocols: ClassVar[tuple[RebalanceProtocol, ...]] = (RebalanceProtocol.EAGER,)
     #: True for strategies the KIP-848 coordinator runs server-side.
-    server_side: bool = False
+    server_side: ClassVar[bool] = False
 
     def metadata(self, state: MemberState) -> bytes | None:
         """User data this member puts in its subscription. Default: none."""

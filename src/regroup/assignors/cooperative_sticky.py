@@ -45,7 +45,7 @@ class CooperativeStickyAssignor(PartitionAssignor):
     """Kafka's ``cooperative-sticky`` assignor."""
 
     name = "cooperative-sticky"
-    supported_protocols: tuple[RebalanceProtocol, ...] = (RebalanceProtocol.EAGER, RebalanceProtocol.COOPERATIVE)
+    supported_protocols = (RebalanceProtocol.EAGER, RebalanceProtocol.COOPERATIVE)
 
     def metadata(self, state: MemberState) -> bytes | None:
         return encode_cooperative_user_data(state.generation)

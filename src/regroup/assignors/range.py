@@ -100,7 +100,7 @@ class RangeAssignor(PartitionAssignor):
     """Kafka's ``range`` strategy (``org.apache.kafka.clients.consumer.RangeAssignor``)."""
 
     name = "range"
-    supported_protocols: tuple[RebalanceProtocol, ...] = (RebalanceProtocol.EAGER,)
+    supported_protocols = (RebalanceProtocol.EAGER,)
 
     def __init__(self, *, prefer_rack_aware_logic: bool = False) -> None:
         #: Take the rack-aware path whenever racks overlap, even when every rack holds every partition.

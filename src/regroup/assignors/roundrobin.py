@@ -20,7 +20,7 @@ class RoundRobinAssignor(PartitionAssignor):
     """Kafka's ``roundrobin`` strategy (``org.apache.kafka.clients.consumer.RoundRobinAssignor``)."""
 
     name = "roundrobin"
-    supported_protocols: tuple[RebalanceProtocol, ...] = (RebalanceProtocol.EAGER,)
+    supported_protocols = (RebalanceProtocol.EAGER,)
 
     def assign(self, spec: GroupSpec) -> Assignment:
         subs = topic_subscribers(spec)

@@ -62,7 +62,7 @@ class ServerRangeAssignor(PartitionAssignor):
     """Server-side range assignor (Kafka's KIP-848 ``range``)."""
 
     name = "server-range"
-    supported_protocols: tuple[RebalanceProtocol, ...] = (RebalanceProtocol.COOPERATIVE,)
+    supported_protocols = (RebalanceProtocol.COOPERATIVE,)
     server_side = True
 
     def assign(self, spec: GroupSpec) -> Assignment:

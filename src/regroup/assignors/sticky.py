@@ -56,7 +56,7 @@ class StickyAssignor(PartitionAssignor):
     """Kafka's ``sticky`` assignor (eager), previous assignment carried in user data."""
 
     name = "sticky"
-    supported_protocols: tuple[RebalanceProtocol, ...] = (RebalanceProtocol.EAGER,)
+    supported_protocols = (RebalanceProtocol.EAGER,)
 
     def metadata(self, state: MemberState) -> bytes | None:
         if not state.owned and state.generation == NO_GENERATION:
@@ -97,7 +97,7 @@ class OptimalAssignor(PartitionAssignor):
     """The optimal balanced-sticky engine reading owned partitions and generation from the subscription."""
 
     name = "optimal"
-    supported_protocols: tuple[RebalanceProtocol, ...] = (RebalanceProtocol.EAGER,)
+    supported_protocols = (RebalanceProtocol.EAGER,)
 
     def assign(self, spec: GroupSpec) -> Assignment:
         claims = {m: (sub.owned, sub.generation) for m, sub in spec.members.items()}

@@ -16,7 +16,7 @@ class UniformAssignor(PartitionAssignor):
     """Server-side uniform assignor (Kafka's ``uniform``)."""
 
     name = "uniform"
-    supported_protocols: tuple[RebalanceProtocol, ...] = (RebalanceProtocol.COOPERATIVE,)
+    supported_protocols = (RebalanceProtocol.COOPERATIVE,)
     server_side = True
 
     def assign(self, spec: GroupSpec) -> Assignment:
