@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint typecheck unit soak bench bench-server bench-kip848 bench-lab clean
+.PHONY: run test lint typecheck unit soak bench bench-server bench-kip848 bench-lab compiled bench-lab-compiled clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,8 +52,33 @@ bench-kip848: $(DEVSTAMP)
 	$(BIN)/python bench/kip848.py --sim-members 100,1000 --sim-unchecked
 
 # The rebalance lab on Spark: a 100-run sweep on local[2] and local[1], analyze 10 million events (docs/benchmarks.md).
+# Options through ARGS, e.g. make bench-lab ARGS="--skip-analyze --runs 200".
 bench-lab: $(DEVSTAMP)
-	$(BIN)/python bench/lab.py
+	$(BIN)/python bench/lab.py $(ARGS)
+
+# Optional: the simulator's hot path compiled with mypyc (setup.py, REGROUP_COMPILE=1) into its own venv, installed
+# non-editable so the compiled modules live only in that venv's site-packages. Needs a C compiler and Python headers.
+CVENV := .venv-compiled
+CBIN := $(CVENV)/bin
+CSTAMP := $(CVENV)/.installed
+
+$(CBIN)/python:
+	$(PYTHON) -m venv $(CVENV)
+	$(CBIN)/python -m pip install -q --upgrade pip
+
+$(CSTAMP): $(CBIN)/python pyproject.toml setup.py $(shell find src -name '*.py')
+	$(CBIN)/python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'], sep='\n')" \
+		> $(CVENV)/requirements.txt
+	$(CBIN)/pip install -q -r $(CVENV)/requirements.txt 'setuptools>=68' wheel 'mypy>=1.11' 'types-PyYAML>=6.0'
+	rm -rf build/lib.* build/bdist.*  # no stale modules from an earlier build in the wheel
+	REGROUP_COMPILE=1 $(CBIN)/pip install --no-build-isolation .
+	touch $@
+
+compiled: $(CSTAMP)
+
+# The lab benchmark on the compiled build, e.g. make bench-lab-compiled ARGS="--skip-analyze --runs 200".
+bench-lab-compiled: $(CSTAMP)
+	$(CBIN)/python bench/lab.py $(ARGS)
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(CVENV) build *.egg-info src/*.egg-info
