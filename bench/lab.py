@@ -7,6 +7,8 @@ Usage::
     .venv/bin/python bench/lab.py --skip-analyze --runs 20 --repeat 3   # speedup: best of 3 alternating runs
     .venv/bin/python bench/lab.py --skip-sweep --events 1000000
     .venv/bin/python bench/lab.py --json /tmp/bench-lab.json
+    .venv-compiled/bin/python bench/lab.py --skip-analyze       # the compiled build (make compiled)
+    .venv/bin/python bench/lab.py --in-process --runs 20 --repeat 3   # CPU per run in this process, no Spark
 
 **Sweep.** The grid is 50 members, 5 topics x 100 partitions (500), every member subscribed to everything,
 10 churn events per run (``leave x10`` or ``join x10``, 6 s apart), every runnable pair of range, roundrobin,
@@ -21,6 +23,16 @@ times and the speedup uses the best job time of each (the least disturbed on a s
 protocol) with the simulator, writes their event logs, and copies them until the files hold ``--events``
 events in total (the copies are byte-identical but analysed independently, one task per file). The child
 runs ``jobs.analyze`` and writes the tables on ``local[2]``.
+
+**In-process.** ``--in-process`` measures what one task does per run without Spark: ``runner.simulate_run``
+(simulate + metrics) on the sweep's first ``--runs`` runs, one after the other in this process, ``--repeat``
+rounds; the CPU time per run (``time.process_time``) of each round and the best round's mean. The first
+round includes importing the strategies' modules.
+
+**Interpreter.** The children and Spark's Python workers run this script's interpreter (``sys.executable``;
+``PYSPARK_PYTHON`` is set to it), so ``.venv-compiled/bin/python bench/lab.py`` measures the compiled build
+(``make compiled``) on the driver and on the executors alike. The output records which build ran:
+``regroup.sim.engine``'s file in the harness and, per measurement, on an executor (``.so``: compiled).
 
 Peak memory is the largest sum of resident set sizes over the child's whole process tree (the Python
 driver, Spark's JVM and the Python workers), sampled every 0.2 s from /proc.
@@ -123,7 +135,21 @@ def run_child(args: list[str]) -> dict[str, Any]:
         raise SystemExit(f"child {args} failed with {proc.returncode}")
     result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     result.update(peak_rss_mib=round(peak / 1024), wall_s=round(time.monotonic() - started, 1))
+    if result.get("executor_compiled", False) != build_of(engine_file())["compiled"]:
+        print("bench: WARNING: the executors did not run the same build as this interpreter", file=sys.stderr)
     return result
+
+
+# ------------------------------------------------------------------------------------------------ the build
+def engine_file() -> str:
+    """Where ``regroup.sim.engine`` was imported from: a ``.so`` file for the compiled build."""
+    import regroup.sim.engine
+
+    return str(regroup.sim.engine.__file__)
+
+
+def build_of(path: str) -> dict[str, Any]:
+    return {"regroup.sim.engine": path, "compiled": path.endswith(".so")}
 
 
 # --------------------------------------------------------------------------------------------- the children
@@ -140,6 +166,7 @@ def child(argv: list[str]) -> None:
     warnings.filterwarnings("ignore", module="pyspark")
     from regroup.lab import grid, jobs, session
 
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers run this interpreter, whatever the shell says
     t0 = time.monotonic()
     spark = session.start(args.master)
     spark.range(1).count()  # the JVM and a first job are up
@@ -156,14 +183,36 @@ def child(argv: list[str]) -> None:
         jobs.write(tables, Path(args.out))
         t2 = time.monotonic()
         rebalances = tables.rebalances.count()
+        executor = spark.sparkContext.parallelize([0], 1).map(lambda _: engine_file()).collect()[0]
     finally:
         session.stop(spark)
-    print(
-        json.dumps({"items": items, "start_s": round(t1 - t0, 1), "job_s": round(t2 - t1, 1), "rebalances": rebalances})
-    )
+    result = {"items": items, "start_s": round(t1 - t0, 1), "job_s": round(t2 - t1, 1), "rebalances": rebalances}
+    result["executor_compiled"] = build_of(executor)["compiled"]
+    print(json.dumps(result))
 
 
 # -------------------------------------------------------------------------------------------------- harness
+def in_process(runs: int, rounds: int) -> dict[str, Any]:
+    """CPU time per run of ``runner.simulate_run`` on the sweep's first ``runs`` runs, ``rounds`` times."""
+    from regroup.lab import grid, runner
+
+    specs = grid.expand(grid.parse(grid_text(math.ceil(runs / RUNS_PER_SEED)), "bench.yaml"))[:runs]
+    means: list[float] = []
+    for round_ in range(rounds):
+        total = 0.0
+        for spec in specs:
+            t0 = time.process_time()
+            runner.simulate_run(spec)
+            total += time.process_time() - t0
+        means.append(total / len(specs))
+        print(f"bench: in-process round {round_ + 1}: {1000 * means[-1]:.1f} ms CPU per run", file=sys.stderr)
+    return {
+        "runs": len(specs),
+        "cpu_ms_per_run": [round(1000 * m, 1) for m in means],
+        "best_cpu_ms_per_run": round(1000 * min(means), 1),
+    }
+
+
 def make_event_logs(folder: Path, total_events: int) -> tuple[int, int]:
     """Simulated logs copied up to ``total_events`` events; returns (files, events)."""
     from regroup.lab import grid, scenarios
@@ -199,12 +248,19 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=10_000_000, help="events to analyze")
     parser.add_argument("--skip-sweep", action="store_true")
     parser.add_argument("--skip-analyze", action="store_true")
+    parser.add_argument(
+        "--in-process", action="store_true", help="only CPU per run in this process, no Spark (--runs, --repeat)"
+    )
     parser.add_argument("--json", help="write the results as JSON to this file")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="regroup-lab-bench-"))
-    results: dict[str, Any] = {"cpus": os.cpu_count(), "load_average": os.getloadavg()}
+    build = {"python": sys.executable, **build_of(engine_file())}
+    print(f"bench: {'compiled' if build['compiled'] else 'interpreted'} build: {build}", file=sys.stderr, flush=True)
+    results: dict[str, Any] = {"cpus": os.cpu_count(), "load_average": os.getloadavg(), "build": build}
     try:
-        if not args.skip_sweep:
+        if args.in_process:
+            results["in-process"] = in_process(args.runs, args.repeat)
+        elif not args.skip_sweep:
             seeds = math.ceil(args.runs / RUNS_PER_SEED)
             grid_path = work / "bench.yaml"
             grid_path.write_text(grid_text(seeds), encoding="utf-8")
@@ -223,7 +279,7 @@ def main() -> None:
             results["best job_s"] = best
             if "local[1]" in best and "local[2]" in best:
                 results["speedup local[1] -> local[2] (best of each)"] = round(best["local[1]"] / best["local[2]"], 2)
-        if not args.skip_analyze:
+        if not args.skip_analyze and not args.in_process:
             logs = work / "logs"
             logs.mkdir()
             t0 = time.monotonic()
