@@ -101,12 +101,13 @@ class Simulator:
         # caches for the per-step quiescence check, invalidated by ``_topics_version``
         self._topics_version = 0
         self._slot_list = list(self.slots.values())
-        self._expected: tuple[frozenset[str], int, frozenset[TopicPartition]] | None = None
+        self._expected: tuple[int, int, frozenset[TopicPartition]] | None = None  # (live and topics versions, ...)
         # the classic group as the last quiescence check saw it, the members polled since, and, as of that
         # check, the running members and those of them not (yet) settled in the group's generation
         self._classic_view: tuple[object, int, frozenset[str]] | None = None
         self._polled: set[str] = set()
         self._live: set[str] = set()
+        self._live_version = 0  # counts changes to ``_live``
         self._unsettled: set[str] = set()
         # consumer group: per running member, the record it was last examined against and the answer
         self._held: dict[str, tuple[ConsumerGroupMember, int, bool]] = {}
@@ -433,10 +434,19 @@ class Simulator:
         its generation and members only those members are examined again; and a consumer-group member is
         examined again only when it was polled or its record was replaced. The answer is a cached frozenset,
         the same object while the running members and the topic sizes stay the same."""
-        polled, self._polled = self._polled, set()
-        for name in polled:
-            machine = self.slots[name].machine
-            (self._live.add if machine is not None and machine.state.running else self._live.discard)(name)
+        polled: set[str] = self._polled
+        if polled:
+            self._polled = set()
+            live = self._live
+            for name in polled:
+                machine = self.slots[name].machine
+                if machine is not None and machine.state.running:
+                    if name not in live:
+                        live.add(name)
+                        self._live_version += 1
+                elif name in live:
+                    live.discard(name)
+                    self._live_version += 1
         cgroup = self.coordinator.consumer_groups.get(self.group_id)
         if cgroup is None:
             self._held.clear()
@@ -457,12 +467,11 @@ class Simulator:
             self._classic_view = None
             if not self._live or not self._consumer_group_quiescent(cgroup):
                 return None
-        live = frozenset(self._live)
         cached = self._expected
-        if cached is None or cached[0] != live or cached[1] != self._topics_version:
-            topics = {t for name in live for t in self.slots[name].spec.topics}
+        if cached is None or cached[0] != self._live_version or cached[1] != self._topics_version:
+            topics = {t for name in self._live for t in self.slots[name].spec.topics}
             partitions = frozenset((t, p) for t in topics for p in range(self.topics.get(t, 0)))
-            self._expected = cached = (live, self._topics_version, partitions)
+            self._expected = cached = (self._live_version, self._topics_version, partitions)
         return cached[2]
 
     def _classify(self, name: str, group: ClassicGroup) -> None:
