@@ -78,6 +78,7 @@ class Slot:
     last_view: tuple[object, str, int] = (None, "", -1)  # (state, member id, generation) last logged
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # tests and benchmarks subclass it, also when compiled
 class Simulator:
     """One run of a scenario. ``run()`` processes queued events in virtual-time order up to the scenario's
     duration (``step()`` one at a time); ``log``, ``checker.violations`` and ``quiescent()`` describe it."""
