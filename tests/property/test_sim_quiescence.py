@@ -22,10 +22,10 @@ class ComparingSimulator(Simulator):
     def expected_if_quiescent(self) -> frozenset[TopicPartition] | None:
         incremental = super().expected_if_quiescent()
         # a full check on the side, leaving what the incremental check knows as it was
-        kept = (self._classic_view, set(self._live), set(self._unsettled), dict(self._held))
+        kept = (self._classic_view, set(self._live), self._live_version, set(self._unsettled), dict(self._held))
         self.forget_quiescence()
         full = super().expected_if_quiescent()
-        self._classic_view, self._live, self._unsettled, self._held = kept
+        self._classic_view, self._live, self._live_version, self._unsettled, self._held = kept
         if incremental != full:
             self.disagreements.append(f"{self.now} ms: incremental {incremental}, full {full}")
         self.quiescent_steps += full is not None

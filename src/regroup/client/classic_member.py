@@ -108,6 +108,11 @@ class ClassicMember(OwnedPartitions):
     def owned_by_topic(self) -> dict[str, tuple[int, ...]]:
         return by_topic(self.owned)
 
+    def settled(self) -> bool:
+        """Stable in its generation with nothing pending: no rejoin wanted, no JoinGroup or SyncGroup in
+        flight."""
+        return self.state is S.STABLE and not self.rejoin_needed and self.join_id is None and self.sync_id is None
+
     # ---------------------------------------------------------------------------------------- driving
     def poll(self, now_ms: int) -> list[OutgoingRequest]:
         """Handle what is due at ``now_ms`` (timeouts, lease, heartbeat, auto-commit, rejoin) and return

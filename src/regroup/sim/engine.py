@@ -480,11 +480,8 @@ class Simulator:
         machine = self.slots[name].machine
         settled = name not in self._live or (
             isinstance(machine, ClassicMember)
-            and machine.state is MemberState.STABLE
+            and machine.settled()
             and machine.generation == group.generation
-            and not machine.rejoin_needed
-            and machine.join_id is None
-            and machine.sync_id is None
             and machine.member_id in group.members
         )
         (self._unsettled.discard if settled else self._unsettled.add)(name)
@@ -515,14 +512,7 @@ class Simulator:
     def _consumer_member_settled(self, machine: Machine, held: ConsumerGroupMember) -> bool:
         if machine.generation != held.member_epoch or machine.owned != self._assigned_names(held.assigned):
             return False
-        if isinstance(machine, ConsumerMember):
-            return machine.settled()
-        return not (
-            machine.state is not MemberState.STABLE
-            or machine.rejoin_needed
-            or machine.join_id is not None
-            or machine.sync_id is not None
-        )
+        return machine.settled()
 
     def _assigned_names(self, assigned: Mapping[uuid.UUID, frozenset[int]]) -> frozenset[TopicPartition]:
         """A coordinator assignment (by topic id) as topic-name partitions; cached per assignment object,

@@ -133,9 +133,8 @@ class ClassicGroup:
         # Kafka does, count per name how many members support it, updating only the members whose list
         # changed (compared by identity) since the last call.
         seen, counts = self._protocols_seen, self._protocol_counts
-        if len(seen) > len(members) or any(member_id not in members for member_id in seen):
-            for gone in [member_id for member_id in seen if member_id not in members]:
-                counts.subtract(seen.pop(gone)[1])
+        for gone in [member_id for member_id in seen if member_id not in members]:
+            counts.subtract(seen.pop(gone)[1])
         for member_id, member in members.items():
             entry = seen.get(member_id)
             if entry is None or entry[0] is not member.protocols:
