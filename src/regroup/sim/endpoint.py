@@ -29,7 +29,7 @@ from regroup.sim.describe import assigned_partitions, response_detail
 from regroup.sim.eventlog import EventLog
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False)
 class Routed:
     """A response on its way back to the member (process incarnation) that sent the request."""
 
@@ -38,6 +38,14 @@ class Routed:
     request_id: int
     api: str
     response: Any
+
+    # (an explicit __init__, not frozen: the compiled build compiles it; a generated one stays interpreted)
+    def __init__(self, member: str, incarnation: int, request_id: int, api: str, response: Any) -> None:
+        self.member = member
+        self.incarnation = incarnation
+        self.request_id = request_id
+        self.api = api
+        self.response = response
 
 
 class CoordinatorEndpoint:
@@ -123,7 +131,7 @@ class CoordinatorEndpoint:
                 request_id=request_id,
                 generation=generation,
                 member_id=getattr(response, "member_id", None) or None,
-                error=error.name if error is not None else None,
+                error=error._name_ if error is not None else None,  # (``_name_``: no descriptor call)
                 detail=response_detail(response, self._topic_names()),
             )
             routed.append(Routed(member, incarnation, request_id, api_name(response), response))
@@ -193,7 +201,7 @@ class CoordinatorEndpoint:
         group = self.coordinator.groups.get(self.group_id)
         if group is None and self._group_view[0] == "":
             return  # no group yet
-        view = ("Dead", self._group_view[1]) if group is None else (group.state.value, group.generation)
+        view = ("Dead", self._group_view[1]) if group is None else (group.state._value_, group.generation)
         if view == self._group_view:
             return
         self._group_view = view
@@ -237,7 +245,7 @@ class CoordinatorEndpoint:
                 )
         self._member_epochs = epochs
         state = group.state()
-        view = (state.value, group.group_epoch)
+        view = (state._value_, group.group_epoch)
         if view == self._group_view:
             return
         self._group_view = view

@@ -333,7 +333,7 @@ class Simulator:
             member=item.member,
             api=item.api,
             request_id=item.request_id,
-            error=error.name if error is not None else None,
+            error=error._name_ if error is not None else None,  # (``_name_``: no descriptor call)
         )
         machine.on_response(item.request_id, item.response, self.now)
         self._poll(item.member)
@@ -346,7 +346,7 @@ class Simulator:
             slot.seen_notes = len(notes)
         if len(callbacks) > slot.seen_callbacks:
             for cb in callbacks[slot.seen_callbacks :]:
-                kind = cb.kind.value
+                kind = cb.kind._value_
                 self.log.emit(
                     cb.at_ms,
                     "callback",
@@ -376,7 +376,7 @@ class Simulator:
                 member=name,
                 member_id=machine.member_id or None,
                 generation=machine.generation,
-                state=machine.state.value,
+                state=machine.state._value_,
             )
         self.checker.set_owned(self.now, name, machine.owned)
 

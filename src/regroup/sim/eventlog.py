@@ -29,6 +29,9 @@ FIELDS = (
 
 Event = dict[str, Any]
 
+#: every field null, in ``FIELDS`` order: each event starts as a copy of it
+_NULLS: Event = dict.fromkeys(FIELDS)
+
 
 class EventLog:
     """Events in the order they happened (``seq`` 0, 1, ...; ``t`` never decreases)."""
@@ -54,22 +57,33 @@ class EventLog:
         detail: str | None = None,
     ) -> Event:
         """Append one event (the fields of ``FIELDS``; an unknown keyword is a TypeError)."""
-        event: Event = {
-            "seq": len(self.events),
-            "t": t,
-            "type": type_,
-            "member": member,
-            "member_id": member_id,
-            "generation": generation,
-            "api": api,
-            "request_id": request_id,
-            "error": error,
-            "state": state,
-            "topic": topic,
-            "partition": partition,
-            "value": value,
-            "detail": detail,
-        }
+        # a copy of the all-null template, then the given fields: cheaper than building 14 keys each time
+        event = _NULLS.copy()
+        event["seq"] = len(self.events)
+        event["t"] = t
+        event["type"] = type_
+        if member is not None:
+            event["member"] = member
+        if member_id is not None:
+            event["member_id"] = member_id
+        if generation is not None:
+            event["generation"] = generation
+        if api is not None:
+            event["api"] = api
+        if request_id is not None:
+            event["request_id"] = request_id
+        if error is not None:
+            event["error"] = error
+        if state is not None:
+            event["state"] = state
+        if topic is not None:
+            event["topic"] = topic
+        if partition is not None:
+            event["partition"] = partition
+        if value is not None:
+            event["value"] = value
+        if detail is not None:
+            event["detail"] = detail
         self.events.append(event)
         return event
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import random
 
-from regroup.sim.network import TO_COORDINATOR, TO_MEMBER, Network
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from regroup.sim.network import TO_COORDINATOR, TO_MEMBER, Network, uniform_jitter
 from regroup.sim.scenario import LinkSpec
 
 
@@ -51,3 +54,13 @@ def test_same_seed_same_fate() -> None:
 
     assert fates(4) == fates(4)
     assert fates(4) != fates(5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 2**32), jitters=st.lists(st.integers(1, 10_000), min_size=1, max_size=50))
+def test_uniform_jitter_draws_what_randint_draws(seed: int, jitters: list[int]) -> None:
+    # the same values and the same generator state after each draw, so every later draw agrees too
+    ours, reference = random.Random(seed), random.Random(seed)
+    for jitter in jitters:
+        assert uniform_jitter(ours, jitter) == reference.randint(0, jitter)
+        assert ours.getstate() == reference.getstate()
