@@ -11,6 +11,9 @@ from regroup.protocol.classic import HeartbeatRequest, JoinGroupRequest, LeaveGr
 from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest
 from regroup.protocol.offsets import OffsetCommitRequest
 
+#: sets a field of a frozen dataclass from its own ``__init__`` (what a generated ``__init__`` does)
+_set = object.__setattr__
+
 #: (topic, partition)
 TopicPartition = tuple[str, int]
 
@@ -68,7 +71,7 @@ class CallbackKind(enum.Enum):
     LOST = "lost"  # onPartitionsLost
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class CallbackEvent:
     """One callback invocation: which partitions, when, at which generation, and why."""
 
@@ -76,16 +79,36 @@ class CallbackEvent:
     partitions: tuple[TopicPartition, ...]  # sorted
     at_ms: int
     generation: int
-    reason: str = ""
+    reason: str
+
+    # (frozen, with an explicit __init__: the compiled build compiles it; a generated one stays interpreted)
+    def __init__(
+        self,
+        *,
+        kind: CallbackKind,
+        partitions: tuple[TopicPartition, ...],
+        at_ms: int,
+        generation: int,
+        reason: str = "",
+    ) -> None:
+        _set(self, "kind", kind)
+        _set(self, "partitions", partitions)
+        _set(self, "at_ms", at_ms)
+        _set(self, "generation", generation)
+        _set(self, "reason", reason)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class OutgoingRequest:
     """A request the driver must send to the coordinator now. ``request_id`` is unique per member
     machine; the driver hands the response back with it (``on_response``)."""
 
     request_id: int
     request: Request
+
+    def __init__(self, *, request_id: int, request: Request) -> None:
+        _set(self, "request_id", request_id)
+        _set(self, "request", request)
 
     @property
     def api(self) -> str:
@@ -97,9 +120,10 @@ def sorted_partitions(partitions: Iterable[TopicPartition]) -> tuple[TopicPartit
     return tuple(sorted(partitions))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, init=False)
 class Inflight:
-    """A request sent and not yet answered, with what the member was when it sent it."""
+    """A request sent and not yet answered, with what the member was when it sent it (the member's own
+    bookkeeping: not frozen, so that the compiled build compiles its explicit __init__)."""
 
     api: str
     request: Request
@@ -108,11 +132,26 @@ class Inflight:
     generation: int
     member_id: str
 
+    def __init__(
+        self, *, api: str, request: Request, sent_ms: int, deadline_ms: int, generation: int, member_id: str
+    ) -> None:
+        self.api = api
+        self.request = request
+        self.sent_ms = sent_ms
+        self.deadline_ms = deadline_ms
+        self.generation = generation
+        self.member_id = member_id
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class MemberNote:
     """Something the driver may want to log: a timeout, a reset, a rejoin request, a fatal error."""
 
     at_ms: int
     kind: str
     detail: str
+
+    def __init__(self, *, at_ms: int, kind: str, detail: str) -> None:
+        _set(self, "at_ms", at_ms)
+        _set(self, "kind", kind)
+        _set(self, "detail", detail)

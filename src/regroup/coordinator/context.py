@@ -3,7 +3,7 @@ result being built (records and completed responses)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from regroup.coordinator.config import CoordinatorConfig
@@ -13,13 +13,23 @@ from regroup.coordinator.timers import Timers
 from regroup.records.model import Record
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Ctx:
     config: CoordinatorConfig
     timers: Timers
     ids: IdSource
     now_ms: int
-    result: Result = field(default_factory=Result)
+    result: Result
+
+    # (an explicit __init__: the compiled build compiles it; a generated one stays interpreted)
+    def __init__(
+        self, *, config: CoordinatorConfig, timers: Timers, ids: IdSource, now_ms: int, result: Result | None = None
+    ) -> None:
+        self.config = config
+        self.timers = timers
+        self.ids = ids
+        self.now_ms = now_ms
+        self.result = Result() if result is None else result
 
     def complete(self, key: RequestKey | None, response: Any) -> None:
         if key is not None:

@@ -6,7 +6,7 @@ therefore *completions* keyed by the request key the caller chose when it submit
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from regroup.records.model import Record
@@ -14,19 +14,35 @@ from regroup.records.model import Record
 RequestKey = int | str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False)
 class Completion:
     key: RequestKey
     response: Any
 
+    # (an explicit __init__, not frozen: the compiled build compiles it; a generated one stays interpreted)
+    def __init__(self, key: RequestKey, response: Any) -> None:
+        self.key = key
+        self.response = response
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class Result:
-    records: list[Record] = field(default_factory=list)
-    completions: list[Completion] = field(default_factory=list)
+    records: list[Record]
+    completions: list[Completion]
     #: parked requests superseded by a newer one from the same member: they will never be answered (as in
     #: Kafka, which replaces the parked future); a shell may forget them.
-    dropped: list[RequestKey] = field(default_factory=list)
+    dropped: list[RequestKey]
+
+    # (an explicit __init__: the compiled build compiles it; a generated one stays interpreted)
+    def __init__(
+        self,
+        records: list[Record] | None = None,
+        completions: list[Completion] | None = None,
+        dropped: list[RequestKey] | None = None,
+    ) -> None:
+        self.records = [] if records is None else records
+        self.completions = [] if completions is None else completions
+        self.dropped = [] if dropped is None else dropped
 
     def extend(self, other: Result) -> None:
         self.records.extend(other.records)

@@ -11,11 +11,15 @@ from regroup.client import OutgoingRequest
 from regroup.sim.scenario import ScenarioEvent
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False)
 class Wake:
     """Poll a member whose ``next_deadline()`` is due."""
 
     member: str
+
+    # (an explicit __init__, not frozen: the compiled build compiles it; a generated one stays interpreted)
+    def __init__(self, member: str) -> None:
+        self.member = member
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +27,7 @@ class CoordinatorWake:
     """Fire the coordinator's due timers."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False)
 class ToCoordinator:
     """A request arriving at the coordinator from one process (incarnation) of a member."""
 
@@ -31,8 +35,13 @@ class ToCoordinator:
     incarnation: int
     out: OutgoingRequest
 
+    def __init__(self, member: str, incarnation: int, out: OutgoingRequest) -> None:
+        self.member = member
+        self.incarnation = incarnation
+        self.out = out
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(slots=True, init=False)
 class ToMember:
     """A response arriving at a member process."""
 
@@ -41,6 +50,13 @@ class ToMember:
     request_id: int
     api: str
     response: Any
+
+    def __init__(self, member: str, incarnation: int, request_id: int, api: str, response: Any) -> None:
+        self.member = member
+        self.incarnation = incarnation
+        self.request_id = request_id
+        self.api = api
+        self.response = response
 
 
 Item = ScenarioEvent | Wake | CoordinatorWake | ToCoordinator | ToMember
