@@ -22,6 +22,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32
 
 from regroup.assignors import consumer_protocol as cp
+from regroup.assignors import consumer_protocol_kio as cpk
 from regroup.assignors.consumer_protocol import (
     Assignment,
     ProtocolDecodeError,
@@ -491,13 +492,13 @@ def _verdict(decode: Any, data: bytes) -> object:
 @settings(max_examples=300, deadline=None)
 @given(sub=subscriptions, version=st.sampled_from(VERSIONS))
 def test_fast_subscription_encoder_writes_kio_bytes(sub: Subscription, version: int) -> None:
-    assert cp._fast_subscription(sub, version) == cp._kio_encode_subscription(sub, version)
+    assert cp._fast_subscription(sub, version) == cpk.kio_encode_subscription(sub, version)
 
 
 @settings(max_examples=300, deadline=None)
 @given(assignment=assignments, version=st.sampled_from(VERSIONS))
 def test_fast_assignment_encoder_writes_kio_bytes(assignment: Assignment, version: int) -> None:
-    assert cp._fast_assignment(assignment, version) == cp._kio_encode_assignment(assignment, version)
+    assert cp._fast_assignment(assignment, version) == cpk.kio_encode_assignment(assignment, version)
 
 
 @settings(max_examples=300, deadline=None)
@@ -506,7 +507,7 @@ def test_fast_assignment_encoder_writes_kio_bytes(assignment: Assignment, versio
     st.one_of(st.none(), int32s),
 )
 def test_fast_sticky_encoder_writes_kio_bytes(partitions: dict[str, list[int]], generation: int | None) -> None:
-    assert encode_sticky_user_data(partitions, generation) == cp._kio_encode_sticky_user_data(partitions, generation)
+    assert encode_sticky_user_data(partitions, generation) == cpk.kio_encode_sticky_user_data(partitions, generation)
 
 
 def test_fast_encoders_defer_to_kio_for_values_that_do_not_fit() -> None:
@@ -538,15 +539,15 @@ def test_fast_decoders_agree_with_kio_on_valid_cut_and_corrupted_bytes(
     corrupted = bytearray(data)
     corrupted[position % len(corrupted)] = byte
     for candidate in (data, data[: max(0, len(data) - cut)], data + tail, data[:cut] + tail, bytes(corrupted)):
-        assert _verdict(decode_subscription, candidate) == _verdict(cp._kio_decode_subscription, candidate)
-        assert _verdict(decode_assignment, candidate) == _verdict(cp._kio_decode_assignment, candidate)
+        assert _verdict(decode_subscription, candidate) == _verdict(cpk.kio_decode_subscription, candidate)
+        assert _verdict(decode_assignment, candidate) == _verdict(cpk.kio_decode_assignment, candidate)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=64))
 def test_fast_decoders_agree_with_kio_on_garbage(data: bytes) -> None:
-    assert _verdict(decode_subscription, data) == _verdict(cp._kio_decode_subscription, data)
-    assert _verdict(decode_assignment, data) == _verdict(cp._kio_decode_assignment, data)
+    assert _verdict(decode_subscription, data) == _verdict(cpk.kio_decode_subscription, data)
+    assert _verdict(decode_assignment, data) == _verdict(cpk.kio_decode_assignment, data)
 
 
 def test_fast_decoders_take_the_ordinary_case() -> None:
