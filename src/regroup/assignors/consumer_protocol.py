@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Final, TypeVar
 
 from regroup.assignors.consumer_protocol_kio import (
     kio_decode_assignment,
@@ -67,9 +67,23 @@ __all__ = [
     "encode_subscription",
 ]
 
+_V = TypeVar("_V")
 _I32: Final = struct.Struct(">i")
 _I16: Final = struct.Struct(">h")
 _TOPIC_NAMES: dict[bytes, str] = {}  # decoded topic names (bounded): the same names recur in every member
+
+#: Recently decoded subscriptions and assignments by their bytes. The same bytes are decoded several times
+#: on their way (a JoinGroup's metadata by whoever logs it, then by the leader; an assignment by the member
+#: and by whoever logs it); the values are immutable, so each is decoded once. Bounded: cleared when full.
+_SUBSCRIPTIONS: dict[bytes, Subscription] = {}
+_ASSIGNMENTS: dict[bytes, Assignment] = {}
+_REMEMBERED: Final = 4096
+
+
+def _remember(memo: dict[bytes, _V], key: bytes, value: _V) -> None:
+    if len(memo) >= _REMEMBERED:
+        memo.clear()
+    memo[key] = value
 
 
 def _check_version(version: int) -> None:
@@ -87,8 +101,13 @@ def encode_subscription(sub: Subscription, version: int = HIGHEST_VERSION) -> by
 def decode_subscription(data: bytes | bytearray | memoryview) -> Subscription:
     """Parse subscription bytes of any version; raises ``ProtocolDecodeError`` if malformed."""
     buffer = bytes(data)
+    known = _SUBSCRIPTIONS.get(buffer)
+    if known is not None:
+        return known
     fast = _read_subscription_fast(buffer)
-    return fast if fast is not None else kio_decode_subscription(buffer)
+    decoded = fast if fast is not None else kio_decode_subscription(buffer)
+    _remember(_SUBSCRIPTIONS, buffer, decoded)
+    return decoded
 
 
 def encode_assignment(assignment: Assignment, version: int = HIGHEST_VERSION) -> bytes:
@@ -101,8 +120,13 @@ def encode_assignment(assignment: Assignment, version: int = HIGHEST_VERSION) ->
 def decode_assignment(data: bytes | bytearray | memoryview) -> Assignment:
     """Parse assignment bytes of any version; raises ``ProtocolDecodeError`` if malformed."""
     buffer = bytes(data)
+    known = _ASSIGNMENTS.get(buffer)
+    if known is not None:
+        return known
     fast = _read_assignment_fast(buffer)
-    return fast if fast is not None else kio_decode_assignment(buffer)
+    decoded = fast if fast is not None else kio_decode_assignment(buffer)
+    _remember(_ASSIGNMENTS, buffer, decoded)
+    return decoded
 
 
 def encode_sticky_user_data(partitions: Mapping[str, Sequence[int]], generation: int | None) -> bytes:

@@ -107,13 +107,21 @@ class _Observed:
         topics: dict[str, list[str]] = {}
         last_join: dict[str, str] = {}
         present: set[str] = set()
+        # a generation's assignment rows come member by member, topic by topic: the list the last row went
+        # to is kept with its (generation, member, topic)
+        row_key: tuple[int, str, str] | None = None
+        row_list: list[int] = []
         for e in events:
             kind = e["type"]
             if kind not in _READ:
                 continue
             if kind == "group_assignment":
-                per_member = self.assignments.setdefault(e["generation"], {})
-                per_member.setdefault(e["member"], {}).setdefault(e["topic"], []).append(e["partition"])
+                key = (e["generation"], e["member"], e["topic"])
+                if key != row_key:
+                    per_member = self.assignments.setdefault(key[0], {})
+                    row_list = per_member.setdefault(key[1], {}).setdefault(key[2], [])
+                    row_key = key
+                row_list.append(e["partition"])
             elif kind == "assigned":
                 self.assigned_at.append(e["t"])
             elif kind == "subscription":

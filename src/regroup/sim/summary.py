@@ -18,6 +18,7 @@ group first). ``final_assignment`` is what every running member processes at the
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -105,7 +106,7 @@ def _moves(episodes: list[Rebalance], events: list[Event]) -> None:
             by_generation.setdefault(e["generation"], {})[(e["topic"], e["partition"])] = e["member"]
     for episode in episodes:
         target = by_generation.get(episode.generation, {})
-        for tp, owner in sorted(target.items()):
+        for tp, owner in target.items():  # (each partition once per generation: the order does not matter)
             previous = last_owner.get(tp)
             if previous is not None and previous != owner:
                 episode.moved += 1
@@ -121,8 +122,15 @@ def _costs(episodes: list[Rebalance], events: list[Event], end_ms: int) -> None:
     alive: set[str] = set()
     owners: dict[TopicPartition, int] = {}
     windows = [(episodes[i - 1].end_ms if i else -1, ep.end_ms, ep) for i, ep in enumerate(episodes)]
+    ends = [hi for _, hi, _ in windows]
+    ordered = ends == sorted(ends)
 
     def window_of(t: int) -> Rebalance | None:
+        """The first window holding ``t``: found by bisection when the ends never decrease (then the first
+        window ending at or after ``t`` is the only candidate), else by a scan."""
+        if ordered:
+            i = bisect.bisect_left(ends, t)
+            return windows[i][2] if i < len(windows) and windows[i][0] < t else None
         for lo, hi, ep in windows:
             if lo < t <= hi:
                 return ep
