@@ -70,13 +70,13 @@ __all__ = [
 _V = TypeVar("_V")
 _I32: Final = struct.Struct(">i")
 _I16: Final = struct.Struct(">h")
-_TOPIC_NAMES: dict[bytes, str] = {}  # decoded topic names (bounded): the same names recur in every member
+_TOPIC_NAMES: Final[dict[bytes, str]] = {}  # decoded topic names (bounded): the same names recur in every member
 
 #: Recently decoded subscriptions and assignments by their bytes. The same bytes are decoded several times
 #: on their way (a JoinGroup's metadata by whoever logs it, then by the leader; an assignment by the member
 #: and by whoever logs it); the values are immutable, so each is decoded once. Bounded: cleared when full.
-_SUBSCRIPTIONS: dict[bytes, Subscription] = {}
-_ASSIGNMENTS: dict[bytes, Assignment] = {}
+_SUBSCRIPTIONS: Final[dict[bytes, Subscription]] = {}
+_ASSIGNMENTS: Final[dict[bytes, Assignment]] = {}
 _REMEMBERED: Final = 4096
 
 
@@ -178,7 +178,7 @@ def _decode_sticky_fast(buffer: bytes) -> tuple[dict[str, tuple[int, ...]], int 
 # fit (the kio path then raises its error naming the value), a reader on anything unusual (negative
 # lengths, bad UTF-8, short data), so malformed input gets kio's verdict. Tests check fast and kio paths
 # agree, byte for byte and value for value, on generated values and on truncated or arbitrary bytes.
-_TOPIC_BYTES: dict[str, bytes] = {}  # encoded topic names (bounded), the counterpart of _TOPIC_NAMES
+_TOPIC_BYTES: Final[dict[str, bytes]] = {}  # encoded topic names (bounded), the counterpart of _TOPIC_NAMES
 
 
 def _name_bytes(name: str) -> bytes:

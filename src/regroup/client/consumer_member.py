@@ -35,6 +35,7 @@ from __future__ import annotations
 import enum
 import uuid
 from collections.abc import Mapping
+from typing import Final
 
 from regroup.client.config import ConsumerConfig
 from regroup.client.embedded import by_topic
@@ -63,7 +64,7 @@ from regroup.protocol.offsets import OffsetCommitRequest, OffsetCommitResponse, 
 E = ErrorCode
 
 #: Errors that end the consumer (reference §5.11).
-FATAL = frozenset(
+FATAL: Final = frozenset(
     {
         E.INVALID_REQUEST,
         E.GROUP_MAX_SIZE_REACHED,
@@ -76,7 +77,7 @@ FATAL = frozenset(
         E.INVALID_REGULAR_EXPRESSION,
     }
 )
-FENCED = frozenset({E.FENCED_MEMBER_EPOCH, E.UNKNOWN_MEMBER_ID})
+FENCED: Final = frozenset({E.FENCED_MEMBER_EPOCH, E.UNKNOWN_MEMBER_ID})
 
 
 class ConsumerState(enum.Enum):

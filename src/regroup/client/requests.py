@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from regroup.client.config import MemberConfig
 from regroup.client.embedded import by_topic
 from regroup.client.types import TopicPartition
@@ -15,7 +17,7 @@ from regroup.protocol.classic import (
 )
 from regroup.protocol.offsets import OffsetCommitRequest, PartitionCommit
 
-PROTOCOL_TYPE = "consumer"
+PROTOCOL_TYPE: Final = "consumer"
 
 
 def join_request(

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from regroup.client.embedded import LeaderAssignmentError, assigned_partitions, leader_assign, metadata_snapshot
 from regroup.client.types import CallbackKind, MemberState
@@ -19,7 +19,7 @@ S = MemberState
 E = ErrorCode
 
 #: Errors that end the consumer (reference §2.6).
-FATAL = frozenset(
+FATAL: Final = frozenset(
     {
         E.FENCED_INSTANCE_ID,
         E.INCONSISTENT_GROUP_PROTOCOL,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Final
 
 from regroup.protocol.classic import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
 from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest
@@ -41,7 +42,7 @@ def api_name(request: object) -> str:
     return name
 
 
-_API_NAMES: dict[type, str] = {}  # per request or response class
+_API_NAMES: Final[dict[type, str]] = {}  # per request or response class
 
 
 class MemberState(enum.Enum):
@@ -60,7 +61,8 @@ class MemberState(enum.Enum):
         return self not in _STOPPED
 
 
-_STOPPED = (MemberState.LEFT, MemberState.CRASHED, MemberState.FAILED)  # (a tuple: ``in`` compares identity first)
+#: (a tuple: ``in`` compares identity first)
+_STOPPED: Final = (MemberState.LEFT, MemberState.CRASHED, MemberState.FAILED)
 
 
 class CallbackKind(enum.Enum):

@@ -16,16 +16,16 @@ from __future__ import annotations
 import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from regroup.assignors import metrics as quality
 from regroup.lab import payload
 from regroup.sim.eventlog import Event
 from regroup.sim.summary import Rebalance, summarize
 
-MEMBERSHIP_ACTIONS = frozenset({"join", "leave", "crash", "restart"})
+MEMBERSHIP_ACTIONS: Final = frozenset({"join", "leave", "crash", "restart"})
 AssignmentMap = dict[str, dict[str, list[int]]]
-SUMMED = (
+SUMMED: Final = (
     "duration_ms",
     "rounds",
     "unowned_partition_ms",
@@ -72,7 +72,7 @@ def parse_labels(text: str) -> dict[str, list[int]]:
 
 
 #: the event types ``_Observed`` reads
-_READ = frozenset(
+_READ: Final = frozenset(
     {
         "group_assignment",
         "assigned",

@@ -19,17 +19,18 @@ checks the arithmetic against the real encoder. What the lab leaves out is docum
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Final
 
-VERSION = 2  # int16 version prefix
-ARRAY = 4  # int32 element count
-STRING = 2  # int16 length, then UTF-8 bytes
-INT32 = 4
-NULL_BYTES = 4  # user data: int32 length -1
-NULL_STRING = 2  # rack: int16 length -1
-UUID = 16  # a topic id
-TAGGED = 1  # an empty tagged-field section (flexible versions)
-NULL_COMPACT = 1  # a null compact array: uvarint 0
-NULL_STRUCT = 1  # a null nullable struct: int8 -1 (a present one: int8 1, then its fields)
+VERSION: Final = 2  # int16 version prefix
+ARRAY: Final = 4  # int32 element count
+STRING: Final = 2  # int16 length, then UTF-8 bytes
+INT32: Final = 4
+NULL_BYTES: Final = 4  # user data: int32 length -1
+NULL_STRING: Final = 2  # rack: int16 length -1
+UUID: Final = 16  # a topic id
+TAGGED: Final = 1  # an empty tagged-field section (flexible versions)
+NULL_COMPACT: Final = 1  # a null compact array: uvarint 0
+NULL_STRUCT: Final = 1  # a null nullable struct: int8 -1 (a present one: int8 1, then its fields)
 
 
 def join_bytes(metadata_sizes: Sequence[int]) -> tuple[int, int]:

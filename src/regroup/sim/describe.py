@@ -4,6 +4,7 @@ the ``topic-partition`` labels used everywhere in the simulator's output."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Final
 
 from regroup.assignors.consumer_protocol import ProtocolDecodeError, decode_assignment, decode_subscription
 from regroup.client.types import TopicPartition
@@ -22,7 +23,7 @@ def labels(partitions: Iterable[TopicPartition]) -> str:
 
 
 #: assignment bytes already read (each is read for the SyncGroup answer and again for the Stable group)
-_ASSIGNED: dict[bytes, frozenset[TopicPartition]] = {}
+_ASSIGNED: Final[dict[bytes, frozenset[TopicPartition]]] = {}
 
 
 def assigned_partitions(data: bytes) -> frozenset[TopicPartition]:

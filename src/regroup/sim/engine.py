@@ -14,6 +14,7 @@ import random
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
 from mypy_extensions import mypyc_attr
 
@@ -44,7 +45,7 @@ from regroup.sim.scenario import MemberSpec, Scenario, ScenarioEvent
 
 #: A run never needs this many events at one virtual instant; more means a machine keeps asking to be
 #: woken at a time it does not act on (a bug), and the simulator stops instead of spinning.
-MAX_STEPS_AT_ONE_TIME = 100_000
+MAX_STEPS_AT_ONE_TIME: Final = 100_000
 
 
 @mypyc_attr(native_class=False)  # (a builtin exception base: kept a Python class when compiled)
@@ -52,7 +53,7 @@ class SimulationStuck(RuntimeError):
     """The simulation stopped making progress in virtual time."""
 
 
-NOTE_TYPES = {
+NOTE_TYPES: Final = {
     "timeout": "request_timeout",
     "reset": "member_reset",
     "rejoin": "rejoin_requested",

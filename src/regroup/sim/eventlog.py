@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Final
 
 #: Every line has exactly these keys, in this order.
-FIELDS = (
+FIELDS: Final = (
     "seq",
     "t",
     "type",
@@ -30,7 +30,7 @@ FIELDS = (
 Event = dict[str, Any]
 
 #: every field null, in ``FIELDS`` order: each event starts as a copy of it
-_NULLS: Event = dict.fromkeys(FIELDS)
+_NULLS: Final[Event] = dict.fromkeys(FIELDS)
 
 
 class EventLog:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Final
 
 from regroup.sim.scenario import LinkSpec
 
-TO_COORDINATOR = "request"
-TO_MEMBER = "response"
+TO_COORDINATOR: Final = "request"
+TO_MEMBER: Final = "response"
 
 
 def uniform_jitter(rng: random.Random, jitter_ms: int) -> int:

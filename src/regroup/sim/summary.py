@@ -21,16 +21,16 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from regroup.client.types import TopicPartition
 from regroup.sim.eventlog import Event
 
-OWNERSHIP_GAINED = frozenset({"assigned"})
-OWNERSHIP_ENDED = frozenset({"revoked", "lost", "stopped"})
-NOT_RUNNING = frozenset({"Left", "Crashed", "Failed"})
+OWNERSHIP_GAINED: Final = frozenset({"assigned"})
+OWNERSHIP_ENDED: Final = frozenset({"revoked", "lost", "stopped"})
+NOT_RUNNING: Final = frozenset({"Left", "Crashed", "Failed"})
 #: group states of a rebalance in progress: classic groups, then KIP-848 consumer groups
-REBALANCING = frozenset({"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"})
+REBALANCING: Final = frozenset({"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"})
 
 
 @dataclass
@@ -136,12 +136,20 @@ def _costs(episodes: list[Rebalance], events: list[Event], end_ms: int) -> None:
                 return ep
         return None
 
-    def unowned() -> list[TopicPartition]:
-        topics = {t for m in alive for t in running.get(m, ())}
-        return [(t, p) for t in sorted(topics) for p in range(counts.get(t, 0)) if owners.get((t, p), 0) == 0]
+    # The subscribed partitions (of the running members' topics) change only with topics, members and
+    # subscriptions; they are recomputed then. Between those, ``unowned`` (the subscribed partitions nobody
+    # owns) follows each ownership change. Between changes (heartbeats, requests in flight) the gap stands.
+    subscribed: set[TopicPartition] = set()
+    unowned: set[TopicPartition] = set()
+    stale = True  # ``subscribed`` needs recomputing
 
-    # the unowned set changes only with topics, members, subscriptions and ownership: between such events
-    # (heartbeats, requests in flight) the last answer stands
+    def recompute() -> None:
+        topics = {t for m in alive for t in running.get(m, ())}
+        subscribed.clear()
+        subscribed.update((t, p) for t in topics for p in range(counts.get(t, 0)))
+        unowned.clear()
+        unowned.update(tp for tp in subscribed if owners.get(tp, 0) == 0)
+
     last_t = 0
     gap: list[TopicPartition] = []
     changed = True
@@ -150,7 +158,10 @@ def _costs(episodes: list[Rebalance], events: list[Event], end_ms: int) -> None:
         t = e["t"]
         if t > last_t:
             if changed:
-                gap = unowned()
+                if stale:
+                    recompute()
+                    stale = False
+                gap = list(unowned)
                 changed = False
             if gap:
                 _spread(windows, last_t, t, gap, named)
@@ -158,23 +169,41 @@ def _costs(episodes: list[Rebalance], events: list[Event], end_ms: int) -> None:
         kind = e["type"]
         if kind == "topic":
             counts[e["topic"]] = e["value"]
+            stale = True
         elif kind == "member_state":
-            (alive.discard if e["state"] in NOT_RUNNING else alive.add)(e["member"])
+            member = e["member"]
+            if e["state"] in NOT_RUNNING:
+                if member in alive:
+                    alive.discard(member)
+                    stale = True
+            elif member not in alive:
+                alive.add(member)
+                stale = True
         elif kind == "subscription":
-            running[e["member"]] = tuple(e["detail"].split(",")) if e["detail"] else ()
+            topics_of = tuple(e["detail"].split(",")) if e["detail"] else ()
+            if running.get(e["member"]) != topics_of:
+                running[e["member"]] = topics_of
+                stale = True
         elif kind in OWNERSHIP_GAINED:
             tp = (e["topic"], e["partition"])
             owners[tp] = owners.get(tp, 0) + 1
+            unowned.discard(tp)
         elif kind in OWNERSHIP_ENDED:
             tp = (e["topic"], e["partition"])
-            owners[tp] = max(owners.get(tp, 0) - 1, 0)
+            left = max(owners.get(tp, 0) - 1, 0)
+            owners[tp] = left
+            if left == 0 and tp in subscribed:
+                unowned.add(tp)
             if kind != "stopped" and (ep := window_of(t)) is not None:
                 ep.revoked += 1
         else:
             continue
         changed = True
     if end_ms > last_t:  # the gap left by the last change lasts until the log ends
-        gap = unowned() if changed else gap
+        if changed:
+            if stale:
+                recompute()
+            gap = list(unowned)
         if gap:
             _spread(windows, last_t, end_ms, gap, named)
 
@@ -221,7 +250,7 @@ def final_assignment(events: Iterable[Event]) -> dict[str, dict[str, list[int]]]
 
 
 #: the event types each pass reads (``_costs`` and ``final_assignment`` need theirs in log order)
-_COST_TYPES = frozenset({"topic", "member_state", "subscription"}) | OWNERSHIP_GAINED | OWNERSHIP_ENDED
+_COST_TYPES: Final = frozenset({"topic", "member_state", "subscription"}) | OWNERSHIP_GAINED | OWNERSHIP_ENDED
 
 
 def summarize(events: list[Event], measure_from_ms: int = 0) -> Summary:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Final
 
 from regroup.coordinator.result import RequestKey
 from regroup.model.errors import CoordinatorBug
@@ -21,7 +22,7 @@ class GroupState(enum.Enum):
 
 
 S = GroupState
-VALID_PREVIOUS: dict[GroupState, frozenset[GroupState]] = {
+VALID_PREVIOUS: Final[dict[GroupState, frozenset[GroupState]]] = {
     S.EMPTY: frozenset({S.PREPARING_REBALANCE}),
     S.PREPARING_REBALANCE: frozenset({S.STABLE, S.COMPLETING_REBALANCE, S.EMPTY}),
     S.COMPLETING_REBALANCE: frozenset({S.PREPARING_REBALANCE}),
