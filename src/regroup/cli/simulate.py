@@ -28,7 +28,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from regroup.sim import ScenarioError, load, simulate, summarize
+    from regroup.sim import ScenarioError, load, simulate
+    from regroup.sim.summary import summarize_rows
     from regroup.sim.timeline import render
 
     try:
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
                 fh.write(sim.log.text())
         except OSError as exc:
             raise SimulateError(f"cannot write {args.events}: {exc.strerror}") from None
-    summary = summarize(sim.log.events, scenario.measure_from_ms)
+    summary = summarize_rows(sim.log.rows, scenario.measure_from_ms)
     if args.summary_json:
         json.dump(summary.to_json(), sys.stdout, sort_keys=False)
         sys.stdout.write("\n")

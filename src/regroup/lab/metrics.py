@@ -20,8 +20,22 @@ from typing import Any, Final
 
 from regroup.assignors import metrics as quality
 from regroup.lab import payload
-from regroup.sim.eventlog import Event
-from regroup.sim.summary import Rebalance, summarize
+from regroup.sim.eventlog import (
+    API,
+    DETAIL,
+    ERROR,
+    GENERATION,
+    MEMBER,
+    PARTITION,
+    STATE,
+    TOPIC,
+    TYPE,
+    Event,
+    Row,
+    T,
+    as_rows,
+)
+from regroup.sim.summary import Rebalance, summarize_rows
 
 MEMBERSHIP_ACTIONS: Final = frozenset({"join", "leave", "crash", "restart"})
 AssignmentMap = dict[str, dict[str, list[int]]]
@@ -90,7 +104,7 @@ _READ: Final = frozenset(
 class _Observed:
     """One pass over the events: what the lab needs beyond the simulator's summary."""
 
-    def __init__(self, events: Sequence[Event], metadata_bytes: int | None) -> None:
+    def __init__(self, events: Sequence[Row], metadata_bytes: int | None) -> None:
         self.assignments: dict[int, AssignmentMap] = {}
         self.members: dict[int, set[str]] = {}  # generation -> members (JoinGroup/heartbeat answers, or fold)
         self.joined: set[int] = set()  # generations formed by JoinGroup (the classic protocol)
@@ -112,41 +126,41 @@ class _Observed:
         row_key: tuple[int, str, str] | None = None
         row_list: list[int] = []
         for e in events:
-            kind = e["type"]
+            kind = e[TYPE]
             if kind not in _READ:
                 continue
             if kind == "group_assignment":
-                key = (e["generation"], e["member"], e["topic"])
+                key = (e[GENERATION], e[MEMBER], e[TOPIC])
                 if key != row_key:
                     per_member = self.assignments.setdefault(key[0], {})
                     row_list = per_member.setdefault(key[1], {}).setdefault(key[2], [])
                     row_key = key
-                row_list.append(e["partition"])
+                row_list.append(e[PARTITION])
             elif kind == "assigned":
-                self.assigned_at.append(e["t"])
+                self.assigned_at.append(e[T])
             elif kind == "subscription":
                 self.has_members = True
-                topics[e["member"]] = e["detail"].split(",") if e["detail"] else []
-                self.protocol = e["state"] or self.protocol
-            elif kind == "request_sent" and e["api"] == "JoinGroup":
-                last_join[e["member"]] = e["detail"] or ""
-            elif kind == "request_sent" and e["api"] == "ConsumerGroupHeartbeat":
-                fields = detail_fields(e["detail"])
-                joining = (e["generation"] or 0) <= 0
+                topics[e[MEMBER]] = e[DETAIL].split(",") if e[DETAIL] else []
+                self.protocol = e[STATE] or self.protocol
+            elif kind == "request_sent" and e[API] == "JoinGroup":
+                last_join[e[MEMBER]] = e[DETAIL] or ""
+            elif kind == "request_sent" and e[API] == "ConsumerGroupHeartbeat":
+                fields = detail_fields(e[DETAIL])
+                joining = (e[GENERATION] or 0) <= 0
                 if "topics" in fields:  # a join or a subscription change: it starts the next rebalance
                     topic_names = [t for t in fields["topics"].split(",") if t]
-                    self.heartbeat_payload.append((e["t"], payload.heartbeat_topics_bytes(topic_names), True))
+                    self.heartbeat_payload.append((e[T], payload.heartbeat_topics_bytes(topic_names), True))
                 if "owned" in fields:  # what the member owns: an acknowledgement (or nothing, when joining)
                     acknowledged = payload.heartbeat_owned_bytes(parse_labels(fields["owned"]))
-                    self.heartbeat_payload.append((e["t"], acknowledged, joining))
-            elif kind == "response_sent" and e["api"] == "ConsumerGroupHeartbeat" and e["error"] == "NONE":
-                self.members.setdefault(e["generation"], set()).add(e["member"])  # KIP-848: member of that epoch
-                fields = detail_fields(e["detail"])
+                    self.heartbeat_payload.append((e[T], acknowledged, joining))
+            elif kind == "response_sent" and e[API] == "ConsumerGroupHeartbeat" and e[ERROR] == "NONE":
+                self.members.setdefault(e[GENERATION], set()).add(e[MEMBER])  # KIP-848: member of that epoch
+                fields = detail_fields(e[DETAIL])
                 if "assignment" in fields:
                     size = payload.heartbeat_assignment_bytes(parse_labels(fields["assignment"]))
-                    self.heartbeat_payload.append((e["t"], size, False))
-            elif kind == "response_sent" and e["api"] == "JoinGroup" and e["error"] == "NONE":
-                generation, member = e["generation"], e["member"]
+                    self.heartbeat_payload.append((e[T], size, False))
+            elif kind == "response_sent" and e[API] == "JoinGroup" and e[ERROR] == "NONE":
+                generation, member = e[GENERATION], e[MEMBER]
                 self.members.setdefault(generation, set()).add(member)
                 self.joined.add(generation)
                 if metadata_bytes is not None:
@@ -156,25 +170,25 @@ class _Observed:
                     size = payload.subscription_bytes(topics.get(member, []), owned, generation)
                 self.metadata.setdefault(generation, {})[member] = size
             elif kind == "member_state" and not self.has_members:
-                if e["state"] == "Joined":
-                    present.add(e["member"])
-                    self.changes.append(e["t"])
-                elif e["state"] == "Left":
-                    present.discard(e["member"])
-                    self.changes.append(e["t"])
+                if e[STATE] == "Joined":
+                    present.add(e[MEMBER])
+                    self.changes.append(e[T])
+                elif e[STATE] == "Left":
+                    present.discard(e[MEMBER])
+                    self.changes.append(e[T])
             elif kind == "group_state":
-                fields = detail_fields(e["detail"])
+                fields = detail_fields(e[DETAIL])
                 chosen = fields.get("protocol") or fields.get("assignor")  # classic / KIP-848 groups
                 if chosen not in (None, "None"):
                     self.strategy = chosen
-                if e["state"] == "CompletingRebalance" and not self.has_members:
-                    self.members[e["generation"]] = set(present)
+                if e[STATE] == "CompletingRebalance" and not self.has_members:
+                    self.members[e[GENERATION]] = set(present)
                     if metadata_bytes is not None:
-                        self.metadata[e["generation"]] = dict.fromkeys(present, metadata_bytes)
+                        self.metadata[e[GENERATION]] = dict.fromkeys(present, metadata_bytes)
             elif kind == "action":
-                self.actions.append((e["t"], f"{e['detail']} {e['member']}" if e["member"] else e["detail"]))
-                if e["detail"] in MEMBERSHIP_ACTIONS:
-                    self.changes.append(e["t"])
+                self.actions.append((e[T], f"{e[DETAIL]} {e[MEMBER]}" if e[MEMBER] else e[DETAIL]))
+                if e[DETAIL] in MEMBERSHIP_ACTIONS:
+                    self.changes.append(e[T])
             elif kind == "violation":
                 self.violations += 1
 
@@ -187,9 +201,14 @@ class _Observed:
 
 
 def analyze(events: Sequence[Event], ctx: Context) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(the run's row, one row per rebalance) for one group's events in log order."""
+    """(the run's row, one row per rebalance) for one group's events (as dicts) in log order."""
+    return analyze_rows(as_rows(events), ctx)
+
+
+def analyze_rows(events: Sequence[Row], ctx: Context) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``analyze`` for the events as rows (``EventLog.rows``)."""
     seen = _Observed(events, ctx.metadata_bytes)
-    episodes = summarize(list(events), 0).rebalances
+    episodes = summarize_rows(events, 0).rebalances
     keys = {
         "run_id": ctx.run_id,
         "source": ctx.source,
@@ -273,7 +292,7 @@ def _rebalance(
 
 def _run(
     keys: dict[str, Any],
-    events: Sequence[Event],
+    events: Sequence[Row],
     seen: _Observed,
     rows: list[dict[str, Any]],
     last: AssignmentMap | None,
@@ -286,7 +305,7 @@ def _run(
     out.update(
         events=len(events),
         violations=seen.violations,
-        end_ms=events[-1]["t"] if events else None,
+        end_ms=events[-1][T] if events else None,
         changes=sum(1 for t in seen.changes if t >= ctx.measure_from_ms),
         formation_rebalances=len(rows) - len(measured),
         rebalances=len(measured),

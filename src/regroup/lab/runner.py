@@ -8,7 +8,7 @@ from typing import Any
 from regroup.lab import scenarios, tables
 from regroup.lab.eventfiles import read_groups
 from regroup.lab.grid import RunSpec
-from regroup.lab.metrics import Context, analyze
+from regroup.lab.metrics import Context, analyze, analyze_rows
 from regroup.sim import simulate
 
 Rows = tuple[tuple[Any, ...], list[tuple[Any, ...]]]
@@ -41,7 +41,7 @@ def simulate_run(run: RunSpec) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         metadata_bytes=run.settings.metadata_bytes,
         axes=axes(run),
     )
-    return analyze(sim.log.events, ctx)
+    return analyze_rows(sim.log.rows, ctx)
 
 
 def as_tuples(run_row: dict[str, Any], rebalance_rows: list[dict[str, Any]]) -> Rows:

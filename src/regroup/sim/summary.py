@@ -19,12 +19,25 @@ group first). ``final_assignment`` is what every running member processes at the
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 from regroup.client.types import TopicPartition
-from regroup.sim.eventlog import Event
+from regroup.sim.eventlog import (
+    DETAIL,
+    GENERATION,
+    MEMBER,
+    PARTITION,
+    STATE,
+    TOPIC,
+    TYPE,
+    VALUE,
+    Event,
+    Row,
+    T,
+    as_rows,
+)
 
 OWNERSHIP_GAINED: Final = frozenset({"assigned"})
 OWNERSHIP_ENDED: Final = frozenset({"revoked", "lost", "stopped"})
@@ -64,46 +77,46 @@ class Summary:
         }
 
 
-def _episodes(events: list[Event]) -> list[Rebalance]:
+def _episodes(events: list[Row]) -> list[Rebalance]:
     episodes: list[Rebalance] = []
     current: Rebalance | None = None
     start_generation = 0
     generation = 0
     for e in events:
-        if e["type"] != "group_state":
+        if e[TYPE] != "group_state":
             continue
-        state, new_generation = e["state"], e["generation"]
+        state, new_generation = e[STATE], e[GENERATION]
         if current is None and (state in REBALANCING or new_generation > generation):
-            current = Rebalance(generation=new_generation, start_ms=e["t"], end_ms=e["t"], rounds=0)
+            current = Rebalance(generation=new_generation, start_ms=e[T], end_ms=e[T], rounds=0)
             start_generation = generation
         generation = new_generation
         if current is not None and state in ("Stable", "Empty", "Dead") and generation > start_generation:
             current.generation = generation
             current.rounds = generation - start_generation
-            current.end_ms = e["t"]
+            current.end_ms = e[T]
             episodes.append(current)
             current = None
     return episodes
 
 
-def _settle(episodes: list[Rebalance], events: list[Event]) -> None:
+def _settle(episodes: list[Rebalance], events: list[Row]) -> None:
     """Extend each end to the last SyncGroup assignment applied for its generation before the next one."""
     applied: dict[int, list[int]] = {}
     for e in events:
-        if e["type"] == "callback" and e["state"] == "assigned":
-            applied.setdefault(e["generation"], []).append(e["t"])
+        if e[TYPE] == "callback" and e[STATE] == "assigned":
+            applied.setdefault(e[GENERATION], []).append(e[T])
     for i, episode in enumerate(episodes):
         limit = episodes[i + 1].start_ms if i + 1 < len(episodes) else None
         times = [t for t in applied.get(episode.generation, []) if limit is None or t <= limit]
         episode.end_ms = max([episode.end_ms, *times])
 
 
-def _moves(episodes: list[Rebalance], events: list[Event]) -> None:
+def _moves(episodes: list[Rebalance], events: list[Row]) -> None:
     last_owner: dict[TopicPartition, str] = {}
     by_generation: dict[int, dict[TopicPartition, str]] = {}
     for e in events:
-        if e["type"] == "group_assignment":
-            by_generation.setdefault(e["generation"], {})[(e["topic"], e["partition"])] = e["member"]
+        if e[TYPE] == "group_assignment":
+            by_generation.setdefault(e[GENERATION], {})[(e[TOPIC], e[PARTITION])] = e[MEMBER]
     for episode in episodes:
         target = by_generation.get(episode.generation, {})
         for tp, owner in target.items():  # (each partition once per generation: the order does not matter)
@@ -113,7 +126,7 @@ def _moves(episodes: list[Rebalance], events: list[Event]) -> None:
             last_owner[tp] = owner
 
 
-def _costs(episodes: list[Rebalance], events: list[Event], end_ms: int) -> None:
+def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int) -> None:
     """Revocations and unowned partition-time, each attributed to the window (previous end, end].
     ``events``: the log's events of the types that change the unowned set, in order; ``end_ms``: the time
     of the log's last event."""
@@ -155,7 +168,7 @@ def _costs(episodes: list[Rebalance], events: list[Event], end_ms: int) -> None:
     changed = True
     named: dict[int, set[str]] = {id(ep): set(ep.unowned_partitions) for ep in episodes}
     for e in events:
-        t = e["t"]
+        t = e[T]
         if t > last_t:
             if changed:
                 if stale:
@@ -166,13 +179,13 @@ def _costs(episodes: list[Rebalance], events: list[Event], end_ms: int) -> None:
             if gap:
                 _spread(windows, last_t, t, gap, named)
             last_t = t
-        kind = e["type"]
+        kind = e[TYPE]
         if kind == "topic":
-            counts[e["topic"]] = e["value"]
+            counts[e[TOPIC]] = e[VALUE]
             stale = True
         elif kind == "member_state":
-            member = e["member"]
-            if e["state"] in NOT_RUNNING:
+            member = e[MEMBER]
+            if e[STATE] in NOT_RUNNING:
                 if member in alive:
                     alive.discard(member)
                     stale = True
@@ -180,16 +193,16 @@ def _costs(episodes: list[Rebalance], events: list[Event], end_ms: int) -> None:
                 alive.add(member)
                 stale = True
         elif kind == "subscription":
-            topics_of = tuple(e["detail"].split(",")) if e["detail"] else ()
-            if running.get(e["member"]) != topics_of:
-                running[e["member"]] = topics_of
+            topics_of = tuple(e[DETAIL].split(",")) if e[DETAIL] else ()
+            if running.get(e[MEMBER]) != topics_of:
+                running[e[MEMBER]] = topics_of
                 stale = True
         elif kind in OWNERSHIP_GAINED:
-            tp = (e["topic"], e["partition"])
+            tp = (e[TOPIC], e[PARTITION])
             owners[tp] = owners.get(tp, 0) + 1
             unowned.discard(tp)
         elif kind in OWNERSHIP_ENDED:
-            tp = (e["topic"], e["partition"])
+            tp = (e[TOPIC], e[PARTITION])
             left = max(owners.get(tp, 0) - 1, 0)
             owners[tp] = left
             if left == 0 and tp in subscribed:
@@ -229,17 +242,17 @@ def _spread(
                     ep.unowned_partitions.append(name)
 
 
-def final_assignment(events: Iterable[Event]) -> dict[str, dict[str, list[int]]]:
+def final_assignment(events: Iterable[Row]) -> dict[str, dict[str, list[int]]]:
     owned: dict[str, set[TopicPartition]] = {}
     alive: set[str] = set()
     for e in events:
-        kind = e["type"]
+        kind = e[TYPE]
         if kind == "member_state":
-            (alive.discard if e["state"] in NOT_RUNNING else alive.add)(e["member"])
+            (alive.discard if e[STATE] in NOT_RUNNING else alive.add)(e[MEMBER])
         elif kind in OWNERSHIP_GAINED:
-            owned.setdefault(e["member"], set()).add((e["topic"], e["partition"]))
+            owned.setdefault(e[MEMBER], set()).add((e[TOPIC], e[PARTITION]))
         elif kind in OWNERSHIP_ENDED:
-            owned.setdefault(e["member"], set()).discard((e["topic"], e["partition"]))
+            owned.setdefault(e[MEMBER], set()).discard((e[TOPIC], e[PARTITION]))
     out: dict[str, dict[str, list[int]]] = {}
     for member in sorted(alive):
         per_topic: dict[str, list[int]] = {}
@@ -253,15 +266,21 @@ def final_assignment(events: Iterable[Event]) -> dict[str, dict[str, list[int]]]
 _COST_TYPES: Final = frozenset({"topic", "member_state", "subscription"}) | OWNERSHIP_GAINED | OWNERSHIP_ENDED
 
 
-def summarize(events: list[Event], measure_from_ms: int = 0) -> Summary:
+def summarize(events: Sequence[Event], measure_from_ms: int = 0) -> Summary:
+    """The summary of a log's events as dicts (``EventLog.events``, or parsed lines)."""
+    return summarize_rows(as_rows(events), measure_from_ms)
+
+
+def summarize_rows(events: Sequence[Row], measure_from_ms: int = 0) -> Summary:
+    """The summary of a log's rows (``EventLog.rows``)."""
     # one pass picks out what the passes below read (most of a log is requests and responses)
-    group_states: list[Event] = []
-    callbacks: list[Event] = []
-    assignments: list[Event] = []
-    costs: list[Event] = []
-    violations: list[Event] = []
+    group_states: list[Row] = []
+    callbacks: list[Row] = []
+    assignments: list[Row] = []
+    costs: list[Row] = []
+    violations: list[Row] = []
     for e in events:
-        kind = e["type"]
+        kind = e[TYPE]
         if kind in _COST_TYPES:
             costs.append(e)
         elif kind == "group_assignment":
@@ -275,11 +294,11 @@ def summarize(events: list[Event], measure_from_ms: int = 0) -> Summary:
     episodes = _episodes(group_states)
     _settle(episodes, callbacks)
     _moves(episodes, assignments)
-    _costs(episodes, costs, events[-1]["t"] if events else 0)
+    _costs(episodes, costs, events[-1][T] if events else 0)
     for ep in episodes:
         ep.unowned_partitions.sort()
     return Summary(
         rebalances=[ep for ep in episodes if ep.start_ms >= measure_from_ms],
-        violations=[e["detail"] if e["t"] is None else f"{e['t']} ms: {e['detail']}" for e in violations],
+        violations=[e[DETAIL] if e[T] is None else f"{e[T]} ms: {e[DETAIL]}" for e in violations],
         final_assignment=final_assignment(costs),
     )

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from regroup.sim.eventlog import FIELDS, EventLog
+from regroup.sim.eventlog import FIELDS, MEMBER, EventLog
 
 
 def test_every_line_has_every_key_in_order() -> None:
@@ -28,9 +28,13 @@ def test_every_line_has_every_key_in_order() -> None:
 
 def test_events_do_not_share_state() -> None:
     log = EventLog()
-    first = log.emit(1, "a", member="x")
+    log.emit(1, "a", member="x")
+    first = log.events[0]
     log.emit(2, "b")
     assert first["member"] == "x" and log.events[1]["member"] is None
+    assert log.events[0] is first  # the dicts already built are kept; new rows get new dicts
+    first["member"] = "changed"
+    assert log.rows[0][MEMBER] == "x" and log.events[1]["member"] is None
 
 
 def test_unknown_fields_are_refused() -> None:
