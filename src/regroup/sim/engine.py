@@ -133,7 +133,8 @@ class Simulator:
     def step(self, until_ms: int | None = None) -> bool:
         """Process the next queued event if it is due by ``until_ms``; False when there is none."""
         end = self.scenario.duration_ms if until_ms is None else until_ms
-        if not self._queue.heap or self._queue.heap[0][0] > end:
+        next_at = self._queue.next_at()
+        if next_at is None or next_at > end:
             return False
         at_ms, item = self._queue.pop()
         if at_ms == self.now:

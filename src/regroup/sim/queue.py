@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import heapq
-import itertools
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 from regroup.client import OutgoingRequest
 from regroup.sim.scenario import ScenarioEvent
@@ -62,14 +61,32 @@ class ToMember:
 Item = ScenarioEvent | Wake | CoordinatorWake | ToCoordinator | ToMember
 
 
-@dataclass
+#: a queue key is ``at_ms * 2**32 + seq``: ordered as (virtual time, insertion order), compared as one int
+_SEQ_LIMIT: Final = 2**32
+
+
 class EventQueue:
-    heap: list[tuple[int, int, Item]] = field(default_factory=list)
-    seq: itertools.count[int] = field(default_factory=itertools.count)
+    """Items by virtual time, ties in insertion order. The heap holds int keys (cheaper to compare than
+    tuples) and ``items`` maps each key to its item."""
+
+    def __init__(self) -> None:
+        self.heap: list[int] = []
+        self.items: dict[int, Item] = {}
+        self._seq = 0
 
     def push(self, at_ms: int, item: Item) -> None:
-        heapq.heappush(self.heap, (at_ms, next(self.seq), item))
+        seq = self._seq
+        if seq >= _SEQ_LIMIT:
+            raise OverflowError("more than 2**32 events queued in one run")
+        self._seq = seq + 1
+        key = at_ms * _SEQ_LIMIT + seq
+        heapq.heappush(self.heap, key)
+        self.items[key] = item
+
+    def next_at(self) -> int | None:
+        """The time of the next item, if any."""
+        return self.heap[0] // _SEQ_LIMIT if self.heap else None
 
     def pop(self) -> tuple[int, Item]:
-        at_ms, _, item = heapq.heappop(self.heap)
-        return at_ms, item
+        key = heapq.heappop(self.heap)
+        return key // _SEQ_LIMIT, self.items.pop(key)

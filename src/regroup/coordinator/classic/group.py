@@ -82,7 +82,7 @@ class ClassicGroup:
     _protocols_seen: dict[str, tuple[tuple[tuple[str, bytes], ...], frozenset[str]]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
-    _protocol_counts: Counter[str] = field(default_factory=Counter, init=False, repr=False, compare=False)
+    _protocol_counts: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # --- state -----------------------------------------------------------------------------------------
     def transition(self, to: GroupState, now_ms: int) -> None:
@@ -132,17 +132,21 @@ class ClassicGroup:
             return set() if extra is None else set(extra)
         # Asked on every JoinGroup, and every JoinGroup brings a new protocol list (new metadata): so, as
         # Kafka does, count per name how many members support it, updating only the members whose list
-        # changed (compared by identity) since the last call.
+        # changed (compared by identity) since the last call. (A plain dict: Counter's methods would run
+        # interpreted in the compiled build.)
         seen, counts = self._protocols_seen, self._protocol_counts
         for gone in [member_id for member_id in seen if member_id not in members]:
-            counts.subtract(seen.pop(gone)[1])
+            for name in seen.pop(gone)[1]:
+                counts[name] -= 1
         for member_id, member in members.items():
             entry = seen.get(member_id)
             if entry is None or entry[0] is not member.protocols:
                 if entry is not None:
-                    counts.subtract(entry[1])
+                    for name in entry[1]:
+                        counts[name] -= 1
                 names = frozenset(name for name, _ in member.protocols)
-                counts.update(names)
+                for name in names:
+                    counts[name] = counts.get(name, 0) + 1
                 seen[member_id] = (member.protocols, names)
         everyone = len(members)
         common = {name for name, count in counts.items() if count == everyone}
