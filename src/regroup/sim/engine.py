@@ -106,7 +106,9 @@ class Simulator:
         self._expected: tuple[int, int, frozenset[TopicPartition]] | None = None  # (live and topics versions, ...)
         # the classic group as the last quiescence check saw it, the members polled since, and, as of that
         # check, the running members and those of them not (yet) settled in the group's generation
-        self._classic_view: tuple[object, int, frozenset[str]] | None = None
+        # (group, generation, member ids, ``_coordinator_changes`` when they were last compared)
+        self._classic_view: tuple[object, int, frozenset[str], int] | None = None
+        self._coordinator_changes = 0  # counts the coordinator's answers (``_respond``): nothing else changes it
         self._polled: set[str] = set()
         self._live: set[str] = set()
         self._live_version = 0  # counts changes to ``_live``
@@ -394,6 +396,7 @@ class Simulator:
         self._respond(self.endpoint.handle(name, item.incarnation, out, self.now))
 
     def _respond(self, routed: list[Routed]) -> None:
+        self._coordinator_changes += 1
         for r in routed:
             for at in self._transmit(r.member, TO_MEMBER, r.api, r.request_id):
                 self._queue.push(at, ToMember(r.member, r.incarnation, r.request_id, r.api, r.response))
@@ -458,10 +461,15 @@ class Simulator:
                 self._classic_view = None
                 return None
             last = self._classic_view
-            if last is None or last[0] is not group or last[1] != group.generation or last[2] != group.members.keys():
-                self._classic_view = (group, group.generation, frozenset(group.members))
+            changes = self._coordinator_changes
+            if last is not None and last[0] is group and last[3] == changes:
+                pass  # the coordinator has not answered anything since: same generation, same members
+            elif last is None or last[0] is not group or last[1] != group.generation or last[2] != group.members.keys():
+                self._classic_view = (group, group.generation, frozenset(group.members), changes)
                 self._unsettled.clear()
                 polled = self._live
+            else:
+                self._classic_view = (group, group.generation, last[2], changes)
             for name in polled:
                 self._classify(name, group)
             if self._unsettled or not self._live or len(self._live) != len(group.members):
