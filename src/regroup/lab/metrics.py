@@ -126,7 +126,7 @@ class _Observed:
         row_key: tuple[int, str, str] | None = None
         row_list: list[int] = []
         for e in events:
-            kind = e[TYPE]
+            kind: str = e[TYPE]
             if kind not in _READ:
                 continue
             if kind == "group_assignment":

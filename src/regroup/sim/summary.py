@@ -18,7 +18,6 @@ group first). ``final_assignment`` is what every running member processes at the
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
@@ -136,18 +135,10 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int) -> None:
     owners: dict[TopicPartition, int] = {}
     windows = [(episodes[i - 1].end_ms if i else -1, ep.end_ms, ep) for i, ep in enumerate(episodes)]
     ends = [hi for _, hi, _ in windows]
+    # When the ends never decrease, the first window holding a time is the first one ending at or after it;
+    # as the events' times never decrease either, a pointer finds it. Otherwise each lookup scans.
     ordered = ends == sorted(ends)
-
-    def window_of(t: int) -> Rebalance | None:
-        """The first window holding ``t``: found by bisection when the ends never decrease (then the first
-        window ending at or after ``t`` is the only candidate), else by a scan."""
-        if ordered:
-            i = bisect.bisect_left(ends, t)
-            return windows[i][2] if i < len(windows) and windows[i][0] < t else None
-        for lo, hi, ep in windows:
-            if lo < t <= hi:
-                return ep
-        return None
+    w = 0
 
     # The subscribed partitions (of the running members' topics) change only with topics, members and
     # subscriptions; they are recomputed then. Between those, ``unowned`` (the subscribed partitions nobody
@@ -166,9 +157,11 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int) -> None:
     last_t = 0
     gap: list[TopicPartition] = []
     changed = True
-    named: dict[int, set[str]] = {id(ep): set(ep.unowned_partitions) for ep in episodes}
+    named: dict[int, tuple[set[TopicPartition], set[str]]] = {
+        id(ep): (set(), set(ep.unowned_partitions)) for ep in episodes
+    }
     for e in events:
-        t = e[T]
+        t: int = e[T]
         if t > last_t:
             if changed:
                 if stale:
@@ -179,7 +172,7 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int) -> None:
             if gap:
                 _spread(windows, last_t, t, gap, named)
             last_t = t
-        kind = e[TYPE]
+        kind: str = e[TYPE]
         if kind == "topic":
             counts[e[TOPIC]] = e[VALUE]
             stale = True
@@ -207,8 +200,17 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int) -> None:
             owners[tp] = left
             if left == 0 and tp in subscribed:
                 unowned.add(tp)
-            if kind != "stopped" and (ep := window_of(t)) is not None:
-                ep.revoked += 1
+            if kind != "stopped":
+                held: Rebalance | None = None
+                if ordered:
+                    while w < len(windows) and windows[w][1] < t:
+                        w += 1
+                    if w < len(windows) and windows[w][0] < t:
+                        held = windows[w][2]
+                else:
+                    held = next((ep for lo, hi, ep in windows if lo < t <= hi), None)
+                if held is not None:
+                    held.revoked += 1
         else:
             continue
         changed = True
@@ -226,27 +228,29 @@ def _spread(
     t0: int,
     t1: int,
     gap: list[TopicPartition],
-    named: dict[int, set[str]],
+    named: dict[int, tuple[set[TopicPartition], set[str]]],
 ) -> None:
-    """Add ``len(gap)`` partitions x the part of (t0, t1] inside each window (``named``: each episode's
-    ``unowned_partitions`` as a set)."""
+    """Add ``len(gap)`` partitions x the part of (t0, t1] inside each window (``named``: per episode, the
+    partitions already considered and its ``unowned_partitions`` as a set)."""
     for lo, hi, ep in windows:
         overlap = min(t1, hi) - max(t0, lo)
         if overlap > 0:
             ep.unowned_partition_ms += overlap * len(gap)
-            seen = named[id(ep)]
+            considered, names = named[id(ep)]
             for tp in gap:
-                name = f"{tp[0]}-{tp[1]}"
-                if name not in seen:
-                    seen.add(name)
-                    ep.unowned_partitions.append(name)
+                if tp not in considered:
+                    considered.add(tp)
+                    name = f"{tp[0]}-{tp[1]}"
+                    if name not in names:
+                        names.add(name)
+                        ep.unowned_partitions.append(name)
 
 
 def final_assignment(events: Iterable[Row]) -> dict[str, dict[str, list[int]]]:
     owned: dict[str, set[TopicPartition]] = {}
     alive: set[str] = set()
     for e in events:
-        kind = e[TYPE]
+        kind: str = e[TYPE]
         if kind == "member_state":
             (alive.discard if e[STATE] in NOT_RUNNING else alive.add)(e[MEMBER])
         elif kind in OWNERSHIP_GAINED:
@@ -280,7 +284,7 @@ def summarize_rows(events: Sequence[Row], measure_from_ms: int = 0) -> Summary:
     costs: list[Row] = []
     violations: list[Row] = []
     for e in events:
-        kind = e[TYPE]
+        kind: str = e[TYPE]
         if kind in _COST_TYPES:
             costs.append(e)
         elif kind == "group_assignment":
