@@ -35,6 +35,7 @@ processing partitions the group already gave away (the classic zombie).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Final
 
 from regroup.assignors import registry
 from regroup.assignors.spec import RebalanceProtocol
@@ -57,6 +58,10 @@ from regroup.client.types import (
 from regroup.protocol.classic import NO_GENERATION
 
 S = MemberState
+#: states read on every poll, as module constants (the compiled build reads them without a class lookup)
+_UNJOINED: Final = MemberState.UNJOINED
+_STABLE: Final = MemberState.STABLE
+_HEARTBEATING: Final = (MemberState.COMPLETING_REBALANCE, MemberState.STABLE)
 
 
 class ClassicMember(OwnedPartitions):
@@ -273,15 +278,15 @@ class ClassicMember(OwnedPartitions):
             self.state.running
             and self.join_id is None
             and self.sync_id is None
-            and (self.state is S.UNJOINED or self.rejoin_needed)
+            and (self.state is _UNJOINED or self.rejoin_needed)
         )
 
     def _heartbeating(self) -> bool:
         """Heartbeats run once the member has a generation (Kafka disables them while joining)."""
-        return self.state in (S.COMPLETING_REBALANCE, S.STABLE) and self.heartbeat_id is None
+        return self.state in _HEARTBEATING and self.heartbeat_id is None
 
     def _committing(self) -> bool:
-        return self.config.auto_commit and self.state is S.STABLE and bool(self.owned)
+        return self.config.auto_commit and self.state is _STABLE and bool(self.owned)
 
     def _expire_inflight(self, now_ms: int) -> None:
         for request_id in sorted(self.inflight):

@@ -4,47 +4,56 @@ due keys back in deadline order (ties in scheduling order), and the caller turns
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections.abc import Hashable
+from typing import Final
+
+#: An entry is ``deadline * 2**64 + n`` (n: the scheduling count), so one int orders by (deadline, n).
+_ORDER: Final = 2**64
 
 
 class Timers:
     def __init__(self) -> None:
-        self._deadline: dict[Hashable, tuple[int, int]] = {}
-        self._heap: list[tuple[int, int, Hashable]] = []
-        self._seq = itertools.count()
+        self._entry: dict[Hashable, int] = {}  # key -> its current entry
+        self._key: dict[int, Hashable] = {}  # current entry -> key (a heap entry not here was replaced)
+        self._heap: list[int] = []  # entries, replaced ones left in place until they reach the top
+        self._seq = 0
 
     def schedule(self, key: Hashable, deadline_ms: int) -> None:
-        seq = next(self._seq)
-        self._deadline[key] = (deadline_ms, seq)
-        heapq.heappush(self._heap, (deadline_ms, seq, key))
+        entry = deadline_ms * _ORDER + self._seq
+        self._seq += 1
+        old = self._entry.get(key)
+        if old is not None:
+            del self._key[old]
+        self._entry[key] = entry
+        self._key[entry] = key
+        heapq.heappush(self._heap, entry)
 
     def cancel(self, key: Hashable) -> None:
-        self._deadline.pop(key, None)
+        old = self._entry.pop(key, None)
+        if old is not None:
+            del self._key[old]
 
     def deadline(self, key: Hashable) -> int | None:
-        entry = self._deadline.get(key)
-        return None if entry is None else entry[0]
+        entry = self._entry.get(key)
+        return None if entry is None else entry // _ORDER
 
     def __contains__(self, key: Hashable) -> bool:
-        return key in self._deadline
+        return key in self._entry
 
     def _clean_top(self) -> None:
-        while self._heap:
-            deadline, seq, key = self._heap[0]
-            if self._deadline.get(key) == (deadline, seq):
-                return
-            heapq.heappop(self._heap)
+        heap, current = self._heap, self._key
+        while heap and heap[0] not in current:
+            heapq.heappop(heap)
 
     def next_deadline(self) -> int | None:
         self._clean_top()
-        return self._heap[0][0] if self._heap else None
+        return self._heap[0] // _ORDER if self._heap else None
 
     def pop_due(self, now_ms: int) -> Hashable | None:
         """Remove and return the earliest key due at ``now_ms``, or None."""
         self._clean_top()
-        if not self._heap or self._heap[0][0] > now_ms:
+        if not self._heap or self._heap[0] // _ORDER > now_ms:
             return None
-        _, _, key = heapq.heappop(self._heap)
-        del self._deadline[key]
+        key = self._key.pop(heapq.heappop(self._heap))
+        del self._entry[key]
         return key
