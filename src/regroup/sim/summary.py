@@ -157,9 +157,7 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int) -> None:
     last_t = 0
     gap: list[TopicPartition] = []
     changed = True
-    named: dict[int, tuple[set[TopicPartition], set[str]]] = {
-        id(ep): (set(), set(ep.unowned_partitions)) for ep in episodes
-    }
+    named: dict[int, _Named] = {id(ep): _Named(set(ep.unowned_partitions)) for ep in episodes}
     for e in events:
         t: int = e[T]
         if t > last_t:
@@ -223,26 +221,39 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int) -> None:
             _spread(windows, last_t, end_ms, gap, named)
 
 
+class _Named:
+    """An episode's ``unowned_partitions`` as a set, the partitions already considered for it, and the last
+    gap considered (a gap stands unchanged, the same list, across many intervals)."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.considered: set[TopicPartition] = set()
+        self.last_gap: list[TopicPartition] | None = None
+
+
 def _spread(
     windows: list[tuple[int, int, Rebalance]],
     t0: int,
     t1: int,
     gap: list[TopicPartition],
-    named: dict[int, tuple[set[TopicPartition], set[str]]],
+    named: dict[int, _Named],
 ) -> None:
-    """Add ``len(gap)`` partitions x the part of (t0, t1] inside each window (``named``: per episode, the
-    partitions already considered and its ``unowned_partitions`` as a set)."""
+    """Add ``len(gap)`` partitions x the part of (t0, t1] inside each window, and name the gap's partitions
+    in each such episode's ``unowned_partitions`` (``named``: per episode, what is named already)."""
     for lo, hi, ep in windows:
         overlap = min(t1, hi) - max(t0, lo)
         if overlap > 0:
             ep.unowned_partition_ms += overlap * len(gap)
-            considered, names = named[id(ep)]
+            seen = named[id(ep)]
+            if seen.last_gap is gap:
+                continue
+            seen.last_gap = gap
             for tp in gap:
-                if tp not in considered:
-                    considered.add(tp)
+                if tp not in seen.considered:
+                    seen.considered.add(tp)
                     name = f"{tp[0]}-{tp[1]}"
-                    if name not in names:
-                        names.add(name)
+                    if name not in seen.names:
+                        seen.names.add(name)
                         ep.unowned_partitions.append(name)
 
 
