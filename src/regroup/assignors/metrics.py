@@ -115,11 +115,20 @@ def partitions_moved(
 def fraction_kept(
     previous: Mapping[str, Mapping[str, list[int]]], current: Mapping[str, Mapping[str, list[int]]]
 ) -> float:
-    """Share of previous ownerships that survived (1.0 when nothing was owned)."""
-    before = slots(previous)
+    """Share of previous ownerships that survived (1.0 when nothing was owned). Counted per (member, topic)
+    with sets of partitions, which gives ``slots``' counts without building a tuple per ownership."""
+    before = kept = 0
+    for member, per_topic in previous.items():
+        now = current.get(member, {})
+        for topic, partitions in per_topic.items():
+            owned = set(partitions)
+            before += len(owned)
+            still = now.get(topic)
+            if still is not None and owned:
+                kept += len(owned.intersection(still))
     if not before:
         return 1.0
-    return len(before & slots(current)) / len(before)
+    return kept / before
 
 
 def kip54_balanced(spec: GroupSpec, assignment: Assignment) -> bool:

@@ -148,16 +148,22 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int) -> None:
     stale = True  # ``subscribed`` needs recomputing
 
     def recompute() -> None:
-        topics = {t for m in alive for t in running.get(m, ())}
+        topics: set[str] = set()
+        for m in alive:
+            topics.update(running.get(m, ()))
         subscribed.clear()
-        subscribed.update((t, p) for t in topics for p in range(counts.get(t, 0)))
         unowned.clear()
-        unowned.update(tp for tp in subscribed if owners.get(tp, 0) == 0)
+        for t in topics:
+            for p in range(counts.get(t, 0)):
+                tp = (t, p)
+                subscribed.add(tp)
+                if owners.get(tp, 0) == 0:
+                    unowned.add(tp)
 
     last_t = 0
     gap: list[TopicPartition] = []
     changed = True
-    named: dict[int, _Named] = {id(ep): _Named(set(ep.unowned_partitions)) for ep in episodes}
+    named: dict[int, _Named] = {id(ep): _Named() for ep in episodes}
     for e in events:
         t: int = e[T]
         if t > last_t:
@@ -219,15 +225,18 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int) -> None:
             gap = list(unowned)
         if gap:
             _spread(windows, last_t, end_ms, gap, named)
+    for ep in episodes:
+        names = set(ep.unowned_partitions)
+        names.update(f"{t}-{p}" for t, p in named[id(ep)].partitions)
+        ep.unowned_partitions = list(names)  # (sorted by the caller)
 
 
 class _Named:
-    """An episode's ``unowned_partitions`` as a set, the partitions already considered for it, and the last
-    gap considered (a gap stands unchanged, the same list, across many intervals)."""
+    """The partitions an episode found unowned (named in its ``unowned_partitions`` at the end), and the
+    last gap added (a gap stands unchanged, the same list, across many intervals)."""
 
-    def __init__(self, names: set[str]) -> None:
-        self.names = names
-        self.considered: set[TopicPartition] = set()
+    def __init__(self) -> None:
+        self.partitions: set[TopicPartition] = set()
         self.last_gap: list[TopicPartition] | None = None
 
 
@@ -238,23 +247,16 @@ def _spread(
     gap: list[TopicPartition],
     named: dict[int, _Named],
 ) -> None:
-    """Add ``len(gap)`` partitions x the part of (t0, t1] inside each window, and name the gap's partitions
-    in each such episode's ``unowned_partitions`` (``named``: per episode, what is named already)."""
+    """Add ``len(gap)`` partitions x the part of (t0, t1] inside each window, and the gap's partitions to
+    each such episode's unowned partitions (``named``)."""
     for lo, hi, ep in windows:
         overlap = min(t1, hi) - max(t0, lo)
         if overlap > 0:
             ep.unowned_partition_ms += overlap * len(gap)
             seen = named[id(ep)]
-            if seen.last_gap is gap:
-                continue
-            seen.last_gap = gap
-            for tp in gap:
-                if tp not in seen.considered:
-                    seen.considered.add(tp)
-                    name = f"{tp[0]}-{tp[1]}"
-                    if name not in seen.names:
-                        seen.names.add(name)
-                        ep.unowned_partitions.append(name)
+            if seen.last_gap is not gap:
+                seen.last_gap = gap
+                seen.partitions.update(gap)
 
 
 def final_assignment(events: Iterable[Row]) -> dict[str, dict[str, list[int]]]:
