@@ -15,9 +15,13 @@ A violation is reported once when its condition starts (and again if it clears a
 
 from __future__ import annotations
 
+from typing import Final
+
 from regroup.client.types import TopicPartition
 from regroup.sim.describe import label
 from regroup.sim.eventlog import EventLog
+
+_NOTHING: Final[frozenset[TopicPartition]] = frozenset()
 
 
 class SafetyChecker:
@@ -47,22 +51,28 @@ class SafetyChecker:
 
     # ------------------------------------------------------------------------------------- ownership
     def set_owned(self, t: int, member: str, owned: frozenset[TopicPartition]) -> None:
-        before = self.owned_by.get(member, frozenset())
+        before = self.owned_by.get(member, _NOTHING)
         if owned is before or owned == before:
             return
         self.owned_by[member] = owned
         self._owners_changed = True
-        for tp in sorted(before - owned):
-            holders = self.processing.get(tp, set())
-            holders.discard(member)
-            if len(holders) <= 1:
+        for tp in before - owned:
+            holders = self.processing.get(tp)
+            if holders is not None:
+                holders.discard(member)
+                if len(holders) <= 1:
+                    self._clear(("double", tp))
+            else:
                 self._clear(("double", tp))
-        for tp in sorted(owned - before):
+        doubled: list[TopicPartition] = []
+        for tp in owned - before:
             holders = self.processing.setdefault(tp, set())
             holders.add(member)
             if len(holders) > 1:
-                who = " and ".join(sorted(holders))
-                self.violation(t, ("double", tp), f"{label(tp)} processed by {who} at the same time")
+                doubled.append(tp)
+        for tp in sorted(doubled):  # (each partition's holders changed only for itself: reported in order)
+            who = " and ".join(sorted(self.processing[tp]))
+            self.violation(t, ("double", tp), f"{label(tp)} processed by {who} at the same time")
 
     def owners(self, tp: TopicPartition) -> set[str]:
         return self.processing.get(tp, set())
