@@ -5,6 +5,8 @@ validation (P05)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from regroup.assignors import registry
 from regroup.assignors.base import PartitionAssignor
@@ -22,6 +24,7 @@ from regroup.client.embedded import (
     LeaderAssignmentError,
     SubscriptionState,
     assigned_partitions,
+    by_topic,
     join_protocols,
     leader_assign,
 )
@@ -99,3 +102,12 @@ def test_cooperative_leader_refuses_a_direct_transfer() -> None:
     with pytest.raises(LeaderAssignmentError, match="revokes them"):
         leader_assign(_Mover(), members, {"t": 2}, cooperative=True)
     leader_assign(_Mover(), members, {"t": 2}, cooperative=False)  # eager: allowed
+
+
+@given(st.frozensets(st.tuples(st.sampled_from(["b", "a", "t10", "t2"]), st.integers(0, 50)), max_size=40))
+def test_by_topic_orders_as_the_sorted_pairs(partitions: frozenset[tuple[str, int]]) -> None:
+    expected: dict[str, list[int]] = {}
+    for topic, partition in sorted(partitions):
+        expected.setdefault(topic, []).append(partition)
+    got = by_topic(partitions)
+    assert list(got.items()) == [(t, tuple(ps)) for t, ps in expected.items()]
