@@ -25,9 +25,9 @@ events in total (the copies are byte-identical but analysed independently, one t
 runs ``jobs.analyze`` and writes the tables on ``local[2]``.
 
 **In-process.** ``--in-process`` measures what one task does per run without Spark: ``runner.simulate_run``
-(simulate + metrics) on the sweep's first ``--runs`` runs, one after the other in this process, ``--repeat``
-rounds; the CPU time per run (``time.process_time``) of each round and the best round's mean. The first
-round includes importing the strategies' modules.
+(simulate + metrics, under a task's collector settings, ``runner.tune_gc``) on the sweep's first ``--runs``
+runs, one after the other in this process, ``--repeat`` rounds; the CPU time per run (``time.process_time``)
+of each round and the best round's mean. The first round includes importing the strategies' modules.
 
 **Interpreter.** The children and Spark's Python workers run this script's interpreter (``sys.executable``;
 ``PYSPARK_PYTHON`` is set to it), so ``.venv-compiled/bin/python bench/lab.py`` measures the compiled build
@@ -197,6 +197,7 @@ def in_process(runs: int, rounds: int) -> dict[str, Any]:
     from regroup.lab import grid, runner
 
     specs = grid.expand(grid.parse(grid_text(math.ceil(runs / RUNS_PER_SEED)), "bench.yaml"))[:runs]
+    runner.tune_gc()  # as a sweep task does
     means: list[float] = []
     for round_ in range(rounds):
         total = 0.0

@@ -3,7 +3,8 @@ rows of one event file. No Spark here, so the tests can call exactly what the ex
 
 from __future__ import annotations
 
-from typing import Any
+import gc
+from typing import Any, Final
 
 from regroup.lab import scenarios, tables
 from regroup.lab.eventfiles import read_groups
@@ -12,6 +13,23 @@ from regroup.lab.metrics import Context, analyze, analyze_rows
 from regroup.sim import simulate
 
 Rows = tuple[tuple[Any, ...], list[tuple[Any, ...]]]
+
+#: the cyclic collector's thresholds in a task's process (CPython's defaults: 700, 10, 10)
+TASK_GC_THRESHOLDS: Final = (100_000, 50, 1_000)
+_gc_tuned = False
+
+
+def tune_gc() -> None:
+    """Once per process: move what is alive now (imported modules and classes, never garbage) out of the
+    cyclic collector's sight, and collect the young generation every 100,000 allocations instead of 700.
+    A run allocates hundreds of thousands of containers (event rows, messages) and almost no cycles; with
+    the defaults the collector kept rescanning them (docs/benchmarks.md, "Lab"). Garbage in cycles is
+    still collected, later."""
+    global _gc_tuned
+    if not _gc_tuned:
+        gc.freeze()
+        gc.set_threshold(*TASK_GC_THRESHOLDS)
+        _gc_tuned = True
 
 
 def axes(run: RunSpec) -> dict[str, Any]:
@@ -53,6 +71,7 @@ def as_tuples(run_row: dict[str, Any], rebalance_rows: list[dict[str, Any]]) -> 
 
 def sweep_task(doc: dict[str, Any]) -> Rows:
     """The executor side of ``lab sweep``: one run, given as ``RunSpec.to_json()``."""
+    tune_gc()
     return as_tuples(*simulate_run(RunSpec.from_json(doc)))
 
 
@@ -60,6 +79,7 @@ def analyze_task(path: str, measure_from_ms: int = 0) -> list[Rows] | str:
     """The executor side of ``lab analyze``: every group of one event file, or the file's error message."""
     from regroup.lab.errors import LabInputError
 
+    tune_gc()
     try:
         groups = read_groups(path)
     except LabInputError as exc:
