@@ -9,9 +9,50 @@ from typing import Final
 from regroup.assignors.consumer_protocol import ProtocolDecodeError, decode_assignment, decode_subscription
 from regroup.client.types import TopicPartition
 from regroup.model.errors import ErrorCode
-from regroup.protocol.classic import JoinGroupRequest, JoinGroupResponse, SyncGroupRequest, SyncGroupResponse
+from regroup.protocol.classic import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
 from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, TopicPartitions
 from regroup.protocol.offsets import OffsetCommitRequest
+
+
+def request_ids(req: object) -> tuple[str | None, int | None]:
+    """(member id, generation) a request carries, for the log: a KIP-848 heartbeat's member epoch is its
+    generation, a LeaveGroup names its first leaving member. The common requests are read by type (their
+    fields typed); anything else by name."""
+    if isinstance(req, HeartbeatRequest):
+        return req.member_id, req.generation_id
+    if isinstance(req, JoinGroupRequest):
+        return req.member_id, None
+    if isinstance(req, SyncGroupRequest):
+        return req.member_id, req.generation_id
+    if isinstance(req, ConsumerGroupHeartbeatRequest):
+        return req.member_id, req.member_epoch
+    if isinstance(req, LeaveGroupRequest):
+        return (req.members[0].member_id if req.members else None), None
+    return getattr(req, "member_id", None), getattr(req, "generation_id", None)
+
+
+def response_fields(response: object) -> tuple[ErrorCode | None, int | None, str | None]:
+    """(error, generation, member id) a response carries, for the log (the member id None when empty; a
+    successful KIP-848 heartbeat's member epoch is its generation)."""
+    if isinstance(response, HeartbeatResponse):
+        return response.error, None, None
+    if isinstance(response, SyncGroupResponse):
+        return response.error, None, None
+    if isinstance(response, JoinGroupResponse):
+        return response.error, response.generation_id, response.member_id or None
+    if isinstance(response, ConsumerGroupHeartbeatResponse):
+        error = response.error
+        return error, (response.member_epoch if error is ErrorCode.NONE else None), response.member_id or None
+    found: ErrorCode | None = getattr(response, "error", None)
+    return found, getattr(response, "generation_id", None), getattr(response, "member_id", None) or None
 
 
 def label(tp: TopicPartition) -> str:

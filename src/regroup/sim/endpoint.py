@@ -22,10 +22,10 @@ from regroup.coordinator.result import Result
 from regroup.model.cluster import ClusterImage, TopicImage, topic_id_for
 from regroup.model.errors import ErrorCode
 from regroup.protocol.classic import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
-from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest
 from regroup.protocol.offsets import OffsetCommitRequest, OffsetCommitResponse
 from regroup.sim.checks import SafetyChecker
-from regroup.sim.describe import assigned_partitions, response_detail
+from regroup.sim.describe import assigned_partitions, response_detail, response_fields
 from regroup.sim.eventlog import EventLog
 
 
@@ -119,10 +119,7 @@ class CoordinatorEndpoint:
                 continue
             member, incarnation, request_id, api = target
             response = completion.response
-            error = getattr(response, "error", None)
-            generation = getattr(response, "generation_id", None)
-            if isinstance(response, ConsumerGroupHeartbeatResponse) and error is ErrorCode.NONE:
-                generation = response.member_epoch
+            error, generation, member_id = response_fields(response)
             self.log.emit(
                 now,
                 "response_sent",
@@ -130,7 +127,7 @@ class CoordinatorEndpoint:
                 api=api,
                 request_id=request_id,
                 generation=generation,
-                member_id=getattr(response, "member_id", None) or None,
+                member_id=member_id,
                 error=error._name_ if error is not None else None,  # (``_name_``: no descriptor call)
                 detail=response_detail(response, self._topic_names()),
             )

@@ -33,10 +33,8 @@ from regroup.coordinator.consumer.group import ConsumerMember as ConsumerGroupMe
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.ids import CountingIds
 from regroup.model.cluster import topic_id_for
-from regroup.protocol.classic import LeaveGroupRequest
-from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest
 from regroup.sim.checks import SafetyChecker
-from regroup.sim.describe import request_detail
+from regroup.sim.describe import request_detail, request_ids
 from regroup.sim.endpoint import CoordinatorEndpoint, Routed
 from regroup.sim.eventlog import EventLog
 from regroup.sim.network import TO_COORDINATOR, TO_MEMBER, Network
@@ -303,12 +301,7 @@ class Simulator:
 
     def _send_request(self, name: str, slot: Slot, out: OutgoingRequest) -> None:
         req = out.request
-        generation = getattr(req, "generation_id", None)
-        if isinstance(req, ConsumerGroupHeartbeatRequest):
-            generation = req.member_epoch
-        member_id = getattr(req, "member_id", None)
-        if isinstance(req, LeaveGroupRequest):
-            member_id = req.members[0].member_id if req.members else None
+        member_id, generation = request_ids(req)
         self.log.emit(
             self.now,
             "request_sent",
