@@ -45,6 +45,7 @@ from regroup.client.embedded import SubscriptionState, by_topic, join_protocols
 from regroup.client.ownership import OwnedPartitions
 from regroup.client.requests import commit_request, heartbeat_request, join_request, leave_request, sync_request
 from regroup.client.types import (
+    STOPPED,
     CallbackEvent,
     CallbackKind,
     Inflight,
@@ -116,14 +117,14 @@ class ClassicMember(OwnedPartitions):
     def settled(self) -> bool:
         """Stable in its generation with nothing pending: no rejoin wanted, no JoinGroup or SyncGroup in
         flight."""
-        return self.state is S.STABLE and not self.rejoin_needed and self.join_id is None and self.sync_id is None
+        return self.state is _STABLE and not self.rejoin_needed and self.join_id is None and self.sync_id is None
 
     # ---------------------------------------------------------------------------------------- driving
     def poll(self, now_ms: int) -> list[OutgoingRequest]:
         """Handle what is due at ``now_ms`` (timeouts, lease, heartbeat, auto-commit, rejoin) and return
         the requests to send now, in order."""
         self._now = max(self._now, now_ms)
-        if self.state.running:
+        if self.state not in STOPPED:
             self._expire_inflight(now_ms)
             self._check_lease(now_ms)
             if self._wants_join() and now_ms >= self.rejoin_at_ms:
@@ -144,7 +145,7 @@ class ClassicMember(OwnedPartitions):
         """The earliest time ``poll`` has something to do, or None."""
         if self._outbox:
             return self._now
-        if not self.state.running:
+        if self.state in STOPPED:
             return None
         candidates = [inf.deadline_ms for inf in self.inflight.values()]
         if self.owned and self.lease_ms is not None:
@@ -162,18 +163,18 @@ class ClassicMember(OwnedPartitions):
         longer waits for (timed out, superseded, duplicated) are ignored."""
         self._now = max(self._now, now_ms)
         inflight = self.inflight.pop(request_id, None)
-        if inflight is None or not self.state.running:
+        if inflight is None or self.state in STOPPED:
             return
         responses.dispatch(self, request_id, inflight, response, now_ms)
 
     def leave(self, now_ms: int) -> None:
         """Close the consumer: commit and revoke (or lose, mid-rebalance) what it owns, then LeaveGroup
         (static members do not send it, KIP-345)."""
-        if not self.state.running:
+        if self.state in STOPPED:
             return
         self._now = max(self._now, now_ms)
         if self.owned:
-            if self.state is S.STABLE and self.generation >= 0:
+            if self.state is _STABLE and self.generation >= 0:
                 self.revoke(self.owned, now_ms, "consumer closed")
             else:
                 self.lose(now_ms, "consumer closed during a rebalance")
@@ -247,7 +248,7 @@ class ClassicMember(OwnedPartitions):
         self.lease_ms = bound if self.lease_ms is None else max(self.lease_ms, bound)
 
     def check_metadata(self, now_ms: int) -> None:
-        if self.state is not S.STABLE or not self.is_leader or self.metadata_snapshot is None:
+        if self.state is not _STABLE or not self.is_leader or self.metadata_snapshot is None:
             return
         current = {t: self.partition_counts.get(t, 0) for t in self.metadata_snapshot}
         if current != self.metadata_snapshot:
@@ -275,7 +276,7 @@ class ClassicMember(OwnedPartitions):
 
     def _wants_join(self) -> bool:
         return (
-            self.state.running
+            self.state not in STOPPED
             and self.join_id is None
             and self.sync_id is None
             and (self.state is _UNJOINED or self.rejoin_needed)
@@ -306,7 +307,7 @@ class ClassicMember(OwnedPartitions):
     def _check_lease(self, now_ms: int) -> None:
         if self.owned and (self.lease_ms is None or now_ms >= self.lease_ms):
             self.lose(now_ms, "session lease expired: the coordinator may have removed this member")
-            if self.state is S.STABLE:
+            if self.state is _STABLE:
                 self.request_rejoin(now_ms, "partitions lost after the session lease expired")
 
     def _join_prepare(self, now_ms: int) -> None:

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from regroup.client.types import Inflight
 
 S = MemberState
+#: read on every heartbeat answer, as module constants (the compiled build reads them without a class lookup)
+_STABLE: Final = MemberState.STABLE
+_AFTER_JOIN: Final = (MemberState.STABLE, MemberState.COMPLETING_REBALANCE)
 E = ErrorCode
 
 #: Errors that end the consumer (reference §2.6).
@@ -149,13 +152,13 @@ def on_heartbeat(member: ClassicMember, inflight: Inflight, resp: HeartbeatRespo
     member.next_heartbeat_ms = max(now_ms, inflight.sent_ms + member.config.heartbeat_interval_ms)
     unchanged = _unchanged(member, inflight)
     if error is E.NONE:
-        if unchanged and member.state is S.STABLE:
+        if unchanged and member.state is _STABLE:
             member.extend_lease(inflight.sent_ms)
     elif error is E.REBALANCE_IN_PROGRESS:
-        if unchanged and member.state is S.STABLE:
+        if unchanged and member.state is _STABLE:
             member.request_rejoin(now_ms, "Heartbeat: REBALANCE_IN_PROGRESS")
     elif error in (E.UNKNOWN_MEMBER_ID, E.ILLEGAL_GENERATION):
-        if unchanged and member.state in (S.STABLE, S.COMPLETING_REBALANCE):
+        if unchanged and member.state in _AFTER_JOIN:
             member.reset(now_ms, f"Heartbeat: {error.name}", member_id_too=error is E.UNKNOWN_MEMBER_ID)
     elif error is E.FENCED_INSTANCE_ID:
         if unchanged:
@@ -175,7 +178,7 @@ def on_commit(member: ClassicMember, inflight: Inflight, resp: OffsetCommitRespo
             codes.add(code)
             if code is E.NONE and (topic, partition) in sent:
                 member.committed[(topic, partition)] = sent[(topic, partition)]
-    if not _unchanged(member, inflight) or member.state is not S.STABLE:
+    if not _unchanged(member, inflight) or member.state is not _STABLE:
         return
     if E.UNKNOWN_MEMBER_ID in codes or E.ILLEGAL_GENERATION in codes:
         fenced = E.UNKNOWN_MEMBER_ID if E.UNKNOWN_MEMBER_ID in codes else E.ILLEGAL_GENERATION

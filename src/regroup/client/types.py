@@ -58,11 +58,12 @@ class MemberState(enum.Enum):
 
     @property
     def running(self) -> bool:
-        return self not in _STOPPED
+        return self not in STOPPED
 
 
-#: (a tuple: ``in`` compares identity first)
-_STOPPED: Final = (MemberState.LEFT, MemberState.CRASHED, MemberState.FAILED)
+#: the states of a process that has stopped (a tuple: ``in`` compares identity first); ``state not in STOPPED``
+#: is ``state.running`` without the property call
+STOPPED: Final = (MemberState.LEFT, MemberState.CRASHED, MemberState.FAILED)
 
 
 class CallbackKind(enum.Enum):
