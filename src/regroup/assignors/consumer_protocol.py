@@ -331,7 +331,10 @@ def _read_assignment_fast(buffer: bytes) -> Assignment | None:
 
 
 def encode_cooperative_user_data(generation: int) -> bytes:
-    """``cooperative-sticky`` user data: the generation as one int32."""
+    """``cooperative-sticky`` user data: the generation as one int32 (kio's writer for a value that does not
+    fit, which raises its error)."""
+    if -(2**31) <= generation < 2**31:
+        return _I32.pack(generation)
     return kio_encode_cooperative_user_data(generation)
 
 
@@ -339,4 +342,7 @@ def decode_cooperative_user_data(data: bytes | None) -> int | None:
     """The generation in ``cooperative-sticky`` user data: ``None`` if absent, -1 if unparsable."""
     if data is None:
         return None
+    if len(data) >= 4:
+        generation: int = _I32.unpack_from(data)[0]
+        return generation
     return kio_decode_cooperative_user_data(data)

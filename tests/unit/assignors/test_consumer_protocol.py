@@ -557,3 +557,9 @@ def test_fast_decoders_take_the_ordinary_case() -> None:
     assignment = Assignment(partitions={"t": (0, 1), "u": ()}, user_data=b"u")
     assert cp._read_assignment_fast(encode_assignment(assignment)) == assignment
     assert cp._decode_sticky_fast(encode_sticky_user_data({"t": [3, 1]}, 7)) == ({"t": (3, 1)}, 7)
+
+
+@given(st.integers(-(2**31), 2**31 - 1), st.binary(max_size=12))
+def test_cooperative_user_data_fast_path_matches_kio(generation: int, data: bytes) -> None:
+    assert encode_cooperative_user_data(generation) == cpk.kio_encode_cooperative_user_data(generation)
+    assert decode_cooperative_user_data(data) == cpk.kio_decode_cooperative_user_data(data)
