@@ -135,9 +135,6 @@ class ClassicGroup:
         # changed (compared by identity) since the last call. (A plain dict: Counter's methods would run
         # interpreted in the compiled build.)
         seen, counts = self._protocols_seen, self._protocol_counts
-        for gone in [member_id for member_id in seen if member_id not in members]:
-            for name in seen.pop(gone)[1]:
-                counts[name] -= 1
         for member_id, member in members.items():
             entry = seen.get(member_id)
             if entry is None or entry[0] is not member.protocols:
@@ -148,6 +145,10 @@ class ClassicGroup:
                 for name in names:
                     counts[name] = counts.get(name, 0) + 1
                 seen[member_id] = (member.protocols, names)
+        if len(seen) > len(members):  # (every member is in ``seen`` now: more entries means some have left)
+            for gone in [member_id for member_id in seen if member_id not in members]:
+                for name in seen.pop(gone)[1]:
+                    counts[name] -= 1
         everyone = len(members)
         common = {name for name, count in counts.items() if count == everyone}
         return common if extra is None else common.intersection(extra)
