@@ -10,9 +10,6 @@ nothing is changed except through the coordinator's operations.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from regroup.client import OutgoingRequest
 from regroup.client.types import TopicPartition, api_name
 from regroup.coordinator.classic.group import GroupState
@@ -27,25 +24,7 @@ from regroup.protocol.offsets import OffsetCommitRequest, OffsetCommitResponse
 from regroup.sim.checks import SafetyChecker
 from regroup.sim.describe import assigned_partitions, response_detail, response_fields
 from regroup.sim.eventlog import EventLog
-
-
-@dataclass(slots=True, init=False)
-class Routed:
-    """A response on its way back to the member (process incarnation) that sent the request."""
-
-    member: str
-    incarnation: int
-    request_id: int
-    api: str
-    response: Any
-
-    # (an explicit __init__, not frozen: the compiled build compiles it; a generated one stays interpreted)
-    def __init__(self, member: str, incarnation: int, request_id: int, api: str, response: Any) -> None:
-        self.member = member
-        self.incarnation = incarnation
-        self.request_id = request_id
-        self.api = api
-        self.response = response
+from regroup.sim.queue import ToMember
 
 
 class CoordinatorEndpoint:
@@ -69,7 +48,7 @@ class CoordinatorEndpoint:
         self._member_epochs: dict[str, int] = {}  # consumer group: member id -> epoch the coordinator holds
         self._names: tuple[object, dict[object, str]] = (None, {})
 
-    def handle(self, member: str, incarnation: int, out: OutgoingRequest, now: int) -> list[Routed]:
+    def handle(self, member: str, incarnation: int, out: OutgoingRequest, now: int) -> list[ToMember]:
         """One request arrives at ``now``: run it and return the responses it completed."""
         key = self._next_key
         self._next_key += 1
@@ -93,7 +72,7 @@ class CoordinatorEndpoint:
             self._commit_outcome(now, member, req, result.response_for(key), fenced)
         return self._route(result, now)
 
-    def set_topics(self, topics: dict[str, int], now: int) -> list[Routed]:
+    def set_topics(self, topics: dict[str, int], now: int) -> list[ToMember]:
         """Hand the coordinator the cluster image of ``topics`` (ids from ``topic_id_for``)."""
         image = ClusterImage.of(
             TopicImage(topic_id=topic_id_for(name), name=name, partitions=count)
@@ -101,7 +80,7 @@ class CoordinatorEndpoint:
         )
         return self._route(self.coordinator.update_metadata(image, now), now)
 
-    def advance(self, now: int) -> list[Routed]:
+    def advance(self, now: int) -> list[ToMember]:
         """Fire the coordinator's due timers (session expiry, join and sync phase timeouts)."""
         return self._route(self.coordinator.advance(now), now)
 
@@ -109,9 +88,9 @@ class CoordinatorEndpoint:
         return self.coordinator.next_deadline()
 
     # ------------------------------------------------------------------------------------- internals
-    def _route(self, result: Result, now: int) -> list[Routed]:
+    def _route(self, result: Result, now: int) -> list[ToMember]:
         self._observe_group(now)
-        routed: list[Routed] = []
+        routed: list[ToMember] = []
         for completion in result.completions:
             assert isinstance(completion.key, int)
             target = self._keys.pop(completion.key, None)
@@ -129,12 +108,12 @@ class CoordinatorEndpoint:
                 generation=generation,
                 member_id=member_id,
                 error=error._name_ if error is not None else None,  # (``_name_``: no descriptor call)
-                detail=response_detail(response, self._topic_names()),
+                detail=response_detail(response, self.topic_names()),
             )
-            routed.append(Routed(member, incarnation, request_id, api_name(response), response))
+            routed.append(ToMember(member, incarnation, request_id, api_name(response), response))
         return routed
 
-    def _topic_names(self) -> dict[object, str]:
+    def topic_names(self) -> dict[object, str]:
         """Topic id -> name in the coordinator's cluster image (rebuilt when the image is replaced)."""
         image = self.coordinator.image
         if self._names[0] is not image:
@@ -253,7 +232,7 @@ class CoordinatorEndpoint:
         self.log.emit(now, "group_state", state=view[0], generation=view[1], detail=detail)
         if state is not ConsumerGroupState.STABLE:
             return
-        names_of = self._topic_names()
+        names_of = self.topic_names()
         for member_id, member in group.members.items():
             name = self.names_by_id.get(member_id, member_id)
             assigned = sorted((names_of[t], p) for t, ps in member.assigned.items() if t in names_of for p in ps)

@@ -35,7 +35,7 @@ from regroup.coordinator.ids import CountingIds
 from regroup.model.cluster import topic_id_for
 from regroup.sim.checks import SafetyChecker
 from regroup.sim.describe import request_detail, request_ids
-from regroup.sim.endpoint import CoordinatorEndpoint, Routed
+from regroup.sim.endpoint import CoordinatorEndpoint
 from regroup.sim.eventlog import EventLog
 from regroup.sim.network import TO_COORDINATOR, TO_MEMBER, Network
 from regroup.sim.queue import CoordinatorWake, EventQueue, Item, ToCoordinator, ToMember, Wake
@@ -113,7 +113,6 @@ class Simulator:
         self._unsettled: set[str] = set()
         # consumer group: per running member, the record it was last examined against and the answer
         self._held: dict[str, tuple[ConsumerGroupMember, int, bool]] = {}
-        self._names: tuple[int, dict[object, str]] = (-1, {})
         self._assigned_cache: dict[int, tuple[object, int, frozenset[TopicPartition]]] = {}
         self.log.emit(0, "sim_start", detail=scenario.name, value=seed)
         for topic, count in sorted(self.topics.items()):
@@ -310,7 +309,7 @@ class Simulator:
             generation=generation,
             api=out.api,
             request_id=out.request_id,
-            detail=request_detail(req, self._topic_names),
+            detail=request_detail(req, self.endpoint.topic_names()),
         )
         for at in self._transmit(name, TO_COORDINATOR, out.api, out.request_id):
             self._queue.push(at, ToCoordinator(name, slot.incarnation, out))
@@ -388,11 +387,11 @@ class Simulator:
             return
         self._respond(self.endpoint.handle(name, item.incarnation, out, self.now))
 
-    def _respond(self, routed: list[Routed]) -> None:
+    def _respond(self, routed: list[ToMember]) -> None:
         self._coordinator_changes += 1
         for r in routed:
             for at in self._transmit(r.member, TO_MEMBER, r.api, r.request_id):
-                self._queue.push(at, ToMember(r.member, r.incarnation, r.request_id, r.api, r.response))
+                self._queue.push(at, r)
         deadline = self.endpoint.next_deadline()
         wake = self._coordinator_wake
         if deadline is not None and (wake is None or deadline < wake or wake < self.now):
@@ -417,12 +416,6 @@ class Simulator:
     # ---------------------------------------------------------------------------------- observations
     def running(self) -> dict[str, Machine]:
         return {n: s.machine for n, s in self.slots.items() if s.machine is not None and s.machine.state.running}
-
-    @property
-    def _topic_names(self) -> dict[object, str]:
-        if self._names[0] != self._topics_version:
-            self._names = (self._topics_version, {topic_id_for(t): t for t in self.topics})
-        return self._names[1]
 
     def expected_if_quiescent(self) -> frozenset[TopicPartition] | None:
         """The subscribed partitions if the group is quiescent now, else None.
@@ -455,13 +448,16 @@ class Simulator:
                 return None
             last = self._classic_view
             changes = self._coordinator_changes
-            if last is not None and last[0] is group and last[3] == changes:
-                pass  # the coordinator has not answered anything since: same generation, same members
-            elif last is None or last[0] is not group or last[1] != group.generation or last[2] != group.members.keys():
+            # generation and member ids are compared again only after the coordinator answered something
+            if (
+                last is None
+                or last[0] is not group
+                or (last[3] != changes and (last[1] != group.generation or last[2] != group.members.keys()))
+            ):
                 self._classic_view = (group, group.generation, frozenset(group.members), changes)
                 self._unsettled.clear()
                 polled = self._live
-            else:
+            elif last[3] != changes:
                 self._classic_view = (group, group.generation, last[2], changes)
             for name in polled:
                 self._classify(name, group)
@@ -523,7 +519,7 @@ class Simulator:
         cached = self._assigned_cache.get(id(assigned))
         if cached is not None and cached[0] is assigned and cached[1] == self._topics_version:
             return cached[2]
-        names = self._topic_names
+        names = self.endpoint.topic_names()
         out = frozenset((names[t], p) for t, ps in assigned.items() if t in names for p in ps)
         if len(self._assigned_cache) > 4 * len(self._slot_list) + 64:
             self._assigned_cache.clear()

@@ -42,7 +42,8 @@ class ToCoordinator:
 
 @dataclass(slots=True, init=False)
 class ToMember:
-    """A response arriving at a member process."""
+    """A response on its way back to the member process (incarnation) that sent the request: what the
+    coordinator endpoint hands the simulator, and the queue item that delivers it."""
 
     member: str
     incarnation: int
