@@ -26,14 +26,14 @@ from regroup.sim.eventlog import (
     ERROR,
     GENERATION,
     MEMBER,
-    PARTITION,
     STATE,
-    TOPIC,
     TYPE,
     Event,
     Row,
     T,
     as_rows,
+    event_count,
+    partitions_of,
 )
 from regroup.sim.summary import Rebalance, summarize_rows
 
@@ -109,7 +109,7 @@ class _Observed:
         self.members: dict[int, set[str]] = {}  # generation -> members (JoinGroup/heartbeat answers, or fold)
         self.joined: set[int] = set()  # generations formed by JoinGroup (the classic protocol)
         self.metadata: dict[int, dict[str, int]] = {}  # generation -> member -> metadata bytes
-        self.assigned_at: list[int] = []
+        self.assigned_at: list[tuple[int, int]] = []  # (time, partitions) of each ``assigned`` event
         # KIP-848 heartbeat fields: (t, bytes, starts a change) — see _heartbeat_bytes
         self.heartbeat_payload: list[tuple[int, int, bool]] = []
         self.actions: list[tuple[int, str]] = []
@@ -130,14 +130,16 @@ class _Observed:
             if kind not in _READ:
                 continue
             if kind == "group_assignment":
-                key = (e[GENERATION], e[MEMBER], e[TOPIC])
-                if key != row_key:
-                    per_member = self.assignments.setdefault(key[0], {})
-                    row_list = per_member.setdefault(key[1], {}).setdefault(key[2], [])
-                    row_key = key
-                row_list.append(e[PARTITION])
+                generation, member = e[GENERATION], e[MEMBER]
+                for topic, partition in partitions_of(e):
+                    key = (generation, member, topic)
+                    if key != row_key:
+                        per_member = self.assignments.setdefault(generation, {})
+                        row_list = per_member.setdefault(member, {}).setdefault(topic, [])
+                        row_key = key
+                    row_list.append(partition)
             elif kind == "assigned":
-                self.assigned_at.append(e[T])
+                self.assigned_at.append((e[T], len(partitions_of(e))))
             elif kind == "subscription":
                 self.has_members = True
                 topics[e[MEMBER]] = e[DETAIL].split(",") if e[DETAIL] else []
@@ -280,7 +282,9 @@ def _rebalance(
         "unowned_partition_ms": ep.unowned_partition_ms if seen.has_members else None,
         "moved": ep.moved,
         "revoked": ep.revoked if seen.has_members else None,
-        "reassigned": sum(1 for t in seen.assigned_at if previous_end < t <= ep.end_ms) if seen.has_members else None,
+        "reassigned": sum(n for t, n in seen.assigned_at if previous_end < t <= ep.end_ms)
+        if seen.has_members
+        else None,
         "fraction_kept": quality.fraction_kept(kept_base, current) if kept_base is not None else None,
         "balance_spread": quality.max_min_spread(current),
         "balance_score": quality.balance_score(current),
@@ -303,7 +307,7 @@ def _run(
     if "members" not in ctx.axes:  # an event log: the largest generation it shows
         out["members"] = max((r["group_size"] for r in rows), default=None)
     out.update(
-        events=len(events),
+        events=event_count(events),
         violations=seen.violations,
         end_ms=events[-1][T] if events else None,
         changes=sum(1 for t in seen.changes if t >= ctx.measure_from_ms),

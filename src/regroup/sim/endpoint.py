@@ -194,17 +194,14 @@ class CoordinatorEndpoint:
         if group is None or group.state is not GroupState.STABLE:
             return
         for member_id, member in group.members.items():
-            name = self.names_by_id.get(member_id, member_id)
-            for tp in sorted(assigned_partitions(member.assignment)):
-                self.log.emit(
-                    now,
-                    "group_assignment",
-                    member=name,
-                    member_id=member_id,
-                    generation=group.generation,
-                    topic=tp[0],
-                    partition=tp[1],
-                )
+            self.log.emit_partitions(
+                now,
+                "group_assignment",
+                sorted(assigned_partitions(member.assignment)),
+                member=self.names_by_id.get(member_id, member_id),
+                member_id=member_id,
+                generation=group.generation,
+            )
 
     def _observe_consumer_group(self, now: int) -> None:
         """A KIP-848 group: its state (Empty/Assigning/Reconciling/Stable) and group epoch; the epoch the
@@ -234,15 +231,11 @@ class CoordinatorEndpoint:
             return
         names_of = self.topic_names()
         for member_id, member in group.members.items():
-            name = self.names_by_id.get(member_id, member_id)
-            assigned = sorted((names_of[t], p) for t, ps in member.assigned.items() if t in names_of for p in ps)
-            for topic, partition in assigned:
-                self.log.emit(
-                    now,
-                    "group_assignment",
-                    member=name,
-                    member_id=member_id,
-                    generation=group.group_epoch,
-                    topic=topic,
-                    partition=partition,
-                )
+            self.log.emit_partitions(
+                now,
+                "group_assignment",
+                sorted((names_of[t], p) for t, ps in member.assigned.items() if t in names_of for p in ps),
+                member=self.names_by_id.get(member_id, member_id),
+                member_id=member_id,
+                generation=group.group_epoch,
+            )

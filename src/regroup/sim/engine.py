@@ -202,8 +202,14 @@ class Simulator:
             if event.action == "leave":
                 slot.machine.leave(self.now)
             else:
-                for tp in sorted(slot.machine.owned):
-                    self._ownership(name or "", "stopped", tp, slot.machine.generation, "process crashed")
+                self.log.emit_partitions(
+                    self.now,
+                    "stopped",
+                    sorted(slot.machine.owned),
+                    member=name or "",
+                    generation=slot.machine.generation,
+                    detail="process crashed",
+                )
                 slot.machine.crash()
             self._poll(slot.spec.name)
         elif event.action == "isolate" and name is not None:
@@ -352,8 +358,9 @@ class Simulator:
                     value=len(cb.partitions),
                     detail=cb.reason,
                 )
-                for tp in cb.partitions:
-                    self._ownership(name, kind, tp, cb.generation, cb.reason)
+                self.log.emit_partitions(
+                    self.now, kind, cb.partitions, member=name, generation=cb.generation, detail=cb.reason
+                )
             slot.seen_callbacks = len(callbacks)
         last = slot.last_view
         if machine.state is not last[0] or machine.member_id != last[1] or machine.generation != last[2]:
@@ -375,9 +382,6 @@ class Simulator:
                 state=machine.state._value_,
             )
         self.checker.set_owned(self.now, name, machine.owned)
-
-    def _ownership(self, name: str, kind: str, tp: TopicPartition, generation: int, reason: str) -> None:
-        self.log.emit(self.now, kind, member=name, generation=generation, topic=tp[0], partition=tp[1], detail=reason)
 
     # -------------------------------------------------------------------------------- the coordinator
     def _deliver_request(self, item: ToCoordinator) -> None:

@@ -5,13 +5,21 @@ in docs/simulator.md; keep it stable.
 In memory an event is a *row*: a tuple of the ``FIELDS`` values in that order, read by index with the
 constants below (``row[TYPE]``). Rows are what the simulator appends and what the summary and the lab's
 metrics read; ``events`` gives the same events as dicts (the JSON objects), built on demand.
+
+Events that differ only in their partition (a callback's ``assigned`` / ``revoked`` / ``lost`` /
+``stopped`` events, a member's ``group_assignment`` events) are appended as one *batch row*: its ``topic``
+is None and its ``partition`` holds the ``(topic, partition)`` pairs in order; its ``seq`` is the first
+event's. It stands for exactly those events (``expand``), so lines and dicts are the same as if each had
+been appended alone; readers of rows take a row's partitions with ``partitions_of``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
+
+from regroup.client.types import TopicPartition
 
 #: Every line has exactly these keys, in this order.
 FIELDS: Final = (
@@ -64,12 +72,45 @@ def as_event(row: Row) -> Event:
     return dict(zip(FIELDS, row, strict=True))
 
 
+def is_batch(row: Row) -> bool:
+    """Whether ``row`` is a batch row (one event per partition it holds)."""
+    return row[TOPIC] is None and isinstance(row[PARTITION], tuple)
+
+
+def partitions_of(row: Row) -> tuple[TopicPartition, ...]:
+    """The partitions an event names: a batch row's pairs, else the row's own (none without a topic)."""
+    topic = row[TOPIC]
+    part = row[PARTITION]
+    if topic is not None:
+        return ((topic, part),)
+    return part if isinstance(part, tuple) else ()
+
+
+def event_count(rows: Iterable[Row]) -> int:
+    """How many events ``rows`` stand for (a batch row counts once per partition)."""
+    return sum(len(row[PARTITION]) if is_batch(row) else 1 for row in rows)
+
+
+def expand(rows: Iterable[Row]) -> Iterator[Row]:
+    """The rows with every batch row replaced by its events' rows (``seq`` counting on from the batch's)."""
+    for row in rows:
+        if is_batch(row):
+            head, tail = row[:TOPIC], row[PARTITION + 1 :]
+            seq = row[SEQ]
+            for i, (topic, partition) in enumerate(row[PARTITION]):
+                yield (seq + i, *head[T:], topic, partition, *tail)
+        else:
+            yield row
+
+
 class EventLog:
     """Events in the order they happened (``seq`` 0, 1, ...; ``t`` never decreases)."""
 
     def __init__(self) -> None:
         self.rows: list[Row] = []
+        self.count = 0  # events so far (the next event's ``seq``)
         self._events: list[Event] = []  # ``events`` so far, extended as rows arrive
+        self._expanded = 0  # rows already in ``_events``
 
     def emit(
         self,
@@ -89,10 +130,11 @@ class EventLog:
         detail: str | None = None,
     ) -> None:
         """Append one event (the fields of ``FIELDS``; an unknown keyword is a TypeError)."""
-        rows = self.rows
-        rows.append(
+        seq = self.count
+        self.count = seq + 1
+        self.rows.append(
             (
-                len(rows),
+                seq,
                 t,
                 type_,
                 member,
@@ -109,19 +151,40 @@ class EventLog:
             )
         )
 
+    def emit_partitions(
+        self,
+        t: int,
+        type_: str,
+        partitions: Sequence[TopicPartition],
+        *,
+        member: str | None = None,
+        member_id: str | None = None,
+        generation: int | None = None,
+        detail: str | None = None,
+    ) -> None:
+        """Append one event per partition, in order, as one batch row (nothing for no partitions)."""
+        if not partitions:
+            return
+        seq = self.count
+        self.count = seq + len(partitions)
+        pairs = partitions if isinstance(partitions, tuple) else tuple(partitions)
+        row = (seq, t, type_, member, member_id, generation, None, None, None, None, None, pairs, None, detail)
+        self.rows.append(row)
+
     @property
     def events(self) -> list[Event]:
         """Every event as a dict (new dicts for the rows appended since the last call)."""
-        done = len(self._events)
+        done = self._expanded
         if done < len(self.rows):
-            self._events.extend(as_event(row) for row in self.rows[done:])
+            self._events.extend(as_event(row) for row in expand(self.rows[done:]))
+            self._expanded = len(self.rows)
         return self._events
 
     def of_type(self, *types: str) -> Iterator[Event]:
         return (e for e in self.events if e["type"] in types)
 
     def lines(self) -> Iterator[str]:
-        for row in self.rows:
+        for row in expand(self.rows):
             yield json.dumps(as_event(row), separators=(",", ":"), sort_keys=False)
 
     def text(self) -> str:

@@ -27,7 +27,6 @@ from regroup.sim.eventlog import (
     DETAIL,
     GENERATION,
     MEMBER,
-    PARTITION,
     STATE,
     TOPIC,
     TYPE,
@@ -36,6 +35,7 @@ from regroup.sim.eventlog import (
     Row,
     T,
     as_rows,
+    partitions_of,
 )
 
 OWNERSHIP_GAINED: Final = frozenset({"assigned"})
@@ -115,7 +115,10 @@ def _moves(episodes: list[Rebalance], events: list[Row]) -> None:
     by_generation: dict[int, dict[TopicPartition, str]] = {}
     for e in events:
         if e[TYPE] == "group_assignment":
-            by_generation.setdefault(e[GENERATION], {})[(e[TOPIC], e[PARTITION])] = e[MEMBER]
+            target = by_generation.setdefault(e[GENERATION], {})
+            member: str = e[MEMBER]
+            for tp in partitions_of(e):
+                target[tp] = member
     for episode in episodes:
         target = by_generation.get(episode.generation, {})
         for tp, owner in target.items():  # (each partition once per generation: the order does not matter)
@@ -195,15 +198,16 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int) -> None:
                 running[e[MEMBER]] = topics_of
                 stale = True
         elif kind in OWNERSHIP_GAINED:
-            tp = (e[TOPIC], e[PARTITION])
-            owners[tp] = owners.get(tp, 0) + 1
-            unowned.discard(tp)
+            for tp in partitions_of(e):
+                owners[tp] = owners.get(tp, 0) + 1
+                unowned.discard(tp)
         elif kind in OWNERSHIP_ENDED:
-            tp = (e[TOPIC], e[PARTITION])
-            left = max(owners.get(tp, 0) - 1, 0)
-            owners[tp] = left
-            if left == 0 and tp in subscribed:
-                unowned.add(tp)
+            ended = partitions_of(e)
+            for tp in ended:
+                left = max(owners.get(tp, 0) - 1, 0)
+                owners[tp] = left
+                if left == 0 and tp in subscribed:
+                    unowned.add(tp)
             if kind != "stopped":
                 held: Rebalance | None = None
                 if ordered:
@@ -214,7 +218,7 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int) -> None:
                 else:
                     held = next((ep for lo, hi, ep in windows if lo < t <= hi), None)
                 if held is not None:
-                    held.revoked += 1
+                    held.revoked += len(ended)
         else:
             continue
         changed = True
@@ -267,9 +271,9 @@ def final_assignment(events: Iterable[Row]) -> dict[str, dict[str, list[int]]]:
         if kind == "member_state":
             (alive.discard if e[STATE] in NOT_RUNNING else alive.add)(e[MEMBER])
         elif kind in OWNERSHIP_GAINED:
-            owned.setdefault(e[MEMBER], set()).add((e[TOPIC], e[PARTITION]))
+            owned.setdefault(e[MEMBER], set()).update(partitions_of(e))
         elif kind in OWNERSHIP_ENDED:
-            owned.setdefault(e[MEMBER], set()).discard((e[TOPIC], e[PARTITION]))
+            owned.setdefault(e[MEMBER], set()).difference_update(partitions_of(e))
     out: dict[str, dict[str, list[int]]] = {}
     for member in sorted(alive):
         per_topic: dict[str, list[int]] = {}
