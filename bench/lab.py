@@ -10,14 +10,16 @@ Usage::
     .venv-compiled/bin/python bench/lab.py --skip-analyze       # the compiled build (make compiled)
     .venv/bin/python bench/lab.py --in-process --runs 20 --repeat 3   # CPU per run in this process, no Spark
 
-**Sweep.** The grid is 50 members, 5 topics x 100 partitions (500), every member subscribed to everything,
-10 churn events per run (``leave x10`` or ``join x10``, 6 s apart), every runnable pair of range, roundrobin,
-sticky and cooperative-sticky with eager and cooperative (5 pairs), and as many seeds as ``--runs`` needs
-(10 runs per seed). Each measurement is its own subprocess (``--child``): it starts a Spark session on the
-given master, runs ``jobs.sweep`` (simulate + metrics, cached) and writes both Parquet tables; the job time
-excludes Spark's start-up, which is reported separately. With ``--repeat K`` the two masters alternate K
-times and the speedup uses the best job time of each (the least disturbed on a shared machine). The
-10,000-run figure is extrapolated linearly from the measured run rate unless ``--runs 10000`` was measured.
+**Sweep.** The grid is 50 members, 5 topics x 100 partitions (500), every member subscribed to everything, 10
+churn events per run (``leave x10`` or ``join x10``, 6 s apart), every runnable pair of range, roundrobin,
+sticky and cooperative-sticky with eager and cooperative (5 pairs), and as many seeds as ``--runs`` needs (10
+runs per seed). The network has 5 ms latency and 2 ms of jitter, so each seed is a different run (with no
+jitter nothing in a run is random and every seed would repeat the same 10 runs). Each measurement is its own
+subprocess (``--child``): it starts a Spark session on the given master, runs ``jobs.sweep`` (simulate +
+metrics, cached) and writes both Parquet tables; the job time excludes Spark's start-up, which is reported
+separately. With ``--repeat K`` the two masters alternate K times and the speedup uses the best job time of
+each (the least disturbed on a shared machine). The 10,000-run figure is extrapolated linearly from the
+measured run rate unless ``--runs 10000`` was measured.
 
 **Analyze.** The harness simulates four runs of the same 50-member grid (one per churn pattern and
 protocol) with the simulator, writes their event logs, and copies them until the files hold ``--events``
@@ -68,7 +70,7 @@ churn: [{{pattern: leave, events: 10}}, {{pattern: join, events: 10}}]
 strategies: [range, roundrobin, sticky, cooperative-sticky]
 protocols: [eager, cooperative]
 seeds: {{count: {seeds}}}
-settings: {{warmup_ms: 10000, interval_ms: 6000, tail_ms: 15000}}
+settings: {{warmup_ms: 10000, interval_ms: 6000, tail_ms: 15000, jitter_ms: 2}}
 """
 
 

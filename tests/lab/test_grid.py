@@ -120,3 +120,24 @@ def test_a_run_becomes_a_scenario() -> None:
     assert scenarios.scenario(run).measure_from_ms == 10_000
     joins = grid.expand(parse({**BASE, "churn": [{"pattern": "join", "events": 2}]}))[0]
     assert [m["id"] for m in scenarios.document(joins)["members"]] == ["c0", "c1", "c2", "c3", "c4"]
+
+
+def test_a_note_when_seeds_cannot_change_a_run() -> None:
+    assert parse({**BASE, "seeds": [0]}).seed_note() is None  # one seed: nothing to vary
+    note = parse({**BASE, "seeds": {"count": 3}}).seed_note()
+    assert note is not None and note.startswith("3 seeds with jitter_ms 0")
+    assert parse({**BASE, "seeds": [0, 1], "settings": {"jitter_ms": 2}}).seed_note() is None
+
+
+def test_with_jitter_the_seed_changes_the_run_and_without_it_does_not() -> None:
+    from regroup.sim import simulate
+
+    def log_without_seed(doc: dict[str, object], seed: int) -> list[tuple[object, ...]]:
+        run = next(r for r in grid.expand(parse(doc)) if r.seed == seed)
+        rows = simulate(scenarios.scenario(run), seed).log.rows
+        return [row[1:] for row in rows if row[2] != "sim_start"]  # (sim_start records the seed itself)
+
+    calm = {**BASE, "seeds": [0, 1]}
+    assert log_without_seed(calm, 0) == log_without_seed(calm, 1)
+    jittery = {**calm, "settings": {"jitter_ms": 3}}
+    assert log_without_seed(jittery, 0) != log_without_seed(jittery, 1)

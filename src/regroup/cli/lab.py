@@ -85,6 +85,9 @@ def _run(args: argparse.Namespace) -> int:
         g = grid.load(args.grid)
         runs = grid.expand(g)
         out = _out_dir(args.out)
+        note = g.seed_note()
+        if note is not None:
+            _say(f"note: {note}")
         meta = {
             "title": f"grid {g.name}",
             "source": args.grid,

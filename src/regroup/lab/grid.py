@@ -100,6 +100,16 @@ class Grid:
         """Size of the product, including (strategy, protocol) pairs that cannot run."""
         return math.prod(len(getattr(self, axis)) for axis in AXES)
 
+    def seed_note(self) -> str | None:
+        """A note when the grid lists several seeds but nothing random happens in a run: the seed drives
+        only the network's jitter, so with ``jitter_ms`` 0 every seed simulates the same run."""
+        if len(self.seeds) > 1 and self.settings.jitter_ms == 0:
+            return (
+                f"{len(self.seeds)} seeds with jitter_ms 0: the network is deterministic, so every seed gives the "
+                "same run (set settings.jitter_ms to vary runs by seed)"
+            )
+        return None
+
     def skipped_pairs(self) -> list[tuple[str, str]]:
         """(strategy, protocol) pairs of the grid that cannot run (e.g. ``range`` is never cooperative)."""
         return [(s, p) for s in self.strategies for p in self.protocols if protocols.member_settings(p, s) is None]
