@@ -77,8 +77,10 @@ def is_batch(row: Row) -> bool:
     return row[TOPIC] is None and isinstance(row[PARTITION], tuple)
 
 
-def partitions_of(row: Row) -> tuple[TopicPartition, ...]:
-    """The partitions an event names: a batch row's pairs, else the row's own (none without a topic)."""
+def partitions_of(row: Row) -> tuple[Any, ...]:
+    """The partitions an event names: a batch row's pairs, else the row's own (none without a topic).
+    Each is a ``TopicPartition``; typed ``Any`` so that compiled readers keep the tuple objects as they are
+    (a ``tuple[str, int]`` item is unboxed when read and boxed anew for every dict or set it goes into)."""
     topic = row[TOPIC]
     part = row[PARTITION]
     if topic is not None:

@@ -22,7 +22,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
-from regroup.client.types import TopicPartition
 from regroup.sim.eventlog import (
     DETAIL,
     GENERATION,
@@ -111,8 +110,8 @@ def _settle(episodes: list[Rebalance], events: list[Row]) -> None:
 
 
 def _moves(episodes: list[Rebalance], events: list[Row]) -> None:
-    last_owner: dict[TopicPartition, str] = {}
-    by_generation: dict[int, dict[TopicPartition, str]] = {}
+    last_owner: dict[Any, str] = {}  # (keys: TopicPartition, typed Any to stay boxed — see partitions_of)
+    by_generation: dict[int, dict[Any, str]] = {}
     for e in events:
         if e[TYPE] == "group_assignment":
             target = by_generation.setdefault(e[GENERATION], {})
@@ -135,7 +134,7 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int) -> None:
     counts: dict[str, int] = {}
     running: dict[str, tuple[str, ...]] = {}  # member -> subscribed topics (from its JoinGroups)
     alive: set[str] = set()
-    owners: dict[TopicPartition, int] = {}
+    owners: dict[Any, int] = {}  # (keys: TopicPartition, typed Any to stay boxed — see partitions_of)
     windows = [(episodes[i - 1].end_ms if i else -1, ep.end_ms, ep) for i, ep in enumerate(episodes)]
     ends = [hi for _, hi, _ in windows]
     # When the ends never decrease, the first window holding a time is the first one ending at or after it;
@@ -146,8 +145,8 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int) -> None:
     # The subscribed partitions (of the running members' topics) change only with topics, members and
     # subscriptions; they are recomputed then. Between those, ``unowned`` (the subscribed partitions nobody
     # owns) follows each ownership change. Between changes (heartbeats, requests in flight) the gap stands.
-    subscribed: set[TopicPartition] = set()
-    unowned: set[TopicPartition] = set()
+    subscribed: set[Any] = set()
+    unowned: set[Any] = set()
     stale = True  # ``subscribed`` needs recomputing
 
     def recompute() -> None:
@@ -164,7 +163,7 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int) -> None:
                     unowned.add(tp)
 
     last_t = 0
-    gap: list[TopicPartition] = []
+    gap: list[Any] = []
     changed = True
     named: dict[int, _Named] = {id(ep): _Named() for ep in episodes}
     for e in events:
@@ -240,15 +239,15 @@ class _Named:
     last gap added (a gap stands unchanged, the same list, across many intervals)."""
 
     def __init__(self) -> None:
-        self.partitions: set[TopicPartition] = set()
-        self.last_gap: list[TopicPartition] | None = None
+        self.partitions: set[Any] = set()
+        self.last_gap: list[Any] | None = None
 
 
 def _spread(
     windows: list[tuple[int, int, Rebalance]],
     t0: int,
     t1: int,
-    gap: list[TopicPartition],
+    gap: list[Any],
     named: dict[int, _Named],
 ) -> None:
     """Add ``len(gap)`` partitions x the part of (t0, t1] inside each window, and the gap's partitions to
@@ -264,7 +263,7 @@ def _spread(
 
 
 def final_assignment(events: Iterable[Row]) -> dict[str, dict[str, list[int]]]:
-    owned: dict[str, set[TopicPartition]] = {}
+    owned: dict[str, set[Any]] = {}
     alive: set[str] = set()
     for e in events:
         kind: str = e[TYPE]
