@@ -1,6 +1,6 @@
 """The lab's two readings of a simulated run agree: the metrics and summary computed from the event log's
 rows (batch rows included, as the sweep reads them) equal those computed from its events as dicts (one per
-partition, as ``lab analyze`` reads a file)."""
+partition, as ``lab analyze`` reads a file); the summary without details has the same figures."""
 
 from __future__ import annotations
 
@@ -35,5 +35,9 @@ def test_rows_and_events_give_the_same_metrics(run: grid.RunSpec) -> None:
     assert any(is_batch(row) for row in log.rows)  # the rows path really reads batch rows
     ctx = Context(run_id=run.run_id, source="sweep", group_id=scenario.group_id, measure_from_ms=8000)
     assert analyze_rows(log.rows, ctx) == analyze(log.events, ctx)
-    assert summarize_rows(log.rows, 8000) == summarize(log.events, 8000)
+    full = summarize_rows(log.rows, 8000)
+    assert full == summarize(log.events, 8000)
+    brief = summarize_rows(log.rows, 8000, details=False)  # what the metrics read: the same figures
+    assert [r.to_json() for r in brief.rebalances] == [r.to_json() for r in full.rebalances]
+    assert all(not r.unowned_partitions for r in brief.rebalances) and brief.final_assignment == {}
     assert analyze_rows(log.rows, ctx)[0]["events"] == len(log.events)

@@ -210,7 +210,7 @@ def analyze(events: Sequence[Event], ctx: Context) -> tuple[dict[str, Any], list
 def analyze_rows(events: Sequence[Row], ctx: Context) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``analyze`` for the events as rows (``EventLog.rows``)."""
     seen = _Observed(events, ctx.metadata_bytes)
-    episodes = summarize_rows(events, 0).rebalances
+    episodes = summarize_rows(events, 0, details=False).rebalances
     keys = {
         "run_id": ctx.run_id,
         "source": ctx.source,

@@ -127,10 +127,10 @@ def _moves(episodes: list[Rebalance], events: list[Row]) -> None:
             last_owner[tp] = owner
 
 
-def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int) -> None:
+def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int, name_unowned: bool = True) -> None:
     """Revocations and unowned partition-time, each attributed to the window (previous end, end].
     ``events``: the log's events of the types that change the unowned set, in order; ``end_ms``: the time
-    of the log's last event."""
+    of the log's last event; ``name_unowned``: also list each episode's unowned partitions by name."""
     counts: dict[str, int] = {}
     running: dict[str, tuple[str, ...]] = {}  # member -> subscribed topics (from its JoinGroups)
     alive: set[str] = set()
@@ -163,7 +163,8 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int) -> None:
                     unowned.add(tp)
 
     last_t = 0
-    gap: list[Any] = []
+    gap: list[Any] | None = None  # the unowned partitions since the last change, when naming them
+    gap_size = 0
     changed = True
     named: dict[int, _Named] = {id(ep): _Named() for ep in episodes}
     for e in events:
@@ -173,10 +174,11 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int) -> None:
                 if stale:
                     recompute()
                     stale = False
-                gap = list(unowned)
+                gap_size = len(unowned)
+                gap = list(unowned) if name_unowned else None
                 changed = False
-            if gap:
-                _spread(windows, last_t, t, gap, named)
+            if gap_size:
+                _spread(windows, last_t, t, gap_size, gap, named)
             last_t = t
         kind: str = e[TYPE]
         if kind == "topic":
@@ -225,9 +227,12 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int) -> None:
         if changed:
             if stale:
                 recompute()
-            gap = list(unowned)
-        if gap:
-            _spread(windows, last_t, end_ms, gap, named)
+            gap_size = len(unowned)
+            gap = list(unowned) if name_unowned else None
+        if gap_size:
+            _spread(windows, last_t, end_ms, gap_size, gap, named)
+    if not name_unowned:
+        return
     for ep in episodes:
         names = set(ep.unowned_partitions)
         names.update(f"{t}-{p}" for t, p in named[id(ep)].partitions)
@@ -247,15 +252,18 @@ def _spread(
     windows: list[tuple[int, int, Rebalance]],
     t0: int,
     t1: int,
-    gap: list[Any],
+    size: int,
+    gap: list[Any] | None,
     named: dict[int, _Named],
 ) -> None:
-    """Add ``len(gap)`` partitions x the part of (t0, t1] inside each window, and the gap's partitions to
-    each such episode's unowned partitions (``named``)."""
+    """Add ``size`` partitions x the part of (t0, t1] inside each window, and the ``gap``'s partitions (if
+    given: ``size`` of them) to each such episode's unowned partitions (``named``)."""
     for lo, hi, ep in windows:
         overlap = min(t1, hi) - max(t0, lo)
         if overlap > 0:
-            ep.unowned_partition_ms += overlap * len(gap)
+            ep.unowned_partition_ms += overlap * size
+            if gap is None:
+                continue
             seen = named[id(ep)]
             if seen.last_gap is not gap:
                 seen.last_gap = gap
@@ -291,8 +299,9 @@ def summarize(events: Sequence[Event], measure_from_ms: int = 0) -> Summary:
     return summarize_rows(as_rows(events), measure_from_ms)
 
 
-def summarize_rows(events: Sequence[Row], measure_from_ms: int = 0) -> Summary:
-    """The summary of a log's rows (``EventLog.rows``)."""
+def summarize_rows(events: Sequence[Row], measure_from_ms: int = 0, details: bool = True) -> Summary:
+    """The summary of a log's rows (``EventLog.rows``). Without ``details`` the rebalances' figures only:
+    no ``unowned_partitions`` names and an empty ``final_assignment`` (what the lab's metrics need)."""
     # one pass picks out what the passes below read (most of a log is requests and responses)
     group_states: list[Row] = []
     callbacks: list[Row] = []
@@ -314,11 +323,11 @@ def summarize_rows(events: Sequence[Row], measure_from_ms: int = 0) -> Summary:
     episodes = _episodes(group_states)
     _settle(episodes, callbacks)
     _moves(episodes, assignments)
-    _costs(episodes, costs, events[-1][T] if events else 0)
+    _costs(episodes, costs, events[-1][T] if events else 0, name_unowned=details)
     for ep in episodes:
         ep.unowned_partitions.sort()
     return Summary(
         rebalances=[ep for ep in episodes if ep.start_ms >= measure_from_ms],
         violations=[e[DETAIL] if e[T] is None else f"{e[T]} ms: {e[DETAIL]}" for e in violations],
-        final_assignment=final_assignment(costs),
+        final_assignment=final_assignment(costs) if details else {},
     )
