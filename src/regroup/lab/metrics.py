@@ -118,31 +118,30 @@ class _Observed:
         self.protocol: str | None = None
         self.has_members = False
         self.violations = 0
-        topics: dict[str, list[str]] = {}
+        topics: dict[str, tuple[str, ...]] = {}
+        # metadata size by (JoinGroup detail, topics): members of a generation mostly send the same owned
+        # partitions (none, when eager), and the size depends on nothing else
+        sizes: dict[tuple[str, tuple[str, ...]], int] = {}
         last_join: dict[str, str] = {}
         present: set[str] = set()
-        # a generation's assignment rows come member by member, topic by topic: the list the last row went
-        # to is kept with its (generation, member, topic)
-        row_key: tuple[int, str, str] | None = None
-        row_list: list[int] = []
+        row_list: list[int] = []  # where the current topic's partitions of an assignment row go
         for e in events:
             kind: str = e[TYPE]
             if kind not in _READ:
                 continue
             if kind == "group_assignment":
-                generation, member = e[GENERATION], e[MEMBER]
-                for topic, partition in partitions_of(e):
-                    key = (generation, member, topic)
-                    if key != row_key:
-                        per_member = self.assignments.setdefault(generation, {})
-                        row_list = per_member.setdefault(member, {}).setdefault(topic, [])
-                        row_key = key
+                per_topic = self.assignments.setdefault(e[GENERATION], {}).setdefault(e[MEMBER], {})
+                last_topic: str | None = None
+                for topic, partition in partitions_of(e):  # (sorted: each topic's partitions come together)
+                    if topic != last_topic:
+                        row_list = per_topic.setdefault(topic, [])
+                        last_topic = topic
                     row_list.append(partition)
             elif kind == "assigned":
                 self.assigned_at.append((e[T], len(partitions_of(e))))
             elif kind == "subscription":
                 self.has_members = True
-                topics[e[MEMBER]] = e[DETAIL].split(",") if e[DETAIL] else []
+                topics[e[MEMBER]] = tuple(e[DETAIL].split(",")) if e[DETAIL] else ()
                 self.protocol = e[STATE] or self.protocol
             elif kind == "request_sent" and e[API] == "JoinGroup":
                 last_join[e[MEMBER]] = e[DETAIL] or ""
@@ -168,8 +167,12 @@ class _Observed:
                 if metadata_bytes is not None:
                     size = metadata_bytes
                 else:
-                    owned = parse_labels(detail_fields(last_join.get(member)).get("owned", "[]"))
-                    size = payload.subscription_bytes(topics.get(member, []), owned, generation)
+                    key = (last_join.get(member, ""), topics.get(member, ()))
+                    known = sizes.get(key)
+                    if known is None:
+                        owned = parse_labels(detail_fields(key[0]).get("owned", "[]"))
+                        known = sizes[key] = payload.subscription_bytes(key[1], owned, generation)
+                    size = known
                 self.metadata.setdefault(generation, {})[member] = size
             elif kind == "member_state" and not self.has_members:
                 if e[STATE] == "Joined":
