@@ -3,8 +3,8 @@ due keys back in deadline order (ties in scheduling order), and the caller turns
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Hashable
+from heapq import heappop, heappush
 from typing import Final
 
 #: An entry is ``deadline * 2**64 + n`` (n: the scheduling count), so one int orders by (deadline, n).
@@ -26,7 +26,7 @@ class Timers:
             del self._key[old]
         self._entry[key] = entry
         self._key[entry] = key
-        heapq.heappush(self._heap, entry)
+        heappush(self._heap, entry)
 
     def cancel(self, key: Hashable) -> None:
         old = self._entry.pop(key, None)
@@ -43,7 +43,7 @@ class Timers:
     def _clean_top(self) -> None:
         heap, current = self._heap, self._key
         while heap and heap[0] not in current:
-            heapq.heappop(heap)
+            heappop(heap)
 
     def next_deadline(self) -> int | None:
         self._clean_top()
@@ -54,6 +54,6 @@ class Timers:
         self._clean_top()
         if not self._heap or self._heap[0] // _ORDER > now_ms:
             return None
-        key = self._key.pop(heapq.heappop(self._heap))
+        key = self._key.pop(heappop(self._heap))
         del self._entry[key]
         return key

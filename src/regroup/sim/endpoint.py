@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from regroup.client import OutgoingRequest
 from regroup.client.types import TopicPartition, api_name
-from regroup.coordinator.classic.group import GroupState
+from regroup.coordinator.classic.group import S
 from regroup.coordinator.consumer.group import ConsumerGroupState
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.result import Result
@@ -191,7 +191,7 @@ class CoordinatorEndpoint:
             leader = self.names_by_id.get(group.leader_id or "", group.leader_id)
             detail = f"protocol={group.protocol_name} leader={leader}"
         self.log.emit(now, "group_state", state=view[0], generation=view[1], detail=detail)
-        if group is None or group.state is not GroupState.STABLE:
+        if group is None or group.state is not S.STABLE:
             return
         for member_id, member in group.members.items():
             self.log.emit_partitions(

@@ -27,7 +27,7 @@ from regroup.client import (
     OutgoingRequest,
 )
 from regroup.client.types import TopicPartition
-from regroup.coordinator.classic.group import ClassicGroup, GroupState
+from regroup.coordinator.classic.group import ClassicGroup, S
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
 from regroup.coordinator.consumer.group import ConsumerMember as ConsumerGroupMember
 from regroup.coordinator.coordinator import GroupCoordinator
@@ -447,7 +447,7 @@ class Simulator:
         if cgroup is None:
             self._held.clear()
             group = self.coordinator.groups.get(self.group_id)
-            if group is None or group.state is not GroupState.STABLE:
+            if group is None or group.state is not S.STABLE:
                 self._classic_view = None
                 return None
             last = self._classic_view

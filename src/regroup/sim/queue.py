@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
+from heapq import heappop, heappush
 from typing import Any, Final
 
 from regroup.client import OutgoingRequest
@@ -81,7 +81,7 @@ class EventQueue:
             raise OverflowError("more than 2**32 events queued in one run")
         self._seq = seq + 1
         key = at_ms * _SEQ_LIMIT + seq
-        heapq.heappush(self.heap, key)
+        heappush(self.heap, key)
         self.items[key] = item
 
     def next_at(self) -> int | None:
@@ -89,5 +89,5 @@ class EventQueue:
         return self.heap[0] // _SEQ_LIMIT if self.heap else None
 
     def pop(self) -> tuple[int, Item]:
-        key = heapq.heappop(self.heap)
+        key = heappop(self.heap)
         return key // _SEQ_LIMIT, self.items.pop(key)

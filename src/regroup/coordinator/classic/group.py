@@ -21,7 +21,18 @@ class GroupState(enum.Enum):
     DEAD = "Dead"
 
 
-S = GroupState
+class S:
+    """The states as plain class attributes, for the state checks on every request: an ``Enum`` class's own
+    attribute lookup (``GroupState.STABLE``) runs ``EnumType.__getattr__`` machinery in Python 3.11, several
+    times slower than a plain class attribute."""
+
+    EMPTY: Final = GroupState.EMPTY
+    PREPARING_REBALANCE: Final = GroupState.PREPARING_REBALANCE
+    COMPLETING_REBALANCE: Final = GroupState.COMPLETING_REBALANCE
+    STABLE: Final = GroupState.STABLE
+    DEAD: Final = GroupState.DEAD
+
+
 VALID_PREVIOUS: Final[dict[GroupState, frozenset[GroupState]]] = {
     S.EMPTY: frozenset({S.PREPARING_REBALANCE}),
     S.PREPARING_REBALANCE: frozenset({S.STABLE, S.COMPLETING_REBALANCE, S.EMPTY}),
@@ -158,7 +169,7 @@ class ClassicGroup:
         type must match and one of the member's protocols must be supported by every member. It is the
         Empty *state* that counts: a rebalancing group whose members all left keeps its protocol type."""
         names = tuple(name for name, _ in protocols)
-        if self.state is GroupState.EMPTY:
+        if self.state is S.EMPTY:
             return bool(protocol_type) and bool(names)
         return protocol_type == self.protocol_type and bool(self.candidate_protocols(names))
 

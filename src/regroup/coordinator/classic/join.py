@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from regroup.coordinator.classic.group import ClassicGroup, ClassicMember, GroupState
+from regroup.coordinator.classic.group import ClassicGroup, ClassicMember, S
 from regroup.coordinator.classic.rebalance import (
     answer_join_with_error,
     cancel_session,
@@ -21,8 +21,6 @@ from regroup.coordinator.result import RequestKey
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.protocol.classic import JoinGroupMember, JoinGroupRequest, JoinGroupResponse, SyncGroupResponse
 from regroup.records.builders import new_group_metadata_record
-
-S = GroupState
 
 
 def join_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: JoinGroupRequest, key: RequestKey) -> None:

@@ -3,13 +3,11 @@ new-member join, initial delay, join phase, pending sync)."""
 
 from __future__ import annotations
 
-from regroup.coordinator.classic.group import ClassicGroup, ClassicMember, GroupState
+from regroup.coordinator.classic.group import ClassicGroup, ClassicMember, S
 from regroup.coordinator.context import Ctx, join_key, session_key, sync_key
 from regroup.model.errors import ErrorCode
 from regroup.protocol.classic import JoinGroupMember, JoinGroupResponse, SyncGroupResponse
 from regroup.records.builders import new_group_metadata_record
-
-S = GroupState
 
 
 def persist(ctx: Ctx, group: ClassicGroup) -> None:

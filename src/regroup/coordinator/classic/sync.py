@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from regroup.coordinator.classic.group import ClassicGroup, GroupState
+from regroup.coordinator.classic.group import ClassicGroup, S
 from regroup.coordinator.classic.join import check_identity
 from regroup.coordinator.classic.rebalance import (
     after_departure,
@@ -23,8 +23,6 @@ from regroup.protocol.classic import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-
-S = GroupState
 
 
 def _group_for_member_request(groups: dict[str, ClassicGroup], group_id: str) -> ClassicGroup:
