@@ -34,7 +34,7 @@ from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.ids import CountingIds
 from regroup.model.cluster import topic_id_for
 from regroup.sim.checks import SafetyChecker
-from regroup.sim.describe import request_detail, request_ids
+from regroup.sim.describe import request_detail, request_ids, response_fields
 from regroup.sim.endpoint import CoordinatorEndpoint
 from regroup.sim.eventlog import EventLog
 from regroup.sim.network import TO_COORDINATOR, TO_MEMBER, Network
@@ -328,7 +328,7 @@ class Simulator:
             return
         if machine is None or slot.incarnation != item.incarnation or not machine.state.running:
             return
-        error = getattr(item.response, "error", None)
+        error = response_fields(item.response)[0]  # (read by type: a getattr on ``object`` is a generic lookup)
         self.log.emit(
             self.now,
             "response_received",
