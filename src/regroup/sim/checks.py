@@ -15,7 +15,7 @@ A violation is reported once when its condition starts (and again if it clears a
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from regroup.client.types import TopicPartition
 from regroup.sim.describe import label
@@ -121,8 +121,12 @@ class SafetyChecker:
             return
         self._checked = expected
         self._owners_changed = False
-        for tp in sorted(expected):
+        # (partitions typed Any here: the compiled build keeps the set's tuples instead of unboxing each one
+        # and boxing a new tuple for the lookup)
+        processing: dict[Any, set[str]] = self.processing
+        partitions: frozenset[Any] = expected
+        wrong = [tp for tp in partitions if len(processing.get(tp, ())) != 1]
+        for tp in sorted(wrong):  # (only the wrong ones sorted: reported in partition order)
             holders = self.owners(tp)
-            if len(holders) != 1:
-                who = ", ".join(sorted(holders)) or "nobody"
-                self.violation(t, ("quiescent", tp), f"group is stable but {label(tp)} is processed by {who}")
+            who = ", ".join(sorted(holders)) or "nobody"
+            self.violation(t, ("quiescent", tp), f"group is stable but {label(tp)} is processed by {who}")
