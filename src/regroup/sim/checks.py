@@ -56,17 +56,22 @@ class SafetyChecker:
             return
         self.owned_by[member] = owned
         self._owners_changed = True
-        for tp in before - owned:
-            holders = self.processing.get(tp)
+        # (partitions typed Any: the compiled build keeps the sets' tuples instead of unboxing each one and
+        # boxing a new tuple for every lookup)
+        processing: dict[Any, set[str]] = self.processing
+        gone: frozenset[Any] = before - owned
+        for tp in gone:
+            holders = processing.get(tp)
             if holders is not None:
                 holders.discard(member)
                 if len(holders) <= 1:
                     self._clear(("double", tp))
             else:
                 self._clear(("double", tp))
-        doubled: list[TopicPartition] = []
-        for tp in owned - before:
-            holders = self.processing.setdefault(tp, set())
+        doubled: list[Any] = []
+        came: frozenset[Any] = owned - before
+        for tp in came:
+            holders = processing.setdefault(tp, set())
             holders.add(member)
             if len(holders) > 1:
                 doubled.append(tp)
