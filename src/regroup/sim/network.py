@@ -49,7 +49,8 @@ class Network:
         self.rng = rng
         self.links: dict[str, LinkSpec] = {}
         self.isolated: set[str] = set()
-        self._last_delivery: dict[tuple[str, str], int] = {}
+        # the last delivery time per direction, then per member (str keys: their hashes are cached)
+        self._last_delivery: dict[str, dict[str, int]] = {}
 
     def spec(self, member: str) -> LinkSpec:
         return self.links.get(member, self.default)
@@ -89,9 +90,12 @@ class Network:
             return Transmission((), "lost")
         copies = 2 if spec.duplicate > 0 and self.rng.random() < spec.duplicate else 1
         times: list[int] = []
+        last = self._last_delivery.get(direction)
+        if last is None:
+            last = self._last_delivery[direction] = {}
         for _ in range(copies):
             delay = spec.latency_ms + (uniform_jitter(self.rng, spec.jitter_ms) if spec.jitter_ms > 0 else 0)
-            at = max(now_ms + delay, self._last_delivery.get((member, direction), 0))
-            self._last_delivery[(member, direction)] = at
+            at = max(now_ms + delay, last.get(member, 0))
+            last[member] = at
             times.append(at)
         return Transmission(tuple(times))
