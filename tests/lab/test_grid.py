@@ -141,3 +141,17 @@ def test_with_jitter_the_seed_changes_the_run_and_without_it_does_not() -> None:
     assert log_without_seed(calm, 0) == log_without_seed(calm, 1)
     jittery = {**calm, "settings": {"jitter_ms": 3}}
     assert log_without_seed(jittery, 0) != log_without_seed(jittery, 1)
+
+
+def test_a_scenario_is_parsed_once_per_combination_and_named_per_run() -> None:
+    import json
+    from dataclasses import replace
+
+    from regroup.sim.scenario import parse as parse_scenario
+
+    runs = grid.expand(parse({**BASE, "churn": [{"pattern": "leave", "events": 1}], "seeds": [0, 4, 9]}))
+    built = [scenarios.scenario(run) for run in runs]
+    fresh = [parse_scenario(json.dumps(scenarios.document(run)), run.run_id) for run in runs]
+    assert built == fresh  # the same as parsing each run's own document
+    assert [s.name for s in built] == [r.run_id for r in runs] and len({s.name for s in built}) == 3
+    assert replace(built[1], name=built[0].name) == built[0]  # the seeds' scenarios differ only by name

@@ -9,7 +9,8 @@ ends ``tail_ms`` after the last one. Rebalances starting before ``warmup_ms`` ar
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import replace
+from typing import Any, Final
 
 from regroup.lab import protocols
 from regroup.lab.grid import RunSpec
@@ -78,5 +79,16 @@ def document(run: RunSpec) -> dict[str, Any]:
     }
 
 
+#: scenarios parsed so far, by their run with seed 0: a run's scenario does not depend on its seed (only its
+#: name does), and a sweep runs many seeds of each combination (the simulator copies what it changes)
+_PARSED: Final[dict[RunSpec, Scenario]] = {}
+
+
 def scenario(run: RunSpec) -> Scenario:
-    return parse(json.dumps(document(run)), run.run_id)
+    key = replace(run, seed=0)
+    parsed = _PARSED.get(key)
+    if parsed is None:
+        if len(_PARSED) >= 256:
+            _PARSED.clear()
+        parsed = _PARSED[key] = parse(json.dumps(document(key)), key.run_id)
+    return replace(parsed, name=run.run_id)
