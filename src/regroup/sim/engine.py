@@ -105,7 +105,7 @@ class Simulator:
         # the classic group as the last quiescence check saw it, the members polled since, and, as of that
         # check, the running members and those of them not (yet) settled in the group's generation
         # (group, generation, member ids, ``_coordinator_changes`` when they were last compared)
-        self._classic_view: tuple[object, int, frozenset[str], int] | None = None
+        self._classic_view: tuple[object, int, tuple[str, ...], int] | None = None
         self._coordinator_changes = 0  # counts the coordinator's answers (``_respond``): nothing else changes it
         self._polled: set[str] = set()
         self._live: set[str] = set()
@@ -456,9 +456,9 @@ class Simulator:
             if (
                 last is None
                 or last[0] is not group
-                or (last[3] != changes and (last[1] != group.generation or last[2] != group.members.keys()))
+                or (last[3] != changes and (last[1] != group.generation or not _same_keys(last[2], group.members)))
             ):
-                self._classic_view = (group, group.generation, frozenset(group.members), changes)
+                self._classic_view = (group, group.generation, tuple(group.members), changes)
                 self._unsettled.clear()
                 polled = self._live
             elif last[3] != changes:
@@ -539,6 +539,14 @@ class Simulator:
     def quiescent(self) -> bool:
         self.forget_quiescence()
         return self.expected_if_quiescent() is not None
+
+
+def _same_keys(keys: tuple[str, ...], members: Mapping[str, object]) -> bool:
+    """Whether ``members`` has exactly ``keys``, in that order (the same members in another order count as a
+    change: the caller then re-examines every member, which gives the same answer, only slower)."""
+    if len(keys) != len(members):
+        return False
+    return all(key == keys[i] for i, key in enumerate(members))
 
 
 def simulate(scenario: Scenario, seed: int = 0) -> Simulator:
