@@ -90,7 +90,4 @@ class EventQueue:
 
     def pop(self) -> tuple[int, Item]:
         key = heappop(self.heap)
-        items = self.items
-        item = items[key]
-        del items[key]  # (an index and a del: ``dict.pop`` is a generic method call in the compiled build)
-        return key // _SEQ_LIMIT, item
+        return key // _SEQ_LIMIT, self.items.pop(key)
