@@ -127,3 +127,16 @@ def kip848_story() -> EventLog:
     log.emit(113, "response_sent", member="b", api=hb, error="NONE", generation=2)
     log.emit(200, "sim_end", value=0)
     return log
+
+
+def quiet_story() -> EventLog:
+    """One eager member subscribes to topic t and the log ends before the group forms: a run without a
+    single rebalance."""
+    log = EventLog()
+    log.emit(0, "sim_start", value=0, detail="quiet")
+    log.emit(0, "topic", topic="t", value=2)
+    log.emit(0, "action", member="a", detail="join")
+    log.emit(0, "subscription", member="a", state="eager", value=1, detail="t")
+    log.emit(0, "member_state", member="a", state="Unjoined", generation=-1)
+    log.emit(50, "sim_end", value=0)
+    return log

@@ -1,9 +1,11 @@
 """The Spark jobs on the shared local[1] session: a grid's results equal running the simulator directly
-(no Spark), event files give exactly the hand-computed rows, bad files are reported, the report renders."""
+(no Spark), both tables hold exactly the rows the tasks return, event files give exactly the hand-computed
+rows, a group without rebalances keeps its run row, bad files are reported, the report renders."""
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ from regroup.lab import grid, jobs, report, runner, scenarios, tables
 from regroup.lab.errors import LabInputError
 from regroup.lab.metrics import Context, analyze
 from regroup.sim import simulate, summarize
-from tests.lab.logs import eager_story, server_log
+from tests.lab.logs import eager_story, quiet_story, server_log
 
 GRID = """
 name: tiny
@@ -37,17 +39,20 @@ def by_key(rows: list[Any], *key: str) -> dict[Any, dict[str, Any]]:
     return out
 
 
+Swept = tuple[list[grid.RunSpec], Path, jobs.Tables]
+
+
 @pytest.fixture(scope="module")
-def swept(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[list[grid.RunSpec], Path]:
+def swept(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Swept:
     runs = grid.expand(grid.parse(GRID, "tiny.yaml"))
     out = tmp_path_factory.mktemp("sweep")
     result = jobs.sweep(spark, runs, show_progress=False)
     jobs.write(result, out)
-    return runs, out
+    return runs, out, result
 
 
-def test_sweep_equals_the_simulator_run_directly(spark: Any, swept: tuple[list[grid.RunSpec], Path]) -> None:
-    runs, out = swept
+def test_sweep_equals_the_simulator_run_directly(spark: Any, swept: Swept) -> None:
+    runs, out, _ = swept
     assert len(runs) == 2 * 2 * 3 * 2  # sizes x churn x runnable pairs x seeds
     rebalances = by_key(spark.read.parquet(str(out / "rebalances")).collect(), "run_id", "index")
     spark_runs = by_key(spark.read.parquet(str(out / "runs")).collect(), "run_id")
@@ -71,6 +76,26 @@ def test_sweep_equals_the_simulator_run_directly(spark: Any, swept: tuple[list[g
     assert total == len(rebalances)
 
 
+def test_both_tables_hold_exactly_the_task_rows(spark: Any, swept: Swept) -> None:
+    """Every column of every row, in memory and in Parquet, is what ``runner.sweep_task`` returns (a value of
+    the wrong type would arrive as null), with the schema of ``tables``: column order, types, all nullable."""
+    runs, out, result = swept
+    expected_runs: list[tuple[Any, ...]] = []
+    expected_rebalances: list[tuple[Any, ...]] = []
+    for run in runs:
+        run_row, rebalance_rows = runner.sweep_task(run.to_json())
+        expected_runs.append(run_row)
+        expected_rebalances += rebalance_rows
+    for name, columns, expected in (
+        ("runs", tables.RUN_COLUMNS, expected_runs),
+        ("rebalances", tables.REBALANCE_COLUMNS, expected_rebalances),
+    ):
+        for frame in (getattr(result, name), spark.read.parquet(str(out / name))):
+            schema = [(f.name, f.dataType.typeName(), f.nullable) for f in frame.schema.fields]
+            assert schema == [(column, kind, True) for column, kind in columns], name
+            assert Counter(tuple(r) for r in frame.collect()) == Counter(expected), name
+
+
 def test_analyze_event_files_gives_the_hand_computed_rows(spark: Any, tmp_path: Path) -> None:
     sim_log, server = tmp_path / "story.jsonl", tmp_path / "server.jsonl"
     sim_log.write_text(eager_story().text(), encoding="utf-8")
@@ -89,6 +114,17 @@ def test_analyze_event_files_gives_the_hand_computed_rows(spark: Any, tmp_path: 
     assert rebalances[(f"{server}#g1", 1)]["unowned_partition_ms"] is None
 
 
+def test_a_group_without_rebalances_keeps_its_run_row(spark: Any, tmp_path: Path) -> None:
+    quiet, story = tmp_path / "quiet.jsonl", tmp_path / "story.jsonl"
+    quiet.write_text(quiet_story().text(), encoding="utf-8")
+    story.write_text(eager_story().text(), encoding="utf-8")
+    result = jobs.analyze(spark, [str(quiet), str(story)], show_progress=False)
+    runs = by_key(result.runs.collect(), "run_id")
+    assert set(runs) == {str(quiet), str(story)}
+    assert runs[str(quiet)]["rebalances"] == 0 and runs[str(quiet)]["events"] == 6
+    assert {r["run_id"] for r in result.rebalances.collect()} == {str(story)}
+
+
 def test_a_bad_line_deep_in_a_file_is_reported_by_the_executors(spark: Any, tmp_path: Path) -> None:
     good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
     good.write_text(eager_story().text(), encoding="utf-8")
@@ -99,8 +135,20 @@ def test_a_bad_line_deep_in_a_file_is_reported_by_the_executors(spark: Any, tmp_
         jobs.analyze(spark, [str(good), str(bad)], show_progress=False)
 
 
-def test_report_from_the_written_tables(spark: Any, swept: tuple[list[grid.RunSpec], Path]) -> None:
-    _, out = swept
+def test_the_first_bad_file_in_path_order_is_reported(spark: Any, tmp_path: Path) -> None:
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    for path, line in ((first, 9), (second, 4)):
+        lines = eager_story().text().splitlines()
+        lines[line - 1] = "{oops"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(LabInputError, match=r"second.jsonl: line 4: invalid JSON"):
+        jobs.analyze(spark, [str(second), str(first)], show_progress=False)
+    with pytest.raises(LabInputError, match=r"first.jsonl: line 9: invalid JSON"):
+        jobs.analyze(spark, [str(first), str(second)], show_progress=False)
+
+
+def test_report_from_the_written_tables(spark: Any, swept: Swept) -> None:
+    _, out, _ = swept
     tables_, _meta = report.load(spark, out)
     target = report.write(tables_, {"title": "grid tiny", "runs": 24}, out)
     text = target.read_text(encoding="utf-8")
