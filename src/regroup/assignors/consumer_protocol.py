@@ -14,7 +14,9 @@ as opaque bytes; this module owns their layout, byte-compatible with the Java cl
 
 The ordinary subscriptions, assignments and sticky user data are read and written here with ``struct``
 (see "Fast paths" below); anything else, and the cooperative user data, goes to the kio-based codec in
-``consumer_protocol_kio``, which gives Kafka's exact bytes, fallbacks and errors. The plain values
+``consumer_protocol_kio``, which gives Kafka's exact bytes, fallbacks and errors. A subscription can also be
+written from sections encoded before (its topic array and owned-partitions array, see "Sections" below), so
+that a member rejoining with the same topics and partitions does not encode them again. The plain values
 (``Subscription``, ``Assignment``, ``ProtocolDecodeError``) live in ``consumer_protocol_types`` so that both
 modules share them; import them from here.
 
@@ -62,14 +64,19 @@ __all__ = [
     "decode_sticky_user_data",
     "decode_subscription",
     "encode_assignment",
+    "encode_assignment_of",
     "encode_cooperative_user_data",
     "encode_sticky_user_data",
     "encode_subscription",
+    "encode_subscription_sections",
+    "encode_topic_list",
+    "encode_topic_partitions",
 ]
 
 _V = TypeVar("_V")
 _I32: Final = struct.Struct(">i")
 _I16: Final = struct.Struct(">h")
+_V3_PREFIX: Final = _I16.pack(HIGHEST_VERSION)
 _TOPIC_NAMES: Final[dict[bytes, str]] = {}  # decoded topic names (bounded): the same names recur in every member
 
 #: Recently decoded subscriptions and assignments by their bytes. The same bytes are decoded several times
@@ -115,6 +122,18 @@ def encode_assignment(assignment: Assignment, version: int = HIGHEST_VERSION) ->
     _check_version(version)
     fast = _fast_assignment(assignment, version)
     return fast if fast is not None else kio_encode_assignment(assignment, version)
+
+
+def encode_assignment_of(partitions: Partitions) -> bytes:
+    """``encode_assignment(Assignment(partitions=partitions))`` (no user data, the highest version) without
+    building the ``Assignment``."""
+    try:
+        out = [_V3_PREFIX]
+        _put_topic_partitions(out, partitions)
+        out.append(b"\xff\xff\xff\xff")
+        return b"".join(out)
+    except (struct.error, UnicodeEncodeError):
+        return kio_encode_assignment(Assignment(partitions=partitions), HIGHEST_VERSION)
 
 
 def decode_assignment(data: bytes | bytearray | memoryview) -> Assignment:
@@ -163,9 +182,8 @@ def _decode_sticky_fast(buffer: bytes) -> tuple[dict[str, tuple[int, ...]], int 
             return None
         grouped, pos = read
         if len(buffer) - pos >= 4:
-            (generation,) = _I32.unpack_from(buffer, pos)
-            return grouped, int(generation)
-    except (struct.error, UnicodeDecodeError):
+            return grouped, _i32(buffer, pos)
+    except (IndexError, struct.error, UnicodeDecodeError):
         return None
     return grouped, None
 
@@ -191,11 +209,40 @@ def _name_bytes(name: str) -> bytes:
     return raw
 
 
+#: encoded partition arrays (int32 count, then each int32) by their tuple (bounded: cleared when full); a
+#: leader encodes the same per-topic partitions for a member generation after generation
+_PARTITION_BYTES: Final[dict[tuple[int, ...], bytes]] = {}
+_INT_ARRAYS: Final[dict[int, struct.Struct]] = {}  # ">{n}i" by n (bounded)
+
+
+def _ints(count: int) -> struct.Struct:
+    """The ``struct.Struct`` of ``count`` big-endian int32s (compiled once per count)."""
+    found = _INT_ARRAYS.get(count)
+    if found is None:
+        found = struct.Struct(f">{count}i")
+        if len(_INT_ARRAYS) < 4096:
+            _INT_ARRAYS[count] = found
+    return found
+
+
+def _partition_bytes(partitions: Sequence[int]) -> bytes:
+    """``[int32]``: the count, then each partition (raises ``struct.error`` for a value that does not fit)."""
+    if type(partitions) is not tuple:
+        return _ints(len(partitions) + 1).pack(len(partitions), *partitions)
+    known = _PARTITION_BYTES.get(partitions)
+    if known is None:
+        known = _ints(len(partitions) + 1).pack(len(partitions), *partitions)
+        if len(_PARTITION_BYTES) >= _REMEMBERED:
+            _PARTITION_BYTES.clear()
+        _PARTITION_BYTES[partitions] = known
+    return known
+
+
 def _put_topic_partitions(out: list[bytes], parts: Mapping[str, Sequence[int]]) -> None:
     out.append(_I32.pack(len(parts)))
     for topic, partitions in parts.items():
         out.append(_name_bytes(topic))
-        out.append(struct.pack(f">i{len(partitions)}i", len(partitions), *partitions))
+        out.append(_partition_bytes(partitions))
 
 
 def _put_nullable_bytes(out: list[bytes], data: bytes | None) -> None:
@@ -206,10 +253,15 @@ def _put_nullable_bytes(out: list[bytes], data: bytes | None) -> None:
         out.append(data)
 
 
+def _put_topic_list(out: list[bytes], topics: Sequence[str]) -> None:
+    out.append(_I32.pack(len(topics)))
+    out.extend(_name_bytes(topic) for topic in topics)
+
+
 def _fast_subscription(sub: Subscription, version: int) -> bytes | None:
     try:
-        out = [_I16.pack(version), _I32.pack(len(sub.topics))]
-        out.extend(_name_bytes(topic) for topic in sub.topics)
+        out = [_I16.pack(version)]
+        _put_topic_list(out, sub.topics)
         _put_nullable_bytes(out, sub.user_data)
         if version >= 1:
             _put_topic_partitions(out, sub.owned)
@@ -232,9 +284,65 @@ def _fast_assignment(assignment: Assignment, version: int) -> bytes | None:
         return None
 
 
+# --- Sections ----------------------------------------------------------------------------------------
+# A member sends the same topics, and often the same owned partitions, JoinGroup after JoinGroup while its
+# generation and user data change: it can keep those sections' bytes and have only the rest written.
+# ``encode_subscription_sections(encode_topic_list(s.topics), s.user_data, encode_topic_partitions(s.owned),
+# s.generation, s.rack)`` is ``encode_subscription(s)`` whenever none of them returns None (a value the
+# ``struct`` writers cannot take: ``encode_subscription`` then decides, with kio's bytes or error).
+def encode_topic_list(topics: Sequence[str]) -> bytes | None:
+    """A subscription's topic array (int32 count, then each name), or None for a name that does not fit."""
+    try:
+        out: list[bytes] = []
+        _put_topic_list(out, topics)
+        return b"".join(out)
+    except (struct.error, UnicodeEncodeError):
+        return None
+
+
+def encode_topic_partitions(parts: Mapping[str, Sequence[int]]) -> bytes | None:
+    """A ``[topic, [int32]]`` array (owned partitions, an assignment), or None for a value that does not fit."""
+    try:
+        out: list[bytes] = []
+        _put_topic_partitions(out, parts)
+        return b"".join(out)
+    except (struct.error, UnicodeEncodeError):
+        return None
+
+
+def encode_subscription_sections(
+    topic_list: bytes, user_data: bytes | None, owned: bytes, generation: int, rack: str | None
+) -> bytes | None:
+    """Subscription bytes of the highest version from a topic array and an owned-partitions array already
+    encoded (``encode_topic_list``, ``encode_topic_partitions``); None for a generation or rack that does
+    not fit."""
+    try:
+        out = [_V3_PREFIX, topic_list]
+        _put_nullable_bytes(out, user_data)
+        out.append(owned)
+        out.append(_I32.pack(generation))
+        out.append(b"\xff\xff" if rack is None else _name_bytes(rack))
+        return b"".join(out)
+    except (struct.error, UnicodeEncodeError):
+        return None
+
+
+def _i16(buffer: bytes, pos: int) -> int:
+    """The big-endian int16 at ``pos`` (``IndexError`` past the end): read byte by byte, which the compiled
+    build does without a call into ``struct``."""
+    value = buffer[pos] << 8 | buffer[pos + 1]
+    return value - 0x10000 if value >= 0x8000 else value
+
+
+def _i32(buffer: bytes, pos: int) -> int:
+    """The big-endian int32 at ``pos`` (``IndexError`` past the end)."""
+    value = buffer[pos] << 24 | buffer[pos + 1] << 16 | buffer[pos + 2] << 8 | buffer[pos + 3]
+    return value - 0x1_0000_0000 if value >= 0x8000_0000 else value
+
+
 def _read_name(buffer: bytes, pos: int) -> tuple[str, int] | None:
     """A non-null int16-length string at ``pos`` (names repeat: decoded once)."""
-    (length,) = _I16.unpack_from(buffer, pos)
+    length = _i16(buffer, pos)
     end = pos + 2 + length
     if length < 0 or end > len(buffer):
         return None
@@ -248,7 +356,7 @@ def _read_name(buffer: bytes, pos: int) -> tuple[str, int] | None:
 
 
 def _read_nullable_bytes(buffer: bytes, pos: int) -> tuple[bytes | None, int] | None:
-    (length,) = _I32.unpack_from(buffer, pos)
+    length = _i32(buffer, pos)
     if length == -1:
         return None, pos + 4
     end = pos + 4 + length
@@ -259,7 +367,7 @@ def _read_nullable_bytes(buffer: bytes, pos: int) -> tuple[bytes | None, int] | 
 
 def _read_topic_partitions(buffer: bytes, pos: int) -> tuple[dict[str, tuple[int, ...]], int] | None:
     """``[topic, [int32]]`` at ``pos``, repeated topics merged; None when unusual."""
-    (count,) = _I32.unpack_from(buffer, pos)
+    count = _i32(buffer, pos)
     if count < 0:
         return None
     pos += 4
@@ -269,22 +377,24 @@ def _read_topic_partitions(buffer: bytes, pos: int) -> tuple[dict[str, tuple[int
         if read is None:
             return None
         name, pos = read
-        (n,) = _I32.unpack_from(buffer, pos)
-        if n < 0:
+        n = _i32(buffer, pos)
+        end = pos + 4 + 4 * n
+        if n < 0 or end > len(buffer):
             return None
-        partitions: tuple[int, ...] = struct.unpack_from(f">{n}i", buffer, pos + 4)
-        pos += 4 + 4 * n
+        partitions: tuple[int, ...] = _ints(n).unpack_from(buffer, pos + 4)
+        pos = end
         grouped[name] = grouped[name] + partitions if name in grouped else partitions
     return grouped, pos
 
 
 def _read_subscription_fast(buffer: bytes) -> Subscription | None:
     try:
-        (version,) = _I16.unpack_from(buffer, 0)
-        (count,) = _I32.unpack_from(buffer, 2)
+        version = _i16(buffer, 0)
+        count = _i32(buffer, 2)
         if version < 0 or count < 0:
             return None
-        pos, topics = 6, []
+        pos = 6
+        topics: list[str] = []
         for _ in range(count):
             name = _read_name(buffer, pos)
             if name is None:
@@ -296,36 +406,35 @@ def _read_subscription_fast(buffer: bytes) -> Subscription | None:
             return None
         pos = user_data[1]
         owned: dict[str, tuple[int, ...]] = {}
-        generation, rack = DEFAULT_GENERATION, None
+        generation = DEFAULT_GENERATION
+        rack: str | None = None
         if version >= 1:
             read = _read_topic_partitions(buffer, pos)
             if read is None:
                 return None
             owned, pos = read
         if version >= 2:
-            (generation,) = _I32.unpack_from(buffer, pos)
+            generation = _i32(buffer, pos)
             pos += 4
-        if version >= 3:
-            (length,) = _I16.unpack_from(buffer, pos)
-            if length != -1:
-                rack_read = _read_name(buffer, pos)
-                if rack_read is None:
-                    return None
-                rack = rack_read[0] or None
-    except (struct.error, UnicodeDecodeError):
+        if version >= 3 and _i16(buffer, pos) != -1:
+            rack_read = _read_name(buffer, pos)
+            if rack_read is None:
+                return None
+            rack = rack_read[0] or None
+    except (IndexError, struct.error, UnicodeDecodeError):
         return None
     return Subscription(topics=tuple(topics), user_data=user_data[0], owned=owned, generation=generation, rack=rack)
 
 
 def _read_assignment_fast(buffer: bytes) -> Assignment | None:
     try:
-        (version,) = _I16.unpack_from(buffer, 0)
+        version = _i16(buffer, 0)
         read = _read_topic_partitions(buffer, 2) if version >= 0 else None
         if read is None:
             return None
         partitions, pos = read
         user_data = _read_nullable_bytes(buffer, pos)
-    except (struct.error, UnicodeDecodeError):
+    except (IndexError, struct.error, UnicodeDecodeError):
         return None
     return None if user_data is None else Assignment(partitions=partitions, user_data=user_data[0])
 

@@ -41,7 +41,7 @@ from regroup.assignors import registry
 from regroup.assignors.spec import RebalanceProtocol
 from regroup.client import responses
 from regroup.client.config import MemberConfig, rebalance_protocol
-from regroup.client.embedded import SubscriptionState, by_topic, join_protocols
+from regroup.client.embedded import JoinProtocols, SubscriptionState, by_topic
 from regroup.client.ownership import OwnedPartitions
 from regroup.client.requests import commit_request, heartbeat_request, join_request, leave_request, sync_request
 from regroup.client.types import (
@@ -86,6 +86,7 @@ class ClassicMember(OwnedPartitions):
         self.notes: list[MemberNote] = []
         self.committed: dict[TopicPartition, int] = {}
         self.join_claimed: frozenset[TopicPartition] = frozenset()  # owned partitions the last JoinGroup listed
+        self.join_protocols = JoinProtocols()  # builds each JoinGroup's protocols from what changed since the last
         self.metadata_snapshot: dict[str, int] | None = None  # leader: partition counts it assigned with
         self.inflight: dict[int, Inflight] = {}
         self.join_id: int | None = None
@@ -341,7 +342,9 @@ class ClassicMember(OwnedPartitions):
             previous_generation=self.previous_generation,
             rack=self.config.rack,
         )
-        request = join_request(self.config, self.member_id, join_protocols(self.assignors, state), self.rejoin_reason)
+        request = join_request(
+            self.config, self.member_id, self.join_protocols.build(self.assignors, state), self.rejoin_reason
+        )
         self.join_claimed = owned
         self.rejoin_needed = False
         self.state = S.PREPARING_REBALANCE

@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from regroup.assignors.base import MemberState as AssignorMemberState
 from regroup.assignors.base import PartitionAssignor
 from regroup.assignors.consumer_protocol import (
-    Assignment as WireAssignment,
-)
-from regroup.assignors.consumer_protocol import (
     ProtocolDecodeError,
     Subscription,
     decode_assignment,
     decode_subscription,
-    encode_assignment,
+    encode_assignment_of,
     encode_subscription,
+    encode_subscription_sections,
+    encode_topic_list,
+    encode_topic_partitions,
 )
 from regroup.assignors.spec import AssignmentError, GroupSpec, MemberSubscription
 from regroup.client.types import TopicPartition
@@ -93,24 +93,90 @@ class SubscriptionState:
 
 def join_protocols(assignors: tuple[PartitionAssignor, ...], state: SubscriptionState) -> tuple[tuple[str, bytes], ...]:
     """One (name, subscription bytes) per assignor in preference order; each with its own user data."""
-    remembered = AssignorMemberState(
-        topics=state.topics,
-        owned=by_topic(state.previous),
-        generation=state.previous_generation,
-        rack=state.rack,
-    )
-    owned = by_topic(state.owned)
-    out: list[tuple[str, bytes]] = []
-    for assignor in assignors:
-        subscription = Subscription(
-            topics=tuple(sorted(state.topics)),
-            user_data=assignor.metadata(remembered),
-            owned=owned,
-            generation=state.generation,
+    return JoinProtocols().build(assignors, state)
+
+
+class JoinProtocols:
+    """One member's JoinGroup protocols (``join_protocols``), rebuilt only as far as their inputs changed
+    since its previous JoinGroup.
+
+    A member rejoins with the same topics and rack and, mostly, the same owned and previously assigned
+    partitions, while the generations (and so the user data) change. So it keeps, from its previous
+    JoinGroup only, the sorted topics and their encoded array, the owned partitions by topic and their
+    encoded array, the previous assignment by topic, and the protocols themselves (returned as they are
+    when nothing changed). The user data is asked of each assignor every time, and the subscription bytes
+    are written from the kept sections (``encode_subscription_sections``), equal to
+    ``encode_subscription`` of the same ``Subscription``; a section the fast writers cannot take makes it
+    fall back to ``encode_subscription``.
+    """
+
+    def __init__(self) -> None:
+        self._assignors: tuple[PartitionAssignor, ...] | None = None
+        self._topics: tuple[str, ...] | None = None
+        self._sorted_topics: tuple[str, ...] = ()
+        self._topic_list: bytes | None = None
+        self._owned: frozenset[TopicPartition] | None = None
+        self._owned_by_topic: dict[str, tuple[int, ...]] = {}
+        self._owned_list: bytes | None = None
+        self._previous: frozenset[TopicPartition] | None = None
+        self._previous_by_topic: dict[str, tuple[int, ...]] = {}
+        self._key: tuple[int, int, str | None] = (0, 0, None)  # generation, previous generation, rack
+        self._protocols: tuple[tuple[str, bytes], ...] = ()
+
+    def build(
+        self, assignors: tuple[PartitionAssignor, ...], state: SubscriptionState
+    ) -> tuple[tuple[str, bytes], ...]:
+        changed = self._assignors is not assignors
+        self._assignors = assignors
+        topics = state.topics
+        if self._topics != topics:
+            changed = True
+            self._topics = topics
+            self._sorted_topics = tuple(sorted(topics))
+            self._topic_list = encode_topic_list(self._sorted_topics)
+        owned = state.owned
+        if self._owned is not owned and self._owned != owned:
+            changed = True
+            self._owned = owned
+            self._owned_by_topic = by_topic(owned)
+            self._owned_list = encode_topic_partitions(self._owned_by_topic)
+        previous = state.previous
+        if self._previous is not previous and self._previous != previous:
+            changed = True
+            self._previous = previous
+            self._previous_by_topic = self._owned_by_topic if previous == owned else by_topic(previous)
+        key = (state.generation, state.previous_generation, state.rack)
+        if not changed and key == self._key:
+            return self._protocols
+        self._assignors = None  # (until the protocols are built: a build that raises keeps nothing)
+        remembered = AssignorMemberState(
+            topics=topics,
+            owned=self._previous_by_topic,
+            generation=state.previous_generation,
             rack=state.rack,
         )
-        out.append((assignor.name, encode_subscription(subscription)))
-    return tuple(out)
+        out: list[tuple[str, bytes]] = []
+        for assignor in assignors:
+            user_data = assignor.metadata(remembered)
+            data = None
+            if self._topic_list is not None and self._owned_list is not None:
+                data = encode_subscription_sections(
+                    self._topic_list, user_data, self._owned_list, state.generation, state.rack
+                )
+            if data is None:
+                subscription = Subscription(
+                    topics=self._sorted_topics,
+                    user_data=user_data,
+                    owned=self._owned_by_topic,
+                    generation=state.generation,
+                    rack=state.rack,
+                )
+                data = encode_subscription(subscription)
+            out.append((assignor.name, data))
+        self._protocols = tuple(out)
+        self._key = key
+        self._assignors = assignors
+        return self._protocols
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -176,10 +242,8 @@ def leader_assign(
     encoded = tuple(
         (
             member.member_id,
-            encode_assignment(
-                WireAssignment(
-                    partitions={t: tuple(sorted(ps)) for t, ps in sorted(assignment.get(member.member_id, {}).items())}
-                )
+            encode_assignment_of(
+                {t: tuple(sorted(ps)) for t, ps in sorted(assignment.get(member.member_id, {}).items())}
             ),
         )
         for member in members
@@ -188,17 +252,42 @@ def leader_assign(
 
 
 def _validate_cooperative(subscriptions: Mapping[str, Subscription], assignment: Mapping[str, object]) -> None:
-    revoked: set[TopicPartition] = set()
-    added: dict[str, frozenset[TopicPartition]] = {}
+    """Topic by topic, on partition numbers (no (topic, partition) pair per partition): what each member
+    gains, what the group revokes, and the first member (by id) that gains a revoked partition."""
+    revoked: dict[str, set[int]] = {}
+    added: dict[str, dict[str, set[int]]] = {}
     for member_id, sub in subscriptions.items():
         raw = assignment.get(member_id, {})
         assert isinstance(raw, dict)
-        assigned = flatten(raw)
-        owned = flatten(sub.owned)
-        revoked |= owned - assigned
-        added[member_id] = assigned - owned
+        owned = sub.owned
+        gained: dict[str, set[int]] = {}
+        for topic, partitions in raw.items():
+            held = owned.get(topic)
+            if held is None:
+                new = set(partitions)
+            elif tuple(partitions) == held:  # (kept as it was: the common case)
+                continue
+            else:
+                new = set(partitions) - set(held)
+            if new:
+                gained[topic] = new
+        for topic, held in owned.items():
+            kept = raw.get(topic)
+            if kept is None:
+                lost = set(held)
+            elif tuple(kept) == held:
+                continue
+            else:
+                lost = set(held) - set(kept)
+            if lost:
+                known = revoked.get(topic)
+                if known is None:
+                    revoked[topic] = lost
+                else:
+                    known |= lost
+        added[member_id] = gained
     for member_id in sorted(added):
-        moved = added[member_id] & revoked
+        moved = [(t, p) for t, ps in added[member_id].items() if t in revoked for p in ps & revoked[t]]
         if moved:
             raise LeaderAssignmentError(
                 f"cooperative assignment gives {sorted(moved)} to {member_id} in the same rebalance "

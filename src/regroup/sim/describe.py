@@ -63,6 +63,28 @@ def labels(partitions: Iterable[TopicPartition]) -> str:
     return ",".join(label(tp) for tp in sorted(partitions))
 
 
+#: ``labels`` of one topic's partitions, by (topic, partitions as given): members list the same partitions
+#: JoinGroup after JoinGroup (bounded: cleared when full)
+_TOPIC_LABELS: Final[dict[tuple[str, tuple[int, ...]], str]] = {}
+
+
+def partition_labels(partitions: Mapping[str, tuple[int, ...]]) -> str:
+    """``labels`` of the (topic, partition) pairs in a topic -> partitions mapping: the same text, put
+    together topic by topic (topics sorted, each one's partitions sorted: the order of the sorted pairs)."""
+    out: list[str] = []
+    for topic in sorted(partitions):
+        key = (topic, partitions[topic])
+        text = _TOPIC_LABELS.get(key)
+        if text is None:
+            text = ",".join(f"{topic}-{p}" for p in sorted(key[1]))
+            if len(_TOPIC_LABELS) >= 4096:
+                _TOPIC_LABELS.clear()
+            _TOPIC_LABELS[key] = text
+        if text:
+            out.append(text)
+    return ",".join(out)
+
+
 #: assignment bytes already read (each is read for the SyncGroup answer and again for the Stable group)
 _ASSIGNED: Final[dict[bytes, frozenset[TopicPartition]]] = {}
 
@@ -112,7 +134,7 @@ def request_detail(request: object, names: Mapping[object, str] | None = None) -
             except ProtocolDecodeError:
                 sub = None
             if sub is not None:
-                owned = labels((t, p) for t, ps in sub.owned.items() for p in ps)
+                owned = partition_labels(sub.owned)
         return f"protocols={protocols} owned=[{owned}] reason={request.reason or ''}"
     if isinstance(request, SyncGroupRequest):
         return f"assignments={len(request.assignments)}"

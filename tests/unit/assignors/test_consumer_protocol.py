@@ -2,6 +2,7 @@
 
 import contextlib
 import io
+import struct
 from typing import Any
 
 import pytest
@@ -32,9 +33,13 @@ from regroup.assignors.consumer_protocol import (
     decode_sticky_user_data,
     decode_subscription,
     encode_assignment,
+    encode_assignment_of,
     encode_cooperative_user_data,
     encode_sticky_user_data,
     encode_subscription,
+    encode_subscription_sections,
+    encode_topic_list,
+    encode_topic_partitions,
 )
 
 VERSIONS = (0, 1, 2, 3)
@@ -563,3 +568,46 @@ def test_fast_decoders_take_the_ordinary_case() -> None:
 def test_cooperative_user_data_fast_path_matches_kio(generation: int, data: bytes) -> None:
     assert encode_cooperative_user_data(generation) == cpk.kio_encode_cooperative_user_data(generation)
     assert decode_cooperative_user_data(data) == cpk.kio_decode_cooperative_user_data(data)
+
+
+# --- sections: a subscription written from its parts, an assignment without the value ----------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(sub=subscriptions)
+def test_subscription_from_sections_is_the_encoded_subscription(sub: Subscription) -> None:
+    topic_list, owned = encode_topic_list(sub.topics), encode_topic_partitions(sub.owned)
+    assert topic_list is not None and owned is not None
+    data = encode_subscription_sections(topic_list, sub.user_data, owned, sub.generation, sub.rack)
+    assert data == encode_subscription(sub)
+
+
+def test_sections_refuse_values_that_do_not_fit() -> None:
+    assert encode_topic_list(("\ud800",)) is None
+    assert encode_topic_list(("x" * 40_000,)) is None
+    assert encode_topic_partitions({"t": (2**31,)}) is None
+    assert encode_subscription_sections(b"\x00\x00\x00\x00", None, b"\x00\x00\x00\x00", 2**31, None) is None
+    assert encode_subscription_sections(b"\x00\x00\x00\x00", None, b"\x00\x00\x00\x00", 1, "\ud800") is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(assignment=assignments)
+def test_assignment_of_partitions_is_the_encoded_assignment(assignment: Assignment) -> None:
+    assert encode_assignment_of(assignment.partitions) == encode_assignment(
+        Assignment(partitions=assignment.partitions)
+    )
+
+
+def test_assignment_of_partitions_raises_like_encode_assignment() -> None:
+    with pytest.raises(ValueError, match="int32"):
+        encode_assignment_of({"t": (2**31,)})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(int32s, max_size=5).map(tuple), min_size=1, max_size=6))
+def test_remembered_partition_arrays_are_the_packed_ones(arrays: list[tuple[int, ...]]) -> None:
+    """The partition arrays kept by their tuple are the ones packed afresh, and lists are packed as tuples."""
+    for partitions in arrays + arrays:
+        packed = struct.pack(f">i{len(partitions)}i", len(partitions), *partitions)
+        assert cp._partition_bytes(partitions) == packed
+        assert cp._partition_bytes(list(partitions)) == packed
