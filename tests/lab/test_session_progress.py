@@ -64,3 +64,30 @@ def test_progress_lines() -> None:
     middle = lines[1:-1]
     assert middle and all(line.startswith("regroup lab: sweep: ") and "/20 tasks (~" in line for line in middle)
     assert len(middle) <= 20  # one line per 5 % at most, here one per completed task
+
+
+class _TwoStageTracker:
+    """A count over a cached DataFrame: 20 tasks, then a final stage of one task."""
+
+    def __init__(self) -> None:
+        self.polls = 0
+
+    def getActiveStageIds(self) -> list[int]:
+        return [1] if self.polls < 20 else [2]
+
+    def getStageInfo(self, stage_id: int) -> _Stage:
+        self.polls += 1
+        if stage_id == 1:
+            return _Stage(numTasks=20, numCompletedTasks=min(self.polls, 20))
+        return _Stage(numTasks=1, numCompletedTasks=0)
+
+
+def test_progress_ignores_a_final_smaller_stage() -> None:
+    out = io.StringIO()
+    sc: Any = _Context()
+    sc.tracker = _TwoStageTracker()
+    with Progress(sc, "sweep", items=200, interval=0.005, out=out):
+        while sc.tracker.polls < 40:
+            time.sleep(0.01)
+    middle = out.getvalue().splitlines()[1:-1]
+    assert middle and all("/20 tasks (~" in line for line in middle)  # never "0/1 tasks (~0/200 runs)"

@@ -34,6 +34,8 @@ class Progress:
         self._started = 0.0
         self._last_done = -1
         self._last_at = 0.0
+        self._largest = 0  # the most tasks seen at once: a smaller stage after it (e.g. a count's final
+        # one-task stage over a cached DataFrame) is the job's tail, not its progress
 
     def __enter__(self) -> Progress:
         self._started = time.monotonic()
@@ -56,8 +58,9 @@ class Progress:
                 done, total = self._tasks()
             except Exception:  # the tracker is best effort; progress must never break a job
                 continue
-            if total == 0:
+            if total == 0 or total < self._largest:
                 continue
+            self._largest = total
             now = time.monotonic()
             approx = self.items * done // total
             text = f"{done}/{total} tasks (~{approx}/{self.items} {self.unit}), {now - self._started:.0f} s"
