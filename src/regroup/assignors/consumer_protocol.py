@@ -127,13 +127,8 @@ def encode_assignment(assignment: Assignment, version: int = HIGHEST_VERSION) ->
 def encode_assignment_of(partitions: Partitions) -> bytes:
     """``encode_assignment(Assignment(partitions=partitions))`` (no user data, the highest version) without
     building the ``Assignment``."""
-    try:
-        out = [_V3_PREFIX]
-        _put_topic_partitions(out, partitions)
-        out.append(b"\xff\xff\xff\xff")
-        return b"".join(out)
-    except (struct.error, UnicodeEncodeError):
-        return kio_encode_assignment(Assignment(partitions=partitions), HIGHEST_VERSION)
+    fast = _fast_assignment_of(partitions, None, HIGHEST_VERSION)
+    return fast if fast is not None else kio_encode_assignment(Assignment(partitions=partitions), HIGHEST_VERSION)
 
 
 def decode_assignment(data: bytes | bytearray | memoryview) -> Assignment:
@@ -253,6 +248,10 @@ def _put_nullable_bytes(out: list[bytes], data: bytes | None) -> None:
         out.append(data)
 
 
+def _put_nullable_name(out: list[bytes], name: str | None) -> None:
+    out.append(b"\xff\xff" if name is None else _name_bytes(name))
+
+
 def _put_topic_list(out: list[bytes], topics: Sequence[str]) -> None:
     out.append(_I32.pack(len(topics)))
     out.extend(_name_bytes(topic) for topic in topics)
@@ -268,17 +267,21 @@ def _fast_subscription(sub: Subscription, version: int) -> bytes | None:
         if version >= 2:
             out.append(_I32.pack(sub.generation))
         if version >= 3:
-            out.append(b"\xff\xff" if sub.rack is None else _name_bytes(sub.rack))
+            _put_nullable_name(out, sub.rack)
         return b"".join(out)
     except (struct.error, UnicodeEncodeError):
         return None
 
 
 def _fast_assignment(assignment: Assignment, version: int) -> bytes | None:
+    return _fast_assignment_of(assignment.partitions, assignment.user_data, version)
+
+
+def _fast_assignment_of(partitions: Partitions, user_data: bytes | None, version: int) -> bytes | None:
     try:
-        out = [_I16.pack(version)]
-        _put_topic_partitions(out, assignment.partitions)
-        _put_nullable_bytes(out, assignment.user_data)
+        out = [_V3_PREFIX if version == HIGHEST_VERSION else _I16.pack(version)]
+        _put_topic_partitions(out, partitions)
+        _put_nullable_bytes(out, user_data)
         return b"".join(out)
     except (struct.error, UnicodeEncodeError):
         return None
@@ -321,7 +324,7 @@ def encode_subscription_sections(
         _put_nullable_bytes(out, user_data)
         out.append(owned)
         out.append(_I32.pack(generation))
-        out.append(b"\xff\xff" if rack is None else _name_bytes(rack))
+        _put_nullable_name(out, rack)
         return b"".join(out)
     except (struct.error, UnicodeEncodeError):
         return None
