@@ -4,16 +4,16 @@ rebalance callbacks it ran."""
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from regroup.protocol.classic import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
 from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest
 from regroup.protocol.offsets import OffsetCommitRequest
 
-#: sets a field of a frozen dataclass from its own ``__init__`` (what a generated ``__init__`` does)
-_set = object.__setattr__
+# The value types below are immutable by type: their fields are ``Final`` (mypy rejects any assignment
+# outside ``__init__``), and each has an explicit ``__init__`` rather than a frozen dataclass's generated
+# one, which the compiled build cannot compile and which sets each field through ``object.__setattr__``.
 
 #: (topic, partition)
 TopicPartition = tuple[str, int]
@@ -74,17 +74,16 @@ class CallbackKind(enum.Enum):
     LOST = "lost"  # onPartitionsLost
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, init=False)
+@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
 class CallbackEvent:
     """One callback invocation: which partitions, when, at which generation, and why."""
 
-    kind: CallbackKind
-    partitions: tuple[TopicPartition, ...]  # sorted
-    at_ms: int
-    generation: int
-    reason: str
+    kind: Final[CallbackKind]
+    partitions: Final[tuple[TopicPartition, ...]]  # sorted
+    at_ms: Final[int]
+    generation: Final[int]
+    reason: Final[str]
 
-    # (frozen, with an explicit __init__: the compiled build compiles it; a generated one stays interpreted)
     def __init__(
         self,
         *,
@@ -94,33 +93,45 @@ class CallbackEvent:
         generation: int,
         reason: str = "",
     ) -> None:
-        _set(self, "kind", kind)
-        _set(self, "partitions", partitions)
-        _set(self, "at_ms", at_ms)
-        _set(self, "generation", generation)
-        _set(self, "reason", reason)
+        self.kind = kind
+        self.partitions = partitions
+        self.at_ms = at_ms
+        self.generation = generation
+        self.reason = reason
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, init=False)
+@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
 class OutgoingRequest:
     """A request the driver must send to the coordinator now. ``request_id`` is unique per member
     machine; the driver hands the response back with it (``on_response``)."""
 
-    request_id: int
-    request: Request
+    request_id: Final[int]
+    request: Final[Request]
 
     def __init__(self, *, request_id: int, request: Request) -> None:
-        _set(self, "request_id", request_id)
-        _set(self, "request", request)
+        self.request_id = request_id
+        self.request = request
 
     @property
     def api(self) -> str:
         return api_name(self.request)
 
 
-def sorted_partitions(partitions: Iterable[TopicPartition]) -> tuple[TopicPartition, ...]:
-    """A deterministic order for a collection of (topic, partition) pairs (sets iterate by hash)."""
-    return tuple(sorted(partitions))
+#: ``sorted_partitions`` of sets already sorted: a member's callbacks keep meeting the same sets (what it was
+#: assigned is what it later revokes, a kept assignment comes back each generation); a lookup hashes the set
+#: once and compares it, cheaper than sorting pairs again (bounded: cleared when full)
+_SORTED: Final[dict[frozenset[Any], tuple[Any, ...]]] = {}
+
+
+def sorted_partitions(partitions: frozenset[TopicPartition]) -> tuple[TopicPartition, ...]:
+    """A deterministic order for a set of (topic, partition) pairs (sets iterate by hash)."""
+    known = _SORTED.get(partitions)
+    if known is None:
+        known = tuple(sorted(partitions))
+        if len(_SORTED) >= 4096:
+            _SORTED.clear()
+        _SORTED[partitions] = known
+    return known
 
 
 @dataclass(slots=True, kw_only=True, init=False)
@@ -146,15 +157,15 @@ class Inflight:
         self.member_id = member_id
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, init=False)
+@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
 class MemberNote:
     """Something the driver may want to log: a timeout, a reset, a rejoin request, a fatal error."""
 
-    at_ms: int
-    kind: str
-    detail: str
+    at_ms: Final[int]
+    kind: Final[str]
+    detail: Final[str]
 
     def __init__(self, *, at_ms: int, kind: str, detail: str) -> None:
-        _set(self, "at_ms", at_ms)
-        _set(self, "kind", kind)
-        _set(self, "detail", detail)
+        self.at_ms = at_ms
+        self.kind = kind
+        self.detail = detail

@@ -4,7 +4,7 @@ the ``topic-partition`` labels used everywhere in the simulator's output."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Final
+from typing import Any, Final
 
 from regroup.assignors.consumer_protocol import ProtocolDecodeError, decode_assignment, decode_subscription
 from regroup.client.types import TopicPartition
@@ -85,27 +85,60 @@ def partition_labels(partitions: Mapping[str, tuple[int, ...]]) -> str:
     return ",".join(out)
 
 
-#: assignment bytes already read (each is read for the SyncGroup answer and again for the Stable group)
-_ASSIGNED: Final[dict[bytes, frozenset[TopicPartition]]] = {}
+#: per assignment bytes already read: its partitions in order and their ``labels`` (each assignment is read
+#: for the SyncGroup answer and again for the Stable group, and a member that keeps its partitions gets the
+#: same bytes generation after generation; bounded: cleared when full)
+_ASSIGNED: Final[dict[bytes, tuple[tuple[Any, ...], str]]] = {}
 
 
-def assigned_partitions(data: bytes) -> frozenset[TopicPartition]:
-    """Partitions in consumer-protocol assignment bytes (empty or malformed bytes: none)."""
-    if not data:
-        return frozenset()
+def _assignment_view(data: bytes) -> tuple[tuple[Any, ...], str]:
     known = _ASSIGNED.get(data)
     if known is not None:
         return known
-    try:
-        assignment = decode_assignment(data)
-    except ProtocolDecodeError:
-        partitions: frozenset[TopicPartition] = frozenset()
-    else:
-        partitions = frozenset((t, p) for t, ps in assignment.partitions.items() for p in ps)
+    partitions: tuple[Any, ...] = ()  # (pairs typed Any: the compiled build keeps them boxed)
+    if data:
+        try:
+            assignment = decode_assignment(data)
+        except ProtocolDecodeError:
+            pass
+        else:
+            partitions = tuple(sorted({(t, p) for t, ps in assignment.partitions.items() for p in ps}))
+    view = (partitions, ",".join([label(tp) for tp in partitions]))
     if len(_ASSIGNED) >= 4096:
         _ASSIGNED.clear()
-    _ASSIGNED[bytes(data)] = partitions
-    return partitions
+    _ASSIGNED[bytes(data)] = view
+    return view
+
+
+def assigned_partitions(data: bytes) -> tuple[TopicPartition, ...]:
+    """Partitions in consumer-protocol assignment bytes, sorted and without repeats (empty or malformed
+    bytes: none)."""
+    return _assignment_view(data)[0]
+
+
+def assignment_labels(data: bytes) -> str:
+    """``labels(assigned_partitions(data))``."""
+    return _assignment_view(data)[1]
+
+
+#: ``partition_labels`` of the owned partitions in subscription bytes already read (a member rejoining with
+#: the same subscription sends the same bytes; bounded: cleared when full)
+_OWNED: Final[dict[bytes, str]] = {}
+
+
+def _owned_labels(metadata: bytes) -> str:
+    """The owned partitions' labels of consumer-protocol subscription bytes ("" when they do not decode)."""
+    known = _OWNED.get(metadata)
+    if known is not None:
+        return known
+    try:
+        text = partition_labels(decode_subscription(metadata).owned)
+    except ProtocolDecodeError:
+        text = ""
+    if len(_OWNED) >= 4096:
+        _OWNED.clear()
+    _OWNED[bytes(metadata)] = text
+    return text
 
 
 def _named(parts: TopicPartitions, names: Mapping[object, str]) -> str:
@@ -127,14 +160,7 @@ def request_detail(request: object, names: Mapping[object, str] | None = None) -
         return " ".join(parts)
     if isinstance(request, JoinGroupRequest):
         protocols = ",".join(name for name, _ in request.protocols)
-        owned = ""
-        if request.protocols:
-            try:
-                sub = decode_subscription(request.protocols[0][1])
-            except ProtocolDecodeError:
-                sub = None
-            if sub is not None:
-                owned = partition_labels(sub.owned)
+        owned = _owned_labels(request.protocols[0][1]) if request.protocols else ""
         return f"protocols={protocols} owned=[{owned}] reason={request.reason or ''}"
     if isinstance(request, SyncGroupRequest):
         return f"assignments={len(request.assignments)}"
@@ -153,5 +179,5 @@ def response_detail(response: object, names: Mapping[object, str] | None = None)
     if isinstance(response, JoinGroupResponse) and response.generation_id >= 0:
         return f"leader={response.leader} protocol={response.protocol_name} members={len(response.members)}"
     if isinstance(response, SyncGroupResponse):
-        return f"assignment=[{labels(assigned_partitions(response.assignment))}]"
+        return f"assignment=[{assignment_labels(response.assignment)}]"
     return None

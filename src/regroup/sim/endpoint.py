@@ -197,7 +197,7 @@ class CoordinatorEndpoint:
             self.log.emit_partitions(
                 now,
                 "group_assignment",
-                sorted(assigned_partitions(member.assignment)),
+                assigned_partitions(member.assignment),
                 member=self.names_by_id.get(member_id, member_id),
                 member_id=member_id,
                 generation=group.generation,
