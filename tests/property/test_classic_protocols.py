@@ -51,7 +51,7 @@ def test_cached_candidate_protocols_match_a_fresh_intersection(
         elif op == "remove":
             group.remove(member_id)
         elif op == "change" and member_id in group.members:
-            group.members[member_id].protocols = protocols  # a known member rejoining with other protocols
+            group.set_protocols(group.members[member_id], protocols)  # a known member rejoining
         elif op == "replace":  # a static member's id replaced: a new members dict
             group.members = {**group.members, member_id: member(member_id, protocols)}
         assert group.candidate_protocols(extra) == fresh(group, extra)

@@ -94,6 +94,10 @@ class ClassicGroup:
         default_factory=dict, init=False, repr=False, compare=False
     )
     _protocol_counts: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # the members dict that bookkeeping was last brought up to date with, and the members added, removed or
+    # given new protocols through this class since (``add``, ``remove``, ``set_protocols``)
+    _protocols_synced: object = field(default=None, init=False, repr=False, compare=False)
+    _protocols_dirty: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
 
     # --- state -----------------------------------------------------------------------------------------
     def transition(self, to: GroupState, now_ms: int) -> None:
@@ -111,6 +115,7 @@ class ClassicGroup:
         if not self.members:
             self.protocol_type = member.protocol_type
         self.members[member.member_id] = member
+        self._protocols_dirty.add(member.member_id)
         if member.group_instance_id is not None:
             self.static_members[member.group_instance_id] = member.member_id
         if self.leader_id is None:
@@ -118,6 +123,7 @@ class ClassicGroup:
 
     def remove(self, member_id: str) -> ClassicMember | None:
         member = self.members.pop(member_id, None)
+        self._protocols_dirty.add(member_id)
         self.pending_sync_members.discard(member_id)
         instance = member.group_instance_id if member is not None else None
         if instance is not None and self.static_members.get(instance) == member_id:
@@ -136,6 +142,11 @@ class ClassicGroup:
         return sum(1 for m in self.members.values() if m.join_key is not None)
 
     # --- protocols -------------------------------------------------------------------------------------
+    def set_protocols(self, member: ClassicMember, protocols: tuple[tuple[str, bytes], ...]) -> None:
+        """A known member's new protocol list (it rejoined)."""
+        member.protocols = protocols
+        self._protocols_dirty.add(member.member_id)
+
     def candidate_protocols(self, extra: tuple[str, ...] | None = None) -> set[str]:
         """The protocol names every member (and ``extra``, when given) supports."""
         members = self.members
@@ -143,26 +154,42 @@ class ClassicGroup:
             return set() if extra is None else set(extra)
         # Asked on every JoinGroup, and every JoinGroup brings a new protocol list (new metadata): so, as
         # Kafka does, count per name how many members support it, updating only the members whose list
-        # changed (compared by identity) since the last call. (A plain dict: Counter's methods would run
-        # interpreted in the compiled build.)
-        seen, counts = self._protocols_seen, self._protocol_counts
-        for member_id, member in members.items():
-            entry = seen.get(member_id)
-            if entry is None or entry[0] is not member.protocols:
-                if entry is not None:
-                    for name in entry[1]:
-                        counts[name] -= 1
-                names = frozenset(name for name, _ in member.protocols)
-                for name in names:
-                    counts[name] = counts.get(name, 0) + 1
-                seen[member_id] = (member.protocols, names)
-        if len(seen) > len(members):  # (every member is in ``seen`` now: more entries means some have left)
-            for gone in [member_id for member_id in seen if member_id not in members]:
-                for name in seen.pop(gone)[1]:
-                    counts[name] -= 1
+        # changed: those added, removed or given protocols through this class since the last call. When the
+        # members dict was replaced (a static member's new id) or the counts miss a member, every member
+        # is compared by the identity of its protocol list instead. (A plain dict: Counter's
+        # methods would run interpreted in the compiled build.)
+        seen, dirty = self._protocols_seen, self._protocols_dirty
+        synced = self._protocols_synced is members
+        if synced:
+            for member_id in dirty:
+                self._count_protocols(member_id, members.get(member_id))
+        if not synced or len(seen) != len(members):
+            for member_id, member in members.items():
+                self._count_protocols(member_id, member)
+            if len(seen) > len(members):  # (every member is in ``seen`` now: more entries means some have left)
+                for gone in [member_id for member_id in seen if member_id not in members]:
+                    self._count_protocols(gone, None)
+            self._protocols_synced = members
+        dirty.clear()
         everyone = len(members)
-        common = {name for name, count in counts.items() if count == everyone}
+        common = {name for name, count in self._protocol_counts.items() if count == everyone}
         return common if extra is None else common.intersection(extra)
+
+    def _count_protocols(self, member_id: str, member: ClassicMember | None) -> None:
+        """Bring the counts up to date with ``member`` (None: the member left)."""
+        seen, counts = self._protocols_seen, self._protocol_counts
+        entry = seen.get(member_id)
+        if member is not None and entry is not None and entry[0] is member.protocols:
+            return
+        if entry is not None:
+            for name in entry[1]:
+                counts[name] -= 1
+            del seen[member_id]
+        if member is not None:
+            names = frozenset(name for name, _ in member.protocols)
+            for name in names:
+                counts[name] = counts.get(name, 0) + 1
+            seen[member_id] = (member.protocols, names)
 
     def supports(self, protocol_type: str, protocols: tuple[tuple[str, bytes], ...]) -> bool:
         """Kafka's check for a joining member: an Empty group needs a type and protocols; otherwise the

@@ -152,17 +152,17 @@ def _join_known_member(ctx: Ctx, group: ClassicGroup, req: JoinGroupRequest, key
     check_identity(group, req.member_id, req.group_instance_id)
     member = group.members[req.member_id]
     if group.is_in(S.PREPARING_REBALANCE):
-        _update_member(ctx, member, req, key)
+        _update_member(ctx, group, member, req, key)
         try_complete_join(ctx, group)
     elif group.is_in(S.COMPLETING_REBALANCE):
         if member.protocols == req.protocols:
             ctx.complete(key, _current_generation_response(group, member, include_members=True))
         else:
-            _update_member(ctx, member, req, key)
+            _update_member(ctx, group, member, req, key)
             prepare_rebalance(ctx, group)
     elif group.is_in(S.STABLE):
         if member.member_id == group.leader_id or member.protocols != req.protocols:
-            _update_member(ctx, member, req, key)
+            _update_member(ctx, group, member, req, key)
             prepare_rebalance(ctx, group)
         else:
             ctx.complete(key, _current_generation_response(group, member, include_members=False))
@@ -170,11 +170,13 @@ def _join_known_member(ctx: Ctx, group: ClassicGroup, req: JoinGroupRequest, key
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
 
 
-def _update_member(ctx: Ctx, member: ClassicMember, req: JoinGroupRequest, key: RequestKey) -> None:
+def _update_member(
+    ctx: Ctx, group: ClassicGroup, member: ClassicMember, req: JoinGroupRequest, key: RequestKey
+) -> None:
     if member.join_key is not None and member.join_key != key:
         # a newer JoinGroup supersedes the parked one (the client retried): like Kafka, replace it silently
         ctx.drop(member.join_key)
-    member.protocols = req.protocols
+    group.set_protocols(member, req.protocols)
     member.rebalance_timeout_ms = req.rebalance_timeout_ms
     member.session_timeout_ms = req.session_timeout_ms
     member.join_key = key
