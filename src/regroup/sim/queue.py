@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from heapq import heappop, heappush
-from typing import Any, Final
+from typing import Any
 
 from regroup.client import OutgoingRequest
 from regroup.sim.scenario import ScenarioEvent
@@ -62,32 +62,35 @@ class ToMember:
 Item = ScenarioEvent | Wake | CoordinatorWake | ToCoordinator | ToMember
 
 
-#: a queue key is ``at_ms * 2**32 + seq``: ordered as (virtual time, insertion order), compared as one int
-_SEQ_LIMIT: Final = 2**32
-
-
 class EventQueue:
-    """Items by virtual time, ties in insertion order. The heap holds int keys (cheaper to compare than
-    tuples) and ``items`` maps each key to its item."""
+    """Items by virtual time, ties in insertion order. Items are kept in one list per time, in insertion
+    order, and a heap holds the distinct times: a run's items share few times (a bench-grid run pushes 7-10
+    items per distinct time), so the heap is small and most pushes and pops never touch it."""
 
     def __init__(self) -> None:
-        self.heap: list[int] = []
-        self.items: dict[int, Item] = {}
-        self._seq = 0
+        self.times: list[int] = []
+        self.buckets: dict[int, list[Item]] = {}
 
     def push(self, at_ms: int, item: Item) -> None:
-        seq = self._seq
-        if seq >= _SEQ_LIMIT:
-            raise OverflowError("more than 2**32 events queued in one run")
-        self._seq = seq + 1
-        key = at_ms * _SEQ_LIMIT + seq
-        heappush(self.heap, key)
-        self.items[key] = item
+        bucket = self.buckets.get(at_ms)
+        if bucket is None:
+            self.buckets[at_ms] = [item]
+            heappush(self.times, at_ms)
+        else:
+            bucket.append(item)
 
     def next_at(self) -> int | None:
         """The time of the next item, if any."""
-        return self.heap[0] // _SEQ_LIMIT if self.heap else None
+        return self.times[0] if self.times else None
 
     def pop(self) -> tuple[int, Item]:
-        key = heappop(self.heap)
-        return key // _SEQ_LIMIT, self.items.pop(key)
+        at_ms = self.times[0]
+        bucket = self.buckets[at_ms]
+        item = bucket.pop(0)  # (a bucket holds a few items: moving them is cheaper than an index per time)
+        if not bucket:
+            heappop(self.times)
+            del self.buckets[at_ms]
+        return at_ms, item
+
+    def __len__(self) -> int:
+        return sum(len(bucket) for bucket in self.buckets.values())
