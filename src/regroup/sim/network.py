@@ -85,17 +85,19 @@ class Network:
         """Send one message on ``member``'s link in ``direction``: when does it arrive (if at all)?"""
         if member in self.isolated:
             return Transmission((), "isolated")
-        spec = self.spec(member)
-        if spec.loss > 0 and self.rng.random() < spec.loss:
+        spec = self.links.get(member, self.default)
+        rng = self.rng
+        if spec.loss > 0 and rng.random() < spec.loss:
             return Transmission((), "lost")
-        copies = 2 if spec.duplicate > 0 and self.rng.random() < spec.duplicate else 1
-        times: list[int] = []
+        duplicated = spec.duplicate > 0 and rng.random() < spec.duplicate  # (drawn before the jitter)
         last = self._last_delivery.get(direction)
         if last is None:
             last = self._last_delivery[direction] = {}
-        for _ in range(copies):
-            delay = spec.latency_ms + (uniform_jitter(self.rng, spec.jitter_ms) if spec.jitter_ms > 0 else 0)
-            at = max(now_ms + delay, last.get(member, 0))
+        jitter = spec.jitter_ms
+        at = max(now_ms + spec.latency_ms + (uniform_jitter(rng, jitter) if jitter > 0 else 0), last.get(member, 0))
+        if not duplicated:
             last[member] = at
-            times.append(at)
-        return Transmission(tuple(times))
+            return Transmission((at,))
+        again = max(now_ms + spec.latency_ms + (uniform_jitter(rng, jitter) if jitter > 0 else 0), at)
+        last[member] = again
+        return Transmission((at, again))
