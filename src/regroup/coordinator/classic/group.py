@@ -96,7 +96,7 @@ class ClassicGroup:
     _protocol_counts: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
     # the members dict that bookkeeping was last brought up to date with, and the members added, removed or
     # given new protocols through this class since (``add``, ``remove``, ``set_protocols``)
-    _protocols_synced: object = field(default=None, init=False, repr=False, compare=False)
+    _protocols_synced: dict[str, ClassicMember] | None = field(default=None, init=False, repr=False, compare=False)
     _protocols_dirty: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
 
     # --- state -----------------------------------------------------------------------------------------
