@@ -60,13 +60,14 @@ class SafetyChecker:
         # boxing a new tuple for every lookup)
         processing: dict[Any, set[str]] = self.processing
         gone: frozenset[Any] = before - owned
+        active = bool(self._active)  # (no violation is active in a correct run: nothing to clear)
         for tp in gone:
             holders = processing.get(tp)
             if holders is not None:
                 holders.discard(member)
-                if len(holders) <= 1:
+                if active and len(holders) <= 1:
                     self._clear(("double", tp))
-            else:
+            elif active:
                 self._clear(("double", tp))
         doubled: list[Any] = []
         came: frozenset[Any] = owned - before
