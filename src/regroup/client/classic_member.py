@@ -63,6 +63,8 @@ S = MemberState
 _UNJOINED: Final = MemberState.UNJOINED
 _STABLE: Final = MemberState.STABLE
 _HEARTBEATING: Final = (MemberState.COMPLETING_REBALANCE, MemberState.STABLE)
+#: later than any deadline (``next_deadline``'s starting point)
+_NEVER: Final = 2**62
 
 
 class ClassicMember(OwnedPartitions):
@@ -148,16 +150,20 @@ class ClassicMember(OwnedPartitions):
             return self._now
         if self.state in STOPPED:
             return None
-        candidates = [inf.deadline_ms for inf in self.inflight.values()]
-        if self.owned and self.lease_ms is not None:
-            candidates.append(self.lease_ms)
-        if self._wants_join():
-            candidates.append(self.rejoin_at_ms)
-        if self._heartbeating() and self.next_heartbeat_ms is not None:
-            candidates.append(self.next_heartbeat_ms)
-        if self._committing() and self.next_commit_ms is not None:
-            candidates.append(self.next_commit_ms)
-        return min(candidates) if candidates else None
+        # (the earliest candidate kept as a plain int: asked after every step of the member)
+        earliest = _NEVER
+        for inf in self.inflight.values():
+            if inf.deadline_ms < earliest:
+                earliest = inf.deadline_ms
+        if self.owned and self.lease_ms is not None and self.lease_ms < earliest:
+            earliest = self.lease_ms
+        if self._wants_join() and self.rejoin_at_ms < earliest:
+            earliest = self.rejoin_at_ms
+        if self._heartbeating() and self.next_heartbeat_ms is not None and self.next_heartbeat_ms < earliest:
+            earliest = self.next_heartbeat_ms
+        if self._committing() and self.next_commit_ms is not None and self.next_commit_ms < earliest:
+            earliest = self.next_commit_ms
+        return None if earliest == _NEVER else earliest
 
     def on_response(self, request_id: int, response: object, now_ms: int) -> None:
         """Feed the coordinator's answer to request ``request_id``. Answers to requests the member no
@@ -291,6 +297,8 @@ class ClassicMember(OwnedPartitions):
         return self.config.auto_commit and self.state is _STABLE and bool(self.owned)
 
     def _expire_inflight(self, now_ms: int) -> None:
+        if not self.inflight:
+            return
         for request_id in sorted(self.inflight):
             inflight = self.inflight[request_id]
             if inflight.deadline_ms > now_ms:
