@@ -104,9 +104,8 @@ class Simulator:
         self._expected: tuple[int, int, frozenset[TopicPartition]] | None = None  # (live and topics versions, ...)
         # the classic group as the last quiescence check saw it, the members polled since, and, as of that
         # check, the running members and those of them not (yet) settled in the group's generation
-        # (group, generation, member ids, ``_coordinator_changes`` when they were last compared)
-        self._classic_view: tuple[object, int, tuple[str, ...], int] | None = None
-        self._coordinator_changes = 0  # counts the coordinator's answers (``_respond``): nothing else changes it
+        # (group, generation, its members dict, its ``membership_changes``)
+        self._classic_view: tuple[object, int, object, int] | None = None
         self._polled: set[str] = set()
         self._live: set[str] = set()
         self._live_version = 0  # counts changes to ``_live``
@@ -392,7 +391,6 @@ class Simulator:
         self._respond(self.endpoint.handle(name, item.incarnation, out, self.now))
 
     def _respond(self, routed: list[ToMember]) -> None:
-        self._coordinator_changes += 1
         for r in routed:
             for at in self._transmit(r.member, TO_MEMBER, r.api, r.request_id):
                 self._queue.push(at, r)
@@ -451,18 +449,19 @@ class Simulator:
                 self._classic_view = None
                 return None
             last = self._classic_view
-            changes = self._coordinator_changes
-            # generation and member ids are compared again only after the coordinator answered something
+            # (members compared by the dict's identity and the group's count of joins and leaves: the same
+            # members after a leave and a rejoin count as a change, and every member is examined again,
+            # which gives the same answer, only slower)
             if (
                 last is None
                 or last[0] is not group
-                or (last[3] != changes and (last[1] != group.generation or not _same_keys(last[2], group.members)))
+                or last[1] != group.generation
+                or last[2] is not group.members
+                or last[3] != group.membership_changes
             ):
-                self._classic_view = (group, group.generation, tuple(group.members), changes)
+                self._classic_view = (group, group.generation, group.members, group.membership_changes)
                 self._unsettled.clear()
                 polled = self._live
-            elif last[3] != changes:
-                self._classic_view = (group, group.generation, last[2], changes)
             for name in polled:
                 self._classify(name, group)
             if self._unsettled or not self._live or len(self._live) != len(group.members):
@@ -539,14 +538,6 @@ class Simulator:
     def quiescent(self) -> bool:
         self.forget_quiescence()
         return self.expected_if_quiescent() is not None
-
-
-def _same_keys(keys: tuple[str, ...], members: Mapping[str, object]) -> bool:
-    """Whether ``members`` has exactly ``keys``, in that order (the same members in another order count as a
-    change: the caller then re-examines every member, which gives the same answer, only slower)."""
-    if len(keys) != len(members):
-        return False
-    return all(key == keys[i] for i, key in enumerate(members))
 
 
 def simulate(scenario: Scenario, seed: int = 0) -> Simulator:
