@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from regroup.model.errors import ErrorCode
 
@@ -10,20 +11,27 @@ NO_GENERATION = -1
 UNKNOWN_MEMBER = ""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClientInfo:
-    """Who sent a request (KIP-40's client id and host)."""
-
-    client_id: str = ""
-    client_host: str = ""
-
-
 # The messages a group exchanges on every join, sync and heartbeat are not frozen and write their own
 # ``__init__``: the compiled build (docs/architecture.md) compiles a written ``__init__`` but leaves a generated
 # one interpreted, and a frozen one costs several times a plain one in either build. Treat them as immutable
-# all the same: nothing changes a message after building it.
+# all the same: nothing changes a message after building it. The client info and LeaveGroup's messages go
+# further: ``Final`` fields (mypy refuses an assignment) and the field-based hash of a frozen dataclass
+# (``unsafe_hash``), so they stay hashable values.
 
-#: the client info of a request that gives none (ClientInfo is frozen: one shared instance)
+
+@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
+class ClientInfo:
+    """Who sent a request (KIP-40's client id and host)."""
+
+    client_id: Final[str]
+    client_host: Final[str]
+
+    def __init__(self, *, client_id: str = "", client_host: str = "") -> None:
+        self.client_id = client_id
+        self.client_host = client_host
+
+
+#: the client info of a request that gives none (ClientInfo is immutable: one shared instance)
 NO_CLIENT = ClientInfo()
 
 
@@ -186,27 +194,47 @@ class HeartbeatResponse:
         self.error = error
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
 class LeavingMember:
-    member_id: str
-    group_instance_id: str | None = None
-    reason: str | None = None
+    member_id: Final[str]
+    group_instance_id: Final[str | None]
+    reason: Final[str | None]
+
+    def __init__(self, *, member_id: str, group_instance_id: str | None = None, reason: str | None = None) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.reason = reason
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
 class LeaveGroupRequest:
-    group_id: str
-    members: tuple[LeavingMember, ...]
+    group_id: Final[str]
+    members: Final[tuple[LeavingMember, ...]]
+
+    def __init__(self, *, group_id: str, members: tuple[LeavingMember, ...]) -> None:
+        self.group_id = group_id
+        self.members = members
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
 class LeaveGroupMemberResponse:
-    member_id: str
-    group_instance_id: str | None
-    error: ErrorCode
+    member_id: Final[str]
+    group_instance_id: Final[str | None]
+    error: Final[ErrorCode]
+
+    def __init__(self, *, member_id: str, group_instance_id: str | None, error: ErrorCode) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.error = error
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
 class LeaveGroupResponse:
-    error: ErrorCode = ErrorCode.NONE
-    members: tuple[LeaveGroupMemberResponse, ...] = ()
+    error: Final[ErrorCode]
+    members: Final[tuple[LeaveGroupMemberResponse, ...]]
+
+    def __init__(
+        self, *, error: ErrorCode = ErrorCode.NONE, members: tuple[LeaveGroupMemberResponse, ...] = ()
+    ) -> None:
+        self.error = error
+        self.members = members

@@ -42,7 +42,8 @@ VALID_PREVIOUS: Final[dict[GroupState, frozenset[GroupState]]] = {
 }
 
 
-@dataclass(slots=True, kw_only=True)
+# (an explicit __init__: the compiled build compiles it; a generated one stays interpreted)
+@dataclass(slots=True, kw_only=True, init=False)
 class ClassicMember:
     member_id: str
     group_instance_id: str | None
@@ -52,11 +53,42 @@ class ClassicMember:
     session_timeout_ms: int
     protocol_type: str
     protocols: tuple[tuple[str, bytes], ...]
-    assignment: bytes = b""
-    join_key: RequestKey | None = None  # parked JoinGroup
-    join_version: int = 9
-    sync_key: RequestKey | None = None  # parked SyncGroup
-    is_new: bool = False
+    assignment: bytes
+    join_key: RequestKey | None  # parked JoinGroup
+    join_version: int
+    sync_key: RequestKey | None  # parked SyncGroup
+    is_new: bool
+
+    def __init__(
+        self,
+        *,
+        member_id: str,
+        group_instance_id: str | None,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: tuple[tuple[str, bytes], ...],
+        assignment: bytes = b"",
+        join_key: RequestKey | None = None,
+        join_version: int = 9,
+        sync_key: RequestKey | None = None,
+        is_new: bool = False,
+    ) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.session_timeout_ms = session_timeout_ms
+        self.protocol_type = protocol_type
+        self.protocols = protocols
+        self.assignment = assignment
+        self.join_key = join_key
+        self.join_version = join_version
+        self.sync_key = sync_key
+        self.is_new = is_new
 
     def metadata(self, protocol: str | None) -> bytes:
         for name, data in self.protocols:
