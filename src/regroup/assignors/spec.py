@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 #: member id -> topic -> sorted partition numbers. Every member of the spec appears (possibly empty).
 Assignment = dict[str, dict[str, list[int]]]
@@ -28,7 +28,13 @@ class RebalanceProtocol(enum.IntEnum):
 NO_GENERATION = -1
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+# The spec's values are built for every member at every assignment: they are not frozen and write their own
+# ``__init__``, which the compiled build compiles (a generated one stays interpreted, and a frozen one costs about
+# 10k instructions per object there). ``Final`` fields keep them immutable for mypy; ``unsafe_hash`` keeps the
+# field-based hash a frozen dataclass has.
+
+
+@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
 class MemberSubscription:
     """One member as an assignor sees it.
 
@@ -37,12 +43,29 @@ class MemberSubscription:
     ``user_data`` is the assignor-specific blob from the subscription (for ``sticky``, its previous assignment).
     """
 
-    topics: tuple[str, ...]
-    owned: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-    generation: int = NO_GENERATION
-    rack: str | None = None
-    instance_id: str | None = None
-    user_data: bytes | None = None
+    topics: Final[tuple[str, ...]]
+    owned: Final[Mapping[str, tuple[int, ...]]]
+    generation: Final[int]
+    rack: Final[str | None]
+    instance_id: Final[str | None]
+    user_data: Final[bytes | None]
+
+    def __init__(
+        self,
+        *,
+        topics: tuple[str, ...],
+        owned: Mapping[str, tuple[int, ...]] | None = None,
+        generation: int = NO_GENERATION,
+        rack: str | None = None,
+        instance_id: str | None = None,
+        user_data: bytes | None = None,
+    ) -> None:
+        self.topics = topics
+        self.owned = {} if owned is None else owned
+        self.generation = generation
+        self.rack = rack
+        self.instance_id = instance_id
+        self.user_data = user_data
 
     @staticmethod
     def of(
@@ -65,14 +88,27 @@ class MemberSubscription:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
 class GroupSpec:
     """Everything an assignor is given: topic metadata, members and strategy options."""
 
-    topics: Mapping[str, int]
-    members: Mapping[str, MemberSubscription]
-    partition_racks: PartitionRacks | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
+    topics: Final[Mapping[str, int]]
+    members: Final[Mapping[str, MemberSubscription]]
+    partition_racks: Final[PartitionRacks | None]
+    options: Final[Mapping[str, Any]]
+
+    def __init__(
+        self,
+        *,
+        topics: Mapping[str, int],
+        members: Mapping[str, MemberSubscription],
+        partition_racks: PartitionRacks | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.topics = topics
+        self.members = members
+        self.partition_racks = partition_racks
+        self.options = {} if options is None else options
 
     def subscribed_partition_count(self, member_id: str) -> int:
         """How many existing partitions the member's subscription covers."""
