@@ -1,0 +1,108 @@
+"""The value classes built on every run write their own ``__init__`` (the compiled build compiles a written one; a
+generated one stays interpreted): each one must take exactly the dataclass's fields, in order, keyword-only where
+the field is, and keep its defaults in that ``__init__`` only, so a field added without updating the ``__init__``
+fails here. The immutable ones keep a frozen dataclass's field-based hash."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any
+
+import pytest
+
+from regroup.assignors.base import MemberState
+from regroup.assignors.consumer_protocol_types import Assignment, Subscription
+from regroup.assignors.spec import GroupSpec, MemberSubscription
+from regroup.client.config import MemberConfig
+from regroup.coordinator.classic.group import ClassicMember
+from regroup.model.cluster import ClusterImage, TopicImage
+from regroup.protocol.classic import (
+    ClientInfo,
+    LeaveGroupMemberResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    LeavingMember,
+)
+from regroup.records.model import GroupMetadataKey, GroupMetadataValue, MemberMetadata, Record
+from regroup.sim.scenario import LinkSpec, Scenario, ScenarioEvent
+
+#: immutable values (``Final`` fields): hashed by their fields, as a frozen dataclass is
+IMMUTABLE: list[type[Any]] = [
+    GroupMetadataKey,
+    MemberMetadata,
+    GroupMetadataValue,
+    Record,
+    MemberSubscription,
+    GroupSpec,
+    MemberState,
+    ClientInfo,
+    LeavingMember,
+    LeaveGroupRequest,
+    LeaveGroupMemberResponse,
+    LeaveGroupResponse,
+    MemberConfig,
+    Subscription,
+    Assignment,
+    LinkSpec,
+    ScenarioEvent,
+    Scenario,
+    TopicImage,
+    ClusterImage,
+]
+#: mutable state, compared by its fields and not hashable (a plain dataclass)
+MUTABLE: list[type[Any]] = [ClassicMember]
+
+
+@pytest.mark.parametrize("cls", IMMUTABLE + MUTABLE, ids=lambda cls: cls.__name__)
+def test_the_written_init_takes_exactly_the_fields(cls: type[Any]) -> None:
+    assert "__init__" in vars(cls)
+    assert not cls.__dataclass_params__.init  # the written one, not a generated one
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    fields = dataclasses.fields(cls)
+    assert [p.name for p in params] == [f.name for f in fields]
+    for p, f in zip(params, fields, strict=True):
+        kind = inspect.Parameter.KEYWORD_ONLY if f.kw_only else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        assert p.kind == kind, f.name
+        # the defaults live in the __init__ only: a default on the field as well could drift from it
+        assert f.default is dataclasses.MISSING, f.name
+        assert f.default_factory is dataclasses.MISSING, f.name
+
+
+@pytest.mark.parametrize("cls", IMMUTABLE, ids=lambda cls: cls.__name__)
+def test_immutable_values_keep_a_field_based_hash(cls: type[Any]) -> None:
+    assert cls.__dataclass_params__.eq and cls.__dataclass_params__.unsafe_hash
+    assert vars(cls)["__hash__"] is not None
+
+
+def test_mutable_state_is_not_hashable() -> None:
+    assert ClassicMember.__hash__ is None
+
+
+def test_hash_and_equality_follow_the_fields() -> None:
+    a = LeavingMember(member_id="m", reason="r")
+    b = LeavingMember(member_id="m", reason="r")
+    assert a == b and hash(a) == hash(b) and len({a, b}) == 1
+    assert a != LeavingMember(member_id="m")
+    assert repr(a) == "LeavingMember(member_id='m', group_instance_id=None, reason='r')"
+    assert dataclasses.replace(a, reason=None) == LeavingMember(member_id="m")
+
+
+@pytest.mark.parametrize(
+    ("cls", "required", "name"),
+    [
+        (MemberSubscription, {"topics": ()}, "owned"),
+        (GroupSpec, {"topics": {}, "members": {}}, "options"),
+        (MemberState, {"topics": ()}, "owned"),
+        (MemberConfig, {"group_id": "g", "client_id": "c", "topics": ()}, "options"),
+        (Subscription, {"topics": ()}, "owned"),
+        (ScenarioEvent, {"at_ms": 0, "action": "join"}, "link"),
+        (Scenario, {"name": "s", "duration_ms": 1, "topics": {}, "members": (), "events": ()}, "coordinator"),
+        (ClusterImage, {}, "by_name"),
+    ],
+    ids=lambda v: v.__name__ if isinstance(v, type) else None,
+)
+def test_a_mutable_default_is_a_new_object_per_instance(cls: type[Any], required: dict[str, Any], name: str) -> None:
+    first, second = cls(**required), cls(**required)
+    assert getattr(first, name) == getattr(second, name)
+    assert getattr(first, name) is not getattr(second, name)
