@@ -12,26 +12,38 @@ _ORDER: Final = 2**64
 
 
 class Timers:
+    """Most rescheduling moves a deadline later (each heartbeat extends its member's session), so the heap
+    is lazy: it holds one entry per key that is never later than the key's current entry. Moving a deadline
+    later only records the new entry; when the older one reaches the top of the heap it is replaced by the
+    key's current entry. Moving it earlier pushes the new entry and disowns the old one. The top, once
+    cleaned, is therefore the earliest current entry."""
+
     def __init__(self) -> None:
         self._entry: dict[Hashable, int] = {}  # key -> its current entry
-        self._key: dict[int, Hashable] = {}  # current entry -> key (a heap entry not here was replaced)
-        self._heap: list[int] = []  # entries, replaced ones left in place until they reach the top
+        self._queued: dict[Hashable, int] = {}  # key -> the heap entry standing for it (<= its current entry)
+        self._key: dict[int, Hashable] = {}  # heap entry standing for a key -> that key (others are disowned)
+        self._heap: list[int] = []
         self._seq = 0
 
     def schedule(self, key: Hashable, deadline_ms: int) -> None:
         entry = deadline_ms * _ORDER + self._seq
         self._seq += 1
-        old = self._entry.get(key)
-        if old is not None:
-            del self._key[old]
         self._entry[key] = entry
+        queued = self._queued.get(key)
+        if queued is not None:
+            if queued <= entry:
+                return  # (replaced by ``entry`` when it reaches the top)
+            del self._key[queued]
+        self._queue(key, entry)
+
+    def _queue(self, key: Hashable, entry: int) -> None:
+        self._queued[key] = entry
         self._key[entry] = key
         heappush(self._heap, entry)
 
     def cancel(self, key: Hashable) -> None:
-        old = self._entry.pop(key, None)
-        if old is not None:
-            del self._key[old]
+        if self._entry.pop(key, None) is not None:
+            del self._key[self._queued.pop(key)]
 
     def deadline(self, key: Hashable) -> int | None:
         entry = self._entry.get(key)
@@ -41,9 +53,20 @@ class Timers:
         return key in self._entry
 
     def _clean_top(self) -> None:
-        heap, current = self._heap, self._key
-        while heap and heap[0] not in current:
+        """Drop disowned entries from the top and replace outdated ones, until the top is a current entry."""
+        heap, owners = self._heap, self._key
+        while heap:
+            top = heap[0]
+            key = owners.get(top)
+            if key is None:
+                heappop(heap)
+                continue
+            current = self._entry[key]
+            if current == top:
+                return
             heappop(heap)
+            del owners[top]
+            self._queue(key, current)
 
     def next_deadline(self) -> int | None:
         self._clean_top()
@@ -56,4 +79,5 @@ class Timers:
             return None
         key = self._key.pop(heappop(self._heap))
         del self._entry[key]
+        del self._queued[key]
         return key
