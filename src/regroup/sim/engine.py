@@ -26,6 +26,7 @@ from regroup.client import (
     MemberState,
     OutgoingRequest,
 )
+from regroup.client.consumer_member import ConsumerState
 from regroup.client.types import TopicPartition
 from regroup.coordinator.classic.group import ClassicGroup, S
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
@@ -61,6 +62,17 @@ NOTE_TYPES: Final = {
 }
 
 Machine = ClassicMember | ConsumerMember
+
+#: the states of a stopped process of either protocol: ``state not in _STOPPED`` is ``state.running``
+#: without a property call (a tuple: ``in`` compares identity first)
+_STOPPED: Final = (
+    MemberState.LEFT,
+    MemberState.CRASHED,
+    MemberState.FAILED,
+    ConsumerState.LEFT,
+    ConsumerState.CRASHED,
+    ConsumerState.FAILED,
+)
 
 
 @dataclass
@@ -325,7 +337,7 @@ class Simulator:
         if not self.network.reachable(item.member):
             self._dropped(item.member, item.api, item.request_id, TO_MEMBER, "isolated")
             return
-        if machine is None or slot.incarnation != item.incarnation or not machine.state.running:
+        if machine is None or slot.incarnation != item.incarnation or machine.state in _STOPPED:
             return
         error = response_fields(item.response)[0]  # (read by type: a getattr on ``object`` is a generic lookup)
         self.log.emit(
@@ -434,7 +446,7 @@ class Simulator:
             live = self._live
             for name in polled:
                 machine = self.slots[name].machine
-                if machine is not None and machine.state.running:
+                if machine is not None and machine.state not in _STOPPED:
                     if name not in live:
                         live.add(name)
                         self._live_version += 1
