@@ -15,6 +15,7 @@ from regroup.assignors.base import MemberState
 from regroup.assignors.consumer_protocol_types import Assignment, Subscription
 from regroup.assignors.spec import GroupSpec, MemberSubscription
 from regroup.client.config import MemberConfig
+from regroup.client.types import CallbackEvent, MemberNote, OutgoingRequest
 from regroup.coordinator.classic.group import ClassicMember
 from regroup.model.cluster import ClusterImage, TopicImage
 from regroup.protocol.classic import (
@@ -49,6 +50,9 @@ IMMUTABLE: list[type[Any]] = [
     Scenario,
     TopicImage,
     ClusterImage,
+    CallbackEvent,
+    OutgoingRequest,
+    MemberNote,
 ]
 #: mutable state, compared by its fields and not hashable (a plain dataclass)
 MUTABLE: list[type[Any]] = [ClassicMember]
