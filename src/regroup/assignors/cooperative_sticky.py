@@ -12,10 +12,10 @@ import numpy as np
 
 from regroup.assignors.base import MemberState, PartitionAssignor
 from regroup.assignors.consumer_protocol import decode_cooperative_user_data, encode_cooperative_user_data
+from regroup.assignors.homogeneous import assign_small
 from regroup.assignors.layout import IntArray
-from regroup.assignors.rack_locality import localize
 from regroup.assignors.spec import NO_GENERATION, Assignment, GroupSpec, MemberSubscription, RebalanceProtocol
-from regroup.assignors.sticky import EngineRun, OwnedClaim, run_engine
+from regroup.assignors.sticky import EngineRun, OwnedClaim, localized, run_engine
 
 
 def withhold_transfers(run: EngineRun) -> tuple[IntArray, ...]:
@@ -60,6 +60,8 @@ class CooperativeStickyAssignor(PartitionAssignor):
 
     def assign(self, spec: GroupSpec) -> Assignment:
         claims = {m: self.member_claim(sub) for m, sub in spec.members.items()}
-        run = run_engine(spec, claims)
-        assignment = run.layout.to_assignment(withhold_transfers(run))
-        return localize(spec, assignment, {m: claim[0] for m, claim in claims.items()})
+        assignment = assign_small(spec, claims, withhold=True)
+        if assignment is None:
+            run = run_engine(spec, claims)
+            assignment = run.layout.to_assignment(withhold_transfers(run))
+        return localized(spec, assignment, claims)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from regroup.assignors import balance
 from regroup.assignors.base import MemberState, PartitionAssignor
 from regroup.assignors.consumer_protocol import decode_sticky_user_data, encode_sticky_user_data
+from regroup.assignors.homogeneous import assign_small
 from regroup.assignors.layout import IntArray, Layout, build_layout
 from regroup.assignors.ownership import resolve_claims
 from regroup.assignors.rack_locality import localize
@@ -48,7 +49,16 @@ def run_engine(spec: GroupSpec, claims: Mapping[str, OwnedClaim]) -> EngineRun:
 
 def assign_balanced(spec: GroupSpec, claims: Mapping[str, OwnedClaim]) -> Assignment:
     """``run_engine`` as a plain assignment, moved partitions placed rack-locally where racks are known."""
-    assignment = run_engine(spec, claims).to_assignment()
+    assignment = assign_small(spec, claims, withhold=False)
+    if assignment is None:
+        assignment = run_engine(spec, claims).to_assignment()
+    return localized(spec, assignment, claims)
+
+
+def localized(spec: GroupSpec, assignment: Assignment, claims: Mapping[str, OwnedClaim]) -> Assignment:
+    """``rack_locality.localize`` of the engine's result (nothing to do without replica racks)."""
+    if spec.partition_racks is None:
+        return assignment
     return localize(spec, assignment, {m: claim[0] for m, claim in claims.items()})
 
 
