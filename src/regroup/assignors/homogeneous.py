@@ -67,9 +67,10 @@ def assign_small(
     offsets = _offsets(counts)
     raw: list[list[int]] = []
     generations: list[int] = []
+    seen = [-1] * n
     for member in members:
         claim = claims.get(member)
-        raw.append(_claims_of(claim[0] if claim is not None else None, topics, counts, offsets))
+        raw.append(_claims_of(claim[0] if claim is not None else None, topics, counts, offsets, seen, len(raw)))
         generations.append(claim[1] if claim is not None else NO_GENERATION)
     winner = _resolve(raw, generations, n)
     owner = _keep_quota(raw, winner, topics, offsets, n)
@@ -89,9 +90,15 @@ def _offsets(counts: list[int]) -> list[int]:
 
 
 def _claims_of(
-    owned: Mapping[str, tuple[int, ...]] | None, topics: list[str], counts: list[int], offsets: list[int]
+    owned: Mapping[str, tuple[int, ...]] | None,
+    topics: list[str],
+    counts: list[int],
+    offsets: list[int],
+    seen: list[int],
+    member: int,
 ) -> list[int]:
-    """Global indices of the member's owned partitions that exist, duplicates dropped (in claim order)."""
+    """Global indices of the member's owned partitions that exist, duplicates dropped (in claim order);
+    ``seen[g] == member`` marks the partitions already taken from this member's claim."""
     out: list[int] = []
     if not owned:
         return out
@@ -102,10 +109,9 @@ def _claims_of(
         count = counts[t]
         base = offsets[t]
         for p in partitions:
-            if 0 <= p < count:
+            if 0 <= p < count and seen[base + p] != member:
+                seen[base + p] = member
                 out.append(base + p)
-    if len(set(out)) != len(out):
-        out = list(dict.fromkeys(out))
     return out
 
 
@@ -221,17 +227,20 @@ def _to_assignment(
     """Member -> topic -> ascending partitions, members and topics in sorted order (``Layout.to_assignment``)."""
     out: Assignment = {member: {} for member in members}
     per_member = [out[member] for member in members]
+    # each member's list for the topic being filled, valid while its topic stamp is that topic
+    current: list[list[int]] = [[] for _ in members]
+    stamp = [-1] * len(members)
     for t in range(len(topics)):
-        topic = topics[t]
         base = offsets[t]
         for p in range(counts[t]):
             i = owner[base + p]
             if i < 0:
                 continue
-            mine = per_member[i]
-            listed = mine.get(topic)
-            if listed is None:
-                mine[topic] = [p]
+            if stamp[i] == t:
+                current[i].append(p)
             else:
-                listed.append(p)
+                listed = [p]
+                current[i] = listed
+                stamp[i] = t
+                per_member[i][topics[t]] = listed
     return out
