@@ -221,8 +221,8 @@ def leader_assign(
         topics={t: n for t, n in snapshot.items() if n > 0},
         members={
             member.member_id: MemberSubscription(
-                topics=tuple(sorted(set(sub.topics))),
-                owned={t: tuple(sorted(ps)) for t, ps in sorted(sub.owned.items()) if ps},
+                topics=sorted_topics(sub.topics),
+                owned=sorted_owned(sub.owned),
                 generation=sub.generation,
                 rack=sub.rack,
                 instance_id=member.group_instance_id,
@@ -240,15 +240,55 @@ def leader_assign(
     if cooperative:
         _validate_cooperative(subscriptions, assignment)
     encoded = tuple(
-        (
-            member.member_id,
-            encode_assignment_of(
-                {t: tuple(sorted(ps)) for t, ps in sorted(assignment.get(member.member_id, {}).items())}
-            ),
-        )
+        (member.member_id, encode_assignment_of(wire_partitions(assignment.get(member.member_id, {}))))
         for member in members
     )
     return LeaderResult(assignments=encoded, metadata_snapshot=snapshot)
+
+
+def sorted_topics(topics: tuple[str, ...]) -> tuple[str, ...]:
+    """``tuple(sorted(set(topics)))``: the topics themselves when already strictly ascending (members send
+    them sorted), so the usual subscription costs a few comparisons instead of a set and a sort."""
+    for i in range(1, len(topics)):
+        if not topics[i - 1] < topics[i]:
+            return tuple(sorted(set(topics)))
+    return topics
+
+
+def sorted_owned(owned: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+    """``{t: tuple(sorted(ps)) for t, ps in sorted(owned.items()) if ps}``, keeping the partition tuples
+    that are already ascending (as members send them) instead of sorting each one again."""
+    topics = list(owned)
+    if not _ascending_names(topics):
+        topics.sort()
+    out: dict[str, tuple[int, ...]] = {}
+    for topic in topics:
+        partitions = owned[topic]
+        if partitions:
+            out[topic] = partitions if _ascending(partitions) else tuple(sorted(partitions))
+    return out
+
+
+def wire_partitions(per_topic: dict[str, list[int]]) -> dict[str, tuple[int, ...]]:
+    """``{t: tuple(sorted(ps)) for t, ps in sorted(per_topic.items())}``: the byte-stable form of one member's
+    assignment, without sorting what an assignor already returns sorted (topics and partitions)."""
+    topics = list(per_topic)
+    if not _ascending_names(topics):
+        topics.sort()
+    out: dict[str, tuple[int, ...]] = {}
+    for topic in topics:
+        partitions = tuple(per_topic[topic])
+        out[topic] = partitions if _ascending(partitions) else tuple(sorted(partitions))
+    return out
+
+
+def _ascending_names(names: list[str]) -> bool:
+    return all(names[i - 1] < names[i] for i in range(1, len(names)))
+
+
+def _ascending(partitions: tuple[int, ...]) -> bool:
+    """Non-decreasing (what ``sorted`` would leave as it is)."""
+    return all(partitions[i - 1] <= partitions[i] for i in range(1, len(partitions)))
 
 
 def _validate_cooperative(subscriptions: Mapping[str, Subscription], assignment: Mapping[str, object]) -> None:
