@@ -73,8 +73,8 @@ def assign_small(
         raw.append(_claims_of(claim[0] if claim is not None else None, topics, counts, offsets, seen, len(raw)))
         generations.append(claim[1] if claim is not None else NO_GENERATION)
     winner = _resolve(raw, generations, n)
-    owner = _keep_quota(raw, winner, topics, offsets, n)
-    _hand_out(owner, len(members))
+    owner, kept = _keep_quota(raw, winner, topics, offsets, n)
+    _hand_out(owner, kept)
     if withhold:
         _withhold(owner, raw)
     return _to_assignment(owner, members, topics, counts, offsets)
@@ -130,8 +130,11 @@ def _resolve(raw: list[list[int]], generations: list[int], n: int) -> list[int]:
     return winner
 
 
-def _keep_quota(raw: list[list[int]], winner: list[int], topics: list[str], offsets: list[int], n: int) -> list[int]:
-    """Owner per partition after every member kept its credited partitions up to its quota (-1: none)."""
+def _keep_quota(
+    raw: list[list[int]], winner: list[int], topics: list[str], offsets: list[int], n: int
+) -> tuple[list[int], list[int]]:
+    """Owner per partition (-1: none) after every member kept its credited partitions up to its quota,
+    and how many each member kept."""
     m = len(raw)
     quota, extra = divmod(n, m)
     credited = [[g for g in raw[i] if winner[g] == i] for i in range(m)]
@@ -144,6 +147,7 @@ def _keep_quota(raw: list[list[int]], winner: list[int], topics: list[str], offs
             caps[i] = quota + 1
             slots_used += 1
     owner = [-1] * n
+    kept = [0] * m
     t_count = len(topics)
     for i in range(m):
         mine = credited[i]
@@ -151,7 +155,8 @@ def _keep_quota(raw: list[list[int]], winner: list[int], topics: list[str], offs
             mine = _lowest_partitions(mine, caps[i], offsets, t_count)
         for g in mine:
             owner[g] = i
-    return owner
+        kept[i] = len(mine)
+    return owner, kept
 
 
 def _lowest_partitions(parts: list[int], keep: int, offsets: list[int], t_count: int) -> list[int]:
@@ -173,21 +178,22 @@ def _topic_of(g: int, offsets: list[int]) -> int:
     return bisect_right(offsets, g) - 1
 
 
-def _hand_out(owner: list[int], m: int) -> None:
+def _hand_out(owner: list[int], counts: list[int]) -> None:
     """Give every partition without an owner, in global order, to the least-loaded member (member order
-    within a load), within the quotas: the slots of ``balance._assign_homogeneous``."""
+    within a load), within the quotas: the slots of ``balance._assign_homogeneous``. ``counts``: how many
+    partitions each member already has."""
     n = len(owner)
+    m = len(counts)
     quota, extra = divmod(n, m)
-    counts = [0] * m
-    for i in owner:
-        if i >= 0:
-            counts[i] += 1
     unassigned = [g for g in range(n) if owner[g] < 0]
     if not unassigned:
         return
     # caps: quota + 1 for the members already holding that many, and for every other member while more
     # ⌈N/M⌉ slots remain than such members
-    full = sum(1 for c in counts if c > quota)
+    full = 0
+    for c in counts:
+        if c > quota:
+            full += 1
     floating = 1 if extra > full else 0
     limits = [quota + 1 if c > quota else quota + floating for c in counts]
     k = 0
@@ -228,7 +234,7 @@ def _to_assignment(
     out: Assignment = {member: {} for member in members}
     per_member = [out[member] for member in members]
     # each member's list for the topic being filled, valid while its topic stamp is that topic
-    current: list[list[int]] = [[] for _ in members]
+    current: list[list[int]] = [[]] * len(members)
     stamp = [-1] * len(members)
     for t in range(len(topics)):
         base = offsets[t]
