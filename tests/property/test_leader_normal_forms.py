@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from regroup.client.embedded import sorted_owned, sorted_topics, wire_partitions
+from regroup.client.embedded import sorted_owned, sorted_topics, sorted_tuple, wire_partitions
 
 names = st.sampled_from(["a", "b", "c", "t0", "t1", "t10", "t2"])
 partitions = st.lists(st.integers(0, 9), max_size=6)
@@ -29,3 +29,8 @@ def test_sorted_owned(owned: dict[str, tuple[int, ...]]) -> None:
 def test_wire_partitions(per_topic: dict[str, list[int]]) -> None:
     expected = {t: tuple(sorted(ps)) for t, ps in sorted(per_topic.items())}
     assert list(wire_partitions(per_topic).items()) == list(expected.items())
+
+
+@given(st.lists(st.integers(-3, 40), max_size=24))
+def test_sorted_tuple(values: list[int]) -> None:
+    assert sorted_tuple(list(values)) == tuple(sorted(values))

@@ -43,7 +43,24 @@ def by_topic(partitions: frozenset[TopicPartition]) -> dict[str, tuple[int, ...]
             out[topic] = [partition]
         else:
             listed.append(partition)
-    return {t: tuple(sorted(out[t])) for t in sorted(out)}
+    return {t: sorted_tuple(out[t]) for t in sorted(out)}
+
+
+def sorted_tuple(values: list[int]) -> tuple[int, ...]:
+    """``tuple(sorted(values))``, sorting ``values`` in place. A member holds a few partitions of each
+    topic: short lists are sorted by insertion, which the compiled build runs without calling into
+    ``list.sort``."""
+    if len(values) > 16:
+        values.sort()
+        return tuple(values)
+    for i in range(1, len(values)):
+        value = values[i]
+        j = i - 1
+        while j >= 0 and values[j] > value:
+            values[j + 1] = values[j]
+            j -= 1
+        values[j + 1] = value
+    return tuple(values)
 
 
 def flatten(per_topic: Mapping[str, tuple[int, ...] | list[int]]) -> frozenset[TopicPartition]:
@@ -258,12 +275,13 @@ def sorted_topics(topics: tuple[str, ...]) -> tuple[str, ...]:
 def sorted_owned(owned: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
     """``{t: tuple(sorted(ps)) for t, ps in sorted(owned.items()) if ps}``, keeping the partition tuples
     that are already ascending (as members send them) instead of sorting each one again."""
-    topics = list(owned)
-    if not _ascending_names(topics):
-        topics.sort()
     out: dict[str, tuple[int, ...]] = {}
-    for topic in topics:
-        partitions = owned[topic]
+    previous: str | None = None
+    # (a decoded subscription's owned partitions are a dict: iterated as one, not as any Mapping)
+    for topic, partitions in (owned if isinstance(owned, dict) else dict(owned)).items():
+        if previous is not None and not previous < topic:
+            return {t: tuple(sorted(ps)) for t, ps in sorted(owned.items()) if ps}
+        previous = topic
         if partitions:
             out[topic] = partitions if _ascending(partitions) else tuple(sorted(partitions))
     return out
@@ -272,18 +290,15 @@ def sorted_owned(owned: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, .
 def wire_partitions(per_topic: dict[str, list[int]]) -> dict[str, tuple[int, ...]]:
     """``{t: tuple(sorted(ps)) for t, ps in sorted(per_topic.items())}``: the byte-stable form of one member's
     assignment, without sorting what an assignor already returns sorted (topics and partitions)."""
-    topics = list(per_topic)
-    if not _ascending_names(topics):
-        topics.sort()
     out: dict[str, tuple[int, ...]] = {}
-    for topic in topics:
-        partitions = tuple(per_topic[topic])
+    previous: str | None = None
+    for topic, listed in per_topic.items():
+        if previous is not None and not previous < topic:
+            return {t: tuple(sorted(ps)) for t, ps in sorted(per_topic.items())}
+        previous = topic
+        partitions = tuple(listed)
         out[topic] = partitions if _ascending(partitions) else tuple(sorted(partitions))
     return out
-
-
-def _ascending_names(names: list[str]) -> bool:
-    return all(names[i - 1] < names[i] for i in range(1, len(names)))
 
 
 def _ascending(partitions: tuple[int, ...]) -> bool:
@@ -291,15 +306,16 @@ def _ascending(partitions: tuple[int, ...]) -> bool:
     return all(partitions[i - 1] <= partitions[i] for i in range(1, len(partitions)))
 
 
-def _validate_cooperative(subscriptions: Mapping[str, Subscription], assignment: Mapping[str, object]) -> None:
+def _validate_cooperative(subscriptions: dict[str, Subscription], assignment: dict[str, dict[str, list[int]]]) -> None:
     """Topic by topic, on partition numbers (no (topic, partition) pair per partition): what each member
     gains, what the group revokes, and the first member (by id) that gains a revoked partition."""
     revoked: dict[str, set[int]] = {}
     added: dict[str, dict[str, set[int]]] = {}
+    nothing: dict[str, list[int]] = {}
     for member_id, sub in subscriptions.items():
-        raw = assignment.get(member_id, {})
-        assert isinstance(raw, dict)
-        owned = sub.owned
+        raw = assignment.get(member_id, nothing)
+        # (a decoded subscription's owned partitions are a dict: looked up as one, not as any Mapping)
+        owned = sub.owned if isinstance(sub.owned, dict) else dict(sub.owned)
         gained: dict[str, set[int]] = {}
         for topic, partitions in raw.items():
             held = owned.get(topic)
