@@ -102,8 +102,10 @@ def _claims_of(
     out: list[int] = []
     if not owned:
         return out
+    # (claims decoded from a subscription are a dict: looked up as one, not as any Mapping)
+    by_topic = owned if isinstance(owned, dict) else dict(owned)
     for t in range(len(topics)):
-        partitions = owned.get(topics[t])
+        partitions = by_topic.get(topics[t])
         if not partitions:
             continue
         count = counts[t]
@@ -134,25 +136,22 @@ def _keep_quota(
     raw: list[list[int]], winner: list[int], topics: list[str], offsets: list[int], n: int
 ) -> tuple[list[int], list[int]]:
     """Owner per partition (-1: none) after every member kept its credited partitions up to its quota,
-    and how many each member kept."""
+    and how many each member kept. The ⌈N/M⌉ quotas go to the first members (in order) credited with that
+    many, so each member's quota is known when its turn comes."""
     m = len(raw)
     quota, extra = divmod(n, m)
-    credited = [[g for g in raw[i] if winner[g] == i] for i in range(m)]
-    caps = [quota] * m
     slots_used = 0
-    for i in range(m):
-        if slots_used == extra:
-            break
-        if len(credited[i]) > quota:
-            caps[i] = quota + 1
-            slots_used += 1
     owner = [-1] * n
     kept = [0] * m
     t_count = len(topics)
     for i in range(m):
-        mine = credited[i]
-        if len(mine) > caps[i]:
-            mine = _lowest_partitions(mine, caps[i], offsets, t_count)
+        mine = [g for g in raw[i] if winner[g] == i]
+        cap = quota
+        if len(mine) > quota and slots_used < extra:
+            cap = quota + 1
+            slots_used += 1
+        if len(mine) > cap:
+            mine = _lowest_partitions(mine, cap, offsets, t_count)
         for g in mine:
             owner[g] = i
         kept[i] = len(mine)
