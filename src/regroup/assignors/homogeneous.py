@@ -103,7 +103,7 @@ def _claims_of(
     if not owned:
         return out
     # (claims decoded from a subscription are a dict: looked up as one, not as any Mapping)
-    by_topic = owned if isinstance(owned, dict) else dict(owned)
+    by_topic: dict[str, tuple[int, ...]] = owned if isinstance(owned, dict) else dict(owned)
     for t in range(len(topics)):
         partitions = by_topic.get(topics[t])
         if not partitions:

@@ -278,7 +278,8 @@ def sorted_owned(owned: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, .
     out: dict[str, tuple[int, ...]] = {}
     previous: str | None = None
     # (a decoded subscription's owned partitions are a dict: iterated as one, not as any Mapping)
-    for topic, partitions in (owned if isinstance(owned, dict) else dict(owned)).items():
+    by_topic: dict[str, tuple[int, ...]] = owned if isinstance(owned, dict) else dict(owned)
+    for topic, partitions in by_topic.items():
         if previous is not None and not previous < topic:
             return {t: tuple(sorted(ps)) for t, ps in sorted(owned.items()) if ps}
         previous = topic
@@ -315,7 +316,7 @@ def _validate_cooperative(subscriptions: dict[str, Subscription], assignment: di
     for member_id, sub in subscriptions.items():
         raw = assignment.get(member_id, nothing)
         # (a decoded subscription's owned partitions are a dict: looked up as one, not as any Mapping)
-        owned = sub.owned if isinstance(sub.owned, dict) else dict(sub.owned)
+        owned: dict[str, tuple[int, ...]] = sub.owned if isinstance(sub.owned, dict) else dict(sub.owned)
         gained: dict[str, set[int]] = {}
         for topic, partitions in raw.items():
             held = owned.get(topic)
