@@ -16,6 +16,9 @@ Two paths:
   lexicographic: ``BIG * (sum of squared member counts) − (partitions kept)``. Convex member costs are
   modelled by unit arcs inside a box around a greedy estimate; if the optimum touches an artificial box
   edge, the box is widened and the flow solved again, so the result is the optimum of the unboxed problem.
+
+The assignors send small homogeneous groups (up to ``homogeneous.SMALL_GROUP_PARTITIONS`` partitions) to
+``homogeneous.assign_small`` instead: the same homogeneous path in plain loops, with identical results.
 """
 
 from __future__ import annotations
