@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
 from regroup.assignors.base import MemberState as AssignorMemberState
 from regroup.assignors.base import PartitionAssignor
@@ -67,15 +68,28 @@ def flatten(per_topic: Mapping[str, tuple[int, ...] | list[int]]) -> frozenset[T
     return frozenset((t, p) for t, ps in per_topic.items() for p in ps)
 
 
+#: ``assigned_partitions`` of bytes already read: a member that keeps its partitions is sent the same bytes
+#: generation after generation, and gets the same set object back, which the member's and the simulator's
+#: comparisons of owned sets then settle by identity (bounded: cleared when full)
+_ASSIGNED: Final[dict[bytes, frozenset[TopicPartition]]] = {}
+
+
 def assigned_partitions(data: bytes) -> frozenset[TopicPartition] | None:
     """The partitions in SyncGroup assignment bytes (empty bytes: none), or None if they are malformed."""
     if not data:
         return frozenset()
+    known = _ASSIGNED.get(data)
+    if known is not None:
+        return known
     try:
         assignment = decode_assignment(data)
     except ProtocolDecodeError:
         return None
-    return flatten(assignment.partitions)
+    partitions = flatten(assignment.partitions)
+    if len(_ASSIGNED) >= 4096:
+        _ASSIGNED.clear()
+    _ASSIGNED[bytes(data)] = partitions
+    return partitions
 
 
 @dataclass(slots=True, kw_only=True, init=False)
