@@ -233,8 +233,19 @@ def _partition_bytes(partitions: Sequence[int]) -> bytes:
     return known
 
 
+#: int32 array counts up to 255, encoded (a method call on a ``struct.Struct`` per array saved)
+_COUNTS: Final[tuple[bytes, ...]] = tuple(_I32.pack(n) for n in range(256))
+
+
 def _put_topic_partitions(out: list[bytes], parts: Mapping[str, Sequence[int]]) -> None:
-    out.append(_I32.pack(len(parts)))
+    count = len(parts)
+    out.append(_COUNTS[count] if count < 256 else _I32.pack(count))
+    if isinstance(parts, dict):  # (the usual case: iterated as a dict, not through the Mapping protocol)
+        by_topic: dict[str, Sequence[int]] = parts
+        for topic, partitions in by_topic.items():
+            out.append(_name_bytes(topic))
+            out.append(_partition_bytes(partitions))
+        return
     for topic, partitions in parts.items():
         out.append(_name_bytes(topic))
         out.append(_partition_bytes(partitions))
