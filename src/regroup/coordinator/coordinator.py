@@ -249,6 +249,8 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------------------------------------- timers
     def next_deadline(self) -> int | None:
+        """When to call ``advance`` next: at or before the earliest timer (a session extended since its
+        timer was queued can make it early: ``advance`` then fires nothing). None: no timers."""
         return self.timers.next_deadline()
 
     def advance(self, now_ms: int) -> Result:

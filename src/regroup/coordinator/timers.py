@@ -14,9 +14,11 @@ _ORDER: Final = 2**64
 class Timers:
     """Most rescheduling moves a deadline later (each heartbeat extends its member's session), so the heap
     is lazy: it holds one entry per key that is never later than the key's current entry. Moving a deadline
-    later only records the new entry; when the older one reaches the top of the heap it is replaced by the
-    key's current entry. Moving it earlier pushes the new entry and disowns the old one. The top, once
-    cleaned, is therefore the earliest current entry."""
+    later only records the new entry; moving it earlier pushes the new entry and disowns the old one. When
+    an outdated entry comes due, it is replaced by its key's current entry. So ``next_deadline`` is the top
+    entry's time: never later than the earliest deadline, and earlier only by an outdated entry (asking
+    then, ``pop_due`` returns nothing and renews it); each key is renewed at most once per deadline it
+    outlives, instead of pushing a heap entry for every heartbeat."""
 
     def __init__(self) -> None:
         self._entry: dict[Hashable, int] = {}  # key -> its current entry
@@ -52,32 +54,28 @@ class Timers:
     def __contains__(self, key: Hashable) -> bool:
         return key in self._entry
 
-    def _clean_top(self) -> None:
-        """Drop disowned entries from the top and replace outdated ones, until the top is a current entry."""
+    def _drop_disowned(self) -> None:
         heap, owners = self._heap, self._key
-        while heap:
-            top = heap[0]
-            key = owners.get(top)
-            if key is None:
-                heappop(heap)
-                continue
-            current = self._entry[key]
-            if current == top:
-                return
+        while heap and heap[0] not in owners:
             heappop(heap)
-            del owners[top]
-            self._queue(key, current)
 
     def next_deadline(self) -> int | None:
-        self._clean_top()
+        """When to call ``pop_due`` next: at or before the earliest deadline (None: no deadlines)."""
+        self._drop_disowned()
         return self._heap[0] // _ORDER if self._heap else None
 
     def pop_due(self, now_ms: int) -> Hashable | None:
         """Remove and return the earliest key due at ``now_ms``, or None."""
-        self._clean_top()
-        if not self._heap or self._heap[0] // _ORDER > now_ms:
-            return None
-        key = self._key.pop(heappop(self._heap))
-        del self._entry[key]
-        del self._queued[key]
-        return key
+        heap, owners = self._heap, self._key
+        while True:
+            self._drop_disowned()
+            if not heap or heap[0] // _ORDER > now_ms:
+                return None
+            top = heappop(heap)
+            key = owners.pop(top)
+            current = self._entry[key]
+            if current == top:
+                del self._entry[key]
+                del self._queued[key]
+                return key
+            self._queue(key, current)  # (outdated: its key's deadline moved later)
