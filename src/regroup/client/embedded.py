@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from regroup.assignors.base import MemberState as AssignorMemberState
 from regroup.assignors.base import PartitionAssignor
@@ -38,12 +38,14 @@ def by_topic(partitions: frozenset[TopicPartition]) -> dict[str, tuple[int, ...]
     """{(t, p)} -> topic -> sorted partitions, topics sorted (the byte-stable form for the wire). Grouped
     first, then topics and each topic's partitions sorted: the order of sorting the pairs, at less cost."""
     out: dict[str, list[int]] = {}
-    for topic, partition in partitions:
+    pairs: frozenset[Any] = partitions  # (typed Any: the compiled build reads each pair without unboxing it)
+    for pair in pairs:
+        topic: str = pair[0]
         listed = out.get(topic)
         if listed is None:
-            out[topic] = [partition]
+            out[topic] = [pair[1]]
         else:
-            listed.append(partition)
+            listed.append(pair[1])
     return {t: sorted_tuple(out[t]) for t in sorted(out)}
 
 
