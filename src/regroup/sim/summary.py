@@ -109,22 +109,54 @@ def _settle(episodes: list[Rebalance], events: list[Row]) -> None:
         episode.end_ms = max([episode.end_ms, *times])
 
 
+#: a row's partitions as (topic, partition) pairs: the compiled build reads each pair's topic and number
+#: directly (no pair is hashed or rebuilt on the paths that index partitions by topic)
+Pairs = tuple[tuple[str, int], ...]
+
+
+def _slots(by_topic: dict[str, list[Any]], topic: str, partition: int, empty: Any) -> list[Any]:
+    """The topic's list of ``by_topic``, indexed by partition and grown with ``empty`` to hold ``partition``."""
+    slots = by_topic.get(topic)
+    if slots is None:
+        slots = by_topic[topic] = []
+    if partition >= len(slots):
+        slots.extend([empty] * (partition + 1 - len(slots)))
+    return slots
+
+
 def _moves(episodes: list[Rebalance], events: list[Row]) -> None:
-    last_owner: dict[Any, str] = {}  # (keys: TopicPartition, typed Any to stay boxed — see partitions_of)
-    by_generation: dict[int, dict[Any, str]] = {}
+    # owners by topic and partition (None: no owner), of each episode's generation and the last known
+    wanted = {ep.generation for ep in episodes}
+    by_generation: dict[int, dict[str, list[str | None]]] = {}
     for e in events:
-        if e[TYPE] == "group_assignment":
-            target = by_generation.setdefault(e[GENERATION], {})
-            member: str = e[MEMBER]
-            for tp in partitions_of(e):
-                target[tp] = member
+        generation = e[GENERATION]
+        if generation not in wanted:  # (a round the rebalance did not end in)
+            continue
+        target = by_generation.get(generation)
+        if target is None:
+            target = by_generation[generation] = {}
+        member: str = e[MEMBER]
+        pairs: Pairs = partitions_of(e)
+        for topic, partition in pairs:
+            _slots(target, topic, partition, None)[partition] = member  # (the last one given wins)
+    last_owner: dict[str, list[str | None]] = {}
     for episode in episodes:
-        target = by_generation.get(episode.generation, {})
-        for tp, owner in target.items():  # (each partition once per generation: the order does not matter)
-            previous = last_owner.get(tp)
-            if previous is not None and previous != owner:
-                episode.moved += 1
-            last_owner[tp] = owner
+        target = by_generation.get(episode.generation)
+        if target is None:
+            continue
+        moved = 0
+        for topic, owners in target.items():
+            last = _slots(last_owner, topic, len(owners) - 1, None)
+            for partition, owner in enumerate(owners):
+                if owner is None:
+                    continue
+                previous: str | None = last[partition]
+                if previous is None:
+                    last[partition] = owner
+                elif previous != owner:
+                    moved += 1
+                    last[partition] = owner
+        episode.moved += moved
 
 
 def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int, name_unowned: bool = True) -> None:
@@ -134,7 +166,7 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int, name_unown
     counts: dict[str, int] = {}
     running: dict[str, tuple[str, ...]] = {}  # member -> subscribed topics (from its JoinGroups)
     alive: set[str] = set()
-    owners: dict[Any, int] = {}  # (keys: TopicPartition, typed Any to stay boxed — see partitions_of)
+    owners: dict[str, list[int]] = {}  # topic -> owner count by partition
     windows = [(episodes[i - 1].end_ms if i else -1, ep.end_ms, ep) for i, ep in enumerate(episodes)]
     ends = [hi for _, hi, _ in windows]
     # When the ends never decrease, the first window holding a time is the first one ending at or after it;
@@ -142,25 +174,15 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int, name_unown
     ordered = ends == sorted(ends)
     w = 0
 
-    # The subscribed partitions (of the running members' topics) change only with topics, members and
-    # subscriptions; they are recomputed then. Between those, ``unowned`` (the subscribed partitions nobody
-    # owns) follows each ownership change. Between changes (heartbeats, requests in flight) the gap stands.
-    subscribed: set[Any] = set()
-    unowned: set[Any] = set()
+    # The subscribed partitions (of the running members' topics: partitions below ``subscribed[topic]``)
+    # change only with topics, members and subscriptions; they are recomputed then, and so is the number of
+    # them nobody owns. Between those, ``unowned`` (that number) follows each ownership change, and so does
+    # ``unowned_names`` (the partitions themselves) when naming them. Between changes (heartbeats, requests in
+    # flight) the gap stands.
+    subscribed: dict[str, int] = {}
+    unowned = 0
+    unowned_names: set[Any] = set()
     stale = True  # ``subscribed`` needs recomputing
-
-    def recompute() -> None:
-        topics: set[str] = set()
-        for m in alive:
-            topics.update(running.get(m, ()))
-        subscribed.clear()
-        unowned.clear()
-        for t in topics:
-            for p in range(counts.get(t, 0)):
-                tp = (t, p)
-                subscribed.add(tp)
-                if owners.get(tp, 0) == 0:
-                    unowned.add(tp)
 
     last_t = 0
     gap: list[Any] | None = None  # the unowned partitions since the last change, when naming them
@@ -172,10 +194,13 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int, name_unown
         if t > last_t:
             if changed:
                 if stale:
-                    recompute()
+                    subscribed = _subscribed(alive, running, counts)
+                    unowned = _count_unowned(subscribed, owners)
+                    if name_unowned:
+                        unowned_names = _unowned_names(subscribed, owners)
                     stale = False
-                gap_size = len(unowned)
-                gap = list(unowned) if name_unowned else None
+                gap_size = unowned
+                gap = list(unowned_names) if name_unowned else None
                 changed = False
             if gap_size:
                 _spread(windows, last_t, t, gap_size, gap, named)
@@ -199,16 +224,26 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int, name_unown
                 running[e[MEMBER]] = topics_of
                 stale = True
         elif kind in OWNERSHIP_GAINED:
-            for tp in partitions_of(e):
-                owners[tp] = owners.get(tp, 0) + 1
-                unowned.discard(tp)
+            pairs: Pairs = partitions_of(e)
+            for topic, partition in pairs:
+                slots = _slots(owners, topic, partition, 0)
+                held_by = slots[partition]
+                slots[partition] = held_by + 1
+                if held_by == 0 and partition < subscribed.get(topic, 0):
+                    unowned -= 1
+                    if name_unowned:
+                        unowned_names.discard((topic, partition))
         elif kind in OWNERSHIP_ENDED:
-            ended = partitions_of(e)
-            for tp in ended:
-                left = max(owners.get(tp, 0) - 1, 0)
-                owners[tp] = left
-                if left == 0 and tp in subscribed:
-                    unowned.add(tp)
+            ended: Pairs = partitions_of(e)
+            for topic, partition in ended:
+                slots = _slots(owners, topic, partition, 0)
+                held_by = slots[partition]
+                slots[partition] = max(held_by - 1, 0)
+                if held_by <= 1 and partition < subscribed.get(topic, 0):
+                    if held_by == 1:
+                        unowned += 1
+                    if name_unowned:
+                        unowned_names.add((topic, partition))
             if kind != "stopped":
                 held: Rebalance | None = None
                 if ordered:
@@ -226,9 +261,12 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int, name_unown
     if end_ms > last_t:  # the gap left by the last change lasts until the log ends
         if changed:
             if stale:
-                recompute()
-            gap_size = len(unowned)
-            gap = list(unowned) if name_unowned else None
+                subscribed = _subscribed(alive, running, counts)
+                unowned = _count_unowned(subscribed, owners)
+                if name_unowned:
+                    unowned_names = _unowned_names(subscribed, owners)
+            gap_size = unowned
+            gap = list(unowned_names) if name_unowned else None
         if gap_size:
             _spread(windows, last_t, end_ms, gap_size, gap, named)
     if not name_unowned:
@@ -237,6 +275,33 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int, name_unown
         names = set(ep.unowned_partitions)
         names.update(f"{t}-{p}" for t, p in named[id(ep)].partitions)
         ep.unowned_partitions = list(names)  # (sorted by the caller)
+
+
+def _subscribed(alive: set[str], running: dict[str, tuple[str, ...]], counts: dict[str, int]) -> dict[str, int]:
+    """Topic -> partition count, of the topics the running members subscribe to."""
+    out: dict[str, int] = {}
+    for m in alive:
+        for t in running.get(m, ()):
+            out[t] = counts.get(t, 0)
+    return out
+
+
+def _count_unowned(subscribed: dict[str, int], owners: dict[str, list[int]]) -> int:
+    """How many subscribed partitions nobody owns."""
+    total = 0
+    for topic, count in subscribed.items():
+        known = owners.get(topic, [])[:count]
+        total += known.count(0) + count - len(known)
+    return total
+
+
+def _unowned_names(subscribed: dict[str, int], owners: dict[str, list[int]]) -> set[Any]:
+    """The subscribed partitions nobody owns, as (topic, partition) pairs."""
+    out: set[Any] = set()
+    for topic, count in subscribed.items():
+        slots = owners.get(topic, [])
+        out.update((topic, p) for p in range(count) if p >= len(slots) or slots[p] == 0)
+    return out
 
 
 class _Named:
@@ -308,18 +373,12 @@ def summarize_rows(events: Sequence[Row], measure_from_ms: int = 0, details: boo
     assignments: list[Row] = []
     costs: list[Row] = []
     violations: list[Row] = []
+    into: dict[str, list[Row]] = dict.fromkeys(_COST_TYPES, costs)
+    into.update(group_assignment=assignments, callback=callbacks, group_state=group_states, violation=violations)
     for e in events:
-        kind: str = e[TYPE]
-        if kind in _COST_TYPES:
-            costs.append(e)
-        elif kind == "group_assignment":
-            assignments.append(e)
-        elif kind == "callback":
-            callbacks.append(e)
-        elif kind == "group_state":
-            group_states.append(e)
-        elif kind == "violation":
-            violations.append(e)
+        picked = into.get(e[TYPE])  # (one lookup per event, whatever its type)
+        if picked is not None:
+            picked.append(e)
     episodes = _episodes(group_states)
     _settle(episodes, callbacks)
     _moves(episodes, assignments)
