@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import numpy as np
-
 from regroup.assignors.spec import Assignment, GroupSpec
 
 Owners = Mapping[tuple[str, int], str]
@@ -77,10 +75,27 @@ def loads(assignment: Mapping[str, Mapping[str, list[int]]]) -> dict[str, int]:
     return {m: sum(len(ps) for ps in per_topic.values()) for m, per_topic in assignment.items()}
 
 
+def plain_loads(assignment: Assignment) -> list[int]:
+    """Number of partitions per member, of an assignment of plain dicts and lists (``loads``' values; the
+    compiled build reads these directly where a ``Mapping`` takes generic calls)."""
+    return [sum(len(ps) for ps in per_topic.values()) for per_topic in assignment.values()]
+
+
+def spread_of(counts: list[int]) -> int:
+    """max − min of the members' partition counts (0 for none)."""
+    return max(counts) - min(counts) if counts else 0
+
+
+def score_of(counts: list[int]) -> int:
+    """KIP-54's balance score of the members' partition counts (see ``balance_score``)."""
+    ordered = sorted(counts)
+    n = len(ordered)
+    return sum(x * (2 * i - n + 1) for i, x in enumerate(ordered))
+
+
 def max_min_spread(assignment: Mapping[str, Mapping[str, list[int]]]) -> int:
     """max − min of partitions per member (0 for an empty group)."""
-    counts = list(loads(assignment).values())
-    return max(counts) - min(counts) if counts else 0
+    return spread_of(list(loads(assignment).values()))
 
 
 def balance_score(assignment: Mapping[str, Mapping[str, list[int]]]) -> int:
@@ -88,10 +103,7 @@ def balance_score(assignment: Mapping[str, Mapping[str, list[int]]]) -> int:
 
     Computed in O(n log n): with sizes sorted ascending, element i contributes ``x_i * (2i - n + 1)``.
     """
-    counts = np.sort(np.fromiter(loads(assignment).values(), dtype=np.int64))
-    n = len(counts)
-    weights = 2 * np.arange(n, dtype=np.int64) - n + 1
-    return int(np.dot(counts, weights))
+    return score_of(list(loads(assignment).values()))
 
 
 def owners(assignment: Mapping[str, Mapping[str, list[int]]]) -> dict[tuple[str, int], str]:
@@ -115,15 +127,24 @@ def partitions_moved(
 def fraction_kept(
     previous: Mapping[str, Mapping[str, list[int]]], current: Mapping[str, Mapping[str, list[int]]]
 ) -> float:
-    """Share of previous ownerships that survived (1.0 when nothing was owned). Counted per (member, topic)
-    with sets of partitions, which gives ``slots``' counts without building a tuple per ownership."""
+    """Share of previous ownerships that survived (1.0 when nothing was owned)."""
+    return plain_fraction_kept(_plain(previous), _plain(current))
+
+
+def _plain(assignment: Mapping[str, Mapping[str, list[int]]]) -> Assignment:
+    return {m: {t: list(ps) for t, ps in per_topic.items()} for m, per_topic in assignment.items()}
+
+
+def plain_fraction_kept(previous: Assignment, current: Assignment) -> float:
+    """``fraction_kept`` of assignments of plain dicts and lists. Counted per (member, topic) with sets of
+    partitions, which gives ``slots``' counts without building a tuple per ownership."""
     before = kept = 0
     for member, per_topic in previous.items():
-        now = current.get(member, {})
+        now = current.get(member)
         for topic, partitions in per_topic.items():
             owned = set(partitions)
             before += len(owned)
-            still = now.get(topic)
+            still = now.get(topic) if now is not None else None
             if still is not None and owned:
                 kept += len(owned.intersection(still))
     if not before:
