@@ -85,27 +85,41 @@ def parse_labels(text: str) -> dict[str, list[int]]:
     return out
 
 
-#: the event types ``_Observed`` reads
-_READ: Final = frozenset(
-    {
-        "group_assignment",
-        "assigned",
-        "subscription",
-        "request_sent",
-        "response_sent",
-        "member_state",
-        "group_state",
-        "action",
-        "violation",
-    }
-)
+#: the event types ``_Observed`` reads, by a code of their own (one lookup per event picks its branch)
+_ASSIGNMENT: Final = 1
+_ASSIGNED: Final = 2
+_SUBSCRIPTION: Final = 3
+_REQUEST: Final = 4
+_RESPONSE: Final = 5
+_MEMBER_STATE: Final = 6
+_GROUP_STATE: Final = 7
+_ACTION: Final = 8
+_VIOLATION: Final = 9
+_READ: Final = {
+    "group_assignment": _ASSIGNMENT,
+    "assigned": _ASSIGNED,
+    "subscription": _SUBSCRIPTION,
+    "request_sent": _REQUEST,
+    "response_sent": _RESPONSE,
+    "member_state": _MEMBER_STATE,
+    "group_state": _GROUP_STATE,
+    "action": _ACTION,
+    "violation": _VIOLATION,
+}
+#: the requests (and their responses) ``_Observed`` reads
+_JOIN: Final = 1
+_HEARTBEAT: Final = 2
+_APIS: Final = {"JoinGroup": _JOIN, "ConsumerGroupHeartbeat": _HEARTBEAT}
+#: a row's partitions as (topic, partition) pairs, which the compiled build reads without generic calls
+Pairs = tuple[tuple[str, int], ...]
 
 
 class _Observed:
     """One pass over the events: what the lab needs beyond the simulator's summary."""
 
     def __init__(self, events: Sequence[Row], metadata_bytes: int | None) -> None:
-        self.assignments: dict[int, AssignmentMap] = {}
+        # generation -> its ``group_assignment`` rows (made into an assignment when asked: ``assignment``)
+        self.given: dict[int, list[Row]] = {}
         self.members: dict[int, set[str]] = {}  # generation -> members (JoinGroup/heartbeat answers, or fold)
         self.joined: set[int] = set()  # generations formed by JoinGroup (the classic protocol)
         self.metadata: dict[int, dict[str, int]] = {}  # generation -> member -> metadata bytes
@@ -118,89 +132,117 @@ class _Observed:
         self.protocol: str | None = None
         self.has_members = False
         self.violations = 0
-        topics: dict[str, tuple[str, ...]] = {}
+        self._topics: dict[str, tuple[str, ...]] = {}
         # metadata size by (JoinGroup detail, topics): members of a generation mostly send the same owned
         # partitions (none, when eager), and the size depends on nothing else
-        sizes: dict[tuple[str, tuple[str, ...]], int] = {}
-        last_join: dict[str, str] = {}
-        present: set[str] = set()
-        row_list: list[int] = []  # where the current topic's partitions of an assignment row go
+        self._sizes: dict[tuple[str, tuple[str, ...]], int] = {}
+        self._last_join: dict[str, str] = {}
+        self._present: set[str] = set()
         for e in events:
-            kind: str = e[TYPE]
-            if kind not in _READ:
+            code = _READ.get(e[TYPE], 0)
+            if code == 0:
                 continue
-            if kind == "group_assignment":
-                per_topic = self.assignments.setdefault(e[GENERATION], {}).setdefault(e[MEMBER], {})
-                last_topic: str | None = None
-                for topic, partition in partitions_of(e):  # (sorted: each topic's partitions come together)
-                    if topic != last_topic:
-                        row_list = per_topic.setdefault(topic, [])
-                        last_topic = topic
-                    row_list.append(partition)
-            elif kind == "assigned":
-                self.assigned_at.append((e[T], len(partitions_of(e))))
-            elif kind == "subscription":
-                self.has_members = True
-                topics[e[MEMBER]] = tuple(e[DETAIL].split(",")) if e[DETAIL] else ()
-                self.protocol = e[STATE] or self.protocol
-            elif kind == "request_sent" and e[API] == "JoinGroup":
-                last_join[e[MEMBER]] = e[DETAIL] or ""
-            elif kind == "request_sent" and e[API] == "ConsumerGroupHeartbeat":
-                fields = detail_fields(e[DETAIL])
-                joining = (e[GENERATION] or 0) <= 0
-                if "topics" in fields:  # a join or a subscription change: it starts the next rebalance
-                    topic_names = [t for t in fields["topics"].split(",") if t]
-                    self.heartbeat_payload.append((e[T], payload.heartbeat_topics_bytes(topic_names), True))
-                if "owned" in fields:  # what the member owns: an acknowledgement (or nothing, when joining)
-                    acknowledged = payload.heartbeat_owned_bytes(parse_labels(fields["owned"]))
-                    self.heartbeat_payload.append((e[T], acknowledged, joining))
-            elif kind == "response_sent" and e[API] == "ConsumerGroupHeartbeat" and e[ERROR] == "NONE":
-                self.members.setdefault(e[GENERATION], set()).add(e[MEMBER])  # KIP-848: member of that epoch
-                fields = detail_fields(e[DETAIL])
-                if "assignment" in fields:
-                    size = payload.heartbeat_assignment_bytes(parse_labels(fields["assignment"]))
-                    self.heartbeat_payload.append((e[T], size, False))
-            elif kind == "response_sent" and e[API] == "JoinGroup" and e[ERROR] == "NONE":
-                generation, member = e[GENERATION], e[MEMBER]
-                self.members.setdefault(generation, set()).add(member)
-                self.joined.add(generation)
-                if metadata_bytes is not None:
-                    size = metadata_bytes
+            if code == _REQUEST:
+                self._request(e)
+            elif code == _RESPONSE:
+                self._response(e, metadata_bytes)
+            elif code == _MEMBER_STATE:
+                if not self.has_members:
+                    self._member_state(e)
+            elif code == _ASSIGNMENT:
+                rows = self.given.get(e[GENERATION])
+                if rows is None:
+                    self.given[e[GENERATION]] = [e]
                 else:
-                    key = (last_join.get(member, ""), topics.get(member, ()))
-                    known = sizes.get(key)
-                    if known is None:
-                        owned = parse_labels(detail_fields(key[0]).get("owned", "[]"))
-                        known = sizes[key] = payload.subscription_bytes(key[1], owned, generation)
-                    size = known
-                self.metadata.setdefault(generation, {})[member] = size
-            elif kind == "member_state" and not self.has_members:
-                if e[STATE] == "Joined":
-                    present.add(e[MEMBER])
-                    self.changes.append(e[T])
-                elif e[STATE] == "Left":
-                    present.discard(e[MEMBER])
-                    self.changes.append(e[T])
-            elif kind == "group_state":
-                fields = detail_fields(e[DETAIL])
-                chosen = fields.get("protocol") or fields.get("assignor")  # classic / KIP-848 groups
-                if chosen not in (None, "None"):
-                    self.strategy = chosen
-                if e[STATE] == "CompletingRebalance" and not self.has_members:
-                    self.members[e[GENERATION]] = set(present)
-                    if metadata_bytes is not None:
-                        self.metadata[e[GENERATION]] = dict.fromkeys(present, metadata_bytes)
-            elif kind == "action":
+                    rows.append(e)
+            elif code == _ASSIGNED:
+                self.assigned_at.append((e[T], len(partitions_of(e))))
+            elif code == _SUBSCRIPTION:
+                self.has_members = True
+                self._topics[e[MEMBER]] = tuple(e[DETAIL].split(",")) if e[DETAIL] else ()
+                self.protocol = e[STATE] or self.protocol
+            elif code == _GROUP_STATE:
+                self._group_state(e, metadata_bytes)
+            elif code == _ACTION:
                 self.actions.append((e[T], f"{e[DETAIL]} {e[MEMBER]}" if e[MEMBER] else e[DETAIL]))
                 if e[DETAIL] in MEMBERSHIP_ACTIONS:
                     self.changes.append(e[T])
-            elif kind == "violation":
+            else:
                 self.violations += 1
+
+    def _request(self, e: Row) -> None:
+        api = _APIS.get(e[API], 0)
+        if api == _JOIN:
+            self._last_join[e[MEMBER]] = e[DETAIL] or ""
+        elif api == _HEARTBEAT:
+            fields = detail_fields(e[DETAIL])
+            joining = (e[GENERATION] or 0) <= 0
+            if "topics" in fields:  # a join or a subscription change: it starts the next rebalance
+                topic_names = [t for t in fields["topics"].split(",") if t]
+                self.heartbeat_payload.append((e[T], payload.heartbeat_topics_bytes(topic_names), True))
+            if "owned" in fields:  # what the member owns: an acknowledgement (or nothing, when joining)
+                acknowledged = payload.heartbeat_owned_bytes(parse_labels(fields["owned"]))
+                self.heartbeat_payload.append((e[T], acknowledged, joining))
+
+    def _response(self, e: Row, metadata_bytes: int | None) -> None:
+        api = _APIS.get(e[API], 0)
+        if api == 0 or e[ERROR] != "NONE":
+            return
+        if api == _HEARTBEAT:
+            self.members.setdefault(e[GENERATION], set()).add(e[MEMBER])  # KIP-848: member of that epoch
+            fields = detail_fields(e[DETAIL])
+            if "assignment" in fields:
+                size = payload.heartbeat_assignment_bytes(parse_labels(fields["assignment"]))
+                self.heartbeat_payload.append((e[T], size, False))
+            return
+        generation, member = e[GENERATION], e[MEMBER]
+        self.members.setdefault(generation, set()).add(member)
+        self.joined.add(generation)
+        if metadata_bytes is not None:
+            size = metadata_bytes
+        else:
+            key = (self._last_join.get(member, ""), self._topics.get(member, ()))
+            known = self._sizes.get(key)
+            if known is None:
+                owned = parse_labels(detail_fields(key[0]).get("owned", "[]"))
+                known = self._sizes[key] = payload.subscription_bytes(key[1], owned, generation)
+            size = known
+        self.metadata.setdefault(generation, {})[member] = size
+
+    def _member_state(self, e: Row) -> None:
+        """Membership as the member states show it (a log with no member processes)."""
+        if e[STATE] == "Joined":
+            self._present.add(e[MEMBER])
+            self.changes.append(e[T])
+        elif e[STATE] == "Left":
+            self._present.discard(e[MEMBER])
+            self.changes.append(e[T])
+
+    def _group_state(self, e: Row, metadata_bytes: int | None) -> None:
+        fields = detail_fields(e[DETAIL])
+        chosen = fields.get("protocol") or fields.get("assignor")  # classic / KIP-848 groups
+        if chosen not in (None, "None"):
+            self.strategy = chosen
+        if e[STATE] == "CompletingRebalance" and not self.has_members:
+            self.members[e[GENERATION]] = set(self._present)
+            if metadata_bytes is not None:
+                self.metadata[e[GENERATION]] = dict.fromkeys(self._present, metadata_bytes)
 
     def assignment(self, generation: int) -> AssignmentMap:
         """The stored assignment of a generation, members with nothing included (as ``{}``)."""
+        given: AssignmentMap = {}
+        for e in self.given.get(generation, []):
+            per_topic = given.get(e[MEMBER])
+            if per_topic is None:
+                per_topic = given[e[MEMBER]] = {}
+            pairs: Pairs = partitions_of(e)
+            for topic, partition in pairs:
+                partitions = per_topic.get(topic)
+                if partitions is None:
+                    partitions = per_topic[topic] = []
+                partitions.append(partition)
         out: AssignmentMap = {m: {} for m in self.members.get(generation, set())}
-        for member, per_topic in self.assignments.get(generation, {}).items():
+        for member, per_topic in given.items():
             out[member] = {t: sorted(ps) for t, ps in per_topic.items()}
         return out
 
@@ -269,9 +311,10 @@ def _rebalance(
     if all(g in seen.metadata for g in rounds):
         per_round = [payload.join_bytes(list(seen.metadata[g].values())) for g in rounds]
         join_leader, join_all = sum(r[0] for r in per_round), sum(r[1] for r in per_round)
-    sync = payload.sync_bytes(payload.assignment_bytes(pt) for pt in current.values())
+    sync = payload.sync_bytes([payload.assignment_bytes(pt) for pt in current.values()])
     triggers = [what for t, what in seen.actions if previous_end < t <= ep.start_ms]
     kept_base = previous if previous and any(previous.values()) else None
+    loads = quality.plain_loads(current)
     return {
         "phase": "formation" if ep.start_ms < ctx.measure_from_ms else "churn",
         "trigger": "; ".join(triggers) or None,
@@ -279,7 +322,7 @@ def _rebalance(
         "start_ms": ep.start_ms,
         "end_ms": ep.end_ms,
         "group_size": len(current),
-        "partitions_assigned": sum(len(ps) for per_topic in current.values() for ps in per_topic.values()),
+        "partitions_assigned": sum(loads),
         "duration_ms": ep.end_ms - ep.start_ms,
         "rounds": ep.rounds,
         "unowned_partition_ms": ep.unowned_partition_ms if seen.has_members else None,
@@ -288,9 +331,9 @@ def _rebalance(
         "reassigned": sum(n for t, n in seen.assigned_at if previous_end < t <= ep.end_ms)
         if seen.has_members
         else None,
-        "fraction_kept": quality.fraction_kept(kept_base, current) if kept_base is not None else None,
-        "balance_spread": quality.max_min_spread(current),
-        "balance_score": quality.balance_score(current),
+        "fraction_kept": quality.plain_fraction_kept(kept_base, current) if kept_base is not None else None,
+        "balance_spread": quality.spread_of(loads),
+        "balance_score": quality.score_of(loads),
         "join_bytes_leader": join_leader,
         "join_bytes_all": join_all,
         "sync_bytes": None if seen.has_members and ep.generation not in seen.joined else sync,
@@ -322,6 +365,7 @@ def _run(
         out[key] = None if any(v is None for v in values) else sum(values)
     kept = [r["fraction_kept"] for r in measured if r["fraction_kept"] is not None]
     out["fraction_kept"] = sum(kept) / len(kept) if kept else None
-    out["balance_spread"] = quality.max_min_spread(last) if last is not None else None
-    out["balance_score"] = quality.balance_score(last) if last is not None else None
+    loads = quality.plain_loads(last) if last is not None else None
+    out["balance_spread"] = quality.spread_of(loads) if loads is not None else None
+    out["balance_score"] = quality.score_of(loads) if loads is not None else None
     return out
