@@ -137,8 +137,13 @@ def _moves(episodes: list[Rebalance], events: list[Row]) -> None:
             target = by_generation[generation] = {}
         member: str = e[MEMBER]
         pairs: Pairs = partitions_of(e)
-        for topic, partition in pairs:
-            _slots(target, topic, partition, None)[partition] = member  # (the last one given wins)
+        slots: list[str | None] = []
+        last_topic = ""
+        for topic, partition in pairs:  # (each topic's partitions come together: one lookup per topic)
+            if topic != last_topic or partition >= len(slots):
+                slots = _slots(target, topic, partition, None)
+                last_topic = topic
+            slots[partition] = member  # (the last one given wins)
     last_owner: dict[str, list[str | None]] = {}
     for episode in episodes:
         target = by_generation.get(episode.generation)
@@ -165,6 +170,7 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int, name_unown
     of the log's last event; ``name_unowned``: also list each episode's unowned partitions by name."""
     counts: dict[str, int] = {}
     running: dict[str, tuple[str, ...]] = {}  # member -> subscribed topics (from its JoinGroups)
+    distinct: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple for equal subscriptions
     alive: set[str] = set()
     owners: dict[str, list[int]] = {}  # topic -> owner count by partition
     windows = [(episodes[i - 1].end_ms if i else -1, ep.end_ms, ep) for i, ep in enumerate(episodes)]
@@ -221,29 +227,13 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int, name_unown
         elif kind == "subscription":
             topics_of = tuple(e[DETAIL].split(",")) if e[DETAIL] else ()
             if running.get(e[MEMBER]) != topics_of:
-                running[e[MEMBER]] = topics_of
+                running[e[MEMBER]] = distinct.setdefault(topics_of, topics_of)
                 stale = True
         elif kind in OWNERSHIP_GAINED:
-            pairs: Pairs = partitions_of(e)
-            for topic, partition in pairs:
-                slots = _slots(owners, topic, partition, 0)
-                held_by = slots[partition]
-                slots[partition] = held_by + 1
-                if held_by == 0 and partition < subscribed.get(topic, 0):
-                    unowned -= 1
-                    if name_unowned:
-                        unowned_names.discard((topic, partition))
+            unowned -= _gained(owners, subscribed, partitions_of(e), unowned_names if name_unowned else None)
         elif kind in OWNERSHIP_ENDED:
-            ended: Pairs = partitions_of(e)
-            for topic, partition in ended:
-                slots = _slots(owners, topic, partition, 0)
-                held_by = slots[partition]
-                slots[partition] = max(held_by - 1, 0)
-                if held_by <= 1 and partition < subscribed.get(topic, 0):
-                    if held_by == 1:
-                        unowned += 1
-                    if name_unowned:
-                        unowned_names.add((topic, partition))
+            ended = partitions_of(e)
+            unowned += _ended(owners, subscribed, ended, unowned_names if name_unowned else None)
             if kind != "stopped":
                 held: Rebalance | None = None
                 if ordered:
@@ -278,12 +268,61 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int, name_unown
 
 
 def _subscribed(alive: set[str], running: dict[str, tuple[str, ...]], counts: dict[str, int]) -> dict[str, int]:
-    """Topic -> partition count, of the topics the running members subscribe to."""
+    """Topic -> partition count, of the topics the running members subscribe to (members subscribing to the
+    same topics mostly share one tuple: each is read once in a row)."""
     out: dict[str, int] = {}
+    last: tuple[str, ...] = ()
     for m in alive:
-        for t in running.get(m, ()):
+        topics = running.get(m, ())
+        if topics is last:
+            continue
+        last = topics
+        for t in topics:
             out[t] = counts.get(t, 0)
     return out
+
+
+def _gained(owners: dict[str, list[int]], subscribed: dict[str, int], pairs: Pairs, names: set[Any] | None) -> int:
+    """One more owner for each partition of ``pairs``: how many subscribed partitions were unowned (and
+    are no longer in ``names``, when naming them)."""
+    found = 0
+    slots: list[int] = []
+    limit = 0  # the subscribed partitions of ``topic``
+    last_topic = ""
+    for topic, partition in pairs:  # (each topic's partitions come together: one lookup per topic)
+        if topic != last_topic or partition >= len(slots):
+            slots = _slots(owners, topic, partition, 0)
+            limit = subscribed.get(topic, 0)
+            last_topic = topic
+        held_by = slots[partition]
+        slots[partition] = held_by + 1
+        if held_by == 0 and partition < limit:
+            found += 1
+            if names is not None:
+                names.discard((topic, partition))
+    return found
+
+
+def _ended(owners: dict[str, list[int]], subscribed: dict[str, int], pairs: Pairs, names: set[Any] | None) -> int:
+    """One owner fewer for each partition of ``pairs``: how many subscribed partitions that leaves unowned
+    (and adds to ``names``, when naming them)."""
+    left = 0
+    slots: list[int] = []
+    limit = 0
+    last_topic = ""
+    for topic, partition in pairs:
+        if topic != last_topic or partition >= len(slots):
+            slots = _slots(owners, topic, partition, 0)
+            limit = subscribed.get(topic, 0)
+            last_topic = topic
+        held_by = slots[partition]
+        slots[partition] = max(held_by - 1, 0)
+        if held_by <= 1 and partition < limit:
+            if held_by == 1:
+                left += 1
+            if names is not None:
+                names.add((topic, partition))
+    return left
 
 
 def _count_unowned(subscribed: dict[str, int], owners: dict[str, list[int]]) -> int:
