@@ -133,6 +133,8 @@ class _Observed:
         self.has_members = False
         self.violations = 0
         self._topics: dict[str, tuple[str, ...]] = {}
+        # one tuple for equal subscriptions: the metadata sizes' keys then compare them by identity
+        self._distinct: dict[tuple[str, ...], tuple[str, ...]] = {}
         # metadata size by (JoinGroup detail, topics): members of a generation mostly send the same owned
         # partitions (none, when eager), and the size depends on nothing else
         self._sizes: dict[tuple[str, tuple[str, ...]], int] = {}
@@ -159,7 +161,8 @@ class _Observed:
                 self.assigned_at.append((e[T], len(partitions_of(e))))
             elif code == _SUBSCRIPTION:
                 self.has_members = True
-                self._topics[e[MEMBER]] = tuple(e[DETAIL].split(",")) if e[DETAIL] else ()
+                topics = tuple(e[DETAIL].split(",")) if e[DETAIL] else ()
+                self._topics[e[MEMBER]] = self._distinct.setdefault(topics, topics)
                 self.protocol = e[STATE] or self.protocol
             elif code == _GROUP_STATE:
                 self._group_state(e, metadata_bytes)
@@ -189,14 +192,14 @@ class _Observed:
         if api == 0 or e[ERROR] != "NONE":
             return
         if api == _HEARTBEAT:
-            self.members.setdefault(e[GENERATION], set()).add(e[MEMBER])  # KIP-848: member of that epoch
+            self._member_of(e[GENERATION], e[MEMBER])  # KIP-848: member of that epoch
             fields = detail_fields(e[DETAIL])
             if "assignment" in fields:
                 size = payload.heartbeat_assignment_bytes(parse_labels(fields["assignment"]))
                 self.heartbeat_payload.append((e[T], size, False))
             return
         generation, member = e[GENERATION], e[MEMBER]
-        self.members.setdefault(generation, set()).add(member)
+        self._member_of(generation, member)
         self.joined.add(generation)
         if metadata_bytes is not None:
             size = metadata_bytes
@@ -207,7 +210,17 @@ class _Observed:
                 owned = parse_labels(detail_fields(key[0]).get("owned", "[]"))
                 known = self._sizes[key] = payload.subscription_bytes(key[1], owned, generation)
             size = known
-        self.metadata.setdefault(generation, {})[member] = size
+        sizes = self.metadata.get(generation)
+        if sizes is None:
+            sizes = self.metadata[generation] = {}
+        sizes[member] = size
+
+    def _member_of(self, generation: Any, member: Any) -> None:
+        """Record ``member`` in ``generation`` (the values as the row has them, unchecked)."""
+        members = self.members.get(generation)
+        if members is None:
+            members = self.members[generation] = set()
+        members.add(member)
 
     def _member_state(self, e: Row) -> None:
         """Membership as the member states show it (a log with no member processes)."""
@@ -229,21 +242,29 @@ class _Observed:
                 self.metadata[e[GENERATION]] = dict.fromkeys(self._present, metadata_bytes)
 
     def assignment(self, generation: int) -> AssignmentMap:
-        """The stored assignment of a generation, members with nothing included (as ``{}``)."""
+        """The stored assignment of a generation, members with nothing included (as ``{}``); each topic's
+        partitions ascending."""
         given: AssignmentMap = {}
+        ascending = True  # (rows list their partitions in order: sorting is mostly not needed)
         for e in self.given.get(generation, []):
             per_topic = given.get(e[MEMBER])
             if per_topic is None:
                 per_topic = given[e[MEMBER]] = {}
             pairs: Pairs = partitions_of(e)
-            for topic, partition in pairs:
-                partitions = per_topic.get(topic)
-                if partitions is None:
-                    partitions = per_topic[topic] = []
+            partitions: list[int] | None = None
+            last_topic = ""
+            for topic, partition in pairs:  # (each topic's partitions come together: one lookup per topic)
+                if partitions is None or topic != last_topic:
+                    partitions = per_topic.get(topic)
+                    if partitions is None:
+                        partitions = per_topic[topic] = []
+                    last_topic = topic
+                if partitions and partition < partitions[-1]:
+                    ascending = False
                 partitions.append(partition)
         out: AssignmentMap = {m: {} for m in self.members.get(generation, set())}
         for member, per_topic in given.items():
-            out[member] = {t: sorted(ps) for t, ps in per_topic.items()}
+            out[member] = per_topic if ascending else {t: sorted(ps) for t, ps in per_topic.items()}
         return out
 
 
@@ -331,7 +352,7 @@ def _rebalance(
         "reassigned": sum(n for t, n in seen.assigned_at if previous_end < t <= ep.end_ms)
         if seen.has_members
         else None,
-        "fraction_kept": quality.plain_fraction_kept(kept_base, current) if kept_base is not None else None,
+        "fraction_kept": quality.sorted_fraction_kept(kept_base, current) if kept_base is not None else None,
         "balance_spread": quality.spread_of(loads),
         "balance_score": quality.score_of(loads),
         "join_bytes_leader": join_leader,
