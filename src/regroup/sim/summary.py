@@ -102,7 +102,11 @@ def _settle(episodes: list[Rebalance], events: list[Row]) -> None:
     applied: dict[int, list[int]] = {}
     for e in events:
         if e[TYPE] == "callback" and e[STATE] == "assigned":
-            applied.setdefault(e[GENERATION], []).append(e[T])
+            times = applied.get(e[GENERATION])
+            if times is None:
+                applied[e[GENERATION]] = [e[T]]
+            else:
+                times.append(e[T])
     for i, episode in enumerate(episodes):
         limit = episodes[i + 1].start_ms if i + 1 < len(episodes) else None
         times = [t for t in applied.get(episode.generation, []) if limit is None or t <= limit]
