@@ -140,7 +140,8 @@ class _Observed:
         self._sizes: dict[tuple[str, tuple[str, ...]], int] = {}
         self._last_join: dict[str, str] = {}
         self._present: set[str] = set()
-        for e in events:
+        in_order: list[Row] = events if isinstance(events, list) else list(events)  # (a list is iterated directly)
+        for e in in_order:
             code = _READ.get(e[TYPE], 0)
             if code == 0:
                 continue
@@ -152,11 +153,11 @@ class _Observed:
                 if not self.has_members:
                     self._member_state(e)
             elif code == _ASSIGNMENT:
-                rows = self.given.get(e[GENERATION])
-                if rows is None:
+                given = self.given.get(e[GENERATION])
+                if given is None:
                     self.given[e[GENERATION]] = [e]
                 else:
-                    rows.append(e)
+                    given.append(e)
             elif code == _ASSIGNED:
                 self.assigned_at.append((e[T], len(partitions_of(e))))
             elif code == _SUBSCRIPTION:
