@@ -48,18 +48,8 @@ def sync_bytes(assignment_sizes: Iterable[int]) -> int:
     return 2 * sum(assignment_sizes)
 
 
-#: encoded sizes of the names seen (a sweep sizes the same few topic names tens of thousands of times)
-_STRING_SIZES: dict[str, int] = {}
-_STRING_SIZES_KEPT: Final = 4096  # names at most before the table starts over
-
-
 def _string(text: str) -> int:
-    size = _STRING_SIZES.get(text)
-    if size is None:
-        if len(_STRING_SIZES) >= _STRING_SIZES_KEPT:
-            _STRING_SIZES.clear()
-        size = _STRING_SIZES[text] = STRING + len(text.encode("utf-8"))
-    return size
+    return STRING + len(text.encode("utf-8"))
 
 
 def _topic_partitions(parts: PerTopic) -> int:
