@@ -418,7 +418,7 @@ def summarize_rows(events: Sequence[Row], measure_from_ms: int = 0, details: boo
     violations: list[Row] = []
     into: dict[str, list[Row]] = dict.fromkeys(_COST_TYPES, costs)
     into.update(group_assignment=assignments, callback=callbacks, group_state=group_states, violation=violations)
-    rows = events if isinstance(events, list) else list(events)  # (a list is iterated directly)
+    rows: list[Row] = events if isinstance(events, list) else list(events)  # (a list is iterated directly)
     for e in rows:
         picked = into.get(e[TYPE])  # (one lookup per event, whatever its type)
         if picked is not None:
