@@ -63,16 +63,25 @@ NOTE_TYPES: Final = {
 
 Machine = ClassicMember | ConsumerMember
 
-#: the states of a stopped process of either protocol: ``state not in _STOPPED`` is ``state.running``
-#: without a property call (a tuple: ``in`` compares identity first)
-_STOPPED: Final = (
-    MemberState.LEFT,
-    MemberState.CRASHED,
-    MemberState.FAILED,
-    ConsumerState.LEFT,
-    ConsumerState.CRASHED,
-    ConsumerState.FAILED,
-)
+_LEFT: Final = MemberState.LEFT
+_CRASHED: Final = MemberState.CRASHED
+_FAILED: Final = MemberState.FAILED
+_CONSUMER_LEFT: Final = ConsumerState.LEFT
+_CONSUMER_CRASHED: Final = ConsumerState.CRASHED
+_CONSUMER_FAILED: Final = ConsumerState.FAILED
+
+
+def stopped(state: object) -> bool:
+    """``not state.running`` for a state of either protocol's member, by identity alone (no property call,
+    and no equality calls as ``in`` a tuple makes for every state it does not hold)."""
+    return (
+        state is _LEFT
+        or state is _CRASHED
+        or state is _FAILED
+        or state is _CONSUMER_LEFT
+        or state is _CONSUMER_CRASHED
+        or state is _CONSUMER_FAILED
+    )
 
 
 @dataclass
@@ -337,7 +346,7 @@ class Simulator:
         if not self.network.reachable(item.member):
             self._dropped(item.member, item.api, item.request_id, TO_MEMBER, "isolated")
             return
-        if machine is None or slot.incarnation != item.incarnation or machine.state in _STOPPED:
+        if machine is None or slot.incarnation != item.incarnation or stopped(machine.state):
             return
         error = response_fields(item.response)[0]  # (read by type: a getattr on ``object`` is a generic lookup)
         self.log.emit(
@@ -446,7 +455,7 @@ class Simulator:
             live = self._live
             for name in polled:
                 machine = self.slots[name].machine
-                if machine is not None and machine.state not in _STOPPED:
+                if machine is not None and not stopped(machine.state):
                     if name not in live:
                         live.add(name)
                         self._live_version += 1
