@@ -29,9 +29,9 @@ from typing import Final
 from regroup.assignors.spec import NO_GENERATION, Assignment, GroupSpec
 
 #: Larger groups keep the NumPy path. Up to this bound the plain loops were measured faster, interpreted:
-#: 0.3-0.6 of the NumPy path's time for 500 to 20,000 partitions (sticky and cooperative-sticky, one member
-#: gone from a group that owned everything; docs/benchmarks.md, "Lab"). Beyond it the NumPy path's lower
-#: cost per partition is expected to win; the crossover itself is not measured.
+#: 0.3-0.6 of the NumPy path's time for 500 to 20,000 partitions (sticky's engine and cooperative-sticky,
+#: one member gone from a group that owned everything; docs/benchmarks.md, "Lab"). Beyond it the NumPy
+#: path's lower cost per partition is expected to win; the crossover itself is not measured.
 SMALL_GROUP_PARTITIONS: Final = 20_000
 
 _UNCLAIMED: Final = -1
