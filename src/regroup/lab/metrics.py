@@ -29,6 +29,7 @@ from regroup.sim.eventlog import (
     STATE,
     TYPE,
     Event,
+    Pairs,
     Row,
     T,
     as_rows,
@@ -110,8 +111,6 @@ _READ: Final = {
 _JOIN: Final = 1
 _HEARTBEAT: Final = 2
 _APIS: Final = {"JoinGroup": _JOIN, "ConsumerGroupHeartbeat": _HEARTBEAT}
-#: a row's partitions as (topic, partition) pairs, which the compiled build reads without generic calls
-Pairs = tuple[tuple[str, int], ...]
 
 
 class _Observed:

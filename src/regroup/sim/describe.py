@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from regroup.assignors.consumer_protocol import ProtocolDecodeError, decode_assignment, decode_subscription
+from regroup.assignors.consumer_protocol import ProtocolDecodeError, decode_subscription
+from regroup.client.embedded import assigned_partitions as read_assignment
 from regroup.client.types import TopicPartition
 from regroup.model.errors import ErrorCode
 from regroup.protocol.classic import (
@@ -95,14 +96,9 @@ def _assignment_view(data: bytes) -> tuple[tuple[Any, ...], str]:
     known = _ASSIGNED.get(data)
     if known is not None:
         return known
-    partitions: tuple[Any, ...] = ()  # (pairs typed Any: the compiled build keeps them boxed)
-    if data:
-        try:
-            assignment = decode_assignment(data)
-        except ProtocolDecodeError:
-            pass
-        else:
-            partitions = tuple(sorted({(t, p) for t, ps in assignment.partitions.items() for p in ps}))
+    # (the member's own reading of the bytes, itself kept per bytes; pairs typed Any: the compiled build
+    # keeps them boxed)
+    partitions: tuple[Any, ...] = tuple(sorted(read_assignment(data) or ()))
     view = (partitions, ",".join([label(tp) for tp in partitions]))
     if len(_ASSIGNED) >= 4096:
         _ASSIGNED.clear()

@@ -77,6 +77,11 @@ def is_batch(row: Row) -> bool:
     return row[TOPIC] is None and isinstance(row[PARTITION], tuple)
 
 
+#: a row's partitions as (topic, partition) pairs, for readers that index them by topic and number (the
+#: compiled build then reads each pair's topic and number directly, without generic calls)
+Pairs = tuple[tuple[str, int], ...]
+
+
 def partitions_of(row: Row) -> tuple[Any, ...]:
     """The partitions an event names: a batch row's pairs, else the row's own (none without a topic).
     Each is a ``TopicPartition``; typed ``Any`` so that compiled readers keep the tuple objects as they are

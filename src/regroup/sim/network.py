@@ -93,11 +93,15 @@ class Network:
         last = self._last_delivery.get(direction)
         if last is None:
             last = self._last_delivery[direction] = {}
-        jitter = spec.jitter_ms
-        at = max(now_ms + spec.latency_ms + (uniform_jitter(rng, jitter) if jitter > 0 else 0), last.get(member, 0))
+        at = max(now_ms + _delay(spec, rng), last.get(member, 0))
         if not duplicated:
             last[member] = at
             return Transmission((at,))
-        again = max(now_ms + spec.latency_ms + (uniform_jitter(rng, jitter) if jitter > 0 else 0), at)
+        again = max(now_ms + _delay(spec, rng), at)
         last[member] = again
         return Transmission((at, again))
+
+
+def _delay(spec: LinkSpec, rng: random.Random) -> int:
+    """One message's latency on ``spec``'s link (jitter drawn only when there is some)."""
+    return spec.latency_ms + (uniform_jitter(rng, spec.jitter_ms) if spec.jitter_ms > 0 else 0)

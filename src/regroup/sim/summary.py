@@ -31,6 +31,7 @@ from regroup.sim.eventlog import (
     TYPE,
     VALUE,
     Event,
+    Pairs,
     Row,
     T,
     as_rows,
@@ -111,11 +112,6 @@ def _settle(episodes: list[Rebalance], events: list[Row]) -> None:
         limit = episodes[i + 1].start_ms if i + 1 < len(episodes) else None
         times = [t for t in applied.get(episode.generation, []) if limit is None or t <= limit]
         episode.end_ms = max([episode.end_ms, *times])
-
-
-#: a row's partitions as (topic, partition) pairs: the compiled build reads each pair's topic and number
-#: directly (no pair is hashed or rebuilt on the paths that index partitions by topic)
-Pairs = tuple[tuple[str, int], ...]
 
 
 def _slots(by_topic: dict[str, list[Any]], topic: str, partition: int, empty: Any) -> list[Any]:
@@ -204,10 +200,7 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int, name_unown
         if t > last_t:
             if changed:
                 if stale:
-                    subscribed = _subscribed(alive, running, counts)
-                    unowned = _count_unowned(subscribed, owners)
-                    if name_unowned:
-                        unowned_names = _unowned_names(subscribed, owners)
+                    subscribed, unowned, unowned_names = _recount(alive, running, counts, owners, name_unowned)
                     stale = False
                 gap_size = unowned
                 gap = list(unowned_names) if name_unowned else None
@@ -255,10 +248,7 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int, name_unown
     if end_ms > last_t:  # the gap left by the last change lasts until the log ends
         if changed:
             if stale:
-                subscribed = _subscribed(alive, running, counts)
-                unowned = _count_unowned(subscribed, owners)
-                if name_unowned:
-                    unowned_names = _unowned_names(subscribed, owners)
+                subscribed, unowned, unowned_names = _recount(alive, running, counts, owners, name_unowned)
             gap_size = unowned
             gap = list(unowned_names) if name_unowned else None
         if gap_size:
@@ -269,6 +259,20 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int, name_unown
         names = set(ep.unowned_partitions)
         names.update(f"{t}-{p}" for t, p in named[id(ep)].partitions)
         ep.unowned_partitions = list(names)  # (sorted by the caller)
+
+
+def _recount(
+    alive: set[str],
+    running: dict[str, tuple[str, ...]],
+    counts: dict[str, int],
+    owners: dict[str, list[int]],
+    named: bool,
+) -> tuple[dict[str, int], int, set[Any]]:
+    """After a change of topics, members or subscriptions: the subscribed partitions (topic -> count), how many
+    of them nobody owns, and, when ``named``, which (else an empty set)."""
+    subscribed = _subscribed(alive, running, counts)
+    names = _unowned_names(subscribed, owners) if named else set()
+    return subscribed, _count_unowned(subscribed, owners), names
 
 
 def _subscribed(alive: set[str], running: dict[str, tuple[str, ...]], counts: dict[str, int]) -> dict[str, int]:
