@@ -87,9 +87,9 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument(
         "--max-connections-per-ip",
         type=_int_at_least(1),
-        default=1_000,
+        default=5_000,
         metavar="N",
-        help="max.connections.per.ip: most client connections open from one address (default 1000)",
+        help="max.connections.per.ip: most client connections open from one address (default 5000)",
     )
     parser.add_argument(
         "--connection-max-in-flight",

@@ -34,7 +34,7 @@ from typing import Any
 log = logging.getLogger("regroup.server.admission")
 
 DEFAULT_MAX_CONNECTIONS = 10_000
-DEFAULT_MAX_CONNECTIONS_PER_IP = 1_000
+DEFAULT_MAX_CONNECTIONS_PER_IP = 5_000  # half the total: one host, leaking or not, never takes all
 FD_RESERVE = 256
 DEFAULT_LOG_INTERVAL_S = 60.0
 _ACCEPT_FAILED = "socket.accept() out of system resource"  # asyncio's message (base_events / selector_events)

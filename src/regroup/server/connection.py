@@ -23,9 +23,9 @@ requests by order and correlation id).
   responses waiting in the FIFO and in this turn's write). At either bound the connection
   stops handling requests and stops reading (TCP back-pressure: the client's writes block, as Kafka mutes
   the channel); it resumes when a parked request finishes or the write buffer drains to a quarter of the
-  bound, i.e. when the client reads. Reading also pauses while handled-but-unfinished input is buffered
-  (between turns), so a connection holds at most one read (256 KiB) of unhandled requests. Memory per
-  connection is thus bounded by the two limits plus one turn and one response.
+  bound, i.e. when the client reads. Reading also pauses while complete requests wait for a later turn, so
+  a connection holds at most one read (256 KiB) of unhandled requests besides the frame being received (up
+  to ``max_frame_bytes``); its responses take at most ``max_queued_bytes`` plus one response.
 * **Idleness.** A connection idle for ``max_idle_ms`` (Kafka's ``connections.max.idle.ms``: no bytes read,
   no response written, and no request outstanding — a JoinGroup parked for a long rebalance keeps its
   connection) is closed. One timer per connection checks it; activity only moves a timestamp, and the timer
@@ -182,7 +182,7 @@ class Connection(asyncio.Protocol):
         clock = time.perf_counter
         turn_ends = clock() + SECONDS_PER_TURN
         try:
-            while not self._writing_paused and len(slots) < max_in_flight:
+            while not self._closing and not self._writing_paused and len(slots) < max_in_flight:
                 if queued + out_bytes > max_queued:
                     if not out:
                         break  # back-pressure: wait for a parked request or the client's reads
