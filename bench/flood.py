@@ -325,13 +325,13 @@ async def flood_case(args: argparse.Namespace, server: Any, tree: str, mode: str
     healthy = await sb.bounded(sb.KafkaConnection.open(server.port), "connect")
     await create_topics(healthy, args.topics, args.partitions)
     template = await form_group(healthy, "bench-flood")
+    payload = b"".join(flood_request(args.api, i) for i in range(1, args.requests + 1))  # before the clock runs
     heartbeats = Heartbeats(healthy, template, args.hb_interval_ms / 1e3)
     heartbeats.start()
     lag = LoopLag()
     lag.start()
     quiet_start = time.perf_counter()
     await asyncio.sleep(args.quiet)
-    payload = b"".join(flood_request(args.api, i) for i in range(1, args.requests + 1))
     rate = 0.0 if mode == "none" else args.slow_bytes_per_s
     loop = asyncio.get_running_loop()
     rss_start = rss_bytes(pid)
