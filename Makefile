@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint typecheck unit soak bench bench-server bench-kip848 bench-lab compiled bench-lab-compiled clean
+.PHONY: run test lint typecheck unit soak bench bench-server bench-flood bench-kip848 bench-lab compiled bench-lab-compiled clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,11 @@ bench: $(DEVSTAMP)
 # The Kafka-wire server under load: a 1,000-member rebalance and heartbeat throughput (docs/benchmarks.md).
 bench-server: $(DEVSTAMP)
 	$(BIN)/python bench/server.py
+
+# One connection floods the server while a healthy member heartbeats on another (docs/benchmarks.md); compare
+# with an older tree through ARGS, e.g. make bench-flood ARGS="--before /tmp/base/src --rounds 2".
+bench-flood: $(DEVSTAMP)
+	$(BIN)/python bench/flood.py $(ARGS)
 
 # KIP-848: 10,000-member consumer-group heartbeats on the core and through `regroup serve` (classic as the
 # reference), one member joining a 1,000-member group on the server and on the simulator (docs/benchmarks.md).
