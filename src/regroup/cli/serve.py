@@ -12,10 +12,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from regroup.server.limits import CLIENT_ID, DEFAULT_LIMITS, INSTANCE_ID, MEMBER_ID, MEMBER_ID_SUFFIX_BYTES
+
 if TYPE_CHECKING:
     from regroup.coordinator.config import CoordinatorConfig
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+#: the identifier limits' kinds (``regroup.server.limits``) and their flags' names
+_ID_LIMIT_FLAGS = {
+    "group id": "group-id",
+    "member id": "member-id",
+    "group instance id": "instance-id",
+    "client id": "client-id",
+    "topic name": "topic-name",
+}
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 
@@ -76,6 +86,17 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="MS",
         help="close connections idle longer than this (connections.max.idle.ms; default 600000)",
     )
+    limits = parser.add_argument_group(
+        "identifier limits", "longer identifiers in a request are answered with INVALID_REQUEST (docs/operations.md)"
+    )
+    for kind, flag in _ID_LIMIT_FLAGS.items():
+        limits.add_argument(
+            f"--max-{flag}-bytes",
+            type=_int_at_least(1, 32767),
+            default=DEFAULT_LIMITS[kind],
+            metavar="N",
+            help=f"longest {kind} accepted, in UTF-8 bytes (default {DEFAULT_LIMITS[kind]})",
+        )
     consumer = parser.add_argument_group("KIP-848 consumer groups")
     consumer.add_argument(
         "--consumer-heartbeat-interval-ms",
@@ -159,6 +180,19 @@ def _coordinator_config(args: argparse.Namespace) -> CoordinatorConfig:
     )
 
 
+def _id_limits(args: argparse.Namespace) -> dict[str, int]:
+    """The identifier limits from the flags; a member id limit too small for generated member ids is a
+    ``ServeError``."""
+    limits = {kind: getattr(args, f"max_{flag.replace('-', '_')}_bytes") for kind, flag in _ID_LIMIT_FLAGS.items()}
+    needed = max(limits[CLIENT_ID], limits[INSTANCE_ID]) + MEMBER_ID_SUFFIX_BYTES
+    if limits[MEMBER_ID] < needed:
+        raise ServeError(
+            f"--max-member-id-bytes ({limits[MEMBER_ID]}) must be at least {needed}: a generated member id is the "
+            f"client or instance id followed by {MEMBER_ID_SUFFIX_BYTES} bytes"
+        )
+    return limits
+
+
 def run(args: argparse.Namespace) -> int:
     from regroup.server.app import ServerConfig, StartupError
     from regroup.server.app import run as run_server
@@ -177,6 +211,7 @@ def run(args: argparse.Namespace) -> int:
         metrics_port=args.metrics_port,
         metrics_host=args.metrics_host,
         stats_interval_s=float(args.stats_interval),
+        id_limits=_id_limits(args),
         coordinator=_coordinator_config(args),
     )
     try:

@@ -15,7 +15,7 @@ import itertools
 import logging
 import signal
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -29,6 +29,7 @@ from regroup.server.events import GroupEvents
 from regroup.server.framing import DEFAULT_MAX_FRAME_BYTES
 from regroup.server.handlers.registry import load_specs
 from regroup.server.image import cluster_image
+from regroup.server.limits import DEFAULT_LIMITS
 from regroup.server.metrics import RequestMetrics
 from regroup.server.metrics_http import MetricsEndpoint
 from regroup.server.rebalances import RebalanceLog
@@ -65,6 +66,8 @@ class ServerConfig:
     snapshot_every: int = 100_000
     auto_create_topics: bool = True
     default_partitions: int = 1
+    #: identifier kind (``precheck.ID_KINDS``) -> most bytes a request may carry
+    id_limits: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
 
 
@@ -164,7 +167,7 @@ class Server:
             auto_create_topics=cfg.auto_create_topics,
             default_partitions=cfg.default_partitions,
         )
-        self._dispatcher = Dispatcher(broker, broker.api_specs, request_metrics)
+        self._dispatcher = Dispatcher(broker, broker.api_specs, request_metrics, cfg.id_limits)
         self._runtime.start()
         self._stats = asyncio.get_running_loop().create_task(self._log_stats())
         if cfg.fsync is FsyncPolicy.INTERVAL:

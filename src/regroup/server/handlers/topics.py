@@ -24,6 +24,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from regroup.server.api import CLUSTER_ID, NODE_ID, ApiSpec, Broker, RequestContext, TopicInfo
+from regroup.server.limits import TOPIC_NAME
 from regroup.server.topics import InvalidTopicError, TopicExistsError, TopicStore
 
 __all__ = [
@@ -289,8 +290,51 @@ async def handle_delete_topics(broker: Broker, ctx: RequestContext, request: Any
     return build(mod, "DeleteTopicsResponse", throttle_time=NO_THROTTLE, responses=tuple(results))
 
 
+# ---------------------------------------------------------------------- error responses (every slot)
+
+
+def _metadata_error(ctx: RequestContext, request: Any, code: int) -> Any:
+    mod, error = response_module(request), ErrorCode(int(code))
+    topics = tuple(
+        _topic_error(mod, wanted.name, error, getattr(wanted, "topic_id", None)) for wanted in request.topics or ()
+    )
+    return build(
+        mod,
+        "MetadataResponse",
+        throttle_time=NO_THROTTLE,
+        brokers=(),
+        cluster_id=CLUSTER_ID,
+        controller_id=-1,
+        topics=topics,
+        error_code=error,
+    )
+
+
+def _create_topics_error(ctx: RequestContext, request: Any, code: int) -> Any:
+    mod, error = response_module(request), ErrorCode(int(code))
+    results = tuple(_created(mod, topic.name, None, error, None) for topic in request.topics)
+    return build(mod, "CreateTopicsResponse", throttle_time=NO_THROTTLE, topics=results)
+
+
+def _delete_topics_error(ctx: RequestContext, request: Any, code: int) -> Any:
+    mod, error = response_module(request), ErrorCode(int(code))
+    if hasattr(request, "topics"):
+        wanted = [(t.name, t.topic_id) for t in request.topics]
+    else:
+        wanted = [(name, None) for name in request.topic_names]
+    results = tuple(
+        build(mod, "DeletableTopicResult", name=name, topic_id=topic_id or ZERO_UUID, error_code=error)
+        for name, topic_id in wanted
+    )
+    return build(mod, "DeleteTopicsResponse", throttle_time=NO_THROTTLE, responses=results)
+
+
+# Topic names are checked by the handlers themselves: Kafka's rules give INVALID_TOPIC_EXCEPTION (creation,
+# auto-creation) or UNKNOWN_TOPIC_OR_PARTITION (a name no topic has).
+_TOPIC_NAMES = frozenset({TOPIC_NAME})
+
 SPECS: list[ApiSpec] = [
-    ApiSpec(api_key=3, min_version=0, max_version=13, handler=handle_metadata),
-    ApiSpec(api_key=19, min_version=2, max_version=7, handler=handle_create_topics),
-    ApiSpec(api_key=20, min_version=1, max_version=6, handler=handle_delete_topics),
+    ApiSpec(3, 0, 13, handle_metadata, _metadata_error, _TOPIC_NAMES),
+    ApiSpec(19, 2, 7, handle_create_topics, _create_topics_error, _TOPIC_NAMES),
+    ApiSpec(20, 1, 6, handle_delete_topics, _delete_topics_error, _TOPIC_NAMES),
 ]
