@@ -168,6 +168,8 @@ class Server:
             default_partitions=cfg.default_partitions,
         )
         self._dispatcher = Dispatcher(broker, broker.api_specs, request_metrics, cfg.id_limits)
+        if self._scrape_sources is not None:
+            self._scrape_sources.failures = self._dispatcher.failures
         self._runtime.start()
         self._stats = asyncio.get_running_loop().create_task(self._log_stats())
         if cfg.fsync is FsyncPolicy.INTERVAL:
@@ -230,6 +232,13 @@ class Server:
         while True:
             await asyncio.sleep(self.config.stats_interval_s)
             counts = self._dispatcher.take_counts()
+            failures = self._dispatcher.failures.take()
+            if failures:
+                log.info(
+                    "requests not served normally last_%gs %s",
+                    self.config.stats_interval_s,
+                    " ".join(f"{key}={n}" for key, n in failures.items()),
+                )
             if counts:
                 line = " ".join(f"{name}={n}" for name, n in sorted(counts.items()))
                 interval, connections = self.config.stats_interval_s, len(self._connections)
