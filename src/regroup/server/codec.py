@@ -9,8 +9,11 @@
   (KIP-511): a client sends the newest version it knows, so an unsupported ApiVersions version is answered
   with a v0 response carrying UNSUPPORTED_VERSION and the ApiVersions range; the header of such a request
   is parsed as v2 from version 3 on (ApiVersions is flexible from v3), v1 below.
-* Anything that does not decode (kio ``DecodeError``, bad UTF-8, short buffers) is a ``MalformedRequest``.
-  Trailing bytes after the body are ignored, as Kafka does.
+* A body is first walked against its schema (``precheck``): kio's native reader would reserve room for any
+  array length it is given, and it reads a null array where the schema forbids one. Anything the walk refuses,
+  and anything that does not decode (bad UTF-8, short buffers), is a ``MalformedRequest`` naming the API and
+  version. Trailing bytes after the body are ignored, as Kafka does. An identifier over its limit is not
+  malformed: ``DecodedRequest.over_limit`` says which, and the dispatcher answers INVALID_REQUEST.
 
 Speed (the per-request path of every connection): kio readers and writers are looked up once per entity
 class; a response header is the correlation id followed by bytes that never change for its class, so it is
@@ -38,12 +41,14 @@ from kio.static.primitive import i32
 from regroup.server import precheck
 from regroup.server.errors import MalformedRequest, UnknownApiKey, UnsupportedApiVersion
 from regroup.server.framing import frame
-from regroup.server.limits import Limits
+from regroup.server.limits import CLIENT_ID, Limits
 
 API_VERSIONS_KEY = 18
 API_VERSIONS_FLEXIBLE_FROM = 3
 _KEY_AND_VERSION = struct.Struct(">hh")
 _SIZE_AND_CORRELATION_ID = struct.Struct(">ii")
+_CLIENT_ID_AT = 8  # after api key, api version and correlation id, in every request header version
+_CLIENT_ID_LENGTH = struct.Struct(">h")
 HEARTBEAT_KEY = 12
 #: APIs whose small request and response bodies are memoised (see the module doc).
 MEMO_API_KEYS = frozenset({HEARTBEAT_KEY})
@@ -88,8 +93,8 @@ def decode_request(data: bytes, versions: VersionRanges, limits: Mapping[int, Li
         header_cls: type[RequestHeaderV1 | RequestHeaderV2] = (
             RequestHeaderV2 if api_version >= API_VERSIONS_FLEXIBLE_FROM else RequestHeaderV1
         )
+        over_limit = _client_id_over_limit(data, api_limits)
         try:
-            _, over_limit = precheck.check(header_cls, data, 0, api_limits)
             header, _ = _reader(header_cls)(data, 0)
         except Exception as exc:
             raise MalformedRequest(f"ApiVersions v{api_version} header: {exc}") from exc
@@ -98,9 +103,8 @@ def decode_request(data: bytes, versions: VersionRanges, limits: Mapping[int, Li
         )
     request_cls = _request_class(api_key, api_version)
     try:  # as map_exceptions({Exception: MalformedRequest}), without a context manager per request
-        header_cls = request_cls.__header_schema__
-        used, over_limit = precheck.check(header_cls, data, 0, api_limits)
-        header, _ = _reader(header_cls)(data, 0)
+        over_limit = _client_id_over_limit(data, api_limits)
+        header, used = _reader(request_cls.__header_schema__)(data, 0)
         if api_key in MEMO_API_KEYS and len(data) - used <= _MEMO_MAX_BODY_BYTES:
             memo_key = (request_cls, id(api_limits), data[used:])
             body = _REQUEST_MEMO.get(memo_key)
@@ -118,6 +122,16 @@ def decode_request(data: bytes, versions: VersionRanges, limits: Mapping[int, Li
         name = request_cls.__name__.removesuffix("Request")
         raise MalformedRequest(f"{name} v{api_version}: {exc or type(exc).__name__}") from exc
     return DecodedRequest(api_key, api_version, header.correlation_id, header.client_id, body, len(data), over_limit)
+
+
+def _client_id_over_limit(data: bytes, limits: Limits) -> str | None:
+    """The header's client id measured against its limit. (Headers hold no arrays, so kio's reader cannot
+    over-allocate on one and needs no walk: a length the bytes cannot hold is an error it raises itself.)"""
+    limit = limits.get(CLIENT_ID)
+    if limit is None or len(data) < _CLIENT_ID_AT + 2:
+        return None
+    (length,) = _CLIENT_ID_LENGTH.unpack_from(data, _CLIENT_ID_AT)
+    return f"a client id of {length} bytes (at most {limit})" if length > limit else None
 
 
 def encode_response(correlation_id: int, response: Any) -> bytes:

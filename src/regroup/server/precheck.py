@@ -4,8 +4,8 @@ kio's native reader trusts array lengths: it reserves room for every element a l
 the first one, so a count of 2^32 in a 30-byte frame makes it ask for 32 GiB and abort the process. It also
 decodes a null array (length -1) as None whether or not the schema allows one. ``check`` walks the same
 schema kio reads — the entity dataclasses' field order, each field's ``kafka_type``, nullability from the
-annotation, compact encodings and tagged fields in flexible versions, the request header's classic
-``client_id`` — without building anything, and raises ``SchemaViolation`` (the caller closes the connection,
+annotation, compact encodings and tagged fields in flexible versions (and, for a request header, its classic
+``client_id``) — without building anything, and raises ``SchemaViolation`` (the caller closes the connection,
 as Kafka's SocketServer does for a request it cannot parse) for:
 
 * an array, string or bytes length larger than the bytes left (an array counts each element at its smallest
