@@ -42,6 +42,9 @@ class LengthSite:
     #: the value as written (for a compact length: the length + 1, 0 meaning null)
     value: int
     width: int
+    #: the field it belongs to ("" for tagged-field bookkeeping) and whether the schema lets it be null
+    field: str = ""
+    nullable: bool = False
 
 
 class LayoutError(ValueError):
@@ -75,7 +78,7 @@ class _Reader:
             self.tagged_fields()
 
     def array(self, info: FieldInfo, flexible: bool) -> None:
-        count = self.compact_length("array") if flexible else self.fixed_length(">i", "array")
+        count = self.compact_length("array", info) if flexible else self.fixed_length(">i", "array", info)
         for _ in range(max(count, 0)):
             self.single(FieldInfo(info.name, info.kafka_type, False, False, info.entity, None, None), flexible)
 
@@ -84,7 +87,7 @@ class _Reader:
             if info.nullable:
                 start = self.pos
                 (marker,) = self.unpack(">b")
-                self.sites.append(LengthSite(start, "i8", "struct", marker, 1))
+                self.sites.append(LengthSite(start, "i8", "struct", marker, 1, info.name, True))
                 if marker < 0:
                     return
             self.entity(info.entity)
@@ -93,9 +96,9 @@ class _Reader:
         if kind in FIXED_SIZES:
             self.skip(FIXED_SIZES[kind])
         elif kind == "string":
-            self.skip(self.compact_length("string") if flexible else self.fixed_length(">h", "string"))
+            self.skip(self.compact_length("string", info) if flexible else self.fixed_length(">h", "string", info))
         elif kind in ("bytes", "records"):
-            self.skip(self.compact_length("bytes") if flexible else self.fixed_length(">i", "bytes"))
+            self.skip(self.compact_length("bytes", info) if flexible else self.fixed_length(">i", "bytes", info))
         else:
             raise LayoutError(f"unknown kafka type {kind!r}")
 
@@ -105,17 +108,18 @@ class _Reader:
             self.uvarint(None)  # the tag
             self.skip(self.uvarint("tag_size"))
 
-    def compact_length(self, counts: str) -> int:
+    def compact_length(self, counts: str, info: FieldInfo) -> int:
         """A compact length (stored + 1; 0 is null → -1)."""
-        return self.uvarint(counts) - 1
+        return self.uvarint(counts, info) - 1
 
-    def fixed_length(self, fmt: str, counts: str) -> int:
+    def fixed_length(self, fmt: str, counts: str, info: FieldInfo) -> int:
         start = self.pos
         (value,) = self.unpack(fmt)
-        self.sites.append(LengthSite(start, "i16" if fmt == ">h" else "i32", counts, value, self.pos - start))
+        encoding = "i16" if fmt == ">h" else "i32"
+        self.sites.append(LengthSite(start, encoding, counts, value, self.pos - start, info.name, info.nullable))
         return int(value)
 
-    def uvarint(self, counts: str | None) -> int:
+    def uvarint(self, counts: str | None, info: FieldInfo | None = None) -> int:
         start, value, shift = self.pos, 0, 0
         while True:
             if self.pos >= len(self.data):
@@ -129,7 +133,8 @@ class _Reader:
             if shift > 35:
                 raise LayoutError("varint too long")
         if counts is not None:
-            self.sites.append(LengthSite(start, "uvarint", counts, value, self.pos - start))
+            name, nullable = (info.name, info.nullable) if info is not None else ("", False)
+            self.sites.append(LengthSite(start, "uvarint", counts, value, self.pos - start, name, nullable))
         return value
 
     def unpack(self, fmt: str) -> tuple[Any, ...]:

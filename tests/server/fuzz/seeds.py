@@ -6,6 +6,7 @@ frame's number, so a handler error the server logs ("... from fz-0000002a failed
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import random
 import struct
@@ -16,7 +17,7 @@ from kio.serial import entity_writer
 from kio.static.primitive import i16, i32
 
 from tests.server.fuzz.layout import LengthSite, walk
-from tests.server.fuzz.schema import served_requests
+from tests.server.fuzz.schema import fields_of, served_requests
 from tests.server.fuzz.values import RandomChooser, entity_value
 
 SIZE = struct.Struct(">i")
@@ -71,3 +72,30 @@ def corpus(rng: random.Random, per_version: int = 4) -> list[Seed]:
             client_id = None if i == per_version - 1 and rng.random() < 0.5 else TAG_CLIENT_ID
             seeds.append(make_seed(cls, entity_value(cls, chooser), client_id))
     return seeds
+
+
+def array_paths(cls: type[Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The paths (field names through nested entity arrays) of every non-nullable, untagged array of ``cls``."""
+    paths = []
+    for info in fields_of(cls):
+        if not info.array or info.tag is not None:
+            continue
+        if not info.nullable:
+            paths.append((*prefix, info.name))
+        if info.entity is not None:
+            paths.extend(array_paths(info.entity, (*prefix, info.name)))
+    return paths
+
+
+def with_null(body: Any, path: tuple[str, ...], chooser: RandomChooser) -> Any:
+    """``body`` with the array at ``path`` null (kio writes a null for any array given None); arrays on
+    the way get one element if they are empty."""
+    name, rest = path[0], path[1:]
+    if not rest:
+        return dataclasses.replace(body, **{name: None})
+    items = getattr(body, name) or ()
+    if not items:
+        element = next(info.entity for info in fields_of(type(body)) if info.name == name)
+        assert element is not None
+        items = (entity_value(element, chooser),)
+    return dataclasses.replace(body, **{name: (with_null(items[0], rest, chooser), *items[1:])})
