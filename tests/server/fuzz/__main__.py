@@ -4,7 +4,6 @@ any finding."""
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 
@@ -32,7 +31,6 @@ def main(argv: list[str] | None = None) -> int:
         keep_going=not args.stop_at_first,
         findings_path=args.findings,
     )
-    logging.getLogger("asyncio").setLevel(logging.ERROR)  # not a warning per write to a connection the server closed
     report = fuzz(options)
     for line in describe(report):
         print(line)

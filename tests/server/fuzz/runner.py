@@ -17,6 +17,7 @@ import asyncio
 import collections
 import contextlib
 import json
+import logging
 import random
 import shutil
 import struct
@@ -410,11 +411,16 @@ def fuzz(options: Options, work_dir: Path | None = None) -> Report:
     """Start a server in ``work_dir`` (a temporary directory by default), run, stop it."""
     own = work_dir is None
     base = Path(tempfile.mkdtemp(prefix="regroup-fuzz-")) if work_dir is None else work_dir
+    base.mkdir(parents=True, exist_ok=True)
     server = ServerProcess(base / "data", base / "server.log", list(options.server_args))
     server.start()
+    asyncio_log = logging.getLogger("asyncio")
+    level = asyncio_log.level
+    asyncio_log.setLevel(logging.ERROR)  # not a warning per write to a connection the server closed
     try:
         return asyncio.run(FuzzRun(options, server).run())
     finally:
+        asyncio_log.setLevel(level)
         server.kill()
         if own:
             shutil.rmtree(base, ignore_errors=True)

@@ -98,9 +98,12 @@ class DrawChooser:
 Overrides = Mapping[str, Callable[[Chooser], Any]]
 
 
-def entity_value(cls: type[T], chooser: Chooser, *, edge: bool = False, overrides: Overrides | None = None) -> T:
+def entity_value(
+    cls: type[T], chooser: Chooser, *, edge: bool = False, overrides: Overrides | None = None, depth: int = 0
+) -> T:
     """An instance of the kio entity ``cls`` with every field chosen (tagged fields mostly left at their
-    defaults, which kio then leaves out of the encoding)."""
+    defaults, which kio then leaves out of the encoding). ``overrides`` apply at every depth; large arrays
+    are drawn only at the top level (``depth`` 0), so that nested ones do not multiply."""
     kwargs: dict[str, Any] = {}
     for info in fields_of(cls):
         if info.tag is not None and (info.entity is not None or chooser.pick((True, True, False))):
@@ -108,7 +111,7 @@ def entity_value(cls: type[T], chooser: Chooser, *, edge: bool = False, override
         if overrides and info.name in overrides:
             kwargs[info.name] = overrides[info.name](chooser)
         else:
-            kwargs[info.name] = _field_value(cls, info, chooser, edge, overrides)
+            kwargs[info.name] = _field_value(cls, info, chooser, edge, overrides, depth)
     return cls(**kwargs)
 
 
@@ -122,14 +125,18 @@ def entity_strategy(cls: type[T], *, edge: bool = True, overrides: Overrides | N
     return build()
 
 
-def _field_value(owner: type[Any], info: FieldInfo, chooser: Chooser, edge: bool, overrides: Overrides | None) -> Any:
+def _field_value(
+    owner: type[Any], info: FieldInfo, chooser: Chooser, edge: bool, overrides: Overrides | None, depth: int
+) -> Any:
     if info.nullable and chooser.pick((True, False) if edge else (True, False, False, False, False, False, False)):
         return None
     if info.array:
-        count = _array_size(info, chooser, edge)
+        count = _array_size(info, chooser, edge and depth == 0)
         if info.entity is not None:
             entity = info.entity
-            items = [entity_value(entity, chooser, edge=edge, overrides=overrides) for _ in range(count)]
+            items = [
+                entity_value(entity, chooser, edge=edge, overrides=overrides, depth=depth + 1) for _ in range(count)
+            ]
         else:
             items = [_primitive(owner, info, chooser, edge) for _ in range(count)]
         if edge and items and chooser.coin():
@@ -138,11 +145,9 @@ def _field_value(owner: type[Any], info: FieldInfo, chooser: Chooser, edge: bool
     return _primitive(owner, info, chooser, edge)
 
 
-def _array_size(info: FieldInfo, chooser: Chooser, edge: bool) -> int:
-    if not edge:
-        return chooser.pick((0, 1, 1, 2, 2, 3))
-    if chooser.pick((False, False, False, True)):  # large
-        return chooser.integer(20, 60) if info.entity is not None else chooser.integer(100, 1000)
+def _array_size(info: FieldInfo, chooser: Chooser, large: bool) -> int:
+    if large and chooser.pick((False, False, False, True)):
+        return chooser.integer(20, 40) if info.entity is not None else chooser.integer(100, 500)
     return chooser.integer(0, 3)
 
 
@@ -150,7 +155,7 @@ def _primitive(owner: type[Any], info: FieldInfo, chooser: Chooser, edge: bool) 
     kind = info.kafka_type
     if kind in INT_RANGES:
         low, high = INT_RANGES[kind]
-        value = _edge_int(chooser, low, high) if edge else _plausible_int(info.name, chooser)
+        value = edge_int(chooser, low, high) if edge else _plausible_int(info.name, chooser)
         return datetime.timedelta(milliseconds=value) if kind.startswith("timedelta") else value
     if kind == "bool":
         return chooser.coin()
@@ -159,19 +164,20 @@ def _primitive(owner: type[Any], info: FieldInfo, chooser: Chooser, edge: bool) 
             return uuid.UUID(int=chooser.pick((0, 1, 2**128 - 1, chooser.integer(0, 2**128 - 1))))
         return uuid.UUID(int=chooser.integer(0, 2**128 - 1))
     if kind == "string":
-        return _edge_text(chooser) if edge else _plausible_text(owner, info.name, chooser)
+        return edge_text(chooser) if edge else _plausible_text(owner, info.name, chooser)
     if kind in ("bytes", "records"):
         return _edge_blob(chooser) if edge else _plausible_blob(info.name, chooser)
     raise TypeError(f"no values for kafka type {kind!r} ({owner.__name__}.{info.name})")
 
 
-def _edge_int(chooser: Chooser, low: int, high: int) -> int:
+def edge_int(chooser: Chooser, low: int, high: int) -> int:
     if chooser.coin():
         return chooser.pick((low, low + 1, -1, 0, 1, high - 1, high))
     return chooser.integer(low, high)
 
 
-def _edge_text(chooser: Chooser) -> str:
+def edge_text(chooser: Chooser) -> str:
+    """Empty, long (thousands of one character, multi-byte ones included) or short arbitrary text."""
     match chooser.integer(0, 3):
         case 0:
             return ""
