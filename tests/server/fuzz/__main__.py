@@ -30,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         rss_limit=args.rss_limit_mb * 2**20,
         keep_going=not args.stop_at_first,
         findings_path=args.findings,
+        progress_every=100_000,
     )
     report = fuzz(options)
     for line in describe(report):

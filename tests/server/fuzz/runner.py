@@ -104,6 +104,8 @@ class Options:
     #: stop after this many crashes or hangs (each costs a restart and a replay)
     max_restarts: int = 20
     findings_path: Path | None = None
+    #: print a progress line every this many frames (0: never)
+    progress_every: int = 0
     server_args: tuple[str, ...] = ("--log-level", "warning", "--fsync", "never")
     echo: Callable[[str], None] = print
 
@@ -136,6 +138,7 @@ class FuzzRun:
             self.out = opts.findings_path.open("w")
         started = time.monotonic()
         report.start_rss = report.peak_rss = self._rss()
+        shown = 0
         try:
             while report.frames < opts.frames:
                 batch = [self._next() for _ in range(min(opts.batch, opts.frames - report.frames))]
@@ -144,6 +147,13 @@ class FuzzRun:
                 report.frames = sum(report.outcomes.values())  # what the server read (a crash loses the rest)
                 if not await self._check(batch):
                     break
+                if opts.progress_every and report.frames // opts.progress_every > shown:
+                    shown = report.frames // opts.progress_every
+                    report.seconds = time.monotonic() - started
+                    opts.echo(
+                        f"fuzz: {report.frames} frames, {report.rate:.0f}/s, {report.findings} findings, "
+                        f"RSS {report.peak_rss / 2**20:.0f} MiB"
+                    )
         finally:
             report.seconds = time.monotonic() - started
             if self.out is not None:
