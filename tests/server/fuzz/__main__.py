@@ -19,6 +19,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=Options.batch, help="frames between two health checks")
     parser.add_argument("--findings", type=Path, default=Path("fuzz-findings.jsonl"), help="JSON lines, frames in hex")
     parser.add_argument("--rss-limit-mb", type=int, default=Options.rss_limit // 2**20, help="allowed RSS growth")
+    parser.add_argument("--inode-limit", type=int, default=Options.inode_limit, help="allowed growth in files")
+    parser.add_argument("--max-restarts", type=int, default=Options.max_restarts, help="after crashes or hangs")
     parser.add_argument("--stop-at-first", action="store_true", help="stop at the first crash or hang")
     args = parser.parse_args(argv)
     options = Options(
@@ -29,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
         batch=args.batch,
         rss_limit=args.rss_limit_mb * 2**20,
         keep_going=not args.stop_at_first,
+        max_restarts=args.max_restarts,
+        inode_limit=args.inode_limit,
         findings_path=args.findings,
         progress_every=100_000,
     )

@@ -6,10 +6,12 @@ within ``health_timeout``.
 
 Findings: the process exited (*crash*), the healthy client got no answer in time (*hang*), the log shows an
 ``ERROR`` record or a traceback (*error*), resident memory grew past ``rss_limit`` over its starting value
-(*memory*). A crash or hang is narrowed down by replaying the frames that were in flight, one at a time, on
-a fresh server; an error names its frame through the client id (``seeds.TAG_CLIENT_ID``). Each finding is
-written as a JSON line (frames in hex) to the findings file and summed up in one printed line; with
-``keep_going`` the server is restarted and the run goes on."""
+(*memory*), the files and directories in use on the data directory's file system grew by more than
+``inode_limit`` (*disk*: topics and partitions are directories, so this is how unbounded creation shows;
+the run stops there; the count includes whatever else runs on the machine). A crash or hang is narrowed
+down by replaying the frames that were in flight, one at a time, on a fresh server; an error names its frame
+through the client id (``seeds.TAG_CLIENT_ID``). Each finding is written as a JSON line (frames in hex) to
+the findings file and summed up in one printed line; with ``keep_going`` the server is restarted and the run goes on."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import collections
 import contextlib
 import json
 import logging
+import os
 import random
 import shutil
 import struct
@@ -64,6 +67,11 @@ class Report:
     hangs: int = 0
     errors: int = 0
     memory: int = 0
+    disk: int = 0
+    #: files and directories added on the data directory's file system (peak)
+    inodes: int = 0
+    #: the slowest answer to the healthy client, in seconds
+    slowest_health: float = 0.0
     peak_rss: int = 0
     start_rss: int = 0
     restarts: int = 0
@@ -73,7 +81,7 @@ class Report:
 
     @property
     def findings(self) -> int:
-        return self.crashes + self.hangs + self.errors + self.memory
+        return self.crashes + self.hangs + self.errors + self.memory + self.disk
 
     @property
     def rate(self) -> float:
@@ -83,8 +91,9 @@ class Report:
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items()))
         return (
             f"fuzz: {self.frames} frames in {self.seconds:.1f} s ({self.rate:.0f} frames/s); "
-            f"crashes {self.crashes}, hangs {self.hangs}, tracebacks/errors {self.errors}, memory {self.memory}; "
-            f"peak RSS {self.peak_rss / 2**20:.0f} MiB (start {self.start_rss / 2**20:.0f} MiB); "
+            f"crashes {self.crashes}, hangs {self.hangs}, tracebacks/errors {self.errors}, memory {self.memory}, "
+            f"disk {self.disk}; peak RSS {self.peak_rss / 2**20:.0f} MiB (start {self.start_rss / 2**20:.0f} MiB); "
+            f"files +{self.inodes}; slowest health answer {self.slowest_health:.2f} s; "
             f"restarts {self.restarts}; outcomes: {outcomes}"
         )
 
@@ -100,6 +109,7 @@ class Options:
     #: a connection with no answer for this long is abandoned (a parked JoinGroup, a long Fetch)
     stall_timeout: float = 2.0
     rss_limit: int = 512 * 2**20
+    inode_limit: int = 200_000
     keep_going: bool = True
     #: stop after this many crashes or hangs (each costs a restart and a replay)
     max_restarts: int = 20
@@ -138,6 +148,7 @@ class FuzzRun:
             self.out = opts.findings_path.open("w")
         started = time.monotonic()
         report.start_rss = report.peak_rss = self._rss()
+        self.start_inodes = _inodes_used(self.server.data_dir)
         shown = 0
         try:
             while report.frames < opts.frames:
@@ -252,6 +263,12 @@ class FuzzRun:
             report.memory += 1
             self._record(Finding("memory", f"RSS {rss / 2**20:.0f} MiB", batch, f"start {report.start_rss}"))
             return self._restart()
+        inodes = _inodes_used(self.server.data_dir) - self.start_inodes
+        report.inodes = max(report.inodes, inodes)
+        if healthy and inodes > opts.inode_limit:
+            report.disk += 1
+            self._record(Finding("disk", f"{inodes} more files and directories", batch))
+            return False
         if healthy:
             return True
         suspects = [*self.recent, *(m for q in self.inflight.values() for m in q)]
@@ -271,10 +288,13 @@ class FuzzRun:
         return opts.keep_going and self.report.restarts < opts.max_restarts
 
     async def _healthy(self, timeout: float | None = None) -> bool:
+        started = time.monotonic()
         try:
             return await asyncio.wait_for(_health_check(self.server.port), timeout or self.options.health_timeout)
         except (TimeoutError, OSError, asyncio.IncompleteReadError):
             return False
+        finally:
+            self.report.slowest_health = max(self.report.slowest_health, time.monotonic() - started)
 
     def _error(self, record: LogRecord, batch: list[Mutant]) -> None:
         tag = record.tag
@@ -350,6 +370,14 @@ class FuzzRun:
         if finding.signature not in self.seen:
             self.seen.add(finding.signature)
             self.options.echo(finding.line())
+
+
+def _inodes_used(path: Path) -> int:
+    """Files and directories in use on the file system holding ``path`` (or its closest existing parent)."""
+    while not path.exists():
+        path = path.parent
+    stat = os.statvfs(path)
+    return stat.f_files - stat.f_ffree
 
 
 # ---------------------------------------------------------------------------------- wire helpers
