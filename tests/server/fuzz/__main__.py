@@ -4,6 +4,7 @@ any finding."""
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -36,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         findings_path=args.findings,
         progress_every=100_000,
     )
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on the way out, as on Ctrl-C
     report = fuzz(options)
     for line in describe(report):
         print(line)
