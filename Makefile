@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint typecheck unit soak bench bench-server bench-kip848 bench-lab compiled bench-lab-compiled clean
+.PHONY: run test lint typecheck unit soak fuzz bench bench-server bench-kip848 bench-lab compiled bench-lab-compiled clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,18 @@ test: lint typecheck unit
 soak: $(DEVSTAMP)
 	REGROUP_SOAK=1 REGROUP_SOAK_RUNS=$${REGROUP_SOAK_RUNS:-500} $(BIN)/pytest tests/property/test_sim_safety.py \
 		tests/property/test_sim_safety_kip848.py
+
+# Fuzz `regroup serve` (docs/benchmarks.md): FRAMES mutated frames from SEED over concurrent connections, then the
+# edge-value tests with EDGE_EXAMPLES examples per API; non-zero on any finding (frames in fuzz-findings.jsonl).
+# `make test` runs 10,000 frames and 20 examples. E.g. make fuzz FRAMES=100000 SEED=7
+FRAMES ?= 1000000
+SEED ?= 1
+EDGE_EXAMPLES ?= 300
+fuzz: $(DEVSTAMP)
+	@status=0; \
+	$(BIN)/python -m tests.server.fuzz --frames $(FRAMES) --seed $(SEED) || status=1; \
+	REGROUP_EDGE_EXAMPLES=$(EDGE_EXAMPLES) $(BIN)/pytest -q tests/server/test_edge_values.py || status=1; \
+	exit $$status
 
 bench: $(DEVSTAMP)
 	$(BIN)/python bench/assignors.py
