@@ -4,6 +4,7 @@ whatever it accepts, kio reads without reserving more than the frame holds."""
 
 from __future__ import annotations
 
+import datetime
 import io
 import struct
 
@@ -18,7 +19,7 @@ from regroup.server.codec import decode_request
 from regroup.server.errors import MalformedRequest
 from regroup.server.handlers.registry import load_specs
 from regroup.server.limits import GROUP_ID, Limits
-from tests.server.kio_values import entities
+from tests.server.fuzz.values import entity_strategy
 
 SPECS = load_specs()
 VERSIONS = {key: (spec.min_version, spec.max_version) for key, spec in SPECS.items()}
@@ -39,7 +40,7 @@ def encode(entity: object) -> bytes:
 @st.composite
 def requests(draw: st.DrawFn) -> tuple[type, bytes]:
     cls = draw(st.sampled_from(REQUEST_CLASSES))
-    return cls, encode(draw(entities(cls)))
+    return cls, encode(draw(entity_strategy(cls, edge=draw(st.booleans()))))
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -146,3 +147,34 @@ def test_identifiers_longer_than_their_limits_are_reported_not_refused() -> None
     assert end == len(body)
     assert over == "a group id of 300 bytes (at most 255)"
     assert precheck.check(cls, body, 0, {GROUP_ID: 300}) == (len(body), None)
+
+
+def test_tagged_fields_are_measured_as_kio_reads_them() -> None:
+    """Fetch v15 carries two tagged fields, a string and a nested entity (which the random requests above mostly
+    leave out)."""
+    cls = load_request_schema(1, 15)
+    replica_state = cls.__dataclass_fields__["replica_state"].default
+    request = cls(
+        cluster_id="the-cluster",
+        replica_state=type(replica_state)(replica_id=3, replica_epoch=9),
+        max_wait=datetime.timedelta(milliseconds=500),
+        min_bytes=1,
+        max_bytes=1024,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=(),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
+    data = encode(request)
+    _, used = entity_reader(cls)(data, 0)
+    assert precheck.check(cls, data, 0, NO_LIMITS) == (used, None) == (len(data), None)
+    # a tagged field whose declared size differs from its value's is refused: kio would read by the value
+    tags_at = data.index(b"the-cluster") - 4  # count, tag 0, size, length
+    assert data[tags_at] == 2
+    for delta, refusal in [(-1, "11 bytes claimed, 10 left"), (1, "does not fill its 13 bytes")]:
+        wrong = bytearray(data)
+        wrong[tags_at + 2] += delta
+        with pytest.raises(precheck.SchemaViolation, match=refusal):
+            precheck.check(cls, bytes(wrong), 0, NO_LIMITS)
