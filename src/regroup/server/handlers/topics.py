@@ -24,7 +24,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from regroup.server.api import CLUSTER_ID, NODE_ID, ApiSpec, Broker, RequestContext, TopicInfo
-from regroup.server.topics import InvalidTopicError, TopicExistsError, TopicStore
+from regroup.server.topics import InvalidTopicError, PartitionLimitError, TopicExistsError, TopicStore
 
 __all__ = [
     "NO_THROTTLE",
@@ -125,6 +125,8 @@ def _lookup(
             return _topic_error(mod, name, ErrorCode.invalid_topic_exception)
         except TopicExistsError:  # '.'/'_' collision with an existing topic
             return _topic_error(mod, name, ErrorCode.invalid_topic_exception)
+        except PartitionLimitError as exc:
+            return _topic_error(mod, name, exc.code)
     if info is None:
         return _topic_error(mod, name, ErrorCode.unknown_topic_or_partition)
     return _topic_entry(mod, info)
@@ -177,7 +179,7 @@ async def handle_create_topics(broker: Broker, ctx: RequestContext, request: Any
             continue
         try:
             count = _partition_count(topic, broker.default_partitions)
-            store.check_new_topic(topic.name)
+            store.check_new_topic(topic.name, count)
         except _Refused as refused:
             results.append(_created(mod, topic.name, None, refused.code, str(refused)))
             continue
@@ -186,6 +188,9 @@ async def handle_create_topics(broker: Broker, ctx: RequestContext, request: Any
             continue
         except TopicExistsError as exc:
             results.append(_created(mod, topic.name, None, ErrorCode.topic_already_exists, str(exc)))
+            continue
+        except PartitionLimitError as exc:
+            results.append(_created(mod, topic.name, None, exc.code, str(exc)))
             continue
         info = (
             TopicInfo(topic.name, ZERO_UUID, count) if request.validate_only else store.create_topic(topic.name, count)
