@@ -67,9 +67,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from regroup.server.topics import _lock as lock_topics
     from regroup.storage.format import StorageError
-    from regroup.storage.record_log import _acquire_lock as lock_coordinator
+    from regroup.storage.record_log import lock_directory
 
     data_dir = Path(args.data_dir)
     if args.partition is not None and args.topic is None:
@@ -83,9 +82,9 @@ def run(args: argparse.Namespace) -> int:
     locks: list[int] = []
     try:
         try:
-            for directory, lock in ((coordinator_dir, lock_coordinator), (topics_dir, lock_topics)):
+            for directory in (coordinator_dir, topics_dir):
                 if directory.is_dir():
-                    fd = lock(directory)
+                    fd = lock_directory(directory)
                     if fd is not None:
                         locks.append(fd)
         except StorageError:

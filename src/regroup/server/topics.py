@@ -28,7 +28,6 @@ import logging
 import os
 import re
 import shutil
-import sys
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -40,10 +39,7 @@ from regroup.server.api import TopicInfo
 from regroup.storage.format import CorruptLogError, StorageError
 from regroup.storage.handles import DEFAULT_CAPACITY, HandleCache
 from regroup.storage.partition_log import DEFAULT_SEGMENT_BYTES, PartitionLog, fsync_dir
-from regroup.storage.record_log import FsyncPolicy, LogLockedError
-
-if sys.platform != "win32":
-    import fcntl
+from regroup.storage.record_log import FsyncPolicy, lock_directory
 
 __all__ = [
     "DEFAULT_MAX_PARTITIONS",
@@ -219,7 +215,11 @@ class TopicStore:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         if self._sync_enabled:
-            fsync_dir(final.parent)  # if this fails the topic may or may not survive a power loss: not acked
+            try:
+                fsync_dir(final.parent)
+            except BaseException:  # the topic's name may not be durable: take it back, do not acknowledge it
+                self._take_back(final, info)
+                raise
         self._register(info)
         self._changed()
         return info
@@ -418,6 +418,16 @@ class TopicStore:
                 )
             logs[p] = self._open_partition(info.name, p)
 
+    def _take_back(self, final: Path, info: TopicInfo) -> None:
+        """Undo a creation whose last step failed; if even that fails the topic stays (it exists on disk)."""
+        trash = self._dir / "trash" / info.topic_id.hex
+        try:
+            os.rename(final, trash)
+        except OSError:
+            self._register(info)
+            return
+        shutil.rmtree(trash, ignore_errors=True)
+
     def _register(self, info: TopicInfo) -> list[PartitionLog | None]:
         logs: list[PartitionLog | None] = [None] * info.partitions
         self._logs[info.name] = logs
@@ -470,12 +480,4 @@ def _fsync_path(path: Path) -> None:
 
 
 def _lock(directory: Path) -> int | None:
-    if sys.platform == "win32":
-        return None
-    fd = os.open(directory / "LOCK", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise LogLockedError(f"{directory} is already open by another TopicStore") from None
-    return fd
+    return lock_directory(directory, "TopicStore")

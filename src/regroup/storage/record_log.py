@@ -568,7 +568,9 @@ def _damage(path: Path, reason: str, data: bytes, pos: int, expected: int) -> st
     return f"{path}: {reason} at byte {pos} (offset {expected}); {after}"
 
 
-def _acquire_lock(directory: Path) -> int | None:
+def lock_directory(directory: Path, owner: str = "RecordLog") -> int | None:
+    """``flock`` (exclusive, non-blocking) ``directory/LOCK``: the descriptor to close to release it. Raises
+    :class:`LogLockedError` when an ``owner`` in this or another process holds it."""
     if sys.platform == "win32":
         return None
     fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -576,8 +578,12 @@ def _acquire_lock(directory: Path) -> int | None:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise LogLockedError(f"{directory} is already open by another RecordLog") from None
+        raise LogLockedError(f"{directory} is already open by another {owner}") from None
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def _acquire_lock(directory: Path) -> int | None:
+    return lock_directory(directory)
