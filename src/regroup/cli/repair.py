@@ -39,6 +39,7 @@ class _Target:
     fmt: UnitFormat
     expected: Callable[[str], bool]
     quarantine: Path
+    floor: Callable[[list[str]], int] = lambda names: 0
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace, data_dir: Path, mode: Mode | None) -> int:
     targets, above = _targets(args, data_dir)
-    findings = above + [f for t in targets for f in inspect(t.directory, t.fmt, t.quarantine, t.expected)]
+    findings = above + [f for t in targets for f in inspect(t.directory, t.fmt, t.quarantine, t.expected, t.floor)]
     damage = [f for f in findings if not f.torn]
     if mode is None:
         print(f"checked {data_dir} (dry run: nothing was changed)")
@@ -125,7 +126,7 @@ def _check(args: argparse.Namespace, data_dir: Path, mode: Mode | None) -> int:
             done.append(_move_aside(finding.path, data_dir))
     for target in targets:
         try:
-            done += repair(target.directory, target.fmt, mode, target.quarantine, target.expected)
+            done += repair(target.directory, target.fmt, mode, target.quarantine, target.expected, target.floor)
         except RepairError as exc:
             failed.append(str(exc))
     for line in done:
@@ -153,13 +154,14 @@ def _print_finding(finding: Finding) -> None:
 def _targets(args: argparse.Namespace, data_dir: Path) -> tuple[list[_Target], list[Finding]]:
     """The log directories in scope, and the problems found above them (topic metadata, stray files)."""
     from regroup.storage.partition_log import BATCHES
-    from regroup.storage.record_log import FRAMES, expected_name
+    from regroup.storage.record_log import FRAMES, expected_name, snapshot_floor
 
     quarantine = data_dir / "quarantine"
     targets: list[_Target] = []
     findings: list[Finding] = []
     if args.topic is None:
-        targets.append(_Target(data_dir / "coordinator", FRAMES, expected_name, quarantine / "coordinator"))
+        coordinator = data_dir / "coordinator"
+        targets.append(_Target(coordinator, FRAMES, expected_name, quarantine / "coordinator", snapshot_floor))
     if args.coordinator:
         return targets, findings
     topics_root = data_dir / "topics" / "topics"

@@ -309,6 +309,9 @@ def _guard_startup(what: str, open_: Callable[[], T], hint: Callable[[BaseExcept
         return open_()
     except (OSError, StorageError) as exc:
         detail = getattr(exc, "strerror", None) or exc
+        filename = getattr(exc, "filename", None)
+        if filename:
+            detail = f"{filename}: {detail}"
         raise StartupError(f"{what}: {detail}{hint(exc) if hint else ''}") from None
 
 

@@ -112,6 +112,11 @@ def expected_name(name: str) -> bool:
     return name == LOCK_NAME or bool(_SNAPSHOT_RE.match(name) or _SNAPSHOT_TMP_RE.match(name))
 
 
+def snapshot_floor(names: list[str]) -> int:
+    """The offset the log must reach for the newest of the snapshots ``names`` to be usable (its offset + 1)."""
+    return max((int(m.group(1)) + 1 for name in names if (m := _SNAPSHOT_RE.match(name))), default=0)
+
+
 def snapshot_name(offset: int) -> str:
     """File name of the snapshot of the state as of record ``offset``."""
     return f"snapshot-{offset:020d}.bin"
@@ -207,7 +212,8 @@ class RecordLog:
             truncated = 0
             if bases:
                 base = bases[-1]
-                next_offset, size, truncated = _recover_active(directory / segment_name(base), base, sync)
+                must_reach = snapshots[-1] + 1 if snapshots else 0
+                next_offset, size, truncated = _recover_active(directory / segment_name(base), base, sync, must_reach)
             elif snapshots:
                 raise CorruptLogError(f"{directory}: snapshots but no segment files (the active one is never deleted)")
             else:
@@ -526,8 +532,10 @@ class RecordLog:
                 )
 
 
-def _recover_active(path: Path, base: int, sync: bool) -> tuple[int, int, int]:
-    """Scan the active segment; truncate a torn tail. Returns ``(next offset, file size, bytes cut)``."""
+def _recover_active(path: Path, base: int, sync: bool, must_reach: int = 0) -> tuple[int, int, int]:
+    """Scan the active segment; truncate a torn tail — unless the log would then end before ``must_reach``
+    (the newest snapshot's offset + 1: records it covers would be missing), which the caller refuses.
+    Returns ``(next offset, file size, bytes cut)``."""
     data = read_file(path)
     pos, expected = 0, base
     reason = ""
@@ -549,6 +557,8 @@ def _recover_active(path: Path, base: int, sync: bool) -> tuple[int, int, int]:
             f"{path}: {reason} at byte {pos} (offset {expected}), yet {describe_intact(intact, 'frame')}: this "
             "is damage to data once written in full, not a torn tail. Nothing was changed"
         )
+    if expected < must_reach:
+        return expected, len(data), 0  # (the caller raises: nothing is cut)
     cut = len(data) - pos
     log.warning("%s: truncating %d byte(s) of torn tail at byte %d (offset %d): %s", path, cut, pos, expected, reason)
     fd = os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))

@@ -75,18 +75,27 @@ class _Dir:
     """One log directory under repair."""
 
     def __init__(
-        self, directory: Path, fmt: UnitFormat, expected: Callable[[str], bool], quarantine: Path, sync: bool
+        self,
+        directory: Path,
+        fmt: UnitFormat,
+        expected: Callable[[str], bool],
+        quarantine: Path,
+        sync: bool,
+        floor: Callable[[list[str]], int],
     ) -> None:
         self.dir = directory
         self.fmt = fmt
         self.expected = expected
         self.quarantine = quarantine
         self.sync = sync
+        self.floor = floor
+        self._active_end: int | None = None
 
     # ------------------------------------------------------------------ finding problems
 
     def steps(self, *, first_only: bool) -> list[_Step]:
         listing = list_dir(self.dir, self.expected)
+        self._active_end = None
         steps = [self._stray(name, listing.segments, listing.gaps) for name in sorted(listing.strays)]
         if steps and first_only:
             return steps[:1]
@@ -115,6 +124,12 @@ class _Dir:
                 steps.append(step)
                 if first_only:
                     return steps
+        floor = self.floor(listing.other)
+        end = self._active_end
+        if end is not None and end < floor:  # (the coordinator log's newest snapshot is ahead of it)
+            problem = f"the log ends at offset {end}, but its newest snapshot covers offsets up to {floor - 1}"
+            fix = f"continue the log at offset {floor}, recording offsets {end}..{floor - 1} as lost"
+            steps.append(_Step(Finding(self.dir, problem, fix, fix), lambda mode: self._continue_at(end, floor)))
         return steps
 
     def _stray(self, name: str, segments: list[int], gaps: list[int]) -> _Step:
@@ -142,6 +157,8 @@ class _Dir:
         data = read_file(path)
         s = scan(data, base, self.fmt)
         active = next_base is None
+        if active:  # where the log ends once a torn tail is cut (unknown yet if it is damaged)
+            self._active_end = s.next_offset if s.clean or s.torn else None
         if s.clean:
             if next_base is None or s.next_offset == next_base or not continuity:
                 return None
@@ -241,6 +258,12 @@ class _Dir:
         write_gap(self.dir, s.next_offset, note, sync=self.sync)
         return f"recorded {lost} as lost ({gap_name(s.next_offset)})"
 
+    def _continue_at(self, end: int, floor: int) -> str:
+        _write_new(self.dir / segment_name(floor), b"", self.sync)
+        note = f"offsets {end}..{floor - 1} lost: the log ended before its newest snapshot"
+        write_gap(self.dir, end, note, sync=self.sync)
+        return f"continued the log at offset {floor} ({segment_name(floor)}, {gap_name(end)})"
+
     def _delete(self, path: Path) -> str:
         path.unlink()
         return f"deleted {path.name}"
@@ -272,13 +295,23 @@ def _unfixable(mode: Mode) -> str:
     raise RepairError("no automatic repair")
 
 
+def _no_floor(names: list[str]) -> int:
+    return 0
+
+
 def inspect(
-    directory: Path, fmt: UnitFormat, quarantine: Path, expected: Callable[[str], bool] = lambda name: False
+    directory: Path,
+    fmt: UnitFormat,
+    quarantine: Path,
+    expected: Callable[[str], bool] = lambda name: False,
+    floor: Callable[[list[str]], int] = _no_floor,
 ) -> list[Finding]:
-    """Every problem in the log directory, read-only (a missing directory has none)."""
+    """Every problem in the log directory, read-only (a missing directory has none). ``expected``: names the
+    directory may hold besides segments and gap markers; ``floor(those names)``: the offset the log must at
+    least reach (the coordinator log's newest snapshot + 1)."""
     if not directory.is_dir():
         return []
-    return [step.finding for step in _Dir(directory, fmt, expected, quarantine, False).steps(first_only=False)]
+    return [step.finding for step in _Dir(directory, fmt, expected, quarantine, False, floor).steps(first_only=False)]
 
 
 def repair(
@@ -287,13 +320,14 @@ def repair(
     mode: Mode,
     quarantine: Path,
     expected: Callable[[str], bool] = lambda name: False,
+    floor: Callable[[list[str]], int] = _no_floor,
     *,
     sync: bool = True,
 ) -> list[str]:
     """Fix the directory's problems one at a time; returns what was done. Raises :class:`RepairError` at the
     first problem without an automatic repair (what was done before it stays done)."""
     done: list[str] = []
-    d = _Dir(directory, fmt, expected, quarantine, sync)
+    d = _Dir(directory, fmt, expected, quarantine, sync, floor)
     if not directory.is_dir():
         return done
     for _ in range(MAX_STEPS):

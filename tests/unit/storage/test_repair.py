@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from regroup.storage.damage import Unit, UnitFormat
 from regroup.storage.format import CorruptLogError
 from regroup.storage.partition_log import BATCHES, PartitionLog
-from regroup.storage.record_log import FRAMES, FsyncPolicy, RecordLog, expected_name
+from regroup.storage.record_log import FRAMES, FsyncPolicy, RecordLog, expected_name, snapshot_floor
 from regroup.storage.repair import Mode, RepairError, inspect, repair
 from tests.server_data.batches import make_batch
 from tests.unit.storage.test_partition_log import decode
@@ -247,6 +247,29 @@ def test_a_damaged_batch_offset_is_not_believed(tmp_path: Path, byte: int) -> No
     lost = {10, 11, 16, 17}
     assert PARTITION.read(log_dir) == {o: v for o, v in written.items() if o not in lost}
     assert PARTITION.append(log_dir) == 24
+
+
+def test_the_coordinator_log_continues_past_its_newest_snapshot(tmp_path: Path) -> None:
+    """The last frame damaged after a snapshot covering it: cut as a torn tail, the log would end before its
+    snapshot (which the log refuses); the repair continues it after the snapshot instead."""
+    log_dir, q = tmp_path / "log", tmp_path / "q"
+    written = COORDINATOR.build(log_dir, [1] * 20, 1 << 20)
+    with RecordLog.open(log_dir, fsync=NEVER) as rlog:
+        rlog.snapshot(19, b"state@19")
+    active = segments(log_dir)[-1]
+    flip(active, units_of(active, FRAMES)[-1].pos + 30)
+    damaged = active.read_bytes()
+    with pytest.raises(CorruptLogError, match="ahead of the log"):
+        RecordLog.open(log_dir, fsync=NEVER)
+    assert active.read_bytes() == damaged  # refused before cutting anything
+    findings = inspect(log_dir, FRAMES, q, expected_name, snapshot_floor)
+    assert [f.torn for f in findings] == [True, False]
+    assert "newest snapshot covers offsets up to 19" in findings[1].problem
+    repair(log_dir, FRAMES, Mode.TRUNCATE, q, expected_name, snapshot_floor, sync=False)
+    with RecordLog.open(log_dir, fsync=NEVER) as rlog:
+        assert rlog.next_offset == 20 and rlog.load()[:2] == (19, b"state@19")
+        assert dict(rlog.read(0)) == {o: v for o, v in written.items() if o < 19}
+        assert rlog.append([b"next"]) == 20
 
 
 # ---------------------------------------------------------------------- property
