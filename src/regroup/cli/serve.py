@@ -133,6 +133,29 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         help="group.consumer.migration.policy: online conversion between classic and consumer groups "
         "(default bidirectional)",
     )
+    topics = parser.add_argument_group("embedded topics")
+    topics.add_argument(
+        "--max-partitions-per-topic",
+        type=_int_at_least(1),
+        default=10_000,
+        metavar="N",
+        help="most partitions one topic may have; CreateTopics over it gets INVALID_PARTITIONS (default 10000)",
+    )
+    topics.add_argument(
+        "--max-partitions",
+        type=_int_at_least(1),
+        default=100_000,
+        metavar="N",
+        help="most partitions of all topics together; a creation over it gets POLICY_VIOLATION (default 100000)",
+    )
+    topics.add_argument(
+        "--max-open-segment-files",
+        type=_int_at_least(1),
+        default=256,
+        metavar="N",
+        help="segment files held open at once, least recently used closed first (default 256; never more than a "
+        "quarter of the open-file limit)",
+    )
     parser.add_argument(
         "--metrics-port",
         type=_int_at_least(0, 65535),
@@ -212,6 +235,9 @@ def run(args: argparse.Namespace) -> int:
         metrics_host=args.metrics_host,
         stats_interval_s=float(args.stats_interval),
         id_limits=_id_limits(args),
+        max_partitions_per_topic=args.max_partitions_per_topic,
+        max_partitions=args.max_partitions,
+        max_open_segment_files=args.max_open_segment_files,
         coordinator=_coordinator_config(args),
     )
     try:

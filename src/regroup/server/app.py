@@ -35,9 +35,11 @@ from regroup.server.metrics_http import MetricsEndpoint
 from regroup.server.rebalances import RebalanceLog
 from regroup.server.runtime import CoordinatorRuntime, Uuid4Ids, wall_ms
 from regroup.server.scrape import ScrapeSources, scrape
+from regroup.server.topics import DEFAULT_MAX_PARTITIONS, DEFAULT_MAX_PARTITIONS_PER_TOPIC
 from regroup.server.topics import TopicStore as PartitionTopicStore
 from regroup.storage.coordinator_log import CoordinatorLog
-from regroup.storage.format import StorageError
+from regroup.storage.format import CorruptLogError, StorageError
+from regroup.storage.handles import DEFAULT_CAPACITY, capacity_for_limit
 from regroup.storage.record_log import FsyncPolicy, LogLockedError
 
 log = logging.getLogger("regroup.server")
@@ -68,6 +70,10 @@ class ServerConfig:
     default_partitions: int = 1
     #: identifier kind (``precheck.ID_KINDS``) -> most bytes a request may carry
     id_limits: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
+    max_partitions_per_topic: int = DEFAULT_MAX_PARTITIONS_PER_TOPIC
+    max_partitions: int = DEFAULT_MAX_PARTITIONS
+    #: segment files held open at once (lowered to a quarter of the descriptor limit, RLIMIT_NOFILE)
+    max_open_segment_files: int = DEFAULT_CAPACITY
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
 
 
@@ -84,9 +90,15 @@ class ServerBroker:
     default_partitions: int = 1
 
 
-def open_topic_store(directory: Path, fsync: FsyncPolicy = FsyncPolicy.ALWAYS) -> PartitionTopicStore:
-    """The embedded partition log, with the server's fsync policy."""
-    return PartitionTopicStore.open(directory, fsync=fsync)
+def open_topic_store(directory: Path, cfg: ServerConfig) -> PartitionTopicStore:
+    """The embedded partition log, with the server's fsync policy, limits and open-file budget."""
+    return PartitionTopicStore.open(
+        directory,
+        fsync=cfg.fsync,
+        open_files=capacity_for_limit(cfg.max_open_segment_files),
+        max_partitions_per_topic=cfg.max_partitions_per_topic,
+        max_partitions=cfg.max_partitions,
+    )
 
 
 class Server:
@@ -120,9 +132,17 @@ class Server:
     async def _start(self) -> None:
         cfg = self.config
         clog = _open_coordinator_log(cfg)
-        self._runtime = CoordinatorRuntime.load(clog, config=cfg.coordinator, ids=Uuid4Ids(), on_fatal=self._fatal)
+        try:
+            self._runtime = CoordinatorRuntime.load(clog, config=cfg.coordinator, ids=Uuid4Ids(), on_fatal=self._fatal)
+        except BaseException as exc:
+            clog.close()
+            if isinstance(exc, StorageError):
+                raise StartupError(f"cannot load the coordinator log: {exc}{_repair_hint(cfg, exc)}") from None
+            raise
         topics_dir = cfg.data_dir / "topics"
-        self._topics = _guard_startup("cannot open the partition log", lambda: open_topic_store(topics_dir, cfg.fsync))
+        self._topics = _guard_startup(
+            "cannot open the partition log", lambda: open_topic_store(topics_dir, cfg), _repair_hint_for(cfg)
+        )
         self._feed_image()
         self._topics.on_change = self._feed_image
         if cfg.events is not None:
@@ -176,13 +196,17 @@ class Server:
             self._syncer = asyncio.get_running_loop().create_task(self._sync_topics())
         groups = len(self._runtime.coordinator.groups)
         log.info(
-            "serving host=%s port=%d advertised=%s data_dir=%s fsync=%s groups_loaded=%d apis=%d metrics=%s",
+            "serving host=%s port=%d advertised=%s data_dir=%s fsync=%s groups_loaded=%d topics=%d partitions=%d "
+            "open_segment_files_max=%d apis=%d metrics=%s",
             cfg.host,
             self.port,
             broker.host,
             cfg.data_dir,
             cfg.fsync.value,
             groups,
+            len(self._topics.topics()),
+            self._topics.partition_count,
+            self._topics.open_files_max,
             len(broker.api_specs),
             "off" if self._metrics is None else f"http://{self._metrics.host}:{self.metrics_port}/metrics",
         )
@@ -287,16 +311,31 @@ def _open_coordinator_log(cfg: ServerConfig) -> CoordinatorLog:
     except LogLockedError:
         raise StartupError(f"data dir {cfg.data_dir} is in use by another regroup process") from None
     except StorageError as exc:
-        raise StartupError(f"cannot open the coordinator log in {directory}: {exc}") from None
+        raise StartupError(f"cannot open the coordinator log in {directory}: {exc}{_repair_hint(cfg, exc)}") from None
     except OSError as exc:
         raise StartupError(f"cannot use data dir {cfg.data_dir}: {exc.strerror or exc}") from None
 
 
-def _guard_startup(what: str, open_: Callable[[], T]) -> T:
+def _guard_startup(what: str, open_: Callable[[], T], hint: Callable[[BaseException], str] | None = None) -> T:
     try:
         return open_()
     except (OSError, StorageError) as exc:
-        raise StartupError(f"{what}: {getattr(exc, 'strerror', None) or exc}") from None
+        detail = getattr(exc, "strerror", None) or exc
+        filename = getattr(exc, "filename", None)
+        if filename:
+            detail = f"{filename}: {detail}"
+        raise StartupError(f"{what}: {detail}{hint(exc) if hint else ''}") from None
+
+
+def _repair_hint(cfg: ServerConfig, exc: BaseException) -> str:
+    """For damage: the command that reports it and repairs it."""
+    if not isinstance(exc, CorruptLogError):
+        return ""
+    return f" (`regroup repair --data-dir {cfg.data_dir}` shows what is damaged and how to repair it)"
+
+
+def _repair_hint_for(cfg: ServerConfig) -> Callable[[BaseException], str]:
+    return lambda exc: _repair_hint(cfg, exc)
 
 
 def _advertised(host: str) -> str:

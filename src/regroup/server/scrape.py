@@ -70,6 +70,11 @@ async def scrape(src: ScrapeSources) -> str:
             sum(t.partitions for t in topics.values())
         )
     )
+    families.append(
+        Family("regroup_open_segment_files", "gauge", "Segment files of the partition logs open right now.").add(
+            src.topics.open_files
+        )
+    )
     return exposition(families)
 
 
