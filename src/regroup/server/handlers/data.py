@@ -120,7 +120,7 @@ def _append(
     except AppendRejected as exc:
         return ErrorCode[exc.reason.value], str(exc), (-1, -1)
     except (OSError, StorageError) as exc:  # a disk failure: this partition fails, the server stays up
-        log.exception("append to %s failed", plog.directory)
+        log.error("append to %s failed: %s: %s", plog.directory, type(exc).__name__, exc)
         return ErrorCode.kafka_storage_error, f"{type(exc).__name__}: {exc}", (-1, -1)
     return ErrorCode.none, None, (info.base_offset, info.log_start_offset)
 
@@ -179,8 +179,8 @@ def _read_all(
                     records = plog.read(p.fetch_offset, min(p.partition_max_bytes, budget - total), min_one=total == 0)
                 except OffsetOutOfRange:
                     code = ErrorCode.offset_out_of_range
-                except (OSError, StorageError):
-                    log.exception("read from %s failed", plog.directory)
+                except (OSError, StorageError) as exc:
+                    log.error("read from %s failed: %s: %s", plog.directory, type(exc).__name__, exc)
                     code = ErrorCode.kafka_storage_error
             errors |= code is not ErrorCode.none
             total += len(records)
