@@ -8,6 +8,7 @@ Usage::
     .venv/bin/python bench/server.py --fsync '' --profile --hb-layouts 1000:10   # only the profiled run
     .venv/bin/python bench/server.py --json /tmp/bench-server.json
     .venv/bin/python bench/server.py --server-src /tmp/old-src      # the server from another source tree
+    .venv/bin/python bench/server.py --before /tmp/base/src --rounds 3 --join-repeats 1   # before/after, alternated
 
 For each fsync policy the harness starts ``python -m regroup serve`` as a subprocess (loopback, a free port
 chosen by the server with ``--port 0``, a temporary data directory, ``--initial-rebalance-delay-ms 0``) and
@@ -53,6 +54,10 @@ the others are checked by correlation id and error code bytes, so the load gener
 this script (``--serve-profiled``), which installs SIGUSR1/SIGUSR2 handlers that start and stop the profiler;
 the harness sends them around one heartbeat run (the first layout) and prints the server's top functions.
 ``--profile-join`` does the same around one join window; ``--profile-out FILE`` keeps the stats files.
+
+``--before DIR --rounds N`` compares two servers in one run: for each policy, N rounds of the server from
+``DIR`` ("before") then this run's server ("after"), alternated so that a change in the machine's load hits
+both; the summary adds the after/before ratios of the medians (throughput, p99, server CPU per request).
 
 ``--server-src DIR`` runs the server from another copy of the ``regroup`` package (put first on its
 ``PYTHONPATH``), for before/after comparisons of server changes on the same machine.
@@ -738,6 +743,7 @@ async def heartbeat_case(
 @dataclass(slots=True)
 class PolicyResult:
     fsync: str
+    tree: str = "after"
     joins: list[JoinRun] = field(default_factory=list)
     heartbeats: list[HeartbeatRun] = field(default_factory=list)
 
@@ -895,6 +901,48 @@ def running(server: ServerProcess, keep: bool) -> Iterator[ServerProcess]:
         server.stop(keep)
 
 
+def comparison_table(results: list[PolicyResult]) -> str:
+    """Medians over the rounds, before and after, and their ratio (after / before), per policy and layout."""
+    rows = [
+        "| case | fsync | before (median of rounds) | after | after / before |",
+        "|---|---|---|---|---|",
+    ]
+    policies = list(dict.fromkeys(r.fsync for r in results))
+    for fsync in policies:
+        by_tree = {tree: [r for r in results if r.fsync == fsync and r.tree == tree] for tree in ("before", "after")}
+        layouts = list(dict.fromkeys((hb.members, hb.connections) for r in by_tree["after"] for hb in r.heartbeats))
+        for members, connections in layouts:
+            med: dict[str, dict[str, float]] = {}
+            for tree, runs in by_tree.items():
+                hbs = [
+                    hb for r in runs for hb in r.heartbeats if hb.members == members and hb.connections == connections
+                ]
+                med[tree] = {
+                    "rps": statistics.median(hb.per_second for hb in hbs),
+                    "p99": statistics.median(hb.p99_ms for hb in hbs),
+                    "cpu_us": statistics.median(hb.server_cpu_s / hb.responses * 1e6 for hb in hbs),
+                }
+            b, a = med["before"], med["after"]
+            rows.append(
+                f"| heartbeat {members}:{connections} | {fsync} | {b['rps']:,.0f} req/s, p99 {b['p99']:.1f} ms, "
+                f"server {b['cpu_us']:.1f} µs/req | {a['rps']:,.0f} req/s, p99 {a['p99']:.1f} ms, server "
+                f"{a['cpu_us']:.1f} µs/req | throughput {a['rps'] / b['rps']:.3f}, p99 {a['p99'] / b['p99']:.2f}, "
+                f"CPU/req {a['cpu_us'] / b['cpu_us']:.3f} |"
+            )
+        joins = {tree: [j.seconds for r in runs for j in r.joins] for tree, runs in by_tree.items()}
+        if joins["before"] and joins["after"]:
+            b_join, a_join = statistics.median(joins["before"]) * 1e3, statistics.median(joins["after"]) * 1e3
+            rows.append(
+                f"| join {results[0].joins[0].members:,} members | {fsync} | {b_join:.0f} ms | {a_join:.0f} ms | "
+                f"{a_join / b_join:.2f} |"
+            )
+    return "\n".join(rows)
+
+
+def _label(res: PolicyResult) -> str:
+    return res.fsync if res.tree == "after" else f"{res.fsync} ({res.tree})"
+
+
 def summary_table(results: list[PolicyResult]) -> str:
     rows = ["| case | fsync | result | target | met? |", "|---|---|---|---|---|"]
     for res in results:
@@ -902,13 +950,13 @@ def summary_table(results: list[PolicyResult]) -> str:
             times = [j.seconds for j in res.joins]
             median, low, high = (statistics.median(times) * 1e3, min(times) * 1e3, max(times) * 1e3)
             rows.append(
-                f"| join {res.joins[0].members:,} members: last JoinGroup → last SyncGroup response | {res.fsync} | "
+                f"| join {res.joins[0].members:,} members: last JoinGroup → last SyncGroup response | {_label(res)} | "
                 f"median {median:.0f} ms (n={len(times)}, min {low:.0f}, max {high:.0f}) "
                 f"| ≤ {TARGET_JOIN_S * 1e3:.0f} ms | {'met' if median <= TARGET_JOIN_S * 1e3 else 'MISSED'} |"
             )
         for hb in res.heartbeats:
             rows.append(
-                f"| heartbeat {hb.members} members / {hb.connections} connections | {res.fsync} | "
+                f"| heartbeat {hb.members} members / {hb.connections} connections | {_label(res)} | "
                 f"{hb.per_second:,.0f} req/s; p50 {hb.p50_ms:.2f} ms, p99 {hb.p99_ms:.2f} ms, max {hb.max_ms:.1f} ms "
                 f"| ≥ {TARGET_HB_PER_S:,.0f} req/s | {'met' if hb.per_second >= TARGET_HB_PER_S else 'MISSED'} |"
             )
@@ -940,6 +988,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="DIR",
         help="run the server from the regroup package under DIR (PYTHONPATH), e.g. a copy of an older version",
     )
+    parser.add_argument(
+        "--before", metavar="DIR", help="compare with the server from the regroup package under DIR, alternated"
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="rounds per policy (and per tree with --before)")
     parser.add_argument("--json", metavar="OUT", help="write machine-readable results to OUT")
     args = parser.parse_args(argv)
     if max(m for m, _ in parse_layouts(args.hb_layouts)) > args.members:
@@ -951,10 +1003,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     facts = machine_facts(args.data_root)
     report("machine: " + ", ".join(f"{k}={v}" for k, v in facts.items()))
     results: list[PolicyResult] = []
+    trees: list[tuple[str, str | None]] = [("after", args.server_src)]
+    if args.before:
+        trees.insert(0, ("before", args.before))
     for fsync in [p for p in args.fsync.split(",") if p]:
-        report(f"--fsync {fsync}")
-        with running(ServerProcess(fsync, args.data_root, source=args.server_src), args.keep) as server:
-            results.append(asyncio.run(run_policy(args, server, fsync, report)))
+        for round_ in range(1, args.rounds + 1):
+            for tree, source in trees:
+                report(f"--fsync {fsync}" + (f", {tree} (round {round_})" if args.before else ""))
+                with running(ServerProcess(fsync, args.data_root, source=source), args.keep) as server:
+                    result = asyncio.run(run_policy(args, server, fsync, report))
+                result.tree = tree
+                results.append(result)
     profile_text, profiled = None, None
     if args.profile:
         report("--fsync always, heartbeats under cProfile")
@@ -980,6 +1039,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 shutil.copyfile(out, args.profile_out + ".join")
         report(join_profile_text)
     report(summary_table(results))
+    if args.before:
+        report(comparison_table(results))
     if args.json:
         payload = {
             "machine": facts,

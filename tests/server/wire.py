@@ -39,8 +39,12 @@ def encode_request(api_key: int, version: int, correlation_id: int, client_id: s
 
 
 class WireClient:
-    def __init__(self, port: int, client_id: str | None = "wire-test", timeout: float = 5.0) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    def __init__(
+        self, port: int, client_id: str | None = "wire-test", timeout: float = 5.0, source: str | None = None
+    ) -> None:
+        """``source``: the local address to connect from (any 127.x.y.z on Linux), e.g. to play another host."""
+        source_address = None if source is None else (source, 0)
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=source_address)
         self.client_id = client_id
         self._next = 0
         self._sent: list[tuple[int, int, int]] = []  # (correlation id, api key, version)

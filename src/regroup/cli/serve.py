@@ -86,6 +86,37 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="MS",
         help="close connections idle longer than this (connections.max.idle.ms; default 600000)",
     )
+    parser.add_argument(
+        "--max-connections",
+        type=_int_at_least(1),
+        default=10_000,
+        metavar="N",
+        help="max.connections: most client connections open at once; more are closed when accepted "
+        "(default 10000, capped by the open-file limit)",
+    )
+    parser.add_argument(
+        "--max-connections-per-ip",
+        type=_int_at_least(1),
+        default=5_000,
+        metavar="N",
+        help="max.connections.per.ip: most client connections open from one address (default 5000)",
+    )
+    parser.add_argument(
+        "--connection-max-in-flight",
+        type=_int_at_least(1),
+        default=64,
+        metavar="N",
+        help="requests of one connection waiting for a parked or earlier request; at the limit the server "
+        "stops reading that connection (default 64)",
+    )
+    parser.add_argument(
+        "--connection-max-queued-bytes",
+        type=_int_at_least(1),
+        default=1024 * 1024,
+        metavar="BYTES",
+        help="response bytes of one connection not yet taken by its socket; past it the server stops reading "
+        "that connection until its client reads (default 1048576)",
+    )
     limits = parser.add_argument_group(
         "identifier limits", "longer identifiers in a request are answered with INVALID_REQUEST (docs/operations.md)"
     )
@@ -231,6 +262,10 @@ def run(args: argparse.Namespace) -> int:
         events=Path(args.events) if args.events else None,
         max_frame_bytes=args.max_frame_bytes,
         connections_max_idle_ms=args.connections_max_idle_ms,
+        max_connections=args.max_connections,
+        max_connections_per_ip=args.max_connections_per_ip,
+        connection_max_in_flight=args.connection_max_in_flight,
+        connection_max_queued_bytes=args.connection_max_queued_bytes,
         metrics_port=args.metrics_port,
         metrics_host=args.metrics_host,
         stats_interval_s=float(args.stats_interval),

@@ -22,8 +22,9 @@ from typing import TypeVar
 
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.result import Result
+from regroup.server.admission import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP, AcceptErrors, Admission
 from regroup.server.api import ApiSpec, TopicStore
-from regroup.server.connection import DEFAULT_MAX_IDLE_MS, Connection
+from regroup.server.connection import DEFAULT_MAX_IDLE_MS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES, Connection
 from regroup.server.dispatch import Dispatcher
 from regroup.server.events import GroupEvents
 from regroup.server.framing import DEFAULT_MAX_FRAME_BYTES
@@ -62,6 +63,10 @@ class ServerConfig:
     events: Path | None = None
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     connections_max_idle_ms: int = DEFAULT_MAX_IDLE_MS
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_connections_per_ip: int = DEFAULT_MAX_CONNECTIONS_PER_IP
+    connection_max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    connection_max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES
     stats_interval_s: float = 60.0
     metrics_port: int | None = None  # None: no metrics endpoint
     metrics_host: str | None = None  # None: the --host address
@@ -118,6 +123,8 @@ class Server:
         self._metrics: MetricsEndpoint | None = None
         self._scrape_sources: ScrapeSources | None = None
         self._connections_opened = 0
+        self._admission: Admission | None = None
+        self._accept_errors: AcceptErrors | None = None
         self.port = config.port
         self.metrics_port: int | None = None
 
@@ -142,6 +149,9 @@ class Server:
         topics_dir = cfg.data_dir / "topics"
         self._topics = _guard_startup(
             "cannot open the partition log", lambda: open_topic_store(topics_dir, cfg), _repair_hint_for(cfg)
+        )
+        self._admission = Admission(
+            cfg.max_connections, cfg.max_connections_per_ip, log_files=self._topics.open_files_max
         )
         self._feed_image()
         self._topics.on_change = self._feed_image
@@ -172,8 +182,10 @@ class Server:
                     f"cannot listen on {metrics_host}:{cfg.metrics_port}: {exc.strerror or exc}"
                 ) from None
             self.metrics_port = self._metrics.port
+        loop = asyncio.get_running_loop()
+        self._accept_errors = AcceptErrors(loop.get_exception_handler())
+        loop.set_exception_handler(self._accept_errors)
         try:
-            loop = asyncio.get_running_loop()
             self._listener = await loop.create_server(self._new_connection, cfg.host, cfg.port, reuse_address=True)
         except OSError as exc:
             raise StartupError(f"cannot listen on {cfg.host}:{cfg.port}: {exc.strerror or exc}") from None
@@ -214,16 +226,31 @@ class Server:
     def _new_connection(self) -> Connection:
         """The protocol of a connection just accepted (``loop.create_server``'s factory)."""
         assert self._dispatcher is not None
-        connection = Connection(
+        cfg = self.config
+        return Connection(
             self._dispatcher,
             next(self._ids),
-            max_frame_bytes=self.config.max_frame_bytes,
-            max_idle_ms=self.config.connections_max_idle_ms,
-            on_close=self._connections.discard,
+            max_frame_bytes=cfg.max_frame_bytes,
+            max_in_flight=cfg.connection_max_in_flight,
+            max_queued_bytes=cfg.connection_max_queued_bytes,
+            max_idle_ms=cfg.connections_max_idle_ms,
+            admit=self._admit,
+            on_close=self._closed,
         )
+
+    def _admit(self, connection: Connection) -> bool:
+        """Let a connection in, within the connection limits (it knows its peer now)."""
+        assert self._admission is not None
+        if not self._admission.admit(connection.client_host):
+            return False
         self._connections.add(connection)
         self._connections_opened += 1
-        return connection
+        return True
+
+    def _closed(self, connection: Connection) -> None:
+        if connection.admitted and self._admission is not None:
+            self._connections.discard(connection)
+            self._admission.release(connection.client_host)
 
     def _feed_image(self) -> None:
         """Give the coordinator the topics as they are now (at startup and after every topic change)."""
@@ -237,6 +264,8 @@ class Server:
         sources = self._scrape_sources
         assert sources is not None
         sources.connections_open, sources.connections_opened = len(self._connections), self._connections_opened
+        if self._admission is not None:
+            sources.connections_refused = dict(self._admission.refused)
         return await scrape(sources)
 
     def _fatal(self, exc: BaseException) -> None:
@@ -301,6 +330,9 @@ class Server:
         if self._events is not None:
             self._events.close()
             self._events = None
+        if self._accept_errors is not None:
+            asyncio.get_running_loop().set_exception_handler(self._accept_errors.previous)
+            self._accept_errors = None
 
 
 def _open_coordinator_log(cfg: ServerConfig) -> CoordinatorLog:

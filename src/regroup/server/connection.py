@@ -4,19 +4,34 @@ responses are written with ``transport.write`` strictly in request order (Kafka 
 requests by order and correlation id).
 
 * **Synchronous path.** A request whose handler finishes without suspending (Heartbeat, Metadata,
-  ApiVersions, ...) is answered inside ``data_received``: no task, no event-loop round trip. Responses of
-  all the requests that one read brought in go out in one write.
+  ApiVersions, ...) is answered inside ``data_received``: no task, no event-loop round trip. The responses
+  of the requests handled in one turn go out in one write.
 * **Parked or durable requests.** A handler that suspends (a JoinGroup parked for seconds, a commit waiting
   for its append) finishes in a task; requests behind it are still *computed* at once, but their responses
   wait in a per-connection FIFO until everything before them is written. Requests of different connections
   never wait for each other.
-* **Back-pressure.** At most ``max_in_flight`` responses may wait per connection, and nothing is read while
-  the transport's write buffer is above its high-water mark; in both cases the connection stops reading
-  (TCP back-pressure) and carries on with the frames already buffered when it resumes.
+* **Fairness.** One turn of the event loop handles at most ``FRAMES_PER_TURN`` requests,
+  ``BYTES_PER_TURN`` bytes (requests plus responses) or ``SECONDS_PER_TURN`` of one connection (the request
+  that crosses a bound is the turn's last); the rest of what it sent is handled in later turns
+  (``loop.call_soon``), after every other connection with data has had its turn. A client that pipelines
+  thousands of requests therefore delays another client's heartbeat by about one turn, not by its whole
+  burst.
+* **Back-pressure.** Two bounds per connection, checked before each request is handled: at most
+  ``max_in_flight`` requests in the FIFO (unfinished, or finished and waiting behind an unfinished one; the
+  responses of one turn's synchronous requests are bounded by the turn's budget instead), and at most
+  ``max_queued_bytes`` of responses not yet accepted by the socket (the transport's write buffer plus the
+  responses waiting in the FIFO and in this turn's write). At either bound the connection
+  stops handling requests and stops reading (TCP back-pressure: the client's writes block, as Kafka mutes
+  the channel); it resumes when a parked request finishes or the write buffer drains to a quarter of the
+  bound, i.e. when the client reads. Reading also pauses while complete requests wait for a later turn, so
+  a connection holds at most one read (256 KiB) of unhandled requests besides the frame being received (up
+  to ``max_frame_bytes``); its responses take at most ``max_queued_bytes`` plus one response.
 * **Idleness.** A connection idle for ``max_idle_ms`` (Kafka's ``connections.max.idle.ms``: no bytes read,
   no response written, and no request outstanding — a JoinGroup parked for a long rebalance keeps its
   connection) is closed. One timer per connection checks it; activity only moves a timestamp, and the timer
   re-arms itself for the remainder when it fires.
+* **Admission.** ``admit`` (the server's connection limits, ``server/admission.py``) is asked once the peer
+  address is known; a refused connection is closed at once, before anything is read.
 
 Anything the peer gets wrong (bad frame, unknown API, undecodable request) closes this connection only, after
 the responses already complete in front of it are written. On end of stream or a reset the connection's
@@ -30,6 +45,7 @@ import asyncio
 import collections
 import functools
 import logging
+import time
 from collections.abc import Callable
 
 from regroup.server.codec import decode_request
@@ -41,7 +57,12 @@ from regroup.server.framing import DEFAULT_MAX_FRAME_BYTES, FrameBuffer
 log = logging.getLogger("regroup.server.connection")
 
 DEFAULT_MAX_IN_FLIGHT = 64
+DEFAULT_MAX_QUEUED_BYTES = 1024 * 1024
 DEFAULT_MAX_IDLE_MS = 600_000
+#: the most one connection handles in one turn of the event loop before yielding to the others
+FRAMES_PER_TURN = 128
+BYTES_PER_TURN = 256 * 1024
+SECONDS_PER_TURN = 0.005
 
 Response = bytes | None
 
@@ -66,23 +87,30 @@ class Connection(asyncio.Protocol):
         *,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
         max_idle_ms: int = DEFAULT_MAX_IDLE_MS,
+        admit: Callable[[Connection], bool] | None = None,
         on_close: Callable[[Connection], None] | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.connection_id = connection_id
         self.peer = "?"
         self.client_host = ""
+        self.admitted = False
         self._frames = FrameBuffer(max_frame_bytes)
-        self._max_in_flight = max_in_flight
+        self._max_in_flight = max(1, max_in_flight)
+        self._max_queued_bytes = max(1, max_queued_bytes)
         self._max_idle_s = max_idle_ms / 1000
+        self._admit = admit
         self._on_close = on_close
         self._transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
         self._slots: collections.deque[_Slot] = collections.deque()
+        self._held_bytes = 0  # responses done but waiting in _slots behind an unfinished one
         self._reading_paused = False
         self._writing_paused = False
         self._processing = False
+        self._next_turn: asyncio.Handle | None = None  # buffered requests left for a later turn
         self._closing = False
         self._last_active = self._loop.time()
         self._idle_timer: asyncio.TimerHandle | None = None
@@ -94,6 +122,13 @@ class Connection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else "?"
         self.client_host = peer[0] if isinstance(peer, tuple) and peer else ""
+        if self._admit is not None and not self._admit(self):
+            self._closing = True
+            transport.close()
+            return
+        self.admitted = True
+        # the transport reports (pause_writing) a write buffer above the queued-bytes bound
+        transport.set_write_buffer_limits(high=self._max_queued_bytes, low=self._max_queued_bytes // 4)
         self._idle_timer = self._loop.call_later(self._max_idle_s, self._check_idle)
         log.debug("connection %d from %s opened", self.connection_id, self.peer)
 
@@ -119,7 +154,8 @@ class Connection(asyncio.Protocol):
         if self._on_close is not None:
             self._on_close(self)
             self._on_close = None
-        log.debug("connection %d from %s closed", self.connection_id, self.peer)
+        if self.admitted:
+            log.debug("connection %d from %s closed", self.connection_id, self.peer)
 
     def pause_writing(self) -> None:
         self._writing_paused = True
@@ -127,20 +163,39 @@ class Connection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._writing_paused = False
-        self._update_reading()
         self._process()
 
     # ------------------------------------------------------------------------------ requests
     def _process(self) -> None:
-        """Handle every complete frame buffered, unless back-pressure says stop."""
-        if self._processing or self._closing:
+        """Handle the complete frames buffered, within this turn's budget and the back-pressure bounds."""
+        if self._processing or self._closing or self._next_turn is not None:
             return
+        transport = self._transport
+        assert transport is not None
         self._processing = True
+        slots, frames = self._slots, self._frames
+        max_in_flight, max_queued = self._max_in_flight, self._max_queued_bytes
         out: list[bytes] = []
+        out_bytes = 0
+        queued = self._held_bytes + transport.get_write_buffer_size()  # before this turn's responses
+        handled = budget = 0
+        clock = time.perf_counter
+        turn_ends = clock() + SECONDS_PER_TURN
         try:
-            while not self._closing and not self._writing_paused and len(self._slots) < self._max_in_flight:
+            while not self._closing and not self._writing_paused and len(slots) < max_in_flight:
+                if queued + out_bytes > max_queued:
+                    if not out:
+                        break  # back-pressure: wait for a parked request or the client's reads
+                    self._write(out)  # the transport sends what the socket takes at once
+                    out_bytes = 0
+                    queued = self._held_bytes + transport.get_write_buffer_size()
+                    continue
+                if handled >= FRAMES_PER_TURN or budget >= BYTES_PER_TURN or clock() >= turn_ends:
+                    if frames.buffered:
+                        self._next_turn = self._loop.call_soon(self._turn)
+                    break
                 try:
-                    frame = self._frames.next_frame()
+                    frame = frames.next_frame()
                     if frame is None:
                         break
                     request = decode_request(frame, self.dispatcher.versions, self.dispatcher.limits)
@@ -148,29 +203,43 @@ class Connection(asyncio.Protocol):
                     self._write(out)
                     self._fail(exc)
                     return
+                handled += 1
+                budget += len(frame)
                 started: Started[Response] = start(
                     self.dispatcher.respond(request, client_host=self.client_host, connection_id=self.connection_id)
                 )
-                if started.done and not self._slots:
+                if started.done and not slots:
                     if started.error is not None:
                         self._write(out)
                         self._fail(started.error)
                         return
-                    if started.result is not None:
-                        out.append(started.result)
+                    data = started.result
+                    if data is not None:
+                        out.append(data)
+                        out_bytes += len(data)
+                        budget += len(data)
                     continue
                 slot = _Slot()
                 if started.done:
                     slot.done, slot.data, slot.error = True, started.result, started.error
+                    if slot.data is not None:
+                        self._held_bytes += len(slot.data)
+                        queued += len(slot.data)
+                        budget += len(slot.data)
                 else:
                     assert started.task is not None
                     slot.task = started.task
                     started.task.add_done_callback(functools.partial(self._finished, slot))
-                self._slots.append(slot)
+                slots.append(slot)
             self._write(out)
         finally:
             self._processing = False
             self._update_reading()
+
+    def _turn(self) -> None:
+        """A later turn for the requests left buffered when the previous turn's budget ran out."""
+        self._next_turn = None
+        self._process()
 
     def _finished(self, slot: _Slot, task: asyncio.Task[Response]) -> None:
         """A handler task ended: record its outcome and write whatever is now at the head, in order."""
@@ -181,21 +250,24 @@ class Connection(asyncio.Protocol):
             slot.error = task.exception()
             if slot.error is None:
                 slot.data = task.result()
-        if self._closing or not self._slots or self._slots[0] is not slot:
+                if slot.data is not None:
+                    self._held_bytes += len(slot.data)
+        if self._closing:
             return
-        out: list[bytes] = []
         slots = self._slots
-        while slots and slots[0].done:
-            head = slots.popleft()
-            if head.error is not None:
-                self._write(out)
-                self._fail(head.error)
-                return
-            if head.data is not None:
-                out.append(head.data)
-        self._write(out)
-        self._update_reading()
-        self._process()  # frames left buffered while the connection was at its in-flight limit
+        if slots and slots[0] is slot:
+            out: list[bytes] = []
+            while slots and slots[0].done:
+                head = slots.popleft()
+                if head.error is not None:
+                    self._write(out)
+                    self._fail(head.error)
+                    return
+                if head.data is not None:
+                    out.append(head.data)
+                    self._held_bytes -= len(head.data)
+            self._write(out)
+        self._process()  # frames left buffered at a bound; updates reading either way
 
     def _write(self, chunks: list[bytes]) -> None:
         if not chunks or self._transport is None or self._closing:
@@ -205,10 +277,16 @@ class Connection(asyncio.Protocol):
         chunks.clear()
 
     def _update_reading(self) -> None:
+        """Read only while requests can be handled now: not at a bound, nothing left for a later turn."""
         transport = self._transport
         if transport is None or self._closing:
             return
-        pause = self._writing_paused or len(self._slots) >= self._max_in_flight
+        pause = (
+            self._writing_paused
+            or self._next_turn is not None
+            or len(self._slots) >= self._max_in_flight
+            or self._held_bytes + transport.get_write_buffer_size() > self._max_queued_bytes
+        )
         if pause and not self._reading_paused:
             self._reading_paused = True
             transport.pause_reading()
@@ -233,6 +311,9 @@ class Connection(asyncio.Protocol):
         if self._closing:
             return
         self._closing = True
+        if self._next_turn is not None:
+            self._next_turn.cancel()
+            self._next_turn = None
         for slot in self._slots:
             if slot.task is not None:
                 slot.task.cancel()

@@ -32,6 +32,11 @@ class FrameBuffer:
             self._offset = 0
         self._buffer += data
 
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not yet returned as a frame."""
+        return len(self._buffer) - self._offset
+
     def next_frame(self) -> bytes | None:
         """The next complete frame's payload, or None until more bytes arrive. Raises ``FrameTooLarge``."""
         buffer, offset = self._buffer, self._offset

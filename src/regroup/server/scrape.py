@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from regroup.protocol.admin import ListGroupsRequest, ListGroupsResponse
 from regroup.server.errors import CoordinatorUnavailable
@@ -31,6 +31,7 @@ class ScrapeSources:
     failures: FailureLog | None = None
     connections_open: int = 0
     connections_opened: int = 0
+    connections_refused: dict[str, int] = field(default_factory=dict)  # reason -> count
 
 
 async def scrape(src: ScrapeSources) -> str:
@@ -51,6 +52,14 @@ async def scrape(src: ScrapeSources) -> str:
             src.connections_opened
         )
     )
+    refused = Family(
+        "regroup_connections_refused_total",
+        "counter",
+        "Kafka client connections closed at once for a connection limit, by limit.",
+    )
+    for reason in ("max_connections", "max_connections_per_ip", "open_files"):
+        refused.add(src.connections_refused.get(reason, 0), {"reason": reason})
+    families.append(refused)
     families.extend(await _groups(src.runtime))
     families.append(
         Family("regroup_rebalances_started_total", "counter", "Classic groups entering PreparingRebalance.").add(
