@@ -134,7 +134,9 @@ def _run(args: argparse.Namespace) -> int:
             "title": f"grid {g.name}",
             "source": args.grid,
             "runs": len(runs),
-            "skipped (strategy/protocol cannot run)": [f"{s}/{p}" for s, p in g.skipped_pairs()],
+            "skipped (strategy/protocol cannot run)": [
+                f"{s}/{p}" if why == "cannot run" else f"{s}/{p} ({why})" for (s, p), why in g.skipped() if why
+            ],
             "master": args.master,
         }
     elif args.lab_command == "analyze":
