@@ -138,11 +138,18 @@ def _run(args: argparse.Namespace) -> int:
                 f"{s}/{p}" if why == "cannot run" else f"{s}/{p} ({why})" for (s, p), why in g.skipped() if why
             ],
             "master": args.master,
+            "axes": g.describe_axes(),
+            "settings": g.settings.to_json(),
         }
     elif args.lab_command == "analyze":
         jobs.precheck(args.events)
         out = _out_dir(args.out)
-        meta = {"title": f"{len(args.events)} event log(s)", "source": args.events, "master": args.master}
+        meta = {
+            "title": f"{len(args.events)} event log(s)",
+            "source": args.events,
+            "master": args.master,
+            "measure_from_ms": args.measure_from_ms,
+        }
     else:
         out = Path(args.dir)
         if not out.is_dir():

@@ -54,6 +54,10 @@ class Settings:
     jitter_ms: int = 0
     metadata_bytes: int | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        """Every setting by name (what the report's model section shows)."""
+        return asdict(self)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunSpec:
@@ -99,6 +103,20 @@ class Grid:
     protocols: tuple[str, ...]
     seeds: tuple[int, ...]
     settings: Settings = field(default_factory=Settings)
+
+    def describe_axes(self) -> dict[str, Any]:
+        """The axes in words and numbers, for the report."""
+        seeds = self.seeds if len(self.seeds) <= 5 else f"{len(self.seeds)} ({self.seeds[0]}..{self.seeds[-1]})"
+        return {
+            "group sizes": list(self.members),
+            "topics": list(self.topics),
+            "partitions per topic": list(self.partitions),
+            "subscriptions": list(self.subscriptions),
+            "churn": [c.label for c in self.churn],
+            "strategies": list(self.strategies),
+            "protocols": list(self.protocols),
+            "seeds": list(seeds) if isinstance(seeds, tuple) else seeds,
+        }
 
     def combinations(self) -> int:
         """Size of the product, including (strategy, protocol) pairs that cannot run."""

@@ -181,7 +181,8 @@ class _Observed:
                 self.has_members = True
                 topics = tuple(e[DETAIL].split(",")) if e[DETAIL] else ()
                 self._topics[e[MEMBER]] = self._distinct.setdefault(topics, topics)
-                self.protocol = e[STATE] or self.protocol
+                if e[STATE]:  # a log whose members switch protocols (a rolling upgrade) is "mixed"
+                    self.protocol = e[STATE] if self.protocol in (None, e[STATE]) else "mixed"
             elif code == _GROUP_STATE:
                 self._group_state(e, metadata_bytes)
             elif code == _ACTION:
