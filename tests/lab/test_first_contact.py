@@ -54,6 +54,13 @@ def test_without_java_every_lab_command_says_what_to_install(tmp_path: Path, com
     assert line == f"regroup: {preflight.JAVA_HINT} (JAVA_HOME={tmp_path} has no bin/java)"
 
 
+@pytest.mark.skipif(preflight.java_problem() is not None, reason="the lab checks for Java first")
+def test_a_spark_setting_that_is_not_key_value_is_one_line(tmp_path: Path) -> None:
+    args = ["sweep", "examples/lab/quick.yaml", "--out", str(tmp_path / "out"), "--conf", "spark.executor.memory"]
+    line = one_line(subprocess.run([str(REGROUP), "lab", *args], cwd=ROOT, **_RUN), 2)
+    assert line == "regroup: --conf 'spark.executor.memory': must be KEY=VALUE"
+
+
 def test_java_versions_are_read_as_java_prints_them() -> None:
     assert preflight.java_major('openjdk version "17.0.15" 2025-04-15\nOpenJDK Runtime Environment') == 17
     assert preflight.java_major('openjdk version "21" 2023-09-19') == 21

@@ -60,6 +60,8 @@ def test_results_per_churn_pattern(swept_report: tuple[str, grid.Grid]) -> None:
         assert text.count(f"<td>{pair}</td>") == len(sections) + 2  # each pattern, and the two tables over all
     assert "per member crashing" in text and "per member restarted" in text
     assert "Least stop-the-world per member joining:" in text
+    why = re.search(r"Least stop-the-world per member leaving:.*? Why: (.*?) \(on average\)", text)
+    assert why is not None and why.group(1).count(" partitions per member leaving, ") == 2  # how many, how long
 
 
 def test_plain_words_and_narrow_tables(swept_report: tuple[str, grid.Grid]) -> None:

@@ -328,7 +328,8 @@ def analyze_rows(
     for index, ep in enumerate(episodes):
         current = seen.assignment(ep.generation)
         ended = bisect.bisect_right(state_times, ep.end_ms) - 1  # the last group state by its end
-        emptied = ended >= 0 and seen.states[ended][1] in EMPTY_STATES
+        # (empty with no member in its generation: a consumer group converted back to classic is Dead too)
+        emptied = ended >= 0 and seen.states[ended][1] in EMPTY_STATES and not current
         rows.append(
             {
                 **keys,

@@ -331,8 +331,9 @@ def _pattern_rows(rows: Sequence[Mapping[str, Any]], per: Callable[[Mapping[str,
     return out
 
 
-def _headline(rows: Sequence[Sequence[Any]], word: str) -> str:
-    """Which pair did best and worst on the stop-the-world cost, in words."""
+def _headline(rows: Sequence[Sequence[Any]], word: str, paused: Mapping[str, float | None]) -> str:
+    """Which pair did best and worst on the stop-the-world cost, in words, and why: how many partitions each
+    paused per event (revoked) and for how long each on average (``paused``: label -> revoked per event)."""
     known = [(r[3], r[0]) for r in rows if r[3] is not None]
     if len(known) < 2:
         return ""
@@ -341,10 +342,18 @@ def _headline(rows: Sequence[Sequence[Any]], word: str) -> str:
         return f"<p>Every strategy and protocol paused the same: {_fmt(low[0])} partition-s per {word}.</p>"
     tied = [name for value, name in known if value == low[0]]
     best = " = ".join(tied)
-    return (
+    text = (
         f"<p>Least stop-the-world per {word}: <b>{html.escape(best)}</b> ({_fmt(low[0])} partition-s); most: "
-        f"{html.escape(high[1])} ({_fmt(high[0])} partition-s).</p>"
+        f"{html.escape(high[1])} ({_fmt(high[0])} partition-s)."
     )
+    why = []
+    for value, name in (low, high):
+        count = paused.get(name)
+        if count:
+            why.append(f"{html.escape(name)} paused {_fmt(count)} partitions per {word}, {_fmt(value / count)} s each")
+    if len(why) == 2:
+        text += f" Why: {why[0]}; {why[1]} (on average)."
+    return text + "</p>"
 
 
 def _per_pattern(agg: Mapping[str, list[dict[str, Any]]]) -> str:
@@ -366,7 +375,8 @@ def _per_pattern(agg: Mapping[str, list[dict[str, Any]]]) -> str:
         else:
             table = _pattern_rows(rows, lambda p: p["events"])
             columns = [(h.replace("per event", f"per {word}"), d) for h, d in _PATTERN_COLUMNS]
-            parts.append(_headline(table, word))
+            paused = {label(p): _ratio(p["revoked"], p["events"]) for p in rows}
+            parts.append(_headline(table, word, paused))
         table.sort(key=lambda r: (r[3] is None, r[3] if r[3] is not None else 0, r[0]))
         parts.append(_table(columns, table))
     parts.append(_pattern_figures(agg))
