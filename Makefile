@@ -12,11 +12,11 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -q -e '.[lab]'
 	touch $@
 
 $(DEVSTAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,lab]'
 	touch $@ $(STAMP)
 
 run: $(STAMP)
@@ -79,8 +79,8 @@ $(CBIN)/python:
 	$(CBIN)/python -m pip install -q --upgrade pip
 
 $(CSTAMP): $(CBIN)/python pyproject.toml setup.py $(shell find src -name '*.py')
-	$(CBIN)/python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'], sep='\n')" \
-		> $(CVENV)/requirements.txt
+	$(CBIN)/python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+		print(*p['dependencies'], *p['optional-dependencies']['lab'], sep='\n')" > $(CVENV)/requirements.txt
 	$(CBIN)/pip install -q -r $(CVENV)/requirements.txt 'setuptools>=68' wheel 'mypy>=1.11' 'types-PyYAML>=6.0'
 	rm -rf build/lib.* build/bdist.*  # no stale modules from an earlier build in the wheel
 	REGROUP_COMPILE=1 $(CBIN)/pip install --no-build-isolation .

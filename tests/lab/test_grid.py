@@ -155,3 +155,22 @@ def test_a_scenario_is_parsed_once_per_combination_and_named_per_run() -> None:
     assert built == fresh  # the same as parsing each run's own document
     assert [s.name for s in built] == [r.run_id for r in runs] and len({s.name for s in built}) == 3
     assert replace(built[1], name=built[0].name) == built[0]  # the seeds' scenarios differ only by name
+
+
+def test_server_side_assignors_run_only_under_kip848_and_by_one_name() -> None:
+    g = parse(
+        {**BASE, "strategies": ["range", "uniform", "server-range"], "protocols": ["eager", "cooperative", "consumer"]}
+    )
+    runs = grid.expand(g)
+    assert sorted({(r.strategy, r.protocol) for r in runs}) == [
+        ("range", "eager"),
+        ("server-range", "consumer"),
+        ("uniform", "consumer"),
+    ]
+    reasons = dict(g.skipped())
+    assert reasons[("uniform", "eager")] == reasons[("server-range", "cooperative")] == "cannot run"
+    assert reasons[("server-range", "consumer")] == "same as range/consumer"  # range under consumer is server-range
+    assert ("server-range", "consumer") in g.skipped_pairs() and ("range", "consumer") not in g.skipped_pairs()
+    only_alias = grid.expand(parse({**BASE, "strategies": ["range"], "protocols": ["consumer"]}))
+    assert {r.strategy for r in only_alias} == {"server-range"}
+    assert scenarios.document(only_alias[0])["member_defaults"]["assignor"] == "server-range"

@@ -15,7 +15,7 @@ from regroup import __version__
 from regroup.assignors import metrics, registry
 from regroup.assignors.spec import AssignmentError
 from regroup.cli.assign_input import InputError, parse_document
-from regroup.cli.lab import LabError
+from regroup.cli.lab import LabError, LabFailure, LabInterrupted
 from regroup.cli.lab import add_parser as add_lab_parser
 from regroup.cli.lab import run as run_lab
 from regroup.cli.repair import RepairUsageError
@@ -153,6 +153,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"regroup: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except LabFailure as exc:
+        print(f"regroup: {exc}", file=sys.stderr)
+        return 1
+    except LabInterrupted:
+        print("regroup: interrupted", file=sys.stderr)
+        return 130
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -152,10 +152,10 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )
     consumer.add_argument(
         "--consumer-assignors",
-        default="uniform,range",
+        default="uniform,server-range",
         metavar="NAMES",
         help="group.consumer.assignors: server-side assignors clients may name, the first is the default "
-        "(default uniform,range)",
+        "(default uniform,server-range; Kafka's name range is accepted for server-range)",
     )
     consumer.add_argument(
         "--migration-policy",
@@ -207,6 +207,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
 
 def _coordinator_config(args: argparse.Namespace) -> CoordinatorConfig:
     """The coordinator's settings from the flags; inconsistent ones are a ``ServeError``."""
+    from regroup.assignors import registry
     from regroup.coordinator.config import CoordinatorConfig
     from regroup.coordinator.consumer.target import SERVER_ASSIGNORS
 
@@ -216,12 +217,14 @@ def _coordinator_config(args: argparse.Namespace) -> CoordinatorConfig:
             f"--consumer-heartbeat-interval-ms ({heartbeat_ms}) must be less than "
             f"--consumer-session-timeout-ms ({session_ms})"
         )
-    assignors = tuple(name.strip() for name in args.consumer_assignors.split(",") if name.strip())
-    unknown = [name for name in assignors if name not in SERVER_ASSIGNORS]
-    if not assignors or unknown or len(set(assignors)) != len(assignors):
+    named = [name.strip() for name in args.consumer_assignors.split(",") if name.strip()]
+    ours = [registry.server_side_name(name) for name in named]
+    assignors = tuple(registry.wire_name(name) for name in ours if name is not None)  # the names clients send
+    known = set(assignors) <= SERVER_ASSIGNORS.keys()
+    if not named or None in ours or len(set(assignors)) != len(assignors) or not known:
         raise ServeError(
-            f"--consumer-assignors {args.consumer_assignors!r}: name each of {', '.join(SERVER_ASSIGNORS)} "
-            "at most once, at least one"
+            f"--consumer-assignors {args.consumer_assignors!r}: name each of {', '.join(registry.SERVER_SIDE)} "
+            "at most once, at least one (range = server-range)"
         )
     extra = {} if args.consumer_max_size is None else {"consumer_group_max_size": args.consumer_max_size}
     return CoordinatorConfig(

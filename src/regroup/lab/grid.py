@@ -45,10 +45,18 @@ class Settings:
     session_timeout_ms: int = 10_000
     heartbeat_interval_ms: int = 3_000
     rebalance_timeout_ms: int = 30_000
+    # KIP-848 groups: the coordinator's settings (Kafka's group.consumer.session.timeout.ms and
+    # group.consumer.heartbeat.interval.ms, at Kafka's defaults)
+    consumer_session_timeout_ms: int = 45_000
+    consumer_heartbeat_interval_ms: int = 5_000
     auto_commit: bool = False
     latency_ms: int = 5
     jitter_ms: int = 0
     metadata_bytes: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Every setting by name (what the report's model section shows)."""
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,6 +104,20 @@ class Grid:
     seeds: tuple[int, ...]
     settings: Settings = field(default_factory=Settings)
 
+    def describe_axes(self) -> dict[str, Any]:
+        """The axes in words and numbers, for the report."""
+        seeds = self.seeds if len(self.seeds) <= 5 else f"{len(self.seeds)} ({self.seeds[0]}..{self.seeds[-1]})"
+        return {
+            "group sizes": list(self.members),
+            "topics": list(self.topics),
+            "partitions per topic": list(self.partitions),
+            "subscriptions": list(self.subscriptions),
+            "churn": [c.label for c in self.churn],
+            "strategies": list(self.strategies),
+            "protocols": list(self.protocols),
+            "seeds": list(seeds) if isinstance(seeds, tuple) else seeds,
+        }
+
     def combinations(self) -> int:
         """Size of the product, including (strategy, protocol) pairs that cannot run."""
         return math.prod(len(getattr(self, axis)) for axis in AXES)
@@ -111,8 +133,26 @@ class Grid:
         return None
 
     def skipped_pairs(self) -> list[tuple[str, str]]:
-        """(strategy, protocol) pairs of the grid that cannot run (e.g. ``range`` is never cooperative)."""
-        return [(s, p) for s in self.strategies for p in self.protocols if protocols.member_settings(p, s) is None]
+        """(strategy, protocol) pairs of the grid that cannot run (e.g. ``range`` is never cooperative, ``uniform``
+        never classic), or run another listed pair again (``range`` and ``server-range`` under ``consumer``)."""
+        return [pair for pair, reason in self.skipped() if reason]
+
+    def skipped(self) -> list[tuple[tuple[str, str], str]]:
+        """Every (strategy, protocol) pair with why it does not run ("" when it runs)."""
+        out: list[tuple[tuple[str, str], str]] = []
+        taken: dict[tuple[str, str], str] = {}
+        for s in self.strategies:
+            for p in self.protocols:
+                if protocols.member_settings(p, s) is None:
+                    out.append(((s, p), "cannot run"))
+                    continue
+                name = protocols.strategy_name(p, s)
+                if (name, p) in taken:
+                    out.append(((s, p), f"same as {taken[(name, p)]}/{p}"))
+                    continue
+                taken[(name, p)] = s
+                out.append(((s, p), ""))
+        return out
 
 
 def expand(grid: Grid) -> list[RunSpec]:
@@ -127,7 +167,7 @@ def expand(grid: Grid) -> list[RunSpec]:
             subscription=sub,
             churn=churn.pattern,
             churn_events=churn.events,
-            strategy=strategy,
+            strategy=protocols.strategy_name(protocol, strategy),
             protocol=protocol,
             seed=seed,
             settings=grid.settings,
@@ -302,6 +342,8 @@ class _Reader:
         settings = Settings(**out)
         if settings.heartbeat_interval_ms >= settings.session_timeout_ms:
             raise self.fail("settings.heartbeat_interval_ms", "must be lower than session_timeout_ms")
+        if settings.consumer_heartbeat_interval_ms >= settings.consumer_session_timeout_ms:
+            raise self.fail("settings.consumer_heartbeat_interval_ms", "must be lower than consumer_session_timeout_ms")
         return settings
 
     def check(self, grid: Grid) -> None:

@@ -10,6 +10,7 @@ nothing is changed except through the coordinator's operations.
 
 from __future__ import annotations
 
+from regroup.assignors.registry import server_side_name
 from regroup.client import OutgoingRequest
 from regroup.client.types import TopicPartition, api_name
 from regroup.coordinator.classic.group import S
@@ -225,7 +226,7 @@ class CoordinatorEndpoint:
         self.checker.group_generation(now, view[1])
         assignor = group.preferred_assignor(self.coordinator.config.consumer_group_assignors[0])
         classic = group.classic_member_count()
-        detail = f"type=consumer assignor={assignor} classic_members={classic}"
+        detail = f"type=consumer assignor={server_side_name(assignor) or assignor} classic_members={classic}"
         self.log.emit(now, "group_state", state=view[0], generation=view[1], detail=detail)
         if state is not ConsumerGroupState.STABLE:
             return

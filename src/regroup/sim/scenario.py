@@ -300,11 +300,20 @@ class _Reader:
             return value
         if key == "consumer_group_assignors":
             names = self.strs(value, where)
-            for name in names:
-                if name not in SERVER_ASSIGNORS:
-                    raise self.fail(where, f"unknown server assignor {name!r}")
-            return names
+            wire = tuple(self.server_assignor(name, where) for name in names)
+            if len(set(wire)) != len(wire):
+                raise self.fail(where, "must not repeat")
+            return wire
         return self.int_(value, where)
+
+    def server_assignor(self, name: str, where: str) -> str:
+        """A KIP-848 server-side assignor by regroup's name (``uniform``, ``server-range``) or Kafka's (``range``),
+        as the name members send and the coordinator knows."""
+        ours = registry.server_side_name(name)
+        if ours is None or registry.wire_name(ours) not in SERVER_ASSIGNORS:
+            known = ", ".join(registry.SERVER_SIDE)
+            raise self.fail(where, f"unknown server-side assignor {name!r} (known: {known}; range = server-range)")
+        return registry.wire_name(ours)
 
     def protocol(self, value: Any, where: str) -> str:
         if value not in PROTOCOLS:
@@ -326,6 +335,12 @@ class _Reader:
             for strategy in out["strategies"]:
                 if strategy not in registry.available():
                     raise self.fail(f"{where}.strategies", f"unknown strategy {strategy!r}")
+                if registry.get(strategy).server_side:
+                    raise self.fail(
+                        f"{where}.strategies",
+                        f"{strategy!r} is a KIP-848 server-side assignor, which classic members cannot use"
+                        f' (for KIP-848 members: "protocol": "consumer", "assignor": "{strategy}")',
+                    )
             try:
                 rebalance_protocol(out["strategies"])
             except ConfigError as exc:
@@ -340,9 +355,7 @@ class _Reader:
             out["protocol"] = self.protocol(doc["protocol"], f"{where}.protocol")
         if "assignor" in doc:
             assignor = self.str_(doc["assignor"], f"{where}.assignor", nullable=True)
-            if assignor is not None and assignor not in SERVER_ASSIGNORS:
-                raise self.fail(f"{where}.assignor", f"must be one of {', '.join(SERVER_ASSIGNORS)}")
-            out["assignor"] = assignor
+            out["assignor"] = None if assignor is None else self.server_assignor(assignor, f"{where}.assignor")
         if "callback_delay_ms" in doc:
             out["callback_delay_ms"] = self.int_(doc["callback_delay_ms"], f"{where}.callback_delay_ms")
         if "auto_commit" in doc:
