@@ -271,6 +271,8 @@ class Simulator:
                 ),
                 {topic: topic_id_for(topic) for topic in sorted(self.topics)},
                 self.now,
+                spec.app,
+                self._draws(slot),
             )
             protocol = "consumer"
             self.names_by_id[machine.member_id] = spec.name
@@ -289,7 +291,7 @@ class Simulator:
                 auto_commit=spec.auto_commit,
                 auto_commit_interval_ms=spec.auto_commit_interval_ms,
             )
-            classic = ClassicMember(config, self.topics, self.now)
+            classic = ClassicMember(config, self.topics, self.now, spec.app, self._draws(slot))
             protocol = "cooperative" if classic.cooperative else "eager"
             machine = classic
         slot.machine = machine
@@ -306,6 +308,14 @@ class Simulator:
         slot.last_view = (None, "", -1)
         slot.wake_at = None
         self._poll(spec.name)
+
+    def _draws(self, slot: Slot) -> random.Random | None:
+        """The random source of the process about to start: its own, seeded by the run's seed, the member and
+        the incarnation (so one process's draws never shift another's); None when its application draws
+        nothing."""
+        if not slot.spec.app.random():
+            return None
+        return random.Random(f"{self.seed}/{slot.spec.name}/{slot.incarnation + 1}")
 
     # ------------------------------------------------------------------------------------ the members
     def _poll(self, name: str) -> None:
