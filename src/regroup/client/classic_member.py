@@ -76,6 +76,18 @@ _HEARTBEATING: Final = (MemberState.COMPLETING_REBALANCE, MemberState.STABLE)
 #: later than any deadline (``next_deadline``'s starting point)
 _NEVER: Final = 2**62
 
+#: librdkafka's ``rkcg_join_intvl``: a JoinGroup at most once a second on the rejoins below, and on a
+#: cooperative member's "group is rebalancing" (after a revocation, an unassignment or a new member id it
+#: rejoins at once)
+LIBRDKAFKA_JOIN_INTERVAL_MS: Final = 1_000
+_PACED_REJOINS: Final = frozenset(
+    {
+        "SyncGroup: REBALANCE_IN_PROGRESS",
+        "JoinGroup: REBALANCE_IN_PROGRESS",
+        "OffsetCommit: REBALANCE_IN_PROGRESS",
+    }
+)
+
 # Work that waits for the application's poll (``ClassicMember.app_steps``), in the order it is queued.
 #: onJoinPrepare (an eager member's revocation) and the JoinGroup
 STEP_JOIN: Final = 1
@@ -113,6 +125,7 @@ class ClassicMember(OwnedPartitions):
         self.pending_revoked = False
         #: the rejoin after a poll timeout waits for the application's next poll
         self.poll_timed_out = False
+        self.last_join_ms: int | None = None  # when the last JoinGroup was sent
         self._checks_poll_interval = self.app.loop.can_outlast(config.rebalance_timeout_ms)
         self.assignors = tuple(registry.get(name) for name in config.strategies)
         self.rebalance_protocol = rebalance_protocol(config.strategies)
@@ -139,7 +152,7 @@ class ClassicMember(OwnedPartitions):
         self.rejoin_needed = True
         self.rejoin_reason = "initial join"
         self.needs_join_prepare = True
-        self.rejoin_at_ms = now_ms
+        self.rejoin_at_ms = now_ms + self.app.startup_ms()
         self.next_heartbeat_ms: int | None = None
         self.next_commit_ms: int | None = None
         self.lease_ms: int | None = None
@@ -275,6 +288,10 @@ class ClassicMember(OwnedPartitions):
         self.rejoin_needed = True
         self.rejoin_reason = reason
         self.rejoin_at_ms = now_ms + delay_ms
+        paced = reason in _PACED_REJOINS or (self.cooperative and reason == "Heartbeat: REBALANCE_IN_PROGRESS")
+        if paced and self.app.app.librdkafka and self.last_join_ms is not None:
+            # librdkafka sends at most one JoinGroup a second, except after a revocation or a new member id
+            self.rejoin_at_ms = max(self.rejoin_at_ms, self.last_join_ms + LIBRDKAFKA_JOIN_INTERVAL_MS)
 
     # ------------------------------------------------------------------ helpers used by ``responses``
     @property
@@ -595,6 +612,7 @@ class ClassicMember(OwnedPartitions):
             self.config, self.member_id, self.join_protocols.build(self.assignors, state), self.rejoin_reason
         )
         self.join_claimed = owned
+        self.last_join_ms = now_ms
         self.rejoin_needed = False
         self.state = S.PREPARING_REBALANCE
         if not self.app.app.librdkafka or self.app.app.aligned:

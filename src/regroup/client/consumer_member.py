@@ -145,7 +145,7 @@ class ConsumerMember(OwnedPartitions):
         self.committed: dict[TopicPartition, int] = {}
         self.inflight: dict[int, Inflight] = {}
         self.heartbeat_id: int | None = None
-        self.rejoin_at_ms = now_ms
+        self.rejoin_at_ms = now_ms + self.app.startup_ms()
         self.next_heartbeat_ms: int | None = None
         self.next_commit_ms: int | None = None
         self.lease_ms: int | None = None

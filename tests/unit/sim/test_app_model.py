@@ -4,6 +4,7 @@ and scenarios and grids carry every field."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -104,12 +105,14 @@ def test_a_member_past_the_poll_interval_leaves_and_rejoins(protocol: str) -> No
 
 def heartbeat_gaps(events: list[dict[str, Any]], member: str) -> list[int]:
     sent = [e["t"] for e in events if e["type"] == "request_sent" and e["api"] == "Heartbeat" and e["member"] == member]
-    return [b - a for a, b in zip(sent, sent[1:], strict=False)]
+    return [b - a for a, b in itertools.pairwise(sent)]
 
 
-@pytest.mark.parametrize(("client", "late"), [("java", 100), ("librdkafka", 500)])
+@pytest.mark.parametrize(("client", "late"), [("java", 100), ("librdkafka", 40)])
 def test_heartbeats_drift_by_the_clients_lateness(client: str, late: int) -> None:
-    doc = scenario("eager", {"processing_ms": 0, "client": client}, events=[{"at_ms": 0, "action": "join", "member": "c0"}])
+    doc = scenario(
+        "eager", {"processing_ms": 0, "client": client}, events=[{"at_ms": 0, "action": "join", "member": "c0"}]
+    )
     gaps = heartbeat_gaps(run(doc), "c0")
     assert len(gaps) > 8
     assert all(3_000 <= g < 3_000 + late for g in gaps)
@@ -186,5 +189,5 @@ settings: {max_poll_records: 50, processing_ms: {distribution: exponential, mean
     member = scenarios.scenario(run_spec).members[0]
     assert member.app.max_poll_records == 50 and member.app.processing == ("exponential", 3.0)
     assert member.app.revoke_ms == 7 and member.app.client == "librdkafka"
-    with pytest.raises(LabInputError, match="settings.processing_ms: must not be negative"):
+    with pytest.raises(LabInputError, match=r"settings\.processing_ms: must not be negative"):
         grid.parse(text.replace("{distribution: exponential, mean: 3}", "-2"), "g.yaml")
