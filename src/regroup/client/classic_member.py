@@ -141,7 +141,6 @@ class ClassicMember(OwnedPartitions):
         self.previous_generation = NO_GENERATION
         self.callbacks: list[CallbackEvent] = []
         self.notes: list[MemberNote] = []
-        self.committed: dict[TopicPartition, int] = {}
         self.join_claimed: frozenset[TopicPartition] = frozenset()  # owned partitions the last JoinGroup listed
         self.join_protocols = JoinProtocols()  # builds each JoinGroup's protocols from what changed since the last
         self.metadata_snapshot: dict[str, int] | None = None  # leader: partition counts it assigned with

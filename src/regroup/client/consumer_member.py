@@ -142,7 +142,6 @@ class ConsumerMember(OwnedPartitions):
         self.sent_topics: tuple[str, ...] | None = None
         self.callbacks: list[CallbackEvent] = []
         self.notes: list[MemberNote] = []
-        self.committed: dict[TopicPartition, int] = {}
         self.inflight: dict[int, Inflight] = {}
         self.heartbeat_id: int | None = None
         self.rejoin_at_ms = now_ms + self.app.startup_ms()
@@ -433,16 +432,10 @@ class ConsumerMember(OwnedPartitions):
                 self.next_heartbeat_ms = now_ms + self.config.retry_backoff_ms
 
     def _on_commit(self, inflight: Inflight, resp: OffsetCommitResponse, now_ms: int) -> None:
-        request = inflight.request
-        sent: dict[TopicPartition, int] = {}
-        if isinstance(request, OffsetCommitRequest):
-            sent = {(topic, p.partition): p.offset for topic, parts in request.topics for p in parts}
         errors: set[str] = set()
-        for topic, results in resp.topics:
-            for partition, code in results:
-                if code is E.NONE and (topic, partition) in sent:
-                    self.committed[(topic, partition)] = sent[(topic, partition)]
-                elif code is not E.NONE:
+        for _, results in resp.topics:
+            for _, code in results:
+                if code is not E.NONE:
                     errors.add(code.name)
         if errors:  # the heartbeat learns about fencing; a stale epoch only loses this commit
             self.note(now_ms, "commit_failed", f"OffsetCommit: {', '.join(sorted(errors))}")

@@ -9,7 +9,7 @@ from regroup.client.embedded import LeaderAssignmentError, assigned_partitions, 
 from regroup.client.types import MemberState
 from regroup.model.errors import ErrorCode
 from regroup.protocol.classic import HeartbeatResponse, JoinGroupResponse, SyncGroupResponse
-from regroup.protocol.offsets import OffsetCommitRequest, OffsetCommitResponse
+from regroup.protocol.offsets import OffsetCommitResponse
 
 if TYPE_CHECKING:
     from regroup.client.classic_member import ClassicMember
@@ -167,15 +167,9 @@ def on_heartbeat(member: ClassicMember, inflight: Inflight, resp: HeartbeatRespo
 
 def on_commit(member: ClassicMember, inflight: Inflight, resp: OffsetCommitResponse, now_ms: int) -> None:
     codes: set[ErrorCode] = set()
-    request = inflight.request
-    sent: dict[tuple[str, int], int] = {}
-    if isinstance(request, OffsetCommitRequest):
-        sent = {(topic, p.partition): p.offset for topic, parts in request.topics for p in parts}
-    for topic, results in resp.topics:
-        for partition, code in results:
+    for _, results in resp.topics:
+        for _, code in results:
             codes.add(code)
-            if code is E.NONE and (topic, partition) in sent:
-                member.committed[(topic, partition)] = sent[(topic, partition)]
     if not _unchanged(member, inflight) or member.state is not _STABLE:
         return
     if E.UNKNOWN_MEMBER_ID in codes or E.ILLEGAL_GENERATION in codes:

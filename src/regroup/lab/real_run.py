@@ -294,12 +294,17 @@ class Player:
         (self.workdir / f"go-{process.member}-{process.incarnation}").write_text("", encoding="utf-8")
 
     def wait_closed(self, process: Process) -> None:
-        try:
-            process.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.notes.append(f"member {process.member} did not close within 20 s: killed")
-            process.proc.kill()
-            process.proc.wait()
+        """Until the process has closed its consumer (its leave is sent), or exited."""
+        deadline = time.monotonic() + 20
+        while process.proc.poll() is None:
+            if process.out.exists() and '"closed"' in process.out.read_text(encoding="utf-8"):
+                return
+            if time.monotonic() > deadline:
+                self.notes.append(f"member {process.member} did not close within 20 s: killed")
+                process.proc.kill()
+                process.proc.wait()
+                return
+            time.sleep(0.002)
 
     def wait_ready(self, processes: list[Process]) -> None:
         """Until every member process has built its consumer (and waits for time 0)."""

@@ -252,12 +252,16 @@ class Simulator:
         spec = slot.spec
         if slot.protocol == "consumer":
             coordinator = self.coordinator.config
+            draws = self._draws(slot)
+            member_id = f"{spec.name}-{slot.incarnation + 1}"  # chosen by the client (KIP-1082)
+            if draws is not None:  # as real clients do, at random (the server assignors order members by id)
+                member_id = f"{draws.getrandbits(64):016x}-{member_id}"
             machine: Machine = ConsumerMember(
                 ConsumerConfig(
                     group_id=self.group_id,
                     client_id=spec.name,
                     topics=spec.topics,
-                    member_id=f"{spec.name}-{slot.incarnation + 1}",  # chosen by the client (KIP-1082)
+                    member_id=member_id,
                     group_instance_id=spec.group_instance_id,
                     rack=spec.rack,
                     server_assignor=spec.assignor,
@@ -272,7 +276,7 @@ class Simulator:
                 {topic: topic_id_for(topic) for topic in sorted(self.topics)},
                 self.now,
                 spec.app,
-                self._draws(slot),
+                draws,
             )
             protocol = "consumer"
             self.names_by_id[machine.member_id] = spec.name
