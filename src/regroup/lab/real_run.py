@@ -351,7 +351,7 @@ class Player:
     def timeline(self) -> list[dict[str, Any]]:
         """The run in the simulator's schema: the server's group states and assignments of the group, the
         members' starts, callbacks, crashes and ends; cut at the scenario's duration."""
-        rows: list[dict[str, Any]] = []
+        rows: list[dict[str, Any]] = [_row(0, "sim_start", value=self.seed, detail=f"{self.scenario.name} (real run)")]
         for topic, count in sorted(self.scenario.topics.items()):
             rows.append(_row(0, "topic", topic=topic, value=count))
         states = self.server_rows()
@@ -431,7 +431,7 @@ class Player:
 
 
 #: the order of rows at the same time: starts first, then states, then ownership changes
-_ORDER: Final = {"topic": 0, "subscription": 1, "group_state": 2, "group_assignment": 3, "callback": 4}
+_ORDER: Final = {"sim_start": -1, "topic": 0, "subscription": 1, "group_state": 2, "group_assignment": 3, "callback": 4}
 
 
 def _generation_at(generations: list[tuple[int, int]], t: int) -> int | None:
