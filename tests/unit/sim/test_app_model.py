@@ -189,5 +189,8 @@ settings: {max_poll_records: 50, processing_ms: {distribution: exponential, mean
     member = scenarios.scenario(run_spec).members[0]
     assert member.app.max_poll_records == 50 and member.app.processing == ("exponential", 3.0)
     assert member.app.revoke_ms == 7 and member.app.client == "librdkafka"
+    assert not member.app.commit_on_revoke  # the lab's default, as auto_commit's
+    committing = grid.expand(grid.parse(text.replace("revoke_ms: 7", "revoke_ms: 7, commit_on_revoke: true"), "g.yaml"))
+    assert scenarios.scenario(committing[0]).members[0].app.commit_on_revoke
     with pytest.raises(LabInputError, match=r"settings\.processing_ms: must not be negative"):
         grid.parse(text.replace("{distribution: exponential, mean: 3}", "-2"), "g.yaml")
