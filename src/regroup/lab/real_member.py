@@ -16,13 +16,15 @@ stops there), commits them synchronously when the model says so, works ``revoke_
 there); ``on_lost`` records and unassigns.
 
 Output, JSON lines in ``out``: ``{"t": ms, "kind": "ready"|"subscribed"|"assigned"|"revoked"|"lost"|"closed"|
-"error", "partitions": [[topic, p], ...], "detail": ...}``. SIGTERM closes the consumer cleanly (revocation
+"error", "partitions": [[topic, p], ...], "detail": ...}`` (and ``"poll"`` before every poll when the environment
+sets ``REGROUP_REAL_MEMBER_TRACE``). SIGTERM closes the consumer cleanly (revocation
 callback and LeaveGroup, or the KIP-848 leave heartbeat) and exits; SIGKILL is a crash.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import sys
@@ -49,8 +51,10 @@ class Member:
         self.stopping = False
         self.out: IO[str] = Path(config["out"]).open("a", encoding="utf-8", buffering=1)  # noqa: SIM115 (closed by run)
         self.cooperative = config["style"] != "eager"
+        self.trace = bool(os.environ.get("REGROUP_REAL_MEMBER_TRACE"))  # also record every poll
         self.batch_end: float | None = None  # (monotonic) the end of the batch in hand
         self.called_back = False  # a callback ran since the last batch started
+        self.callback_end: float | None = None  # (monotonic) when the last callback returned
 
     def record(self, kind: str, partitions: list[Any] | None = None, detail: str | None = None) -> None:
         pairs = sorted((tp.topic, tp.partition) for tp in partitions or [])
@@ -68,6 +72,7 @@ class Member:
             consumer.assign(partitions)
         self.owned |= {(tp.topic, tp.partition) for tp in partitions}
         self.record("assigned", partitions)
+        self.callback_end = time.monotonic()
 
     def on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         import confluent_kafka
@@ -87,6 +92,7 @@ class Member:
             consumer.incremental_unassign(partitions)
         else:
             consumer.unassign()
+        self.callback_end = time.monotonic()
 
     def on_lost(self, consumer: Any, partitions: list[Any]) -> None:
         self.called_back = True
@@ -96,6 +102,7 @@ class Member:
             consumer.incremental_unassign(partitions)
         else:
             consumer.unassign()
+        self.callback_end = time.monotonic()
 
     # --- the application --------------------------------------------------------------------------------
     def consumer_config(self) -> dict[str, Any]:
@@ -135,7 +142,9 @@ class Member:
         application was idle or ran callbacks in the poll just made (``restart``)."""
         now = time.monotonic()
         if restart or self.batch_end is None or now - self.batch_end > 1.0:
-            self.batch_end = now
+            # the batch started when the poll's callbacks returned: an idle poll goes on waiting after them
+            # until its timeout, which the model's poll does not
+            self.batch_end = self.callback_end if restart and self.callback_end is not None else now
         self.batch_end += self.app.batch_ms(self.draws) / 1000
         deadline = self.batch_end
         while not self.stopping:
@@ -164,6 +173,8 @@ class Member:
         try:
             while not self.stopping:
                 idle = not self.owned
+                if self.trace:
+                    self.record("poll")
                 message = consumer.poll(0 if self.owned else IDLE_POLL_S)
                 error = message.error() if message is not None else None
                 if error is not None and (error.fatal() or error.code() == confluent_kafka.KafkaError._FATAL):
