@@ -2,7 +2,9 @@
 
 * ``regroup lab sweep GRID --out DIR [--master URL]`` simulates every run of a scenario grid on Spark;
 * ``regroup lab analyze EVENTS... --out DIR [--master URL]`` reads event logs (simulator or server);
-* ``regroup lab report DIR [--master URL]`` renders ``DIR/report.html`` again from the Parquet tables.
+* ``regroup lab report DIR [--master URL]`` renders ``DIR/report.html`` again from the Parquet tables;
+* ``regroup lab validate SCENARIO --out DIR [--repeat N]`` checks a scenario's predictions against real
+  clients (``lab.validate``; no Spark).
 
 sweep and analyze write ``DIR/runs/`` and ``DIR/rebalances/`` (Parquet), ``DIR/lab.json`` and
 ``DIR/report.html``. Every command first checks what the lab needs (its ``lab`` extra, Java 17 or newer) and
@@ -61,6 +63,13 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     report = commands.add_parser("report", help="render DIR/report.html again from DIR's tables")
     report.add_argument("dir", metavar="DIR", help="a directory written by sweep or analyze")
     _spark_options(report)
+    validate = commands.add_parser(
+        "validate", help="run a simulator scenario in the simulator and with real clients, and compare the metrics"
+    )
+    validate.add_argument("scenario", metavar="SCENARIO", help="a simulator scenario file (docs/simulator.md)")
+    validate.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    validate.add_argument("--repeat", type=_positive, default=3, metavar="N", help="real runs (default 3)")
+    validate.add_argument("--seeds", type=_positive, default=20, metavar="K", help="simulator seeds (default 20)")
 
 
 def _spark_options(parser: argparse.ArgumentParser) -> None:
@@ -84,6 +93,42 @@ def _conf(items: list[str]) -> dict[str, str]:
     return out
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _validate(args: argparse.Namespace) -> int:
+    """``lab validate``: no Spark; a scenario a real run cannot play is a one-line error."""
+    from regroup.lab.real_run import RealRunError
+    from regroup.lab.validate import validate
+    from regroup.sim.scenario import ScenarioError, load
+
+    try:
+        scenario = load(args.scenario)
+    except ScenarioError as exc:
+        raise LabError(str(exc)) from None
+    out = _out_dir(args.out)
+    started = time.monotonic()
+    try:
+        document = validate(scenario, out, repeat=args.repeat, seeds=args.seeds, say=_say)
+    except RealRunError as exc:
+        raise LabError(f"{args.scenario}: {exc}") from None
+    for row in document["rows"]:
+        verdict = {True: "meets its target", False: "misses its target", None: ""}[row["within_target"]]
+        _say(
+            f"{row['protocol']} {row['metric']}: predicted {row['predicted']:g}, measured {row['measured']:g} {verdict}"
+        )
+    _say(f"done in {time.monotonic() - started:.1f} s")
+    print(out / "validation.html")
+    return 0
+
+
 def _out_dir(path: str) -> Path:
     out = Path(path)
     try:
@@ -103,12 +148,15 @@ def run(args: argparse.Namespace) -> int:
     from regroup.lab import preflight
     from regroup.lab.errors import LabInputError
 
-    missing = preflight.problem()
+    # validate runs no Spark job, so it needs the lab's extra but not Java
+    missing = preflight.extra_problem() if args.lab_command == "validate" else preflight.problem()
     if missing is not None:
         raise LabError(missing)
     warnings.filterwarnings("ignore", module="pyspark")  # e.g. pandas version notes; not the user's concern
     logging.getLogger("py4j").setLevel(logging.CRITICAL)  # a cancelled call is reported by the command
     try:
+        if args.lab_command == "validate":
+            return _validate(args)
         return _run(args)
     except LabInputError as exc:
         raise LabError(str(exc)) from None

@@ -17,6 +17,7 @@ import yaml
 from regroup.assignors import registry
 from regroup.lab import protocols
 from regroup.lab.errors import LabInputError
+from regroup.sim.appspec import APP_FIELDS, read_app
 
 SUBSCRIPTIONS = ("all", "one", "staggered")
 CHURN = ("none", "join", "leave", "crash", "rolling")
@@ -53,6 +54,15 @@ class Settings:
     latency_ms: int = 5
     jitter_ms: int = 0
     metadata_bytes: int | None = None
+    #: the members' application model (``max_poll_records``, ``processing_ms``, ...: docs/simulator.md), as
+    #: canonical JSON of the fields the grid set ("" = the defaults); a string keeps the settings hashable
+    app_json: str = ""
+
+    def app_fields(self) -> dict[str, Any]:
+        """The members' application-model fields, as scenario member fields: what the grid set, over the lab's
+        own default of no commit in the revocation callbacks (like ``auto_commit``: each commit costs
+        simulation time, about 30 % of a run on the benchmark grid, and adds one round trip to a revocation)."""
+        return {"commit_on_revoke": False, **(json.loads(self.app_json) if self.app_json else {})}
 
     def to_json(self) -> dict[str, Any]:
         """Every setting by name (what the report's model section shows)."""
@@ -125,10 +135,12 @@ class Grid:
     def seed_note(self) -> str | None:
         """A note when the grid lists several seeds but nothing random happens in a run: the seed drives
         only the network's jitter, so with ``jitter_ms`` 0 every seed simulates the same run."""
-        if len(self.seeds) > 1 and self.settings.jitter_ms == 0:
+        fields = self.settings.app_fields()
+        app = read_app(fields, "settings", lambda where, what: LabInputError(f"{where}: {what}"))
+        if len(self.seeds) > 1 and self.settings.jitter_ms == 0 and not app.random():
             return (
-                f"{len(self.seeds)} seeds with jitter_ms 0: the network is deterministic, so every seed gives the "
-                "same run (set settings.jitter_ms to vary runs by seed)"
+                f"{len(self.seeds)} seeds with jitter_ms 0, aligned heartbeats and a fixed processing time: nothing "
+                "in a run is random, so every seed gives the same run (set settings.jitter_ms to vary runs by seed)"
             )
         return None
 
@@ -325,10 +337,16 @@ class _Reader:
     def settings(self, value: Any) -> Settings:
         if not isinstance(value, dict):
             raise self.fail("settings", "must be a mapping")
-        known = Settings.__dataclass_fields__
+        known = [name for name in Settings.__dataclass_fields__ if name != "app_json"] + list(APP_FIELDS)
         out: dict[str, Any] = {}
+        app = {key: v for key, v in value.items() if key in APP_FIELDS}
+        if app:
+            read_app(app, "settings", self.fail)  # checks every field; the scenario reads them again
+            out["app_json"] = json.dumps(app, sort_keys=True)
         for key, v in value.items():
             where = f"settings.{key}"
+            if key in APP_FIELDS:
+                continue
             if key not in known:
                 raise self.fail(where, f"unknown field (known: {', '.join(known)})")
             if key == "auto_commit":

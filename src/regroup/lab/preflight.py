@@ -80,7 +80,10 @@ def java_problem() -> str | None:
 
 def problem() -> str | None:
     """The first thing missing for the lab, as the one line to show; None when nothing is."""
+    return extra_problem() or java_problem()
+
+
+def extra_problem() -> str | None:
+    """The lab's extra, if some of it is missing, as the one line to show; None when it is installed."""
     missing = missing_extra()
-    if missing:
-        return f"{EXTRA_HINT} (missing: {', '.join(missing)})"
-    return java_problem()
+    return f"{EXTRA_HINT} (missing: {', '.join(missing)})" if missing else None

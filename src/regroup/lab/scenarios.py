@@ -87,6 +87,7 @@ def document(run: RunSpec) -> dict[str, Any]:
             "heartbeat_interval_ms": s.heartbeat_interval_ms,
             "rebalance_timeout_ms": s.rebalance_timeout_ms,
             "auto_commit": s.auto_commit,
+            **s.app_fields(),
         },
         "members": members,
         "events": joins + churn_events(run),

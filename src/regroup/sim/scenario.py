@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from regroup.assignors import registry
+from regroup.client.app import DEFAULT_APP, AppModel
 from regroup.client.config import SERVER_ASSIGNORS, ConfigError, rebalance_protocol
 from regroup.coordinator.config import MIGRATION_POLICIES, CoordinatorConfig
+from regroup.sim.appspec import APP_FIELDS, read_app
 
 ACTIONS = ("join", "leave", "crash", "restart", "bounce", "isolate", "heal", "network", "partitions")
 MEMBER_ACTIONS = frozenset({"join", "leave", "crash", "restart", "bounce", "isolate", "heal"})
@@ -67,6 +69,7 @@ class MemberSpec:
     protocol: str = "classic"
     assignor: str | None = None  # KIP-848 members: the server-side assignor they ask for
     callback_delay_ms: int = 0  # KIP-848 members: time until the rebalance callbacks of an assignment run
+    app: AppModel = DEFAULT_APP  # the application around the member (client.app)
 
 
 @dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
@@ -362,6 +365,7 @@ class _Reader:
             if not isinstance(doc["auto_commit"], bool):
                 raise self.fail(f"{where}.auto_commit", "must be true or false")
             out["auto_commit"] = doc["auto_commit"]
+        out["app"] = read_app(doc, where, self.fail)
         spec = MemberSpec(**out)
         if spec.heartbeat_interval_ms >= spec.session_timeout_ms:
             raise self.fail(f"{where}.heartbeat_interval_ms", "must be lower than session_timeout_ms")
@@ -426,4 +430,5 @@ _MEMBER_FIELDS = (
     "assignor",
     "callback_delay_ms",
     *_MEMBER_INTS,
+    *APP_FIELDS,
 )
