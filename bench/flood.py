@@ -8,7 +8,8 @@ Usage::
     .venv/bin/python bench/flood.py --modes none --requests 10000 --api metadata
     .venv/bin/python bench/flood.py --json /tmp/bench-flood.json
 
-For each server tree (``--before DIR``, then this tree; ``--rounds`` alternates them) and each mode, the
+For each server tree (``--before DIR`` and this tree, alternated before, after, after, before, ... over
+``--rounds``) and each mode, the
 harness starts ``python -m regroup serve`` (``--fsync never``, a temporary data directory, the tree's
 defaults for everything else) and:
 
@@ -430,9 +431,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     facts = sb.machine_facts(args.data_root)
     print("machine: " + ", ".join(f"{k}={v}" for k, v in facts.items()), flush=True)
     runs: list[FloodRun] = []
-    for _ in range(args.rounds):
+    for round_ in range(1, args.rounds + 1):
         for mode in [m for m in args.modes.split(",") if m]:
-            for tree, source in trees:
+            for tree, source in trees if round_ % 2 else trees[::-1]:  # ABBA: a drifting load hits both alike
                 server = sb.ServerProcess("never", args.data_root, source=source)
                 with sb.running(server, keep=False):
                     run = asyncio.run(flood_case(args, server, tree, mode))

@@ -56,8 +56,9 @@ the harness sends them around one heartbeat run (the first layout) and prints th
 ``--profile-join`` does the same around one join window; ``--profile-out FILE`` keeps the stats files.
 
 ``--before DIR --rounds N`` compares two servers in one run: for each policy, N rounds of the server from
-``DIR`` ("before") then this run's server ("after"), alternated so that a change in the machine's load hits
-both; the summary adds the after/before ratios of the medians (throughput, p99, server CPU per request).
+``DIR`` ("before") and this run's server ("after"), alternated in the order before, after, after, before,
+... so that a drift in the machine's load hits both alike; the summary adds the after/before ratios of the
+medians (throughput, p99, server CPU per request).
 
 ``--server-src DIR`` runs the server from another copy of the ``regroup`` package (put first on its
 ``PYTHONPATH``), for before/after comparisons of server changes on the same machine.
@@ -1008,7 +1009,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         trees.insert(0, ("before", args.before))
     for fsync in [p for p in args.fsync.split(",") if p]:
         for round_ in range(1, args.rounds + 1):
-            for tree, source in trees:
+            for tree, source in trees if round_ % 2 else trees[::-1]:  # ABBA: a drifting load hits both alike
                 report(f"--fsync {fsync}" + (f", {tree} (round {round_})" if args.before else ""))
                 with running(ServerProcess(fsync, args.data_root, source=source), args.keep) as server:
                     result = asyncio.run(run_policy(args, server, fsync, report))

@@ -10,15 +10,14 @@ requests by order and correlation id).
   for its append) finishes in a task; requests behind it are still *computed* at once, but their responses
   wait in a per-connection FIFO until everything before them is written. Requests of different connections
   never wait for each other.
-* **Fairness.** One turn of the event loop handles at most ``FRAMES_PER_TURN`` requests,
-  ``BYTES_PER_TURN`` bytes (requests plus responses) or ``SECONDS_PER_TURN`` of one connection (the request
-  that crosses a bound is the turn's last); the rest of what it sent is handled in later turns
-  (``loop.call_soon``), after every other connection with data has had its turn. A client that pipelines
-  thousands of requests therefore delays another client's heartbeat by about one turn, not by its whole
-  burst.
+* **Fairness.** One turn of the event loop handles at most ``FRAMES_PER_TURN`` requests or
+  ``SECONDS_PER_TURN`` of one connection (the request that crosses the time bound is the turn's last); the
+  rest of what it sent is handled in later turns (``loop.call_soon``), after every other connection with
+  data has had its turn. A client that pipelines thousands of requests therefore delays another client's
+  heartbeat by about one turn, not by its whole burst.
 * **Back-pressure.** Two bounds per connection, checked before each request is handled: at most
   ``max_in_flight`` requests in the FIFO (unfinished, or finished and waiting behind an unfinished one; the
-  responses of one turn's synchronous requests are bounded by the turn's budget instead), and at most
+  responses of one turn's synchronous requests are bounded by ``FRAMES_PER_TURN`` instead), and at most
   ``max_queued_bytes`` of responses not yet accepted by the socket (the transport's write buffer plus the
   responses waiting in the FIFO and in this turn's write). At either bound the connection
   stops handling requests and stops reading (TCP back-pressure: the client's writes block, as Kafka mutes
@@ -61,7 +60,6 @@ DEFAULT_MAX_QUEUED_BYTES = 1024 * 1024
 DEFAULT_MAX_IDLE_MS = 600_000
 #: the most one connection handles in one turn of the event loop before yielding to the others
 FRAMES_PER_TURN = 128
-BYTES_PER_TURN = 256 * 1024
 SECONDS_PER_TURN = 0.005
 
 Response = bytes | None
@@ -178,7 +176,7 @@ class Connection(asyncio.Protocol):
         out: list[bytes] = []
         out_bytes = 0
         queued = self._held_bytes + transport.get_write_buffer_size()  # before this turn's responses
-        handled = budget = 0
+        handled = 0
         clock = time.perf_counter
         turn_ends = clock() + SECONDS_PER_TURN
         try:
@@ -190,7 +188,7 @@ class Connection(asyncio.Protocol):
                     out_bytes = 0
                     queued = self._held_bytes + transport.get_write_buffer_size()
                     continue
-                if handled >= FRAMES_PER_TURN or budget >= BYTES_PER_TURN or clock() >= turn_ends:
+                if handled >= FRAMES_PER_TURN or clock() >= turn_ends:
                     if frames.buffered:
                         self._next_turn = self._loop.call_soon(self._turn)
                     break
@@ -204,7 +202,6 @@ class Connection(asyncio.Protocol):
                     self._fail(exc)
                     return
                 handled += 1
-                budget += len(frame)
                 started: Started[Response] = start(
                     self.dispatcher.respond(request, client_host=self.client_host, connection_id=self.connection_id)
                 )
@@ -217,7 +214,6 @@ class Connection(asyncio.Protocol):
                     if data is not None:
                         out.append(data)
                         out_bytes += len(data)
-                        budget += len(data)
                     continue
                 slot = _Slot()
                 if started.done:
@@ -225,7 +221,6 @@ class Connection(asyncio.Protocol):
                     if slot.data is not None:
                         self._held_bytes += len(slot.data)
                         queued += len(slot.data)
-                        budget += len(slot.data)
                 else:
                     assert started.task is not None
                     slot.task = started.task
@@ -281,11 +276,12 @@ class Connection(asyncio.Protocol):
         transport = self._transport
         if transport is None or self._closing:
             return
+        held = self._held_bytes  # with none, the buffer alone over the bound means writing is paused
         pause = (
             self._writing_paused
             or self._next_turn is not None
             or len(self._slots) >= self._max_in_flight
-            or self._held_bytes + transport.get_write_buffer_size() > self._max_queued_bytes
+            or (held > 0 and held + transport.get_write_buffer_size() > self._max_queued_bytes)
         )
         if pause and not self._reading_paused:
             self._reading_paused = True
