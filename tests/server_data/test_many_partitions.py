@@ -9,16 +9,13 @@ from __future__ import annotations
 import os
 import resource
 import signal
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.server.conftest import START_TIMEOUT_S, ServerProcess, assert_clean_log
+from tests.server.conftest import ServerProcess, assert_clean_log
 from tests.server.wire import CREATE_TOPICS, WireClient
 from tests.server_data.batches import make_batch
 
@@ -31,23 +28,8 @@ BIG = 9_000  # per topic: under Kafka's 10,000 partitions per CreateTopics
 class LimitedServer(ServerProcess):
     """``regroup serve`` with ``RLIMIT_NOFILE`` lowered to :data:`FD_LIMIT` before it runs."""
 
-    def start(self) -> None:
-        def lower_limit() -> None:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (FD_LIMIT, FD_LIMIT))
-
-        with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=log, preexec_fn=lower_limit)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"regroup serve exited with {self.proc.returncode}:\n{self.log()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        self.kill()
-        raise RuntimeError(f"regroup serve did not accept connections in {START_TIMEOUT_S}s:\n{self.log()}")
+    def preexec(self) -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (FD_LIMIT, FD_LIMIT))
 
     def open_fds(self) -> int:
         assert self.proc is not None
