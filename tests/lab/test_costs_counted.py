@@ -117,9 +117,11 @@ def test_a_group_emptied_by_its_members_leaving_is_not_a_rebalance() -> None:
     }
     log = simulate(parse(json.dumps(doc))).log
     row, rows = analyze_rows(log.rows, Context(run_id="r", source="s", measure_from_ms=5_000))
-    assert [r["phase"] for r in rows] == ["formation", "churn", "emptied"]
+    phases = [r["phase"] for r in rows]
+    # the group forms in one or more rebalances (the members' first requests are a few ms apart), then b's leave
+    assert phases[0] == "formation" and [p for p in phases if p != "formation"] == ["churn", "emptied"]
     assert row["rebalances"] == 1 and row["changes"] == 1  # b's leave; a's leave emptied the group
-    assert rows[2]["fraction_kept"] is None and rows[2]["group_size"] == 0
+    assert rows[-1]["fraction_kept"] is None and rows[-1]["group_size"] == 0
 
 
 @pytest.mark.parametrize(
