@@ -5,18 +5,18 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint typecheck unit soak bench bench-server bench-flood bench-kip848 bench-lab compiled bench-lab-compiled clean
+.PHONY: run test lint typecheck unit soak fuzz bench bench-server bench-flood bench-kip848 bench-lab compiled bench-lab-compiled clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -q -e '.[lab]'
 	touch $@
 
 $(DEVSTAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,lab]'
 	touch $@ $(STAMP)
 
 run: $(STAMP)
@@ -38,6 +38,18 @@ test: lint typecheck unit
 soak: $(DEVSTAMP)
 	REGROUP_SOAK=1 REGROUP_SOAK_RUNS=$${REGROUP_SOAK_RUNS:-500} $(BIN)/pytest tests/property/test_sim_safety.py \
 		tests/property/test_sim_safety_kip848.py
+
+# Fuzz `regroup serve` (docs/benchmarks.md): FRAMES mutated frames from SEED over concurrent connections, then the
+# edge-value tests with EDGE_EXAMPLES examples per API; non-zero on any finding (frames in fuzz-findings.jsonl).
+# `make test` runs 10,000 frames and 20 examples. E.g. make fuzz FRAMES=100000 SEED=7
+FRAMES ?= 1000000
+SEED ?= 1
+EDGE_EXAMPLES ?= 300
+fuzz: $(DEVSTAMP)
+	@status=0; \
+	$(BIN)/python -m tests.server.fuzz --frames $(FRAMES) --seed $(SEED) || status=1; \
+	REGROUP_EDGE_EXAMPLES=$(EDGE_EXAMPLES) $(BIN)/pytest -q tests/server/test_edge_values.py || status=1; \
+	exit $$status
 
 bench: $(DEVSTAMP)
 	$(BIN)/python bench/assignors.py
@@ -72,8 +84,8 @@ $(CBIN)/python:
 	$(CBIN)/python -m pip install -q --upgrade pip
 
 $(CSTAMP): $(CBIN)/python pyproject.toml setup.py $(shell find src -name '*.py')
-	$(CBIN)/python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'], sep='\n')" \
-		> $(CVENV)/requirements.txt
+	$(CBIN)/python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+		print(*p['dependencies'], *p['optional-dependencies']['lab'], sep='\n')" > $(CVENV)/requirements.txt
 	$(CBIN)/pip install -q -r $(CVENV)/requirements.txt 'setuptools>=68' wheel 'mypy>=1.11' 'types-PyYAML>=6.0'
 	rm -rf build/lib.* build/bdist.*  # no stale modules from an earlier build in the wheel
 	REGROUP_COMPILE=1 $(CBIN)/pip install --no-build-isolation .

@@ -9,6 +9,7 @@ Usage::
     .venv/bin/python bench/lab.py --json /tmp/bench-lab.json
     .venv-compiled/bin/python bench/lab.py --skip-analyze       # the compiled build (make compiled)
     .venv/bin/python bench/lab.py --in-process --runs 20 --repeat 3   # CPU per run in this process, no Spark
+    .venv/bin/python bench/lab.py --in-process --sources src,/tmp/old/src --runs 20 --repeat 3   # side by side
 
 **Sweep.** The grid is 50 members, 5 topics x 100 partitions (500), every member subscribed to everything, 10
 churn events per run (``leave x10`` or ``join x10``, 6 s apart), every runnable pair of range, roundrobin,
@@ -29,7 +30,10 @@ runs ``jobs.analyze`` and writes the tables on ``local[2]``.
 **In-process.** ``--in-process`` measures what one task does per run without Spark: ``runner.simulate_run``
 (simulate + metrics, under a task's collector settings, ``runner.tune_gc``) on the sweep's first ``--runs``
 runs, one after the other in this process, ``--repeat`` rounds; the CPU time per run (``time.process_time``)
-of each round and the best round's mean. The first round includes importing the strategies' modules.
+of each round and the best round's mean. The first round includes importing the strategies' modules. With
+``--sources A,B,...`` each round measures every source tree in turn, each in its own child process with that
+tree first on ``PYTHONPATH`` (e.g. this tree and an older one exported with ``git archive``, compiled in place
+or not), so the trees are compared side by side under the same machine load.
 
 **Interpreter.** The children and Spark's Python workers run this script's interpreter (``sys.executable``;
 ``PYSPARK_PYTHON`` is set to it), so ``.venv-compiled/bin/python bench/lab.py`` measures the compiled build
@@ -216,6 +220,28 @@ def in_process(runs: int, rounds: int) -> dict[str, Any]:
     }
 
 
+def compare_sources(sources: list[str], runs: int, rounds: int) -> dict[str, Any]:
+    """``in_process`` for each source tree in turn, ``rounds`` times, each in a child process."""
+    out: dict[str, Any] = {}
+    for round_ in range(rounds):
+        for src in sources:
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+            proc = subprocess.run(
+                [sys.executable, __file__, "--in-process-child", "--runs", str(runs)],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            result = json.loads(proc.stdout.strip().splitlines()[-1])
+            entry = out.setdefault(src, {"build": result["build"], "cpu_ms_per_run": []})
+            entry["cpu_ms_per_run"].append(result["cpu_ms_per_run"][0])
+            print(f"bench: round {round_ + 1}: {src}: {result['cpu_ms_per_run'][0]} ms CPU per run", file=sys.stderr)
+    for entry in out.values():
+        entry["best_cpu_ms_per_run"] = min(entry["cpu_ms_per_run"])
+    return out
+
+
 def make_event_logs(folder: Path, total_events: int) -> tuple[int, int]:
     """Simulated logs copied up to ``total_events`` events; returns (files, events)."""
     from regroup.lab import grid, scenarios
@@ -240,6 +266,12 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         child(sys.argv[2:])
         return
+    if len(sys.argv) > 1 and sys.argv[1] == "--in-process-child":
+        runs = int(sys.argv[sys.argv.index("--runs") + 1])
+        result = in_process(runs, 2)  # (the first round imports the strategies' modules)
+        result["cpu_ms_per_run"] = result["cpu_ms_per_run"][1:]
+        print(json.dumps({**result, "build": build_of(engine_file())}))
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=100, help="sweep runs per master (multiple of 10)")
     parser.add_argument(
@@ -254,6 +286,9 @@ def main() -> None:
     parser.add_argument(
         "--in-process", action="store_true", help="only CPU per run in this process, no Spark (--runs, --repeat)"
     )
+    parser.add_argument(
+        "--sources", help="with --in-process: comma-separated source trees to measure side by side (see above)"
+    )
     parser.add_argument("--json", help="write the results as JSON to this file")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="regroup-lab-bench-"))
@@ -261,7 +296,9 @@ def main() -> None:
     print(f"bench: {'compiled' if build['compiled'] else 'interpreted'} build: {build}", file=sys.stderr, flush=True)
     results: dict[str, Any] = {"cpus": os.cpu_count(), "load_average": os.getloadavg(), "build": build}
     try:
-        if args.in_process:
+        if args.in_process and args.sources:
+            results["in-process by source"] = compare_sources(args.sources.split(","), args.runs, args.repeat)
+        elif args.in_process:
             results["in-process"] = in_process(args.runs, args.repeat)
         elif not args.skip_sweep:
             seeds = math.ceil(args.runs / RUNS_PER_SEED)

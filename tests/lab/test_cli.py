@@ -95,11 +95,12 @@ def test_quick_grid_end_to_end(spark: Any, tmp_path: Path) -> None:
     assert runs.columns == [c for c, _ in tables.RUN_COLUMNS]
     assert rebalances.columns == [c for c, _ in tables.REBALANCE_COLUMNS]
     assert runs.count() == 108
-    assert runs.where("protocol = 'consumer'").count() == 18  # range as the KIP-848 server assignor
+    assert runs.where("protocol = 'consumer' AND strategy = 'server-range'").count() == 18  # KIP-848's range
     assert runs.where("violations > 0").count() == 0
     assert rebalances.where("phase = 'churn'").count() >= 108
     html = (out / "report.html").read_text(encoding="utf-8")
-    assert "Stop-the-world cost per membership change" in html and "FAILED" not in html
+    assert "Stop-the-world cost per churn event" in html and "FAILED" not in html
+    assert runs.where("settled = false").count() == 0
 
 
 def test_analyze_end_to_end(spark: Any, tmp_path: Path) -> None:

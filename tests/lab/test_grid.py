@@ -122,14 +122,19 @@ def test_a_run_becomes_a_scenario() -> None:
     assert [m["id"] for m in scenarios.document(joins)["members"]] == ["c0", "c1", "c2", "c3", "c4"]
 
 
+#: an application model that draws nothing: aligned heartbeats and a fixed processing time
+STILL = {"heartbeat_phase": "aligned", "processing_ms": 1}
+
+
 def test_a_note_when_seeds_cannot_change_a_run() -> None:
-    assert parse({**BASE, "seeds": [0]}).seed_note() is None  # one seed: nothing to vary
-    note = parse({**BASE, "seeds": {"count": 3}}).seed_note()
+    assert parse({**BASE, "seeds": [0], "settings": STILL}).seed_note() is None  # one seed: nothing to vary
+    note = parse({**BASE, "seeds": {"count": 3}, "settings": STILL}).seed_note()
     assert note is not None and note.startswith("3 seeds with jitter_ms 0")
-    assert parse({**BASE, "seeds": [0, 1], "settings": {"jitter_ms": 2}}).seed_note() is None
+    assert parse({**BASE, "seeds": [0, 1], "settings": {**STILL, "jitter_ms": 2}}).seed_note() is None
+    assert parse({**BASE, "seeds": [0, 1]}).seed_note() is None  # heartbeat phases drift by seed
 
 
-def test_with_jitter_the_seed_changes_the_run_and_without_it_does_not() -> None:
+def test_jitter_or_drift_make_the_seed_change_the_run_and_without_them_it_does_not() -> None:
     from regroup.sim import simulate
 
     def log_without_seed(doc: dict[str, object], seed: int) -> list[tuple[object, ...]]:
@@ -137,10 +142,12 @@ def test_with_jitter_the_seed_changes_the_run_and_without_it_does_not() -> None:
         rows = simulate(scenarios.scenario(run), seed).log.rows
         return [row[1:] for row in rows if row[2] != "sim_start"]  # (sim_start records the seed itself)
 
-    calm = {**BASE, "seeds": [0, 1]}
+    calm = {**BASE, "seeds": [0, 1], "settings": STILL}
     assert log_without_seed(calm, 0) == log_without_seed(calm, 1)
-    jittery = {**calm, "settings": {"jitter_ms": 3}}
+    jittery = {**calm, "settings": {**STILL, "jitter_ms": 3}}
     assert log_without_seed(jittery, 0) != log_without_seed(jittery, 1)
+    drifting = {**BASE, "seeds": [0, 1]}  # the default application: heartbeat phases drift by seed
+    assert log_without_seed(drifting, 0) != log_without_seed(drifting, 1)
 
 
 def test_a_scenario_is_parsed_once_per_combination_and_named_per_run() -> None:
@@ -155,3 +162,22 @@ def test_a_scenario_is_parsed_once_per_combination_and_named_per_run() -> None:
     assert built == fresh  # the same as parsing each run's own document
     assert [s.name for s in built] == [r.run_id for r in runs] and len({s.name for s in built}) == 3
     assert replace(built[1], name=built[0].name) == built[0]  # the seeds' scenarios differ only by name
+
+
+def test_server_side_assignors_run_only_under_kip848_and_by_one_name() -> None:
+    g = parse(
+        {**BASE, "strategies": ["range", "uniform", "server-range"], "protocols": ["eager", "cooperative", "consumer"]}
+    )
+    runs = grid.expand(g)
+    assert sorted({(r.strategy, r.protocol) for r in runs}) == [
+        ("range", "eager"),
+        ("server-range", "consumer"),
+        ("uniform", "consumer"),
+    ]
+    reasons = dict(g.skipped())
+    assert reasons[("uniform", "eager")] == reasons[("server-range", "cooperative")] == "cannot run"
+    assert reasons[("server-range", "consumer")] == "same as range/consumer"  # range under consumer is server-range
+    assert ("server-range", "consumer") in g.skipped_pairs() and ("range", "consumer") not in g.skipped_pairs()
+    only_alias = grid.expand(parse({**BASE, "strategies": ["range"], "protocols": ["consumer"]}))
+    assert {r.strategy for r in only_alias} == {"server-range"}
+    assert scenarios.document(only_alias[0])["member_defaults"]["assignor"] == "server-range"

@@ -102,8 +102,12 @@ def test_rebalance_rows_of_the_eager_story() -> None:
         "violations": 0,
         "end_ms": 200,
         "changes": 1,  # only b's leave is after 50 ms
+        "churn": "leave",  # an event log: the pattern of its changes
+        "churn_events": 1,
         "formation_rebalances": 1,
         "rebalances": 1,
+        "settled": True,  # at the end every partition has its owner, nothing is in progress
+        "cut_off_unowned_partition_ms": 0,
         "duration_ms": 15,
         "rounds": 1,
         "unowned_partition_ms": 35,

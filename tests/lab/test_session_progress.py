@@ -1,24 +1,42 @@
-"""The pieces around Spark that need no JVM: the package zip shipped to a cluster's executors, the master
-check, and the progress lines (against a stand-in status tracker)."""
+"""The pieces around Spark that need no JVM: what a cluster's executors are sent, the master check, and the
+progress lines (against a stand-in status tracker)."""
 
 from __future__ import annotations
 
 import io
 import time
-import zipfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from regroup.lab import session
+import regroup
+from regroup.lab import executor_env, session
 from regroup.lab.progress import Progress
 
 
-def test_package_zip_holds_the_whole_package_without_caches() -> None:
-    path = session.package_zip()
-    names = zipfile.ZipFile(path).namelist()
-    assert "regroup/__init__.py" in names and "regroup/lab/metrics.py" in names and "regroup/sim/engine.py" in names
-    assert "regroup/lab/log4j2.properties" in names
-    assert not any("__pycache__" in n for n in names)
+def test_every_package_directory_is_a_regular_package() -> None:
+    """A directory of modules without ``__init__.py`` is a namespace package, which Python does not import from
+    a zip (what a cluster's executors were sent before: ``No module named 'regroup.assignors'``)."""
+    root = Path(regroup.__file__).parent
+    folders = {p.parent for p in root.rglob("*.py") if "__pycache__" not in p.parts}
+    assert folders and all((folder / "__init__.py").is_file() for folder in folders), sorted(
+        str(f) for f in folders if not (f / "__init__.py").is_file()
+    )
+
+
+def test_the_executor_environment_holds_regroup_and_its_run_time_dependencies_only() -> None:
+    files, key = executor_env._contents()
+    names = {name for _, name in files}
+    for needed in ("regroup/__init__.py", "regroup/assignors/__init__.py", "regroup/lab/runner.py"):
+        assert needed in names
+    assert "regroup/lab/log4j2.properties" in names and "regroup/sim/scenarios/seed-004-eager.json" in names
+    tops = {name.split("/")[0] for name in names}
+    for package in ("numpy", "ortools", "kio", "re2", "crc32c", "yaml", "mypy_extensions"):
+        assert package in tops or f"{package}.py" in tops, package
+    for driver_only in ("pyspark", "py4j", "matplotlib", "confluent_kafka"):
+        assert driver_only not in tops
+    assert not any("__pycache__" in n or n.endswith(".pyc") or n.startswith("..") for n in names)
+    assert executor_env._contents()[1] == key  # named by what it holds: the same environment, the same name
 
 
 def test_local_masters() -> None:

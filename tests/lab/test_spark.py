@@ -4,7 +4,6 @@ rows, a group without rebalances keeps its run row, bad files are reported, the 
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -145,19 +144,6 @@ def test_the_first_bad_file_in_path_order_is_reported(spark: Any, tmp_path: Path
         jobs.analyze(spark, [str(second), str(first)], show_progress=False)
     with pytest.raises(LabInputError, match=r"first.jsonl: line 9: invalid JSON"):
         jobs.analyze(spark, [str(first), str(second)], show_progress=False)
-
-
-def test_report_from_the_written_tables(spark: Any, swept: Swept) -> None:
-    _, out, _ = swept
-    tables_, _meta = report.load(spark, out)
-    target = report.write(tables_, {"title": "grid tiny", "runs": 24}, out)
-    text = target.read_text(encoding="utf-8")
-    assert text.startswith("<!DOCTYPE html>")
-    assert len(re.findall(r"src=.data:image/png;base64,", text)) == 6  # the six plots of docs/lab.md
-    assert "FAILED" not in text and text.count(">ok<") == 4
-    assert "cooperative-sticky/cooperative" in text and "range/eager" in text
-    assert "http" not in text  # self-contained: nothing to fetch
-    assert report.load(spark, out)[1]["title"] == "grid tiny"
 
 
 def test_report_needs_the_tables(spark: Any, tmp_path: Path) -> None:

@@ -33,6 +33,9 @@ class ServerProcess:
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
+    def preexec(self) -> None:
+        """Runs in the child before ``regroup serve`` starts (a subclass may set resource limits here)."""
+
     def command(self) -> list[str]:
         return [
             sys.executable,
@@ -50,7 +53,7 @@ class ServerProcess:
 
     def start(self) -> None:
         with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=log)
+            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=log, preexec_fn=self.preexec)
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

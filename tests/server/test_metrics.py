@@ -97,6 +97,7 @@ def test_counters_move_by_exactly_the_traffic(make_server: MakeServer) -> None:
     assert value(after, "regroup_coordinator_records_appended_total") == 3
     assert value(after, "regroup_coordinator_log_bytes") > 0
     assert (value(after, "regroup_topics"), value(after, "regroup_partitions")) == (1, 1)
+    assert value(after, "regroup_open_segment_files") == 0  # nothing produced: the partition has no files yet
     assert value(after, "regroup_connections_opened_total") >= 2  # create_topics' check and the client
 
 

@@ -123,6 +123,40 @@ def test_store_survives_restart(tmp_path: Path) -> None:
         assert store.create_topic("drop", 1).topic_id != info.topic_id  # a deleted name can be reused
 
 
+@pytest.mark.parametrize("step", ["write", "fsync", "rename", "fsync-topics"])
+def test_a_creation_that_fails_midway_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    """A full disk (or no descriptors left) at any step: nothing acknowledged, nothing half-created, the
+    name still free, and the directory opens again."""
+    import regroup.server.topics as topics_module
+
+    store = TopicStore.open(tmp_path, fsync=FsyncPolicy.ALWAYS)
+    full = OSError(28, "No space left on device")
+    real_fsync_dir = topics_module.fsync_dir
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise full
+
+    if step == "write":
+        monkeypatch.setattr(Path, "write_text", fail)
+    elif step == "fsync":
+        monkeypatch.setattr(topics_module, "_fsync_path", fail)
+    elif step == "rename":
+        monkeypatch.setattr(topics_module.os, "rename", fail)
+    else:
+        monkeypatch.setattr(topics_module, "fsync_dir", lambda d: fail() if d.name == "topics" else real_fsync_dir(d))
+    with pytest.raises(OSError, match="No space"):
+        store.create_topic("t", 10_000)
+    monkeypatch.undo()
+    assert store.topics() == {} and store.partition_count == 0
+    assert list((tmp_path / "staging").iterdir()) == [] and list((tmp_path / "topics").iterdir()) == []
+    assert store.create_topic("t", 3).partitions == 3  # the name is free: nothing was left behind
+    store.close()
+    with TopicStore.open(tmp_path) as reopened:
+        assert list(reopened.topics()) == ["t"]
+
+
 def test_topic_names() -> None:
     for good in ["a", "A.b_c-9", "x" * 249, "..."]:
         validate_topic_name(good)

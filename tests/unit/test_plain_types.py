@@ -25,7 +25,15 @@ from regroup.protocol.classic import (
     LeaveGroupResponse,
     LeavingMember,
 )
-from regroup.records.model import GroupMetadataKey, GroupMetadataValue, MemberMetadata, Record
+from regroup.protocol.offsets import OffsetCommitRequest, OffsetCommitResponse, PartitionCommit
+from regroup.records.model import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    Record,
+)
 from regroup.sim.scenario import LinkSpec, Scenario, ScenarioEvent
 
 #: immutable values (``Final`` fields): hashed by their fields, as a frozen dataclass is
@@ -34,6 +42,11 @@ IMMUTABLE: list[type[Any]] = [
     MemberMetadata,
     GroupMetadataValue,
     Record,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    PartitionCommit,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
     MemberSubscription,
     GroupSpec,
     MemberState,

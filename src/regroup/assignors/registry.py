@@ -31,6 +31,31 @@ _BUILTIN: dict[str, str] = {
 
 _custom: dict[str, Callable[[], PartitionAssignor]] = {}
 
+#: KIP-848's server-side assignors: regroup's strategy name (the one name used everywhere: ``regroup strategies``,
+#: grids, scenarios, ``serve --consumer-assignors``, reports) -> the name Kafka's clients send as
+#: ``group.remote.assignor`` and brokers list in ``group.consumer.assignors``, accepted as an alias where only a
+#: server-side assignor can be meant
+SERVER_SIDE: dict[str, str] = {"uniform": "uniform", "server-range": "range"}
+
+
+def server_side_name(name: str) -> str | None:
+    """regroup's name of the KIP-848 server-side assignor ``name`` stands for (``range`` → ``server-range``),
+    or None if it names none."""
+    if name in SERVER_SIDE:
+        return name
+    for ours, kafkas in SERVER_SIDE.items():
+        if kafkas == name:
+            return ours
+    return None
+
+
+def wire_name(name: str) -> str:
+    """The name a client sends for the server-side assignor ``name`` (either name; ``server-range`` → ``range``)."""
+    ours = server_side_name(name)
+    if ours is None:
+        raise UnknownAssignorError(name)
+    return SERVER_SIDE[ours]
+
 
 @mypyc_attr(native_class=False)  # (a builtin exception base: kept a Python class when compiled)
 class UnknownAssignorError(KeyError):

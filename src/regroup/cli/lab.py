@@ -2,16 +2,22 @@
 
 * ``regroup lab sweep GRID --out DIR [--master URL]`` simulates every run of a scenario grid on Spark;
 * ``regroup lab analyze EVENTS... --out DIR [--master URL]`` reads event logs (simulator or server);
-* ``regroup lab report DIR [--master URL]`` renders ``DIR/report.html`` again from the Parquet tables.
+* ``regroup lab report DIR [--master URL]`` renders ``DIR/report.html`` again from the Parquet tables;
+* ``regroup lab validate SCENARIO --out DIR [--repeat N]`` checks a scenario's predictions against real
+  clients (``lab.validate``; no Spark).
 
 sweep and analyze write ``DIR/runs/`` and ``DIR/rebalances/`` (Parquet), ``DIR/lab.json`` and
-``DIR/report.html``. Input problems are checked before Spark starts where possible and print one line
-(``regroup: <file>: <what is wrong>``), exit 2. Progress goes to stderr, the report's path to stdout.
+``DIR/report.html``. Every command first checks what the lab needs (its ``lab`` extra, Java 17 or newer) and
+says what to install. Input problems are checked before Spark starts where possible and print one line
+(``regroup: <file>: <what is wrong>``), exit 2; a failed Spark job is one line too, exit 1; Ctrl-C cancels
+the Spark jobs, stops Spark and prints ``regroup: interrupted``, exit 130. Progress goes to stderr, the
+report's path to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 import warnings
@@ -20,7 +26,16 @@ from typing import Any
 
 
 class LabError(Exception):
-    """A problem with what the user gave (grid, event file, output directory); one line, exit 2."""
+    """A problem with what the user gave (grid, event file, output directory) or with what the lab needs
+    (its extra, Java); one line, exit 2."""
+
+
+class LabFailure(Exception):
+    """Spark could not start or a Spark job failed; one line, exit 1."""
+
+
+class LabInterrupted(Exception):
+    """Ctrl-C: the jobs were cancelled and Spark stopped; exit 130."""
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
@@ -30,15 +45,14 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         description="Measure what strategies, protocols, group sizes and churn cost (docs/lab.md).",
     )
     commands = parser.add_subparsers(dest="lab_command", required=True, parser_class=type(parser))
-    master = {"default": "local[*]", "help": "Spark master URL (default local[*])"}
     sweep = commands.add_parser("sweep", help="simulate every run of a scenario grid (YAML or JSON)")
     sweep.add_argument("grid", help="grid file (YAML or JSON)")
     sweep.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    sweep.add_argument("--master", **master)
+    _spark_options(sweep)
     analyze = commands.add_parser("analyze", help="metrics of event logs from `simulate --events` or `serve --events`")
     analyze.add_argument("events", nargs="+", metavar="EVENTS", help="event log files (JSON lines)")
     analyze.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    analyze.add_argument("--master", **master)
+    _spark_options(analyze)
     analyze.add_argument(
         "--measure-from-ms",
         type=int,
@@ -48,7 +62,71 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )
     report = commands.add_parser("report", help="render DIR/report.html again from DIR's tables")
     report.add_argument("dir", metavar="DIR", help="a directory written by sweep or analyze")
-    report.add_argument("--master", **master)
+    _spark_options(report)
+    validate = commands.add_parser(
+        "validate", help="run a simulator scenario in the simulator and with real clients, and compare the metrics"
+    )
+    validate.add_argument("scenario", metavar="SCENARIO", help="a simulator scenario file (docs/simulator.md)")
+    validate.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    validate.add_argument("--repeat", type=_positive, default=3, metavar="N", help="real runs (default 3)")
+    validate.add_argument("--seeds", type=_positive, default=20, metavar="K", help="simulator seeds (default 20)")
+
+
+def _spark_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting, e.g. spark.executor.memory=2g (repeatable)",
+    )
+
+
+def _conf(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise LabError(f"--conf {item!r}: must be KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _validate(args: argparse.Namespace) -> int:
+    """``lab validate``: no Spark; a scenario a real run cannot play is a one-line error."""
+    from regroup.lab.real_run import RealRunError
+    from regroup.lab.validate import validate
+    from regroup.sim.scenario import ScenarioError, load
+
+    try:
+        scenario = load(args.scenario)
+    except ScenarioError as exc:
+        raise LabError(str(exc)) from None
+    out = _out_dir(args.out)
+    started = time.monotonic()
+    try:
+        document = validate(scenario, out, repeat=args.repeat, seeds=args.seeds, say=_say)
+    except RealRunError as exc:
+        raise LabError(f"{args.scenario}: {exc}") from None
+    for row in document["rows"]:
+        verdict = {True: "meets its target", False: "misses its target", None: ""}[row["within_target"]]
+        _say(
+            f"{row['protocol']} {row['metric']}: predicted {row['predicted']:g}, measured {row['measured']:g} {verdict}"
+        )
+    _say(f"done in {time.monotonic() - started:.1f} s")
+    print(out / "validation.html")
+    return 0
 
 
 def _out_dir(path: str) -> Path:
@@ -67,18 +145,30 @@ def _say(text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from regroup.lab import preflight
     from regroup.lab.errors import LabInputError
 
+    # validate runs no Spark job, so it needs the lab's extra but not Java
+    missing = preflight.extra_problem() if args.lab_command == "validate" else preflight.problem()
+    if missing is not None:
+        raise LabError(missing)
     warnings.filterwarnings("ignore", module="pyspark")  # e.g. pandas version notes; not the user's concern
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)  # a cancelled call is reported by the command
     try:
+        if args.lab_command == "validate":
+            return _validate(args)
         return _run(args)
     except LabInputError as exc:
         raise LabError(str(exc)) from None
+    except KeyboardInterrupt:  # before Spark runs (Interrupts covers the jobs)
+        raise LabInterrupted() from None
 
 
 def _run(args: argparse.Namespace) -> int:
-    from regroup.lab import grid, jobs, report, session
+    from regroup.lab import failures, grid, jobs, report, session
+    from regroup.lab.errors import LabInputError
 
+    conf = _conf(args.conf)
     started = time.monotonic()
     meta: dict[str, Any]
     if args.lab_command == "sweep":
@@ -92,13 +182,22 @@ def _run(args: argparse.Namespace) -> int:
             "title": f"grid {g.name}",
             "source": args.grid,
             "runs": len(runs),
-            "skipped (strategy/protocol cannot run)": [f"{s}/{p}" for s, p in g.skipped_pairs()],
+            "skipped (strategy/protocol cannot run)": [
+                f"{s}/{p}" if why == "cannot run" else f"{s}/{p} ({why})" for (s, p), why in g.skipped() if why
+            ],
             "master": args.master,
+            "axes": g.describe_axes(),
+            "settings": g.settings.to_json(),
         }
     elif args.lab_command == "analyze":
         jobs.precheck(args.events)
         out = _out_dir(args.out)
-        meta = {"title": f"{len(args.events)} event log(s)", "source": args.events, "master": args.master}
+        meta = {
+            "title": f"{len(args.events)} event log(s)",
+            "source": args.events,
+            "master": args.master,
+            "measure_from_ms": args.measure_from_ms,
+        }
     else:
         out = Path(args.dir)
         if not out.is_dir():
@@ -109,22 +208,33 @@ def _run(args: argparse.Namespace) -> int:
         meta = {}
     _say(f"starting Spark on {args.master}")
     try:
-        spark = session.start(args.master)
-    except Exception as exc:  # a bad --master, no Java, ...: one line, not the JVM's stack trace
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise LabError(f"cannot start Spark on {args.master}: {first}") from None
+        spark = session.start(args.master, conf=conf)
+    except Exception as exc:  # a bad --master, a JVM that exits, ...: one line, not the JVM's stack trace
+        raise LabFailure(f"cannot start Spark on {args.master}: {failures.one_line(exc)}") from None
     try:
-        if args.lab_command == "report":
-            tables, meta = report.load(spark, out)
-        else:
-            if args.lab_command == "sweep":
-                tables = jobs.sweep(spark, runs)
-            else:
-                tables = jobs.analyze(spark, args.events, measure_from_ms=args.measure_from_ms)
-            _say(f"writing {out}/runs and {out}/rebalances")
-            jobs.write(tables, out)
-            meta["seconds"] = round(time.monotonic() - started, 1)
-        target = report.write(tables, meta, out)
+        with session.Interrupts(spark) as interrupts:
+            try:
+                if args.lab_command == "report":
+                    tables, meta = report.load(spark, out)
+                else:
+                    if args.lab_command == "sweep":
+                        tables = jobs.sweep(spark, runs)
+                    else:
+                        tables = jobs.analyze(spark, args.events, measure_from_ms=args.measure_from_ms)
+                    if interrupts.interrupted:
+                        raise LabInterrupted()
+                    _say(f"writing {out}/runs and {out}/rebalances")
+                    jobs.write(tables, out)
+                    meta["seconds"] = round(time.monotonic() - started, 1)
+                if interrupts.interrupted:
+                    raise LabInterrupted()
+                target = report.write(tables, meta, out)
+            except (LabInterrupted, LabInputError):
+                raise
+            except Exception as exc:
+                if interrupts.interrupted:
+                    raise LabInterrupted() from None
+                raise LabFailure(f"the Spark job failed: {failures.one_line(exc)}") from None
     finally:
         session.stop(spark)
     _say(f"done in {time.monotonic() - started:.1f} s")

@@ -15,9 +15,12 @@ from regroup import __version__
 from regroup.assignors import metrics, registry
 from regroup.assignors.spec import AssignmentError
 from regroup.cli.assign_input import InputError, parse_document
-from regroup.cli.lab import LabError
+from regroup.cli.lab import LabError, LabFailure, LabInterrupted
 from regroup.cli.lab import add_parser as add_lab_parser
 from regroup.cli.lab import run as run_lab
+from regroup.cli.repair import RepairUsageError
+from regroup.cli.repair import add_parser as add_repair_parser
+from regroup.cli.repair import run as run_repair
 from regroup.cli.serve import ServeError
 from regroup.cli.serve import add_parser as add_serve_parser
 from regroup.cli.serve import run as run_serve
@@ -52,6 +55,7 @@ def _build_parser() -> argparse.ArgumentParser:
     add_simulate_parser(sub)
     add_serve_parser(sub)
     add_lab_parser(sub)
+    add_repair_parser(sub)
     return parser
 
 
@@ -122,6 +126,13 @@ def _cmd_lab(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
 
 
+def _cmd_repair(args: argparse.Namespace) -> int:
+    try:
+        return run_repair(args)
+    except RepairUsageError as exc:
+        raise UsageError(str(exc)) from None
+
+
 COMMANDS = {
     "assign": _cmd_assign,
     "strategies": _cmd_strategies,
@@ -129,6 +140,7 @@ COMMANDS = {
     "simulate": _cmd_simulate,
     "serve": _cmd_serve,
     "lab": _cmd_lab,
+    "repair": _cmd_repair,
 }
 
 
@@ -141,6 +153,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"regroup: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except LabFailure as exc:
+        print(f"regroup: {exc}", file=sys.stderr)
+        return 1
+    except LabInterrupted:
+        print("regroup: interrupted", file=sys.stderr)
+        return 130
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -12,10 +12,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from regroup.server.limits import CLIENT_ID, DEFAULT_LIMITS, INSTANCE_ID, MEMBER_ID, MEMBER_ID_SUFFIX_BYTES
+
 if TYPE_CHECKING:
     from regroup.coordinator.config import CoordinatorConfig
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+#: the identifier limits' kinds (``regroup.server.limits``) and their flags' names
+_ID_LIMIT_FLAGS = {
+    "group id": "group-id",
+    "member id": "member-id",
+    "group instance id": "instance-id",
+    "client id": "client-id",
+    "topic name": "topic-name",
+}
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 
@@ -107,6 +117,17 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         help="response bytes of one connection not yet taken by its socket; past it the server stops reading "
         "that connection until its client reads (default 1048576)",
     )
+    limits = parser.add_argument_group(
+        "identifier limits", "longer identifiers in a request are answered with INVALID_REQUEST (docs/operations.md)"
+    )
+    for kind, flag in _ID_LIMIT_FLAGS.items():
+        limits.add_argument(
+            f"--max-{flag}-bytes",
+            type=_int_at_least(1, 32767),
+            default=DEFAULT_LIMITS[kind],
+            metavar="N",
+            help=f"longest {kind} accepted, in UTF-8 bytes (default {DEFAULT_LIMITS[kind]})",
+        )
     consumer = parser.add_argument_group("KIP-848 consumer groups")
     consumer.add_argument(
         "--consumer-heartbeat-interval-ms",
@@ -131,10 +152,10 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )
     consumer.add_argument(
         "--consumer-assignors",
-        default="uniform,range",
+        default="uniform,server-range",
         metavar="NAMES",
         help="group.consumer.assignors: server-side assignors clients may name, the first is the default "
-        "(default uniform,range)",
+        "(default uniform,server-range; Kafka's name range is accepted for server-range)",
     )
     consumer.add_argument(
         "--migration-policy",
@@ -142,6 +163,29 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         default="bidirectional",
         help="group.consumer.migration.policy: online conversion between classic and consumer groups "
         "(default bidirectional)",
+    )
+    topics = parser.add_argument_group("embedded topics")
+    topics.add_argument(
+        "--max-partitions-per-topic",
+        type=_int_at_least(1),
+        default=10_000,
+        metavar="N",
+        help="most partitions one topic may have; CreateTopics over it gets INVALID_PARTITIONS (default 10000)",
+    )
+    topics.add_argument(
+        "--max-partitions",
+        type=_int_at_least(1),
+        default=100_000,
+        metavar="N",
+        help="most partitions of all topics together; a creation over it gets POLICY_VIOLATION (default 100000)",
+    )
+    topics.add_argument(
+        "--max-open-segment-files",
+        type=_int_at_least(1),
+        default=256,
+        metavar="N",
+        help="segment files held open at once, least recently used closed first (default 256; never more than a "
+        "quarter of the open-file limit)",
     )
     parser.add_argument(
         "--metrics-port",
@@ -163,6 +207,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
 
 def _coordinator_config(args: argparse.Namespace) -> CoordinatorConfig:
     """The coordinator's settings from the flags; inconsistent ones are a ``ServeError``."""
+    from regroup.assignors import registry
     from regroup.coordinator.config import CoordinatorConfig
     from regroup.coordinator.consumer.target import SERVER_ASSIGNORS
 
@@ -172,12 +217,14 @@ def _coordinator_config(args: argparse.Namespace) -> CoordinatorConfig:
             f"--consumer-heartbeat-interval-ms ({heartbeat_ms}) must be less than "
             f"--consumer-session-timeout-ms ({session_ms})"
         )
-    assignors = tuple(name.strip() for name in args.consumer_assignors.split(",") if name.strip())
-    unknown = [name for name in assignors if name not in SERVER_ASSIGNORS]
-    if not assignors or unknown or len(set(assignors)) != len(assignors):
+    named = [name.strip() for name in args.consumer_assignors.split(",") if name.strip()]
+    ours = [registry.server_side_name(name) for name in named]
+    assignors = tuple(registry.wire_name(name) for name in ours if name is not None)  # the names clients send
+    known = set(assignors) <= SERVER_ASSIGNORS.keys()
+    if not named or None in ours or len(set(assignors)) != len(assignors) or not known:
         raise ServeError(
-            f"--consumer-assignors {args.consumer_assignors!r}: name each of {', '.join(SERVER_ASSIGNORS)} "
-            "at most once, at least one"
+            f"--consumer-assignors {args.consumer_assignors!r}: name each of {', '.join(registry.SERVER_SIDE)} "
+            "at most once, at least one (range = server-range)"
         )
     extra = {} if args.consumer_max_size is None else {"consumer_group_max_size": args.consumer_max_size}
     return CoordinatorConfig(
@@ -188,6 +235,19 @@ def _coordinator_config(args: argparse.Namespace) -> CoordinatorConfig:
         consumer_group_migration_policy=args.migration_policy,
         **extra,
     )
+
+
+def _id_limits(args: argparse.Namespace) -> dict[str, int]:
+    """The identifier limits from the flags; a member id limit too small for generated member ids is a
+    ``ServeError``."""
+    limits = {kind: getattr(args, f"max_{flag.replace('-', '_')}_bytes") for kind, flag in _ID_LIMIT_FLAGS.items()}
+    needed = max(limits[CLIENT_ID], limits[INSTANCE_ID]) + MEMBER_ID_SUFFIX_BYTES
+    if limits[MEMBER_ID] < needed:
+        raise ServeError(
+            f"--max-member-id-bytes ({limits[MEMBER_ID]}) must be at least {needed}: a generated member id is the "
+            f"client or instance id followed by {MEMBER_ID_SUFFIX_BYTES} bytes"
+        )
+    return limits
 
 
 def run(args: argparse.Namespace) -> int:
@@ -212,6 +272,10 @@ def run(args: argparse.Namespace) -> int:
         metrics_port=args.metrics_port,
         metrics_host=args.metrics_host,
         stats_interval_s=float(args.stats_interval),
+        id_limits=_id_limits(args),
+        max_partitions_per_topic=args.max_partitions_per_topic,
+        max_partitions=args.max_partitions,
+        max_open_segment_files=args.max_open_segment_files,
         coordinator=_coordinator_config(args),
     )
     try:

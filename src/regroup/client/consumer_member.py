@@ -21,6 +21,12 @@ Nothing here reads a clock, sleeps or touches a socket. Behaviour follows Kafka'
   coordinator errors are retried after the backoff;
 * leave: commit, ``onPartitionsRevoked``, then a heartbeat with epoch -1 (static members: -2).
 
+The application around the member (``client.app``): the callbacks of a new assignment, and the
+acknowledgement that follows them, wait for the application's next poll (and ``callback_delay_ms`` more); a
+revocation callback that commits waits for the commit's answer, and user work in a callback takes its time.
+A poll later than ``max.poll.interval.ms`` after the previous one makes the member leave the group (a
+heartbeat with epoch -1) and rejoin from its next poll.
+
 Processing model and session lease as in ``classic_member``: owned partitions are being processed at one
 record per millisecond, and a member only keeps processing while it is sure the coordinator cannot have
 fenced it. A NONE answer to a heartbeat sent at time s, after which the member has no revocation pending,
@@ -37,6 +43,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Final
 
+from regroup.client.app import INSTANT_APP, AppModel, AppThread, Draws
 from regroup.client.config import ConsumerConfig
 from regroup.client.embedded import by_topic
 from regroup.client.ownership import OwnedPartitions
@@ -106,8 +113,20 @@ class ConsumerMember(OwnedPartitions):
     topics by id and partitions of unknown ids are ignored until ``update_metadata`` makes them known.
     """
 
-    def __init__(self, config: ConsumerConfig, topic_ids: Mapping[str, uuid.UUID], now_ms: int = 0) -> None:
+    def __init__(
+        self,
+        config: ConsumerConfig,
+        topic_ids: Mapping[str, uuid.UUID],
+        now_ms: int = 0,
+        app: AppModel = INSTANT_APP,
+        draws: Draws | None = None,
+    ) -> None:
         self.config = config
+        self.app = AppThread(app, draws)
+        #: callbacks of the assignment in progress: 0 none, 1 revocation running, 2 onPartitionsAssigned running
+        self.reconcile_step = 0
+        self.reconcile_added: frozenset[TopicPartition] = frozenset()
+        self._checks_poll_interval = self.app.loop.can_outlast(config.rebalance_timeout_ms)
         self.topic_ids = dict(topic_ids)
         self.state = S.UNJOINED
         self.member_id = config.member_id
@@ -123,10 +142,9 @@ class ConsumerMember(OwnedPartitions):
         self.sent_topics: tuple[str, ...] | None = None
         self.callbacks: list[CallbackEvent] = []
         self.notes: list[MemberNote] = []
-        self.committed: dict[TopicPartition, int] = {}
         self.inflight: dict[int, Inflight] = {}
         self.heartbeat_id: int | None = None
-        self.rejoin_at_ms = now_ms
+        self.rejoin_at_ms = now_ms + self.app.startup_ms()
         self.next_heartbeat_ms: int | None = None
         self.next_commit_ms: int | None = None
         self.lease_ms: int | None = None
@@ -169,6 +187,7 @@ class ConsumerMember(OwnedPartitions):
         return (
             self.state is S.STABLE
             and self.reconcile_at_ms is None
+            and self.reconcile_step == 0
             and not self.ack_needed
             and self.assignment == self.owned
             and self.reported == self.owned
@@ -185,8 +204,9 @@ class ConsumerMember(OwnedPartitions):
         if self.state.running:
             self._expire_inflight(now_ms)
             self._check_lease(now_ms)
-            if self.reconcile_at_ms is not None and now_ms >= self.reconcile_at_ms:
-                self._reconcile(now_ms)
+            if self._checks_poll_interval:
+                self._check_poll_interval(now_ms)
+            self._run_app(now_ms)
             if self.state is S.UNJOINED and self.heartbeat_id is None and now_ms >= self.rejoin_at_ms:
                 self._send_heartbeat(now_ms, joining=True)
             elif self._heartbeat_due(now_ms):
@@ -206,8 +226,16 @@ class ConsumerMember(OwnedPartitions):
         candidates = [inf.deadline_ms for inf in self.inflight.values()]
         if self.owned and self.lease_ms is not None:
             candidates.append(self.lease_ms)
-        if self.reconcile_at_ms is not None:
-            candidates.append(self.reconcile_at_ms)
+        if self.reconcile_step or self.reconcile_at_ms is not None:
+            ready = self.app.next_ready(self._now)
+            if ready is not None:
+                candidates.append(ready if self.reconcile_at_ms is None else max(ready, self.reconcile_at_ms))
+        elif self.app.in_poll:
+            ready = self.app.next_ready(self._now)  # (the poll returns once its callback is done)
+            if ready is not None:
+                candidates.append(ready)
+        if self._checks_poll_interval and self.app.loop.running:
+            candidates.append(self.app.loop.last_poll + self.config.rebalance_timeout_ms)
         if self.heartbeat_id is None:
             if self.state is S.UNJOINED:
                 candidates.append(self.rejoin_at_ms)
@@ -226,6 +254,7 @@ class ConsumerMember(OwnedPartitions):
         inflight = self.inflight.pop(request_id, None)
         if inflight is None:
             return
+        self.app.answered(request_id, now_ms)
         if isinstance(response, OffsetCommitResponse):
             self._on_commit(inflight, response, now_ms)
         elif isinstance(response, ConsumerGroupHeartbeatResponse) and request_id == self.heartbeat_id:
@@ -254,6 +283,7 @@ class ConsumerMember(OwnedPartitions):
             self._send(request, now_ms)
         self.state = S.LEFT
         self.reconcile_at_ms = None
+        self._drop_app_work()
         self.heartbeat_id = None
         self.inflight = {
             k: v
@@ -267,6 +297,7 @@ class ConsumerMember(OwnedPartitions):
         self.state = S.CRASHED
         self.owned = frozenset()
         self.reconcile_at_ms = None
+        self._drop_app_work()
         self.inflight.clear()
         self._outbox.clear()
 
@@ -288,10 +319,20 @@ class ConsumerMember(OwnedPartitions):
     def auto_commit(self) -> bool:
         return self.config.auto_commit
 
-    def commit(self, partitions: frozenset[TopicPartition], now_ms: int) -> None:
+    @property
+    def commit_on_revoke(self) -> bool:
+        return self.app.app.commit_on_revoke
+
+    def lose(self, now_ms: int, reason: str) -> None:
+        """``onPartitionsLost``; processing of the batch in hand stops with it."""
+        if self.owned:
+            self.app.loop.stop(now_ms)
+        super().lose(now_ms, reason)
+
+    def commit(self, partitions: frozenset[TopicPartition], now_ms: int) -> int | None:
         """OffsetCommit of ``partitions`` at their processed position (``now_ms``), with the member epoch."""
         if not partitions or self.member_epoch <= 0 or not self.member_id:
-            return
+            return None
         topics = tuple(
             (topic, tuple(PartitionCommit(partition=p, offset=now_ms) for p in ps))
             for topic, ps in by_topic(partitions).items()
@@ -303,7 +344,7 @@ class ConsumerMember(OwnedPartitions):
             group_instance_id=self.config.group_instance_id,
             topics=topics,
         )
-        self._send(request, now_ms)
+        return self._send(request, now_ms)
 
     # -------------------------------------------------------------------------------------- internals
     def _in_group(self) -> bool:
@@ -391,16 +432,10 @@ class ConsumerMember(OwnedPartitions):
                 self.next_heartbeat_ms = now_ms + self.config.retry_backoff_ms
 
     def _on_commit(self, inflight: Inflight, resp: OffsetCommitResponse, now_ms: int) -> None:
-        request = inflight.request
-        sent: dict[TopicPartition, int] = {}
-        if isinstance(request, OffsetCommitRequest):
-            sent = {(topic, p.partition): p.offset for topic, parts in request.topics for p in parts}
         errors: set[str] = set()
-        for topic, results in resp.topics:
-            for partition, code in results:
-                if code is E.NONE and (topic, partition) in sent:
-                    self.committed[(topic, partition)] = sent[(topic, partition)]
-                elif code is not E.NONE:
+        for _, results in resp.topics:
+            for _, code in results:
+                if code is not E.NONE:
                     errors.add(code.name)
         if errors:  # the heartbeat learns about fencing; a stale epoch only loses this commit
             self.note(now_ms, "commit_failed", f"OffsetCommit: {', '.join(sorted(errors))}")
@@ -417,33 +452,100 @@ class ConsumerMember(OwnedPartitions):
         self.assignment_ids = assignment
         if self.assignment != self.owned:
             self._schedule_reconcile(now_ms)
-        elif self.reconcile_at_ms is None:
+        elif self.reconcile_at_ms is None and self.reconcile_step == 0:
             self.ack_needed = True  # nothing to change: acknowledge at once, without callbacks
         # else the callbacks already scheduled reconcile towards this target, then acknowledge it
 
     def _schedule_reconcile(self, now_ms: int) -> None:
-        if self.reconcile_at_ms is None:
+        """The callbacks of the latest assignment run at the application's first poll from ``callback_delay_ms``
+        on (if callbacks are running, they reconcile towards it once they are done)."""
+        if self.reconcile_at_ms is None and self.reconcile_step == 0:
             self.reconcile_at_ms = now_ms + self.config.callback_delay_ms
         self.state = S.RECONCILING
 
-    def _reconcile(self, now_ms: int) -> None:
-        """Run the callbacks of the latest assignment: revoke first, then add; then acknowledge."""
-        self.reconcile_at_ms = None
-        target = self.assignment
-        if target is None:
+    def _run_app(self, now_ms: int) -> None:
+        """Run the callbacks waiting for the application, as far as its poll loop and callbacks allow: revoke
+        first (waiting for the commit and the user work), then assign (its user work), then acknowledge."""
+        app = self.app
+        while True:
+            step = self.reconcile_step
+            if step == 0:
+                due = self.reconcile_at_ms
+                if due is None or now_ms < due or not app.at_poll(now_ms):
+                    break
+                app.in_poll = True
+                self.reconcile_at_ms = None
+                target = self.assignment
+                if target is None:
+                    continue
+                revoked = self.owned - target
+                self.reconcile_step = 1
+                if revoked:
+                    commit = self.revoke_in_poll(revoked, now_ms, "not in the new assignment")
+                    app.callback(commit, now_ms, app.app.revoke_ms)
+            elif not app.free(now_ms):
+                break
+            elif step == 1:
+                target = self.assignment
+                self.reconcile_added = frozenset() if target is None else target - self.owned
+                self.reconcile_step = 2
+                app.callback(None, now_ms, app.app.assign_ms)
+            else:
+                self.reconcile_step = 0
+                target = self.assignment
+                added = self.reconcile_added if target is None else self.reconcile_added & target
+                self.reconcile_added = frozenset()
+                self.owned = self.owned | added
+                self.callback(CallbackKind.ASSIGNED, added, now_ms, "new assignment")
+                self.ack_needed = True  # every reconciled target is acknowledged, changed owned set or not
+                if target is not None and target != self.owned:
+                    self._schedule_reconcile(now_ms)  # a newer target arrived meanwhile
+                    self.reconcile_at_ms = now_ms
+                self._update_state()
+        due = self.reconcile_at_ms
+        if self.reconcile_step == 0 and app.in_poll and app.free(now_ms) and (due is None or due > now_ms):
+            app.leave_poll(now_ms, bool(self.owned))
+
+    def _drop_app_work(self) -> None:
+        self.reconcile_step = 0
+        self.reconcile_added = frozenset()
+        self.app.reset()
+        self.app.loop.idle()
+
+    def _check_poll_interval(self, now_ms: int) -> None:
+        """``max.poll.interval.ms``: a batch that outlasts it makes the member leave the group (epoch -1) and
+        lose its partitions; it rejoins with epoch 0 from its next poll."""
+        loop = self.app.loop
+        if not loop.running:
             return
-        revoked = self.owned - target
-        added = target - self.owned
-        if revoked:
-            self.revoke(revoked, now_ms, "not in the new assignment")
-        self.owned = self.owned | added
-        self.callback(CallbackKind.ASSIGNED, added, now_ms, "new assignment")
-        self.ack_needed = True  # every reconciled target is acknowledged, changed owned set or not
-        self._update_state()
+        loop.advance(now_ms, self.config.rebalance_timeout_ms)
+        overrun = loop.overrun_at
+        if overrun < 0 or overrun > now_ms:
+            return
+        loop.overrun_at = -1
+        if not self._in_group():
+            return
+        reason = "consumer poll timeout has expired"
+        self.note(now_ms, "reset", reason)
+        self.lose(now_ms, reason)
+        request = ConsumerGroupHeartbeatRequest(
+            group_id=self.config.group_id,
+            member_id=self.member_id,
+            member_epoch=LEAVE_EPOCH,
+            instance_id=self.config.group_instance_id,
+        )
+        self._start_over(now_ms)
+        self._send(request, now_ms)
+        self.rejoin_at_ms = loop.next_poll(now_ms)
 
     def _update_state(self) -> None:
         if self.state is S.RECONCILING or self.state is S.STABLE:
-            done = self.reconcile_at_ms is None and self.assignment == self.owned and self.reported == self.owned
+            done = (
+                self.reconcile_at_ms is None
+                and self.reconcile_step == 0
+                and self.assignment == self.owned
+                and self.reported == self.owned
+            )
             self.state = S.STABLE if done and not self.ack_needed else S.RECONCILING
 
     def _fenced(self, now_ms: int, reason: str) -> None:
@@ -456,6 +558,8 @@ class ConsumerMember(OwnedPartitions):
         self.member_epoch = JOIN_EPOCH
         self.assignment_ids = None
         self.reconcile_at_ms = None
+        self.reconcile_step = 0
+        self.reconcile_added = frozenset()
         self.ack_needed = False
         self.reported = None
         self.full_needed = True
@@ -473,6 +577,7 @@ class ConsumerMember(OwnedPartitions):
         self.lose(now_ms, reason)
         self.state = S.FAILED
         self.reconcile_at_ms = None
+        self._drop_app_work()
         self.inflight.clear()
 
     def _extend_lease(self, sent_ms: int) -> None:
@@ -492,6 +597,7 @@ class ConsumerMember(OwnedPartitions):
                 continue
             del self.inflight[request_id]
             self.note(now_ms, "timeout", f"{inflight.api} request {request_id} timed out")
+            self.app.answered(request_id, now_ms)
             if request_id == self.heartbeat_id:
                 self.heartbeat_id = None
                 self.full_needed = True

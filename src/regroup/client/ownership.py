@@ -27,9 +27,14 @@ class OwnedPartitions(ABC):
     def auto_commit(self) -> bool:
         """Commit before revoking."""
 
+    @property
     @abstractmethod
-    def commit(self, partitions: frozenset[TopicPartition], now_ms: int) -> None:
-        """OffsetCommit of ``partitions`` at their processed position."""
+    def commit_on_revoke(self) -> bool:
+        """Commit synchronously inside ``onPartitionsRevoked`` (the application model)."""
+
+    @abstractmethod
+    def commit(self, partitions: frozenset[TopicPartition], now_ms: int) -> int | None:
+        """OffsetCommit of ``partitions`` at their processed position; its request id (None: nothing sent)."""
 
     def note(self, now_ms: int, kind: str, detail: str) -> None:
         self.notes.append(MemberNote(at_ms=now_ms, kind=kind, detail=detail))
@@ -51,6 +56,21 @@ class OwnedPartitions(ABC):
             self.commit(partitions, now_ms)
         self.callback(CallbackKind.REVOKED, partitions, now_ms, reason)
         self.owned = self.owned - partitions
+
+    def revoke_in_poll(self, partitions: frozenset[TopicPartition], now_ms: int, reason: str) -> int | None:
+        """``onPartitionsRevoked`` run by the application's poll: the partitions stop being processed now and
+        are committed when the application commits on revoke (the callback waits for that commit: its request
+        id, None when none was sent) or auto-commits (sent, not waited for). Eager revocations are logged even
+        when empty."""
+        self.callback(CallbackKind.REVOKED, partitions, now_ms, reason)
+        self.owned = self.owned - partitions
+        if not partitions:
+            return None
+        if self.commit_on_revoke:
+            return self.commit(partitions, now_ms)
+        if self.auto_commit:
+            self.commit(partitions, now_ms)
+        return None
 
     def lose(self, now_ms: int, reason: str) -> None:
         """``onPartitionsLost`` for everything owned (no commit: someone else may own them now)."""

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from regroup.client.embedded import LeaderAssignmentError, assigned_partitions, leader_assign, metadata_snapshot
-from regroup.client.types import CallbackKind, MemberState
+from regroup.client.types import MemberState
 from regroup.model.errors import ErrorCode
 from regroup.protocol.classic import HeartbeatResponse, JoinGroupResponse, SyncGroupResponse
-from regroup.protocol.offsets import OffsetCommitRequest, OffsetCommitResponse
+from regroup.protocol.offsets import OffsetCommitResponse
 
 if TYPE_CHECKING:
     from regroup.client.classic_member import ClassicMember
@@ -38,7 +38,10 @@ FATAL: Final = frozenset(
 def dispatch(member: ClassicMember, request_id: int, inflight: Inflight, response: object, now_ms: int) -> None:
     if isinstance(response, JoinGroupResponse) and request_id == member.join_id:
         member.join_id = None
-        on_join(member, inflight, response, now_ms)
+        if member.reads_join_response_later(now_ms):
+            member.stash_join_response(inflight, response)
+        else:
+            on_join(member, inflight, response, now_ms)
     elif isinstance(response, SyncGroupResponse) and request_id == member.sync_id:
         member.sync_id = None
         on_sync(member, inflight, response, now_ms)
@@ -47,6 +50,12 @@ def dispatch(member: ClassicMember, request_id: int, inflight: Inflight, respons
         on_heartbeat(member, inflight, response, now_ms)
     elif isinstance(response, OffsetCommitResponse):
         on_commit(member, inflight, response, now_ms)
+
+
+def dispatch_join(member: ClassicMember, inflight: Inflight, response: object, now_ms: int) -> None:
+    """A JoinGroup answer the member read later than it arrived (``ClassicMember.stash_join_response``)."""
+    if isinstance(response, JoinGroupResponse) and member.state is S.PREPARING_REBALANCE:
+        on_join(member, inflight, response, now_ms)
 
 
 def _unchanged(member: ClassicMember, inflight: Inflight) -> bool:
@@ -66,7 +75,7 @@ def on_join(member: ClassicMember, inflight: Inflight, resp: JoinGroupResponse, 
         member.leader_id = resp.leader
         # no lease from a JoinGroup answer: an immediate answer (identical rejoin while CompletingRebalance)
         # restarts neither the session timer nor the pending-sync timer
-        member.next_heartbeat_ms = now_ms + member.config.heartbeat_interval_ms
+        member.heartbeat_after_join(now_ms)
         assignments: tuple[tuple[str, bytes], ...] = ()
         if member.is_leader and not resp.skip_assignment:
             assignor = next((a for a in member.assignors if a.name == resp.protocol_name), None)
@@ -120,20 +129,9 @@ def on_sync(member: ClassicMember, inflight: Inflight, resp: SyncGroupResponse, 
         member.extend_lease(inflight.sent_ms)
         member.state = S.STABLE
         member.needs_join_prepare = True
-        revoked = member.owned - assigned
-        added = assigned - member.owned
-        if revoked:
-            member.revoke(revoked, now_ms, "not in the new assignment")
-        member.owned = assigned
-        member.owned_generation = member.generation
         member.previous = assigned
         member.previous_generation = member.generation
-        member.callback(CallbackKind.ASSIGNED, added, now_ms, "SyncGroup assignment")
-        member.next_commit_ms = now_ms + member.config.auto_commit_interval_ms
-        # The leader withholds what a member claimed but must give up until that member rejoins; a claim
-        # may already be gone (lost) by now, so compare with the claim, not only with what is owned.
-        if member.cooperative and (revoked or member.join_claimed - assigned):
-            member.request_rejoin(now_ms, "cooperative rebalance: partitions were revoked")
+        member.assignment_received(assigned)  # its callbacks run at the application's next poll
         member.check_metadata(now_ms)
     elif error is E.REBALANCE_IN_PROGRESS:
         member.state = S.UNJOINED
@@ -149,7 +147,7 @@ def on_sync(member: ClassicMember, inflight: Inflight, resp: SyncGroupResponse, 
 
 def on_heartbeat(member: ClassicMember, inflight: Inflight, resp: HeartbeatResponse, now_ms: int) -> None:
     error = resp.error
-    member.next_heartbeat_ms = max(now_ms, inflight.sent_ms + member.config.heartbeat_interval_ms)
+    member.heartbeat_due_after(inflight.sent_ms, now_ms)
     unchanged = _unchanged(member, inflight)
     if error is E.NONE:
         if unchanged and member.state is _STABLE:
@@ -169,15 +167,9 @@ def on_heartbeat(member: ClassicMember, inflight: Inflight, resp: HeartbeatRespo
 
 def on_commit(member: ClassicMember, inflight: Inflight, resp: OffsetCommitResponse, now_ms: int) -> None:
     codes: set[ErrorCode] = set()
-    request = inflight.request
-    sent: dict[tuple[str, int], int] = {}
-    if isinstance(request, OffsetCommitRequest):
-        sent = {(topic, p.partition): p.offset for topic, parts in request.topics for p in parts}
-    for topic, results in resp.topics:
-        for partition, code in results:
+    for _, results in resp.topics:
+        for _, code in results:
             codes.add(code)
-            if code is E.NONE and (topic, partition) in sent:
-                member.committed[(topic, partition)] = sent[(topic, partition)]
     if not _unchanged(member, inflight) or member.state is not _STABLE:
         return
     if E.UNKNOWN_MEMBER_ID in codes or E.ILLEGAL_GENERATION in codes:

@@ -105,8 +105,10 @@ def offset_commit(
         codes: list[tuple[int, ErrorCode]] = []
         for p in partitions:
             metadata = p.metadata or ""
-            # Kafka compares Java's String.length(), i.e. UTF-16 code units, despite the setting's name
-            if len(metadata.encode("utf-16-le")) // 2 > ctx.config.offset_metadata_max_bytes:
+            # Kafka compares Java's String.length(), i.e. UTF-16 code units, despite the setting's name (at most
+            # two per character: only a string that might be too long is encoded)
+            limit = ctx.config.offset_metadata_max_bytes
+            if 2 * len(metadata) > limit and len(metadata.encode("utf-16-le")) // 2 > limit:
                 codes.append((p.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
                 continue
             value = OffsetCommitValue(

@@ -69,7 +69,7 @@ def run_all() -> list[Check]:
     per_response, everyone, leader_only = seed000()
     out.append(
         Check(
-            "seed 000: one JoinGroup response, 100 members × 100 KB metadata",
+            "one JoinGroup response carrying every member's metadata: 100 members × 100 KB",
             "10 MB",
             f"{per_response / 1e6:g} MB",
             per_response == SEED000_RESPONSE_BYTES,
@@ -77,7 +77,7 @@ def run_all() -> list[Check]:
     )
     out.append(
         Check(
-            "seed 000: one rebalance when every member receives everything",
+            "one rebalance if every member received everyone's metadata",
             "1 GB",
             f"{everyone / 1e9:g} GB",
             everyone == SEED000_REBALANCE_BYTES,
@@ -85,7 +85,7 @@ def run_all() -> list[Check]:
     )
     out.append(
         Check(
-            "Kafka (leader alone receives all metadata): one rebalance",
+            "one rebalance in Kafka (only the leader receives the metadata)",
             "10 MB (linear in the group size)",
             f"{leader_only / 1e6:g} MB",
             leader_only == SEED000_RESPONSE_BYTES,

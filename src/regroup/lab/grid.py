@@ -17,6 +17,7 @@ import yaml
 from regroup.assignors import registry
 from regroup.lab import protocols
 from regroup.lab.errors import LabInputError
+from regroup.sim.appspec import APP_FIELDS, read_app
 
 SUBSCRIPTIONS = ("all", "one", "staggered")
 CHURN = ("none", "join", "leave", "crash", "rolling")
@@ -45,10 +46,27 @@ class Settings:
     session_timeout_ms: int = 10_000
     heartbeat_interval_ms: int = 3_000
     rebalance_timeout_ms: int = 30_000
+    # KIP-848 groups: the coordinator's settings (Kafka's group.consumer.session.timeout.ms and
+    # group.consumer.heartbeat.interval.ms, at Kafka's defaults)
+    consumer_session_timeout_ms: int = 45_000
+    consumer_heartbeat_interval_ms: int = 5_000
     auto_commit: bool = False
     latency_ms: int = 5
     jitter_ms: int = 0
     metadata_bytes: int | None = None
+    #: the members' application model (``max_poll_records``, ``processing_ms``, ...: docs/simulator.md), as
+    #: canonical JSON of the fields the grid set ("" = the defaults); a string keeps the settings hashable
+    app_json: str = ""
+
+    def app_fields(self) -> dict[str, Any]:
+        """The members' application-model fields, as scenario member fields: what the grid set, over the lab's
+        own default of no commit in the revocation callbacks (like ``auto_commit``: each commit costs
+        simulation time, about 30 % of a run on the benchmark grid, and adds one round trip to a revocation)."""
+        return {"commit_on_revoke": False, **(json.loads(self.app_json) if self.app_json else {})}
+
+    def to_json(self) -> dict[str, Any]:
+        """Every setting by name (what the report's model section shows)."""
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,6 +114,20 @@ class Grid:
     seeds: tuple[int, ...]
     settings: Settings = field(default_factory=Settings)
 
+    def describe_axes(self) -> dict[str, Any]:
+        """The axes in words and numbers, for the report."""
+        seeds = self.seeds if len(self.seeds) <= 5 else f"{len(self.seeds)} ({self.seeds[0]}..{self.seeds[-1]})"
+        return {
+            "group sizes": list(self.members),
+            "topics": list(self.topics),
+            "partitions per topic": list(self.partitions),
+            "subscriptions": list(self.subscriptions),
+            "churn": [c.label for c in self.churn],
+            "strategies": list(self.strategies),
+            "protocols": list(self.protocols),
+            "seeds": list(seeds) if isinstance(seeds, tuple) else seeds,
+        }
+
     def combinations(self) -> int:
         """Size of the product, including (strategy, protocol) pairs that cannot run."""
         return math.prod(len(getattr(self, axis)) for axis in AXES)
@@ -103,16 +135,36 @@ class Grid:
     def seed_note(self) -> str | None:
         """A note when the grid lists several seeds but nothing random happens in a run: the seed drives
         only the network's jitter, so with ``jitter_ms`` 0 every seed simulates the same run."""
-        if len(self.seeds) > 1 and self.settings.jitter_ms == 0:
+        fields = self.settings.app_fields()
+        app = read_app(fields, "settings", lambda where, what: LabInputError(f"{where}: {what}"))
+        if len(self.seeds) > 1 and self.settings.jitter_ms == 0 and not app.random():
             return (
-                f"{len(self.seeds)} seeds with jitter_ms 0: the network is deterministic, so every seed gives the "
-                "same run (set settings.jitter_ms to vary runs by seed)"
+                f"{len(self.seeds)} seeds with jitter_ms 0, aligned heartbeats and a fixed processing time: nothing "
+                "in a run is random, so every seed gives the same run (set settings.jitter_ms to vary runs by seed)"
             )
         return None
 
     def skipped_pairs(self) -> list[tuple[str, str]]:
-        """(strategy, protocol) pairs of the grid that cannot run (e.g. ``range`` is never cooperative)."""
-        return [(s, p) for s in self.strategies for p in self.protocols if protocols.member_settings(p, s) is None]
+        """(strategy, protocol) pairs of the grid that cannot run (e.g. ``range`` is never cooperative, ``uniform``
+        never classic), or run another listed pair again (``range`` and ``server-range`` under ``consumer``)."""
+        return [pair for pair, reason in self.skipped() if reason]
+
+    def skipped(self) -> list[tuple[tuple[str, str], str]]:
+        """Every (strategy, protocol) pair with why it does not run ("" when it runs)."""
+        out: list[tuple[tuple[str, str], str]] = []
+        taken: dict[tuple[str, str], str] = {}
+        for s in self.strategies:
+            for p in self.protocols:
+                if protocols.member_settings(p, s) is None:
+                    out.append(((s, p), "cannot run"))
+                    continue
+                name = protocols.strategy_name(p, s)
+                if (name, p) in taken:
+                    out.append(((s, p), f"same as {taken[(name, p)]}/{p}"))
+                    continue
+                taken[(name, p)] = s
+                out.append(((s, p), ""))
+        return out
 
 
 def expand(grid: Grid) -> list[RunSpec]:
@@ -127,7 +179,7 @@ def expand(grid: Grid) -> list[RunSpec]:
             subscription=sub,
             churn=churn.pattern,
             churn_events=churn.events,
-            strategy=strategy,
+            strategy=protocols.strategy_name(protocol, strategy),
             protocol=protocol,
             seed=seed,
             settings=grid.settings,
@@ -285,10 +337,16 @@ class _Reader:
     def settings(self, value: Any) -> Settings:
         if not isinstance(value, dict):
             raise self.fail("settings", "must be a mapping")
-        known = Settings.__dataclass_fields__
+        known = [name for name in Settings.__dataclass_fields__ if name != "app_json"] + list(APP_FIELDS)
         out: dict[str, Any] = {}
+        app = {key: v for key, v in value.items() if key in APP_FIELDS}
+        if app:
+            read_app(app, "settings", self.fail)  # checks every field; the scenario reads them again
+            out["app_json"] = json.dumps(app, sort_keys=True)
         for key, v in value.items():
             where = f"settings.{key}"
+            if key in APP_FIELDS:
+                continue
             if key not in known:
                 raise self.fail(where, f"unknown field (known: {', '.join(known)})")
             if key == "auto_commit":
@@ -302,6 +360,8 @@ class _Reader:
         settings = Settings(**out)
         if settings.heartbeat_interval_ms >= settings.session_timeout_ms:
             raise self.fail("settings.heartbeat_interval_ms", "must be lower than session_timeout_ms")
+        if settings.consumer_heartbeat_interval_ms >= settings.consumer_session_timeout_ms:
+            raise self.fail("settings.consumer_heartbeat_interval_ms", "must be lower than consumer_session_timeout_ms")
         return settings
 
     def check(self, grid: Grid) -> None:

@@ -8,7 +8,14 @@ each rebalance produced (balance, fraction kept), re-assignments, the trigger, a
 
 A log that never shows member processes (no ``subscription`` events, e.g. ``regroup serve --events``) has
 no processing ownership, so ``revoked``, ``reassigned`` and ``unowned_partition_ms`` are null there, as are
-join payloads unless a fixed metadata size is given.
+join payloads unless a fixed metadata size is given; its protocol, strategy and group type come from the
+``group_state`` details the server writes (``type=consumer``, ``protocol=``, ``rebalance=``).
+
+A rebalance that ends with the group empty (every member left, e.g. the clients closing at the end of a run)
+is the ``emptied`` phase, not counted with the churn phase's rebalances. Membership changes count each
+``join``, ``leave``, ``crash`` and ``restart`` once and a ``bounce`` (a clean close and a new process at once)
+twice, as the ``leave`` and ``restart`` of a rolling restart's step; a server log's ``Joined``/``Left`` rows
+once each. An event log's churn pattern is read from those changes (``CHURN_OF``).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from regroup.assignors import metrics as quality
+from regroup.assignors.registry import server_side_name
 from regroup.lab import payload
 from regroup.sim.eventlog import (
     API,
@@ -38,7 +46,13 @@ from regroup.sim.eventlog import (
 )
 from regroup.sim.summary import Rebalance, summarize_rows
 
-MEMBERSHIP_ACTIONS: Final = frozenset({"join", "leave", "crash", "restart"})
+#: membership changes each scenario action makes (a bounce: the old process leaves, a new one joins)
+CHANGES: Final = {"join": 1, "leave": 1, "crash": 1, "restart": 1, "bounce": 2}
+MEMBERSHIP_ACTIONS: Final = frozenset(CHANGES)
+#: group states that end a rebalance with no member left
+EMPTY_STATES: Final = frozenset({"Empty", "Dead"})
+#: the protocols whose rebalances are JoinGroup and SyncGroup rounds
+CLASSIC_PROTOCOLS: Final = frozenset({"eager", "cooperative"})
 AssignmentMap = dict[str, dict[str, list[int]]]
 SUMMED: Final = (
     "duration_ms",
@@ -126,9 +140,13 @@ class _Observed:
         # KIP-848 heartbeat fields: (t, bytes, starts a change) — see _heartbeat_bytes
         self.heartbeat_payload: list[tuple[int, int, bool]] = []
         self.actions: list[tuple[int, str]] = []
-        self.changes: list[int] = []  # times of membership changes (scenario actions, or joined/left)
+        self.changes: list[tuple[int, int]] = []  # (time, membership changes) of scenario actions or joined/left
+        self.steps: list[tuple[int, str, str]] = []  # (time, kind, member) of each membership action or row
+        self.states: list[tuple[int, str]] = []  # (time, state) of each group_state
         self.strategy: str | None = None
         self.protocol: str | None = None
+        self.group_type: str | None = None  # consumer (KIP-848) or classic, from a server log's group_state
+        self.style: str | None = None  # a server log's classic rebalance style (rebalance=)
         self.has_members = False
         self.violations = 0
         self._topics: dict[str, tuple[str, ...]] = {}
@@ -163,13 +181,16 @@ class _Observed:
                 self.has_members = True
                 topics = tuple(e[DETAIL].split(",")) if e[DETAIL] else ()
                 self._topics[e[MEMBER]] = self._distinct.setdefault(topics, topics)
-                self.protocol = e[STATE] or self.protocol
+                if e[STATE]:  # a log whose members switch protocols (a rolling upgrade) is "mixed"
+                    self.protocol = e[STATE] if self.protocol in (None, e[STATE]) else "mixed"
             elif code == _GROUP_STATE:
                 self._group_state(e, metadata_bytes)
             elif code == _ACTION:
                 self.actions.append((e[T], f"{e[DETAIL]} {e[MEMBER]}" if e[MEMBER] else e[DETAIL]))
-                if e[DETAIL] in MEMBERSHIP_ACTIONS:
-                    self.changes.append(e[T])
+                weight = CHANGES.get(e[DETAIL], 0)
+                if weight:
+                    self.changes.append((e[T], weight))
+                    self.steps.append((e[T], e[DETAIL], e[MEMBER] or ""))
             else:
                 self.violations += 1
 
@@ -226,16 +247,24 @@ class _Observed:
         """Membership as the member states show it (a log with no member processes)."""
         if e[STATE] == "Joined":
             self._present.add(e[MEMBER])
-            self.changes.append(e[T])
+            self.changes.append((e[T], 1))
+            self.steps.append((e[T], "join", e[MEMBER] or ""))
         elif e[STATE] == "Left":
             self._present.discard(e[MEMBER])
-            self.changes.append(e[T])
+            self.changes.append((e[T], 1))
+            self.steps.append((e[T], "leave", e[MEMBER] or ""))
 
     def _group_state(self, e: Row, metadata_bytes: int | None) -> None:
+        self.states.append((e[T], e[STATE]))
         fields = detail_fields(e[DETAIL])
+        kip848 = fields.get("type") == "consumer" or "assignor" in fields  # a server's / the simulator's detail
+        self.group_type = "consumer" if kip848 else "classic"
         chosen = fields.get("protocol") or fields.get("assignor")  # classic / KIP-848 groups
-        if chosen not in (None, "None"):
-            self.strategy = chosen
+        # (an empty group names only the default assignor: the one in use is that of the last group with members)
+        if chosen not in (None, "None") and e[STATE] not in EMPTY_STATES:
+            self.strategy = (server_side_name(chosen) or chosen) if kip848 else chosen
+        if fields.get("rebalance"):
+            self.style = fields["rebalance"]
         if e[STATE] == "CompletingRebalance" and not self.has_members:
             self.members[e[GENERATION]] = set(self._present)
             if metadata_bytes is not None:
@@ -273,36 +302,60 @@ def analyze(events: Sequence[Event], ctx: Context) -> tuple[dict[str, Any], list
     return analyze_rows(as_rows(events), ctx)
 
 
-def analyze_rows(events: Sequence[Row], ctx: Context) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """``analyze`` for the events as rows (``EventLog.rows``)."""
+def analyze_rows(
+    events: Sequence[Row], ctx: Context, settled: bool | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``analyze`` for the events as rows (``EventLog.rows``). ``settled``: whether the run was played out until
+    the group settled (a sweep knows; for a log it is read from the log's end)."""
     seen = _Observed(events, ctx.metadata_bytes)
-    episodes = summarize_rows(events, 0, details=False).rebalances
+    summary = summarize_rows(events, 0, details=False)
+    episodes = summary.rebalances
+    protocol = ctx.axes.get("protocol", seen.protocol)
+    if protocol is None and not seen.has_members:  # a server log: the group's type, a classic group's style
+        protocol = "consumer" if seen.group_type == "consumer" else seen.style
     keys = {
         "run_id": ctx.run_id,
         "source": ctx.source,
         "group_id": ctx.group_id,
         "strategy": ctx.axes.get("strategy", seen.strategy),
-        "protocol": ctx.axes.get("protocol", seen.protocol),
+        "protocol": protocol,
     }
     rows: list[dict[str, Any]] = []
     previous: AssignmentMap | None = None
     previous_end = -1
     heartbeat = _heartbeat_bytes(episodes, seen.heartbeat_payload)
+    state_times = [t for t, _ in seen.states]
     for index, ep in enumerate(episodes):
         current = seen.assignment(ep.generation)
+        ended = bisect.bisect_right(state_times, ep.end_ms) - 1  # the last group state by its end
+        # (empty with no member in its generation: a consumer group converted back to classic is Dead too)
+        emptied = ended >= 0 and seen.states[ended][1] in EMPTY_STATES and not current
         rows.append(
             {
                 **keys,
                 "members": ctx.axes.get("members"),
                 "index": index,
-                **_rebalance(ep, seen, current, previous, previous_end, ctx),
+                **_rebalance(ep, seen, current, previous, previous_end, ctx, protocol, emptied),
                 "heartbeat_bytes": heartbeat[index] if seen.heartbeat_payload else None,
             }
         )
         if current:
             previous = current
         previous_end = ep.end_ms
-    return _run(keys, events, seen, rows, previous, ctx), rows
+    # membership changes inside a rebalance that emptied the group are its members leaving, not churn
+    windows = [(rows[i - 1]["end_ms"] if i else -1, r["end_ms"]) for i, r in enumerate(rows) if r["phase"] == "emptied"]
+    if windows:
+        seen.changes = [(t, n) for t, n in seen.changes if not any(lo < t <= hi for lo, hi in windows)]
+        seen.steps = [step for step in seen.steps if not any(lo < step[0] <= hi for lo, hi in windows)]
+    run = _run(keys, events, seen, rows, previous, ctx)
+    tail = summary.tail
+    if settled is None:  # a log: nothing in progress at its end (and, with members, every partition owned)
+        settled = tail.settled if seen.has_members else tail.open_since_ms is None
+    run["settled"] = settled
+    run["cut_off_unowned_partition_ms"] = tail.unowned_partition_ms if seen.has_members else None
+    if run["unowned_partition_ms"] is not None:
+        run["unowned_partition_ms"] += tail.unowned_partition_ms
+    return run, rows
 
 
 def _heartbeat_bytes(episodes: Sequence[Rebalance], sent: Sequence[tuple[int, int, bool]]) -> list[int]:
@@ -326,6 +379,8 @@ def _rebalance(
     previous: AssignmentMap | None,
     previous_end: int,
     ctx: Context,
+    protocol: str | None,
+    emptied: bool,
 ) -> dict[str, Any]:
     rounds = range(ep.generation - ep.rounds + 1, ep.generation + 1)
     join_leader = join_all = None
@@ -337,7 +392,7 @@ def _rebalance(
     kept_base = previous if previous and any(previous.values()) else None
     loads = quality.plain_loads(current)
     return {
-        "phase": "formation" if ep.start_ms < ctx.measure_from_ms else "churn",
+        "phase": "formation" if ep.start_ms < ctx.measure_from_ms else "emptied" if emptied else "churn",
         "trigger": "; ".join(triggers) or None,
         "generation": ep.generation,
         "start_ms": ep.start_ms,
@@ -352,12 +407,17 @@ def _rebalance(
         "reassigned": sum(n for t, n in seen.assigned_at if previous_end < t <= ep.end_ms)
         if seen.has_members
         else None,
-        "fraction_kept": quality.sorted_fraction_kept(kept_base, current) if kept_base is not None else None,
+        "fraction_kept": quality.sorted_fraction_kept(kept_base, current)
+        if kept_base is not None and not emptied
+        else None,
         "balance_spread": quality.spread_of(loads),
         "balance_score": quality.score_of(loads),
         "join_bytes_leader": join_leader,
         "join_bytes_all": join_all,
-        "sync_bytes": None if seen.has_members and ep.generation not in seen.joined else sync,
+        # (no SyncGroup: a generation no JoinGroup formed, or a KIP-848 group)
+        "sync_bytes": None
+        if (seen.has_members and ep.generation not in seen.joined) or protocol == "consumer"
+        else sync,
     }
 
 
@@ -373,20 +433,83 @@ def _run(
     out: dict[str, Any] = {**keys, **{k: v for k, v in ctx.axes.items() if k not in keys}}
     if "members" not in ctx.axes:  # an event log: the largest generation it shows
         out["members"] = max((r["group_size"] for r in rows), default=None)
+    if "churn" not in ctx.axes:  # an event log: the pattern its changes make
+        out["churn"], out["churn_events"] = churn_of(seen.steps, ctx.measure_from_ms)
     out.update(
         events=event_count(events),
         violations=seen.violations,
         end_ms=events[-1][T] if events else None,
-        changes=sum(1 for t in seen.changes if t >= ctx.measure_from_ms),
-        formation_rebalances=len(rows) - len(measured),
+        changes=sum(n for t, n in seen.changes if t >= ctx.measure_from_ms),
+        formation_rebalances=sum(1 for r in rows if r["phase"] == "formation"),
         rebalances=len(measured),
     )
+    protocol = keys["protocol"]
     for key in SUMMED:
         values = [r[key] for r in measured]
-        out[key] = None if any(v is None for v in values) else sum(values)
+        if values:
+            out[key] = None if any(v is None for v in values) else sum(values)
+        else:  # no rebalance: nothing spent, where the metric applies at all
+            out[key] = 0 if _applies(key, protocol, seen, ctx) else None
     kept = [r["fraction_kept"] for r in measured if r["fraction_kept"] is not None]
     out["fraction_kept"] = sum(kept) / len(kept) if kept else None
     loads = quality.plain_loads(last) if last is not None else None
     out["balance_spread"] = quality.spread_of(loads) if loads is not None else None
     out["balance_score"] = quality.score_of(loads) if loads is not None else None
     return out
+
+
+def _applies(key: str, protocol: str | None, seen: _Observed, ctx: Context) -> bool:
+    """Whether a summed column has a value in a run of this kind (else it is null, also with no rebalance)."""
+    if key in ("unowned_partition_ms", "revoked", "reassigned"):
+        return seen.has_members
+    if key in ("join_bytes_leader", "join_bytes_all"):
+        return protocol in CLASSIC_PROTOCOLS and (seen.has_members or ctx.metadata_bytes is not None)
+    if key == "sync_bytes":
+        return protocol in CLASSIC_PROTOCOLS
+    if key == "heartbeat_bytes":
+        return protocol == "consumer" and seen.has_members
+    return True
+
+
+#: churn patterns of event logs, by the kinds of membership change they show
+CHURN_OF: Final = {
+    frozenset({"join"}): "join",
+    frozenset({"leave"}): "leave",
+    frozenset({"crash"}): "crash",
+    frozenset({"bounce"}): "rolling",
+    frozenset({"leave", "restart"}): "rolling",
+    frozenset({"bounce", "leave", "restart"}): "rolling",
+    frozenset({"leave", "join"}): "rolling",  # a server log's rolling restart: Left then Joined, same client
+}
+
+
+def churn_of(steps: Sequence[tuple[int, str, str]], measure_from_ms: int) -> tuple[str, int]:
+    """(pattern, events) of an event log's membership changes at or after ``measure_from_ms``: ``none``,
+    ``join``, ``leave``, ``crash``, ``rolling`` (bounces, or each member that left coming back: a restart, or
+    a server log's ``Joined`` of a client that ``Left``) or ``mixed``; events count the members joining,
+    leaving, crashing or restarted (a leave and its restart are one step)."""
+    kinds: set[str] = set()
+    events = 0
+    gone: set[str] = set()  # members that left or crashed and have not come back
+    returned = True  # every join or restart came back after a leave of the same member
+    for t, kind, member in steps:
+        if t < measure_from_ms:
+            continue
+        kinds.add(kind)
+        if kind in ("leave", "crash"):
+            gone.add(member)
+            events += 1
+        elif kind in ("join", "restart"):
+            if member in gone:
+                gone.discard(member)  # the second half of a step
+            else:
+                returned = returned and kind == "restart"
+                events += 1
+        else:  # bounce
+            events += 1
+    if not kinds:
+        return "none", 0
+    pattern = CHURN_OF.get(frozenset(kinds), "mixed")
+    if pattern == "rolling" and "bounce" not in kinds and (gone or not returned):
+        pattern = "mixed"  # members left without coming back, or joined without having left
+    return pattern, events

@@ -6,8 +6,11 @@ listed assignor supports), so the lab chooses the list: ``[s]`` when ``s`` alone
 for ``eager`` with an assignor that also supports cooperative, ``[s, "range"]`` (Kafka's own recipe:
 ``s`` is still the one the group votes for, ``range`` keeps the style eager).
 
+Server-side (KIP-848) assignors never run under a classic protocol: such a pair is skipped.
+
 Any other name (``consumer``, KIP-848) is passed through to the simulator as the members' ``protocol``
-field, with the grid's strategy as their server-side ``assignor``. Whether that runs is the simulator's
+field, with the grid's strategy as their server-side ``assignor``; a run names that assignor by regroup's name
+(``strategy_name``: ``range`` under ``consumer`` is ``server-range``). Whether that runs is the simulator's
 scenario layer's call: a one-member probe scenario is parsed with those fields, so a protocol (or a server
 assignor) the simulator learns becomes usable here without a change to the lab, and one it does not know
 is a grid error naming it.
@@ -19,6 +22,7 @@ import json
 from functools import cache
 from typing import Any
 
+from regroup.assignors import registry
 from regroup.assignors.spec import RebalanceProtocol
 from regroup.client.config import ConfigError, rebalance_protocol
 from regroup.sim.scenario import ScenarioError, parse
@@ -29,11 +33,21 @@ CANDIDATES = ("consumer",)
 FALLBACK_STRATEGY = "range"
 
 
+def strategy_name(protocol: str, strategy: str) -> str:
+    """The strategy a run under ``protocol`` uses, by regroup's name: a server-side assignor's alias (Kafka's
+    ``range``) under a protocol other than the classic ones is its regroup name (``server-range``)."""
+    if protocol in CLASSIC:
+        return strategy
+    return registry.server_side_name(strategy) or strategy
+
+
 def member_settings(protocol: str, strategy: str) -> dict[str, Any] | None:
     """Member fields that make ``strategy`` run under ``protocol``, or None if it cannot."""
     if protocol not in CLASSIC:
-        settings = {"protocol": protocol, "assignor": strategy}
+        settings = {"protocol": protocol, "assignor": strategy_name(protocol, strategy)}
         return dict(settings) if _accepted(tuple(sorted(settings.items()))) else None
+    if registry.get(strategy).server_side:
+        return None  # KIP-848's server-side assignors have no classic protocol
     wanted = CLASSIC[protocol]
     for strategies in ((strategy,), (strategy, FALLBACK_STRATEGY)):
         if len(set(strategies)) != len(strategies):

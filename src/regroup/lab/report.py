@@ -1,33 +1,66 @@
-"""The self-contained HTML report: what the run was, the seeds' checks, a table per strategy and protocol,
-and plots (stop-the-world cost, partitions moved and rebalance time per membership change versus group
-size; join payload bytes, Kafka's leader-only versus everyone-receives-everything, versus group size;
-balance). Spark aggregates the tables; only the small aggregates reach the driver.
+"""The self-contained HTML report: what was run, how to read it, the model and assumptions (every grid setting
+with its value, read from the sweep's own settings, so new model fields appear without a change here), the
+results per churn pattern (joining, leaving, crashing, rolling restart, ...) per strategy and protocol, the same
+over all patterns per membership change, payload bytes, balance, what did not settle, and sanity checks
+against KIP-54's worked examples and the JoinGroup payload arithmetic.
+
+Spark aggregates the tables; only the small aggregates reach the driver. Plots come from ``plots``; a plot
+without data is left out with a sentence saying so. Tables keep to about eight columns so that the report
+reads on a 1,000-pixel-wide screen.
 """
 
 from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
-from regroup.lab import checks, plots
+from regroup.lab import checks, plots, tables
 from regroup.lab.errors import LabInputError
 from regroup.lab.jobs import Tables
 from regroup.lab.metrics import SUMMED
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 META_FILE = "lab.json"
 #: per-run columns summed over runs: counts, and the per-run sums of the churn phase (``metrics.SUMMED``)
-SUMS = ("rebalances", "changes", *SUMMED, "violations")
-MEANS = ("fraction_kept", "balance_spread", "balance_score")
+SUMS: Final = ("rebalances", *SUMMED)
+MEANS: Final = ("fraction_kept", "balance_spread", "balance_score")
+PROTOCOL_NAMES: Final = {"eager": "classic eager", "cooperative": "classic cooperative", "consumer": "KIP-848"}
+#: churn patterns in report order: (name, heading, what one event is)
+PATTERNS: Final = (
+    ("join", "Members joining (scale-out)", "member joining"),
+    ("leave", "Members leaving cleanly (scale-in)", "member leaving"),
+    ("crash", "Members crashing (noticed when their session times out)", "member crashing"),
+    ("rolling", "Rolling restart (each member stopped and started again)", "member restarted"),
+    ("mixed", "Mixed membership changes", "change"),
+    ("none", "No churn (the baseline)", "run"),
+)
+#: what each grid setting means, for the model section (a setting not listed here is shown by its name)
+SETTING_WORDS: Final = {
+    "warmup_ms": "time for the group to form before the first churn event (the formation phase: not measured)",
+    "interval_ms": "time between churn events; a rolling restart starts the stopped member half of it later",
+    "tail_ms": "time after the last churn event before a run may end; it then goes on until the group settles",
+    "session_timeout_ms": "classic members' session.timeout.ms: how long a crashed member goes unnoticed",
+    "heartbeat_interval_ms": "classic members' heartbeat.interval.ms: how soon they learn of a rebalance",
+    "rebalance_timeout_ms": "max.poll.interval.ms (the rebalance timeout)",
+    "consumer_session_timeout_ms": "KIP-848: the broker's group.consumer.session.timeout.ms",
+    "consumer_heartbeat_interval_ms": "KIP-848: group.consumer.heartbeat.interval.ms: a partition released by "
+    "one member waits for the next member's heartbeat",
+    "auto_commit": "members commit offsets automatically",
+    "latency_ms": "one-way network latency between a member and the coordinator",
+    "jitter_ms": "random extra latency, 0 to this (what makes seeds differ)",
+    "metadata_bytes": "if set, every member's JoinGroup metadata counts as this many bytes",
+}
 
 
+# ------------------------------------------------------------------------------------------------ loading
 def load(spark: SparkSession, out: Path) -> tuple[Tables, dict[str, Any]]:
-    """The tables and metadata a sweep or analyze left in ``out``."""
+    """The tables and metadata a sweep or analyze left in ``out`` (tables written by an older version get
+    the columns they lack as nulls)."""
     for name in ("runs", "rebalances"):
         if not (out / name).is_dir():
             raise LabInputError(f"{out}: no {name}/ table (run `regroup lab sweep` or `regroup lab analyze` first)")
@@ -35,27 +68,64 @@ def load(spark: SparkSession, out: Path) -> tuple[Tables, dict[str, Any]]:
         meta = json.loads((out / META_FILE).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         meta = {}
-    tables = Tables(runs=spark.read.parquet(str(out / "runs")), rebalances=spark.read.parquet(str(out / "rebalances")))
-    return tables, meta
+    runs = _complete(spark.read.parquet(str(out / "runs")), tables.RUN_COLUMNS)
+    rebalances = _complete(spark.read.parquet(str(out / "rebalances")), tables.REBALANCE_COLUMNS)
+    return Tables(runs=runs, rebalances=rebalances), meta
 
 
+def _complete(frame: DataFrame, columns: list[tuple[str, str]]) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    for name, kind in columns:
+        if name not in frame.columns:
+            frame = frame.withColumn(name, F.lit(None).cast(kind))
+    return frame
+
+
+# -------------------------------------------------------------------------------------------- aggregates
 def label(row: Mapping[str, Any]) -> str:
-    return f"{row['strategy'] or '?'}/{row['protocol'] or '?'}"
+    protocol = row["protocol"]
+    return f"{row['strategy'] or 'strategy unknown'} / {PROTOCOL_NAMES.get(protocol, protocol or 'protocol unknown')}"
 
 
 def aggregates(t: Tables) -> dict[str, list[dict[str, Any]]]:
-    """Small aggregates, computed by Spark: per strategy/protocol, per group size, per payload size."""
+    """Small aggregates, computed by Spark: per churn pattern and pair (and group size), per pair over every
+    pattern, payload per group size, and the runs that did not settle or had no membership change."""
     from pyspark.sql import functions as F
 
-    sums = [F.sum(c).alias(c) for c in SUMS]
-    means = [F.avg(c).alias(c) for c in MEANS]
-    by_pair = t.runs.groupBy("strategy", "protocol").agg(F.count("*").alias("runs"), *sums, *means)
-    by_size = t.runs.groupBy("strategy", "protocol", "members").agg(
-        *[F.sum(c).alias(c) for c in ("changes", "unowned_partition_ms", "moved", "duration_ms")]
+    runs = t.runs.withColumn("churn", F.coalesce(F.col("churn"), F.lit("unknown")))
+    evented = F.col("churn_events") > 0
+    changed = F.col("changes") > 0
+
+    def sums(when: Any) -> list[Any]:
+        return [F.sum(F.when(when, F.col(c))).alias(c) for c in SUMS]
+
+    common = [
+        F.count("*").alias("runs"),
+        *[F.avg(c).alias(c) for c in MEANS],
+        F.sum("violations").alias("violations"),
+        F.sum(F.when(F.col("settled") == F.lit(False), 1).otherwise(0)).alias("unsettled"),
+    ]
+    pattern_keys = ("churn", "strategy", "protocol")
+    by_pattern = runs.groupBy(*pattern_keys).agg(
+        F.sum("churn_events").alias("events"),
+        F.sum(F.when(evented, 1).otherwise(0)).alias("evented_runs"),
+        *sums(evented | (F.col("churn") == "none")),
+        *common,
     )
+    by_size = (
+        runs.where(evented)
+        .groupBy(*pattern_keys, "members")
+        .agg(
+            F.sum("churn_events").alias("events"),
+            *[F.sum(c).alias(c) for c in ("unowned_partition_ms", "moved", "duration_ms", "rebalances")],
+        )
+    )
+    by_pair = runs.groupBy("strategy", "protocol").agg(F.sum("changes").alias("changes"), *sums(changed), *common)
     payload = (
         t.rebalances.where(
-            F.col("group_size").isNotNull()
+            (F.col("phase") != "emptied")
+            & F.col("group_size").isNotNull()
             & (F.col("join_bytes_leader").isNotNull() | F.col("heartbeat_bytes").isNotNull())
         )
         .groupBy("group_size")
@@ -67,185 +137,470 @@ def aggregates(t: Tables) -> dict[str, list[dict[str, Any]]]:
             F.avg("heartbeat_bytes").alias("kip848"),
         )
     )
+    unsettled = runs.where(F.col("settled") == F.lit(False))
+    quiet = runs.where(~changed & (F.col("rebalances") > 0))
     return {
-        "pairs": [r.asDict() for r in by_pair.orderBy("strategy", "protocol").collect()],
+        "patterns": [r.asDict() for r in by_pattern.orderBy(*pattern_keys).collect()],
         "sizes": [r.asDict() for r in by_size.collect()],
+        "pairs": [r.asDict() for r in by_pair.orderBy("strategy", "protocol").collect()],
         "payload": [r.asDict() for r in payload.orderBy("group_size").collect()],
+        "unsettled": [
+            r.asDict()
+            for r in unsettled.select("run_id", "end_ms", "cut_off_unowned_partition_ms")
+            .orderBy("run_id")
+            .limit(20)
+            .collect()
+        ],
+        "unsettled_count": [{"n": unsettled.count()}],
+        "quiet": [r.asDict() for r in quiet.select("run_id", "rebalances").orderBy("run_id").limit(20).collect()],
     }
 
 
-def _per_change(rows: Sequence[Mapping[str, Any]], key: str) -> dict[str, list[tuple[float, float]]]:
-    out: dict[str, list[tuple[float, float]]] = {}
-    for r in rows:
-        if r["members"] is not None and r["changes"] and r[key] is not None:
-            out.setdefault(label(r), []).append((float(r["members"]), r[key] / r["changes"]))
-    return out
-
-
-def _bytes_plot(title: str, rows: Sequence[Mapping[str, Any]], lines: Mapping[str, str]) -> plots.Plot:
-    """Bytes per rebalance against group size, one line per label (``lines``: label -> aggregate column)."""
-    series = {
-        name: [(float(r["group_size"]), float(r[key])) for r in rows if r[key] is not None]
-        for name, key in lines.items()
-    }
-    return plots.lines(title, "group size (members in the generation)", "bytes", series, log_y=True)
-
-
-def _fmt(value: Any, digits: int = 1) -> str:
+# ------------------------------------------------------------------------------------------- formatting
+def _fmt(value: Any) -> str:
     if value is None:
         return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, float):
+        if value == 0:
+            return "0"
+        size = abs(value)
+        digits = 0 if size >= 100 else 1 if size >= 10 else 2
         return f"{value:,.{digits}f}"
     return f"{value:,}" if isinstance(value, int) else html.escape(str(value))
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{_fmt(v)}</td>" for v in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def _ratio(n: Any, d: Any, scale: float = 1.0) -> float | None:
-    """n / d / scale, or None when n is unknown or d is zero."""
+    """n / d / scale, or None when n is unknown or d is zero or unknown."""
     return n / d / scale if n is not None and d else None
 
 
-def render(t: Tables, meta: Mapping[str, Any]) -> str:
-    agg = aggregates(t)
-    parts: list[str] = [f"<h1>Rebalance lab: {html.escape(str(meta.get('title', 'report')))}</h1>"]
-    facts = [(k, v) for k, v in meta.items() if k != "title"]
-    parts.append(
-        _table(
-            ["", ""],
-            [(k.replace("_", " "), v if not isinstance(v, list) else ", ".join(map(str, v))) for k, v in facts],
-        )
+#: a table column: (header, direction: -1 lower is better, 1 higher is better, 0 neither)
+Column = tuple[str, int]
+
+
+def _table(columns: Sequence[Column], rows: Sequence[Sequence[Any]], note: str = "") -> str:
+    """An HTML table; in each column with a direction the best value is bold."""
+    best: dict[int, Any] = {}
+    for i, (_, direction) in enumerate(columns):
+        values = [r[i] for r in rows if isinstance(r[i], int | float) and not isinstance(r[i], bool)]
+        if direction and len(values) > 1 and len(set(values)) > 1:
+            best[i] = min(values) if direction < 0 else max(values)
+    arrows = {-1: " ↓", 1: " ↑", 0: ""}
+    head = "".join(f"<th>{html.escape(h)}{arrows[d]}</th>" for h, d in columns)
+    body = []
+    for row in rows:
+        cells = []
+        for i, value in enumerate(row):
+            text = _fmt(value)
+            cells.append(f"<td><b>{text}</b></td>" if i in best and value == best[i] else f"<td>{text}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    caption = f"<caption>{note}</caption>" if note else ""
+    rows_html = "".join(body)
+    return f"<div class='scroll'><table>{caption}<thead><tr>{head}</tr></thead><tbody>{rows_html}</tbody></table></div>"
+
+
+def _figure(plot: plots.Plot | None, caption: str, missing: str) -> str:
+    """The figure, or (no data) a sentence saying which figure is left out and why."""
+    if plot is None:
+        return f"<p class='note'>No figure: {html.escape(missing)}.</p>"
+    return (
+        f'<figure><img alt="{html.escape(plot.title)}" src="data:image/png;base64,{plot.png}">'
+        f"<figcaption>{caption}</figcaption></figure>"
     )
 
-    parts.append("<h2>Lab checks: the seeds' tables</h2>")
-    parts.append(
-        _table(
-            ["check", "expected", "measured", ""],
-            [(c.name, c.expected, c.measured, "ok" if c.ok else "FAILED") for c in checks.run_all()],
-        )
-    )
-    parts.append("<p>KIP-54's worked examples, partitions that keep their owner through the change:</p>")
-    parts.append(
-        _table(
-            ["example", "change", "round-robin keeps", "sticky keeps"],
-            [(r.example, r.change, r.roundrobin, r.sticky) for r in checks.kip54_rows()],
-        )
-    )
 
-    parts.append("<h2>Per strategy and protocol</h2>")
-    parts.append(f"<p>{_PAIRS_NOTE}</p>")
+# ---------------------------------------------------------------------------------------------- sections
+def _facts(meta: Mapping[str, Any]) -> str:
+    skip = {"title", "settings", "axes", "measure_from_ms"}
     rows = []
+    for key, value in meta.items():
+        if key in skip:
+            continue
+        shown = ", ".join(map(str, value)) if isinstance(value, list) else value
+        rows.append((key.replace("_", " "), shown if shown != "" else "none"))
+    return _table([("", 0), ("", 0)], rows)
+
+
+_READING = """<ul>
+<li><b>Unowned partition-seconds</b> (the stop-the-world cost): for how long partitions had no consumer processing
+them, added up over partitions. Ten partitions paused for 2 s count 20. Lower is better.</li>
+<li><b>Per churn event</b>: a pattern's costs are divided by its events — one member joining, leaving, crashing,
+or one member stopped and started again in a rolling restart. Over all patterns together they are divided by
+membership changes instead (a restart is two: a leave and a join).</li>
+<li><b>Rebalances</b>: how often the group reassigned its partitions; cooperative rebalancing takes two rounds
+where eager takes one. <b>Moved</b>: partitions that ended with another owner. <b>Kept</b>: of the partitions
+each member owned before, the share it still owns after.</li>
+<li><b>Protocols</b>: <i>classic eager</i> and <i>classic cooperative</i> are Kafka's JoinGroup/SyncGroup
+protocol, where every member gives up all its partitions at a rebalance (eager) or only those that move
+(cooperative, KIP-429); <i>KIP-848</i> is the consumer group protocol (<code>group.protocol=consumer</code>),
+where the broker assigns and members hand partitions over one by one at their heartbeats.</li>
+<li>↓ lower is better, ↑ higher is better; the best value of each such column is in bold. "–": the metric does
+not apply (e.g. JoinGroup bytes in a KIP-848 group) or the data cannot give it (e.g. who processed what, in a
+server's log).</li>
+</ul>"""
+
+
+def _model(meta: Mapping[str, Any]) -> str:
+    parts = ["<h2>Model and assumptions</h2>"]
+    settings = meta.get("settings")
+    axes = meta.get("axes")
+    if isinstance(axes, Mapping):
+        described = "; ".join(f"{k.replace('_', ' ')}: {_plain(v)}" for k, v in axes.items())
+        parts.append(f"<p>The grid: {html.escape(described)}. Every combination is one simulated run.</p>")
+    if isinstance(settings, Mapping):
+        parts.append(
+            "<p>Every run of the grid shares these settings (the simulator's members are regroup's own Kafka "
+            "clients, driven on a virtual clock against regroup's coordinator; docs/simulator.md says what they "
+            "do):</p>"
+        )
+        rows = [(name, _plain(value), SETTING_WORDS.get(name, "")) for name, value in settings.items()]
+        parts.append(_table([("setting", 0), ("value", 0), ("meaning", 0)], rows))
+        warmup = settings.get("warmup_ms")
+        interval = settings.get("interval_ms")
+        if warmup is not None and interval is not None:
+            parts.append(
+                f"<p>Churn event k happens at {_plain(warmup)} + k × {_plain(interval)} ms. A run goes on after "
+                "its last event until the group has settled (every member in the current generation, every "
+                "partition owned once), at most a session timeout and a rebalance timeout longer; a run cut off "
+                "before that is listed below.</p>"
+            )
+    else:
+        measured = meta.get("measure_from_ms")
+        parts.append(
+            "<p>Event logs: the timings and behaviour are those of whatever wrote them (the simulator's scenario, "
+            "or real clients against <code>regroup serve</code>). "
+            + (f"Rebalances starting before {measured} ms are the formation phase, not measured. " if measured else "")
+            + "A server's log does not show which consumer processed what, so the ownership costs are – there.</p>"
+        )
+    return "\n".join(parts)
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_plain(v)}" for k, v in value.items())
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return "not set"
+    return str(value)
+
+
+_PATTERN_COLUMNS: Final[list[Column]] = [
+    ("strategy / protocol", 0),
+    ("runs", 0),
+    ("rebalances per event", -1),
+    ("unowned partition-s per event", -1),
+    ("time in rebalances per event (s)", -1),
+    ("partitions moved per event", -1),
+    ("kept (%)", 1),
+    ("protocol bytes per event", -1),
+]
+
+
+def _protocol_bytes(p: Mapping[str, Any]) -> Any:
+    """What the membership protocol carried: JoinGroup (leader-only, as Kafka) + SyncGroup, or KIP-848's
+    heartbeat fields."""
+    if p["heartbeat_bytes"] is not None:
+        return p["heartbeat_bytes"]
+    if p["join_bytes_leader"] is None or p["sync_bytes"] is None:
+        return None
+    return p["join_bytes_leader"] + p["sync_bytes"]
+
+
+def _pattern_rows(rows: Sequence[Mapping[str, Any]], per: Callable[[Mapping[str, Any]], Any]) -> list[list[Any]]:
+    out = []
+    for p in rows:
+        d = per(p)
+        kept = p["fraction_kept"]
+        out.append(
+            [
+                label(p),
+                p["runs"],
+                _ratio(p["rebalances"], d),
+                _ratio(p["unowned_partition_ms"], d, scale=1000),
+                _ratio(p["duration_ms"], d, scale=1000),
+                _ratio(p["moved"], d),
+                kept * 100 if kept is not None else None,
+                _ratio(_protocol_bytes(p), d),
+            ]
+        )
+    return out
+
+
+def _headline(rows: Sequence[Sequence[Any]], word: str, paused: Mapping[str, float | None]) -> str:
+    """Which pair did best and worst on the stop-the-world cost, in words, and why: how many partitions each
+    paused per event (revoked) and for how long each on average (``paused``: label -> revoked per event)."""
+    known = [(r[3], r[0]) for r in rows if r[3] is not None]
+    if len(known) < 2:
+        return ""
+    low, high = min(known), max(known)
+    if low[0] == high[0]:
+        return f"<p>Every strategy and protocol paused the same: {_fmt(low[0])} partition-s per {word}.</p>"
+    tied = [name for value, name in known if value == low[0]]
+    best = " = ".join(tied)
+    text = (
+        f"<p>Least stop-the-world per {word}: <b>{html.escape(best)}</b> ({_fmt(low[0])} partition-s); most: "
+        f"{html.escape(high[1])} ({_fmt(high[0])} partition-s)."
+    )
+    why = []
+    for value, name in (low, high):
+        count = paused.get(name)
+        if count:
+            why.append(f"{html.escape(name)} paused {_fmt(count)} partitions per {word}, {_fmt(value / count)} s each")
+    if len(why) == 2:
+        text += f" Why: {why[0]}; {why[1]} (on average)."
+    return text + "</p>"
+
+
+def _per_pattern(agg: Mapping[str, list[dict[str, Any]]]) -> str:
+    parts = ["<h2>Results per churn pattern</h2>"]
+    by_churn: dict[str, list[dict[str, Any]]] = {}
+    for p in agg["patterns"]:
+        by_churn.setdefault(p["churn"], []).append(p)
+    known = {name for name, _, _ in PATTERNS}
+    order = [*PATTERNS, *((c, f"Churn pattern {c}", "event") for c in sorted(by_churn) if c not in known)]
+    for churn, heading, word in order:
+        rows = by_churn.get(churn)
+        if not rows:
+            continue
+        parts.append(f"<h3>{html.escape(heading)}</h3>")
+        if churn == "none":
+            parts.append("<p>Costs after the warm-up, per run: without membership changes there should be none.</p>")
+            table = _pattern_rows(rows, lambda p: p["runs"])
+            columns = [(h.replace("per event", "per run"), d) for h, d in _PATTERN_COLUMNS]
+        else:
+            table = _pattern_rows(rows, lambda p: p["events"])
+            columns = [(h.replace("per event", f"per {word}"), d) for h, d in _PATTERN_COLUMNS]
+            paused = {label(p): _ratio(p["revoked"], p["events"]) for p in rows}
+            parts.append(_headline(table, word, paused))
+        table.sort(key=lambda r: (r[3] is None, r[3] if r[3] is not None else 0, r[0]))
+        parts.append(_table(columns, table))
+    parts.append(_pattern_figures(agg))
+    return "\n".join(parts)
+
+
+def _panels(agg: Mapping[str, list[dict[str, Any]]], key: str, scale: float = 1.0) -> dict[str, plots.Series]:
+    """Per churn pattern: per pair, the metric per event against group size."""
+    words = {name: (heading, word) for name, heading, word in PATTERNS}
+    out: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    for r in agg["sizes"]:
+        if r["members"] is None or not r["events"] or r[key] is None:
+            continue
+        heading, _ = words.get(r["churn"], (f"Churn pattern {r['churn']}", "event"))
+        out.setdefault(heading, {}).setdefault(label(r), []).append((float(r["members"]), r[key] / r["events"] / scale))
+    return {name: out[name] for name in sorted(out, key=_pattern_order)}
+
+
+def _pattern_order(heading: str) -> int:
+    for i, (_, title, _) in enumerate(PATTERNS):
+        if title == heading:
+            return i
+    return len(PATTERNS)
+
+
+def _pattern_figures(agg: Mapping[str, list[dict[str, Any]]]) -> str:
+    x = "group size (members when the group formed)"
+    no_runs = "no run had churn events and a known group size"
+    figures = [
+        (
+            plots.panels(
+                "Stop-the-world cost per churn event",
+                _panels(agg, "unowned_partition_ms", 1000),
+                x,
+                "unowned partition-s per event",
+            ),
+            "Partition-seconds without an owner per churn event, by group size; lower is better. Series with "
+            "identical values are drawn once, their names joined by “=”.",
+            "the stop-the-world cost per churn event: no run with churn events shows which consumer processed "
+            "what (a server's log does not)"
+            if agg["sizes"]
+            else f"the stop-the-world cost per churn event: {no_runs}",
+        ),
+        (
+            plots.panels("Partitions moved per churn event", _panels(agg, "moved"), x, "partitions moved per event"),
+            "Partitions that ended with another owner, per churn event; lower is better (fewer caches and states "
+            "to rebuild).",
+            f"partitions moved per churn event: {no_runs}",
+        ),
+        (
+            plots.panels(
+                "Time in rebalances per churn event", _panels(agg, "duration_ms", 1000), x, "seconds per event"
+            ),
+            "Seconds from the start of each rebalance to the moment every member had applied its assignment, per "
+            "churn event; lower is better.",
+            f"time in rebalances per churn event: {no_runs}",
+        ),
+    ]
+    return "\n".join(_figure(plot, caption, missing) for plot, caption, missing in figures)
+
+
+_PAIR_COLUMNS: Final[list[Column]] = [
+    ("strategy / protocol", 0),
+    ("runs", 0),
+    ("changes", 0),
+    ("rebalances per change", -1),
+    ("JoinGroup rounds per change", -1),
+    ("unowned partition-s per change", -1),
+    ("partitions revoked per change", -1),
+    ("violations", -1),
+]
+_QUALITY_COLUMNS: Final[list[Column]] = [
+    ("strategy / protocol", 0),
+    ("kept (%)", 1),
+    ("final max−min partitions", -1),
+    ("final KIP-54 score", -1),
+    ("JoinGroup bytes per change (Kafka: leader only)", -1),
+    ("JoinGroup bytes per change (if everyone got all)", -1),
+    ("SyncGroup bytes per change", -1),
+    ("KIP-848 heartbeat bytes per change", -1),
+]
+
+
+def _over_all(agg: Mapping[str, list[dict[str, Any]]]) -> str:
+    parts = [
+        "<h2>All patterns together, per membership change</h2>",
+        "<p>Totals over the measured part of every run with membership changes, divided by those changes (joins, "
+        "leaves, crashes, restarts). Kept, balance and the KIP-54 score are means over runs (the score: the sum, "
+        "over pairs of members, of the difference in their partition counts; 0 is perfectly even).</p>",
+    ]
+    costs, quality = [], []
     for p in agg["pairs"]:
         ch = p["changes"]
-        rows.append(
-            (
+        costs.append(
+            [
                 label(p),
                 p["runs"],
                 ch,
                 _ratio(p["rebalances"], ch),
                 _ratio(p["rounds"], ch),
-                _ratio(p["duration_ms"], ch),
                 _ratio(p["unowned_partition_ms"], ch, scale=1000),
-                _ratio(p["moved"], ch),
                 _ratio(p["revoked"], ch),
-                _ratio(p["reassigned"], ch),
-                p["fraction_kept"],
+                p["violations"],
+            ]
+        )
+        kept = p["fraction_kept"]
+        quality.append(
+            [
+                label(p),
+                kept * 100 if kept is not None else None,
                 p["balance_spread"],
                 p["balance_score"],
                 _ratio(p["join_bytes_leader"], ch),
                 _ratio(p["join_bytes_all"], ch),
                 _ratio(p["sync_bytes"], ch),
                 _ratio(p["heartbeat_bytes"], ch),
-                p["violations"],
-            )
+            ]
         )
+    parts.append(_table(_PAIR_COLUMNS, costs))
+    parts.append(_table(_QUALITY_COLUMNS, quality))
+    payload = agg["payload"]
+    bytes_series = {
+        "classic: JoinGroup (leader alone gets the metadata, as in Kafka) + SyncGroup": "leader_sync",
+        "classic, if every member got everyone's metadata: JoinGroup + SyncGroup": "everyone_sync",
+        "KIP-848: heartbeat subscriptions, acknowledgements, assignments": "kip848",
+    }
+    series = {
+        name: [(float(r["group_size"]), float(r[key])) for r in payload if r[key] is not None]
+        for name, key in bytes_series.items()
+    }
     parts.append(
-        _table(
-            [
-                "strategy/protocol",
-                "runs",
-                "changes",
-                "rebalances /change",
-                "rounds /change",
-                "rebalance ms /change",
-                "unowned partition-s /change",
-                "moved /change",
-                "revoked /change",
-                "re-assigned /change",
-                "fraction kept",
-                "final max−min",
-                "final KIP-54 score",
-                "join bytes leader-only /change",
-                "join bytes everyone /change",
-                "sync bytes /change",
-                "KIP-848 heartbeat bytes /change",
-                "violations",
-            ],
-            rows,
+        _figure(
+            plots.panels(
+                "Membership-protocol bytes per rebalance",
+                {"by group size (log scale)": series},
+                "group size (members in the generation)",
+                "bytes per rebalance",
+                log_y=True,
+                columns=1,
+            ),
+            "What the group membership protocol carried per rebalance, by group size; lower is better. In the "
+            "classic protocol only the leader receives every member's metadata; the second line shows what it "
+            "would cost if every member received it.",
+            "membership-protocol bytes per rebalance: no rebalance had payload figures (a server's log carries no "
+            "subscriptions)",
         )
     )
+    scores = {label(p): float(p["balance_score"]) for p in agg["pairs"] if p["balance_score"] is not None}
+    parts.append(
+        _figure(
+            plots.bars(
+                "Final balance: KIP-54 score (mean over runs)", "score (0 = perfectly even; lower is better)", scores
+            ),
+            "How evenly the last assignment of each run spread partitions over members; lower is better.",
+            "final balance: no run had a final assignment",
+        )
+    )
+    return "\n".join(parts)
 
-    parts.append("<h2>Plots</h2>")
-    figures = [
-        plots.lines(
-            "Stop-the-world cost per membership change",
-            "group size (members)",
-            "unowned partition-seconds",
-            {k: [(x, y / 1000) for x, y in v] for k, v in _per_change(agg["sizes"], "unowned_partition_ms").items()},
+
+def _caveats(agg: Mapping[str, list[dict[str, Any]]]) -> str:
+    parts: list[str] = []
+    count = agg["unsettled_count"][0]["n"] if agg["unsettled_count"] else 0
+    if count:
+        listed = ", ".join(
+            f"{html.escape(r['run_id'])} ({_fmt((r['cut_off_unowned_partition_ms'] or 0) / 1000)} partition-s after "
+            "its last rebalance)"
+            for r in agg["unsettled"]
+        )
+        more = f" and {count - len(agg['unsettled'])} more" if count > len(agg["unsettled"]) else ""
+        parts.append(
+            f"<p class='note'><b>{count} run(s) ended before the group settled</b> (a rebalance still in progress or "
+            "partitions without an owner at the end): the unowned time after their last rebalance is in their "
+            f"totals, but what came after the end is not: {listed}{more}.</p>"
+        )
+    if agg["quiet"]:
+        listed = ", ".join(f"{html.escape(r['run_id'])} ({r['rebalances']})" for r in agg["quiet"])
+        parts.append(
+            "<p class='note'>Runs with rebalances but no membership change in the measured part (their rebalances "
+            f"are not divided by anything above): {listed}.</p>"
+        )
+    return "<h2>What did not fit</h2>\n" + "\n".join(parts) if parts else ""
+
+
+def _sanity() -> str:
+    parts = [
+        "<h2>Sanity checks</h2>",
+        "<p>The lab's code reproduces published figures: KIP-54's worked examples (partitions that keep their "
+        "owner through each example's change, round-robin against sticky) and the arithmetic of JoinGroup "
+        "payloads (100 members with 100 KB of metadata each).</p>",
+        _table(
+            [("check", 0), ("expected", 0), ("measured", 0), ("", 0)],
+            [(c.name, c.expected, c.measured, "ok" if c.ok else "FAILED") for c in checks.run_all()],
         ),
-        plots.lines(
-            "Partitions moved per membership change",
-            "group size (members)",
-            "partitions moved",
-            _per_change(agg["sizes"], "moved"),
-        ),
-        plots.lines(
-            "Rebalance time per membership change",
-            "group size (members)",
-            "ms in rebalances",
-            _per_change(agg["sizes"], "duration_ms"),
-        ),
-        _bytes_plot(
-            "JoinGroup metadata bytes per rebalance",
-            agg["payload"],
-            {"Kafka: leader alone receives all": "leader", "seed 000: everyone receives everything": "everyone"},
-        ),
-        _bytes_plot(
-            "Membership-protocol bytes per rebalance: metadata and assignments",
-            agg["payload"],
-            {
-                "classic: JoinGroup (leader alone) + SyncGroup": "leader_sync",
-                "seed 000: JoinGroup (everyone) + SyncGroup": "everyone_sync",
-                "KIP-848: heartbeat subscriptions, acknowledgements, assignments": "kip848",
-            },
-        ),
-        plots.bars(
-            "Final KIP-54 balance score (mean over runs; 0 = perfectly even)",
-            "score",
-            {label(p): float(p["balance_score"] or 0) for p in agg["pairs"]},
+        _table(
+            [("KIP-54 example", 0), ("change", 0), ("round-robin keeps", 1), ("sticky keeps", 1)],
+            [(r.example, r.change, r.roundrobin, r.sticky) for r in checks.kip54_rows()],
         ),
     ]
-    for png in figures:
-        parts.append(f'<figure><img alt="{html.escape(png.title)}" src="data:image/png;base64,{png.png}">')
-        parts.append(f"<figcaption>{html.escape(png.title)}</figcaption></figure>")
-    body = "\n".join(parts)
+    return "\n".join(parts)
+
+
+def render(t: Tables, meta: Mapping[str, Any]) -> str:
+    agg = aggregates(t)
+    parts: list[str] = [f"<h1>Rebalance lab: {html.escape(str(meta.get('title', 'report')))}</h1>"]
+    parts.append(_facts(meta))
+    parts.append("<h2>How to read this report</h2>" + _READING)
+    parts.append(_model(meta))
+    parts.append(_per_pattern(agg))
+    parts.append(_over_all(agg))
+    parts.append(_caveats(agg))
+    parts.append(_sanity())
+    body = "\n".join(p for p in parts if p)
     head = f"<meta charset='utf-8'><title>regroup rebalance lab</title><style>{_CSS}</style>"
     return f"<!DOCTYPE html>\n<html><head>{head}</head><body>\n{body}\n</body></html>\n"
 
 
-_PAIRS_NOTE = (
-    "Totals over the churn phase of every run, divided by the membership changes (joins, leaves, crashes,"
-    " restarts) that caused them. Means of fraction kept and of the final balance are over runs."
-)
 _CSS = (
-    "body{font-family:sans-serif;margin:2em;max-width:1200px}"
-    "table{border-collapse:collapse;margin:1em 0;font-size:13px}"
-    "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}td:first-child,th:first-child{text-align:left}"
-    "th{background:#eef}img{display:block;margin:1em 0}"
+    "body{font-family:sans-serif;margin:1.5em auto;max-width:980px;padding:0 1em;line-height:1.4}"
+    ".scroll{overflow-x:auto}table{border-collapse:collapse;margin:0.8em 0;font-size:13px}"
+    "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;vertical-align:top}"
+    "th{background:#eef;font-weight:normal;max-width:9em}td:first-child,th:first-child{text-align:left}"
+    "caption{text-align:left;font-size:13px;color:#555}.note{color:#633}"
+    "img{display:block;margin:1em 0;max-width:100%;height:auto}figcaption{font-size:13px;color:#444}"
 )
 
 

@@ -10,10 +10,12 @@ from regroup.lab import scenarios, tables
 from regroup.lab.eventfiles import read_groups
 from regroup.lab.grid import RunSpec
 from regroup.lab.metrics import Context, analyze, analyze_rows
-from regroup.sim import simulate
+from regroup.sim.engine import Simulator
 
 Rows = tuple[tuple[Any, ...], list[tuple[Any, ...]]]
 
+#: how far a run goes on at a time while its group settles after the scenario's end
+SETTLE_STEP_MS: Final = 1_000
 #: the cyclic collector's thresholds in a task's process (CPython's defaults: 700, 10, 10)
 TASK_GC_THRESHOLDS: Final = (100_000, 50, 1_000)
 _gc_tuned = False
@@ -47,10 +49,24 @@ def axes(run: RunSpec) -> dict[str, Any]:
     }
 
 
+def play_out(sim: Simulator, limit_ms: int) -> bool:
+    """Run ``sim`` to its scenario's end, then on until the group has settled (quiescent: every running member
+    in the group's current generation, every subscribed partition owned by exactly one), at most to
+    ``limit_ms``; whether it settled. The log then ends (``sim_end``)."""
+    sim.run()
+    settled = sim.quiescent()
+    while not settled and sim.now < limit_ms:
+        sim.run(min(limit_ms, sim.now + SETTLE_STEP_MS))
+        settled = sim.quiescent()
+    sim.finish()
+    return settled
+
+
 def simulate_run(run: RunSpec) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Simulate one run and compute its rows (as dicts)."""
+    """Simulate one run, played out until its group settles, and compute its rows (as dicts)."""
     scenario = scenarios.scenario(run)
-    sim = simulate(scenario, run.seed)
+    sim = Simulator(scenario, run.seed)
+    settled = play_out(sim, scenarios.settle_limit_ms(run))
     ctx = Context(
         run_id=run.run_id,
         source="sweep",
@@ -59,7 +75,7 @@ def simulate_run(run: RunSpec) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         metadata_bytes=run.settings.metadata_bytes,
         axes=axes(run),
     )
-    return analyze_rows(sim.log.rows, ctx)
+    return analyze_rows(sim.log.rows, ctx, settled=settled)
 
 
 def as_tuples(run_row: dict[str, Any], rebalance_rows: list[dict[str, Any]]) -> Rows:

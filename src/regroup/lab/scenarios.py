@@ -3,7 +3,9 @@ their timing. The mapping is documented in docs/lab.md ("From a run to a scenari
 
 Members ``c0 .. c{n-1}`` all join at 0 ms; topics ``t0 .. t{T-1}`` have ``partitions`` partitions each.
 The group forms during ``warmup_ms``; churn event k happens at ``warmup_ms + k * interval_ms``; the run
-ends ``tail_ms`` after the last one. Rebalances starting before ``warmup_ms`` are the *formation* phase.
+lasts at least ``tail_ms`` after the last one, and then until the group has settled (``settle_limit_ms``:
+the consequences of the last change, e.g. a crash detected only when its session times out, are played out),
+at most until that limit. Rebalances starting before ``warmup_ms`` are the *formation* phase.
 """
 
 from __future__ import annotations
@@ -52,6 +54,14 @@ def duration_ms(run: RunSpec) -> int:
     return s.warmup_ms + max(run.churn_events - 1, 0) * s.interval_ms + s.tail_ms
 
 
+def settle_limit_ms(run: RunSpec) -> int:
+    """How long a run may go on past ``duration_ms`` for its group to settle: the last change may need a session
+    timeout to be detected (a crash) and then a rebalance, which may take the rebalance timeout."""
+    s = run.settings
+    longest_session = max(s.session_timeout_ms, s.consumer_session_timeout_ms)
+    return duration_ms(run) + longest_session + s.rebalance_timeout_ms
+
+
 def document(run: RunSpec) -> dict[str, Any]:
     """The scenario as the simulator's JSON document."""
     s = run.settings
@@ -66,6 +76,10 @@ def document(run: RunSpec) -> dict[str, Any]:
         "duration_ms": duration_ms(run),
         "measure_from_ms": s.warmup_ms,
         "network": {"latency_ms": s.latency_ms, "jitter_ms": s.jitter_ms},
+        "coordinator": {
+            "consumer_group_session_timeout_ms": s.consumer_session_timeout_ms,
+            "consumer_group_heartbeat_interval_ms": s.consumer_heartbeat_interval_ms,
+        },
         "topics": {t: run.partitions for t in topic_names(run)},
         "member_defaults": {
             **settings,
@@ -73,6 +87,7 @@ def document(run: RunSpec) -> dict[str, Any]:
             "heartbeat_interval_ms": s.heartbeat_interval_ms,
             "rebalance_timeout_ms": s.rebalance_timeout_ms,
             "auto_commit": s.auto_commit,
+            **s.app_fields(),
         },
         "members": members,
         "events": joins + churn_events(run),

@@ -64,6 +64,8 @@ RUN_COLUMNS = [
     ("changes", "long"),
     ("formation_rebalances", "long"),
     ("rebalances", "long"),
+    ("settled", "boolean"),
+    ("cut_off_unowned_partition_ms", "long"),
     *COST_COLUMNS,
 ]
 

@@ -87,20 +87,40 @@ class GroupMetadataValue:
         self.members = members
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
 class OffsetCommitKey:
-    group_id: str
-    topic: str
-    partition: int
+    group_id: Final[str]
+    topic: Final[str]
+    partition: Final[int]
+
+    def __init__(self, *, group_id: str, topic: str, partition: int) -> None:
+        self.group_id = group_id
+        self.topic = topic
+        self.partition = partition
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
 class OffsetCommitValue:
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp_ms: int
-    expire_timestamp_ms: int | None
+    offset: Final[int]
+    leader_epoch: Final[int]
+    metadata: Final[str]
+    commit_timestamp_ms: Final[int]
+    expire_timestamp_ms: Final[int | None]
+
+    def __init__(
+        self,
+        *,
+        offset: int,
+        leader_epoch: int,
+        metadata: str,
+        commit_timestamp_ms: int,
+        expire_timestamp_ms: int | None,
+    ) -> None:
+        self.offset = offset
+        self.leader_epoch = leader_epoch
+        self.metadata = metadata
+        self.commit_timestamp_ms = commit_timestamp_ms
+        self.expire_timestamp_ms = expire_timestamp_ms
 
 
 RecordKey = GroupMetadataKey | OffsetCommitKey | ConsumerRecordKey

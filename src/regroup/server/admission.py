@@ -3,14 +3,13 @@
 * **Limits.** At most ``max_connections`` Kafka connections open in total and ``max_connections_per_ip``
   from one client address (Kafka's ``max.connections`` and ``max.connections.per.ip``). A connection over
   a limit is closed as soon as it is accepted, before anything is read, as Kafka does.
-* **File descriptors.** Every connection is a file descriptor, and so is every partition's active segment.
-  A server that let connections take the last descriptors would fail its next log append (fatal) or topic
-  creation, so the total limit is also capped at the open-file limit minus a reserve: ``FD_RESERVE`` (or a
-  quarter of a smaller limit) for the process itself (listeners, the event loop, the coordinator log,
-  segment reads, metrics scrapes) plus one per partition of the embedded log (``log_files``, kept current by
-  the server). At start the soft limit is
-  raised towards the hard limit when ``max_connections`` needs it; if that is not enough, a warning says
-  what the cap is.
+* **File descriptors.** Every connection is a file descriptor, and so is every segment file the partition
+  log holds open (at most its handle cache's capacity, ``--max-open-segment-files``). A server that let
+  connections take the last descriptors would fail its next log append or topic creation, so the total
+  limit is also capped at the open-file limit minus a reserve: ``FD_RESERVE`` (or a quarter of a smaller
+  limit) for the process itself (listeners, the event loop, the coordinator log, metrics scrapes) plus the
+  segment files (``log_files``). At start the soft limit is raised towards the hard limit when
+  ``max_connections`` needs it; if that is not enough, a warning says what the cap is.
 * **Refusals** are counted per reason (the metrics' ``regroup_connections_refused_total``) and logged at
   INFO at most once per client address per ``log_interval_s``, with the number refused since the last line,
   so a client retrying in a loop cannot flood the log.
@@ -72,8 +71,7 @@ class RateLimit:
 
 
 def fd_limit(wanted: int) -> int:
-    """The soft open-file limit; when it is below ``wanted``, first raised to the hard limit (partitions
-    created later need descriptors too)."""
+    """The soft open-file limit; when it is below ``wanted``, first raised to the hard limit."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and soft < wanted:
         target = wanted if hard == resource.RLIM_INFINITY else hard
@@ -102,7 +100,7 @@ class Admission:
     ) -> None:
         self.max_connections = max_connections
         self.max_connections_per_ip = max_connections_per_ip
-        self.log_files = log_files  # partitions of the embedded log: one open segment each
+        self.log_files = log_files  # segment files the partition log may hold open
         wanted = max_connections + FD_RESERVE + log_files
         self.open_files = fd_limit(wanted) if open_files is None else open_files
         self.reserve = min(FD_RESERVE, self.open_files // 4)
@@ -114,7 +112,7 @@ class Admission:
         if room < max_connections:
             log.warning(
                 "the open-file limit %d leaves room for %d connections (%d descriptors kept for the process, %d "
-                "for partition segments), fewer than --max-connections %d; raise it with ulimit -n",
+                "for segment files), fewer than --max-connections %d; raise it with ulimit -n",
                 self.open_files,
                 room,
                 self.reserve,
@@ -124,7 +122,7 @@ class Admission:
 
     @property
     def fd_room(self) -> int:
-        """How many connections the open-file limit leaves after the reserve and the partitions' segments."""
+        """How many connections the open-file limit leaves after the reserve and the open segment files."""
         return max(0, self.open_files - self.reserve - self.log_files)
 
     def admit(self, host: str) -> bool:
@@ -140,7 +138,7 @@ class Admission:
                 host,
                 "open_files",
                 f"{self.open} open, the open-file limit {self.open_files} leaves room for no more "
-                f"({self.log_files} partition segments, {self.reserve} kept for the process)",
+                f"({self.log_files} segment files, {self.reserve} kept for the process)",
             )
         self.open += 1
         self.per_ip[host] += 1

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.result import RequestKey, Result
+from regroup.model.errors import ErrorCode
 
 NODE_ID = 0
 CLUSTER_ID = "regroup-cluster"
@@ -79,11 +80,21 @@ class Broker(Protocol):
 
 
 Handler = Callable[[Any, RequestContext, Any], Awaitable[Any]]
+#: ``error_response(ctx, request, code)``: the API's response carrying ``code`` in every error slot (Kafka's
+#: ``AbstractRequest.getErrorResponse``); ``code`` is one of regroup's ``ErrorCode``s
+ErrorResponse = Callable[[RequestContext, Any, ErrorCode], Any]
 
 
 @dataclass(frozen=True, slots=True)
 class ApiSpec:
+    """One API as served: its key, the versions advertised, the handler and the error response the
+    dispatcher answers with when the handler raises (``ApiError`` → its code, anything unexpected →
+    UNKNOWN_SERVER_ERROR) or an identifier is over its limit (INVALID_REQUEST). ``own_limits``: identifier
+    kinds (``precheck.ID_KINDS``) the handler checks itself with the API's own error code."""
+
     api_key: int
     min_version: int
     max_version: int
     handler: Handler
+    error_response: ErrorResponse | None = None
+    own_limits: frozenset[str] = frozenset()

@@ -15,7 +15,7 @@ import itertools
 import logging
 import signal
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -30,14 +30,17 @@ from regroup.server.events import GroupEvents
 from regroup.server.framing import DEFAULT_MAX_FRAME_BYTES
 from regroup.server.handlers.registry import load_specs
 from regroup.server.image import cluster_image
+from regroup.server.limits import DEFAULT_LIMITS
 from regroup.server.metrics import RequestMetrics
 from regroup.server.metrics_http import MetricsEndpoint
 from regroup.server.rebalances import RebalanceLog
 from regroup.server.runtime import CoordinatorRuntime, Uuid4Ids, wall_ms
 from regroup.server.scrape import ScrapeSources, scrape
+from regroup.server.topics import DEFAULT_MAX_PARTITIONS, DEFAULT_MAX_PARTITIONS_PER_TOPIC
 from regroup.server.topics import TopicStore as PartitionTopicStore
 from regroup.storage.coordinator_log import CoordinatorLog
-from regroup.storage.format import StorageError
+from regroup.storage.format import CorruptLogError, StorageError
+from regroup.storage.handles import DEFAULT_CAPACITY, capacity_for_limit
 from regroup.storage.record_log import FsyncPolicy, LogLockedError
 
 log = logging.getLogger("regroup.server")
@@ -70,6 +73,12 @@ class ServerConfig:
     snapshot_every: int = 100_000
     auto_create_topics: bool = True
     default_partitions: int = 1
+    #: identifier kind (``precheck.ID_KINDS``) -> most bytes a request may carry
+    id_limits: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
+    max_partitions_per_topic: int = DEFAULT_MAX_PARTITIONS_PER_TOPIC
+    max_partitions: int = DEFAULT_MAX_PARTITIONS
+    #: segment files held open at once (lowered to a quarter of the descriptor limit, RLIMIT_NOFILE)
+    max_open_segment_files: int = DEFAULT_CAPACITY
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
 
 
@@ -86,9 +95,15 @@ class ServerBroker:
     default_partitions: int = 1
 
 
-def open_topic_store(directory: Path, fsync: FsyncPolicy = FsyncPolicy.ALWAYS) -> PartitionTopicStore:
-    """The embedded partition log, with the server's fsync policy."""
-    return PartitionTopicStore.open(directory, fsync=fsync)
+def open_topic_store(directory: Path, cfg: ServerConfig) -> PartitionTopicStore:
+    """The embedded partition log, with the server's fsync policy, limits and open-file budget."""
+    return PartitionTopicStore.open(
+        directory,
+        fsync=cfg.fsync,
+        open_files=capacity_for_limit(cfg.max_open_segment_files),
+        max_partitions_per_topic=cfg.max_partitions_per_topic,
+        max_partitions=cfg.max_partitions,
+    )
 
 
 class Server:
@@ -124,11 +139,19 @@ class Server:
     async def _start(self) -> None:
         cfg = self.config
         clog = _open_coordinator_log(cfg)
-        self._runtime = CoordinatorRuntime.load(clog, config=cfg.coordinator, ids=Uuid4Ids(), on_fatal=self._fatal)
+        try:
+            self._runtime = CoordinatorRuntime.load(clog, config=cfg.coordinator, ids=Uuid4Ids(), on_fatal=self._fatal)
+        except BaseException as exc:
+            clog.close()
+            if isinstance(exc, StorageError):
+                raise StartupError(f"cannot load the coordinator log: {exc}{_repair_hint(cfg, exc)}") from None
+            raise
         topics_dir = cfg.data_dir / "topics"
-        self._topics = _guard_startup("cannot open the partition log", lambda: open_topic_store(topics_dir, cfg.fsync))
+        self._topics = _guard_startup(
+            "cannot open the partition log", lambda: open_topic_store(topics_dir, cfg), _repair_hint_for(cfg)
+        )
         self._admission = Admission(
-            cfg.max_connections, cfg.max_connections_per_ip, log_files=_partitions(self._topics)
+            cfg.max_connections, cfg.max_connections_per_ip, log_files=self._topics.open_files_max
         )
         self._feed_image()
         self._topics.on_change = self._feed_image
@@ -176,20 +199,26 @@ class Server:
             auto_create_topics=cfg.auto_create_topics,
             default_partitions=cfg.default_partitions,
         )
-        self._dispatcher = Dispatcher(broker, broker.api_specs, request_metrics)
+        self._dispatcher = Dispatcher(broker, broker.api_specs, request_metrics, cfg.id_limits)
+        if self._scrape_sources is not None:
+            self._scrape_sources.failures = self._dispatcher.failures
         self._runtime.start()
         self._stats = asyncio.get_running_loop().create_task(self._log_stats())
         if cfg.fsync is FsyncPolicy.INTERVAL:
             self._syncer = asyncio.get_running_loop().create_task(self._sync_topics())
         groups = len(self._runtime.coordinator.groups)
         log.info(
-            "serving host=%s port=%d advertised=%s data_dir=%s fsync=%s groups_loaded=%d apis=%d metrics=%s",
+            "serving host=%s port=%d advertised=%s data_dir=%s fsync=%s groups_loaded=%d topics=%d partitions=%d "
+            "open_segment_files_max=%d apis=%d metrics=%s",
             cfg.host,
             self.port,
             broker.host,
             cfg.data_dir,
             cfg.fsync.value,
             groups,
+            len(self._topics.topics()),
+            self._topics.partition_count,
+            self._topics.open_files_max,
             len(broker.api_specs),
             "off" if self._metrics is None else f"http://{self._metrics.host}:{self.metrics_port}/metrics",
         )
@@ -225,8 +254,6 @@ class Server:
 
     def _feed_image(self) -> None:
         """Give the coordinator the topics as they are now (at startup and after every topic change)."""
-        if self._admission is not None and self._topics is not None:
-            self._admission.log_files = _partitions(self._topics)
         if self._runtime is not None and self._topics is not None:
             try:
                 self._runtime.update_metadata(cluster_image(self._topics.topics()))
@@ -258,6 +285,13 @@ class Server:
         while True:
             await asyncio.sleep(self.config.stats_interval_s)
             counts = self._dispatcher.take_counts()
+            failures = self._dispatcher.failures.take()
+            if failures:
+                log.info(
+                    "requests not served normally last_%gs %s",
+                    self.config.stats_interval_s,
+                    " ".join(f"{key}={n}" for key, n in failures.items()),
+                )
             if counts:
                 line = " ".join(f"{name}={n}" for name, n in sorted(counts.items()))
                 interval, connections = self.config.stats_interval_s, len(self._connections)
@@ -309,20 +343,31 @@ def _open_coordinator_log(cfg: ServerConfig) -> CoordinatorLog:
     except LogLockedError:
         raise StartupError(f"data dir {cfg.data_dir} is in use by another regroup process") from None
     except StorageError as exc:
-        raise StartupError(f"cannot open the coordinator log in {directory}: {exc}") from None
+        raise StartupError(f"cannot open the coordinator log in {directory}: {exc}{_repair_hint(cfg, exc)}") from None
     except OSError as exc:
         raise StartupError(f"cannot use data dir {cfg.data_dir}: {exc.strerror or exc}") from None
 
 
-def _guard_startup(what: str, open_: Callable[[], T]) -> T:
+def _guard_startup(what: str, open_: Callable[[], T], hint: Callable[[BaseException], str] | None = None) -> T:
     try:
         return open_()
     except (OSError, StorageError) as exc:
-        raise StartupError(f"{what}: {getattr(exc, 'strerror', None) or exc}") from None
+        detail = getattr(exc, "strerror", None) or exc
+        filename = getattr(exc, "filename", None)
+        if filename:
+            detail = f"{filename}: {detail}"
+        raise StartupError(f"{what}: {detail}{hint(exc) if hint else ''}") from None
 
 
-def _partitions(topics: PartitionTopicStore) -> int:
-    return sum(info.partitions for info in topics.topics().values())
+def _repair_hint(cfg: ServerConfig, exc: BaseException) -> str:
+    """For damage: the command that reports it and repairs it."""
+    if not isinstance(exc, CorruptLogError):
+        return ""
+    return f" (`regroup repair --data-dir {cfg.data_dir}` shows what is damaged and how to repair it)"
+
+
+def _repair_hint_for(cfg: ServerConfig) -> Callable[[BaseException], str]:
+    return lambda exc: _repair_hint(cfg, exc)
 
 
 def _advertised(host: str) -> str:

@@ -9,8 +9,11 @@
   (KIP-511): a client sends the newest version it knows, so an unsupported ApiVersions version is answered
   with a v0 response carrying UNSUPPORTED_VERSION and the ApiVersions range; the header of such a request
   is parsed as v2 from version 3 on (ApiVersions is flexible from v3), v1 below.
-* Anything that does not decode (kio ``DecodeError``, bad UTF-8, short buffers) is a ``MalformedRequest``.
-  Trailing bytes after the body are ignored, as Kafka does.
+* A body is first walked against its schema (``precheck``): kio's native reader would reserve room for any
+  array length it is given, and it reads a null array where the schema forbids one. Anything the walk refuses,
+  and anything that does not decode (bad UTF-8, short buffers), is a ``MalformedRequest`` naming the API and
+  version. Trailing bytes after the body are ignored, as Kafka does. An identifier over its limit is not
+  malformed: ``DecodedRequest.over_limit`` says which, and the dispatcher answers INVALID_REQUEST.
 
 Speed (the per-request path of every connection): kio readers and writers are looked up once per entity
 class; a response header is the correlation id followed by bytes that never change for its class, so it is
@@ -35,13 +38,17 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32
 
-from regroup.server.errors import MalformedRequest, UnknownApiKey, UnsupportedApiVersion, map_exceptions
+from regroup.server import precheck
+from regroup.server.errors import MalformedRequest, UnknownApiKey, UnsupportedApiVersion
 from regroup.server.framing import frame
+from regroup.server.limits import CLIENT_ID, Limits
 
 API_VERSIONS_KEY = 18
 API_VERSIONS_FLEXIBLE_FROM = 3
 _KEY_AND_VERSION = struct.Struct(">hh")
 _SIZE_AND_CORRELATION_ID = struct.Struct(">ii")
+_CLIENT_ID_AT = 8  # after api key, api version and correlation id, in every request header version
+_CLIENT_ID_LENGTH = struct.Struct(">h")
 HEARTBEAT_KEY = 12
 #: APIs whose small request and response bodies are memoised (see the module doc).
 MEMO_API_KEYS = frozenset({HEARTBEAT_KEY})
@@ -50,6 +57,7 @@ _MEMO_MAX_ENTRIES = 8192
 
 #: api key -> (min version, max version) as advertised
 VersionRanges = Mapping[int, tuple[int, int]]
+_NO_LIMITS: Limits = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,43 +69,69 @@ class DecodedRequest:
     #: the kio request entity; None for an ApiVersions request of an unsupported version (body not parsed)
     body: Any
     size: int
+    #: the first identifier longer than its limit (answered with INVALID_REQUEST), or None
+    over_limit: str | None = None
 
     @property
     def unsupported_api_versions(self) -> bool:
         return self.body is None
 
 
-def decode_request(data: bytes, versions: VersionRanges) -> DecodedRequest:
-    """Decode one request frame. Raises a ``ProtocolError`` subclass when the connection must be closed."""
+def decode_request(data: bytes, versions: VersionRanges, limits: Mapping[int, Limits] | None = None) -> DecodedRequest:
+    """Decode one request frame. Raises a ``ProtocolError`` subclass when the connection must be closed.
+    ``limits``: per API key, the identifier limits its strings are measured against (``precheck``)."""
     if len(data) < _KEY_AND_VERSION.size:
         raise MalformedRequest(f"request of {len(data)} bytes has no header")
     api_key, api_version = _KEY_AND_VERSION.unpack_from(data)
     if api_key not in versions:
         raise UnknownApiKey(f"unknown api key {api_key}")
     low, high = versions[api_key]
+    api_limits = _NO_LIMITS if limits is None else limits.get(api_key, _NO_LIMITS)
     if not low <= api_version <= high:
         if api_key != API_VERSIONS_KEY:
             raise UnsupportedApiVersion(f"api key {api_key} version {api_version} outside {low}..{high}")
         header_cls: type[RequestHeaderV1 | RequestHeaderV2] = (
             RequestHeaderV2 if api_version >= API_VERSIONS_FLEXIBLE_FROM else RequestHeaderV1
         )
-        with map_exceptions({Exception: MalformedRequest}):
+        over_limit = _client_id_over_limit(data, api_limits)
+        try:
             header, _ = _reader(header_cls)(data, 0)
-        return DecodedRequest(api_key, api_version, header.correlation_id, header.client_id, None, len(data))
+        except Exception as exc:
+            raise MalformedRequest(f"ApiVersions v{api_version} header: {exc}") from exc
+        return DecodedRequest(
+            api_key, api_version, header.correlation_id, header.client_id, None, len(data), over_limit
+        )
+    request_cls = _request_class(api_key, api_version)
     try:  # as map_exceptions({Exception: MalformedRequest}), without a context manager per request
-        request_cls = _request_class(api_key, api_version)
+        over_limit = _client_id_over_limit(data, api_limits)
         header, used = _reader(request_cls.__header_schema__)(data, 0)
         if api_key in MEMO_API_KEYS and len(data) - used <= _MEMO_MAX_BODY_BYTES:
-            memo_key = (request_cls, data[used:])
+            memo_key = (request_cls, id(api_limits), data[used:])
             body = _REQUEST_MEMO.get(memo_key)
             if body is None:
+                _, body_over_limit = precheck.check(request_cls, data, used, api_limits)
+                over_limit = over_limit or body_over_limit
                 body, _ = _reader(request_cls)(data, used)
-                _remember(_REQUEST_MEMO, memo_key, body)
+                if over_limit is None:  # only bodies within the limits are remembered
+                    _remember(_REQUEST_MEMO, memo_key, body)
         else:
+            _, body_over_limit = precheck.check(request_cls, data, used, api_limits)
+            over_limit = over_limit or body_over_limit
             body, _ = _reader(request_cls)(data, used)
     except Exception as exc:
-        raise MalformedRequest(str(exc) or type(exc).__name__) from exc
-    return DecodedRequest(api_key, api_version, header.correlation_id, header.client_id, body, len(data))
+        name = request_cls.__name__.removesuffix("Request")
+        raise MalformedRequest(f"{name} v{api_version}: {exc or type(exc).__name__}") from exc
+    return DecodedRequest(api_key, api_version, header.correlation_id, header.client_id, body, len(data), over_limit)
+
+
+def _client_id_over_limit(data: bytes, limits: Limits) -> str | None:
+    """The header's client id measured against its limit. (Headers hold no arrays, so kio's reader cannot
+    over-allocate on one and needs no walk: a length the bytes cannot hold is an error it raises itself.)"""
+    limit = limits.get(CLIENT_ID)
+    if limit is None or len(data) < _CLIENT_ID_AT + 2:
+        return None
+    (length,) = _CLIENT_ID_LENGTH.unpack_from(data, _CLIENT_ID_AT)
+    return f"a client id of {length} bytes (at most {limit})" if length > limit else None
 
 
 def encode_response(correlation_id: int, response: Any) -> bytes:
@@ -150,7 +184,7 @@ def _response_plan(response_cls: type[Any]) -> tuple[bytes | None, Any, bool]:
     return tail, entity_writer(response_cls), memo
 
 
-_REQUEST_MEMO: dict[tuple[type[Any], bytes], Any] = {}
+_REQUEST_MEMO: dict[tuple[type[Any], int, bytes], Any] = {}
 _RESPONSE_MEMO: dict[Any, bytes] = {}
 
 

@@ -196,7 +196,7 @@ class Connection(asyncio.Protocol):
                     frame = frames.next_frame()
                     if frame is None:
                         break
-                    request = decode_request(frame, self.dispatcher.versions)
+                    request = decode_request(frame, self.dispatcher.versions, self.dispatcher.limits)
                 except ProtocolError as exc:
                     self._write(out)
                     self._fail(exc)

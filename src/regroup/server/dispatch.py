@@ -1,6 +1,14 @@
 """From a decoded request to the bytes of its response: finds the handler, builds the ``RequestContext``,
 checks that the handler answered with the response entity of the requested version, encodes it, counts
-requests per API for the periodic log line and, with ``--metrics-port``, feeds ``RequestMetrics``."""
+requests per API for the periodic log line and, with ``--metrics-port``, feeds ``RequestMetrics``.
+
+It is also the one place where a request that cannot be served normally becomes an answer: an ``ApiError``
+from the handler is the API's error response with that code, a stopped coordinator COORDINATOR_NOT_AVAILABLE,
+anything unexpected (in the handler or in encoding its response) UNKNOWN_SERVER_ERROR in every error slot,
+and an identifier over its limit INVALID_REQUEST without running the handler. Those are counted in a
+``FailureLog`` (one log line per API and kind, not per request). Only when no error response can be built
+is the connection closed (``HandlerFailed``).
+"""
 
 from __future__ import annotations
 
@@ -12,11 +20,13 @@ from typing import Any
 
 from kio.schema.index import api_key_map
 
-from regroup.model.errors import ErrorCode
+from regroup.model.errors import ApiError, ErrorCode
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.codec import API_VERSIONS_KEY, DecodedRequest, encode_response, response_class
 from regroup.server.entities import build
-from regroup.server.errors import ProtocolError
+from regroup.server.errors import CoordinatorUnavailable, ProtocolError, RequestDropped
+from regroup.server.failures import FailureLog
+from regroup.server.limits import Limits
 from regroup.server.metrics import RequestMetrics
 from regroup.server.runtime import wall_ms
 
@@ -25,8 +35,12 @@ log = logging.getLogger("regroup.server.dispatch")
 PRODUCE_KEY = 0
 
 
-class HandlerContractError(ProtocolError):
+class HandlerContractError(Exception):
     """A handler returned something other than the response entity of the request's version."""
+
+
+class HandlerFailed(ProtocolError):
+    """A request failed and no error response could be built for it: its connection is closed."""
 
 
 def api_name(api_key: int) -> str:
@@ -47,11 +61,23 @@ _API_NAMES_MAX = 1024
 class Dispatcher:
     """Routes requests to the handlers of ``specs`` (one ``ApiSpec`` per API key)."""
 
-    def __init__(self, broker: Broker, specs: Mapping[int, ApiSpec], metrics: RequestMetrics | None = None) -> None:
+    def __init__(
+        self,
+        broker: Broker,
+        specs: Mapping[int, ApiSpec],
+        metrics: RequestMetrics | None = None,
+        id_limits: Limits | None = None,
+    ) -> None:
         self.broker = broker
         self.metrics = metrics
         self.specs = dict(specs)
         self.versions = {key: (spec.min_version, spec.max_version) for key, spec in self.specs.items()}
+        #: per API key: the identifier limits its requests are measured against (less the kinds it checks itself)
+        self.limits: dict[int, Limits] = {
+            key: {kind: n for kind, n in (id_limits or {}).items() if kind not in spec.own_limits}
+            for key, spec in self.specs.items()
+        }
+        self.failures = FailureLog()
         self.counts: Counter[str] = Counter()
 
     async def respond(self, request: DecodedRequest, *, client_host: str, connection_id: int) -> bytes | None:
@@ -93,13 +119,57 @@ class Dispatcher:
             connection_id=connection_id,
             now_ms=wall_ms(),
         )
-        response = await spec.handler(self.broker, ctx, request.body)
-        expected = response_class(request.api_key, request.api_version)
-        if type(response) is not expected:
-            raise HandlerContractError(f"{name} v{request.api_version} handler returned {type(response).__name__}")
+        if request.over_limit is not None:
+            self.failures.over_limit(name, client_host, request.over_limit)
+            response = self._error_response(spec, ctx, request.body, ErrorCode.INVALID_REQUEST, name)
+        else:
+            response = await self._handle(spec, ctx, request.body, name)
         if request.api_key == PRODUCE_KEY and getattr(request.body, "acks", 1) == 0:
             return None, response  # the producer expects no answer; a response would break its correlation ids
-        return encode_response(request.correlation_id, response), response
+        try:
+            return encode_response(request.correlation_id, response), response
+        except Exception as exc:  # a value the response schema cannot carry: a bug in the handler
+            self.failures.handler_failed(name, ctx.api_version, exc)
+            response = self._error_response(spec, ctx, request.body, ErrorCode.UNKNOWN_SERVER_ERROR, name)
+            try:
+                return encode_response(request.correlation_id, response), response
+            except Exception as again:
+                self.failures.no_error_response(name, ctx.api_version, again)
+                raise HandlerFailed(f"{name} v{ctx.api_version}: the error response does not encode") from again
+
+    async def _handle(self, spec: ApiSpec, ctx: RequestContext, body: Any, name: str) -> Any:
+        """The handler's response, or the API's error response when the handler raises."""
+        try:
+            response = await spec.handler(self.broker, ctx, body)
+        except RequestDropped:
+            raise  # the connection is closed instead (see RequestDropped)
+        except ApiError as exc:
+            return self._error_response(spec, ctx, body, exc.code, name)
+        except CoordinatorUnavailable:
+            return self._error_response(spec, ctx, body, ErrorCode.COORDINATOR_NOT_AVAILABLE, name)
+        except Exception as exc:
+            self.failures.handler_failed(name, ctx.api_version, exc)
+            return self._error_response(spec, ctx, body, ErrorCode.UNKNOWN_SERVER_ERROR, name)
+        if type(response) is not response_class(ctx.api_key, ctx.api_version):
+            failure = HandlerContractError(f"the handler returned {type(response).__name__}")
+            self.failures.handler_failed(name, ctx.api_version, failure)
+            return self._error_response(spec, ctx, body, ErrorCode.UNKNOWN_SERVER_ERROR, name)
+        return response
+
+    def _error_response(self, spec: ApiSpec, ctx: RequestContext, body: Any, code: ErrorCode, name: str) -> Any:
+        """``spec``'s error response carrying ``code``; raises ``HandlerFailed`` when there is none."""
+        if spec.error_response is None:
+            self.failures.no_error_response(name, ctx.api_version, None)
+            raise HandlerFailed(f"{name} v{ctx.api_version} failed and has no error response")
+        try:
+            response = spec.error_response(ctx, body, code)
+        except Exception as exc:
+            self.failures.no_error_response(name, ctx.api_version, exc)
+            raise HandlerFailed(f"{name} v{ctx.api_version}: its error response failed: {exc}") from exc
+        if type(response) is not response_class(ctx.api_key, ctx.api_version):
+            self.failures.no_error_response(name, ctx.api_version, None)
+            raise HandlerFailed(f"{name} v{ctx.api_version}: its error response is a {type(response).__name__}")
+        return response
 
     def _unsupported_api_versions(self) -> object:
         """KIP-511, as Kafka answers a too-new ApiVersions: a v0 response with UNSUPPORTED_VERSION whose only

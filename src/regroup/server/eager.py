@@ -8,8 +8,10 @@ This is what Python 3.12's eager task factory does; the project supports 3.11, s
 coroutine at a time. The continuation mirrors a task's steps: it waits until the awaited future is done
 (whatever its outcome), then sends into the coroutine again, so the future's result or exception is raised
 inside the coroutine exactly where it awaited; cancelling the continuation cancels the awaited future and
-throws ``CancelledError`` into the coroutine, as cancelling a task does. During the eager step there is no
-current task (``asyncio.current_task()`` is None); after a suspension the continuation task is current.
+throws ``CancelledError`` into the coroutine, as cancelling a task does (without waiting for the awaited future
+to wind down: its late outcome is read and dropped, so asyncio never reports it as unretrieved). During the
+eager step there is no current task (``asyncio.current_task()`` is None); after a suspension the continuation
+task is current.
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ async def _finish(coro: Coroutine[Any, Any, T], waiting: Any) -> T:
         except asyncio.CancelledError as cancelled:
             if waiting is not None:
                 waiting.cancel()
+                # The coroutine is told at once; the future may still finish later (a gather completes once its
+                # children have wound down) with an outcome nobody reads: mark it read so asyncio does not log it.
+                waiting.add_done_callback(_consume)
             try:
                 waiting = coro.throw(cancelled)
             except StopIteration as stop:
@@ -72,6 +77,11 @@ async def _finish(coro: Coroutine[Any, Any, T], waiting: Any) -> T:
             waiting = coro.send(None)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _settled(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> asyncio.Future[None]:

@@ -2,7 +2,10 @@
 it saw last and logs the changes (state, generation, members joining and leaving) at info, and, with
 ``--events FILE``, appends them as JSON lines in the simulator's event schema (docs/simulator.md):
 
-* ``group_state`` — ``state``, ``generation``, ``detail`` = ``group=<id> protocol=<name> leader=<member id>``;
+* ``group_state`` — ``state``, ``generation``, ``detail`` = ``group=<id> type=classic protocol=<name>
+  [rebalance=eager|cooperative] leader=<member id>``: ``protocol`` is the selected assignor, ``rebalance`` the
+  style the members' clients use, as they choose it (the highest rebalance protocol every assignor a member lists
+  supports), given when every member lists known assignors only and they agree;
 * ``member_state`` — ``member`` (the client id), ``member_id``, ``generation``, ``state`` = ``Joined`` or
   ``Left``, ``detail`` = ``group=<id>``;
 * ``group_assignment`` — one row per partition of each member's assignment when a generation becomes Stable
@@ -13,7 +16,8 @@ numbers, so a run can be analysed like a classic one:
 
 * ``group_state`` — ``state`` = Empty, Assigning, Reconciling, Stable (Dead once deleted or converted back to
   classic), ``generation`` = the group epoch, ``detail`` = ``group=<id> type=consumer protocol=<server
-  assignor> assignment_epoch=<n>``; logged when the state or an epoch changes;
+  assignor> assignment_epoch=<n>`` (the assignor by regroup's name: ``uniform``, ``server-range``); logged when
+  the state or an epoch changes;
 * ``member_state`` — ``Joined``/``Left`` as above, ``generation`` = the group epoch;
 * ``group_assignment`` — one row per partition of every member's *target* assignment each time a new target
   is computed, ``generation`` = its assignment epoch (the counterpart of a classic generation's assignment);
@@ -36,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from regroup.assignors.registry import server_side_name
+from regroup.client.config import ConfigError, rebalance_protocol
 from regroup.client.embedded import assigned_partitions
 from regroup.coordinator.classic.group import ClassicGroup, GroupState
 from regroup.coordinator.consumer.group import ConsumerGroup
@@ -91,6 +97,24 @@ def _consumer_view(group: ConsumerGroup, default_assignor: str) -> _ConsumerView
 _DEAD_CONSUMER = _ConsumerView("Dead", 0, 0, "", frozenset(), frozenset())
 
 
+def rebalance_style(group: ClassicGroup | None, known: dict[tuple[str, ...], str | None]) -> str | None:
+    """``eager`` or ``cooperative``: the rebalance protocol a consumer group's members use, as their clients choose
+    it from the assignors they list (the highest one all of them support); None when a member lists an assignor
+    this server does not know, or the members differ. ``known`` caches the answer per list of names."""
+    if group is None or group.protocol_type != "consumer" or not group.members:
+        return None
+    styles: set[str | None] = set()
+    for member in group.members.values():
+        names = tuple(name for name, _ in member.protocols)
+        if names not in known:
+            try:
+                known[names] = rebalance_protocol(names).name.lower()
+            except ConfigError:
+                known[names] = None
+        styles.add(known[names])
+    return styles.pop() if len(styles) == 1 else None
+
+
 class GroupEvents:
     """An observer for ``CoordinatorRuntime.add_observer``; ``close()`` closes the events file."""
 
@@ -99,6 +123,7 @@ class GroupEvents:
         self._consumer_views: dict[str, _ConsumerView] = {}
         self._member_epochs: dict[str, dict[str, int]] = {}  # consumer group -> member id -> last member epoch
         self._consumers_primed = False
+        self._styles: dict[tuple[str, ...], str | None] = {}  # rebalance style by the assignors a member lists
         self._seq = 0
         self._file: IO[str] | None = path.open("a", encoding="utf-8", buffering=1) if path is not None else None
 
@@ -138,7 +163,9 @@ class GroupEvents:
             new.leader,
             len(new_members),
         )
-        detail = f"group={group_id} protocol={new.protocol} leader={new.leader}"
+        style = rebalance_style(group, self._styles)
+        rebalance = f" rebalance={style}" if style else ""
+        detail = f"group={group_id} type=classic protocol={new.protocol}{rebalance} leader={new.leader}"
         self._emit(now, "group_state", state=new.state, generation=new.generation, detail=detail)
         if group is not None and group.state is GroupState.STABLE:
             self._assignment_rows(group, now)
@@ -213,7 +240,8 @@ class GroupEvents:
             new.assignor,
             len(new_members),
         )
-        detail = f"{where} type=consumer protocol={new.assignor} assignment_epoch={new.assignment_epoch}"
+        assignor = server_side_name(new.assignor) or new.assignor
+        detail = f"{where} type=consumer protocol={assignor} assignment_epoch={new.assignment_epoch}"
         self._emit(now, "group_state", state=new.state, generation=new.group_epoch, detail=detail)
         if group is None or (old is not None and before.assignment_epoch == new.assignment_epoch):
             return

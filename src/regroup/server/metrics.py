@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from regroup.model.errors import ErrorCode
+from kio.schema.errors import ErrorCode as KafkaErrorCode
 
 #: latency bucket bounds in seconds (le="+Inf" is implied)
 LATENCY_BUCKETS_S = (
@@ -128,7 +128,7 @@ class RequestMetrics:
             "Non-zero error codes in responses (top level and per topic, partition, group or member), per API.",
         )
         for (api, code), n in sorted(self.errors.items()):
-            errors.add(n, {"api": api, "error": _error_name(code)})
+            errors.add(n, {"api": api, "error": error_name(code)})
         request_bytes = Family("regroup_request_bytes_total", "counter", "Request frame bytes received, per API.")
         for api, n in sorted(self.request_bytes.items()):
             request_bytes.add(n, {"api": api})
@@ -176,11 +176,13 @@ def _error_plan(cls: type[Any]) -> tuple[bool, tuple[str, ...]]:
     return "error_code" in hints, tuple(nested)
 
 
-def _error_name(code: int) -> str:
+def error_name(code: int) -> str:
+    """Kafka's name of an error code (``NOT_COORDINATOR``), from kio's table of every code Kafka defines; a code
+    Kafka does not define is ``UNKNOWN_CODE_<n>``."""
     try:
-        return ErrorCode(code).name
+        return KafkaErrorCode(code).name.upper()
     except ValueError:
-        return str(code)
+        return f"UNKNOWN_CODE_{code}"
 
 
 # ------------------------------------------------------------------------------------------ exposition

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from regroup.protocol.admin import ListGroupsRequest, ListGroupsResponse
 from regroup.server.errors import CoordinatorUnavailable
+from regroup.server.failures import FailureLog
 from regroup.server.metrics import Family, RequestMetrics, exposition
 from regroup.server.rebalances import RebalanceLog
 from regroup.server.runtime import CoordinatorRuntime
@@ -27,6 +28,7 @@ class ScrapeSources:
     coordinator_log: CoordinatorLog
     topics: TopicStore
     records_at_start: int
+    failures: FailureLog | None = None
     connections_open: int = 0
     connections_opened: int = 0
     connections_refused: dict[str, int] = field(default_factory=dict)  # reason -> count
@@ -34,6 +36,16 @@ class ScrapeSources:
 
 async def scrape(src: ScrapeSources) -> str:
     families = src.requests.families()
+    failures = Family(
+        "regroup_request_failures_total",
+        "counter",
+        "Requests not served normally, per API and kind: a handler exception (answered UNKNOWN_SERVER_ERROR), "
+        "over_limit (an identifier over its limit, answered INVALID_REQUEST), no_error_response (connection closed).",
+    )
+    if src.failures is not None:
+        for (api, kind), n in sorted(src.failures.counts.items()):
+            failures.add(n, {"api": api, "kind": kind})
+    families.append(failures)
     families.append(Family("regroup_connections", "gauge", "Open Kafka client connections.").add(src.connections_open))
     families.append(
         Family("regroup_connections_opened_total", "counter", "Kafka client connections accepted.").add(
@@ -65,6 +77,11 @@ async def scrape(src: ScrapeSources) -> str:
     families.append(
         Family("regroup_partitions", "gauge", "Partitions in the embedded partition log.").add(
             sum(t.partitions for t in topics.values())
+        )
+    )
+    families.append(
+        Family("regroup_open_segment_files", "gauge", "Segment files of the partition logs open right now.").add(
+            src.topics.open_files
         )
     )
     return exposition(families)

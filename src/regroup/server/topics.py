@@ -6,37 +6,58 @@ and guarantees in ``docs/topic-data.md``)::
     <dir>/LOCK                          flock()ed while a TopicStore has the directory open
     <dir>/producer-ids                  the first producer id not yet reserved (decimal text)
     <dir>/topics/<name>/topic.json      {"name": ..., "topic_id": ..., "partitions": N}
-    <dir>/topics/<name>/<p>/*.log       partition p's log (:mod:`regroup.storage.partition_log`)
+    <dir>/topics/<name>/<p>/*.log       partition p's log (:mod:`regroup.storage.partition_log`), once written
     <dir>/staging/, <dir>/trash/        topics being created / deleted; emptied on open
 
-Creating a topic builds it under ``staging/`` and renames it into ``topics/``; deleting renames it into
-``trash/`` first. Both renames are atomic, so after a crash a topic either exists whole or not at all.
-Topic ids are random (uuid4): this is a shell.
+Creating a topic writes its ``topic.json`` under ``staging/`` and renames the directory into ``topics/``:
+one file and one atomic rename, whatever the partition count, so after a crash or a failure (a full disk, no
+descriptors left) a topic either exists whole or not at all. A partition's directory appears with its first
+append. Deleting renames the topic into ``trash/`` first. Topic ids are random (uuid4): this is a shell.
+
+Partition logs are opened (and recovered) one at a time when the store opens, and hold no file descriptor
+between uses: they share one :class:`~regroup.storage.handles.HandleCache`, so the open files stay bounded
+however many partitions there are. A partition never written gets its (empty) log object on first use.
+The store enforces the partition limits (per topic, and in total) on every creation, explicit or automatic.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import re
 import shutil
-import sys
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import ClassVar
+
+from kio.schema.errors import ErrorCode
 
 from regroup.server.api import TopicInfo
-from regroup.storage.format import CorruptLogError
+from regroup.storage.format import CorruptLogError, StorageError
+from regroup.storage.handles import DEFAULT_CAPACITY, HandleCache
 from regroup.storage.partition_log import DEFAULT_SEGMENT_BYTES, PartitionLog, fsync_dir
-from regroup.storage.record_log import FsyncPolicy, LogLockedError
+from regroup.storage.record_log import FsyncPolicy, lock_directory
 
-if sys.platform != "win32":
-    import fcntl
+__all__ = [
+    "DEFAULT_MAX_PARTITIONS",
+    "DEFAULT_MAX_PARTITIONS_PER_TOPIC",
+    "InvalidTopicError",
+    "PartitionLimitError",
+    "TooManyPartitionsError",
+    "TopicExistsError",
+    "TopicStore",
+    "TotalPartitionsError",
+    "validate_topic_name",
+]
 
-__all__ = ["InvalidTopicError", "TopicExistsError", "TopicStore", "validate_topic_name"]
+log = logging.getLogger(__name__)
 
 MAX_NAME_LENGTH = 249
+DEFAULT_MAX_PARTITIONS_PER_TOPIC = 10_000
+DEFAULT_MAX_PARTITIONS = 100_000
 PRODUCER_ID_BLOCK = 1000
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 
@@ -47,6 +68,24 @@ class InvalidTopicError(ValueError):
 
 class TopicExistsError(ValueError):
     """The topic already exists (Kafka's TOPIC_ALREADY_EXISTS)."""
+
+
+class PartitionLimitError(ValueError):
+    """Creating the topic would break a partition limit; nothing was created. ``code``: Kafka's answer."""
+
+    code: ClassVar[ErrorCode]
+
+
+class TooManyPartitionsError(PartitionLimitError):
+    """More partitions than one topic may have."""
+
+    code = ErrorCode.invalid_partitions
+
+
+class TotalPartitionsError(PartitionLimitError):
+    """The broker would hold more partitions in total than allowed."""
+
+    code = ErrorCode.policy_violation
 
 
 def validate_topic_name(name: str) -> None:
@@ -70,7 +109,15 @@ class TopicStore:
     """
 
     def __init__(
-        self, directory: Path, lock_fd: int | None, fsync: FsyncPolicy, segment_bytes: int, fsync_interval_ms: float
+        self,
+        directory: Path,
+        lock_fd: int | None,
+        fsync: FsyncPolicy,
+        segment_bytes: int,
+        fsync_interval_ms: float,
+        handles: HandleCache,
+        max_partitions_per_topic: int,
+        max_partitions: int,
     ) -> None:
         """Internal: use :meth:`TopicStore.open`."""
         self._dir = directory
@@ -78,9 +125,15 @@ class TopicStore:
         self._fsync = fsync
         self._segment_bytes = segment_bytes
         self._interval_ms = fsync_interval_ms
+        self._handles = handles
+        self.max_partitions_per_topic = max_partitions_per_topic
+        self.max_partitions = max_partitions
+        self._partition_total = 0
         self._topics: dict[str, TopicInfo] = {}
         self._by_id: dict[uuid.UUID, str] = {}
-        self._logs: dict[str, list[PartitionLog]] = {}
+        #: each topic's partition logs; ``None`` until a partition is first used
+        self._logs: dict[str, list[PartitionLog | None]] = {}
+        self._unsynced: set[PartitionLog] = set()
         self._waiters: dict[tuple[str, int], set[asyncio.Future[None]]] = {}
         self._next_pid = self._reserved_pid = 0
         self._closed = False
@@ -95,17 +148,26 @@ class TopicStore:
         fsync: FsyncPolicy = FsyncPolicy.ALWAYS,
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         fsync_interval_ms: float = 100,
+        open_files: int = DEFAULT_CAPACITY,
+        max_partitions_per_topic: int = DEFAULT_MAX_PARTITIONS_PER_TOPIC,
+        max_partitions: int = DEFAULT_MAX_PARTITIONS,
     ) -> TopicStore:
         """Open (creating if needed) the store in ``directory`` and recover every partition log.
 
         ``fsync`` applies to every partition: with ``ALWAYS`` an append made for a produce with acks ≠ 0 is on
-        stable storage before the handler answers (see ``docs/topic-data.md``).
+        stable storage before the handler answers (see ``docs/topic-data.md``). ``open_files``: the most
+        segment files held open at once (the handle cache). The limits apply to topics created from now on;
+        topics already on disk load whatever their size. Damage recovery must not cut away raises
+        :class:`~regroup.storage.format.CorruptLogError`.
         """
+        if min(open_files, max_partitions_per_topic, max_partitions) < 1:
+            raise ValueError("open_files and the partition limits must be positive")
         directory = Path(directory)
         for sub in ("topics", "staging", "trash"):
             (directory / sub).mkdir(parents=True, exist_ok=True)
         lock_fd = _lock(directory)
-        store = cls(directory, lock_fd, fsync, segment_bytes, fsync_interval_ms)
+        store = cls(directory, lock_fd, fsync, segment_bytes, fsync_interval_ms, HandleCache(open_files),
+                    max_partitions_per_topic, max_partitions)  # fmt: skip
         try:
             for sub in ("staging", "trash"):
                 for entry in os.scandir(directory / sub):
@@ -130,27 +192,35 @@ class TopicStore:
 
         Raises :class:`InvalidTopicError` for an illegal name or one that collides with an existing topic once
         '.' and '_' are treated alike (Kafka forbids both, as its metric names would clash),
-        :class:`TopicExistsError`, and ``ValueError`` for ``partitions < 1``.
+        :class:`TopicExistsError`, :class:`TooManyPartitionsError` / :class:`TotalPartitionsError` over the
+        limits, and ``ValueError`` for ``partitions < 1``. If writing fails (``OSError``) nothing was created:
+        the staging directory is removed again (or on the next open).
         """
         self._check_open()
-        self.check_new_topic(name)
         if partitions < 1:
             raise ValueError(f"a topic needs at least one partition, not {partitions}")
+        self.check_new_topic(name, partitions)
         info = TopicInfo(name=name, topic_id=uuid.uuid4(), partitions=partitions)
         staging = self._dir / "staging" / info.topic_id.hex  # (a name + suffix could pass NAME_MAX)
-        staging.mkdir()
-        meta = {"name": name, "topic_id": str(info.topic_id), "partitions": partitions}
-        (staging / "topic.json").write_text(json.dumps(meta) + "\n", encoding="utf-8")
-        for p in range(partitions):
-            (staging / str(p)).mkdir()
-        if self._sync_enabled:
-            _fsync_path(staging / "topic.json")
-            fsync_dir(staging)
         final = self._dir / "topics" / name
-        os.rename(staging, final)
+        meta = {"name": name, "topic_id": str(info.topic_id), "partitions": partitions}
+        try:
+            staging.mkdir()
+            (staging / "topic.json").write_text(json.dumps(meta) + "\n", encoding="utf-8")
+            if self._sync_enabled:
+                _fsync_path(staging / "topic.json")
+                fsync_dir(staging)
+            os.rename(staging, final)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
         if self._sync_enabled:
-            fsync_dir(final.parent)
-        self._load(final)
+            try:
+                fsync_dir(final.parent)
+            except BaseException:  # the topic's name may not be durable: take it back, do not acknowledge it
+                self._take_back(final, info)
+                raise
+        self._register(info)
         self._changed()
         return info
 
@@ -161,16 +231,19 @@ class TopicStore:
         if info is None:
             return False
         del self._by_id[info.topic_id]
+        self._partition_total -= info.partitions
         for plog in self._logs.pop(name):
-            plog.listener = None
-            plog.close()
+            if plog is not None:
+                plog.listener = None
+                self._unsynced.discard(plog)
+                plog.close()
         trash = self._dir / "trash" / info.topic_id.hex
         os.rename(self._dir / "topics" / name, trash)
         if self._sync_enabled:
             fsync_dir(self._dir / "topics")
         shutil.rmtree(trash, ignore_errors=True)
-        for p in range(info.partitions):
-            self._wake((name, p))
+        for key in [key for key in self._waiters if key[0] == name]:
+            self._wake(key)
         self._changed()
         return True
 
@@ -186,10 +259,31 @@ class TopicStore:
     def partition(self, name: str, index: int) -> PartitionLog | None:
         """The log of partition ``index`` of ``name``, or ``None`` if either does not exist."""
         logs = self._logs.get(name)
-        return logs[index] if logs is not None and 0 <= index < len(logs) else None
+        if logs is None or not 0 <= index < len(logs):
+            return None
+        plog = logs[index]
+        if plog is None:  # never written since the store opened: an empty log, no file yet
+            plog = logs[index] = self._open_partition(name, index)
+        return plog
 
-    def check_new_topic(self, name: str) -> None:
-        """What :meth:`create_topic` checks about the name (for CreateTopics' validate_only)."""
+    @property
+    def partition_count(self) -> int:
+        """Partitions of all topics."""
+        return self._partition_total
+
+    @property
+    def open_files(self) -> int:
+        """Segment files open right now (at most :attr:`open_files_max`)."""
+        return len(self._handles)
+
+    @property
+    def open_files_max(self) -> int:
+        """The handle cache's capacity."""
+        return self._handles.capacity
+
+    def check_new_topic(self, name: str, partitions: int | None = None) -> None:
+        """What :meth:`create_topic` checks about the name and, given ``partitions``, the limits (for
+        CreateTopics' validate_only)."""
         validate_topic_name(name)
         if name in self._topics:
             raise TopicExistsError(f"Topic '{name}' already exists.")
@@ -197,6 +291,18 @@ class TopicStore:
         for other in self._topics:
             if other.replace(".", "_") == folded:
                 raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {other}")
+        if partitions is None:
+            return
+        if partitions > self.max_partitions_per_topic:
+            raise TooManyPartitionsError(
+                f"Number of partitions {partitions} is above the limit of {self.max_partitions_per_topic} per topic "
+                "(regroup serve --max-partitions-per-topic)."
+            )
+        if self._partition_total + partitions > self.max_partitions:
+            raise TotalPartitionsError(
+                f"Creating {partitions} partition(s) would bring the broker to {self._partition_total + partitions} "
+                f"partitions, above its limit of {self.max_partitions} (regroup serve --max-partitions)."
+            )
 
     def allocate_producer_id(self) -> int:
         """A producer id never handed out before, not even before a restart: ids are reserved in blocks whose
@@ -238,10 +344,14 @@ class TopicStore:
                         del self._waiters[key]
 
     def sync(self) -> None:
-        """fsync every partition's unsynced appends (an owner using ``INTERVAL`` may call this on a timer)."""
-        for logs in self._logs.values():
-            for plog in logs:
+        """fsync every partition's unsynced appends (an owner using ``INTERVAL`` calls this on a timer). A
+        partition whose fsync fails is logged and left failed (its appends refuse until the next start)."""
+        while self._unsynced:
+            plog = self._unsynced.pop()
+            try:
                 plog.sync()
+            except (OSError, StorageError) as exc:
+                log.error("%s: fsync failed: %s", plog.directory, exc)
 
     def close(self) -> None:
         """Close every partition log (fsyncing, unless ``NEVER``) and release the directory. Idempotent."""
@@ -251,9 +361,12 @@ class TopicStore:
         try:
             for logs in self._logs.values():
                 for plog in logs:
-                    plog.close()
+                    if plog is not None:
+                        plog.close()
         finally:
             self._logs.clear()
+            self._unsynced.clear()
+            self._handles.close()
             for waiting in self._waiters.values():
                 for future in waiting:
                     if not future.done():
@@ -283,6 +396,7 @@ class TopicStore:
             raise RuntimeError("the topic store is closed")
 
     def _load(self, path: Path) -> None:
+        """Load a topic from disk: its metadata, and each partition directory there is, one at a time."""
         try:
             meta = json.loads((path / "topic.json").read_text(encoding="utf-8"))
             info = TopicInfo(
@@ -292,19 +406,46 @@ class TopicStore:
             raise CorruptLogError(f"{path}: unreadable topic metadata: {exc}") from exc
         if info.name != path.name or info.partitions < 1:
             raise CorruptLogError(f"{path}: topic metadata does not match its directory: {meta}")
-        logs: list[PartitionLog] = []
+        logs = self._register(info)
+        for entry in sorted(os.scandir(path), key=lambda e: e.name):
+            if entry.name == "topic.json":
+                continue
+            p = int(entry.name) if entry.name.isdigit() and entry.name == str(int(entry.name)) else -1
+            if not 0 <= p < info.partitions:
+                raise CorruptLogError(
+                    f"{entry.path}: unexpected file in a topic of {info.partitions} partition(s); nothing in it is "
+                    "served until it is moved away"
+                )
+            logs[p] = self._open_partition(info.name, p)
+
+    def _take_back(self, final: Path, info: TopicInfo) -> None:
+        """Undo a creation whose last step failed; if even that fails the topic stays (it exists on disk)."""
+        trash = self._dir / "trash" / info.topic_id.hex
+        try:
+            os.rename(final, trash)
+        except OSError:
+            self._register(info)
+            return
+        shutil.rmtree(trash, ignore_errors=True)
+
+    def _register(self, info: TopicInfo) -> list[PartitionLog | None]:
+        logs: list[PartitionLog | None] = [None] * info.partitions
         self._logs[info.name] = logs
-        for p in range(info.partitions):
-            plog = PartitionLog.open(
-                path / str(p),
-                fsync=self._fsync,
-                segment_bytes=self._segment_bytes,
-                fsync_interval_ms=self._interval_ms,
-            )
-            plog.listener = _Waker(self, (info.name, p))
-            logs.append(plog)
         self._topics[info.name] = info
         self._by_id[info.topic_id] = info.name
+        self._partition_total += info.partitions
+        return logs
+
+    def _open_partition(self, name: str, p: int) -> PartitionLog:
+        plog = PartitionLog.open(
+            self._dir / "topics" / name / str(p),
+            fsync=self._fsync,
+            segment_bytes=self._segment_bytes,
+            fsync_interval_ms=self._interval_ms,
+            handles=self._handles,
+        )
+        plog.listener = _Waker(self, (name, p), plog if self._fsync is FsyncPolicy.INTERVAL else None)
+        return plog
 
     def _wake(self, key: tuple[str, int]) -> None:
         for future in self._waiters.pop(key, ()):
@@ -313,16 +454,21 @@ class TopicStore:
 
 
 class _Waker:
-    """A partition log's listener: wakes the long polls waiting on that partition."""
+    """A partition log's listener: wakes the long polls waiting on that partition (and, under ``INTERVAL``,
+    puts the log on the list of those :meth:`TopicStore.sync` fsyncs)."""
 
-    __slots__ = ("key", "store")
+    __slots__ = ("key", "plog", "store")
 
-    def __init__(self, store: TopicStore, key: tuple[str, int]) -> None:
+    def __init__(self, store: TopicStore, key: tuple[str, int], plog: PartitionLog | None) -> None:
         self.store = store
         self.key = key
+        self.plog = plog
 
     def __call__(self) -> None:
-        self.store._wake(self.key)
+        if self.plog is not None:
+            self.store._unsynced.add(self.plog)
+        if self.key in self.store._waiters:
+            self.store._wake(self.key)
 
 
 def _fsync_path(path: Path) -> None:
@@ -334,12 +480,4 @@ def _fsync_path(path: Path) -> None:
 
 
 def _lock(directory: Path) -> int | None:
-    if sys.platform == "win32":
-        return None
-    fd = os.open(directory / "LOCK", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise LogLockedError(f"{directory} is already open by another TopicStore") from None
-    return fd
+    return lock_directory(directory, "TopicStore")

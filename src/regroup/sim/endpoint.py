@@ -10,6 +10,7 @@ nothing is changed except through the coordinator's operations.
 
 from __future__ import annotations
 
+from regroup.assignors.registry import server_side_name
 from regroup.client import OutgoingRequest
 from regroup.client.types import TopicPartition, api_name
 from regroup.coordinator.classic.group import S
@@ -145,8 +146,25 @@ class CoordinatorEndpoint:
             return
         offsets = {(t, p.partition): p.offset for t, parts in req.topics for p in parts}
         accepted: list[TopicPartition] = []
-        for topic, results in resp.topics:
-            for partition, code in results:
+        # (one batch row for a commit whose partitions share their offset and outcome, as a member's do)
+        rows = [((topic, partition), offsets.get((topic, partition)), code) for topic, results in resp.topics
+                for partition, code in results]  # fmt: skip
+        if rows and all(offset == rows[0][1] and code is rows[0][2] for _, offset, code in rows):
+            code = rows[0][2]
+            self.log.emit_partitions(
+                now,
+                "offset_commit",
+                [pair for pair, _, _ in rows],
+                member=member,
+                member_id=req.member_id,
+                generation=req.generation_id,
+                value=rows[0][1],
+                error=code.name,
+            )
+            if code is ErrorCode.NONE:
+                accepted = [pair for pair, _, _ in rows]
+        else:
+            for (topic, partition), offset, code in rows:
                 self.log.emit(
                     now,
                     "offset_commit",
@@ -155,7 +173,7 @@ class CoordinatorEndpoint:
                     generation=req.generation_id,
                     topic=topic,
                     partition=partition,
-                    value=offsets.get((topic, partition)),
+                    value=offset,
                     error=code.name,
                 )
                 if code is ErrorCode.NONE:
@@ -225,7 +243,7 @@ class CoordinatorEndpoint:
         self.checker.group_generation(now, view[1])
         assignor = group.preferred_assignor(self.coordinator.config.consumer_group_assignors[0])
         classic = group.classic_member_count()
-        detail = f"type=consumer assignor={assignor} classic_members={classic}"
+        detail = f"type=consumer assignor={server_side_name(assignor) or assignor} classic_members={classic}"
         self.log.emit(now, "group_state", state=view[0], generation=view[1], detail=detail)
         if state is not ConsumerGroupState.STABLE:
             return

@@ -252,12 +252,16 @@ class Simulator:
         spec = slot.spec
         if slot.protocol == "consumer":
             coordinator = self.coordinator.config
+            draws = self._draws(slot)
+            member_id = f"{spec.name}-{slot.incarnation + 1}"  # chosen by the client (KIP-1082)
+            if draws is not None:  # as real clients do, at random (the server assignors order members by id)
+                member_id = f"{draws.getrandbits(64):016x}-{member_id}"
             machine: Machine = ConsumerMember(
                 ConsumerConfig(
                     group_id=self.group_id,
                     client_id=spec.name,
                     topics=spec.topics,
-                    member_id=f"{spec.name}-{slot.incarnation + 1}",  # chosen by the client (KIP-1082)
+                    member_id=member_id,
                     group_instance_id=spec.group_instance_id,
                     rack=spec.rack,
                     server_assignor=spec.assignor,
@@ -271,6 +275,8 @@ class Simulator:
                 ),
                 {topic: topic_id_for(topic) for topic in sorted(self.topics)},
                 self.now,
+                spec.app,
+                draws,
             )
             protocol = "consumer"
             self.names_by_id[machine.member_id] = spec.name
@@ -289,7 +295,7 @@ class Simulator:
                 auto_commit=spec.auto_commit,
                 auto_commit_interval_ms=spec.auto_commit_interval_ms,
             )
-            classic = ClassicMember(config, self.topics, self.now)
+            classic = ClassicMember(config, self.topics, self.now, spec.app, self._draws(slot))
             protocol = "cooperative" if classic.cooperative else "eager"
             machine = classic
         slot.machine = machine
@@ -306,6 +312,14 @@ class Simulator:
         slot.last_view = (None, "", -1)
         slot.wake_at = None
         self._poll(spec.name)
+
+    def _draws(self, slot: Slot) -> random.Random | None:
+        """The random source of the process about to start: its own, seeded by the run's seed, the member and
+        the incarnation (so one process's draws never shift another's); None when its application draws
+        nothing."""
+        if not slot.spec.app.random():
+            return None
+        return random.Random(f"{self.seed}/{slot.spec.name}/{slot.incarnation + 1}")
 
     # ------------------------------------------------------------------------------------ the members
     def _poll(self, name: str) -> None:

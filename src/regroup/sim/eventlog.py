@@ -168,6 +168,8 @@ class EventLog:
         member_id: str | None = None,
         generation: int | None = None,
         detail: str | None = None,
+        error: str | None = None,
+        value: int | None = None,
     ) -> None:
         """Append one event per partition, in order, as one batch row (nothing for no partitions)."""
         if not partitions:
@@ -175,7 +177,7 @@ class EventLog:
         seq = self.count
         self.count = seq + len(partitions)
         pairs = partitions if isinstance(partitions, tuple) else tuple(partitions)
-        row = (seq, t, type_, member, member_id, generation, None, None, None, None, None, pairs, None, detail)
+        row = (seq, t, type_, member, member_id, generation, None, None, error, None, None, pairs, value, detail)
         self.rows.append(row)
 
     @property

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from regroup.assignors import registry
+from regroup.client.app import DEFAULT_APP, AppModel
 from regroup.client.config import SERVER_ASSIGNORS, ConfigError, rebalance_protocol
 from regroup.coordinator.config import MIGRATION_POLICIES, CoordinatorConfig
+from regroup.sim.appspec import APP_FIELDS, read_app
 
 ACTIONS = ("join", "leave", "crash", "restart", "bounce", "isolate", "heal", "network", "partitions")
 MEMBER_ACTIONS = frozenset({"join", "leave", "crash", "restart", "bounce", "isolate", "heal"})
@@ -67,6 +69,7 @@ class MemberSpec:
     protocol: str = "classic"
     assignor: str | None = None  # KIP-848 members: the server-side assignor they ask for
     callback_delay_ms: int = 0  # KIP-848 members: time until the rebalance callbacks of an assignment run
+    app: AppModel = DEFAULT_APP  # the application around the member (client.app)
 
 
 @dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
@@ -300,11 +303,20 @@ class _Reader:
             return value
         if key == "consumer_group_assignors":
             names = self.strs(value, where)
-            for name in names:
-                if name not in SERVER_ASSIGNORS:
-                    raise self.fail(where, f"unknown server assignor {name!r}")
-            return names
+            wire = tuple(self.server_assignor(name, where) for name in names)
+            if len(set(wire)) != len(wire):
+                raise self.fail(where, "must not repeat")
+            return wire
         return self.int_(value, where)
+
+    def server_assignor(self, name: str, where: str) -> str:
+        """A KIP-848 server-side assignor by regroup's name (``uniform``, ``server-range``) or Kafka's (``range``),
+        as the name members send and the coordinator knows."""
+        ours = registry.server_side_name(name)
+        if ours is None or registry.wire_name(ours) not in SERVER_ASSIGNORS:
+            known = ", ".join(registry.SERVER_SIDE)
+            raise self.fail(where, f"unknown server-side assignor {name!r} (known: {known}; range = server-range)")
+        return registry.wire_name(ours)
 
     def protocol(self, value: Any, where: str) -> str:
         if value not in PROTOCOLS:
@@ -326,6 +338,12 @@ class _Reader:
             for strategy in out["strategies"]:
                 if strategy not in registry.available():
                     raise self.fail(f"{where}.strategies", f"unknown strategy {strategy!r}")
+                if registry.get(strategy).server_side:
+                    raise self.fail(
+                        f"{where}.strategies",
+                        f"{strategy!r} is a KIP-848 server-side assignor, which classic members cannot use"
+                        f' (for KIP-848 members: "protocol": "consumer", "assignor": "{strategy}")',
+                    )
             try:
                 rebalance_protocol(out["strategies"])
             except ConfigError as exc:
@@ -340,15 +358,14 @@ class _Reader:
             out["protocol"] = self.protocol(doc["protocol"], f"{where}.protocol")
         if "assignor" in doc:
             assignor = self.str_(doc["assignor"], f"{where}.assignor", nullable=True)
-            if assignor is not None and assignor not in SERVER_ASSIGNORS:
-                raise self.fail(f"{where}.assignor", f"must be one of {', '.join(SERVER_ASSIGNORS)}")
-            out["assignor"] = assignor
+            out["assignor"] = None if assignor is None else self.server_assignor(assignor, f"{where}.assignor")
         if "callback_delay_ms" in doc:
             out["callback_delay_ms"] = self.int_(doc["callback_delay_ms"], f"{where}.callback_delay_ms")
         if "auto_commit" in doc:
             if not isinstance(doc["auto_commit"], bool):
                 raise self.fail(f"{where}.auto_commit", "must be true or false")
             out["auto_commit"] = doc["auto_commit"]
+        out["app"] = read_app(doc, where, self.fail)
         spec = MemberSpec(**out)
         if spec.heartbeat_interval_ms >= spec.session_timeout_ms:
             raise self.fail(f"{where}.heartbeat_interval_ms", "must be lower than session_timeout_ms")
@@ -413,4 +430,5 @@ _MEMBER_FIELDS = (
     "assignor",
     "callback_delay_ms",
     *_MEMBER_INTS,
+    *APP_FIELDS,
 )

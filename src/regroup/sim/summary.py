@@ -14,6 +14,10 @@ generation has applied its SyncGroup assignment (or when the group becomes Empty
 
 Only rebalances starting at or after the scenario's ``measure_from_ms`` are listed (a warm-up can form the
 group first). ``final_assignment`` is what every running member processes at the end.
+
+What the end of the log cut off (``Tail``): a rebalance still in progress (its start), the partition-milliseconds
+unowned after the last rebalance ended (a change whose rebalance had not ended, or a partition left unowned),
+and how many subscribed partitions had no owner at the end.
 """
 
 from __future__ import annotations
@@ -63,10 +67,24 @@ class Rebalance:
 
 
 @dataclass
+class Tail:
+    """What the log's end cut off (not part of the JSON contract)."""
+
+    open_since_ms: int | None = None  # a rebalance in progress at the end started then
+    unowned_partition_ms: int = 0  # after the last rebalance ended, to the log's last event
+    unowned_at_end: int = 0  # subscribed partitions without an owner at the end
+
+    @property
+    def settled(self) -> bool:
+        return self.open_since_ms is None and self.unowned_at_end == 0
+
+
+@dataclass
 class Summary:
     rebalances: list[Rebalance]
     violations: list[str]
     final_assignment: dict[str, dict[str, list[int]]]
+    tail: Tail = field(default_factory=Tail)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -76,7 +94,9 @@ class Summary:
         }
 
 
-def _episodes(events: list[Row]) -> list[Rebalance]:
+def _episodes(events: list[Row], tail: Tail | None = None) -> list[Rebalance]:
+    """The rebalances of the group states in ``events``; one still in progress at the end is not listed (its start
+    goes to ``tail``)."""
     episodes: list[Rebalance] = []
     current: Rebalance | None = None
     start_generation = 0
@@ -95,6 +115,8 @@ def _episodes(events: list[Row]) -> list[Rebalance]:
             current.end_ms = e[T]
             episodes.append(current)
             current = None
+    if tail is not None and current is not None:
+        tail.open_since_ms = current.start_ms
     return episodes
 
 
@@ -164,10 +186,15 @@ def _moves(episodes: list[Rebalance], events: list[Row]) -> None:
         episode.moved += moved
 
 
-def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int, name_unowned: bool = True) -> None:
+def _costs(
+    episodes: list[Rebalance], events: list[Row], end_ms: int, name_unowned: bool = True, tail: Tail | None = None
+) -> None:
     """Revocations and unowned partition-time, each attributed to the window (previous end, end].
     ``events``: the log's events of the types that change the unowned set, in order; ``end_ms``: the time
-    of the log's last event; ``name_unowned``: also list each episode's unowned partitions by name."""
+    of the log's last event; ``name_unowned``: also list each episode's unowned partitions by name; ``tail``:
+    gets the unowned partition-time after the last episode's end and the partitions unowned at the end."""
+    after = Rebalance(generation=-1, start_ms=end_ms, end_ms=end_ms, rounds=0)  # (last end, log's end]
+    episodes = [*episodes, after]
     counts: dict[str, int] = {}
     running: dict[str, tuple[str, ...]] = {}  # member -> subscribed topics (from its JoinGroups)
     distinct: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple for equal subscriptions
@@ -245,14 +272,17 @@ def _costs(episodes: list[Rebalance], events: list[Row], end_ms: int, name_unown
         else:
             continue
         changed = True
-    if end_ms > last_t:  # the gap left by the last change lasts until the log ends
-        if changed:
-            if stale:
-                subscribed, unowned, unowned_names = _recount(alive, running, counts, owners, name_unowned)
-            gap_size = unowned
-            gap = list(unowned_names) if name_unowned else None
-        if gap_size:
-            _spread(windows, last_t, end_ms, gap_size, gap, named)
+    if changed:  # the gap left by the last change lasts until the log ends
+        if stale:
+            subscribed, unowned, unowned_names = _recount(alive, running, counts, owners, name_unowned)
+        gap_size = unowned
+        gap = list(unowned_names) if name_unowned else None
+    if end_ms > last_t and gap_size:
+        _spread(windows, last_t, end_ms, gap_size, gap, named)
+    if tail is not None:
+        tail.unowned_partition_ms = after.unowned_partition_ms
+        tail.unowned_at_end = gap_size
+    episodes.pop()
     if not name_unowned:
         return
     for ep in episodes:
@@ -427,14 +457,16 @@ def summarize_rows(events: Sequence[Row], measure_from_ms: int = 0, details: boo
         picked = into.get(e[TYPE])  # (one lookup per event, whatever its type)
         if picked is not None:
             picked.append(e)
-    episodes = _episodes(group_states)
+    tail = Tail()
+    episodes = _episodes(group_states, tail)
     _settle(episodes, callbacks)
     _moves(episodes, assignments)
-    _costs(episodes, costs, events[-1][T] if events else 0, name_unowned=details)
+    _costs(episodes, costs, events[-1][T] if events else 0, name_unowned=details, tail=tail)
     for ep in episodes:
         ep.unowned_partitions.sort()
     return Summary(
         rebalances=[ep for ep in episodes if ep.start_ms >= measure_from_ms],
         violations=[e[DETAIL] if e[T] is None else f"{e[T]} ms: {e[DETAIL]}" for e in violations],
         final_assignment=final_assignment(costs) if details else {},
+        tail=tail,
     )

@@ -7,13 +7,24 @@ So a fetch returns the stored bytes unchanged. The full format is in ``docs/topi
 
     <dir>/00000000000000000000.log     segment files of concatenated batches, named by their first offset
     <dir>/00000000000000004096.log     the last one is the active segment, the only one written
+    <dir>/00000000000000000030.gap     (only after ``regroup repair``) offsets up to the next file's are gone
 
-The batch index (base offset, last offset, file position, max timestamp per batch) lives in memory: built
-while recovering the active segment on open, and lazily (a header scan) for an older segment when it is
-first read. Recovery verifies every batch of the active segment (length, magic, CRC-32C, contiguous
-offsets) and truncates the file at the first bad one — a torn tail left by a crash. Idempotent-producer
-state (the last five batches per producer id) is rebuilt from the same scan, so a retry of a batch that was
-written just before a crash is recognised as a duplicate after the restart.
+A partition that was never written has no directory at all: the first append creates it and its first
+segment (durably). The log keeps no file descriptor of its own: it borrows one from a shared
+:class:`~regroup.storage.handles.HandleCache` for each read or write, so the number of open files does not
+grow with the number of partitions, while a busy partition's active segment stays open.
+
+The batch index (last offset, file position, max timestamp per batch) lives in memory, built on open.
+Recovery verifies every batch of every segment (length, magic, CRC-32C, offsets continuing from the
+segment's base; an older segment must also end exactly where the next file begins). In the active segment
+a torn tail — a bad batch with nothing intact after it, which is all a crash can leave — is truncated and
+logged; anything else (a bad batch followed by intact ones, any damage in an older segment, a segment
+missing, an unknown file such as a segment whose name was damaged) is damage to data once written in full,
+and ``open`` refuses with :class:`CorruptLogError` naming the file, the byte and what is intact after it,
+changing nothing (``regroup repair`` is the operator's tool, :mod:`regroup.storage.repair`). Batches read
+from older segments are CRC-checked again, for damage that happens while the server runs.
+Idempotent-producer state (the last five batches per producer id) is rebuilt from the active segment, so a
+retry of a batch written just before a crash is recognised as a duplicate after the restart.
 
 Not thread-safe: one owner (the server's event loop) drives it.
 """
@@ -21,9 +32,9 @@ Not thread-safe: one owner (the server's event loop) drives it.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import logging
 import os
-import re
 import struct
 import time
 from array import array
@@ -31,26 +42,30 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crc32c import crc32c
-
 from regroup.storage.batches import (
-    CRC_FROM,
     HEADER,
     LOG_OVERHEAD,
     AppendRejected,
     BatchHeader,
     ProducerStates,
     Reject,
-    check_header,
+    check_batch,
     parse_header,
     record_times,
     split_batches,
 )
-from regroup.storage.format import StorageError
-from regroup.storage.record_log import FsyncPolicy, _create_file, _fsync_file, write_all_or_take_back
-from regroup.storage.record_log import _fsync_dir as fsync_dir
+from regroup.storage.damage import Unit, describe_intact, find_intact
+from regroup.storage.files import CLOEXEC, read_file, write_all_or_take_back
+from regroup.storage.files import create_file as _create_file
+from regroup.storage.files import fsync_dir as _fsync_dir
+from regroup.storage.files import fsync_file as _fsync_file
+from regroup.storage.format import CorruptLogError, StorageError
+from regroup.storage.handles import HandleCache
+from regroup.storage.record_log import FsyncPolicy
+from regroup.storage.segment_dir import gap_name, list_dir, segment_name
 
 __all__ = [
+    "BATCHES",
     "DEFAULT_MAX_BATCH_BYTES",
     "DEFAULT_SEGMENT_BYTES",
     "AppendInfo",
@@ -63,14 +78,37 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+fsync_dir = _fsync_dir
+
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_BATCH_BYTES = 1024 * 1024 + 12  # Kafka's message.max.bytes default (1048588)
 DEFAULT_FSYNC_INTERVAL_MS = 100
-_SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
+PRIVATE_HANDLES = 4  # a log opened without a shared cache gets one this size
+#: bytes 12..17 of every stored batch: partitionLeaderEpoch -1, then magic 2 (how damage scans resynchronise)
+_MARK = b"\xff\xff\xff\xff\x02"
 
 
 class OffsetOutOfRange(StorageError):
     """A read below the log start offset or beyond the log end offset."""
+
+
+class _BatchFormat:
+    """Stored record batches as :mod:`regroup.storage.damage` scans them."""
+
+    noun = "batch"
+
+    def check(self, data: bytes, pos: int) -> Unit | str:
+        checked = check_batch(data, pos)
+        if isinstance(checked, str):
+            return checked
+        return Unit(pos, pos + checked.size, checked.base_offset, checked.last_offset)
+
+    def next_candidate(self, data: bytes, pos: int) -> int:
+        at = data.find(_MARK, pos + LOG_OVERHEAD)
+        return at - LOG_OVERHEAD if at >= 0 else -1
+
+
+BATCHES = _BatchFormat()
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,24 +137,33 @@ class _Index:
         self.end = pos + h.size
 
 
-@dataclass(slots=True)
+@dataclass(eq=False, slots=True)
 class _Segment:
+    """A segment file — or a repair's gap marker (no batches). Hashed by identity: the handle cache's key."""
+
     base: int
     path: Path
-    index: _Index | None = None
+    index: _Index = field(default_factory=_Index)
+    gap: bool = False
+
+    def open_read(self) -> int:
+        return os.open(self.path, os.O_RDONLY | CLOEXEC)
+
+    def open_append(self) -> int:
+        return os.open(self.path, os.O_RDWR | os.O_APPEND | CLOEXEC)
 
 
 class PartitionLog:
     """The log of one partition; open it with :meth:`PartitionLog.open`."""
 
-    def __init__(self, directory: Path, segments: list[_Segment], fd: int, leo: int, producers: ProducerStates,
+    def __init__(self, directory: Path, segments: list[_Segment], leo: int, producers: ProducerStates,
                  policy: FsyncPolicy, segment_bytes: int, max_batch_bytes: int, fsync_interval_ms: float,
-                 clock: Callable[[], float], truncated_bytes: int) -> None:  # fmt: skip
+                 clock: Callable[[], float], truncated_bytes: int, handles: HandleCache,
+                 exists: bool) -> None:  # fmt: skip
         """Internal: use :meth:`PartitionLog.open`."""
         self._dir = directory
         self._segments = segments
         self._bases = [s.base for s in segments]
-        self._fd: int | None = fd
         self._leo = leo
         self._producers = producers
         self._policy = policy
@@ -127,6 +174,9 @@ class PartitionLog:
         self._last_sync = clock()
         self._dirty = False
         self._failed: BaseException | None = None
+        self._closed = False
+        self._handles = handles
+        self._exists = exists  # the active segment's file (and so the directory) exists
         self.truncated_bytes = truncated_bytes
         #: called after every successful append (the server wakes long-polling fetches with it).
         self.listener: Callable[[], None] | None = None
@@ -141,30 +191,33 @@ class PartitionLog:
         max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
         fsync_interval_ms: float = DEFAULT_FSYNC_INTERVAL_MS,
         clock: Callable[[], float] = time.monotonic,
+        handles: HandleCache | None = None,
     ) -> PartitionLog:
-        """Open (creating if needed) the partition directory and recover the active segment's tail."""
+        """Open the partition log in ``directory`` and recover it; a directory that does not exist is an empty
+        log (the first append creates it). Raises :class:`CorruptLogError` for damage recovery must not cut
+        away (nothing is changed then). Holds no file open when it returns."""
         if segment_bytes <= 0 or max_batch_bytes <= 0:
             raise ValueError("segment_bytes and max_batch_bytes must be positive")
         directory = Path(directory)
-        sync = fsync is not FsyncPolicy.NEVER
-        directory.mkdir(parents=True, exist_ok=True)
-        bases = sorted(int(m.group(1)) for e in os.scandir(directory) if (m := _SEGMENT_RE.match(e.name)))
-        if not bases:
-            bases = [0]
-            _create_file(directory / _segment_name(0))
-            if sync:
-                fsync_dir(directory)
-        segments = [_Segment(b, directory / _segment_name(b)) for b in bases]
-        active = segments[-1]
-        fd = os.open(active.path, os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
-        try:
-            producers = ProducerStates()
-            leo, cut = _recover(fd, active, producers, sync)
-        except BaseException:
-            os.close(fd)
-            raise
-        return cls(directory, segments, fd, leo, producers, fsync, segment_bytes, max_batch_bytes,
-                   fsync_interval_ms, clock, cut)  # fmt: skip
+        listing = list_dir(directory)
+        problem = listing.problem(directory, "a partition directory")
+        if problem:
+            raise CorruptLogError(problem)
+        files = listing.files()
+        segments = [_Segment(b, directory / (gap_name(b) if g else segment_name(b)), gap=g) for b, g in files]
+        exists = bool(segments)
+        if not exists:
+            segments = [_Segment(0, directory / segment_name(0))]
+        for i, seg in enumerate(segments[:-1]):
+            if not seg.gap:
+                _check_older(seg, segments[i + 1].base)
+        producers = ProducerStates()
+        leo, cut = segments[-1].base, 0
+        if exists:
+            leo, cut = _recover(segments[-1], producers, fsync is not FsyncPolicy.NEVER)
+        return cls(directory, segments, leo, producers, fsync, segment_bytes, max_batch_bytes,
+                   fsync_interval_ms, clock, cut, HandleCache(PRIVATE_HANDLES) if handles is None else handles,
+                   exists)  # fmt: skip
 
     # ------------------------------------------------------------------ state
 
@@ -174,7 +227,7 @@ class PartitionLog:
 
     @property
     def log_start_offset(self) -> int:
-        """The first offset still in the log (always 0: no retention or DeleteRecords yet)."""
+        """The first offset of the log (always 0: no retention or DeleteRecords yet)."""
         return self._segments[0].base
 
     @property
@@ -184,11 +237,12 @@ class PartitionLog:
 
     @property
     def segment_count(self) -> int:
-        return len(self._segments)
+        """Segment files (gap markers not counted)."""
+        return sum(not s.gap for s in self._segments)
 
     @property
     def closed(self) -> bool:
-        return self._fd is None
+        return self._closed
 
     # ------------------------------------------------------------------ writing
 
@@ -200,7 +254,7 @@ class PartitionLog:
 
         ``sync=False`` (acks=0) skips the fsync; otherwise ``ALWAYS`` fsyncs before returning.
         """
-        fd = self._writable()
+        self._check_writable()
         found = split_batches(records, self._max_batch_bytes)
         staged, duplicate = self._producers.plan([h for _, h in found], self._leo)
         if duplicate is not None:
@@ -211,12 +265,15 @@ class PartitionLog:
             struct.pack_into(">q", data, pos, offset)
             struct.pack_into(">i", data, pos + LOG_OVERHEAD, -1)
             offset += h.record_count
-        idx = self._index(self._segments[-1])
+        idx = self._segments[-1].index
         if idx.end > 0 and idx.end + len(data) > self._segment_bytes:
-            fd = self._roll()
-            idx = self._index(self._segments[-1])
+            self._roll()
+            idx = self._segments[-1].index
+        if not self._exists:
+            self._create()
+        fd = self._active_fd()
         start = idx.end
-        self._write(fd, data, start)
+        write_all_or_take_back(fd, data, start, self._mark_failed)
         for pos, _ in found:
             idx.add(parse_header(data, pos), start + pos)
         first, self._leo = self._leo, offset
@@ -232,9 +289,9 @@ class PartitionLog:
 
     def sync(self) -> None:
         """fsync what was appended since the last fsync (any policy)."""
-        fd = self._writable()
+        self._check_writable()
         if self._dirty:
-            self._sync(fd)
+            self._sync(self._active_fd())
 
     # ------------------------------------------------------------------ reading
 
@@ -242,29 +299,34 @@ class PartitionLog:
         """Whole batches from the one containing ``offset``, at most ``max_bytes`` of them — but with
         ``min_one`` the first batch even if it is bigger (Kafka's rule, so a consumer always progresses).
         ``b""`` at the log end; :class:`OffsetOutOfRange` outside ``[log_start_offset, log_end_offset]``.
-        Reads stay within one segment, like Kafka's."""
-        self._open_fd()
+        Reads stay within one segment, like Kafka's. Batches read from an older segment are CRC-checked
+        (:class:`CorruptLogError` if one does not match)."""
+        self._check_open()
         if not self.log_start_offset <= offset <= self._leo:
             raise OffsetOutOfRange(f"offset {offset} is outside [{self.log_start_offset}, {self._leo}]")
         si = bisect.bisect_right(self._bases, offset) - 1
         for seg in self._segments[si:]:
-            idx = self._index(seg)
+            idx = seg.index
             i = bisect.bisect_left(idx.lasts, offset)
             if i == len(idx.lasts):
-                continue  # a gap at the end of a damaged older segment: go on to the next
+                continue  # a gap marker (offsets lost to a repair): go on to the next segment
             start = end = idx.positions[i]
             for j in range(i, len(idx.lasts)):
                 nxt = idx.positions[j + 1] if j + 1 < len(idx.lasts) else idx.end
                 if nxt - start > max_bytes and not (min_one and j == i):
                     break
                 end = nxt
-            return self._pread(seg, start, end - start)
+            data = self._pread(seg, start, end - start)
+            if seg is not self._segments[-1]:
+                _verify(seg, data, start)
+            return data
         return b""
 
     def offset_for_timestamp(self, target: int) -> tuple[int, int] | None:
         """``(timestamp, offset)`` of the first record whose timestamp is ≥ ``target``, or ``None``."""
+        self._check_open()
         for seg in self._segments:
-            idx = self._index(seg)
+            idx = seg.index
             for i, ts in enumerate(idx.max_ts):
                 if ts >= target:
                     h, times = self._batch_times(seg, idx.positions[i])
@@ -273,9 +335,10 @@ class PartitionLog:
 
     def max_timestamp(self) -> tuple[int, int] | None:
         """``(timestamp, offset)`` of the (first) record with the largest timestamp, or ``None`` if empty."""
+        self._check_open()
         best: tuple[int, _Segment, int] | None = None
         for seg in self._segments:
-            idx = self._index(seg)
+            idx = seg.index
             for i, ts in enumerate(idx.max_ts):
                 if best is None or ts > best[0]:
                     best = (ts, seg, idx.positions[i])
@@ -291,34 +354,49 @@ class PartitionLog:
     # ------------------------------------------------------------------ closing
 
     def close(self) -> None:
-        """fsync pending appends (unless ``NEVER``) and close the file. Idempotent."""
-        if self._fd is None:
+        """fsync pending appends (unless ``NEVER``) and give back its file handles. Idempotent."""
+        if self._closed:
             return
-        fd, self._fd = self._fd, None
+        self._closed = True
         try:
-            if self._dirty and self._failed is None and self._policy is not FsyncPolicy.NEVER:
+            fd = self._handles.peek(self._segments[-1])
+            if fd is not None and self._dirty and self._failed is None and self._policy is not FsyncPolicy.NEVER:
                 _fsync_file(fd)
+                self._dirty = False
         finally:
-            os.close(fd)
+            for seg in self._segments:
+                self._handles.forget(seg)
 
     def __repr__(self) -> str:
         return f"PartitionLog({str(self._dir)!r}, offsets [{self.log_start_offset}, {self._leo}))"
 
     # ------------------------------------------------------------------ internals
 
-    def _open_fd(self) -> int:
-        if self._fd is None:
+    def _check_open(self) -> None:
+        if self._closed:
             raise StorageError(f"{self._dir}: the partition log is closed")
-        return self._fd
 
-    def _writable(self) -> int:
-        fd = self._open_fd()
+    def _check_writable(self) -> None:
+        self._check_open()
         if self._failed is not None:
             raise StorageError(f"{self._dir}: an I/O error happened; reopen the log: {self._failed!r}")
-        return fd
 
-    def _write(self, fd: int, data: bytes | bytearray, start: int) -> None:
-        write_all_or_take_back(fd, data, start, self._mark_failed)
+    def _active_fd(self) -> int:
+        seg = self._segments[-1]
+        return self._handles.get(seg, seg.open_append, self._settle)
+
+    def _settle(self, fd: int) -> None:
+        """The handle cache is about to close the active segment's descriptor: fsync what it has unsynced."""
+        if self._dirty and self._failed is None and self._policy is not FsyncPolicy.NEVER:
+            try:
+                self._sync(fd)
+            except OSError as exc:
+                log.error("%s: fsync before closing the active segment failed: %s", self._dir, exc)
+
+    def _fd_for(self, seg: _Segment) -> int:
+        if seg is self._segments[-1]:
+            return self._active_fd()
+        return self._handles.get(seg, seg.open_read)
 
     def _mark_failed(self, exc: BaseException) -> None:
         self._failed = exc
@@ -332,92 +410,124 @@ class PartitionLog:
         self._dirty = False
         self._last_sync = self._clock()
 
-    def _roll(self) -> int:
-        assert self._fd is not None
+    def _create(self) -> None:
+        """The first append: create the partition directory and the first segment, durably."""
+        sync = self._policy is not FsyncPolicy.NEVER
+        fresh = not self._dir.is_dir()
+        self._dir.mkdir(parents=True, exist_ok=True)
+        if fresh and sync:
+            _fsync_dir(self._dir.parent)
+        path = self._segments[-1].path
+        with contextlib.suppress(FileExistsError):
+            _create_file(path)
+        if sync:
+            _fsync_dir(self._dir)
+        self._exists = True
+
+    def _roll(self) -> None:
+        active = self._segments[-1]
         sync = self._policy is not FsyncPolicy.NEVER
         if sync and self._dirty:
-            self._sync(self._fd)
+            self._sync(self._active_fd())
         try:
-            seg = _Segment(self._leo, self._dir / _segment_name(self._leo), _Index())
+            seg = _Segment(self._leo, self._dir / segment_name(self._leo))
             _create_file(seg.path)
             if sync:
-                fsync_dir(self._dir)
-            fd = os.open(seg.path, os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+                _fsync_dir(self._dir)
         except BaseException as exc:
             self._failed = exc
             raise
-        os.close(self._fd)
-        self._fd = fd
+        self._handles.forget(active)
         self._segments.append(seg)
         self._bases.append(seg.base)
-        return fd
-
-    def _index(self, seg: _Segment) -> _Index:
-        if seg.index is None:  # an older segment, first touched: scan its headers
-            fd = os.open(seg.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
-            try:
-                idx, _, problem = _scan(fd, seg, verify=False)
-            finally:
-                os.close(fd)
-            if problem:
-                log.warning("%s: %s at byte %d; the rest of the segment is ignored", seg.path, problem, idx.end)
-            return idx
-        return seg.index
 
     def _pread(self, seg: _Segment, pos: int, size: int) -> bytes:
-        if seg is self._segments[-1]:
-            return _pread_all(self._open_fd(), pos, size)
-        fd = os.open(seg.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
-        try:
-            return _pread_all(fd, pos, size)
-        finally:
-            os.close(fd)
+        return _pread_all(self._fd_for(seg), pos, size)
 
 
-def _scan(fd: int, seg: _Segment, *, verify: bool, producers: ProducerStates | None = None) -> tuple[_Index, int, str]:
-    """Index the batches of a segment file until the first unsound one: ``(index, next offset, why it stopped)``.
+def _verify(seg: _Segment, data: bytes, start: int) -> None:
+    """CRC-check the whole batches of ``data``, read from ``seg`` at byte ``start``."""
+    pos = 0
+    while pos < len(data):
+        checked = check_batch(data, pos)
+        if isinstance(checked, str):
+            raise CorruptLogError(
+                f"{seg.path}: {checked} at byte {start + pos}: damage in an older segment, found on a read "
+                "(`regroup repair` reports and repairs it while the server is stopped)"
+            )
+        pos += checked.size
 
-    ``verify`` also checks each batch's CRC and that offsets are contiguous from the segment's base (the
-    active segment on recovery); ``producers`` collects idempotent-producer state on the way.
-    """
-    size = os.fstat(fd).st_size
-    seg.index = idx = _Index()
+
+def _index(seg: _Segment, data: bytes, producers: ProducerStates | None = None) -> tuple[int, str]:
+    """Index the segment's batches from byte 0 while each is sound (length, magic, CRC-32C) and continues
+    the offsets from its base: ``(offset after the last good batch, why the scan stopped or "")``.
+    ``producers`` collects idempotent-producer state on the way."""
+    idx = seg.index
     expected = seg.base
-    while idx.end < size:
-        head = _pread_all(fd, idx.end, min(HEADER.size, size - idx.end))
-        if len(head) < HEADER.size:
-            return idx, expected, "incomplete batch header"
-        h = parse_header(head)
-        problem = check_header(h, size - idx.end)
-        if problem is None and verify:
-            if crc32c(_pread_all(fd, idx.end + CRC_FROM, h.size - CRC_FROM)) != h.crc:
-                problem = "CRC-32C mismatch"
-            elif h.base_offset != expected:
-                problem = f"batch has offset {h.base_offset}, expected {expected}"
-        if problem:
-            return idx, expected, problem
+    while idx.end < len(data):
+        checked = check_batch(data, idx.end)
+        if isinstance(checked, str):
+            return expected, checked
+        if checked.base_offset != expected:
+            return expected, f"batch has offset {checked.base_offset}, expected {expected}"
         if producers is not None:
-            producers.observe(h)
-        idx.add(h, idx.end)
-        expected = h.last_offset + 1
-    return idx, expected, ""
+            producers.observe(checked)
+        idx.add(checked, idx.end)
+        expected = checked.last_offset + 1
+    return expected, ""
 
 
-def _recover(fd: int, seg: _Segment, producers: ProducerStates, sync: bool) -> tuple[int, int]:
-    """Index the active segment, rebuild producer state, truncate a torn tail: ``(log end offset, bytes cut)``."""
-    idx, expected, problem = _scan(fd, seg, verify=True, producers=producers)
-    cut = os.fstat(fd).st_size - idx.end
-    if cut:
-        log.warning("%s: truncating %d byte(s) of torn tail at byte %d (offset %d): %s",
-                    seg.path, cut, idx.end, expected, problem)  # fmt: skip
-        os.ftruncate(fd, idx.end)
+def _check_older(seg: _Segment, next_base: int) -> None:
+    """Verify and index an older segment; refuse (:class:`CorruptLogError`) unless every batch is sound,
+    the offsets continue from its base and it ends exactly where the next file begins."""
+    data = read_file(seg.path)
+    expected, problem = _index(seg, data)
+    pos = seg.index.end
+    if problem:
+        intact = find_intact(data, pos, expected, BATCHES)
+        after = describe_intact(intact, "batch") if intact else "nothing intact follows"
+        raise CorruptLogError(
+            f"{seg.path}: {problem} at byte {pos} (offset {expected}) of an older segment; {after}; the next file "
+            f"starts at offset {next_base}. An older segment was complete when the log rolled past it: this is "
+            "damage, not a torn tail. Nothing was changed"
+        )
+    if expected < next_base:
+        raise CorruptLogError(
+            f"{seg.path}: the segment ends at offset {expected} (byte {pos}) but the next file starts at offset "
+            f"{next_base}: offsets {expected}..{next_base - 1} are missing. Nothing was changed"
+        )
+    if expected > next_base:
+        raise CorruptLogError(
+            f"{seg.path}: the segment runs to offset {expected - 1}, past the start of the next file (offset "
+            f"{next_base}): the segments overlap. Nothing was changed"
+        )
+
+
+def _recover(seg: _Segment, producers: ProducerStates, sync: bool) -> tuple[int, int]:
+    """Verify and index the active segment, rebuild producer state, cut a torn tail: ``(log end offset, bytes
+    cut)``. Damage followed by intact batches raises :class:`CorruptLogError` and changes nothing."""
+    data = read_file(seg.path)
+    expected, problem = _index(seg, data, producers)
+    pos = seg.index.end
+    if not problem:
+        return expected, 0
+    intact = find_intact(data, pos, expected, BATCHES)
+    if intact:
+        raise CorruptLogError(
+            f"{seg.path}: {problem} at byte {pos} (offset {expected}), yet {describe_intact(intact, 'batch')}: "
+            "this is damage to data once written in full, not a torn tail. Nothing was changed"
+        )
+    cut = len(data) - pos
+    log.warning("%s: truncating %d byte(s) of torn tail at byte %d (offset %d): %s",
+                seg.path, cut, pos, expected, problem)  # fmt: skip
+    fd = os.open(seg.path, os.O_WRONLY | CLOEXEC)
+    try:
+        os.ftruncate(fd, pos)
         if sync:
             _fsync_file(fd)
+    finally:
+        os.close(fd)
     return expected, cut
-
-
-def _segment_name(base: int) -> str:
-    return f"{base:020d}.log"
 
 
 def _pread_all(fd: int, pos: int, size: int) -> bytes:

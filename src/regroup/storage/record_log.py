@@ -18,8 +18,11 @@ batch as a whole. Offsets are consecutive integers from 0 and never reused.
 Recovery on open scans the active segment: the first frame that is incomplete, fails its checksum or does
 not continue the offsets is a torn tail and the file is truncated there — unless an intact frame continuing
 the offsets follows it, which means damage in the middle of once-durable data: that raises
-:class:`CorruptLogError` (``repair=True`` truncates anyway). Older segments are verified as they are read;
-any damage there raises :class:`CorruptLogError`.
+:class:`CorruptLogError` naming the file, the byte and the intact frames after it, and changes nothing (the
+operator's ``regroup repair`` truncates or quarantines it, :mod:`regroup.storage.repair`). Older segments are
+verified as they are read; any damage there raises :class:`CorruptLogError`. A file the log does not know
+(a segment whose name was damaged, a stray file) refuses the open too. A gap marker ``<offset>.gap`` left by a
+repair stands for offsets whose records were lost: reads pass over them.
 """
 
 from __future__ import annotations
@@ -34,6 +37,12 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 
+from regroup.storage.damage import Unit, describe_intact, find_intact
+from regroup.storage.files import create_file as _create_file
+from regroup.storage.files import fsync_dir as _fsync_dir
+from regroup.storage.files import fsync_file as _fsync_file
+from regroup.storage.files import open_append as _open_append
+from regroup.storage.files import read_file, write_all_or_take_back
 from regroup.storage.format import (
     FRAME_MAGIC,
     CorruptLogError,
@@ -44,6 +53,7 @@ from regroup.storage.format import (
     encode_batch,
     encode_snapshot,
 )
+from regroup.storage.segment_dir import gap_name, list_dir, segment_name
 
 if sys.platform != "win32":
     import fcntl
@@ -57,7 +67,6 @@ DEFAULT_FSYNC_INTERVAL_MS = 100
 LOCK_NAME = "LOCK"
 KEPT_SNAPSHOTS = 2
 
-_SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 _SNAPSHOT_RE = re.compile(r"^snapshot-(\d{20})\.bin$")
 _SNAPSHOT_TMP_RE = re.compile(r"^snapshot-\d{20}\.bin\.tmp$")
 
@@ -79,9 +88,33 @@ class LogLockedError(StorageError):
     """Another ``RecordLog`` (in this or another process) has the directory open."""
 
 
-def segment_name(base_offset: int) -> str:
-    """File name of the segment whose first record has offset ``base_offset``."""
-    return f"{base_offset:020d}.log"
+class _FrameFormat:
+    """Batch frames as :mod:`regroup.storage.damage` scans them."""
+
+    noun = "frame"
+
+    def check(self, data: bytes, pos: int) -> Unit | str:
+        try:
+            frame = decode_frame(data, pos)
+        except FormatError as exc:
+            return exc.reason
+        return Unit(pos, frame.end, frame.base_offset, frame.next_offset - 1)
+
+    def next_candidate(self, data: bytes, pos: int) -> int:
+        return data.find(FRAME_MAGIC, pos)
+
+
+FRAMES = _FrameFormat()
+
+
+def expected_name(name: str) -> bool:
+    """Names a coordinator log directory holds besides segments and gap markers."""
+    return name == LOCK_NAME or bool(_SNAPSHOT_RE.match(name) or _SNAPSHOT_TMP_RE.match(name))
+
+
+def snapshot_floor(names: list[str]) -> int:
+    """The offset the log must reach for the newest of the snapshots ``names`` to be usable (its offset + 1)."""
+    return max((int(m.group(1)) + 1 for name in names if (m := _SNAPSHOT_RE.match(name))), default=0)
 
 
 def snapshot_name(offset: int) -> str:
@@ -106,6 +139,7 @@ class RecordLog:
         clock: Callable[[], float],
         lock_fd: int | None,
         bases: list[int],
+        gaps: set[int],
         active_fd: int,
         active_size: int,
         next_offset: int,
@@ -120,6 +154,7 @@ class RecordLog:
         self._clock = clock
         self._lock_fd = lock_fd
         self._bases = bases
+        self._gaps = gaps
         self._fd: int | None = active_fd
         self._active_size = active_size
         self._next = next_offset
@@ -140,15 +175,13 @@ class RecordLog:
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         fsync_interval_ms: float = DEFAULT_FSYNC_INTERVAL_MS,
         clock: Callable[[], float] = time.monotonic,
-        repair: bool = False,
     ) -> RecordLog:
         """Open (creating if needed) the log in ``directory`` and recover its tail.
 
         ``segment_bytes``: roll to a new segment before a batch that would grow the active one past this
         (a single larger batch still gets written, alone in its segment). ``fsync_interval_ms`` and
-        ``clock`` (seconds, monotonic) only matter for :attr:`FsyncPolicy.INTERVAL`. ``repair=True`` truncates
-        a damaged active segment at the first bad frame even when intact frames follow it (losing them)
-        instead of raising :class:`CorruptLogError` — for after a power loss under ``INTERVAL``/``NEVER``.
+        ``clock`` (seconds, monotonic) only matter for :attr:`FsyncPolicy.INTERVAL`. Damage recovery must not
+        cut away raises :class:`CorruptLogError` and changes nothing (see :mod:`regroup.storage.repair`).
         """
         if segment_bytes <= 0:
             raise ValueError("segment_bytes must be positive")
@@ -163,21 +196,24 @@ class RecordLog:
         lock_fd = _acquire_lock(directory)
         active_fd: int | None = None
         try:
-            bases: list[int] = []
+            listing = list_dir(directory, expected_name)
+            problem = listing.problem(directory, "the coordinator log's directory")
+            if problem:
+                raise CorruptLogError(problem)
             snapshots: list[int] = []
-            for entry in os.scandir(directory):
-                if m := _SEGMENT_RE.match(entry.name):
-                    bases.append(int(m.group(1)))
-                elif m := _SNAPSHOT_RE.match(entry.name):
+            for name in listing.other:
+                if m := _SNAPSHOT_RE.match(name):
                     snapshots.append(int(m.group(1)))
-                elif _SNAPSHOT_TMP_RE.match(entry.name):
-                    os.unlink(entry.path)  # a snapshot that never got renamed into place
-            bases.sort()
+                elif _SNAPSHOT_TMP_RE.match(name):
+                    os.unlink(directory / name)  # a snapshot that never got renamed into place
             snapshots.sort()
+            bases = [base for base, _ in listing.files()]
+            gaps = set(listing.gaps)
             truncated = 0
             if bases:
                 base = bases[-1]
-                next_offset, size, truncated = _recover_active(directory / segment_name(base), base, repair, sync)
+                must_reach = snapshots[-1] + 1 if snapshots else 0
+                next_offset, size, truncated = _recover_active(directory / segment_name(base), base, sync, must_reach)
             elif snapshots:
                 raise CorruptLogError(f"{directory}: snapshots but no segment files (the active one is never deleted)")
             else:
@@ -199,6 +235,7 @@ class RecordLog:
                 clock=clock,
                 lock_fd=lock_fd,
                 bases=bases,
+                gaps=gaps,
                 active_fd=active_fd,
                 active_size=size,
                 next_offset=next_offset,
@@ -234,7 +271,8 @@ class RecordLog:
 
     @property
     def segment_count(self) -> int:
-        return len(self._bases)
+        """Segment files (gap markers not counted)."""
+        return len(self._bases) - len(self._gaps)
 
     @property
     def snapshot_offsets(self) -> tuple[int, ...]:
@@ -332,7 +370,12 @@ class RecordLog:
             # just before the next segment's base; deleting its file needs no fsync (if it reappears after a
             # power loss it is merely kept a little longer).
             while len(self._bases) > 1 and self._bases[1] <= covered + 1:
-                (self._dir / segment_name(self._bases.pop(0))).unlink(missing_ok=True)
+                base = self._bases.pop(0)
+                if base in self._gaps:
+                    self._gaps.discard(base)
+                    (self._dir / gap_name(base)).unlink(missing_ok=True)
+                else:
+                    (self._dir / segment_name(base)).unlink(missing_ok=True)
 
     # ------------------------------------------------------------------ reading
 
@@ -346,7 +389,7 @@ class RecordLog:
         self._open_or_raise()
         if not self.first_offset <= from_offset <= self._next:
             raise ValueError(f"offset {from_offset} is outside the readable range [{self.first_offset}, {self._next}]")
-        return self._records(from_offset, self._next, list(self._bases))
+        return self._records(from_offset, self._next, list(self._bases), set(self._gaps))
 
     def load(self) -> tuple[int | None, bytes | None, Iterator[tuple[int, bytes]]]:
         """What a restart needs: ``(snapshot offset, snapshot state, records after it)``.
@@ -459,11 +502,11 @@ class RecordLog:
         self._active_size = 0
         return fd
 
-    def _records(self, from_offset: int, end: int, bases: list[int]) -> Iterator[tuple[int, bytes]]:
+    def _records(self, from_offset: int, end: int, bases: list[int], gaps: set[int]) -> Iterator[tuple[int, bytes]]:
         for i, base in enumerate(bases):
             seg_end = bases[i + 1] if i + 1 < len(bases) else end
-            if seg_end <= from_offset:
-                continue
+            if seg_end <= from_offset or base in gaps:
+                continue  # (a gap marker: a repair lost these records)
             path = self._dir / segment_name(base)
             try:
                 data = path.read_bytes()
@@ -474,11 +517,10 @@ class RecordLog:
                 try:
                     frame = decode_frame(data, pos)
                 except FormatError as exc:
-                    raise CorruptLogError(f"{path}: {exc.reason} at byte {pos} (expected offset {expected})") from None
+                    raise CorruptLogError(_damage(path, exc.reason, data, pos, expected)) from None
                 if frame.base_offset != expected:
-                    raise CorruptLogError(
-                        f"{path}: frame at byte {pos} has offset {frame.base_offset}, expected {expected}"
-                    )
+                    reason = f"frame has offset {frame.base_offset}, expected {expected}"
+                    raise CorruptLogError(_damage(path, reason, data, pos, expected))
                 for k, payload in enumerate(frame.payloads):
                     if expected + k >= from_offset:
                         yield expected + k, payload
@@ -490,9 +532,11 @@ class RecordLog:
                 )
 
 
-def _recover_active(path: Path, base: int, repair: bool, sync: bool) -> tuple[int, int, int]:
-    """Scan the active segment; truncate a torn tail. Returns ``(next offset, file size, bytes cut)``."""
-    data = path.read_bytes()
+def _recover_active(path: Path, base: int, sync: bool, must_reach: int = 0) -> tuple[int, int, int]:
+    """Scan the active segment; truncate a torn tail — unless the log would then end before ``must_reach``
+    (the newest snapshot's offset + 1: records it covers would be missing), which the caller refuses.
+    Returns ``(next offset, file size, bytes cut)``."""
+    data = read_file(path)
     pos, expected = 0, base
     reason = ""
     while pos < len(data):
@@ -507,13 +551,14 @@ def _recover_active(path: Path, base: int, repair: bool, sync: bool) -> tuple[in
         pos, expected = frame.end, frame.next_offset
     if pos == len(data):
         return expected, pos, 0
-    intact = _intact_frame_after(data, pos, expected)
-    if intact is not None and not repair:
+    intact = find_intact(data, pos, expected, FRAMES)
+    if intact:
         raise CorruptLogError(
-            f"{path}: {reason} at byte {pos}, yet an intact frame with offset {intact[1]} follows at byte "
-            f"{intact[0]}: this is damage to written data, not a torn tail. Reopen with repair=True to "
-            f"truncate the file at byte {pos}, discarding every record from offset {expected} on."
+            f"{path}: {reason} at byte {pos} (offset {expected}), yet {describe_intact(intact, 'frame')}: this "
+            "is damage to data once written in full, not a torn tail. Nothing was changed"
         )
+    if expected < must_reach:
+        return expected, len(data), 0  # (the caller raises: nothing is cut)
     cut = len(data) - pos
     log.warning("%s: truncating %d byte(s) of torn tail at byte %d (offset %d): %s", path, cut, pos, expected, reason)
     fd = os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
@@ -526,22 +571,16 @@ def _recover_active(path: Path, base: int, repair: bool, sync: bool) -> tuple[in
     return expected, pos, cut
 
 
-def _intact_frame_after(data: bytes, pos: int, expected: int) -> tuple[int, int] | None:
-    """``(byte position, offset)`` of a checksum-valid frame after ``pos`` holding offsets ``>= expected``."""
-    at = data.find(FRAME_MAGIC, pos + 1)
-    while at != -1:
-        try:
-            frame = decode_frame(data, at)
-        except FormatError:
-            pass
-        else:
-            if frame.base_offset >= expected:
-                return at, frame.base_offset
-        at = data.find(FRAME_MAGIC, at + 1)
-    return None
+def _damage(path: Path, reason: str, data: bytes, pos: int, expected: int) -> str:
+    """The message for damage found while reading a segment."""
+    intact = find_intact(data, pos, expected, FRAMES)
+    after = describe_intact(intact, "frame") if intact else "nothing intact follows in this segment"
+    return f"{path}: {reason} at byte {pos} (offset {expected}); {after}"
 
 
-def _acquire_lock(directory: Path) -> int | None:
+def lock_directory(directory: Path, owner: str = "RecordLog") -> int | None:
+    """``flock`` (exclusive, non-blocking) ``directory/LOCK``: the descriptor to close to release it. Raises
+    :class:`LogLockedError` when an ``owner`` in this or another process holds it."""
     if sys.platform == "win32":
         return None
     fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -549,54 +588,12 @@ def _acquire_lock(directory: Path) -> int | None:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise LogLockedError(f"{directory} is already open by another RecordLog") from None
+        raise LogLockedError(f"{directory} is already open by another {owner}") from None
     except BaseException:
         os.close(fd)
         raise
     return fd
 
 
-def write_all_or_take_back(
-    fd: int, data: bytes | bytearray, start: int, on_damage: Callable[[BaseException], None]
-) -> None:
-    """Write all of ``data`` at the end of ``fd`` (opened with O_APPEND, ``start`` bytes long). If the write
-    fails, cut the file back to ``start`` so later appends never follow a partial frame; if even that fails,
-    report the original error to ``on_damage`` (the file's state is unknown). Re-raises the write error."""
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    except BaseException as exc:
-        try:
-            os.ftruncate(fd, start)
-        except OSError:
-            on_damage(exc)
-        raise
-
-
-def _create_file(path: Path) -> None:
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644))
-
-
-def _open_append(path: Path) -> int:
-    return os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
-
-
-def _fsync_file(fd: int) -> None:
-    if sys.platform == "darwin":
-        fcntl.fcntl(fd, fcntl.F_FULLFSYNC)  # plain fsync on macOS does not flush the drive's cache
-    elif hasattr(os, "fdatasync"):
-        os.fdatasync(fd)  # enough for appends: a size change is flushed too
-    else:
-        os.fsync(fd)
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make file creations/renames in ``directory`` durable (a no-op where directories cannot be opened)."""
-    if os.name != "posix":
-        return
-    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _acquire_lock(directory: Path) -> int | None:
+    return lock_directory(directory)

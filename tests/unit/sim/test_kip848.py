@@ -130,7 +130,10 @@ def test_new_member_fields_and_start_actions_parse() -> None:
     ("doc", "message"),
     [
         (with_(members=[{"id": "a", "protocol": "kip848"}]), "x.json: members[0].protocol: must be one of"),
-        (with_(members=[{"id": "a", "assignor": "sticky"}]), "x.json: members[0].assignor: must be one of"),
+        (
+            with_(members=[{"id": "a", "assignor": "sticky"}]),
+            "x.json: members[0].assignor: unknown server-side assignor 'sticky'",
+        ),
         (with_(members=[{"id": "a", "callback_delay_ms": -1}]), "x.json: members[0].callback_delay_ms: must be >="),
         (
             with_(members=[{"id": "a", "callback_delay_ms": 30000}]),
@@ -150,7 +153,7 @@ def test_new_member_fields_and_start_actions_parse() -> None:
         ),
         (
             with_(coordinator={"consumer_group_assignors": ["fancy"]}),
-            "x.json: coordinator.consumer_group_assignors: unknown server assignor 'fancy'",
+            "x.json: coordinator.consumer_group_assignors: unknown server-side assignor 'fancy'",
         ),
     ],
 )

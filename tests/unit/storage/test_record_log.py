@@ -265,18 +265,51 @@ def test_damage_followed_by_intact_frames_in_the_active_segment_is_an_error(tmp_
     full = active.read_bytes()
     for position in (bounds[1][0] + 12, bounds[1][1] - 1):  # the second frame's offset field; its last byte
         flip_bit(active, position)
-        with pytest.raises(CorruptLogError, match="repair=True"):
+        # names the file, the byte and what is intact after the damage, and changes nothing
+        message = f"{active}: .* at byte {bounds[1][0]} \\(offset 2\\), yet 2 intact frames \\(offsets 5..7"
+        with pytest.raises(CorruptLogError, match=message):
             RecordLog.open(tmp_path, fsync=NEVER)
         assert active.read_bytes()[: bounds[1][0]] == full[: bounds[1][0]]  # nothing was truncated
         assert len(active.read_bytes()) == len(full)
-        with RecordLog.open(tmp_path, fsync=NEVER, repair=True) as log:
-            assert log.next_offset == 2
-            assert log.truncated_bytes == len(full) - bounds[1][0]
-            assert list(log.read()) == expected(0, 2)
         active.write_bytes(full)
     # A damaged length field hides where the next frame starts; the intact frames behind it are still found.
     flip_bit(active, bounds[0][0] + 6)
-    with pytest.raises(CorruptLogError):
+    with pytest.raises(CorruptLogError, match="3 intact frames"):
+        RecordLog.open(tmp_path, fsync=NEVER)
+
+
+def test_unknown_files_refuse_the_open(tmp_path: Path) -> None:
+    build_log(tmp_path, [2, 3], segment_bytes=60)
+    active = segment_files(tmp_path)[-1]
+    for name in (active.name[1:], "notes.txt", active.name + ".orig"):  # a name cut short; strays
+        stray = tmp_path / name
+        if name == active.name[1:]:
+            active.rename(stray)  # the active segment's records would silently drop out, their offsets reused
+        else:
+            stray.write_bytes(b"x")
+        with pytest.raises(CorruptLogError, match=f"unexpected file.*{name}"):
+            RecordLog.open(tmp_path, fsync=NEVER)
+        if name == active.name[1:]:
+            stray.rename(active)
+        else:
+            stray.unlink()
+    with RecordLog.open(tmp_path, fsync=NEVER) as log:
+        assert log.next_offset == 5
+
+
+def test_gap_markers_are_passed_over(tmp_path: Path) -> None:
+    """A repair's gap marker stands for lost offsets: reads skip them, the segment before must end at it."""
+    with RecordLog.open(tmp_path, fsync=NEVER) as log:
+        append_range(log, 3)
+    (tmp_path / "00000000000000000003.gap").write_text("offsets 3..9 lost\n")
+    (tmp_path / segment_name(10)).write_bytes(encode_batch(10, [payload(10), payload(11)]))
+    with RecordLog.open(tmp_path, fsync=NEVER) as log:
+        assert (log.next_offset, log.segment_count) == (12, 2)
+        assert list(log.read()) == expected(0, 3) + expected(10, 12)
+        assert list(log.read(5)) == expected(10, 12)
+        assert append_range(log, 1) == 12
+    (tmp_path / segment_name(10)).unlink()
+    with pytest.raises(CorruptLogError, match="the last file is the gap marker"):
         RecordLog.open(tmp_path, fsync=NEVER)
 
 

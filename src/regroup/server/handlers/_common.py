@@ -1,25 +1,15 @@
-"""What every handler module shares: building the response of the request's version, and ``guarded``,
-which turns any failure inside a handler into that API's error response (the ``to_error_response`` of the
-anchor design) so that a bad request or a bug never takes the server down."""
+"""What the group handler modules share: building the response of the request's version and KIP-40's client
+identity. (Failures inside a handler become the API's error response in the dispatcher, through each
+``ApiSpec``'s ``error_response``.)"""
 
 from __future__ import annotations
 
-import functools
-import logging
-from collections.abc import Callable
 from typing import Any
 
-from regroup.model.errors import ApiError, ErrorCode
 from regroup.protocol.classic import ClientInfo
-from regroup.server.api import Handler, RequestContext
+from regroup.server.api import RequestContext
 from regroup.server.codec import response_class
 from regroup.server.entities import build
-from regroup.server.errors import CoordinatorUnavailable, RequestDropped
-
-log = logging.getLogger("regroup.server.handlers")
-
-#: ``error_response(ctx, request, code)``: the API's response carrying ``code`` where the API puts errors
-ErrorResponse = Callable[[RequestContext, Any, ErrorCode], Any]
 
 
 def respond(ctx: RequestContext, /, **values: Any) -> Any:
@@ -33,30 +23,3 @@ def client_info(ctx: RequestContext) -> ClientInfo:
     """KIP-40's client id and host as Kafka reports them: a null client id is "", the host is
     ``InetAddress.toString()`` of the peer, i.e. ``/127.0.0.1``."""
     return ClientInfo(client_id=ctx.client_id or "", client_host=f"/{ctx.client_host}" if ctx.client_host else "")
-
-
-def guarded(error_response: ErrorResponse) -> Callable[[Handler], Handler]:
-    """Map handler failures to ``error_response``: ``ApiError`` → its code, a stopped coordinator →
-    COORDINATOR_NOT_AVAILABLE, anything unexpected → UNKNOWN_SERVER_ERROR (logged with its traceback).
-    ``RequestDropped`` passes through: that connection is closed instead."""
-
-    def decorate(handler: Handler) -> Handler:
-        @functools.wraps(handler)
-        async def run(broker: Any, ctx: RequestContext, request: Any) -> Any:
-            try:
-                return await handler(broker, ctx, request)
-            except RequestDropped:
-                raise
-            except ApiError as exc:
-                return error_response(ctx, request, exc.code)
-            except CoordinatorUnavailable:
-                return error_response(ctx, request, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-            except Exception:
-                log.exception(
-                    "api key %d v%d from %s failed", ctx.api_key, ctx.api_version, ctx.client_id or ctx.client_host
-                )
-                return error_response(ctx, request, ErrorCode.UNKNOWN_SERVER_ERROR)
-
-        return run
-
-    return decorate

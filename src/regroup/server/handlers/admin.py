@@ -11,7 +11,7 @@ from typing import Any
 from regroup.model.errors import ErrorCode
 from regroup.protocol.admin import DeleteGroupsResponse, DescribedGroup, ListGroupsRequest, ListGroupsResponse
 from regroup.server.api import ApiSpec, Broker, RequestContext
-from regroup.server.handlers._common import guarded, respond
+from regroup.server.handlers._common import respond
 
 DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
 #: Kafka's AclOperation codes READ=3, DELETE=6, DESCRIBE=8 as a bit field
@@ -47,7 +47,6 @@ def _describe_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
     return respond(ctx, groups=[_described(g, OPERATIONS_NOT_REQUESTED) for g in groups])
 
 
-@guarded(_describe_error)
 async def describe_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     group_ids = list(request.groups)
     described: tuple[DescribedGroup, ...] = await broker.coordinator.call(
@@ -63,7 +62,6 @@ def _list_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
     return respond(ctx, error_code=code, groups=[])
 
 
-@guarded(_list_error)
 async def list_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     req = ListGroupsRequest(
         states=tuple(getattr(request, "states_filter", ())), types=tuple(getattr(request, "types_filter", ()))
@@ -89,7 +87,6 @@ def _delete_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
     return respond(ctx, results=[{"group_id": g, "error_code": code} for g in request.groups_names])
 
 
-@guarded(_delete_error)
 async def delete_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     group_ids = list(request.groups_names)
     resp: DeleteGroupsResponse = await broker.coordinator.call(lambda c, key, now: c.delete_groups(group_ids, key, now))
@@ -97,7 +94,7 @@ async def delete_groups(broker: Broker, ctx: RequestContext, request: Any) -> An
 
 
 SPECS = [
-    ApiSpec(DESCRIBE_GROUPS, 0, 5, describe_groups),
-    ApiSpec(LIST_GROUPS, 0, 5, list_groups),
-    ApiSpec(DELETE_GROUPS, 0, 2, delete_groups),
+    ApiSpec(DESCRIBE_GROUPS, 0, 5, describe_groups, _describe_error),
+    ApiSpec(LIST_GROUPS, 0, 5, list_groups, _list_error),
+    ApiSpec(DELETE_GROUPS, 0, 2, delete_groups, _delete_error),
 ]

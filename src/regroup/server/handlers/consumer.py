@@ -35,7 +35,7 @@ from regroup.protocol.consumer import (
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.codec import response_class
 from regroup.server.entities import build, ms
-from regroup.server.handlers._common import client_info, guarded, respond
+from regroup.server.handlers._common import client_info, respond
 from regroup.server.handlers.admin import GROUP_OPERATIONS, OPERATIONS_NOT_REQUESTED
 
 CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
@@ -94,7 +94,6 @@ def _owned(topics: Any) -> TopicPartitions | None:
     return tuple((t.topic_id or ZERO_UUID, tuple(int(p) for p in t.partitions)) for t in topics)
 
 
-@guarded(_heartbeat_error)
 async def consumer_group_heartbeat(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     if ctx.api_version >= CLIENT_MEMBER_ID_FROM and not request.member_id.strip():
         return _heartbeat_response(
@@ -168,7 +167,6 @@ def _describe_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
     return respond(ctx, groups=[_described(ctx, g, OPERATIONS_NOT_REQUESTED) for g in groups])
 
 
-@guarded(_describe_error)
 async def consumer_group_describe(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     group_ids = list(request.group_ids)
     described: tuple[DescribedConsumerGroup, ...] = await broker.coordinator.call(
@@ -179,6 +177,6 @@ async def consumer_group_describe(broker: Broker, ctx: RequestContext, request: 
 
 
 SPECS = [
-    ApiSpec(CONSUMER_GROUP_HEARTBEAT, 0, 1, consumer_group_heartbeat),
-    ApiSpec(CONSUMER_GROUP_DESCRIBE, 0, 1, consumer_group_describe),
+    ApiSpec(CONSUMER_GROUP_HEARTBEAT, 0, 1, consumer_group_heartbeat, _heartbeat_error),
+    ApiSpec(CONSUMER_GROUP_DESCRIBE, 0, 1, consumer_group_describe, _describe_error),
 ]

@@ -31,6 +31,7 @@ from kio.schema.errors import ErrorCode
 
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.handlers.topics import NO_THROTTLE, build, response_module, store_of
+from regroup.server.limits import TOPIC_NAME
 from regroup.server.topics import TopicStore
 from regroup.storage.format import StorageError
 from regroup.storage.partition_log import AppendRejected, OffsetOutOfRange, PartitionLog
@@ -119,7 +120,7 @@ def _append(
     except AppendRejected as exc:
         return ErrorCode[exc.reason.value], str(exc), (-1, -1)
     except (OSError, StorageError) as exc:  # a disk failure: this partition fails, the server stays up
-        log.exception("append to %s failed", plog.directory)
+        log.error("append to %s failed: %s: %s", plog.directory, type(exc).__name__, exc)
         return ErrorCode.kafka_storage_error, f"{type(exc).__name__}: {exc}", (-1, -1)
     return ErrorCode.none, None, (info.base_offset, info.log_start_offset)
 
@@ -178,8 +179,8 @@ def _read_all(
                     records = plog.read(p.fetch_offset, min(p.partition_max_bytes, budget - total), min_one=total == 0)
                 except OffsetOutOfRange:
                     code = ErrorCode.offset_out_of_range
-                except (OSError, StorageError):
-                    log.exception("read from %s failed", plog.directory)
+                except (OSError, StorageError) as exc:
+                    log.error("read from %s failed: %s: %s", plog.directory, type(exc).__name__, exc)
                     code = ErrorCode.kafka_storage_error
             errors |= code is not ErrorCode.none
             total += len(records)
@@ -277,9 +278,107 @@ async def handle_init_producer_id(broker: Broker, ctx: RequestContext, request: 
     )
 
 
+# ---------------------------------------------------------------------- error responses (every slot)
+
+
+def _produce_error(ctx: RequestContext, request: Any, code: int) -> Any:
+    mod, error = response_module(request), ErrorCode(int(code))
+    responses = tuple(
+        build(
+            mod,
+            "TopicProduceResponse",
+            name=getattr(topic, "name", None),
+            topic_id=getattr(topic, "topic_id", None),
+            partition_responses=tuple(
+                build(
+                    mod,
+                    "PartitionProduceResponse",
+                    index=part.index,
+                    error_code=error,
+                    base_offset=-1,
+                    log_append_time=None,
+                    log_start_offset=-1,
+                    record_errors=(),
+                    error_message=None,
+                )
+                for part in topic.partition_data
+            ),
+        )
+        for topic in request.topic_data
+    )
+    return build(mod, "ProduceResponse", responses=responses, throttle_time=NO_THROTTLE)
+
+
+def _fetch_error(ctx: RequestContext, request: Any, code: int) -> Any:
+    mod, error = response_module(request), ErrorCode(int(code))
+    responses = tuple(
+        build(
+            mod,
+            "FetchableTopicResponse",
+            topic=getattr(topic, "topic", None),
+            topic_id=getattr(topic, "topic_id", None),
+            partitions=tuple(
+                build(
+                    mod,
+                    "PartitionData",
+                    partition_index=p.partition,
+                    error_code=error,
+                    high_watermark=-1,
+                    last_stable_offset=-1,
+                    log_start_offset=-1,
+                    aborted_transactions=None,
+                    preferred_read_replica=-1,
+                    records=b"",
+                )
+                for p in topic.partitions
+            ),
+        )
+        for topic in request.topics
+    )
+    return build(mod, "FetchResponse", throttle_time=NO_THROTTLE, error_code=error, session_id=0, responses=responses)
+
+
+def _list_offsets_error(ctx: RequestContext, request: Any, code: int) -> Any:
+    mod, error = response_module(request), ErrorCode(int(code))
+    topics = tuple(
+        build(
+            mod,
+            "ListOffsetsTopicResponse",
+            name=topic.name,
+            partitions=tuple(
+                build(
+                    mod,
+                    "ListOffsetsPartitionResponse",
+                    partition_index=p.partition_index,
+                    error_code=error,
+                    timestamp=-1,
+                    offset=-1,
+                    leader_epoch=-1,
+                )
+                for p in topic.partitions
+            ),
+        )
+        for topic in request.topics
+    )
+    return build(mod, "ListOffsetsResponse", throttle_time=NO_THROTTLE, topics=topics)
+
+
+def _init_producer_id_error(ctx: RequestContext, request: Any, code: int) -> Any:
+    return build(
+        response_module(request),
+        "InitProducerIdResponse",
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode(int(code)),
+        producer_id=-1,
+        producer_epoch=-1,
+    )
+
+
+_TOPIC_NAMES = frozenset({TOPIC_NAME})  # an unknown (over-long) name is UNKNOWN_TOPIC_OR_PARTITION here
+
 SPECS: list[ApiSpec] = [
-    ApiSpec(api_key=0, min_version=3, max_version=13, handler=handle_produce),
-    ApiSpec(api_key=1, min_version=4, max_version=18, handler=handle_fetch),
-    ApiSpec(api_key=2, min_version=1, max_version=11, handler=handle_list_offsets),
-    ApiSpec(api_key=22, min_version=0, max_version=6, handler=handle_init_producer_id),
+    ApiSpec(0, 3, 13, handle_produce, _produce_error, _TOPIC_NAMES),
+    ApiSpec(1, 4, 18, handle_fetch, _fetch_error, _TOPIC_NAMES),
+    ApiSpec(2, 1, 11, handle_list_offsets, _list_offsets_error, _TOPIC_NAMES),
+    ApiSpec(22, 0, 6, handle_init_producer_id, _init_producer_id_error),
 ]

@@ -29,7 +29,7 @@ from regroup.protocol.classic import (
 )
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.entities import ms
-from regroup.server.handlers._common import client_info, guarded, respond
+from regroup.server.handlers._common import client_info, respond
 
 JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
 JOIN_NULLABLE_PROTOCOL_FROM = 7
@@ -60,7 +60,6 @@ def _join_response(ctx: RequestContext, resp: JoinGroupResponse) -> Any:
     )
 
 
-@guarded(_join_error)
 async def join_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     session_ms = ms(request.session_timeout)
     req = JoinGroupRequest(
@@ -94,7 +93,6 @@ def _sync_response(ctx: RequestContext, resp: SyncGroupResponse) -> Any:
     )
 
 
-@guarded(_sync_error)
 async def sync_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     protocol_type = getattr(request, "protocol_type", None)
     protocol_name = getattr(request, "protocol_name", None)
@@ -118,7 +116,6 @@ def _heartbeat_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
     return respond(ctx, error_code=code)
 
 
-@guarded(_heartbeat_error)
 async def heartbeat(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     req = HeartbeatRequest(
         group_id=request.group_id,
@@ -135,7 +132,6 @@ def _leave_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
     return respond(ctx, error_code=code, members=[])
 
 
-@guarded(_leave_error)
 async def leave_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     batch = ctx.api_version >= LEAVE_BATCH_FROM
     if batch:
@@ -167,8 +163,8 @@ async def leave_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
 
 
 SPECS = [
-    ApiSpec(JOIN_GROUP, 0, 9, join_group),
-    ApiSpec(SYNC_GROUP, 0, 5, sync_group),
-    ApiSpec(HEARTBEAT, 0, 4, heartbeat),
-    ApiSpec(LEAVE_GROUP, 0, 5, leave_group),
+    ApiSpec(JOIN_GROUP, 0, 9, join_group, _join_error),
+    ApiSpec(SYNC_GROUP, 0, 5, sync_group, _sync_error),
+    ApiSpec(HEARTBEAT, 0, 4, heartbeat, _heartbeat_error),
+    ApiSpec(LEAVE_GROUP, 0, 5, leave_group, _leave_error),
 ]

@@ -17,7 +17,7 @@ from typing import Any
 
 from regroup.model.errors import ErrorCode
 from regroup.server.api import NODE_ID, ApiSpec, Broker, RequestContext
-from regroup.server.handlers._common import guarded, respond
+from regroup.server.handlers._common import respond
 
 API_VERSIONS, FIND_COORDINATOR = 18, 10
 FIND_COORDINATOR_BATCHED_FROM = 4
@@ -33,7 +33,6 @@ def _versions_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
     return respond(ctx, error_code=code, api_keys=[])
 
 
-@guarded(_versions_error)
 async def api_versions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     if ctx.api_version >= SOFTWARE_VALIDATED_FROM and not (
         SOFTWARE_PATTERN.fullmatch(request.client_software_name)
@@ -61,7 +60,6 @@ def _find_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
     return respond(ctx, error_code=code, error_message=None, **NO_NODE)
 
 
-@guarded(_find_error)
 async def find_coordinator(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     key_type = getattr(request, "key_type", GROUP_KEY)
     error, node = _coordinator(broker, key_type)
@@ -76,6 +74,6 @@ async def find_coordinator(broker: Broker, ctx: RequestContext, request: Any) ->
 
 
 SPECS = [
-    ApiSpec(API_VERSIONS, 0, 4, api_versions),
-    ApiSpec(FIND_COORDINATOR, 0, 4, find_coordinator),
+    ApiSpec(API_VERSIONS, 0, 4, api_versions, _versions_error),
+    ApiSpec(FIND_COORDINATOR, 0, 4, find_coordinator, _find_error),
 ]

@@ -30,7 +30,7 @@ from regroup.protocol.offsets import (
 )
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.entities import ms
-from regroup.server.handlers._common import guarded, respond
+from regroup.server.handlers._common import respond
 
 OFFSET_COMMIT, OFFSET_FETCH = 8, 9
 RETENTION_VERSIONS = range(2, 5)
@@ -68,7 +68,6 @@ def _split_unknown(broker: Broker, topics: Any) -> tuple[list[tuple[str, list[An
     return valid, unknown
 
 
-@guarded(_commit_error)
 async def offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     valid, unknown = _split_unknown(broker, request.topics)
     # as Kafka's response builder: the refused partitions first, then the coordinator's answers merged by topic
@@ -156,7 +155,6 @@ async def _fetch_one(broker: Broker, req: OffsetFetchRequest) -> OffsetFetchResp
     return resp
 
 
-@guarded(_fetch_error)
 async def offset_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     require_stable = bool(getattr(request, "require_stable", False))
     if ctx.api_version < FETCH_BATCHED_FROM:
@@ -182,6 +180,6 @@ async def offset_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any
 
 
 SPECS = [
-    ApiSpec(OFFSET_COMMIT, 2, 9, offset_commit),
-    ApiSpec(OFFSET_FETCH, 1, 9, offset_fetch),
+    ApiSpec(OFFSET_COMMIT, 2, 9, offset_commit, _commit_error),
+    ApiSpec(OFFSET_FETCH, 1, 9, offset_fetch, _fetch_error),
 ]

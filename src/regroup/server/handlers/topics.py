@@ -5,7 +5,9 @@ Kafka), CreateTopics v2–v7, DeleteTopics v1–v6 (by id from v6). Every partit
 node 0 with replicas = ISR = [0] and leader epoch -1 ("unknown", so clients skip KIP-320 epoch validation).
 Metadata auto-creates a missing topic with ``broker.default_partitions`` when the broker allows it and the
 client asks (``allow_auto_topic_creation``, v4+; always before v4), and then answers with the new topic at once
-(Kafka answers LEADER_NOT_AVAILABLE first; clients retry on either).
+(Kafka answers LEADER_NOT_AVAILABLE first; clients retry on either). A CreateTopics asking for more than 10,000
+partitions in all is refused whole with POLICY_VIOLATION, as Kafka's controller refuses it; within that, the
+store's limits (``--max-partitions-per-topic``, ``--max-partitions``) apply per topic.
 
 Also home of the small helpers the data handlers share: building a kio response entity of the request's
 version from keyword values (fields a version lacks are dropped) and reaching the concrete topic store.
@@ -24,7 +26,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from regroup.server.api import CLUSTER_ID, NODE_ID, ApiSpec, Broker, RequestContext, TopicInfo
-from regroup.server.topics import InvalidTopicError, TopicExistsError, TopicStore
+from regroup.server.limits import TOPIC_NAME
+from regroup.server.topics import InvalidTopicError, PartitionLimitError, TopicExistsError, TopicStore
 
 __all__ = [
     "NO_THROTTLE",
@@ -39,6 +42,8 @@ __all__ = [
 ]
 
 NO_THROTTLE = datetime.timedelta(0)
+#: Kafka's controller refuses a CreateTopics asking for more partitions than this in all (POLICY_VIOLATION)
+MAX_PARTITIONS_PER_REQUEST = 10_000
 ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -125,6 +130,8 @@ def _lookup(
             return _topic_error(mod, name, ErrorCode.invalid_topic_exception)
         except TopicExistsError:  # '.'/'_' collision with an existing topic
             return _topic_error(mod, name, ErrorCode.invalid_topic_exception)
+        except PartitionLimitError as exc:
+            return _topic_error(mod, name, exc.code)
     if info is None:
         return _topic_error(mod, name, ErrorCode.unknown_topic_or_partition)
     return _topic_entry(mod, info)
@@ -169,6 +176,10 @@ async def handle_create_topics(broker: Broker, ctx: RequestContext, request: Any
     mod = response_module(request)
     store = store_of(broker)
     names = [t.name for t in request.topics]
+    if _requested_partitions(request.topics, broker.default_partitions) > MAX_PARTITIONS_PER_REQUEST:
+        message = "Excessively large number of partitions per request."
+        refused = tuple(_created(mod, t.name, None, ErrorCode.policy_violation, message) for t in request.topics)
+        return build(mod, "CreateTopicsResponse", throttle_time=NO_THROTTLE, topics=refused)
     results = []
     for topic in request.topics:
         if names.count(topic.name) > 1:
@@ -177,7 +188,7 @@ async def handle_create_topics(broker: Broker, ctx: RequestContext, request: Any
             continue
         try:
             count = _partition_count(topic, broker.default_partitions)
-            store.check_new_topic(topic.name)
+            store.check_new_topic(topic.name, count)
         except _Refused as refused:
             results.append(_created(mod, topic.name, None, refused.code, str(refused)))
             continue
@@ -187,11 +198,27 @@ async def handle_create_topics(broker: Broker, ctx: RequestContext, request: Any
         except TopicExistsError as exc:
             results.append(_created(mod, topic.name, None, ErrorCode.topic_already_exists, str(exc)))
             continue
+        except PartitionLimitError as exc:
+            results.append(_created(mod, topic.name, None, exc.code, str(exc)))
+            continue
         info = (
             TopicInfo(topic.name, ZERO_UUID, count) if request.validate_only else store.create_topic(topic.name, count)
         )
         results.append(_created(mod, topic.name, info, ErrorCode.none, None))
     return build(mod, "CreateTopicsResponse", throttle_time=NO_THROTTLE, topics=tuple(results))
+
+
+def _requested_partitions(topics: Any, default_partitions: int) -> int:
+    """The partitions a CreateTopics asks for in all, counted as Kafka's controller counts them."""
+    total = 0
+    for topic in topics:
+        if topic.assignments:
+            total += len(topic.assignments)
+        elif topic.num_partitions == -1:
+            total += default_partitions
+        elif topic.num_partitions > 0:
+            total += topic.num_partitions
+    return total
 
 
 class _Refused(Exception):
@@ -289,8 +316,51 @@ async def handle_delete_topics(broker: Broker, ctx: RequestContext, request: Any
     return build(mod, "DeleteTopicsResponse", throttle_time=NO_THROTTLE, responses=tuple(results))
 
 
+# ---------------------------------------------------------------------- error responses (every slot)
+
+
+def _metadata_error(ctx: RequestContext, request: Any, code: int) -> Any:
+    mod, error = response_module(request), ErrorCode(int(code))
+    topics = tuple(
+        _topic_error(mod, wanted.name, error, getattr(wanted, "topic_id", None)) for wanted in request.topics or ()
+    )
+    return build(
+        mod,
+        "MetadataResponse",
+        throttle_time=NO_THROTTLE,
+        brokers=(),
+        cluster_id=CLUSTER_ID,
+        controller_id=-1,
+        topics=topics,
+        error_code=error,
+    )
+
+
+def _create_topics_error(ctx: RequestContext, request: Any, code: int) -> Any:
+    mod, error = response_module(request), ErrorCode(int(code))
+    results = tuple(_created(mod, topic.name, None, error, None) for topic in request.topics)
+    return build(mod, "CreateTopicsResponse", throttle_time=NO_THROTTLE, topics=results)
+
+
+def _delete_topics_error(ctx: RequestContext, request: Any, code: int) -> Any:
+    mod, error = response_module(request), ErrorCode(int(code))
+    if hasattr(request, "topics"):
+        wanted = [(t.name, t.topic_id) for t in request.topics]
+    else:
+        wanted = [(name, None) for name in request.topic_names]
+    results = tuple(
+        build(mod, "DeletableTopicResult", name=name, topic_id=topic_id or ZERO_UUID, error_code=error)
+        for name, topic_id in wanted
+    )
+    return build(mod, "DeleteTopicsResponse", throttle_time=NO_THROTTLE, responses=results)
+
+
+# Topic names are checked by the handlers themselves: Kafka's rules give INVALID_TOPIC_EXCEPTION (creation,
+# auto-creation) or UNKNOWN_TOPIC_OR_PARTITION (a name no topic has).
+_TOPIC_NAMES = frozenset({TOPIC_NAME})
+
 SPECS: list[ApiSpec] = [
-    ApiSpec(api_key=3, min_version=0, max_version=13, handler=handle_metadata),
-    ApiSpec(api_key=19, min_version=2, max_version=7, handler=handle_create_topics),
-    ApiSpec(api_key=20, min_version=1, max_version=6, handler=handle_delete_topics),
+    ApiSpec(3, 0, 13, handle_metadata, _metadata_error, _TOPIC_NAMES),
+    ApiSpec(19, 2, 7, handle_create_topics, _create_topics_error, _TOPIC_NAMES),
+    ApiSpec(20, 1, 6, handle_delete_topics, _delete_topics_error, _TOPIC_NAMES),
 ]

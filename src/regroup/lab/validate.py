@@ -1,0 +1,208 @@
+"""``regroup lab validate``: a scenario's predictions checked against real clients.
+
+The scenario runs in the simulator (the mean over ``seeds`` seeds, its members modelled as librdkafka
+clients, since the real ones are) and for real (``lab.real_run``: ``regroup serve`` and one confluent-kafka
+process per member, ``repeat`` times). Both timelines go through the simulator's summary
+(``sim.summary``), so each metric means the same on both sides; over the measured window (rebalances that
+start at or after ``measure_from_ms`` and end by the scenario's duration) it sums:
+
+* ``unowned_partition_ms``: partition-milliseconds a subscribed partition had no processing owner;
+* ``rebalances``: how many rebalances there were;
+* ``moved``: partitions whose owner changed;
+* ``revoked``: partitions revoked or lost.
+
+``DIR/validation.json`` is ``{"scenario": NAME, "rows": [{"protocol", "metric", "predicted", "measured",
+...}], ...}`` (``measured`` the mean over the real runs, each run's value in ``runs``), with the targets and
+whether each row meets its target; ``DIR/validation.html`` shows the same; the real runs' timelines are kept
+in ``DIR/real-<n>.jsonl`` (``regroup lab analyze`` reads them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from regroup.client.app import AppModel
+from regroup.lab.real_run import RealRun, check, play
+from regroup.sim import simulate
+from regroup.sim.eventlog import as_rows
+from regroup.sim.scenario import MemberSpec, Scenario
+from regroup.sim.summary import summarize_rows
+
+METRICS: Final = ("unowned_partition_ms", "rebalances", "moved", "revoked")
+#: how close a prediction must be: (kind, bound) — relative to the measured mean, or absolute
+TARGETS: Final = {
+    "unowned_partition_ms": ("relative", 0.35),
+    "rebalances": ("absolute", 1.0),
+    "moved": ("relative", 0.25),
+}
+DEFAULT_SEEDS: Final = 20
+DEFAULT_REPEAT: Final = 3
+
+
+def as_librdkafka(scenario: Scenario) -> Scenario:
+    """The scenario as the real run plays it: every member's application modelled as a librdkafka client
+    (the real clients are), without auto-commit (the real members read no records, so they have nothing to
+    auto-commit; they commit in their revocation callbacks when the model says so)."""
+    members = tuple(_librdkafka(m) for m in scenario.members)
+    return dataclasses.replace(scenario, members=members)
+
+
+def _librdkafka(member: MemberSpec) -> MemberSpec:
+    app = member.app
+    model = AppModel(
+        max_poll_records=app.max_poll_records,
+        processing=app.processing,
+        commit_on_revoke=app.commit_on_revoke,
+        revoke_ms=app.revoke_ms,
+        assign_ms=app.assign_ms,
+        client="librdkafka",
+        heartbeat_phase=app.heartbeat_phase,
+    )
+    return dataclasses.replace(member, app=model, auto_commit=False)
+
+
+def measure(rows: Sequence[Any], scenario: Scenario) -> dict[str, float]:
+    """The metrics of one timeline (rows) over the scenario's measured window."""
+    summary = summarize_rows(list(rows), scenario.measure_from_ms, details=False)
+    window = [r for r in summary.rebalances if r.end_ms <= scenario.duration_ms]
+    return {
+        "unowned_partition_ms": float(sum(r.unowned_partition_ms for r in window)),
+        "rebalances": float(len(window)),
+        "moved": float(sum(r.moved for r in window)),
+        "revoked": float(sum(r.revoked for r in window)),
+    }
+
+
+def predict(scenario: Scenario, seeds: int) -> list[dict[str, float]]:
+    """The metrics of ``seeds`` simulator runs (seeds 0 .. seeds-1) of the librdkafka-modelled scenario."""
+    modelled = as_librdkafka(scenario)
+    out = []
+    for seed in range(seeds):
+        sim = simulate(modelled, seed)
+        out.append(measure(sim.log.rows, scenario))
+    return out
+
+
+def mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def within(metric: str, predicted: float, measured: float) -> bool | None:
+    """Whether a prediction meets its metric's target (None: no target)."""
+    target = TARGETS.get(metric)
+    if target is None:
+        return None
+    kind, bound = target
+    if kind == "absolute":
+        return abs(predicted - measured) <= bound
+    if measured == 0:
+        return predicted == 0
+    return abs(predicted - measured) / abs(measured) <= bound
+
+
+def validate(
+    scenario: Scenario,
+    out: Path,
+    *,
+    repeat: int = DEFAULT_REPEAT,
+    seeds: int = DEFAULT_SEEDS,
+    say: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
+    """Predict, measure, compare; write ``out/validation.json`` and ``out/validation.html``; return the
+    document."""
+    protocol = check(scenario)
+    started = time.monotonic()
+    say(f"simulating {scenario.name}: {seeds} seeds")
+    predictions = predict(scenario, seeds)
+    simulated_s = time.monotonic() - started
+    runs: list[dict[str, float]] = []
+    notes: list[str] = []
+    real_seconds: list[float] = []
+    for n in range(repeat):
+        say(f"real run {n + 1}/{repeat}: {scenario.duration_ms / 1000:.0f} s of scenario time")
+        real: RealRun = play(scenario, seed=n, workdir=out / f"real-{n + 1}")
+        (out / f"real-{n + 1}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in real.events), encoding="utf-8")
+        runs.append(measure(as_rows(real.events), scenario))
+        notes += [f"real run {n + 1}: {note}" for note in real.notes]
+        real_seconds.append(round(real.seconds, 1))
+    rows = []
+    for metric in METRICS:
+        predicted = mean([p[metric] for p in predictions])
+        measured = mean([r[metric] for r in runs])
+        rows.append(
+            {
+                "protocol": protocol,
+                "metric": metric,
+                "predicted": round(predicted, 3),
+                "measured": round(measured, 3),
+                "runs": [r[metric] for r in runs],
+                "within_target": within(metric, predicted, measured),
+            }
+        )
+    document = {
+        "scenario": scenario.name,
+        "rows": rows,
+        "targets": {m: {"kind": k, "bound": b} for m, (k, b) in TARGETS.items()},
+        "seeds": seeds,
+        "repeat": repeat,
+        "measure_from_ms": scenario.measure_from_ms,
+        "duration_ms": scenario.duration_ms,
+        "model": "simulator members modelled as librdkafka clients (client: librdkafka)",
+        "seconds": {"simulator": round(simulated_s, 1), "real_runs": real_seconds,
+                    "total": round(time.monotonic() - started, 1)},
+        "notes": notes,
+    }  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "validation.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    (out / "validation.html").write_text(page(document, scenario), encoding="utf-8")
+    return document
+
+
+def _fmt(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def page(document: dict[str, Any], scenario: Scenario) -> str:
+    """A small self-contained HTML page with the comparison."""
+    lines = []
+    for row in document["rows"]:
+        verdict = row["within_target"]
+        mark = "–" if verdict is None else ("meets the target" if verdict else "misses the target")
+        target = document["targets"].get(row["metric"])
+        bound = "–"
+        if target is not None:
+            bound = f"±{target['bound'] * 100:.0f} %" if target["kind"] == "relative" else f"±{target['bound']:g}"
+        runs = ", ".join(_fmt(v) for v in row["runs"])
+        lines.append(
+            f"<tr><td>{html.escape(row['protocol'])}</td><td>{html.escape(row['metric'])}</td>"
+            f"<td class=n>{_fmt(row['predicted'])}</td><td class=n>{_fmt(row['measured'])}</td>"
+            f"<td class=n>{runs}</td><td>{bound}</td><td class='{'ok' if verdict else 'bad'}'>{mark}</td></tr>"
+        )
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in document["notes"]) or "<li>none</li>"
+    seconds = document["seconds"]
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>regroup lab validate: {html.escape(document["scenario"])}</title>
+<style>body{{font-family:sans-serif;max-width:60em;margin:1em auto;padding:0 1em}}
+table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.3em .6em}}.n{{text-align:right}}
+.ok{{color:#070}}.bad{{color:#b00}}</style></head><body>
+<h1>Predictions checked against real clients: {html.escape(document["scenario"])}</h1>
+<p>{html.escape(scenario.description)}</p>
+<p>Predicted: the simulator, mean over {document["seeds"]} seeds, its members modelled as librdkafka clients.
+Measured: <code>regroup serve</code> with one confluent-kafka process per member, mean over
+{document["repeat"]} run(s). Sums over the rebalances that start at or after {document["measure_from_ms"]} ms and
+end by {document["duration_ms"]} ms. Unowned partition-time: partition-milliseconds a subscribed partition had
+nobody processing it (lower is better).</p>
+<table><tr><th>protocol</th><th>metric</th><th>predicted</th><th>measured (mean)</th><th>each real run</th>
+<th>target</th><th>verdict</th></tr>
+{"".join(lines)}</table>
+<h2>Notes</h2><ul>{notes}</ul>
+<p>Wall time: simulator {seconds["simulator"]} s, real runs {", ".join(str(s) for s in seconds["real_runs"])} s,
+total {seconds["total"]} s.</p>
+</body></html>
+"""

@@ -1,0 +1,296 @@
+"""A request's bytes checked against its kio schema before kio's native reader sees them.
+
+kio's native reader trusts array lengths: it reserves room for every element a length claims before it reads
+the first one, so a count of 2^32 in a 30-byte frame makes it ask for 32 GiB and abort the process. It also
+decodes a null array (length -1) as None whether or not the schema allows one. ``check`` walks the same
+schema kio reads — the entity dataclasses' field order, each field's ``kafka_type``, nullability from the
+annotation, compact encodings and tagged fields in flexible versions (and, for a request header, its classic
+``client_id``) — without building anything, and raises ``SchemaViolation`` (the caller closes the connection,
+as Kafka's SocketServer does for a request it cannot parse) for:
+
+* an array, string or bytes length larger than the bytes left (an array counts each element at its smallest
+  encoding, at least one byte), or a length below -1;
+* a null where the schema has none (arrays, strings, bytes, nested entities);
+* a tagged field whose value does not fill exactly the size it declares, or whose tag the schema does not know
+  (kio's reader cannot skip one);
+* a varint of more than five bytes, and a frame that ends inside a field.
+
+After a successful walk the native reader reads exactly the structure the walk measured, so every allocation
+it makes is bounded by the bytes of the frame.
+
+Identifier strings — group ids, member ids, group instance ids, topic names and the header's client id — are
+also measured against the server's identifier limits (``server/limits.py``). A longer one is not malformed:
+``check`` returns a description of the first one, and the dispatcher answers the request with the API's error
+response (INVALID_REQUEST). The kinds an API checks itself with its own error code (CreateTopics'
+INVALID_TOPIC_EXCEPTION) are left out of its limits by the dispatcher. Plans are compiled once per entity class.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from types import NoneType, UnionType
+from typing import Any, Final, Union, get_args, get_origin
+
+from kio.schema.types import GroupId, TopicName
+
+from regroup.server.limits import CLIENT_ID, GROUP_ID, INSTANCE_ID, MEMBER_ID, TOPIC_NAME, Limits
+
+_FIXED_SIZES: Final = {
+    "int8": 1,
+    "int16": 2,
+    "int32": 4,
+    "int64": 8,
+    "uint8": 1,
+    "uint16": 2,
+    "uint32": 4,
+    "uint64": 8,
+    "float64": 8,
+    "bool": 1,
+    "uuid": 16,
+    "error_code": 2,
+    "timedelta_i32": 4,
+    "timedelta_i64": 8,
+    "datetime_i64": 8,
+}
+_TEXT_TYPES: Final = ("string", "bytes", "records")
+
+# field kinds
+_FIXED, _TEXT, _ARRAY, _ENTITY = range(4)
+_MAX_VARINT_BYTES = 5
+
+
+class SchemaViolation(ValueError):
+    """The bytes do not encode a valid value of the schema (or would make the native reader over-allocate)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Field:
+    name: str
+    kind: int
+    min_size: int  # bytes of its smallest encoding
+    size: int = 0  # _FIXED: bytes
+    compact: bool = False  # _TEXT, _ARRAY: a varint length (flexible versions)
+    wide: bool = False  # _TEXT: an int32 length (bytes, records) rather than int16 (strings)
+    nullable: bool = False
+    id_kind: str | None = None  # _TEXT: identifier kind measured against the limits
+    element: _Field | None = None  # _ARRAY
+    entity: _Plan | None = None  # _ENTITY
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Plan:
+    name: str
+    fields: tuple[_Field, ...]
+    flexible: bool
+    tagged: dict[int, _Field]
+    min_size: int
+
+
+def check(entity_cls: type[Any], data: bytes, offset: int, limits: Limits) -> tuple[int, str | None]:
+    """Walk ``data[offset:]`` as an ``entity_cls``. Returns (the offset after it, the first identifier longer than
+    its limit as a one-line description, or None). Raises ``SchemaViolation``."""
+    walk = _Walk(data, limits)
+    end = walk.entity(plan_of(entity_cls), offset, len(data), nullable=False)
+    return end, walk.over_limit
+
+
+def plan_of(entity_cls: type[Any]) -> _Plan:
+    plan = _PLANS.get(entity_cls)
+    if plan is None:
+        plan = _PLANS[entity_cls] = _compile(entity_cls)
+    return plan
+
+
+_PLANS: dict[type[Any], _Plan] = {}
+
+
+# ------------------------------------------------------------------------------------------ compiling
+def _compile(entity_cls: type[Any]) -> _Plan:
+    flexible = bool(entity_cls.__flexible__)
+    is_header = entity_cls.__name__ == "RequestHeader"
+    fields: list[_Field] = []
+    tagged: dict[int, _Field] = {}
+    for f in dataclasses.fields(entity_cls):
+        tag = f.metadata.get("tag")
+        if is_header and f.name == "client_id":  # a classic nullable string in every header version
+            compiled = _Field(f.name, _TEXT, 2, nullable=True, id_kind=CLIENT_ID)
+        else:
+            compiled = _compile_field(f, flexible, tagged=tag is not None)
+        if tag is None:
+            fields.append(compiled)
+        else:
+            tagged[int(tag)] = compiled
+    min_size = sum(f.min_size for f in fields) + (1 if flexible else 0)
+    return _Plan(entity_cls.__name__, tuple(fields), flexible, tagged, min_size)
+
+
+def _compile_field(f: dataclasses.Field[Any], flexible: bool, *, tagged: bool) -> _Field:
+    annotation, nullable = _strip_optional(f.type)
+    if get_origin(annotation) is tuple:
+        element_type = get_args(annotation)[0]
+        element = _compile_value(f, element_type, flexible, nullable=False)
+        return _Field(
+            f.name,
+            _ARRAY,
+            1 if flexible else 4,
+            compact=flexible,
+            nullable=nullable,
+            element=element,
+        )
+    # kio reads a tagged primitive as non-nullable (a tagged field is left out rather than sent as null)
+    return _compile_value(f, annotation, flexible, nullable=nullable and (not tagged or _is_entity(annotation)))
+
+
+def _compile_value(f: dataclasses.Field[Any], value_type: Any, flexible: bool, *, nullable: bool) -> _Field:
+    if _is_entity(value_type):
+        entity = plan_of(value_type)
+        return _Field(f.name, _ENTITY, 1 if nullable else entity.min_size, nullable=nullable, entity=entity)
+    kafka_type = f.metadata["kafka_type"]
+    if kafka_type in _FIXED_SIZES:
+        size = _FIXED_SIZES[kafka_type]
+        return _Field(f.name, _FIXED, size, size=size)
+    if kafka_type not in _TEXT_TYPES:
+        raise TypeError(f"{f.name}: kafka_type {kafka_type!r} has no plan")
+    wide = kafka_type != "string"
+    min_size = 1 if flexible else (4 if wide else 2)
+    id_kind = _id_kind(f.name, value_type) if kafka_type == "string" else None
+    return _Field(f.name, _TEXT, min_size, compact=flexible, wide=wide, nullable=nullable, id_kind=id_kind)
+
+
+def _strip_optional(annotation: Any) -> tuple[Any, bool]:
+    if get_origin(annotation) in (UnionType, Union):
+        args = [a for a in get_args(annotation) if a is not NoneType]
+        return args[0], len(args) < len(get_args(annotation))
+    return annotation, False
+
+
+def _is_entity(value_type: Any) -> bool:
+    return isinstance(value_type, type) and dataclasses.is_dataclass(value_type)
+
+
+def _id_kind(name: str, value_type: Any) -> str | None:
+    if value_type is GroupId or name in ("key", "coordinator_keys"):  # FindCoordinator: a group (or txn) id
+        return GROUP_ID
+    if value_type is TopicName:
+        return TOPIC_NAME
+    if name == "member_id":
+        return MEMBER_ID
+    if name == "group_instance_id":
+        return INSTANCE_ID
+    return None
+
+
+# ------------------------------------------------------------------------------------------ walking
+class _Walk:
+    __slots__ = ("data", "limits", "over_limit")
+
+    def __init__(self, data: bytes, limits: Limits) -> None:
+        self.data = data
+        self.limits = limits
+        self.over_limit: str | None = None
+
+    def entity(self, plan: _Plan, pos: int, end: int, *, nullable: bool) -> int:
+        if nullable:
+            if pos >= end:
+                raise SchemaViolation(f"{plan.name} ends before its null marker")
+            pos += 1
+            if self.data[pos - 1] == 0xFF:  # int8 -1: null
+                return pos
+        for f in plan.fields:
+            pos = self.field(f, pos, end)
+        if plan.flexible:
+            pos = self.tags(plan, pos, end)
+        return pos
+
+    def field(self, f: _Field, pos: int, end: int) -> int:
+        kind = f.kind
+        if kind == _FIXED:
+            pos += f.size
+            if pos > end:
+                raise SchemaViolation(f"field {f.name} ends past the request")
+            return pos
+        if kind == _ENTITY:
+            assert f.entity is not None
+            return self.entity(f.entity, pos, end, nullable=f.nullable)
+        length, pos = self.length(f, pos, end)
+        if length < 0:
+            return pos
+        if kind == _TEXT:
+            if length > end - pos:
+                raise SchemaViolation(f"field {f.name}: {length} bytes claimed, {end - pos} left")
+            if f.id_kind is not None and self.over_limit is None:
+                self.measure(f.id_kind, length, pos)
+            return pos + length
+        element = f.element
+        assert element is not None
+        if length * max(element.min_size, 1) > end - pos:
+            raise SchemaViolation(f"field {f.name}: {length} elements claimed, {end - pos} bytes left")
+        if element.kind == _FIXED:
+            return pos + length * element.size
+        field = self.field
+        for _ in range(length):
+            pos = field(element, pos, end)
+        return pos
+
+    def length(self, f: _Field, pos: int, end: int) -> tuple[int, int]:
+        """(the length or count at ``pos``, -1 for null; the offset after it)."""
+        data = self.data
+        if f.compact:
+            if pos >= end:
+                raise SchemaViolation(f"field {f.name} ends past the request")
+            value = data[pos]
+            if value < 0x80:
+                pos += 1
+            else:
+                value, pos = self.varint(pos, end)
+            length = value - 1
+        else:
+            width = 4 if f.kind == _ARRAY or f.wide else 2
+            if pos + width > end:
+                raise SchemaViolation(f"field {f.name} ends past the request")
+            length = int.from_bytes(data[pos : pos + width], "big", signed=True)
+            pos += width
+        if length == -1:
+            if not f.nullable:
+                raise SchemaViolation(f"field {f.name} is null, which its schema does not allow")
+        elif length < -1:
+            raise SchemaViolation(f"field {f.name} has a negative length {length}")
+        return length, pos
+
+    def varint(self, pos: int, end: int) -> tuple[int, int]:
+        data = self.data
+        value = shift = 0
+        for _ in range(_MAX_VARINT_BYTES):
+            if pos >= end:
+                raise SchemaViolation("a varint runs past the request")
+            byte = data[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return value, pos
+            shift += 7
+        raise SchemaViolation(f"a varint longer than {_MAX_VARINT_BYTES} bytes")
+
+    def tags(self, plan: _Plan, pos: int, end: int) -> int:
+        count, pos = self.varint(pos, end)
+        if count * 2 > end - pos:  # a tag and a size: at least two bytes each
+            raise SchemaViolation(f"{plan.name}: {count} tagged fields claimed, {end - pos} bytes left")
+        for _ in range(count):
+            tag, pos = self.varint(pos, end)
+            size, pos = self.varint(pos, end)
+            if size > end - pos:
+                raise SchemaViolation(f"{plan.name}: tagged field {tag} of {size} bytes, {end - pos} left")
+            f = plan.tagged.get(tag)
+            if f is None:
+                raise SchemaViolation(f"{plan.name}: unknown tagged field {tag}")
+            stop = pos + size
+            if self.field(f, pos, stop) != stop:
+                raise SchemaViolation(f"{plan.name}: tagged field {f.name} does not fill its {size} bytes")
+            pos = stop
+        return pos
+
+    def measure(self, id_kind: str, length: int, pos: int) -> None:
+        limit = self.limits.get(id_kind)
+        if limit is not None and length > limit:
+            self.over_limit = f"a {id_kind} of {length} bytes (at most {limit})"

@@ -1,0 +1,107 @@
+"""File primitives both logs (and their repair) share: creating, writing, fsyncing files and directories.
+
+A shell (docs/architecture.md). ``fsync_file`` uses ``F_FULLFSYNC`` on macOS (plain ``fsync`` there does not
+flush the drive's cache) and ``fdatasync`` where it exists (enough for appends: a size change is flushed too).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+if sys.platform != "win32":
+    import fcntl
+
+__all__ = [
+    "create_file",
+    "fsync_dir",
+    "fsync_file",
+    "open_append",
+    "read_file",
+    "write_all_or_take_back",
+    "write_file_atomically",
+]
+
+CLOEXEC = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
+def create_file(path: Path) -> None:
+    """Create the empty file ``path``, which must not exist."""
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | CLOEXEC, 0o644))
+
+
+def open_append(path: Path) -> int:
+    return os.open(path, os.O_WRONLY | os.O_APPEND | CLOEXEC)
+
+
+def fsync_file(fd: int) -> None:
+    if sys.platform == "darwin":
+        fcntl.fcntl(fd, fcntl.F_FULLFSYNC)
+    elif hasattr(os, "fdatasync"):
+        os.fdatasync(fd)
+    else:
+        os.fsync(fd)
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make file creations/renames in ``directory`` durable (a no-op where directories cannot be opened)."""
+    if os.name != "posix":
+        return
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_file(path: Path) -> bytes:
+    """All of ``path`` (read through one descriptor, closed again at once)."""
+    fd = os.open(path, os.O_RDONLY | CLOEXEC)
+    try:
+        parts: list[bytes] = []
+        while chunk := os.read(fd, 1 << 20):
+            parts.append(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+def write_all_or_take_back(
+    fd: int, data: bytes | bytearray, start: int, on_damage: Callable[[BaseException], None]
+) -> None:
+    """Write all of ``data`` at the end of ``fd`` (opened with O_APPEND, ``start`` bytes long). If the write
+    fails, cut the file back to ``start`` so later appends never follow a partial frame; if even that fails,
+    report the original error to ``on_damage`` (the file's state is unknown). Re-raises the write error."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except BaseException as exc:
+        try:
+            os.ftruncate(fd, start)
+        except OSError:
+            on_damage(exc)
+        raise
+
+
+def write_file_atomically(path: Path, data: bytes, *, sync: bool) -> None:
+    """``path`` holds ``data`` afterwards, whole or (after a crash) not at all: written to ``path.tmp``,
+    fsynced, renamed into place, the directory fsynced (no fsyncs unless ``sync``)."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | CLOEXEC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if sync:
+            fsync_file(fd)
+    except BaseException:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+    if sync:
+        fsync_dir(path.parent)
