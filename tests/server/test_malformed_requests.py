@@ -20,12 +20,12 @@ import pytest
 from regroup.server.dispatch import api_name
 from tests.server.conftest import ServerProcess
 from tests.server.fuzz.layout import LengthSite
-from tests.server.fuzz.mutate import uvarint
 from tests.server.fuzz.schema import served_requests
 from tests.server.fuzz.seeds import Seed, array_paths, encode_frame, make_seed, with_null
 from tests.server.fuzz.values import RandomChooser, entity_value
 from tests.server.fuzz.watch import LogWatcher
 from tests.server.wire import API_VERSIONS, HEARTBEAT, WireClient
+from tests.server_data.batches import uvarint
 
 #: whole frames (size prefix included) that aborted the server: a compact array count of ~2^32 elements
 FOUND_HUGE_COUNTS = {

@@ -12,17 +12,20 @@ from crc32c import crc32c
 BASE_TS = 1_700_000_000_000
 
 
-def zigzag(value: int) -> bytes:
-    raw = (value << 1) ^ (value >> 63)
+def uvarint(value: int) -> bytes:
     out = bytearray()
     while True:
-        byte = raw & 0x7F
-        raw >>= 7
-        if raw:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
             out.append(byte | 0x80)
         else:
             out.append(byte)
             return bytes(out)
+
+
+def zigzag(value: int) -> bytes:
+    return uvarint((value << 1) ^ (value >> 63))
 
 
 def _nullable(data: bytes | None) -> bytes:

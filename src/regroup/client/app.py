@@ -320,6 +320,18 @@ class PollLoop:
         self._last = last
         return last
 
+    def overran(self, now_ms: int, poll_interval_ms: int) -> bool:
+        """Whether a batch running by ``now_ms`` has outlasted ``poll_interval_ms`` (``max.poll.interval.ms``);
+        True once per overrun (it is consumed)."""
+        if not self.running:
+            return False
+        self.advance(now_ms, poll_interval_ms)
+        overrun = self.overrun_at
+        if overrun < 0 or overrun > now_ms:
+            return False
+        self.overrun_at = -1
+        return True
+
     @property
     def last_poll(self) -> int:
         """The latest poll computed (the next batch, not yet drawn, starts there)."""

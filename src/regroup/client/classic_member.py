@@ -567,14 +567,8 @@ class ClassicMember(OwnedPartitions):
     def _check_poll_interval(self, now_ms: int) -> None:
         """``max.poll.interval.ms``: a batch that outlasts it makes the member leave the group (LeaveGroup,
         as Kafka's heartbeat thread sends), losing its partitions; it rejoins from its next poll."""
-        loop = self.app.loop
-        if not loop.running:
+        if not self.app.loop.overran(now_ms, self.config.rebalance_timeout_ms):
             return
-        loop.advance(now_ms, self.config.rebalance_timeout_ms)
-        overrun = loop.overrun_at
-        if overrun < 0 or overrun > now_ms:
-            return
-        loop.overrun_at = -1
         if self.state is _UNJOINED and not self.member_id:
             return
         reason = "consumer poll timeout has expired"

@@ -515,14 +515,8 @@ class ConsumerMember(OwnedPartitions):
     def _check_poll_interval(self, now_ms: int) -> None:
         """``max.poll.interval.ms``: a batch that outlasts it makes the member leave the group (epoch -1) and
         lose its partitions; it rejoins with epoch 0 from its next poll."""
-        loop = self.app.loop
-        if not loop.running:
+        if not self.app.loop.overran(now_ms, self.config.rebalance_timeout_ms):
             return
-        loop.advance(now_ms, self.config.rebalance_timeout_ms)
-        overrun = loop.overrun_at
-        if overrun < 0 or overrun > now_ms:
-            return
-        loop.overrun_at = -1
         if not self._in_group():
             return
         reason = "consumer poll timeout has expired"
@@ -536,7 +530,7 @@ class ConsumerMember(OwnedPartitions):
         )
         self._start_over(now_ms)
         self._send(request, now_ms)
-        self.rejoin_at_ms = loop.next_poll(now_ms)
+        self.rejoin_at_ms = self.app.loop.next_poll(now_ms)
 
     def _update_state(self) -> None:
         if self.state is S.RECONCILING or self.state is S.STABLE:

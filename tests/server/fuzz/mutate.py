@@ -25,6 +25,7 @@ from tests.server.fuzz.seeds import (
     VERSION_AT,
     Seed,
 )
+from tests.server_data.batches import uvarint
 
 INTERESTING_BYTES = (0x00, 0x01, 0x7F, 0x80, 0xFE, 0xFF)
 HUGE_LENGTHS = (2**31 - 1, 2**30, 0x0FFFFFFF, 0x7FFF, 2**16, 2**24)
@@ -216,15 +217,3 @@ class Mutator:
             return Mutant(bytes(frame[: rng.randint(1, 3)]), seed.api_key, seed.version, "half-prefix", last=True)
         SIZE.pack_into(frame, 0, size)
         return Mutant(bytes(frame), seed.api_key, seed.version, f"framing(size {size} of {payload})", last=True)
-
-
-def uvarint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
