@@ -58,6 +58,11 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "--port", type=_int_at_least(0, 65535), default=9092, help="port to listen on (default 9092; 0 = any free)"
     )
     parser.add_argument("--advertised-host", help="host name FindCoordinator/Metadata tell clients (default: --host)")
+    parser.add_argument(
+        "--advertised-port",
+        type=_int_at_least(1, 65535),
+        help="port FindCoordinator/Metadata tell clients, e.g. a proxy's (default: the port listened on)",
+    )
     parser.add_argument("--data-dir", default="./regroup-data", help="where the logs live (default ./regroup-data)")
     parser.add_argument(
         "--fsync",
@@ -260,6 +265,7 @@ def run(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         advertised_host=args.advertised_host,
+        advertised_port=args.advertised_port,
         data_dir=Path(args.data_dir),
         fsync=FsyncPolicy(args.fsync),
         events=Path(args.events) if args.events else None,

@@ -9,8 +9,13 @@ started ahead of its join and subscribes exactly then. The server runs with ``--
 costs a round trip, as in the simulator), the scenario's initial rebalance delay and, for KIP-848 groups,
 its heartbeat interval, session timeout and server assignors.
 
+The members reach the server through ``lab.link``'s relay, which holds every chunk for the scenario's
+one-way latency and jitter (``network``), so round trips cost what they cost in the simulator; the server
+advertises the relay's port.
+
 Only member actions are played (``join``, ``leave``, ``crash``, ``restart``, ``bounce``); scenarios with
-network faults, partition growth or protocol switches are refused (``RealRunError``).
+network faults, a lossy or duplicating link, partition growth or protocol switches are refused
+(``RealRunError``).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import Any, Final
 
 from regroup.client.app import AppModel
 from regroup.client.config import rebalance_protocol
+from regroup.lab.link import DelayLink
 from regroup.sim.eventlog import FIELDS
 from regroup.sim.scenario import MemberSpec, Scenario
 
@@ -65,6 +71,9 @@ def check(scenario: Scenario) -> str:
             raise RealRunError(f"events[{i}]: a real run plays only {', '.join(PLAYED)} (not {event.action!r})")
         if event.protocol is not None:
             raise RealRunError(f"events[{i}].protocol: a real run does not switch protocols")
+    for key in ("loss", "duplicate"):
+        if getattr(scenario.network, key) > 0:
+            raise RealRunError(f"network.{key}: a real run's TCP link neither loses nor duplicates messages")
     styles = {style(m) for m in scenario.members}
     if len(styles) != 1:
         raise RealRunError(
@@ -128,6 +137,8 @@ class Player:
         self.style = check(scenario)
         self.port = free_port()
         self.server: subprocess.Popen[bytes] | None = None
+        self.link: DelayLink | None = None
+        self.link_port = self.port
         self.processes: list[Process] = []
         self.running: dict[str, Process] = {}
         self.incarnations: dict[str, int] = {}
@@ -136,6 +147,12 @@ class Player:
 
     # ------------------------------------------------------------------------------------------ server
     def start_server(self) -> None:
+        network = self.scenario.network
+        if network.latency_ms > 0 or network.jitter_ms > 0:
+            self.link = DelayLink(
+                self.port, latency_ms=network.latency_ms, jitter_ms=network.jitter_ms, seed=self.seed
+            ).start()
+            self.link_port = self.link.port
         args = [
             sys.executable,
             "-m",
@@ -143,6 +160,8 @@ class Player:
             "serve",
             "--port",
             str(self.port),
+            "--advertised-port",
+            str(self.link_port),
             "--data-dir",
             str(self.workdir / "data"),
             "--events",
@@ -174,7 +193,7 @@ class Player:
     def create_topics(self) -> None:
         from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{self.port}"})
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{self.link_port}"})
         futures = admin.create_topics(
             [
                 NewTopic(topic, num_partitions=count, replication_factor=1)
@@ -195,7 +214,7 @@ class Player:
         out = self.workdir / f"member-{name}-{incarnation}.jsonl"
         app: AppModel = member.app
         config = {
-            "bootstrap": f"127.0.0.1:{self.port}",
+            "bootstrap": f"127.0.0.1:{self.link_port}",
             "group": self.scenario.group_id,
             "client_id": name,
             "topics": list(member.topics),
@@ -343,6 +362,8 @@ class Player:
         if self.server is not None and self.server.poll() is None:
             self.server.kill()
             self.server.wait()
+        if self.link is not None:
+            self.link.close()
 
     # ---------------------------------------------------------------------------------------- timeline
     def ms(self, wall_ms: float) -> int:

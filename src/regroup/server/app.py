@@ -58,6 +58,7 @@ class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 9092
     advertised_host: str | None = None
+    advertised_port: int | None = None
     data_dir: Path = Path("regroup-data")
     fsync: FsyncPolicy = FsyncPolicy.ALWAYS
     events: Path | None = None
@@ -192,7 +193,7 @@ class Server:
         self.port = self._listener.sockets[0].getsockname()[1]
         broker = ServerBroker(
             host=cfg.advertised_host or _advertised(cfg.host),
-            port=self.port,
+            port=cfg.advertised_port or self.port,
             topic_store=self._topics,
             coordinator=self._runtime,
             api_specs=load_specs(),
@@ -208,11 +209,12 @@ class Server:
             self._syncer = asyncio.get_running_loop().create_task(self._sync_topics())
         groups = len(self._runtime.coordinator.groups)
         log.info(
-            "serving host=%s port=%d advertised=%s data_dir=%s fsync=%s groups_loaded=%d topics=%d partitions=%d "
+            "serving host=%s port=%d advertised=%s:%d data_dir=%s fsync=%s groups_loaded=%d topics=%d partitions=%d "
             "open_segment_files_max=%d apis=%d metrics=%s",
             cfg.host,
             self.port,
             broker.host,
+            broker.port,
             cfg.data_dir,
             cfg.fsync.value,
             groups,
