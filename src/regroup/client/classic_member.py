@@ -145,6 +145,9 @@ class ClassicMember(OwnedPartitions):
         self.join_protocols = JoinProtocols()  # builds each JoinGroup's protocols from what changed since the last
         self.metadata_snapshot: dict[str, int] | None = None  # leader: partition counts it assigned with
         self.inflight: dict[int, Inflight] = {}
+        self.close_commit_id: int | None = None
+        self.close_leave_at_ms: int | None = None
+        self.close_leave_id: int | None = None
         self.join_id: int | None = None
         self.sync_id: int | None = None
         self.heartbeat_id: int | None = None
@@ -204,6 +207,8 @@ class ClassicMember(OwnedPartitions):
             if self._committing() and self.next_commit_ms is not None and now_ms >= self.next_commit_ms:
                 self.commit(self.owned, now_ms)
                 self.next_commit_ms = now_ms + self.config.auto_commit_interval_ms
+        elif self.closing:
+            self.close_step(now_ms)
         out, self._outbox = self._outbox, []
         return out
 
@@ -212,7 +217,7 @@ class ClassicMember(OwnedPartitions):
         if self._outbox:
             return self._now
         if self.state in STOPPED:
-            return None
+            return self.close_deadline()
         # (the earliest candidate kept as a plain int: asked after every step of the member)
         earliest = _NEVER
         for inf in self.inflight.values():
@@ -251,21 +256,32 @@ class ClassicMember(OwnedPartitions):
         self.app.answered(request_id, now_ms)
 
     def leave(self, now_ms: int) -> None:
-        """Close the consumer: commit and revoke (or lose, mid-rebalance) what it owns, then LeaveGroup
-        (static members do not send it, KIP-345)."""
+        """Close the consumer: revoke (or lose, mid-rebalance) what it owns, committing it synchronously
+        when the application or auto-commit does, then LeaveGroup once that commit is answered and the
+        callback's work is done (static members send none, KIP-345)."""
         if self.state in STOPPED:
             return
         self._now = max(self._now, now_ms)
+        commit_id: int | None = None
         if self.owned:
             if self.state is _STABLE and self.generation >= 0:
-                self.revoke(self.owned, now_ms, "consumer closed")
+                commit_id = self.revoke_on_close(self.owned, now_ms)
             else:
                 self.lose(now_ms, "consumer closed during a rebalance")
-        if self.member_id and self.config.group_instance_id is None:
-            self._send(leave_request(self.config, self.member_id), now_ms, self.config.request_timeout_ms)
         self.state = S.LEFT
         self._drop_app_work()
         self.inflight = {k: v for k, v in self.inflight.items() if v.api in ("OffsetCommit", "LeaveGroup")}
+        if self.member_id and self.config.group_instance_id is None:
+            self.leave_after(commit_id, now_ms)
+
+    def send_leave(self, now_ms: int) -> None:
+        self.close_leave_id = self._send(
+            leave_request(self.config, self.member_id), now_ms, self.config.request_timeout_ms
+        )
+
+    @property
+    def revoke_work_ms(self) -> int:
+        return self.app.app.revoke_ms
 
     def crash(self) -> None:
         """The process dies: no callback, no commit, no LeaveGroup; processing stops."""

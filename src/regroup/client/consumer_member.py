@@ -143,6 +143,11 @@ class ConsumerMember(OwnedPartitions):
         self.callbacks: list[CallbackEvent] = []
         self.notes: list[MemberNote] = []
         self.inflight: dict[int, Inflight] = {}
+        self.close_commit_id: int | None = None
+        self.close_leave_at_ms: int | None = None
+        self.close_leave_id: int | None = None
+        self.resolved_topic_ids: set[uuid.UUID] = set()  # librdkafka: topic ids its metadata knows
+        self.resolved_at_ms = 0  # ... and when the latest lookup is answered
         self.heartbeat_id: int | None = None
         self.rejoin_at_ms = now_ms + self.app.startup_ms()
         self.next_heartbeat_ms: int | None = None
@@ -214,6 +219,8 @@ class ConsumerMember(OwnedPartitions):
             if self._committing() and self.next_commit_ms is not None and now_ms >= self.next_commit_ms:
                 self.commit(self.owned, now_ms)
                 self.next_commit_ms = now_ms + self.config.auto_commit_interval_ms
+        elif self.closing:
+            self.close_step(now_ms)
         out, self._outbox = self._outbox, []
         return out
 
@@ -222,7 +229,7 @@ class ConsumerMember(OwnedPartitions):
         if self._outbox:
             return self._now
         if not self.state.running:
-            return None
+            return self.close_deadline()
         candidates = [inf.deadline_ms for inf in self.inflight.values()]
         if self.owned and self.lease_ms is not None:
             candidates.append(self.lease_ms)
@@ -263,24 +270,19 @@ class ConsumerMember(OwnedPartitions):
                 self._on_heartbeat(inflight, response, now_ms)
 
     def leave(self, now_ms: int) -> None:
-        """Close the consumer: commit and revoke what it owns, then a heartbeat with epoch -1 (-2 static)."""
+        """Close the consumer: revoke what it owns, committing it synchronously when the application or
+        auto-commit does, then a heartbeat with epoch -1 (-2 static) once that commit is answered and the
+        callback's work is done."""
         if not self.state.running:
             return
         self._now = max(self._now, now_ms)
+        commit_id: int | None = None
         if self.owned:
             if self.member_epoch > 0:
-                self.revoke(self.owned, now_ms, "consumer closed")
+                commit_id = self.revoke_on_close(self.owned, now_ms)
             else:
                 self.lose(now_ms, "consumer closed while not in the group")
-        if self.member_id and (self.member_epoch > 0 or self.state is S.JOINING):
-            static = self.config.group_instance_id is not None
-            request = ConsumerGroupHeartbeatRequest(
-                group_id=self.config.group_id,
-                member_id=self.member_id,
-                member_epoch=STATIC_LEAVE_EPOCH if static else LEAVE_EPOCH,
-                instance_id=self.config.group_instance_id,
-            )
-            self._send(request, now_ms)
+        leaves = bool(self.member_id) and (self.member_epoch > 0 or self.state is S.JOINING)
         self.state = S.LEFT
         self.reconcile_at_ms = None
         self._drop_app_work()
@@ -291,6 +293,22 @@ class ConsumerMember(OwnedPartitions):
             if v.api == "OffsetCommit"
             or (isinstance(v.request, ConsumerGroupHeartbeatRequest) and v.request.member_epoch < 0)
         }
+        if leaves:
+            self.leave_after(commit_id, now_ms)
+
+    def send_leave(self, now_ms: int) -> None:
+        static = self.config.group_instance_id is not None
+        request = ConsumerGroupHeartbeatRequest(
+            group_id=self.config.group_id,
+            member_id=self.member_id,
+            member_epoch=STATIC_LEAVE_EPOCH if static else LEAVE_EPOCH,
+            instance_id=self.config.group_instance_id,
+        )
+        self.close_leave_id = self._send(request, now_ms)
+
+    @property
+    def revoke_work_ms(self) -> int:
+        return self.app.app.revoke_ms
 
     def crash(self) -> None:
         """The process dies: no callback, no commit, no leave; processing stops."""
@@ -410,7 +428,9 @@ class ConsumerMember(OwnedPartitions):
                 self.state = S.RECONCILING
                 self.next_commit_ms = now_ms + self.config.auto_commit_interval_ms
             if resp.assignment is not None:
-                self._new_target({t: frozenset(ps) for t, ps in resp.assignment if ps}, now_ms)
+                target = {t: frozenset(ps) for t, ps in resp.assignment if ps}
+                self._resolve_topic_ids(target, now_ms - inflight.sent_ms, now_ms)
+                self._new_target(target, now_ms)
             if not self.revocation_pending():
                 self._extend_lease(inflight.sent_ms)
             self._update_state()
@@ -440,6 +460,17 @@ class ConsumerMember(OwnedPartitions):
         if errors:  # the heartbeat learns about fencing; a stale epoch only loses this commit
             self.note(now_ms, "commit_failed", f"OffsetCommit: {', '.join(sorted(errors))}")
 
+    def _resolve_topic_ids(self, target: dict[uuid.UUID, frozenset[int]], round_trip_ms: int, now_ms: int) -> None:
+        """librdkafka resolves topic ids it has not seen with a Metadata request before it can apply an
+        assignment naming them: the callbacks wait one more round trip (measured against ``regroup serve``:
+        a new process's first assignment reaches its callback one round trip later than later ones)."""
+        if not self.app.app.librdkafka:
+            return
+        unknown = target.keys() - self.resolved_topic_ids
+        if unknown:
+            self.resolved_topic_ids |= unknown
+            self.resolved_at_ms = max(self.resolved_at_ms, now_ms + round_trip_ms)
+
     def _new_target(self, assignment: dict[uuid.UUID, frozenset[int]], now_ms: int) -> None:
         """An assignment in a heartbeat answer. A different one is a new target (Kafka's client bumps its local
         assignment epoch) and is acknowledged with the owned set once reconciled, even when that set is what
@@ -460,7 +491,7 @@ class ConsumerMember(OwnedPartitions):
         """The callbacks of the latest assignment run at the application's first poll from ``callback_delay_ms``
         on (if callbacks are running, they reconcile towards it once they are done)."""
         if self.reconcile_at_ms is None and self.reconcile_step == 0:
-            self.reconcile_at_ms = now_ms + self.config.callback_delay_ms
+            self.reconcile_at_ms = max(now_ms + self.config.callback_delay_ms, self.resolved_at_ms)
         self.state = S.RECONCILING
 
     def _run_app(self, now_ms: int) -> None:

@@ -1,7 +1,7 @@
 """A scenario member's application model (``regroup.client.app.AppModel``) read from its JSON fields, for
 ``sim.scenario``: ``max_poll_records``, ``processing_ms`` (a number, or ``{"distribution": ...}``),
-``commit_on_revoke``, ``revoke_ms``, ``assign_ms``, ``client``, ``heartbeat_phase`` (docs/simulator.md,
-"The application model")."""
+``commit_on_revoke``, ``revoke_ms``, ``assign_ms``, ``client``, ``heartbeat_phase``, ``startup_ms``
+(docs/simulator.md, "The application model")."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ APP_FIELDS: Final = (
     "assign_ms",
     "client",
     "heartbeat_phase",
+    "startup_ms",
 )
 _DISTRIBUTION_FIELDS: Final = {
     "fixed": ("value",),
@@ -44,7 +45,7 @@ def read_app(doc: dict[str, Any], where: str, fail: Fail) -> AppModel:
         if not isinstance(doc["commit_on_revoke"], bool):
             raise fail(f"{where}.commit_on_revoke", "must be true or false")
         out["commit_on_revoke"] = doc["commit_on_revoke"]
-    for key in ("revoke_ms", "assign_ms"):
+    for key in ("revoke_ms", "assign_ms", "startup_ms"):
         if key in doc:
             out[key] = _int(doc[key], f"{where}.{key}", 0, fail)
     for key, allowed in (("client", CLIENTS), ("heartbeat_phase", HEARTBEAT_PHASES)):

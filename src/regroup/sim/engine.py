@@ -96,6 +96,8 @@ class Slot:
     seen_callbacks: int = 0
     seen_notes: int = 0
     last_view: tuple[object, str, int] = (None, "", -1)  # (state, member id, generation) last logged
+    #: a bounce waiting for the old process to close: the protocol of the next process ("" = unchanged)
+    start_when_closed: str | None = None
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # tests and benchmarks subclass it, also when compiled
@@ -205,8 +207,13 @@ class Simulator:
         slot = self.slots[name] if name is not None else None
         running = slot is not None and slot.machine is not None and slot.machine.state.running
         if event.action == "bounce" and slot is not None and running and slot.machine is not None:
-            slot.machine.leave(self.now)  # a rolling restart: close cleanly, start the new process at once
+            # a rolling restart: close cleanly; the new process starts once the old one has closed (its
+            # leave sent, after the closing commit and callback), as a deployment replaces a process
+            slot.machine.leave(self.now)
             self._poll(slot.spec.name)
+            if slot.machine.closing:
+                slot.start_when_closed = event.protocol or ""
+                return
             running = False
         if event.action in ("join", "restart", "bounce"):
             if slot is None or running:
@@ -250,6 +257,7 @@ class Simulator:
 
     def _start(self, slot: Slot) -> None:
         spec = slot.spec
+        slot.start_when_closed = None
         if slot.protocol == "consumer":
             coordinator = self.coordinator.config
             draws = self._draws(slot)
@@ -333,6 +341,12 @@ class Simulator:
         self._observe_member(name, slot, machine)  # callbacks and notes first: they explain the requests
         for out in outgoing:
             self._send_request(name, slot, out)
+        if slot.start_when_closed is not None and not machine.closing:
+            protocol, slot.start_when_closed = slot.start_when_closed, None
+            if protocol:
+                slot.protocol = protocol
+            self._start(slot)
+            return
         deadline = machine.next_deadline()
         if deadline is not None and (slot.wake_at is None or deadline < slot.wake_at or slot.wake_at < self.now):
             slot.wake_at = max(deadline, self.now)
@@ -360,7 +374,7 @@ class Simulator:
         if not self.network.reachable(item.member):
             self._dropped(item.member, item.api, item.request_id, TO_MEMBER, "isolated")
             return
-        if machine is None or slot.incarnation != item.incarnation or stopped(machine.state):
+        if machine is None or slot.incarnation != item.incarnation or (stopped(machine.state) and not machine.closing):
             return
         error = response_fields(item.response)[0]  # (read by type: a getattr on ``object`` is a generic lookup)
         self.log.emit(

@@ -126,5 +126,5 @@ def test_heartbeat_lateness_follows_the_client() -> None:
     librdkafka = [AppThread(AppModel(client="librdkafka"), draws).late_ms() for _ in range(500)]
     aligned = [AppThread(AppModel(heartbeat_phase="aligned"), draws).late_ms() for _ in range(50)]
     assert min(java) >= 0 and max(java) < 100 and max(java) > 50
-    assert min(librdkafka) >= 0 and max(librdkafka) < 40 and max(librdkafka) > 30
+    assert min(librdkafka) >= 0 and max(librdkafka) < 4 and max(librdkafka) >= 2
     assert set(aligned) == {0}
