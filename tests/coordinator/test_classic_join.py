@@ -142,8 +142,8 @@ def test_C07_empty_group_needs_protocol_type_and_protocols() -> None:
     """Given an Empty group;
     when a member joins with ProtocolType "" (dynamic or static) or with no protocols;
     then INCONSISTENT_GROUP_PROTOCOL, and the group stays Empty without members.
-    Also, when such a join creates the group (it did not exist), the group is still created and persisted
-    as an empty group (Kafka writes the empty record whenever a new group's join produced no records)."""
+    Also, when such a join names a group that does not exist, the refused join creates nothing: no group,
+    no record (Kafka writes an empty group's record even then; here a refused request changes nothing)."""
     h = GroupHarness()
     h.new_member_id()  # creates the Empty group
     mark = h.mark()
@@ -158,21 +158,9 @@ def test_C07_empty_group_needs_protocol_type_and_protocols() -> None:
     assert h.records_since(mark) == []
 
     assert h.join("", group_id="other", protocols=()).response.error is E.INCONSISTENT_GROUP_PROTOCOL
-    assert h.group("other").state is S.EMPTY
-    assert h.records_since(mark) == [
-        Record(
-            GroupMetadataKey(group_id="other"),
-            GroupMetadataValue(
-                protocol_type=None,
-                generation=0,
-                protocol_name=None,
-                leader=None,
-                current_state_timestamp_ms=0,
-                members=(),
-            ),
-        )
-    ]
-    assert h.coordinator.persisted["other"] == h.group("other").to_record_value()
+    assert not h.has_group("other")
+    assert "other" not in h.coordinator.persisted
+    assert h.records_since(mark) == []
 
 
 def test_C08_protocol_type_must_match_the_group() -> None:

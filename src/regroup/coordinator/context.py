@@ -1,5 +1,5 @@
-"""The per-operation context handed to handlers: settings, timers, id source, the current time, and the
-result being built (records and completed responses)."""
+"""The per-operation context handed to handlers: settings, timers, id source, the current time, the result
+being built (records and completed responses) and the operation's undo journal."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.ids import IdSource
+from regroup.coordinator.journal import Journal
 from regroup.coordinator.result import Completion, RequestKey, Result
 from regroup.coordinator.timers import Timers
 from regroup.records.model import Record
@@ -20,16 +21,25 @@ class Ctx:
     ids: IdSource
     now_ms: int
     result: Result
+    journal: Journal
 
     # (an explicit __init__: the compiled build compiles it; a generated one stays interpreted)
     def __init__(
-        self, *, config: CoordinatorConfig, timers: Timers, ids: IdSource, now_ms: int, result: Result | None = None
+        self,
+        *,
+        config: CoordinatorConfig,
+        timers: Timers,
+        ids: IdSource,
+        now_ms: int,
+        result: Result | None = None,
+        journal: Journal | None = None,
     ) -> None:
         self.config = config
         self.timers = timers
         self.ids = ids
         self.now_ms = now_ms
         self.result = Result() if result is None else result
+        self.journal = Journal() if journal is None else journal
 
     def complete(self, key: RequestKey | None, response: Any) -> None:
         if key is not None:

@@ -2,6 +2,10 @@
 chosen by the caller and ``now_ms``; it first fires the timers due by ``now_ms``, then runs the handler,
 and returns a ``Result`` (records produced, responses completed). Nothing here reads a clock, opens a
 socket or sleeps. ``from_records`` rebuilds a coordinator by replaying records (the load path).
+
+A refused request changes nothing: a handler that raises (``ApiError``: the request is refused with its
+code; anything else is a bug, re-raised) has its records and responses dropped and its changes rolled
+back through the operation's journal (``journal.py``) before the error response is built.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from regroup.coordinator.context import Ctx
 from regroup.coordinator.groups import Groups
 from regroup.coordinator.ids import CountingIds, IdSource
 from regroup.coordinator.inspect import delete_groups, describe_group, list_groups
+from regroup.coordinator.journal import Journal
 from regroup.coordinator.offsets import OffsetStore, expired_offset_records, offset_commit, offset_fetch
 from regroup.coordinator.result import RequestKey, Result
 from regroup.coordinator.timers import Timers
@@ -68,6 +73,8 @@ class GroupCoordinator:
         self.timers = Timers()
         self.persisted: dict[str, GroupMetadataValue] = {}  # hard state of each group as its records say
         self.persisted_consumer: dict[ConsumerRecordKey, ConsumerRecordValue] = {}  # consumer groups' records
+        self.journal = Journal()  # the running operation's changes, taken back if it is refused
+        self.timers.journal = self.journal
 
     @property
     def view(self) -> Groups:
@@ -75,25 +82,41 @@ class GroupCoordinator:
 
     # ----------------------------------------------------------------------------------------- plumbing
     def _run(
-        self, now_ms: int, key: RequestKey | None, handler: Callable[[Ctx], Any], on_error: Callable[[ErrorCode], Any]
+        self, now_ms: int, key: RequestKey | None, handler: Callable[[Ctx], Any], on_error: Callable[[ApiError], Any]
     ) -> Result:
         ctx = self._ctx(now_ms)
         self._fire_due(ctx)  # applied already: the request sees the state the timers left
-        fired = len(ctx.result.records)
+        result = ctx.result
+        fired, completed, dropped = len(result.records), len(result.completions), len(result.dropped)
+        journal = self.journal
+        journal.begin()
         try:
             response = handler(ctx)
         except ApiError as exc:
-            ctx.complete(key, on_error(exc.code))
-        else:
-            if response is not None:
-                ctx.complete(key, response)
-        self._apply_live(ctx.result.records[fired:])
-        return ctx.result
+            self._roll_back(result, fired, completed, dropped)
+            result.refused = exc.code
+            ctx.complete(key, on_error(exc))
+            return result
+        except BaseException:
+            self._roll_back(result, fired, completed, dropped)
+            raise
+        journal.commit()
+        if response is not None:
+            ctx.complete(key, response)
+        self._apply_live(result.records[fired:])
+        return result
+
+    def _roll_back(self, result: Result, records: int, completions: int, dropped: int) -> None:
+        """Take back everything the running handler did: its records, responses and changes."""
+        self.journal.rollback()
+        del result.records[records:]
+        del result.completions[completions:]
+        del result.dropped[dropped:]
 
     def _ctx(self, now_ms: int) -> Ctx:
         if OFFSETS_EXPIRY_KEY not in self.timers:
             self.timers.schedule(OFFSETS_EXPIRY_KEY, now_ms + self.config.offsets_retention_check_interval_ms)
-        return Ctx(config=self.config, timers=self.timers, ids=self.ids, now_ms=now_ms)
+        return Ctx(config=self.config, timers=self.timers, ids=self.ids, now_ms=now_ms, journal=self.journal)
 
     def _fire_due(self, ctx: Ctx) -> None:
         """Fire the timers due by ``ctx.now_ms`` in deadline order. Each expiry is a write of its own (as in
@@ -265,7 +288,7 @@ class GroupCoordinator:
             now_ms,
             key,
             lambda ctx: self._join_group(ctx, req, key),
-            lambda code: JoinGroupResponse(error=code, member_id=req.member_id),
+            lambda exc: JoinGroupResponse(error=exc.code, member_id=req.member_id),
         )
 
     def _join_group(self, ctx: Ctx, req: JoinGroupRequest, key: RequestKey) -> JoinGroupResponse | None:
@@ -288,7 +311,7 @@ class GroupCoordinator:
             sync_group(ctx, self.groups, req, key)
             return None
 
-        return self._run(now_ms, key, handle, lambda c: SyncGroupResponse(error=c))
+        return self._run(now_ms, key, handle, lambda exc: SyncGroupResponse(error=exc.code))
 
     def heartbeat(self, req: HeartbeatRequest, key: RequestKey, now_ms: int) -> Result:
         def handle(ctx: Ctx) -> HeartbeatResponse:
@@ -297,7 +320,7 @@ class GroupCoordinator:
                 return classic_members.heartbeat(ctx, cgroup, req)
             return heartbeat(ctx, self.groups, req)
 
-        return self._run(now_ms, key, handle, lambda c: HeartbeatResponse(error=c))
+        return self._run(now_ms, key, handle, lambda exc: HeartbeatResponse(error=exc.code))
 
     def leave_group(self, req: LeaveGroupRequest, key: RequestKey, now_ms: int) -> Result:
         def handle(ctx: Ctx) -> LeaveGroupResponse:
@@ -306,11 +329,11 @@ class GroupCoordinator:
                 return classic_members.leave_group(ctx, self.view, cgroup, req)
             return leave_group(ctx, self.groups, req)
 
-        return self._run(now_ms, key, handle, lambda c: LeaveGroupResponse(error=c))
+        return self._run(now_ms, key, handle, lambda exc: LeaveGroupResponse(error=exc.code))
 
     def offset_commit(self, req: OffsetCommitRequest, key: RequestKey, now_ms: int) -> Result:
         return self._run(
-            now_ms, key, lambda ctx: offset_commit(ctx, self.groups, req, self.consumer_groups), lambda c: None
+            now_ms, key, lambda ctx: offset_commit(ctx, self.groups, req, self.consumer_groups), lambda exc: None
         )
 
     def offset_fetch(self, req: OffsetFetchRequest, key: RequestKey, now_ms: int) -> Result:
@@ -318,7 +341,7 @@ class GroupCoordinator:
             now_ms,
             key,
             lambda ctx: offset_fetch(self.groups, self.offsets, req, self.consumer_groups),
-            lambda c: OffsetFetchResponse(group_id=req.group_id, error=c),
+            lambda exc: OffsetFetchResponse(group_id=req.group_id, error=exc.code),
         )
 
     # ------------------------------------------------------------------------------- KIP-848 consumer groups
@@ -345,14 +368,14 @@ class GroupCoordinator:
                 message = str(exc) if str(exc) != exc.code.name else None
                 return ConsumerGroupHeartbeatResponse(error=exc.code, error_message=message)
 
-        return self._run(now_ms, key, handle, lambda c: ConsumerGroupHeartbeatResponse(error=c))
+        return self._run(now_ms, key, handle, lambda exc: ConsumerGroupHeartbeatResponse(error=exc.code))
 
     def consumer_group_describe(self, group_ids: list[str], key: RequestKey, now_ms: int) -> Result:
         return self._run(
             now_ms,
             key,
             lambda ctx: tuple(describe_consumer_group(self.config, self.view, g) for g in group_ids),
-            lambda c: tuple(DescribedConsumerGroup(group_id=g, error=c) for g in group_ids),
+            lambda exc: tuple(DescribedConsumerGroup(group_id=g, error=exc.code) for g in group_ids),
         )
 
     def describe_groups(self, group_ids: list[str], key: RequestKey, now_ms: int) -> Result:
@@ -360,7 +383,7 @@ class GroupCoordinator:
             now_ms,
             key,
             lambda ctx: tuple(describe_group(self.groups, g) for g in group_ids),
-            lambda c: tuple(DescribedGroup(group_id=g, error=c, state="") for g in group_ids),
+            lambda exc: tuple(DescribedGroup(group_id=g, error=exc.code, state="") for g in group_ids),
         )
 
     def list_groups(self, req: ListGroupsRequest, key: RequestKey, now_ms: int) -> Result:
@@ -368,7 +391,7 @@ class GroupCoordinator:
             now_ms,
             key,
             lambda ctx: list_groups(self.groups, req, self.consumer_groups),
-            lambda c: ListGroupsResponse(error=c),
+            lambda exc: ListGroupsResponse(error=exc.code),
         )
 
     def delete_groups(self, group_ids: list[str], key: RequestKey, now_ms: int) -> Result:
@@ -376,5 +399,5 @@ class GroupCoordinator:
             now_ms,
             key,
             lambda ctx: delete_groups(ctx, self.groups, self.offsets, group_ids, self.consumer_groups),
-            lambda c: None,
+            lambda exc: None,
         )

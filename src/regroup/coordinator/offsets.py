@@ -48,7 +48,7 @@ def _validate_commit(ctx: Ctx, groups: dict[str, ClassicGroup], req: OffsetCommi
     if group is None:
         if req.generation_id < 0:
             group = ClassicGroup(group_id=req.group_id, state_timestamp_ms=ctx.now_ms)
-            groups[req.group_id] = group
+            ctx.journal.put(groups, req.group_id, group)
             return group
         raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND if req.version >= 9 else ErrorCode.ILLEGAL_GENERATION)
     if group.is_in(S.DEAD):

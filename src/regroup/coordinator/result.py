@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from regroup.model.errors import ErrorCode
 from regroup.records.model import Record
 
 RequestKey = int | str
@@ -32,6 +33,9 @@ class Result:
     #: parked requests superseded by a newer one from the same member: they will never be answered (as in
     #: Kafka, which replaces the parked future); a shell may forget them.
     dropped: list[RequestKey]
+    #: the error the request was refused with (its handler raised: it wrote nothing and changed nothing),
+    #: or None when it was handled (its response may still carry an error code Kafka answers with)
+    refused: ErrorCode | None
 
     # (an explicit __init__: the compiled build compiles it; a generated one stays interpreted)
     def __init__(
@@ -43,6 +47,7 @@ class Result:
         self.records = [] if records is None else records
         self.completions = [] if completions is None else completions
         self.dropped = [] if dropped is None else dropped
+        self.refused = None
 
     def extend(self, other: Result) -> None:
         self.records.extend(other.records)

@@ -3,9 +3,11 @@ due keys back in deadline order (ties in scheduling order), and the caller turns
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from heapq import heappop, heappush
 from typing import Final
+
+from regroup.coordinator.journal import Journal
 
 #: An entry is ``deadline * 2**64 + n`` (n: the scheduling count), so one int orders by (deadline, n).
 _ORDER: Final = 2**64
@@ -26,10 +28,27 @@ class Timers:
         self._key: dict[int, Hashable] = {}  # heap entry standing for a key -> that key (others are disowned)
         self._heap: list[int] = []
         self._seq = 0
+        #: the running operation's undo journal: a refused operation's timer changes are taken back
+        self.journal: Journal | None = None
 
     def schedule(self, key: Hashable, deadline_ms: int) -> None:
         entry = deadline_ms * _ORDER + self._seq
         self._seq += 1
+        journal = self.journal
+        if journal is not None and journal.active:
+            journal.undo(self._restorer(key, self._entry.get(key)))
+        self._set(key, entry)
+
+    def _restorer(self, key: Hashable, entry: int | None) -> Callable[[], None]:
+        def restore() -> None:
+            if entry is None:
+                self._cancel(key)
+            else:
+                self._set(key, entry)
+
+        return restore
+
+    def _set(self, key: Hashable, entry: int) -> None:
         self._entry[key] = entry
         queued = self._queued.get(key)
         if queued is not None:
@@ -44,6 +63,12 @@ class Timers:
         heappush(self._heap, entry)
 
     def cancel(self, key: Hashable) -> None:
+        journal = self.journal
+        if journal is not None and journal.active and key in self._entry:
+            journal.undo(self._restorer(key, self._entry[key]))
+        self._cancel(key)
+
+    def _cancel(self, key: Hashable) -> None:
         if self._entry.pop(key, None) is not None:
             del self._key[self._queued.pop(key)]
 

@@ -36,14 +36,11 @@ def join_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: JoinGroupRequest,
         if req.member_id:
             raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
         group = ClassicGroup(group_id=req.group_id, state_timestamp_ms=ctx.now_ms)
-        groups[req.group_id] = group
+        ctx.journal.put(groups, req.group_id, group)
         records_before = len(ctx.result.records)
-        try:
-            _join(ctx, group, req, key)
-        finally:
-            if len(ctx.result.records) == records_before:
-                # a new group whose join produced nothing else (even a refused join) is persisted empty
-                persist(ctx, group)
+        _join(ctx, group, req, key)
+        if len(ctx.result.records) == records_before:
+            persist(ctx, group)  # a new group whose join wrote nothing else is persisted empty
         return
     _join(ctx, group, req, key)
 

@@ -10,6 +10,7 @@ from regroup.coordinator.consumer.fence import fence_member
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, to_set, to_tuple
 from regroup.coordinator.consumer.ops import (
     ensure_target,
+    group_full,
     reconcile_and_write,
     refresh_subscriptions,
     replace_static_member,
@@ -90,12 +91,12 @@ def _group(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> Cons
         if not create:
             raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group.")
         if classic.members:
-            return migration.upgrade(ctx, groups, classic)
+            return migration.upgrade(ctx, groups, classic, joining_member_id=req.member_id)
         migration.drop_empty_classic_group(ctx, groups, classic)
     if not create:
         raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
     group = ConsumerGroup(group_id=req.group_id)
-    groups.consumer[req.group_id] = group
+    ctx.journal.put(groups.consumer, req.group_id, group)
     return group
 
 
@@ -167,10 +168,7 @@ def _heartbeat(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> 
     group = _group(ctx, groups, req)
     is_member = bool(req.member_id) and req.member_id in group.members
     if len(group.members) >= ctx.config.consumer_group_max_size and not is_member:
-        raise ApiError(
-            ErrorCode.GROUP_MAX_SIZE_REACHED,
-            f"The consumer group has reached its maximum capacity of {ctx.config.consumer_group_max_size} members.",
-        )
+        raise group_full(ctx.config.consumer_group_max_size)
     member_id = req.member_id or str(ctx.ids.unique_suffix())
     writes = ConsumerWrites(ctx, groups.consumer)
     member = _resolve_member(ctx, writes, group, req, member_id)

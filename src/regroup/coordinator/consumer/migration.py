@@ -9,6 +9,7 @@ replaced by a new group of the other type (committed offsets, stored per group i
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 from regroup.assignors.consumer_protocol import (
     Assignment,
@@ -20,7 +21,7 @@ from regroup.assignors.consumer_protocol import (
 from regroup.coordinator.classic import rebalance
 from regroup.coordinator.classic.group import ClassicGroup, ClassicMember, GroupState
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, MemberState, Partitions
-from regroup.coordinator.consumer.ops import cancel_timers, schedule_session
+from regroup.coordinator.consumer.ops import cancel_timers, group_full, schedule_session
 from regroup.coordinator.consumer.subscriptions import group_topic_names, subscription_metadata
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx, join_key, session_key, sync_key
@@ -89,8 +90,18 @@ def _cancel_classic_timers(ctx: Ctx, group: ClassicGroup) -> None:
 def _retire_classic(ctx: Ctx, groups: Groups, group: ClassicGroup) -> None:
     ctx.emit(new_group_tombstone(group.group_id))
     _cancel_classic_timers(ctx, group)
-    del groups.classic[group.group_id]
+    ctx.journal.remove(groups.classic, group.group_id)
+    ctx.journal.undo(_state_restorer(group))
     group.transition(GroupState.DEAD, ctx.now_ms)
+
+
+def _state_restorer(group: ClassicGroup) -> Callable[[], None]:
+    state, previous, since = group.state, group.previous_state, group.state_timestamp_ms
+
+    def restore() -> None:
+        group.state, group.previous_state, group.state_timestamp_ms = state, previous, since
+
+    return restore
 
 
 def drop_empty_classic_group(ctx: Ctx, groups: Groups, group: ClassicGroup) -> None:
@@ -104,9 +115,11 @@ def drop_empty_consumer_group(ctx: Ctx, groups: Groups, group: ConsumerGroup) ->
 
 
 # ----------------------------------------------------------------------------------------------- upgrade
-def upgrade(ctx: Ctx, groups: Groups, classic: ClassicGroup) -> ConsumerGroup:
+def upgrade(ctx: Ctx, groups: Groups, classic: ClassicGroup, *, joining_member_id: str) -> ConsumerGroup:
     """Turn a non-empty classic group into a consumer group (the joining consumer-protocol member is then
-    processed as usual). Raises GROUP_ID_NOT_FOUND when the upgrade is not allowed."""
+    processed as usual). Raises GROUP_ID_NOT_FOUND when the upgrade is not allowed (Kafka's
+    ``validateOnlineUpgrade``), then GROUP_MAX_SIZE_REACHED when the converted group would have no room
+    for the joining member (Kafka's check right after the conversion, made here before it)."""
     gid = classic.group_id
     if not ctx.config.allows_upgrade():
         raise _not_found(gid, f"the migration policy is {ctx.config.consumer_group_migration_policy}")
@@ -114,6 +127,9 @@ def upgrade(ctx: Ctx, groups: Groups, classic: ClassicGroup) -> ConsumerGroup:
         raise _not_found(gid, f"its protocol type is {classic.protocol_type!r}")
     if len(classic.members) > ctx.config.consumer_group_max_size:
         raise _not_found(gid, "it has more members than the consumer group maximum size")
+    max_size = ctx.config.consumer_group_max_size
+    if len(classic.members) >= max_size and joining_member_id not in classic.members:
+        raise group_full(max_size)
     if classic.assignments_cleared and not classic.is_in(GroupState.EMPTY):
         # The stored assignments were cleared (a rebalance restarted from CompletingRebalance) while
         # cooperative members may still own partitions of the generation before, and no SyncGroup has stored
@@ -151,14 +167,14 @@ def upgrade(ctx: Ctx, groups: Groups, classic: ClassicGroup) -> ConsumerGroup:
     for m in classic.members.values():
         if m.join_key is not None:
             ctx.complete(m.join_key, JoinGroupResponse(error=ErrorCode.REBALANCE_IN_PROGRESS, member_id=m.member_id))
-            m.join_key = None
+            ctx.journal.set(m, "join_key", None)
         if m.sync_key is not None:
             ctx.complete(m.sync_key, SyncGroupResponse(error=ErrorCode.REBALANCE_IN_PROGRESS))
-            m.sync_key = None
+            ctx.journal.set(m, "sync_key", None)
     _retire_classic(ctx, groups, classic)
     writes = ConsumerWrites(ctx, groups.consumer)
     group = ConsumerGroup(group_id=gid)
-    groups.consumer[gid] = group
+    ctx.journal.put(groups.consumer, gid, group)
     for member in converted:
         writes.member_metadata(gid, member)
     writes.group_epoch(gid, classic.generation)
@@ -172,7 +188,7 @@ def upgrade(ctx: Ctx, groups: Groups, classic: ClassicGroup) -> ConsumerGroup:
     for member in converted:
         writes.current_assignment(gid, member)
         schedule_session(ctx, group, group.members[member.member_id])
-    group.metadata_refresh_needed = True
+    ctx.journal.set(group, "metadata_refresh_needed", True)
     return group
 
 
@@ -249,7 +265,7 @@ def downgrade(
     for member_id in list(group.members):
         cancel_timers(ctx, group, member_id)
     ConsumerWrites(ctx, groups.consumer).delete_group(group)
-    groups.classic[gid] = classic
+    ctx.journal.put(groups.classic, gid, classic)
     ctx.emit(new_group_metadata_record(gid, classic.to_record_value()))
     for cm in classic.members.values():
         rebalance.schedule_session(ctx, classic, cm.member_id, cm.session_timeout_ms)

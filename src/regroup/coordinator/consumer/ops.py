@@ -11,6 +11,7 @@ from regroup.coordinator.consumer.target import compute_target
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
 from regroup.model.cluster import ClusterImage
+from regroup.model.errors import ApiError, ErrorCode
 
 TimerKey = tuple[str, str, str]
 
@@ -37,6 +38,13 @@ def session_timeout_ms(ctx: Ctx, member: ConsumerMember) -> int:
     return ctx.config.consumer_group_session_timeout_ms
 
 
+def group_full(max_size: int) -> ApiError:
+    """GROUP_MAX_SIZE_REACHED for a member joining a consumer group that has ``max_size`` members."""
+    return ApiError(
+        ErrorCode.GROUP_MAX_SIZE_REACHED, f"The consumer group has reached its maximum capacity of {max_size} members."
+    )
+
+
 def schedule_session(ctx: Ctx, group: ConsumerGroup, member: ConsumerMember) -> None:
     ctx.timers.schedule(session_key(group.group_id, member.member_id), ctx.now_ms + session_timeout_ms(ctx, member))
 
@@ -44,7 +52,7 @@ def schedule_session(ctx: Ctx, group: ConsumerGroup, member: ConsumerMember) -> 
 def cancel_timers(ctx: Ctx, group: ConsumerGroup, member_id: str) -> None:
     for key in (session_key, revocation_key, classic_join_key, classic_sync_key):
         ctx.timers.cancel(key(group.group_id, member_id))
-    group.revocation_timer_epochs.pop(member_id, None)
+    ctx.journal.remove(group.revocation_timer_epochs, member_id)
 
 
 def reconcile_and_write(
@@ -68,10 +76,10 @@ def reconcile_and_write(
             key = revocation_key(group.group_id, updated.member_id)
             if updated.state is MemberState.UNREVOKED_PARTITIONS:
                 ctx.timers.schedule(key, ctx.now_ms + max(updated.rebalance_timeout_ms, 0))
-                group.revocation_timer_epochs[updated.member_id] = updated.member_epoch
+                ctx.journal.put(group.revocation_timer_epochs, updated.member_id, updated.member_epoch)
             else:
                 ctx.timers.cancel(key)
-                group.revocation_timer_epochs.pop(updated.member_id, None)
+                ctx.journal.remove(group.revocation_timer_epochs, updated.member_id)
     return updated
 
 
@@ -120,7 +128,7 @@ def refresh_subscriptions(
     if bump:
         group_epoch += 1
         writes.group_epoch(group.group_id, group_epoch)
-    group.metadata_refresh_needed = False
+    writes.ctx.journal.set(group, "metadata_refresh_needed", False)
     return group_epoch
 
 

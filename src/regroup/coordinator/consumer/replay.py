@@ -1,9 +1,14 @@
 """Applying consumer-group records to the in-memory groups: the only way their hard state changes. The live
-path applies each record as it is written; loading applies the same records in log order."""
+path applies each record as it is written, recording in the operation's journal how to take each change
+back (a refused operation is rolled back); loading applies the same records in log order, unjournaled."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Final
+
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, MemberState, to_set
+from regroup.coordinator.journal import Journal
 from regroup.records.consumer import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -21,46 +26,76 @@ from regroup.records.consumer import (
     ConsumerRecordValue,
 )
 
+#: loading: changes are not journaled
+_UNJOURNALED: Final = Journal()
 
-def _group(groups: dict[str, ConsumerGroup], group_id: str, create: bool) -> ConsumerGroup | None:
+
+def _group(groups: dict[str, ConsumerGroup], group_id: str, create: bool, journal: Journal) -> ConsumerGroup | None:
     group = groups.get(group_id)
     if group is None and create:
         group = ConsumerGroup(group_id=group_id)
-        groups[group_id] = group
+        journal.put(groups, group_id, group)
     return group
 
 
-def replay(groups: dict[str, ConsumerGroup], key: ConsumerRecordKey, value: ConsumerRecordValue | None) -> None:
-    group = _group(groups, key.group_id, create=value is not None)
+def _set_member(group: ConsumerGroup, member: ConsumerMember, journal: Journal) -> None:
+    if journal.active:
+        journal.undo(_member_restorer(group, member.member_id, group.members.get(member.member_id)))
+    group.set_member(member)
+
+
+def _drop_member(group: ConsumerGroup, member_id: str, journal: Journal) -> None:
+    if journal.active and member_id in group.members:
+        journal.undo(_member_restorer(group, member_id, group.members[member_id]))
+    group.drop_member(member_id)
+
+
+def _member_restorer(group: ConsumerGroup, member_id: str, old: ConsumerMember | None) -> Callable[[], None]:
+    def restore() -> None:
+        if old is None:
+            group.drop_member(member_id)
+        else:
+            group.set_member(old)
+
+    return restore
+
+
+def replay(
+    groups: dict[str, ConsumerGroup],
+    key: ConsumerRecordKey,
+    value: ConsumerRecordValue | None,
+    journal: Journal = _UNJOURNALED,
+) -> None:
+    group = _group(groups, key.group_id, value is not None, journal)
     if group is None:
         return
     if isinstance(key, ConsumerGroupMetadataKey):
         if value is None:
-            del groups[key.group_id]  # the group's other records were tombstoned before
+            journal.remove(groups, key.group_id)  # the group's other records were tombstoned before
         else:
             assert isinstance(value, ConsumerGroupMetadataValue)
-            group.group_epoch = value.epoch
+            journal.set(group, "group_epoch", value.epoch)
     elif isinstance(key, ConsumerGroupPartitionMetadataKey):
         if value is None:
-            group.subscribed_topics = {}
+            journal.set(group, "subscribed_topics", {})
         else:
             assert isinstance(value, ConsumerGroupPartitionMetadataValue)
-            group.subscribed_topics = {t.name: t for t in value.topics}
+            journal.set(group, "subscribed_topics", {t.name: t for t in value.topics})
     elif isinstance(key, ConsumerGroupTargetAssignmentMetadataKey):
         if value is None:
-            group.assignment_epoch = 0
+            journal.set(group, "assignment_epoch", 0)
         else:
             assert isinstance(value, ConsumerGroupTargetAssignmentMetadataValue)
-            group.assignment_epoch = value.assignment_epoch
+            journal.set(group, "assignment_epoch", value.assignment_epoch)
     elif isinstance(key, ConsumerGroupTargetAssignmentMemberKey):
         if value is None:
-            group.targets.pop(key.member_id, None)
+            journal.remove(group.targets, key.member_id)
         else:
             assert isinstance(value, ConsumerGroupTargetAssignmentMemberValue)
-            group.targets[key.member_id] = to_set(value.partitions)
+            journal.put(group.targets, key.member_id, to_set(value.partitions))
     elif isinstance(key, ConsumerGroupMemberMetadataKey):
         if value is None:
-            group.drop_member(key.member_id)
+            _drop_member(group, key.member_id, journal)
             return
         assert isinstance(value, ConsumerGroupMemberMetadataValue)
         old = group.members.get(key.member_id)
@@ -74,7 +109,7 @@ def replay(groups: dict[str, ConsumerGroup], key: ConsumerRecordKey, value: Cons
         member.server_assignor = value.server_assignor
         member.rebalance_timeout_ms = value.rebalance_timeout_ms
         member.classic = value.classic
-        group.set_member(member)
+        _set_member(group, member, journal)
     elif isinstance(key, ConsumerGroupCurrentMemberAssignmentKey):
         old = group.members.get(key.member_id)
         if old is None and value is None:
@@ -93,4 +128,4 @@ def replay(groups: dict[str, ConsumerGroup], key: ConsumerRecordKey, value: Cons
             member.state = MemberState(value.state)
             member.assigned = to_set(value.assigned)
             member.pending_revocation = to_set(value.pending_revocation)
-        group.set_member(member)
+        _set_member(group, member, journal)

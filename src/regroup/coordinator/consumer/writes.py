@@ -34,7 +34,7 @@ class ConsumerWrites:
         self.groups = groups
 
     def _write(self, key: ConsumerRecordKey, value: ConsumerRecordValue | None) -> None:
-        replay(self.groups, key, value)
+        replay(self.groups, key, value, self.ctx.journal)
         self.ctx.emit(Record(key, value))
 
     def group_epoch(self, group_id: str, epoch: int) -> None:
