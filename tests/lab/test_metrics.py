@@ -196,7 +196,7 @@ def test_booleans_are_not_integers(tmp_path: Path) -> None:
 def test_a_kip848_log_from_the_simulator() -> None:
     from regroup.sim import load, simulate, summarize
 
-    scenario = load("seed-004-consumer")
+    scenario = load("third-member-joins-consumer")
     events = simulate(scenario, 0).log.events
     run, rows = analyze(events, Context(run_id="c", source="c", measure_from_ms=scenario.measure_from_ms))
     direct = summarize(events, 0).rebalances

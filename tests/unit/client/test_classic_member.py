@@ -23,7 +23,7 @@ def kinds(member: ClassicMember) -> list[tuple[str, tuple[tuple[str, int], ...]]
 
 
 def form(strategies: tuple[str, ...]) -> GroupHarness:
-    """c0 alone, then c1: the seed-004 starting point c0[p0,p1], c1[p2]."""
+    """c0 alone, then c1: the third-member-joins starting point c0[p0,p1], c1[p2]."""
     h = GroupHarness(dict(FOO))
     h.add("c0", strategies)
     h.run_for(1_000)
