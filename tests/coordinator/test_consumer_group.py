@@ -492,7 +492,7 @@ def test_k21_describe(h: ConsumerHarness) -> None:
     assert h.records_since(mark) == []
 
 
-def test_list_groups_reports_type_and_state(h: ConsumerHarness) -> None:
+def test_d05_list_groups_reports_type_and_state(h: ConsumerHarness) -> None:
     """Given a classic group and a consumer group;
     then ListGroups reports each with its type and state and filters by both; DescribeGroups (the classic
     API) reports the consumer group as Dead."""
@@ -511,7 +511,7 @@ def test_list_groups_reports_type_and_state(h: ConsumerHarness) -> None:
     assert described.state == "Dead"  # DescribeGroups knows classic groups only
 
 
-def test_offsets_fenced_by_member_epoch(h: ConsumerHarness) -> None:
+def test_o06_o07_o10_offsets_fenced_by_member_epoch(h: ConsumerHarness) -> None:
     """Given member A at epoch 1 of a consumer group;
     when it commits with epoch 1, then with a stale epoch, an unknown member, or OffsetCommit v8;
     then only the first commit is written; the others are STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID and

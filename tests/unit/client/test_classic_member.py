@@ -1,5 +1,6 @@
 """``ClassicMember`` against a real ``GroupCoordinator`` (no network): the eager and cooperative stories of
-reference §2 (P03, P04, P06), the error reactions of §2.6, leaving, crashing and the session lease."""
+docs/protocol.md (P03, P04, P06), the error reactions (the Java consumer's), leaving, crashing and the
+session lease."""
 
 from __future__ import annotations
 
