@@ -1,1 +1,1 @@
-"""Conformance tests for the sans-IO classic group coordinator (reference doc sections 1, 3, 4 and 7)."""
+"""Conformance tests for the sans-IO group coordinator: the scenarios of docs/protocol.md, by id."""

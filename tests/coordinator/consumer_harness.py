@@ -2,14 +2,26 @@
 ConsumerGroupDescribe), a cluster image, and shorthands for a consumer group's state.
 
 Topics are created with ``topics(foo=6, bar=3)``; their ids come from ``topic_id_for``. Partition sets in
-requests and assertions are written by topic name (``{"foo": [0, 1]}``) and converted here."""
+requests and assertions are written by topic name (``{"foo": [0, 1]}``) and converted here.
+
+``lines(records, names)`` writes records one line each, so that a test can compare the exact list an operation
+wrote (``h.written()``: the records of the last call) with Kafka's: ``epoch 2``, ``subscription foo:6``,
+``member A foo``, ``target A foo=0,1,2``, ``target-epoch 2``, ``current A epoch=2 prev=1 stable
+assigned=foo=0,1,2 revoking=-``, ``group generation=3 protocol=range leader=A members=A:foo=0,1,2``,
+``offset foo-0=7``; a tombstone is ``delete`` and the key (``delete member A``). ``names`` maps member ids to
+short names (A, B, ...) for reading."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from regroup.assignors.consumer_protocol import Subscription, encode_subscription
+from regroup.assignors.consumer_protocol import (
+    ProtocolDecodeError,
+    Subscription,
+    decode_assignment,
+    encode_subscription,
+)
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember
 from regroup.model.cluster import ClusterImage, TopicImage, topic_id_for
 from regroup.model.errors import ErrorCode
@@ -20,6 +32,22 @@ from regroup.protocol.consumer import (
     DescribedConsumerGroup,
     TopicPartitions,
 )
+from regroup.records.consumer import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataValue,
+    PartitionSet,
+)
+from regroup.records.model import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue, Record
 from tests.coordinator.harness import GROUP, GroupHarness
 
 REBALANCE_MS = 5_000
@@ -54,6 +82,86 @@ def subscription(topics: Sequence[str], owned: Named | None = None, generation: 
     )
 
 
+def _parts(parts: PartitionSet | Mapping[str, Sequence[int]]) -> str:
+    by_name = named(parts) if not isinstance(parts, Mapping) else {t: sorted(ps) for t, ps in parts.items() if ps}
+    if not by_name:
+        return "-"
+    return " ".join(f"{t}={','.join(map(str, ps))}" for t, ps in sorted(by_name.items()))
+
+
+def _classic_assignment(raw: bytes) -> str:
+    if not raw:
+        return "-"
+    try:
+        return _parts({t: list(ps) for t, ps in decode_assignment(raw).partitions.items()})
+    except ProtocolDecodeError:
+        return f"{len(raw)}B"
+
+
+def line(record: Record, names: Mapping[str, str] | None = None) -> str:
+    """One record as one line (see the module docstring)."""
+    names = names or {}
+
+    def n(member_id: str | None) -> str:
+        return "None" if member_id is None else names.get(member_id, member_id)
+
+    key, value = record.key, record.value
+    if isinstance(key, ConsumerGroupMetadataKey):
+        head = "epoch"
+        if isinstance(value, ConsumerGroupMetadataValue):
+            return f"epoch {value.epoch}"
+    elif isinstance(key, ConsumerGroupPartitionMetadataKey):
+        head = "subscription"
+        if isinstance(value, ConsumerGroupPartitionMetadataValue):
+            return " ".join(["subscription", *(f"{t.name}:{t.partitions}" for t in value.topics)])
+    elif isinstance(key, ConsumerGroupMemberMetadataKey):
+        head = f"member {n(key.member_id)}"
+        if isinstance(value, ConsumerGroupMemberMetadataValue):
+            words = [head, ",".join(value.subscribed_topic_names) or "-"]
+            if value.subscribed_topic_regex is not None:
+                words.append(f"regex={value.subscribed_topic_regex}")
+            if value.instance_id is not None:
+                words.append(f"instance={value.instance_id}")
+            if value.classic is not None:
+                words.append("classic")
+            return " ".join(words)
+    elif isinstance(key, ConsumerGroupTargetAssignmentMemberKey):
+        head = f"target {n(key.member_id)}"
+        if isinstance(value, ConsumerGroupTargetAssignmentMemberValue):
+            return f"{head} {_parts(value.partitions)}"
+    elif isinstance(key, ConsumerGroupTargetAssignmentMetadataKey):
+        head = "target-epoch"
+        if isinstance(value, ConsumerGroupTargetAssignmentMetadataValue):
+            return f"target-epoch {value.assignment_epoch}"
+    elif isinstance(key, ConsumerGroupCurrentMemberAssignmentKey):
+        head = f"current {n(key.member_id)}"
+        if isinstance(value, ConsumerGroupCurrentMemberAssignmentValue):
+            return (
+                f"{head} epoch={value.member_epoch} prev={value.previous_member_epoch} {value.state} "
+                f"assigned={_parts(value.assigned)} revoking={_parts(value.pending_revocation)}"
+            )
+    elif isinstance(key, GroupMetadataKey):
+        head = "group"
+        if isinstance(value, GroupMetadataValue):
+            members = " ".join(f"{n(m.member_id)}:{_classic_assignment(m.assignment)}" for m in value.members)
+            return (
+                f"group generation={value.generation} protocol={value.protocol_name} leader={n(value.leader)} "
+                f"members={members or '-'}"
+            )
+    elif isinstance(key, OffsetCommitKey):
+        head = f"offset {key.topic}-{key.partition}"
+        if isinstance(value, OffsetCommitValue):
+            return f"{head}={value.offset}"
+    else:  # pragma: no cover - a new record type needs a line here
+        raise AssertionError(f"no line for {key!r}")
+    assert value is None, record
+    return f"delete {head}"
+
+
+def lines(records: Sequence[Record], names: Mapping[str, str] | None = None) -> list[str]:
+    return [line(r, names) for r in records]
+
+
 class ConsumerHarness(GroupHarness):
     def __init__(self, **overrides: Any) -> None:
         super().__init__(**overrides)
@@ -67,6 +175,10 @@ class ConsumerHarness(GroupHarness):
     def reload(self, **overrides: Any) -> None:
         super().reload(**overrides)
         self._collect(self.coordinator.update_metadata(ClusterImage(dict(self._image)), self.now_ms))
+
+    def written(self, names: Mapping[str, str] | None = None) -> list[str]:
+        """The records the last call (request or clock advance) wrote, one line each."""
+        return lines(self.last.records, names)
 
     def cg(self, group_id: str | None = None) -> ConsumerGroup:
         return self.coordinator.consumer_groups[self._gid(group_id)]

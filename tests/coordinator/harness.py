@@ -6,7 +6,7 @@ shorthands for the requests (``join``, ``sync``, ``heartbeat``, ``leave``, ``com
 may wait (JoinGroup, SyncGroup) returns a ``Call`` whose ``response`` is available once some later
 operation released it.
 
-Defaults follow section 7 of the reference: JoinGroup v9, session and rebalance timeouts 10 s,
+Defaults are those docs/protocol.md's scenarios assume: JoinGroup v9, session and rebalance timeouts 10 s,
 ``group.initial.rebalance.delay.ms`` = 0 unless a test sets it. Ids are deterministic (``CountingIds``).
 """
 

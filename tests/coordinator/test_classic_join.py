@@ -1,4 +1,4 @@
-"""Conformance scenarios C01-C27 (reference section 7.1): classic JoinGroup and the group state machine."""
+"""Scenarios C01-C27 of docs/protocol.md: classic JoinGroup and the group state machine."""
 
 from __future__ import annotations
 

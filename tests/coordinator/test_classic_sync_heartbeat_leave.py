@@ -1,4 +1,4 @@
-"""Conformance scenarios S01-S07, H01-H06, L01-L05 and G01-G02 (reference section 7.2): classic SyncGroup,
+"""Scenarios S01-S07, H01-H06, L01-L05 and G01-G02 of docs/protocol.md: classic SyncGroup,
 Heartbeat, LeaveGroup, session expiry and the group size limit.
 
 S08 (leader SyncGroup append failure) is not covered: the core has no append-failure path yet."""

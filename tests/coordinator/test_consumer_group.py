@@ -1,4 +1,8 @@
-"""Conformance of KIP-848 consumer groups: scenarios K01-K21 of the reference (section 7.7)."""
+"""KIP-848 consumer groups: scenarios K01-K21 of docs/protocol.md (ConsumerGroupHeartbeat, reconciliation,
+timeouts, static members, states, ConsumerGroupDescribe), plus offsets, deletion and replay of consumer groups.
+
+Each scenario checks the response and the exact records the operation wrote (``h.written``: one line per
+record, members named A, B, ...), in Kafka's order (``GroupMetadataManager.consumerGroupHeartbeat``)."""
 
 from __future__ import annotations
 
@@ -6,10 +10,12 @@ import pytest
 
 from regroup.coordinator.consumer.group import ConsumerGroupState, MemberState
 from regroup.model.errors import ErrorCode
+from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest
 from regroup.protocol.offsets import OffsetFetchRequest, OffsetFetchResponse
-from tests.coordinator.consumer_harness import ConsumerHarness, named
+from tests.coordinator.consumer_harness import ConsumerHarness, lines, named
 
 SESSION_MS = 45_000
+ALL = "foo=0,1,2,3,4,5"
 
 
 @pytest.fixture
@@ -19,14 +25,31 @@ def h() -> ConsumerHarness:
     return harness
 
 
+def _id(response: object) -> str:
+    member_id = getattr(response, "member_id", None)
+    assert member_id, response
+    return str(member_id)
+
+
 def test_k01_first_member_gets_everything(h: ConsumerHarness) -> None:
+    """Given topic foo with 6 partitions and no group;
+    when a member joins (epoch 0, subscribed to foo, rebalance timeout 5 s, no owned partitions);
+    then it gets a member id, epoch 1, heartbeat interval 5 s and all of foo; the group is created at epoch 1
+    and Kafka's records are written in order: member metadata, subscription metadata, group epoch, target,
+    target epoch, current assignment."""
     response = h.hb("", 0, topics=["foo"], owned={}, rebalance_timeout_ms=5000)
     assert response.error is ErrorCode.NONE
-    assert response.member_id
     assert response.member_epoch == 1
     assert response.heartbeat_interval_ms == 5000
     assert named(response.assignment) == {"foo": [0, 1, 2, 3, 4, 5]}
-    assert h.cg().group_epoch == 1 and h.cg().assignment_epoch == 1
+    assert h.written({_id(response): "A"}) == [
+        "member A foo",
+        "subscription foo:6",
+        "epoch 1",
+        f"target A {ALL}",
+        "target-epoch 1",
+        f"current A epoch=1 prev=0 stable assigned={ALL} revoking=-",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -38,16 +61,21 @@ def test_k01_first_member_gets_everything(h: ConsumerHarness) -> None:
     ],
 )
 def test_k02_join_validation(h: ConsumerHarness, kwargs: dict[str, object], message: str) -> None:
+    """Given no group;
+    when a join (epoch 0) lacks its rebalance timeout, reports owned partitions or subscribes to nothing;
+    then INVALID_REQUEST with Kafka's message, and nothing is written."""
     args: dict[str, object] = {"topics": ["foo"], **kwargs}
     response = h.hb("", 0, **args)  # type: ignore[arg-type]
     assert response.error is ErrorCode.INVALID_REQUEST
     assert response.error_message == message
-    assert h.records == [] or all(r.key.__class__.__name__ != "ConsumerGroupMemberMetadataKey" for r in h.records)
+    assert h.records == []
+    assert "group" not in h.coordinator.consumer_groups
 
 
 def test_k02_join_with_null_partitions_is_invalid(h: ConsumerHarness) -> None:
-    from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest
-
+    """Given no group;
+    when a join sends null TopicPartitions (not the empty list);
+    then INVALID_REQUEST and nothing is written."""
     call = h._submit(
         h.coordinator.consumer_group_heartbeat,
         ConsumerGroupHeartbeatRequest(
@@ -55,257 +83,419 @@ def test_k02_join_with_null_partitions_is_invalid(h: ConsumerHarness) -> None:
         ),
     )
     assert call.response.error is ErrorCode.INVALID_REQUEST
+    assert h.records == []
 
 
 def test_k02_other_validations(h: ConsumerHarness) -> None:
+    """Given no group;
+    when a heartbeat has epoch > 0 without a member id, an epoch below -2, epoch -2 without an instance id,
+    or a blank group id, instance id or rack id;
+    then INVALID_REQUEST each time, and nothing is written."""
     assert h.hb("", 3).error is ErrorCode.INVALID_REQUEST  # epoch > 0 needs a member id
     assert h.hb("m", -3).error is ErrorCode.INVALID_REQUEST
     assert h.hb("m", -2).error is ErrorCode.INVALID_REQUEST  # static leave needs an instance id
     assert h.hb("", 0, topics=["foo"], group_id=" ").error is ErrorCode.INVALID_REQUEST
     assert h.hb("", 0, topics=["foo"], instance_id=" ").error is ErrorCode.INVALID_REQUEST
     assert h.hb("", 0, topics=["foo"], rack_id="").error is ErrorCode.INVALID_REQUEST
+    assert h.records == []
 
 
 def test_k03_regex_subscription_resolves_against_topics(h: ConsumerHarness) -> None:
+    """Given topics foo-1 (2 partitions) and foo-2 (2);
+    when a member joins with the regex ``foo-.*``, and later foo-2 grows to 3 partitions and zzz appears;
+    then it first gets both topics; the image change writes nothing by itself, and the member's next
+    heartbeat refreshes the subscription metadata, bumps the group epoch and hands it foo-2's new partition."""
     h.topics(**{"foo-1": 2, "foo-2": 2})
     response = h.hb("", 0, regex="foo-.*")
+    names = {_id(response): "A"}
     assert response.error is ErrorCode.NONE
     assert named(response.assignment) == {"foo-1": [0, 1], "foo-2": [0, 1]}
-    # a new matching topic reaches the member on its next heartbeat (epoch bump)
-    epoch = h.cg().group_epoch
+    assert h.written(names) == [
+        "member A - regex=foo-.*",
+        "subscription foo-1:2 foo-2:2",
+        "epoch 1",
+        "target A foo-1=0,1 foo-2=0,1",
+        "target-epoch 1",
+        "current A epoch=1 prev=0 stable assigned=foo-1=0,1 foo-2=0,1 revoking=-",
+    ]
     h.topics(zzz=1, **{"foo-1": 2, "foo-2": 3})
-    nxt = h.hb(response.member_id or "", response.member_epoch)
-    assert h.cg().group_epoch == epoch + 1
+    assert h.written() == []
+    nxt = h.hb(_id(response), response.member_epoch)
+    assert nxt.member_epoch == 2
     assert named(nxt.assignment) == {"foo-1": [0, 1], "foo-2": [0, 1, 2]}
+    assert h.written(names) == [
+        "subscription foo-1:2 foo-2:3",
+        "epoch 2",
+        "target A foo-1=0,1 foo-2=0,1,2",
+        "target-epoch 2",
+        "current A epoch=2 prev=1 stable assigned=foo-1=0,1 foo-2=0,1,2 revoking=-",
+    ]
 
 
 def test_k03_invalid_or_oversized_regex(h: ConsumerHarness) -> None:
+    """Given no group;
+    when a member joins with an invalid regex, one longer than 1000 characters, or one with a back-reference;
+    then INVALID_REGULAR_EXPRESSION (the message names the pattern) and nothing is written (RE2 refuses
+    back-references: no exponential matching)."""
     bad = h.hb("", 0, regex="foo(")
     assert bad.error is ErrorCode.INVALID_REGULAR_EXPRESSION
     assert bad.error_message and "foo(" in bad.error_message
-    huge = h.hb("", 0, regex="a" * 1001)
-    assert huge.error is ErrorCode.INVALID_REGULAR_EXPRESSION
-    backref = h.hb("", 0, regex=r"(a)\1")  # RE2 refuses back-references: no exponential matching
-    assert backref.error is ErrorCode.INVALID_REGULAR_EXPRESSION
+    assert h.hb("", 0, regex="a" * 1001).error is ErrorCode.INVALID_REGULAR_EXPRESSION
+    assert h.hb("", 0, regex=r"(a)\1").error is ErrorCode.INVALID_REGULAR_EXPRESSION
+    assert h.records == []
 
 
 def test_k04_unsupported_assignor(h: ConsumerHarness) -> None:
+    """Given the server assignors uniform and range;
+    when a member joins naming the assignor "sticky";
+    then UNSUPPORTED_ASSIGNOR, no group and nothing written."""
     response = h.hb("", 0, topics=["foo"], assignor="sticky")
     assert response.error is ErrorCode.UNSUPPORTED_ASSIGNOR
-    assert "foo" not in str(h.coordinator.consumer_groups)
+    assert "group" not in h.coordinator.consumer_groups
+    assert h.records == []
 
 
 def test_k05_unknown_group(h: ConsumerHarness) -> None:
+    """Given no group;
+    when a heartbeat (epoch 1) or a leave (epoch -1) names a member of it;
+    then GROUP_ID_NOT_FOUND and nothing is written."""
     assert h.hb("m", 1).error is ErrorCode.GROUP_ID_NOT_FOUND
     assert h.hb("m", -1).error is ErrorCode.GROUP_ID_NOT_FOUND
+    assert h.records == []
 
 
 def test_k06_member_epoch_validation(h: ConsumerHarness) -> None:
-    a = h.join_cg()
-    member = h.cmember(a.member_id or "")
-    # as in Kafka's test, a group at epoch 100 whose member came from 99 (set directly, not through records)
+    """Given a member at epoch 100 whose previous epoch is 99 (group at 100; set directly, as Kafka's own
+    test does);
+    when it heartbeats with epoch 200, 50, or 99 while owning a partition it was never given;
+    then FENCED_MEMBER_EPOCH; with 99 and owned partitions within its assignment (the response to its last
+    heartbeat was lost) it is accepted and told epoch 100. Nothing is written: the member is unchanged."""
+    a = _id(h.join_cg())
+    member = h.cmember(a)
     member.member_epoch, member.previous_member_epoch = 100, 99
     h.cg().group_epoch = h.cg().assignment_epoch = 100
-    assert h.hb(a.member_id or "", 200).error is ErrorCode.FENCED_MEMBER_EPOCH
-    assert h.hb(a.member_id or "", 50).error is ErrorCode.FENCED_MEMBER_EPOCH
-    assert h.hb(a.member_id or "", 99, owned={"foo": [9]}).error is ErrorCode.FENCED_MEMBER_EPOCH  # not a subset
-    ok = h.hb(a.member_id or "", 99, owned={"foo": [0, 1]})
+    mark = h.mark()
+    assert h.hb(a, 200).error is ErrorCode.FENCED_MEMBER_EPOCH
+    assert h.hb(a, 50).error is ErrorCode.FENCED_MEMBER_EPOCH
+    assert h.hb(a, 99, owned={"foo": [9]}).error is ErrorCode.FENCED_MEMBER_EPOCH  # not a subset
+    ok = h.hb(a, 99, owned={"foo": [0, 1]})
     assert ok.error is ErrorCode.NONE and ok.member_epoch == 100
+    assert h.records_since(mark) == []
 
 
 def test_k07_reconciliation_process(h: ConsumerHarness) -> None:
+    """Given member A owning all of foo at epoch 1;
+    when B joins;
+    then the group epoch is 2, the target splits foo, and B is at epoch 2 with nothing (its partitions are
+    not released yet: UNRELEASED_PARTITIONS). A's next heartbeat keeps epoch 1 and is told to keep only its
+    share (UNREVOKED_PARTITIONS, the rest pending revocation); B gets nothing until A acknowledges by
+    reporting its smaller owned set, which moves A to epoch 2 (Stable); B's next heartbeat then gets the
+    released partitions. Each step writes the member's current-assignment record."""
     a = h.join_cg()
-    assert a.member_epoch == 1 and named(a.assignment) == {"foo": [0, 1, 2, 3, 4, 5]}
+    a_id = _id(a)
     b = h.join_cg()
-    assert h.cg().group_epoch == 2
+    b_id = _id(b)
+    names = {a_id: "A", b_id: "B"}
     assert b.member_epoch == 2 and named(b.assignment) == {}
-    assert h.cmember(b.member_id or "").state is MemberState.UNRELEASED_PARTITIONS
-    a_id, b_id = a.member_id or "", b.member_id or ""
-    # A is asked to revoke: its epoch stays 1, its assignment shrinks to what it keeps
+    assert h.written(names) == [
+        "member B foo",
+        "epoch 2",
+        "target A foo=0,1,2",
+        "target B foo=3,4,5",
+        "target-epoch 2",
+        "current B epoch=2 prev=0 unreleased_partitions assigned=- revoking=-",
+    ]
     a2 = h.hb(a_id, 1)
-    assert a2.member_epoch == 1
-    kept = named(a2.assignment)
-    assert kept is not None and len(kept["foo"]) == 3
+    assert a2.member_epoch == 1 and named(a2.assignment) == {"foo": [0, 1, 2]}
     assert h.cmember(a_id).state is MemberState.UNREVOKED_PARTITIONS
-    # B cannot get A's partitions yet
+    assert h.written(names) == ["current A epoch=1 prev=1 unrevoked_partitions assigned=foo=0,1,2 revoking=foo=3,4,5"]
     b2 = h.hb(b_id, 2)
     assert b2.assignment is None and h.cmember(b_id).assigned == {}
-    # A acknowledges the revocation: epoch 2, stable
-    a3 = h.hb(a_id, 1, owned=kept)
+    a3 = h.hb(a_id, 1, owned={"foo": [0, 1, 2]})
     assert a3.member_epoch == 2 and h.cmember(a_id).state is MemberState.STABLE
-    # B picks the released partitions up
+    assert h.written(names) == ["current A epoch=2 prev=1 stable assigned=foo=0,1,2 revoking=-"]
     b3 = h.hb(b_id, 2)
-    released = sorted(set(range(6)) - set(kept["foo"]))
-    assert named(b3.assignment) == {"foo": released}
+    assert named(b3.assignment) == {"foo": [3, 4, 5]}
+    assert h.written(names) == ["current B epoch=2 prev=2 stable assigned=foo=3,4,5 revoking=-"]
     assert h.cg().state() is ConsumerGroupState.STABLE
 
 
 def test_k08_revocation_timeout_fences(h: ConsumerHarness) -> None:
-    a = h.join_cg(rebalance_timeout_ms=3000)
+    """Given A (rebalance timeout 3 s) told to revoke half of foo after B joined;
+    when A does not acknowledge within 3 s;
+    then A is fenced at the deadline, not before: its current assignment, target and metadata are deleted
+    (in that order) and the group epoch is bumped."""
+    a = _id(h.join_cg(rebalance_timeout_ms=3000))
     h.join_cg()
-    h.hb(a.member_id or "", 1)  # A is told to revoke and never acknowledges
-    epoch = h.cg().group_epoch
+    h.hb(a, 1)  # A is told to revoke and never acknowledges
     h.sleep(2999)
-    assert (a.member_id or "") in h.cg().members
+    assert a in h.cg().members and h.written() == []
     h.sleep(1)
-    assert (a.member_id or "") not in h.cg().members
-    assert h.cg().group_epoch == epoch + 1
+    assert a not in h.cg().members
+    assert h.written({a: "A"}) == ["delete current A", "delete target A", "delete member A", "epoch 3"]
 
 
 def test_k08_revocation_timer_ignored_when_epoch_moved(h: ConsumerHarness) -> None:
-    a = h.join_cg(rebalance_timeout_ms=3000)
+    """Given A told to revoke (rebalance timeout 3 s);
+    when it acknowledges in time;
+    then the revocation deadline passes without fencing it and nothing is written."""
+    a = _id(h.join_cg(rebalance_timeout_ms=3000))
     h.join_cg()
-    kept = named(h.hb(a.member_id or "", 1).assignment)
-    h.hb(a.member_id or "", 1, owned=kept)  # acknowledged in time
+    kept = named(h.hb(a, 1).assignment)
+    h.hb(a, 1, owned=kept)  # acknowledged in time
+    mark = h.mark()
     h.sleep(3000)
-    assert (a.member_id or "") in h.cg().members
+    assert a in h.cg().members
+    assert h.records_since(mark) == []
 
 
 def test_k09_session_timeout(h: ConsumerHarness) -> None:
-    a = h.join_cg()
+    """Given a member alone in the group (session timeout 45 s);
+    when it sends no heartbeat for 45 s;
+    then it is fenced at the deadline, not before: its records are deleted, the subscription metadata
+    becomes empty and the group epoch is bumped; its next heartbeat gets UNKNOWN_MEMBER_ID."""
+    a = _id(h.join_cg())
     h.sleep(SESSION_MS - 1)
-    assert (a.member_id or "") in h.cg().members
+    assert a in h.cg().members and h.written() == []
     h.sleep(1)
-    assert (a.member_id or "") not in h.cg().members
-    assert h.hb(a.member_id or "", 1).error is ErrorCode.UNKNOWN_MEMBER_ID
+    assert a not in h.cg().members
+    assert h.written({a: "A"}) == [
+        "delete current A",
+        "delete target A",
+        "delete member A",
+        "subscription",
+        "epoch 2",
+    ]
+    assert h.hb(a, 1).error is ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_k09_heartbeat_restarts_session(h: ConsumerHarness) -> None:
-    a = h.join_cg()
+    """Given a member;
+    when it heartbeats every 40 s;
+    then its 45 s session never expires."""
+    a = _id(h.join_cg())
     h.sleep(40_000)
-    h.hb(a.member_id or "", 1)
+    h.hb(a, 1)
     h.sleep(40_000)
-    assert (a.member_id or "") in h.cg().members
+    assert a in h.cg().members
 
 
 def test_k10_subscription_change_bumps_and_retargets(h: ConsumerHarness) -> None:
-    a = h.join_cg()
-    response = h.hb(a.member_id or "", 1, topics=["foo", "bar"])
-    assert h.cg().group_epoch == 2
+    """Given A alone, subscribed to foo;
+    when it subscribes to foo and bar;
+    then its metadata and the subscription metadata are rewritten, the group epoch is bumped to 2, a new
+    target is computed, and A gets bar at epoch 2."""
+    a = _id(h.join_cg())
+    response = h.hb(a, 1, topics=["foo", "bar"])
     assert named(response.assignment) == {"bar": [0, 1, 2], "foo": [0, 1, 2, 3, 4, 5]}
     assert response.member_epoch == 2
+    assert h.written({a: "A"}) == [
+        "member A bar,foo",
+        "subscription bar:3 foo:6",
+        "epoch 2",
+        f"target A bar=0,1,2 {ALL}",
+        "target-epoch 2",
+        f"current A epoch=2 prev=1 stable assigned=bar=0,1,2 {ALL} revoking=-",
+    ]
 
 
 def test_k11_rack_or_assignor_change_does_not_bump(h: ConsumerHarness) -> None:
-    a = h.join_cg()
+    """Given A alone;
+    when it changes its rack, its assignor and its rebalance timeout, one heartbeat each;
+    then each heartbeat rewrites only A's member metadata; the group epoch stays 1."""
+    a = _id(h.join_cg())
     mark = h.mark()
-    h.hb(a.member_id or "", 1, rack_id="r1")
-    h.hb(a.member_id or "", 1, assignor="range")
-    h.hb(a.member_id or "", 1, rebalance_timeout_ms=9000)
+    h.hb(a, 1, rack_id="r1")
+    h.hb(a, 1, assignor="range")
+    h.hb(a, 1, rebalance_timeout_ms=9000)
     assert h.cg().group_epoch == 1
-    member = h.cmember(a.member_id or "")
+    member = h.cmember(a)
     assert (member.rack_id, member.server_assignor, member.rebalance_timeout_ms) == ("r1", "range", 9000)
-    assert all(type(r.key).__name__ == "ConsumerGroupMemberMetadataKey" for r in h.records_since(mark))
+    assert [type(r.key).__name__ for r in h.records_since(mark)] == ["ConsumerGroupMemberMetadataKey"] * 3
 
 
 def test_k12_partitions_added(h: ConsumerHarness) -> None:
-    a = h.join_cg()
+    """Given A owning foo's 6 partitions;
+    when foo grows to 8 partitions;
+    then A's next heartbeat refreshes the subscription metadata, bumps the group epoch and gives A all 8."""
+    a = _id(h.join_cg())
     h.topics(foo=8)
-    response = h.hb(a.member_id or "", 1)
-    assert h.cg().group_epoch == 2
+    response = h.hb(a, 1)
     assert named(response.assignment) == {"foo": list(range(8))}
+    assert h.written({a: "A"}) == [
+        "subscription foo:8",
+        "epoch 2",
+        "target A foo=0,1,2,3,4,5,6,7",
+        "target-epoch 2",
+        "current A epoch=2 prev=1 stable assigned=foo=0,1,2,3,4,5,6,7 revoking=-",
+    ]
 
 
 def test_k13_leave_bumps(h: ConsumerHarness) -> None:
-    a = h.join_cg()
+    """Given A and B;
+    when A leaves (epoch -1);
+    then it is answered with epoch -1, its records are deleted and the group epoch is bumped (the subscribed
+    topics are unchanged, so no subscription metadata is written); an unknown member leaving gets
+    UNKNOWN_MEMBER_ID."""
+    a = _id(h.join_cg())
     h.join_cg()
-    response = h.hb(a.member_id or "", -1)
+    response = h.hb(a, -1)
     assert response.error is ErrorCode.NONE and response.member_epoch == -1
-    assert (a.member_id or "") not in h.cg().members
-    assert h.cg().group_epoch == 3
+    assert h.written({a: "A"}) == [
+        "delete current A",
+        "delete target A",
+        "delete member A",
+        "epoch 3",
+    ]
     assert h.hb("nobody", -1).error is ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_k14_static_member_temporary_leave_and_return(h: ConsumerHarness) -> None:
-    a = h.join_cg(instance_id="i1")
-    b = h.join_cg(instance_id="i2")
-    h.settle([a.member_id or "", b.member_id or ""])
+    """Given static members i1 (A) and i2, settled;
+    when A leaves with epoch -2 (a temporary leave) and a new process joins with instance i1;
+    then the leave keeps A's assignment (current assignment written with epoch -2, group epoch unchanged);
+    the new member replaces A without a rebalance: A's records are deleted, the new member's metadata, A's
+    target and its current assignment are written (Kafka's ``replaceMember``), and it is brought to the
+    group epoch with A's partitions."""
+    a = _id(h.join_cg(instance_id="i1"))
+    b = _id(h.join_cg(instance_id="i2"))
+    h.settle([a, b])
     epoch = h.cg().group_epoch
-    before = named(h.cmember(a.member_id or "").assigned)
-    leave = h.hb(a.member_id or "", -2, instance_id="i1")
+    before = named(h.cmember(a).assigned)
+    assert before == {"foo": [0, 1, 2]}
+    leave = h.hb(a, -2, instance_id="i1")
     assert leave.error is ErrorCode.NONE and leave.member_epoch == -2
-    assert h.cg().group_epoch == epoch
+    assert h.written({a: "A"}) == ["current A epoch=-2 prev=1 stable assigned=foo=0,1,2 revoking=-"]
     back = h.hb("", 0, topics=["foo"], instance_id="i1")
     assert back.error is ErrorCode.NONE
-    assert back.member_id != a.member_id
+    new = _id(back)
+    assert new != a and a not in h.cg().members
     assert h.cg().group_epoch == epoch
     assert named(back.assignment) == before
-    assert (a.member_id or "") not in h.cg().members
+    assert h.written({a: "A", new: "A2"}) == [
+        "delete current A",
+        "delete target A",
+        "delete member A",
+        "member A2 foo instance=i1",
+        "target A2 foo=0,1,2",
+        "current A2 epoch=0 prev=0 stable assigned=foo=0,1,2 revoking=-",
+        f"current A2 epoch={epoch} prev=0 stable assigned=foo=0,1,2 revoking=-",
+    ]
 
 
 def test_k15_unreleased_instance_id(h: ConsumerHarness) -> None:
+    """Given a static member i1 that did not leave;
+    when another process joins with instance i1;
+    then UNRELEASED_INSTANCE_ID and nothing is written."""
     h.join_cg(instance_id="i1")
-    response = h.hb("", 0, topics=["foo"], instance_id="i1")
-    assert response.error is ErrorCode.UNRELEASED_INSTANCE_ID
+    mark = h.mark()
+    assert h.hb("", 0, topics=["foo"], instance_id="i1").error is ErrorCode.UNRELEASED_INSTANCE_ID
+    assert h.records_since(mark) == []
 
 
 def test_k16_fenced_and_unknown_instance(h: ConsumerHarness) -> None:
-    a = h.join_cg(instance_id="i1")
+    """Given static member i1;
+    when another member id heartbeats as i1, or the member heartbeats naming an unknown instance;
+    then FENCED_INSTANCE_ID, then UNKNOWN_MEMBER_ID, and nothing is written."""
+    a = _id(h.join_cg(instance_id="i1"))
+    mark = h.mark()
     assert h.hb("m2", 1, instance_id="i1").error is ErrorCode.FENCED_INSTANCE_ID
-    assert h.hb(a.member_id or "", 1, instance_id="nobody").error is ErrorCode.UNKNOWN_MEMBER_ID
+    assert h.hb(a, 1, instance_id="nobody").error is ErrorCode.UNKNOWN_MEMBER_ID
+    assert h.records_since(mark) == []
 
 
 def test_k17_group_max_size(h: ConsumerHarness) -> None:
+    """Given group.consumer.max.size 1 and one member;
+    when a second member joins;
+    then GROUP_MAX_SIZE_REACHED and nothing is written; the existing member still heartbeats."""
     h = ConsumerHarness(consumer_group_max_size=1)
     h.topics(foo=6)
-    a = h.join_cg()
+    a = _id(h.join_cg())
+    mark = h.mark()
     assert h.hb("", 0, topics=["foo"]).error is ErrorCode.GROUP_MAX_SIZE_REACHED
-    assert h.hb(a.member_id or "", 1).error is ErrorCode.NONE
+    assert h.records_since(mark) == []
+    assert h.hb(a, 1).error is ErrorCode.NONE
 
 
 def test_k18_preferred_assignor(h: ConsumerHarness) -> None:
-    h.join_cg(assignor="range")
-    h.join_cg(assignor="range")
-    h.join_cg(assignor="uniform")
+    """Given two members asking for range and one for uniform;
+    when the target is computed;
+    then the most requested assignor (range) is used: contiguous ranges in member order, and the target
+    records say so."""
+    ids = [_id(h.join_cg(assignor=name)) for name in ("range", "range")]
+    mark = h.mark()
+    ids.append(_id(h.join_cg(assignor="uniform")))
     (described,) = h.cg_describe("group")
     assert described.assignor_name == "range"
-    # range: contiguous ranges in member order
-    targets = sorted(tuple(sorted(ps)) for t in h.cg().targets.values() for ps in t.values())
-    assert targets == [(0, 1), (2, 3), (4, 5)]
+    written = lines(h.records_since(mark), dict(zip(ids, "ABC", strict=True)))
+    targets = [line for line in written if line.startswith("target ")]
+    assert targets == ["target A foo=0,1", "target B foo=2,3", "target C foo=4,5"]
 
 
 def test_k19_assignment_only_when_full_or_changed(h: ConsumerHarness) -> None:
-    a = h.join_cg()
-    assert h.hb(a.member_id or "", 1).assignment is None
-    full = h.hb(a.member_id or "", 1, topics=["foo"], owned={"foo": list(range(6))}, rebalance_timeout_ms=5000)
+    """Given a Stable member;
+    when it sends a plain heartbeat, then a full one (every field set, as after a reconnect);
+    then the plain one carries no assignment, the full one carries the whole assignment; neither writes."""
+    a = _id(h.join_cg())
+    mark = h.mark()
+    assert h.hb(a, 1).assignment is None
+    full = h.hb(a, 1, topics=["foo"], owned={"foo": list(range(6))}, rebalance_timeout_ms=5000)
     assert named(full.assignment) == {"foo": list(range(6))}
+    assert h.records_since(mark) == []
 
 
 def test_k20_group_states(h: ConsumerHarness) -> None:
-    a = h.join_cg()
+    """Given a group going through a join, a settle, a leave and the last leave;
+    then its state is Stable (one member), Reconciling (B joined, A must revoke), Stable (settled),
+    Assigning (A left: group epoch bumped, no target computed yet), Stable again once B's heartbeat computes
+    the target (written as target, target epoch, current assignment), and Empty after the last leave."""
+    a = _id(h.join_cg())
     assert h.cg().state() is ConsumerGroupState.STABLE
-    b = h.join_cg()
+    b = _id(h.join_cg())
     assert h.cg().state() is ConsumerGroupState.RECONCILING
-    h.settle([a.member_id or "", b.member_id or ""])
+    h.settle([a, b])
     assert h.cg().state() is ConsumerGroupState.STABLE
-    h.hb(a.member_id or "", -1)  # a leave bumps the epoch without computing a target
+    h.hb(a, -1)
     assert h.cg().state() is ConsumerGroupState.ASSIGNING
-    h.hb(b.member_id or "", h.cmember(b.member_id or "").member_epoch)
-    assert h.cg().state() in (ConsumerGroupState.STABLE, ConsumerGroupState.RECONCILING)
-    h.settle([b.member_id or ""])
-    h.hb(b.member_id or "", -1)
+    h.hb(b, h.cmember(b).member_epoch)
+    assert h.written({b: "B"}) == [
+        f"target B {ALL}",
+        "target-epoch 3",
+        f"current B epoch=3 prev=2 stable assigned={ALL} revoking=-",
+    ]
+    assert h.cg().state() is ConsumerGroupState.STABLE
+    h.hb(b, -1)
     assert h.cg().state() is ConsumerGroupState.EMPTY
 
 
 def test_k21_describe(h: ConsumerHarness) -> None:
+    """Given a classic group "classic" and a consumer group of A (epoch 1, still owning all of foo) and B;
+    when ConsumerGroupDescribe asks for "classic", "nope" and "group";
+    then the first two are GROUP_ID_NOT_FOUND and "group" is described at group and assignment epoch 2,
+    Reconciling, with A's current assignment and its target; an empty group id is INVALID_GROUP_ID. Describing
+    writes nothing."""
     h.form_group(1, group_id="classic")
-    a = h.join_cg()
-    b = h.join_cg()
+    a = _id(h.join_cg())
+    b = _id(h.join_cg())
+    mark = h.mark()
     classic, unknown, consumer = h.cg_describe("classic", "nope", "group")
     assert classic.error is ErrorCode.GROUP_ID_NOT_FOUND
     assert unknown.error is ErrorCode.GROUP_ID_NOT_FOUND
     assert consumer.error is ErrorCode.NONE
     assert (consumer.group_epoch, consumer.assignment_epoch, consumer.state) == (2, 2, "Reconciling")
     members = {m.member_id: m for m in consumer.members}
-    assert set(members) == {a.member_id, b.member_id}
-    a_desc = members[a.member_id or ""]
-    assert a_desc.member_epoch == 1
-    assert [(t.topic_name, t.partitions) for t in a_desc.assignment] == [("foo", (0, 1, 2, 3, 4, 5))]
-    assert sum(len(t.partitions) for t in a_desc.target_assignment) == 3
+    assert set(members) == {a, b}
+    assert members[a].member_epoch == 1
+    assert [(t.topic_name, t.partitions) for t in members[a].assignment] == [("foo", (0, 1, 2, 3, 4, 5))]
+    assert [(t.topic_name, t.partitions) for t in members[a].target_assignment] == [("foo", (0, 1, 2))]
     assert h.cg_describe("")[0].error is ErrorCode.INVALID_GROUP_ID
+    assert h.records_since(mark) == []
 
 
-def test_list_groups_reports_type_and_state(h: ConsumerHarness) -> None:
+def test_d05_list_groups_reports_type_and_state(h: ConsumerHarness) -> None:
+    """Given a classic group and a consumer group;
+    then ListGroups reports each with its type and state and filters by both; DescribeGroups (the classic
+    API) reports the consumer group as Dead."""
     h.form_group(1, group_id="classic")
     h.join_cg()
     listed = {g.group_id: g for g in h.list_groups().groups}
@@ -321,17 +511,23 @@ def test_list_groups_reports_type_and_state(h: ConsumerHarness) -> None:
     assert described.state == "Dead"  # DescribeGroups knows classic groups only
 
 
-def test_offsets_fenced_by_member_epoch(h: ConsumerHarness) -> None:
-    a = h.join_cg()
-    member_id = a.member_id or ""
+def test_o06_o07_o10_offsets_fenced_by_member_epoch(h: ConsumerHarness) -> None:
+    """Given member A at epoch 1 of a consumer group;
+    when it commits with epoch 1, then with a stale epoch, an unknown member, or OffsetCommit v8;
+    then only the first commit is written; the others are STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID and
+    UNSUPPORTED_VERSION. OffsetFetch is checked the same way, except an admin fetch (no member)."""
+    member_id = _id(h.join_cg())
     ok = h.commit(member_id, 1, {("foo", 0): 10})
     assert ok.topics[0][1][0][1] is ErrorCode.NONE
+    assert h.written() == ["offset foo-0=10"]
+    mark = h.mark()
     stale = h.commit(member_id, 0, {("foo", 0): 11})
     assert stale.topics[0][1][0][1] is ErrorCode.STALE_MEMBER_EPOCH
     unknown = h.commit("nobody", 1, {("foo", 0): 12})
     assert unknown.topics[0][1][0][1] is ErrorCode.UNKNOWN_MEMBER_ID
     old = h.commit(member_id, 1, {("foo", 0): 13}, version=8)
     assert old.topics[0][1][0][1] is ErrorCode.UNSUPPORTED_VERSION
+    assert h.records_since(mark) == []
 
     def fetch(member: str | None, epoch: int) -> OffsetFetchResponse:
         request = OffsetFetchRequest(group_id="group", member_id=member, member_epoch=epoch)
@@ -347,28 +543,38 @@ def test_offsets_fenced_by_member_epoch(h: ConsumerHarness) -> None:
 
 
 def test_delete_consumer_group(h: ConsumerHarness) -> None:
-    a = h.join_cg()
+    """Given a consumer group with a member and a committed offset;
+    when DeleteGroups names it;
+    then NON_EMPTY_GROUP while the member is there; once it left, the group is deleted: the offsets, then
+    the target epoch, the subscription metadata and the group epoch are tombstoned (Kafka's order)."""
+    a = _id(h.join_cg())
+    h.commit(a, 1, {("foo", 0): 10})
     assert h.delete_groups("group").results == (("group", ErrorCode.NON_EMPTY_GROUP),)
-    h.hb(a.member_id or "", -1)
+    assert h.written() == []
+    h.hb(a, -1)
     assert h.delete_groups("group").results == (("group", ErrorCode.NONE),)
+    assert h.written() == ["delete offset foo-0", "delete target-epoch", "delete subscription", "delete epoch"]
     assert "group" not in h.coordinator.consumer_groups
     assert h.coordinator.hard_state()["consumer_groups"] == {}
 
 
 def test_replay_rebuilds_consumer_groups(h: ConsumerHarness) -> None:
-    a = h.join_cg(instance_id="i1")
-    b = h.join_cg()
-    h.hb(a.member_id or "", 1)  # A mid-revocation
+    """Given a static member A mid-revocation and a member B;
+    when a new coordinator is built from the records;
+    then it holds the same state, and re-arms the timers: A's revocation timeout (5 s) fences it while B
+    stays."""
+    a = _id(h.join_cg(instance_id="i1"))
+    b = _id(h.join_cg())
+    h.hb(a, 1)  # A mid-revocation
     before = h.coordinator.hard_state()
     h.reload()
     assert h.coordinator.hard_state() == before
     group = h.cg()
-    assert group.members[a.member_id or ""].state is MemberState.UNREVOKED_PARTITIONS
-    assert group.static_members == {"i1": a.member_id}
-    # timers re-armed on load: A's revocation timer and both sessions
+    assert group.members[a].state is MemberState.UNREVOKED_PARTITIONS
+    assert group.static_members == {"i1": a}
     h.sleep(5_000)
-    assert (a.member_id or "") not in h.cg().members
-    assert (b.member_id or "") in h.cg().members
+    assert a not in h.cg().members
+    assert b in h.cg().members
 
 
 def test_a_member_that_must_revoke_gets_free_partitions_only_with_its_acknowledgement(h: ConsumerHarness) -> None:
@@ -376,7 +582,7 @@ def test_a_member_that_must_revoke_gets_free_partitions_only_with_its_acknowledg
     only what it keeps until it acknowledges the revocation, even when the partitions it gains are free. A
     hand-off to such a member therefore waits for its revocation callbacks as well as its assignment callbacks
     (the two callback delays of the simulator's hand-off bound, tests/property/test_sim_safety_kip848.py)."""
-    ids = sorted(h.join_cg(assignor="range").member_id or "" for _ in range(3))
+    ids = sorted(_id(h.join_cg(assignor="range")) for _ in range(3))
     h.settle(ids)
     a, b, c = ids
     assert [named(h.cmember(m).assigned) for m in ids] == [{"foo": [0, 1]}, {"foo": [2, 3]}, {"foo": [4, 5]}]

@@ -1,5 +1,5 @@
-"""Conformance scenarios D01-D04 and D06 (reference section 7.6): DescribeGroups and ListGroups on classic
-groups, plus DeleteGroups. D05 (a consumer group in ListGroups) needs KIP-848 groups and is not here."""
+"""Scenarios D01-D04 and D06 of docs/protocol.md: DescribeGroups and ListGroups on classic groups, plus
+DeleteGroups. D05 (a consumer group in ListGroups) is in test_consumer_group.py."""
 
 from __future__ import annotations
 

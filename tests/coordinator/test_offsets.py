@@ -1,5 +1,5 @@
-"""Conformance scenarios O01-O05, O08, O09 and O11 (reference section 7.5): OffsetCommit / OffsetFetch
-against classic groups. O06, O07 and O10 concern consumer (KIP-848) groups and are not covered here."""
+"""Scenarios O01-O05, O08, O09 and O11 of docs/protocol.md: OffsetCommit / OffsetFetch against classic
+groups. O06, O07 and O10 concern consumer (KIP-848) groups: test_consumer_group.py covers them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Conformance scenarios M01-M07 (reference section 7.3): static membership (KIP-345) in classic groups."""
+"""Scenarios M01-M07 of docs/protocol.md: static membership (KIP-345) in classic groups."""
 
 from __future__ import annotations
 
@@ -229,7 +229,7 @@ def test_static_members_that_did_not_rejoin_must_still_sync() -> None:
     dynamic member joining; neither static member rejoins, so at the rebalance timeout generation N+1
     completes with the newcomer as leader and both static members kept (listed, but not answered);
     when the newcomer syncs and the static members never send SyncGroup for the new generation;
-    then, as for any member of the generation (reference 1.4 step 4-5), the pending-sync timer removes
+    then, as for any member of the generation (docs/protocol.md, S07), the pending-sync timer removes
     them one rebalance timeout after the join completed and a new rebalance is prepared."""
     h = GroupHarness()
     formed = h.form_group(2, instance_ids=["I0", "I1"], session_timeout_ms=30_000)

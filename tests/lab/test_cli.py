@@ -106,7 +106,7 @@ def test_quick_grid_end_to_end(spark: Any, tmp_path: Path) -> None:
 def test_analyze_end_to_end(spark: Any, tmp_path: Path) -> None:
     events = tmp_path / "seed4.jsonl"
     sim = subprocess.run(
-        [sys.executable, "-m", "regroup", "simulate", "seed-004-cooperative", "--events", str(events)],
+        [sys.executable, "-m", "regroup", "simulate", "third-member-joins-cooperative", "--events", str(events)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -117,6 +117,6 @@ def test_analyze_end_to_end(spark: Any, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     rows = spark.read.parquet(str(tmp_path / "out" / "rebalances")).where("phase = 'churn'").orderBy("index").collect()
-    assert [r["moved"] for r in rows] == [0, 1]  # seed 004, cooperative: p1 moves c0 -> c2, in the follow-up
+    assert [r["moved"] for r in rows] == [0, 1]  # third member joins, cooperative: p1 moves c0 -> c2, in the follow-up
     assert all(r["strategy"] == "cooperative-sticky" and r["protocol"] == "cooperative" for r in rows)
     assert (tmp_path / "out" / "report.html").is_file()

@@ -95,7 +95,8 @@ def without_extra(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[s
 
 
 def test_without_the_lab_extra_the_rest_works_and_the_lab_says_what_to_install(tmp_path: Path) -> None:
-    proc = without_extra("simulate", "seed-004-eager", "--summary-json", "--events", str(tmp_path / "e.jsonl"))
+    events = str(tmp_path / "e.jsonl")
+    proc = without_extra("simulate", "third-member-joins-eager", "--summary-json", "--events", events)
     assert proc.returncode == 0, proc.stderr
     assert '"rebalances"' in proc.stdout and (tmp_path / "e.jsonl").stat().st_size > 0
     proc = without_extra("strategies")

@@ -125,7 +125,7 @@ def test_rebalance_rows_of_the_eager_story() -> None:
     assert len(tables.row(run, tables.RUN_COLUMNS)) == len(tables.RUN_COLUMNS)
 
 
-def test_fixed_metadata_size_gives_seed_000_arithmetic() -> None:
+def test_fixed_metadata_size_gives_the_payload_arithmetic() -> None:
     ctx = Context(run_id="r", source="s", metadata_bytes=100_000)
     _, (first, second) = analyze(eager_story().events, ctx)
     assert (first["join_bytes_leader"], first["join_bytes_all"]) == (200_000, 400_000)
@@ -196,7 +196,7 @@ def test_booleans_are_not_integers(tmp_path: Path) -> None:
 def test_a_kip848_log_from_the_simulator() -> None:
     from regroup.sim import load, simulate, summarize
 
-    scenario = load("seed-004-consumer")
+    scenario = load("third-member-joins-consumer")
     events = simulate(scenario, 0).log.events
     run, rows = analyze(events, Context(run_id="c", source="c", measure_from_ms=scenario.measure_from_ms))
     direct = summarize(events, 0).rebalances

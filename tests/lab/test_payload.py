@@ -40,7 +40,7 @@ def test_assignment_size_is_the_encoded_size(parts: dict[str, list[int]]) -> Non
     assert payload.assignment_bytes(parts) == len(encoded)
 
 
-def test_seed_000_arithmetic() -> None:
+def test_leader_only_against_everyone_receives_everything() -> None:
     # 100 members x 100 KB of metadata: the leader receives 10 MB, everyone-receives-everything 1 GB
     assert payload.join_bytes([100_000] * 100) == (10_000_000, 1_000_000_000)
     assert payload.sync_bytes([10, 20]) == 60

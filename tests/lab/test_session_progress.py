@@ -29,7 +29,7 @@ def test_the_executor_environment_holds_regroup_and_its_run_time_dependencies_on
     names = {name for _, name in files}
     for needed in ("regroup/__init__.py", "regroup/assignors/__init__.py", "regroup/lab/runner.py"):
         assert needed in names
-    assert "regroup/lab/log4j2.properties" in names and "regroup/sim/scenarios/seed-004-eager.json" in names
+    assert "regroup/lab/log4j2.properties" in names and "regroup/sim/scenarios/third-member-joins-eager.json" in names
     tops = {name.split("/")[0] for name in names}
     for package in ("numpy", "ortools", "kio", "re2", "crc32c", "yaml", "mypy_extensions"):
         assert package in tops or f"{package}.py" in tops, package

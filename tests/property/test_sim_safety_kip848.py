@@ -211,7 +211,7 @@ def random_scenario(seed: int, mixed: bool, calm: bool = False) -> Scenario:
 #: crosses a conversion: it names the protocol its JoinGroup response selected (a classic group's vote, or in
 #: a consumer group the member's first one), and the group on the other side of the conversion expects the
 #: other choice (a consumer group: the member's first protocol; a classic group: the vote), so a member whose
-#: first protocol is not the vote's winner meets INCONSISTENT_GROUP_PROTOCOL, as in Kafka (reference §6). A
+#: first protocol is not the vote's winner meets INCONSISTENT_GROUP_PROTOCOL, as in Kafka (docs/protocol.md, X08). A
 #: JoinGroup never does: every member of a schedule lists the schedule's shared strategy.
 FATAL_IN_SCHEDULES = ("ConsumerGroupHeartbeat: GROUP_ID_NOT_FOUND", "SyncGroup: INCONSISTENT_GROUP_PROTOCOL")
 

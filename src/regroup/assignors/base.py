@@ -1,4 +1,4 @@
-"""The plug-in API every assignment strategy implements, modelled on the seed's PartitionAssigner.
+"""The plug-in API every assignment strategy implements, modelled on Kafka's ``ConsumerPartitionAssignor``.
 
 A strategy has a ``name`` (the JoinGroup protocol name), declares which rebalance protocols it supports,
 produces the user data a member puts in its subscription (``metadata``), and computes an assignment

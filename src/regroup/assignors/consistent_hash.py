@@ -1,6 +1,6 @@
 """``consistent-hash``: each partition goes to the first subscribed member clockwise on a hash ring.
 
-The seed notes that consistent hashing "does not depend on consistent metadata among the consumers": the
+Consistent hashing does not depend on the members agreeing about the metadata: the
 owner of a partition is a function of that partition alone, so two members that disagree about a topic's
 partition count still agree on who owns every partition they both know about. The price is that the
 assignment is **not balanced by design**; :func:`imbalance` reports how far it is from even.

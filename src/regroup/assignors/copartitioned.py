@@ -1,6 +1,6 @@
 """``copartitioned``: partition p of every topic in a co-partition group goes to the same member.
 
-This is the seed's "co-partitioning" (needed to join topics, KIP-28): records with the same key land in the
+This is co-partitioning (needed to join topics, KIP-28): records with the same key land in the
 same partition number of two identically partitioned topics, so the member that joins them must read
 partition p of both.
 

@@ -1,6 +1,6 @@
-"""``redundant``: every partition is assigned to N distinct members (the seed's "redundant partitioning").
+"""``redundant``: every partition is assigned to N distinct members ("redundant partitioning").
 
-Use case (from the seed): search indexers that keep several replicas of an index. Every copy consumes the
+Use case: search indexers that keep several replicas of an index. Every copy consumes the
 partition in full; there is no leader/follower distinction between the N owners and the order in which they
 are listed means nothing. Each owner should commit offsets under its own group or keep its own position
 (members of one group share committed offsets, so N owners committing into the same group would overwrite

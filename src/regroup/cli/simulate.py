@@ -19,7 +19,10 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     parser = sub.add_parser(
         "simulate",
         help="run a group scenario in the deterministic simulator",
-        description="Run a scenario file, or a bundled scenario by name (seed-004-eager, seed-004-cooperative).",
+        description=(
+            "Run a scenario file, or a bundled scenario by name (third-member-joins-eager, "
+            "third-member-joins-cooperative, ...: docs/simulator.md)."
+        ),
     )
     parser.add_argument("scenario", help="scenario JSON file, or the name of a bundled scenario")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the network (default 0)")

@@ -8,7 +8,7 @@ The driver (the simulator, a test harness, a real client shell) runs the loop::
     wake up again at member.next_deadline()
 
 Nothing here reads a clock, sleeps or touches a socket. Client behaviour follows the Java consumer
-(``AbstractCoordinator`` / ``ConsumerCoordinator``, reference §2.3-2.6):
+(``AbstractCoordinator`` / ``ConsumerCoordinator``; KIP-429 for the cooperative protocol):
 
 * eager: before every JoinGroup, commit and revoke everything (``onPartitionsRevoked``, even if empty);
   the subscription carries no owned partitions. ``onPartitionsAssigned`` after SyncGroup.

@@ -30,7 +30,7 @@ class MemberConfig:
 
     ``strategies`` is ``partition.assignment.strategy``: assignor names in preference order; each becomes
     one JoinGroup protocol. The rebalance protocol (eager or cooperative) is the highest one every listed
-    assignor supports (reference §2.2).
+    assignor supports (``ConsumerCoordinator``'s protocol selection, KIP-429).
     """
 
     group_id: Final[str]

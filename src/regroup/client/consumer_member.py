@@ -5,8 +5,8 @@ OffsetCommit), driven like ``ClassicMember``::
     member.on_response(out.request_id, response, now_ms)         # when an answer arrives
     wake up again at member.next_deadline()
 
-Nothing here reads a clock, sleeps or touches a socket. Behaviour follows Kafka's new consumer (reference
-§5.2, §5.11):
+Nothing here reads a clock, sleeps or touches a socket. Behaviour follows Kafka's new consumer (KIP-848;
+``ConsumerMembershipManager``, ``ConsumerHeartbeatRequestManager``):
 
 * join with epoch 0 and a full request (rebalance timeout, subscription, assignor, empty owned set);
   heartbeat every interval the coordinator returns, one heartbeat in flight at a time, sending only the
@@ -70,7 +70,7 @@ from regroup.protocol.offsets import OffsetCommitRequest, OffsetCommitResponse, 
 
 E = ErrorCode
 
-#: Errors that end the consumer (reference §5.11).
+#: Errors that end the consumer (``ConsumerHeartbeatRequestManager`` treats them as fatal).
 FATAL: Final = frozenset(
     {
         E.INVALID_REQUEST,

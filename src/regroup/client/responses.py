@@ -21,7 +21,7 @@ _STABLE: Final = MemberState.STABLE
 _AFTER_JOIN: Final = (MemberState.STABLE, MemberState.COMPLETING_REBALANCE)
 E = ErrorCode
 
-#: Errors that end the consumer (reference §2.6).
+#: Errors that end the consumer (the Java consumer's ``AbstractCoordinator`` raises them to the application).
 FATAL: Final = frozenset(
     {
         E.FENCED_INSTANCE_ID,

@@ -1,11 +1,11 @@
-"""The seeds' tables reproduced as lab checks (shown in every report, asserted by the tests):
+"""Published figures reproduced as lab checks (shown in every report, asserted by the tests):
 
-* KIP-54 (seed 001): through each worked example's membership change, how many partitions keep their
+* KIP-54: through each worked example's membership change, how many partitions keep their
   owner under round-robin and under sticky (example 1: sticky keeps 5 where round-robin keeps 3). The
   examples are ``regroup.cli.demo.EXAMPLES``, computed by the real assignors.
-* Seed 000's payload arithmetic: 100 members × 100 KB of metadata → 10 MB per JoinGroup response and
-  1 GB per rebalance when every member receives everything, beside the leader-only figure (10 MB), computed
-  by ``payload.join_bytes``, the function the metrics use.
+* The payload arithmetic behind Kafka's leader-only JoinGroup: 100 members × 100 KB of metadata → 10 MB per
+  JoinGroup response and 1 GB per rebalance if every member received everyone's metadata, beside the
+  leader-only figure (10 MB), computed by ``payload.join_bytes``, the function the metrics use.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from regroup.cli.demo import EXAMPLES, kept_through_change
 from regroup.lab.payload import join_bytes
 
 KIP54_EXPECTED = {0: {"roundrobin": 3, "sticky": 5}}  # example 1, as the KIP states it
-SEED000_MEMBERS = 100
-SEED000_METADATA_BYTES = 100_000  # "100KB"
-SEED000_RESPONSE_BYTES = 10_000_000  # "10MB" per JoinGroup response
-SEED000_REBALANCE_BYTES = 1_000_000_000  # "1GB" per rebalance
+PAYLOAD_MEMBERS = 100
+PAYLOAD_METADATA_BYTES = 100_000  # 100 KB per member
+PAYLOAD_RESPONSE_BYTES = 10_000_000  # 10 MB per JoinGroup response carrying everyone's metadata
+PAYLOAD_REBALANCE_BYTES = 1_000_000_000  # 1 GB per rebalance if every member received it
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +45,11 @@ def kip54_rows() -> list[Kip54Row]:
     ]
 
 
-def seed000() -> tuple[int, int, int]:
+def payload_arithmetic() -> tuple[int, int, int]:
     """(bytes of one JoinGroup response carrying everyone's metadata, total when everyone receives it,
     total when only the leader does) for 100 members × 100 KB."""
-    leader_only, everyone = join_bytes([SEED000_METADATA_BYTES] * SEED000_MEMBERS)
-    per_response = everyone // SEED000_MEMBERS
+    leader_only, everyone = join_bytes([PAYLOAD_METADATA_BYTES] * PAYLOAD_MEMBERS)
+    per_response = everyone // PAYLOAD_MEMBERS
     return per_response, everyone, leader_only
 
 
@@ -66,13 +66,13 @@ def run_all() -> list[Check]:
                 got == expected,
             )
         )
-    per_response, everyone, leader_only = seed000()
+    per_response, everyone, leader_only = payload_arithmetic()
     out.append(
         Check(
             "one JoinGroup response carrying every member's metadata: 100 members × 100 KB",
             "10 MB",
             f"{per_response / 1e6:g} MB",
-            per_response == SEED000_RESPONSE_BYTES,
+            per_response == PAYLOAD_RESPONSE_BYTES,
         )
     )
     out.append(
@@ -80,7 +80,7 @@ def run_all() -> list[Check]:
             "one rebalance if every member received everyone's metadata",
             "1 GB",
             f"{everyone / 1e9:g} GB",
-            everyone == SEED000_REBALANCE_BYTES,
+            everyone == PAYLOAD_REBALANCE_BYTES,
         )
     )
     out.append(
@@ -88,7 +88,7 @@ def run_all() -> list[Check]:
             "one rebalance in Kafka (only the leader receives the metadata)",
             "10 MB (linear in the group size)",
             f"{leader_only / 1e6:g} MB",
-            leader_only == SEED000_RESPONSE_BYTES,
+            leader_only == PAYLOAD_RESPONSE_BYTES,
         )
     )
     return out

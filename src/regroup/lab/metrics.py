@@ -76,7 +76,7 @@ class Context:
     source: str
     group_id: str | None = None
     measure_from_ms: int = 0
-    metadata_bytes: int | None = None  # fixed metadata size per member (seed 000's arithmetic)
+    metadata_bytes: int | None = None  # fixed metadata size per member (payload.join_bytes)
     axes: Mapping[str, Any] = field(default_factory=dict)  # the grid's values, for sweep runs
 
 

@@ -1,10 +1,10 @@
-"""Join and sync payload bytes, two ways (seed 000).
+"""Join and sync payload bytes, three ways.
 
 * **Kafka** (the "single client assignor" design that became JoinGroup + SyncGroup): only the leader's
   JoinGroup response carries every member's metadata (Σ m bytes per round); the leader's SyncGroup request
   carries every member's assignment and each member's SyncGroup response its own (2 Σ a bytes).
-* **Everyone receives everything** (seed 000's first design): every member's JoinGroup response carries
-  every member's metadata, n · Σ m bytes per round: quadratic in the group size.
+* **Everyone receives everything** (the alternative to a single assigning leader): every member's JoinGroup
+  response carries every member's metadata, n · Σ m bytes per round: quadratic in the group size.
 * **KIP-848** (the consumer protocol): no JoinGroup or SyncGroup. A member's ConsumerGroupHeartbeat carries
   its subscribed topic names and owned partitions only when they changed, and the coordinator's answer
   carries the member's own assignment only when it changed: what a rebalance costs is the bytes those

@@ -90,8 +90,8 @@ class SafetyChecker:
         self.max_generation = max(self.max_generation, generation)
 
     def group_replaced(self) -> None:
-        """An empty group was replaced by a new group of the other protocol (reference §6.1): generations
-        and epochs start over."""
+        """An empty group was replaced by a new group of the other protocol (docs/protocol.md, X04 and X16):
+        generations and epochs start over."""
         self.max_generation = 0
         self.join_generation.clear()
 

@@ -184,7 +184,8 @@ class CoordinatorEndpoint:
         kind = "consumer" if self.group_id in self.coordinator.consumer_groups else "classic"
         if kind != self._kind:
             # An empty group of one type is replaced by a new group of the other type, which starts over at
-            # generation/epoch 0 (reference §6.1); a non-empty one is converted and keeps counting up.
+            # generation/epoch 0 (docs/protocol.md, X04 and X16); a non-empty one is converted and keeps
+            # counting up.
             if self._group_view[0] in ("Empty", "Dead", ""):
                 self.checker.group_replaced()
             self._kind = kind
@@ -201,8 +202,8 @@ class CoordinatorEndpoint:
         self._group_view = view
         if group is not None:
             # a dead group repeats the generation it died at: no new generation to check, and after an empty
-            # consumer group was deleted by a classic join (reference §6.1) it would make the next group's
-            # generation 0 look like a step back
+            # consumer group was deleted by a classic join (docs/protocol.md, X16) it would make the next
+            # group's generation 0 look like a step back
             self.checker.group_generation(now, view[1])
         detail = None
         if group is not None and group.protocol_name:

@@ -153,13 +153,21 @@ class Scenario:
 
 
 # ----------------------------------------------------------------------------------------------- loading
+#: Earlier names of bundled scenarios, still accepted so that existing command lines keep working.
+ALIASES = {
+    "seed-004-eager": "third-member-joins-eager",
+    "seed-004-cooperative": "third-member-joins-cooperative",
+    "seed-004-consumer": "third-member-joins-consumer",
+}
+
+
 def bundled_names() -> list[str]:
     folder = resources.files("regroup.sim") / "scenarios"
     return sorted(p.name[: -len(".json")] for p in folder.iterdir() if p.name.endswith(".json"))
 
 
 def load(source: str) -> Scenario:
-    """A scenario from a file path, or a bundled scenario by name."""
+    """A scenario from a file path, or a bundled scenario by name (or by an earlier name, ``ALIASES``)."""
     path = Path(source)
     if path.exists() or source.endswith(".json") or "/" in source:
         try:
@@ -169,6 +177,7 @@ def load(source: str) -> Scenario:
         except UnicodeDecodeError:
             raise ScenarioError(f"{source}: cannot read: not UTF-8 text") from None
         return parse(text, source)
+    source = ALIASES.get(source, source)
     if source in bundled_names():
         text = (resources.files("regroup.sim") / "scenarios" / f"{source}.json").read_text(encoding="utf-8")
         return parse(text, source)

@@ -1,4 +1,5 @@
-"""Consumer embedded protocol: Kafka byte layout, version handling, interop with kafka-python and kio."""
+"""Consumer embedded protocol: Kafka byte layout, version handling (docs/protocol.md, P01-P02), interop with
+kafka-python and kio."""
 
 import contextlib
 import io

@@ -112,7 +112,7 @@ def test_stale_generation_claim_is_ignored() -> None:
     assert OptimalAssignor().assign(spec) == {"a": {"t": [1]}, "b": {"t": [0]}}
 
 
-def test_seed004_cooperative_two_rounds() -> None:
+def test_third_member_joins_cooperative_two_rounds() -> None:
     # topic-foo p0..p2, c0 owns p0,p1, c1 owns p2, c2 joins
     topics = {"topic-foo": 3}
     owned = {"c0": [0, 1], "c1": [2], "c2": []}

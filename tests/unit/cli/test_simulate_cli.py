@@ -19,7 +19,7 @@ def regroup(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_summary_json_contract_for_the_cooperative_story() -> None:
-    proc = regroup("seed-004-cooperative", "--summary-json")
+    proc = regroup("third-member-joins-cooperative", "--summary-json")
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     doc = json.loads(proc.stdout)  # exactly one JSON document
@@ -34,6 +34,7 @@ def test_summary_json_contract_for_the_cooperative_story() -> None:
 
 
 def test_eager_story_has_one_rebalance_that_revokes_everything() -> None:
+    # by its earlier name, which command lines written before the rename still use
     doc = json.loads(regroup("seed-004-eager", "--summary-json", "--seed", "3").stdout)
     (rebalance,) = doc["rebalances"]
     assert rebalance["revoked"] == 3 and rebalance["unowned_partition_ms"] > 0
@@ -41,13 +42,13 @@ def test_eager_story_has_one_rebalance_that_revokes_everything() -> None:
 
 def test_readable_timeline_and_event_log(tmp_path: Path) -> None:
     events = tmp_path / "events.jsonl"
-    proc = regroup("seed-004-eager", "--events", str(events))
+    proc = regroup("third-member-joins-eager", "--events", str(events))
     assert proc.returncode == 0, proc.stderr
     assert "c2: join" in proc.stdout and "on_partitions_revoked" in proc.stdout
     assert "rebalances:" in proc.stdout and "violations: 0" in proc.stdout
     lines = events.read_text(encoding="utf-8").splitlines()
     first = json.loads(lines[0])
-    assert first["type"] == "sim_start" and first["detail"] == "seed-004-eager"
+    assert first["type"] == "sim_start" and first["detail"] == "third-member-joins-eager"
     assert all(list(json.loads(line)) == list(first) for line in lines)
 
 
@@ -72,5 +73,5 @@ def test_bad_scenario_is_one_line_and_exit_2(tmp_path: Path, content: str, expec
 def test_unknown_scenario_and_unwritable_events(tmp_path: Path) -> None:
     proc = regroup("no-such-scenario")
     assert proc.returncode == 2 and proc.stderr.startswith("regroup: no-such-scenario: no such file")
-    proc = regroup("seed-004-eager", "--events", str(tmp_path / "missing-dir" / "e.jsonl"))
+    proc = regroup("third-member-joins-eager", "--events", str(tmp_path / "missing-dir" / "e.jsonl"))
     assert proc.returncode == 2 and "cannot write" in proc.stderr and proc.stderr.count("\n") == 1

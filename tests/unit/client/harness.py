@@ -1,5 +1,5 @@
 """``GroupHarness``: client machines talking to a real ``GroupCoordinator`` with no network in between
-(the ``MemberPair`` idea of the design notes, for a whole group). Requests are handled the moment they are
+(a pair of state machines wired back to back, for a whole group). Requests are handled the moment they are
 sent and responses delivered at once; time only moves when the test asks, deadline by deadline."""
 
 from __future__ import annotations

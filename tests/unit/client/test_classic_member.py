@@ -1,5 +1,6 @@
 """``ClassicMember`` against a real ``GroupCoordinator`` (no network): the eager and cooperative stories of
-reference §2 (P03, P04, P06), the error reactions of §2.6, leaving, crashing and the session lease."""
+docs/protocol.md (P03, P04, P06), the error reactions (the Java consumer's), leaving, crashing and the
+session lease."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def kinds(member: ClassicMember) -> list[tuple[str, tuple[tuple[str, int], ...]]
 
 
 def form(strategies: tuple[str, ...]) -> GroupHarness:
-    """c0 alone, then c1: the seed-004 starting point c0[p0,p1], c1[p2]."""
+    """c0 alone, then c1: the third-member-joins starting point c0[p0,p1], c1[p2]."""
     h = GroupHarness(dict(FOO))
     h.add("c0", strategies)
     h.run_for(1_000)

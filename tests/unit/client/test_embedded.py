@@ -1,6 +1,6 @@
-"""The member's embedded-protocol side: rebalance protocol selection (§2.2), the subscriptions it sends
-(real Kafka-format bytes, one per assignor), and the leader's assignment including Kafka's cooperative
-validation (P05)."""
+"""The member's embedded-protocol side: rebalance protocol selection (KIP-429), the subscriptions it
+sends (real Kafka-format bytes, one per assignor), and the leader's assignment including Kafka's cooperative
+validation (docs/protocol.md, P05)."""
 
 from __future__ import annotations
 

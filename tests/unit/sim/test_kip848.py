@@ -1,4 +1,4 @@
-"""KIP-848 members in the simulator: the bundled seed-004 and rolling-upgrade stories, a flaky mixed group,
+"""KIP-848 members in the simulator: the bundled third-member-joins and rolling-upgrade stories, a flaky mixed group,
 determinism across processes, scenario validation of the new fields, and the CLI's exit status."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from regroup.sim.scenario import ScenarioError, parse
 FLAKY_MIXED = Path(__file__).with_name("flaky-mixed.json")
 
 
-def test_seed_004_consumer_moves_one_partition_in_one_epoch_and_nobody_else_stops() -> None:
-    sim = simulate(load("seed-004-consumer"))
+def test_third_member_joining_a_consumer_group_moves_one_partition_in_one_epoch_and_nobody_else_stops() -> None:
+    sim = simulate(load("third-member-joins-consumer"))
     assert sim.checker.violations == []
     summary = summarize(sim.log.events, sim.scenario.measure_from_ms)
     (rebalance,) = summary.rebalances
@@ -33,8 +33,8 @@ def test_seed_004_consumer_moves_one_partition_in_one_epoch_and_nobody_else_stop
     assert {e["state"] for e in sim.log.events if e["type"] == "subscription"} == {"consumer"}
 
 
-def test_seed_004_pause_of_the_moving_partition_is_about_one_heartbeat_interval() -> None:
-    sim = simulate(load("seed-004-consumer"))
+def test_third_member_joins_pause_of_the_moving_partition_is_about_one_heartbeat_interval() -> None:
+    sim = simulate(load("third-member-joins-consumer"))
     revoked = next(e["t"] for e in sim.log.events if e["type"] == "revoked" and e["t"] >= 25_000)
     assigned = next(e["t"] for e in sim.log.events if e["type"] == "assigned" and e["member"] == "c2")
     interval = sim.scenario.coordinator["consumer_group_heartbeat_interval_ms"]

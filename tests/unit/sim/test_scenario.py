@@ -26,12 +26,12 @@ def with_(**changes: Any) -> str:
 
 
 def test_bundled_scenarios_load_by_name() -> None:
-    assert {"seed-004-eager", "seed-004-cooperative"} <= set(bundled_names())
-    eager = load("seed-004-eager")
+    assert {"third-member-joins-eager", "third-member-joins-cooperative"} <= set(bundled_names())
+    eager = load("third-member-joins-eager")
     assert eager.topics == {"topic-foo": 3}
     assert [m.name for m in eager.members] == ["c0", "c1", "c2"]
     assert eager.member("c0").strategies == ("range", "cooperative-sticky")
-    assert load("seed-004-cooperative").member("c2").strategies == ("cooperative-sticky",)
+    assert load("third-member-joins-cooperative").member("c2").strategies == ("cooperative-sticky",)
 
 
 def test_defaults_and_member_defaults(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""The bundled seed-004 scenarios tell the story of the seed post (reference §2.3-2.4, P03/P04):
-topic-foo p0..p2, c0 owns [p0,p1] and c1 owns [p2], then c2 joins."""
+"""The bundled third-member-joins scenarios (eager and cooperative rebalancing, KIP-429): topic-foo p0..p2,
+c0 owns [p0,p1] and c1 owns [p2], then c2 joins. Eager members revoke everything before rejoining; cooperative
+members revoke only what moves, in a follow-up rebalance. The earlier names still load."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def owners_before_c2(sim: Simulator) -> dict[str, list[int]]:
     return out
 
 
-@pytest.mark.parametrize("name", ["seed-004-eager", "seed-004-cooperative"])
+@pytest.mark.parametrize("name", ["third-member-joins-eager", "third-member-joins-cooperative"])
 def test_the_group_starts_as_in_the_story(name: str) -> None:
     sim, _ = run(name)
     assert owners_before_c2(sim) == {"c0": [0, 1], "c1": [2]}
@@ -35,7 +36,7 @@ def test_the_group_starts_as_in_the_story(name: str) -> None:
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_eager_stops_all_three_partitions_in_one_rebalance(seed: int) -> None:
-    sim, summary = run("seed-004-eager", seed)
+    sim, summary = run("third-member-joins-eager", seed)
     assert summary.violations == []
     assert len(summary.rebalances) == 1
     (rebalance,) = summary.rebalances
@@ -49,7 +50,7 @@ def test_eager_stops_all_three_partitions_in_one_rebalance(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_cooperative_moves_only_p1_and_takes_two_rebalances(seed: int) -> None:
-    sim, summary = run("seed-004-cooperative", seed)
+    sim, summary = run("third-member-joins-cooperative", seed)
     assert summary.violations == []
     assert len(summary.rebalances) == 2
     first, second = summary.rebalances
@@ -65,9 +66,14 @@ def test_cooperative_moves_only_p1_and_takes_two_rebalances(seed: int) -> None:
     assert c1_losses == []  # c1 never gives up p2
 
 
+@pytest.mark.parametrize("kind", ["eager", "cooperative", "consumer"])
+def test_the_earlier_names_load_the_same_scenarios(kind: str) -> None:
+    assert load(f"seed-004-{kind}") == load(f"third-member-joins-{kind}")
+
+
 def test_eager_and_cooperative_differ_in_what_stops() -> None:
-    _, eager = run("seed-004-eager")
-    _, cooperative = run("seed-004-cooperative")
+    _, eager = run("third-member-joins-eager")
+    _, cooperative = run("third-member-joins-cooperative")
     assert sum(len(r.unowned_partitions) for r in eager.rebalances) == 3
     assert {p for r in cooperative.rebalances for p in r.unowned_partitions} == {"topic-foo-1"}
     assert sum(r.moved for r in cooperative.rebalances) == 1
