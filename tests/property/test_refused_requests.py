@@ -164,8 +164,10 @@ class Driver:
     def step(self) -> None:
         kind = self.draw(
             st.sampled_from(
-                ["join", "join", "sync", "heartbeat", "leave", "cg", "cg", "cg", "commit", "fetch", "delete"]
-                + ["describe", "list", "time", "topics"]
+                [
+                    *("join", "join", "sync", "heartbeat", "leave", "cg", "cg", "cg"),
+                    *("commit", "fetch", "delete", "describe", "list", "time", "topics"),
+                ]
             )
         )
         c = self.coordinator

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 import struct
+import subprocess
+import sys
+from typing import Any
 
 import pytest
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
@@ -89,3 +92,27 @@ def test_find_coordinator_v4_batches_keys_and_transactions_are_here_too(server: 
     assert [(c.error_code, c.node_id) for c in txn.coordinators] == [(0, 0)]
     assert [(c.error_code, c.node_id) for c in share.coordinators] == [(42, -1)]
     assert (old_share.error_code, old_share.node_id) == (42, -1)
+
+
+def test_advertised_host_and_port_are_what_clients_are_told(make_server: Any) -> None:
+    """Behind a proxy or a forwarded port, FindCoordinator and Metadata name the advertised address, not the
+    one the server listens on."""
+    proc = make_server("--advertised-host", "broker.example", "--advertised-port", "19999")
+    with WireClient(proc.port) as client:
+        found = client.call(FIND_COORDINATOR, 3, key="g", key_type=0)
+        metadata = client.call(3, 1, topics=[])
+    assert (found.error_code, found.host, found.port) == (0, "broker.example", 19999)
+    assert [(b.node_id, b.host, b.port) for b in metadata.brokers] == [(0, "broker.example", 19999)]
+    assert proc.port != 19999
+
+
+@pytest.mark.parametrize("value", ["0", "65536", "x"])
+def test_an_advertised_port_out_of_range_is_one_line_and_exit_2(value: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "regroup", "serve", "--advertised-port", value],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "--advertised-port" in done.stderr and "Traceback" not in done.stderr

@@ -135,7 +135,8 @@ def upgrade(ctx: Ctx, groups: Groups, classic: ClassicGroup, *, joining_member_i
         # cooperative members may still own partitions of the generation before, and no SyncGroup has stored
         # new ones yet (the following join phase and CompletingRebalance included): converting now could hand
         # those partitions out twice. The classic rebalance ends within its timeouts; the joining member
-        # retries (a retriable coordinator error). Kafka converts regardless (reference §6.2).
+        # retries (a retriable coordinator error). Kafka converts regardless (docs/protocol.md, "Where
+        # regroup departs from Kafka").
         raise ApiError(
             ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
             f"Classic group {gid} is between generations; the upgrade waits until its rebalance completes.",
