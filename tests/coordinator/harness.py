@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from regroup.coordinator.classic.group import ClassicGroup, ClassicMember, GroupState
+from regroup.coordinator.classic.rebalance import join_phase_key
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.ids import CountingIds
@@ -409,7 +410,7 @@ class GroupHarness:
             for member_id in answered:  # answered in an earlier generation: rejoin
                 calls.append(self.join(member_id, group_id=gid))
             if not answered:  # everybody waits for the (initial-delay) join timer
-                deadline = self.coordinator.timers.deadline(("join", gid))
+                deadline = self.coordinator.timers.deadline(join_phase_key(gid))
                 assert deadline is not None
                 self.sleep_until(deadline)
         assert group.state is GroupState.COMPLETING_REBALANCE, group.state

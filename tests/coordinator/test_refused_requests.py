@@ -20,7 +20,7 @@ def test_a_consumer_join_on_a_full_classic_group_is_refused_before_the_upgrade()
     formed = classic_group(h, 2)
     group = h.group()
     generation, members = group.generation, dict(group.members)
-    timers = {k: h.coordinator.timers.deadline(k) for k in list(h.coordinator.timers._entry)}
+    timers = h.coordinator.timers.scheduled()
     mark = h.mark()
 
     response = h.hb("", 0, topics=["foo"])
@@ -33,7 +33,7 @@ def test_a_consumer_join_on_a_full_classic_group_is_refused_before_the_upgrade()
     assert group.state is GroupState.STABLE
     assert (group.generation, group.members) == (generation, members)
     assert sorted(group.members) == sorted(formed.members)
-    assert {k: h.coordinator.timers.deadline(k) for k in list(h.coordinator.timers._entry)} == timers
+    assert h.coordinator.timers.scheduled() == timers
 
 
 def test_a_classic_member_of_the_full_group_still_heartbeats_after_the_refusal() -> None:

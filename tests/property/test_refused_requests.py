@@ -68,8 +68,10 @@ def dump(value: Any) -> Any:
 
 def state_of(coordinator: GroupCoordinator) -> Any:
     """Everything a request may change (the id source aside: a refused join may have drawn an id)."""
-    timers = coordinator.timers
-    deadlines = {key: timers.deadline(key) for key in list(timers._entry)}
+    deadlines = {
+        key: (deadline, type(timer).__name__, getattr(timer, "member_epoch", None))
+        for key, (deadline, timer) in coordinator.timers.scheduled().items()
+    }
     return dump(
         {
             "classic": coordinator.groups,

@@ -51,15 +51,3 @@ class Ctx:
 
     def emit(self, record: Record) -> None:
         self.result.records.append(record)
-
-
-def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("session", group_id, member_id)
-
-
-def join_key(group_id: str) -> tuple[str, str]:
-    return ("join", group_id)
-
-
-def sync_key(group_id: str) -> tuple[str, str]:
-    return ("sync", group_id)

@@ -11,6 +11,7 @@ back through the operation's journal (``journal.py``) before the error response 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from regroup.coordinator.classic import rebalance
@@ -20,13 +21,12 @@ from regroup.coordinator.classic.sync import heartbeat, leave_group, sync_group
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.consumer import classic_members
 from regroup.coordinator.consumer.describe import describe_consumer_group
-from regroup.coordinator.consumer.fence import fence_member
 from regroup.coordinator.consumer.group import ConsumerGroup, MemberState
 from regroup.coordinator.consumer.heartbeat import consumer_group_heartbeat
 from regroup.coordinator.consumer.migration import drop_empty_consumer_group
-from regroup.coordinator.consumer.ops import revocation_key, session_key
 from regroup.coordinator.consumer.replay import replay as replay_consumer
 from regroup.coordinator.consumer.subscriptions import member_topics
+from regroup.coordinator.consumer.timers import MemberSessionTimer, RevocationTimer
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.groups import Groups
@@ -59,7 +59,21 @@ from regroup.records.builders import new_group_metadata_record, new_offset_commi
 from regroup.records.consumer import CONSUMER_KEY_TYPES, ConsumerRecordKey, ConsumerRecordValue
 from regroup.records.model import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue, Record
 
-OFFSETS_EXPIRY_KEY = ("offsets-expiry",)
+
+@dataclass(frozen=True, slots=True)
+class OffsetsExpiry:
+    """The periodic removal of committed offsets past their retention (``offsets.retention.check.interval.ms``)."""
+
+    coordinator: GroupCoordinator
+
+    @property
+    def key(self) -> tuple[str]:
+        return ("offsets-expiry",)
+
+    def fire(self, ctx: Ctx, groups: Groups) -> None:
+        coordinator = self.coordinator
+        coordinator._expire_offsets(ctx)
+        coordinator.timers.schedule(self, ctx.now_ms + coordinator.config.offsets_retention_check_interval_ms)
 
 
 class GroupCoordinator:
@@ -74,6 +88,7 @@ class GroupCoordinator:
         self.persisted: dict[str, GroupMetadataValue] = {}  # hard state of each group as its records say
         self.persisted_consumer: dict[ConsumerRecordKey, ConsumerRecordValue] = {}  # consumer groups' records
         self.journal = Journal()  # the running operation's changes, taken back if it is refused
+        self._offsets_expiry = OffsetsExpiry(self)
         self.timers.journal = self.journal
 
     @property
@@ -114,49 +129,18 @@ class GroupCoordinator:
         del result.dropped[dropped:]
 
     def _ctx(self, now_ms: int) -> Ctx:
-        if OFFSETS_EXPIRY_KEY not in self.timers:
-            self.timers.schedule(OFFSETS_EXPIRY_KEY, now_ms + self.config.offsets_retention_check_interval_ms)
+        if self._offsets_expiry.key not in self.timers:
+            self.timers.schedule(self._offsets_expiry, now_ms + self.config.offsets_retention_check_interval_ms)
         return Ctx(config=self.config, timers=self.timers, ids=self.ids, now_ms=now_ms, journal=self.journal)
 
     def _fire_due(self, ctx: Ctx) -> None:
         """Fire the timers due by ``ctx.now_ms`` in deadline order. Each expiry is a write of its own (as in
         Kafka): its records are applied before the next timer fires and before any request runs, so e.g.
         a group deleted by the offsets cleanup is gone for a JoinGroup arriving at the same instant."""
-        while (key := self.timers.pop_due(ctx.now_ms)) is not None:
+        while (timer := self.timers.pop_due(ctx.now_ms)) is not None:
             applied = len(ctx.result.records)
-            self._fire(ctx, key)
+            timer.fire(ctx, self.view)
             self._apply_live(ctx.result.records[applied:])
-
-    def _fire(self, ctx: Ctx, key: object) -> None:
-        assert isinstance(key, tuple)
-        kind = key[0]
-        if kind == "offsets-expiry":
-            self._expire_offsets(ctx)
-            self.timers.schedule(OFFSETS_EXPIRY_KEY, ctx.now_ms + self.config.offsets_retention_check_interval_ms)
-            return
-        if kind.startswith("c-"):
-            self._fire_consumer(ctx, kind, key[1], key[2])
-            return
-        group = self.groups.get(key[1])
-        if group is None or group.is_in(GroupState.DEAD):
-            return
-        if kind == "session":
-            rebalance.on_session_timer(ctx, group, key[2])
-        elif kind == "join":
-            rebalance.on_join_timer(ctx, group)
-        elif kind == "sync":
-            rebalance.on_sync_timer(ctx, group)
-
-    def _fire_consumer(self, ctx: Ctx, kind: str, group_id: str, member_id: str) -> None:
-        group = self.consumer_groups.get(group_id)
-        member = group.members.get(member_id) if group is not None else None
-        if group is None or member is None:
-            return
-        if kind == "c-revoke":
-            armed_at = group.revocation_timer_epochs.pop(member_id, None)
-            if member.state is not MemberState.UNREVOKED_PARTITIONS or member.member_epoch != armed_at:
-                return
-        fence_member(ctx, self.view, group, member_id)
 
     def _expire_offsets(self, ctx: Ctx) -> None:
         image = self.image
@@ -228,7 +212,7 @@ class GroupCoordinator:
         for group in coordinator.groups.values():
             for member in group.members.values():
                 coordinator.timers.schedule(
-                    ("session", group.group_id, member.member_id), now_ms + member.session_timeout_ms
+                    rebalance.SessionTimer(group.group_id, member.member_id), now_ms + member.session_timeout_ms
                 )
             if len(group.members) > coordinator.config.group_max_size:
                 rebalance.prepare_rebalance(ctx, group)
@@ -239,13 +223,12 @@ class GroupCoordinator:
                     if cmember.classic is not None
                     else coordinator.config.consumer_group_session_timeout_ms
                 )
-                coordinator.timers.schedule(session_key(cgroup.group_id, cmember.member_id), now_ms + timeout)
+                coordinator.timers.schedule(MemberSessionTimer(cgroup.group_id, cmember.member_id), now_ms + timeout)
                 if cmember.classic is None and cmember.state is MemberState.UNREVOKED_PARTITIONS:
                     coordinator.timers.schedule(
-                        revocation_key(cgroup.group_id, cmember.member_id),
+                        RevocationTimer(cgroup.group_id, cmember.member_id, cmember.member_epoch),
                         now_ms + max(cmember.rebalance_timeout_ms, 0),
                     )
-                    cgroup.revocation_timer_epochs[cmember.member_id] = cmember.member_epoch
         coordinator._apply_live(ctx.result.records)
         return coordinator
 

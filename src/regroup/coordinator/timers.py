@@ -1,16 +1,35 @@
-"""Keyed deadlines, soft state of the coordinator: scheduling a key again replaces it; expiry hands the
-due keys back in deadline order (ties in scheduling order), and the caller turns each into a write."""
+"""The coordinator's timers, soft state: each is scheduled with a deadline and is what to do when it comes
+due (a ``Timer``: its key, and ``fire``, which captures what it needs, such as the member epoch a revocation
+timeout was armed at). Scheduling a timer whose key is scheduled replaces it; expiry hands the due timers
+back in deadline order (ties in scheduling order), and the facade fires each as a write of its own. Each
+group type declares its own timers (``classic/timers.py``, ``consumer/timers.py``): nothing here dispatches
+on a key."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from heapq import heappop, heappush
-from typing import Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from regroup.coordinator.journal import Journal
 
+if TYPE_CHECKING:
+    from regroup.coordinator.context import Ctx
+    from regroup.coordinator.groups import Groups
+
 #: An entry is ``deadline * 2**64 + n`` (n: the scheduling count), so one int orders by (deadline, n).
 _ORDER: Final = 2**64
+
+
+class Timer(Protocol):
+    """What a timer does when it comes due."""
+
+    @property
+    def key(self) -> Hashable:
+        """Its identity: a timer scheduled with the key of another replaces it."""
+
+    def fire(self, ctx: Ctx, groups: Groups) -> None:
+        """Act at the deadline (the group may have changed or gone since: check first)."""
 
 
 class Timers:
@@ -24,6 +43,7 @@ class Timers:
 
     def __init__(self) -> None:
         self._entry: dict[Hashable, int] = {}  # key -> its current entry
+        self._timer: dict[Hashable, Timer] = {}  # key -> what to do
         self._queued: dict[Hashable, int] = {}  # key -> the heap entry standing for it (<= its current entry)
         self._key: dict[int, Hashable] = {}  # heap entry standing for a key -> that key (others are disowned)
         self._heap: list[int] = []
@@ -31,25 +51,30 @@ class Timers:
         #: the running operation's undo journal: a refused operation's timer changes are taken back
         self.journal: Journal | None = None
 
-    def schedule(self, key: Hashable, deadline_ms: int) -> None:
+    def schedule(self, timer: Timer, deadline_ms: int) -> None:
+        key = timer.key
         entry = deadline_ms * _ORDER + self._seq
         self._seq += 1
         journal = self.journal
         if journal is not None and journal.active:
-            journal.undo(self._restorer(key, self._entry.get(key)))
-        self._set(key, entry)
+            journal.undo(self._restorer(key))
+        self._set(key, entry, timer)
 
-    def _restorer(self, key: Hashable, entry: int | None) -> Callable[[], None]:
+    def _restorer(self, key: Hashable) -> Callable[[], None]:
+        """How to put ``key`` back as it is now (scheduled or not)."""
+        entry, timer = self._entry.get(key), self._timer.get(key)
+
         def restore() -> None:
-            if entry is None:
+            if entry is None or timer is None:
                 self._cancel(key)
             else:
-                self._set(key, entry)
+                self._set(key, entry, timer)
 
         return restore
 
-    def _set(self, key: Hashable, entry: int) -> None:
+    def _set(self, key: Hashable, entry: int, timer: Timer) -> None:
         self._entry[key] = entry
+        self._timer[key] = timer
         queued = self._queued.get(key)
         if queued is not None:
             if queued <= entry:
@@ -65,11 +90,12 @@ class Timers:
     def cancel(self, key: Hashable) -> None:
         journal = self.journal
         if journal is not None and journal.active and key in self._entry:
-            journal.undo(self._restorer(key, self._entry[key]))
+            journal.undo(self._restorer(key))
         self._cancel(key)
 
     def _cancel(self, key: Hashable) -> None:
         if self._entry.pop(key, None) is not None:
+            del self._timer[key]
             del self._key[self._queued.pop(key)]
 
     def deadline(self, key: Hashable) -> int | None:
@@ -78,6 +104,10 @@ class Timers:
 
     def __contains__(self, key: Hashable) -> bool:
         return key in self._entry
+
+    def scheduled(self) -> dict[Hashable, tuple[int, Timer]]:
+        """Every scheduled timer by key: its deadline and itself."""
+        return {key: (entry // _ORDER, self._timer[key]) for key, entry in self._entry.items()}
 
     def _drop_disowned(self) -> None:
         heap, owners = self._heap, self._key
@@ -89,8 +119,8 @@ class Timers:
         self._drop_disowned()
         return self._heap[0] // _ORDER if self._heap else None
 
-    def pop_due(self, now_ms: int) -> Hashable | None:
-        """Remove and return the earliest key due at ``now_ms``, or None."""
+    def pop_due(self, now_ms: int) -> Timer | None:
+        """Remove and return the earliest timer due at ``now_ms``, or None."""
         heap, owners = self._heap, self._key
         while True:
             self._drop_disowned()
@@ -102,5 +132,5 @@ class Timers:
             if current == top:
                 del self._entry[key]
                 del self._queued[key]
-                return key
+                return self._timer.pop(key)
             self._queue(key, current)  # (outdated: its key's deadline moved later)

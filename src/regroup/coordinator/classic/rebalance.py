@@ -1,21 +1,93 @@
 """Preparing and completing a classic rebalance, and the liveness timers that drive it (session,
-new-member join, initial delay, join phase, pending sync)."""
+new-member join, initial delay, join phase, pending sync): ``SessionTimer``, ``JoinPhaseTimer`` and
+``SyncPhaseTimer``, each firing its own handler on the group it names if that group is still there."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from regroup.coordinator.classic.group import ClassicGroup, ClassicMember, S
-from regroup.coordinator.context import Ctx, join_key, session_key, sync_key
+from regroup.coordinator.context import Ctx
+from regroup.coordinator.groups import Groups
 from regroup.model.errors import ErrorCode
 from regroup.protocol.classic import JoinGroupMember, JoinGroupResponse, SyncGroupResponse
 from regroup.records.builders import new_group_metadata_record
 
 
+# ------------------------------------------------------------------------------------------------ timers
+def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("classic-session", group_id, member_id)
+
+
+def join_phase_key(group_id: str) -> tuple[str, str]:
+    return ("classic-join", group_id)
+
+
+def sync_phase_key(group_id: str) -> tuple[str, str]:
+    return ("classic-sync", group_id)
+
+
+def _live(groups: Groups, group_id: str) -> ClassicGroup | None:
+    group = groups.classic.get(group_id)
+    return None if group is None or group.is_in(S.DEAD) else group
+
+
+@dataclass(frozen=True, slots=True)
+class SessionTimer:
+    """A member's (or a pending member id's) session expired."""
+
+    group_id: str
+    member_id: str
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return session_key(self.group_id, self.member_id)
+
+    def fire(self, ctx: Ctx, groups: Groups) -> None:
+        group = _live(groups, self.group_id)
+        if group is not None:
+            on_session_timer(ctx, group, self.member_id)
+
+
+@dataclass(frozen=True, slots=True)
+class JoinPhaseTimer:
+    """The join phase (or the initial-rebalance delay) ended."""
+
+    group_id: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return join_phase_key(self.group_id)
+
+    def fire(self, ctx: Ctx, groups: Groups) -> None:
+        group = _live(groups, self.group_id)
+        if group is not None:
+            on_join_timer(ctx, group)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncPhaseTimer:
+    """The members that have not sent SyncGroup for this generation ran out of time."""
+
+    group_id: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return sync_phase_key(self.group_id)
+
+    def fire(self, ctx: Ctx, groups: Groups) -> None:
+        group = _live(groups, self.group_id)
+        if group is not None:
+            on_sync_timer(ctx, group)
+
+
+# ----------------------------------------------------------------------------------------------- helpers
 def persist(ctx: Ctx, group: ClassicGroup) -> None:
     ctx.emit(new_group_metadata_record(group.group_id, group.to_record_value()))
 
 
 def schedule_session(ctx: Ctx, group: ClassicGroup, member_id: str, timeout_ms: int) -> None:
-    ctx.timers.schedule(session_key(group.group_id, member_id), ctx.now_ms + timeout_ms)
+    ctx.timers.schedule(SessionTimer(group.group_id, member_id), ctx.now_ms + timeout_ms)
 
 
 def cancel_session(ctx: Ctx, group: ClassicGroup, member_id: str) -> None:
@@ -64,7 +136,7 @@ def prepare_rebalance(ctx: Ctx, group: ClassicGroup) -> None:
                 member.sync_key = None
                 # as for a successful SyncGroup: its session may have lapsed while it was parked
                 schedule_session(ctx, group, member.member_id, member.session_timeout_ms)
-    ctx.timers.cancel(sync_key(group.group_id))
+    ctx.timers.cancel(sync_phase_key(group.group_id))
     group.pending_sync_members.clear()
     was_empty = group.is_in(S.EMPTY)
     group.transition(S.PREPARING_REBALANCE, ctx.now_ms)
@@ -72,13 +144,13 @@ def prepare_rebalance(ctx: Ctx, group: ClassicGroup) -> None:
         delay = ctx.config.group_initial_rebalance_delay_ms
         group.initial_delay_ms = delay
         group.initial_remaining_ms = max(group.rebalance_timeout_ms() - delay, 0)
-        ctx.timers.schedule(join_key(group.group_id), ctx.now_ms + delay)
+        ctx.timers.schedule(JoinPhaseTimer(group.group_id), ctx.now_ms + delay)
         return
     group.initial_delay_ms = None
     if group.has_all_members_joined():
         complete_join(ctx, group)
     else:
-        ctx.timers.schedule(join_key(group.group_id), ctx.now_ms + group.rebalance_timeout_ms())
+        ctx.timers.schedule(JoinPhaseTimer(group.group_id), ctx.now_ms + group.rebalance_timeout_ms())
 
 
 def try_complete_join(ctx: Ctx, group: ClassicGroup) -> None:
@@ -95,13 +167,13 @@ def on_join_timer(ctx: Ctx, group: ClassicGroup) -> None:
         new_delay = min(ctx.config.group_initial_rebalance_delay_ms, group.initial_remaining_ms)
         group.initial_remaining_ms = max(group.initial_remaining_ms - group.initial_delay_ms, 0)
         group.initial_delay_ms = new_delay
-        ctx.timers.schedule(join_key(group.group_id), ctx.now_ms + new_delay)
+        ctx.timers.schedule(JoinPhaseTimer(group.group_id), ctx.now_ms + new_delay)
         return
     complete_join(ctx, group)
 
 
 def complete_join(ctx: Ctx, group: ClassicGroup) -> None:
-    ctx.timers.cancel(join_key(group.group_id))
+    ctx.timers.cancel(join_phase_key(group.group_id))
     group.initial_delay_ms = None
     group.new_member_added = False
     for member_id, member in list(group.members.items()):
@@ -112,7 +184,7 @@ def complete_join(ctx: Ctx, group: ClassicGroup) -> None:
     joined = [m for m in group.members.values() if m.join_key is not None]
     if group.members and not joined:
         # nobody rejoined (static members keep their place): wait another rebalance timeout
-        ctx.timers.schedule(join_key(group.group_id), ctx.now_ms + group.rebalance_timeout_ms())
+        ctx.timers.schedule(JoinPhaseTimer(group.group_id), ctx.now_ms + group.rebalance_timeout_ms())
         return
     leader = group.members.get(group.leader_id or "")
     if leader is None or leader.join_key is None:
@@ -151,7 +223,7 @@ def complete_join(ctx: Ctx, group: ClassicGroup) -> None:
         member.is_new = False
         schedule_session(ctx, group, member.member_id, member.session_timeout_ms)
         group.pending_sync_members.add(member.member_id)
-    ctx.timers.schedule(sync_key(group.group_id), ctx.now_ms + group.rebalance_timeout_ms())
+    ctx.timers.schedule(SyncPhaseTimer(group.group_id), ctx.now_ms + group.rebalance_timeout_ms())
 
 
 def on_sync_timer(ctx: Ctx, group: ClassicGroup) -> None:

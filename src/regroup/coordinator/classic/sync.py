@@ -9,6 +9,7 @@ from regroup.coordinator.classic.rebalance import (
     persist,
     remove_member,
     schedule_session,
+    session_key,
     try_complete_join,
 )
 from regroup.coordinator.context import Ctx
@@ -123,7 +124,7 @@ def leave_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: LeaveGroupReques
                 left = True
         elif leaving.member_id in group.pending_join_members:
             group.pending_join_members.discard(leaving.member_id)
-            ctx.timers.cancel(("session", group.group_id, leaving.member_id))
+            ctx.timers.cancel(session_key(group.group_id, leaving.member_id))
             left = True
         else:
             try:

@@ -11,13 +11,17 @@ from regroup.coordinator.consumer import migration
 from regroup.coordinator.consumer.fence import remove_members
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, MemberState
 from regroup.coordinator.consumer.ops import (
-    classic_join_key,
-    classic_sync_key,
     ensure_target,
     reconcile_and_write,
     refresh_subscriptions,
     replace_static_member,
     schedule_session,
+)
+from regroup.coordinator.consumer.timers import (
+    ClassicMemberJoinTimer,
+    ClassicMemberSyncTimer,
+    classic_member_join_key,
+    classic_member_sync_key,
 )
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
@@ -110,9 +114,11 @@ def join_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: JoinGroupReq
     reconciled = reconcile_and_write(
         ctx, writes, group, group.members[member_id], group.assignment_epoch, group.target_of(member_id), owned
     )
-    ctx.timers.cancel(classic_join_key(group.group_id, member_id))
+    ctx.timers.cancel(classic_member_join_key(group.group_id, member_id))
     schedule_session(ctx, group, reconciled)
-    ctx.timers.schedule(classic_sync_key(group.group_id, member_id), ctx.now_ms + max(req.rebalance_timeout_ms, 0))
+    ctx.timers.schedule(
+        ClassicMemberSyncTimer(group.group_id, member_id), ctx.now_ms + max(req.rebalance_timeout_ms, 0)
+    )
     return JoinGroupResponse(
         generation_id=reconciled.member_epoch,
         protocol_type=CONSUMER,
@@ -172,9 +178,9 @@ def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | Non
 
 
 def _arm_join_timer(ctx: Ctx, group: ConsumerGroup, member: ConsumerMember) -> None:
-    key = classic_join_key(group.group_id, member.member_id)
-    if key not in ctx.timers:
-        ctx.timers.schedule(key, ctx.now_ms + max(member.rebalance_timeout_ms, 0))
+    timer = ClassicMemberJoinTimer(group.group_id, member.member_id)
+    if timer.key not in ctx.timers:
+        ctx.timers.schedule(timer, ctx.now_ms + max(member.rebalance_timeout_ms, 0))
 
 
 def sync_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: SyncGroupRequest) -> SyncGroupResponse:
@@ -189,7 +195,7 @@ def sync_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: SyncGroupReq
     if group.group_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
         _arm_join_timer(ctx, group, member)
         raise ApiError(ErrorCode.REBALANCE_IN_PROGRESS)
-    ctx.timers.cancel(classic_sync_key(group.group_id, member.member_id))
+    ctx.timers.cancel(classic_member_sync_key(group.group_id, member.member_id))
     schedule_session(ctx, group, member)
     return SyncGroupResponse(
         protocol_type=req.protocol_type,

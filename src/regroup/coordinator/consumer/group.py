@@ -95,8 +95,6 @@ class ConsumerGroup:
     partition_holders: dict[tuple[uuid.UUID, int], str] = field(default_factory=dict)
     # --- soft state (not in records) ---
     metadata_refresh_needed: bool = True
-    #: member id -> member epoch its rebalance (revocation) timer was armed at
-    revocation_timer_epochs: dict[str, int] = field(default_factory=dict)
 
     # --- derived ---------------------------------------------------------------------------------------
     def state(self) -> ConsumerGroupState:

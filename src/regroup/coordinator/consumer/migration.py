@@ -24,7 +24,7 @@ from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, Me
 from regroup.coordinator.consumer.ops import cancel_timers, group_full, schedule_session
 from regroup.coordinator.consumer.subscriptions import group_topic_names, subscription_metadata
 from regroup.coordinator.consumer.writes import ConsumerWrites
-from regroup.coordinator.context import Ctx, join_key, session_key, sync_key
+from regroup.coordinator.context import Ctx
 from regroup.coordinator.groups import Groups
 from regroup.model.cluster import ClusterImage
 from regroup.model.errors import ApiError, ErrorCode
@@ -81,10 +81,10 @@ def encode_for(member: ConsumerMember, partitions: Partitions, image: ClusterIma
 
 
 def _cancel_classic_timers(ctx: Ctx, group: ClassicGroup) -> None:
-    ctx.timers.cancel(join_key(group.group_id))
-    ctx.timers.cancel(sync_key(group.group_id))
+    ctx.timers.cancel(rebalance.join_phase_key(group.group_id))
+    ctx.timers.cancel(rebalance.sync_phase_key(group.group_id))
     for member_id in list(group.members) + list(group.pending_join_members):
-        ctx.timers.cancel(session_key(group.group_id, member_id))
+        ctx.timers.cancel(rebalance.session_key(group.group_id, member_id))
 
 
 def _retire_classic(ctx: Ctx, groups: Groups, group: ClassicGroup) -> None:

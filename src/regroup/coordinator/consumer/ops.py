@@ -8,28 +8,11 @@ from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, Me
 from regroup.coordinator.consumer.reconcile import Owned, reconcile
 from regroup.coordinator.consumer.subscriptions import group_topic_names, subscription_metadata
 from regroup.coordinator.consumer.target import compute_target
+from regroup.coordinator.consumer.timers import MEMBER_TIMER_KEYS, MemberSessionTimer, RevocationTimer, revocation_key
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
 from regroup.model.cluster import ClusterImage
 from regroup.model.errors import ApiError, ErrorCode
-
-TimerKey = tuple[str, str, str]
-
-
-def session_key(group_id: str, member_id: str) -> TimerKey:
-    return ("c-session", group_id, member_id)
-
-
-def revocation_key(group_id: str, member_id: str) -> TimerKey:
-    return ("c-revoke", group_id, member_id)
-
-
-def classic_join_key(group_id: str, member_id: str) -> TimerKey:
-    return ("c-join", group_id, member_id)
-
-
-def classic_sync_key(group_id: str, member_id: str) -> TimerKey:
-    return ("c-sync", group_id, member_id)
 
 
 def session_timeout_ms(ctx: Ctx, member: ConsumerMember) -> int:
@@ -46,13 +29,14 @@ def group_full(max_size: int) -> ApiError:
 
 
 def schedule_session(ctx: Ctx, group: ConsumerGroup, member: ConsumerMember) -> None:
-    ctx.timers.schedule(session_key(group.group_id, member.member_id), ctx.now_ms + session_timeout_ms(ctx, member))
+    ctx.timers.schedule(
+        MemberSessionTimer(group.group_id, member.member_id), ctx.now_ms + session_timeout_ms(ctx, member)
+    )
 
 
 def cancel_timers(ctx: Ctx, group: ConsumerGroup, member_id: str) -> None:
-    for key in (session_key, revocation_key, classic_join_key, classic_sync_key):
+    for key in MEMBER_TIMER_KEYS:
         ctx.timers.cancel(key(group.group_id, member_id))
-    ctx.journal.remove(group.revocation_timer_epochs, member_id)
 
 
 def reconcile_and_write(
@@ -73,13 +57,11 @@ def reconcile_and_write(
         writes.current_assignment(group.group_id, updated)
         updated = group.members[updated.member_id]
         if updated.classic is None:
-            key = revocation_key(group.group_id, updated.member_id)
             if updated.state is MemberState.UNREVOKED_PARTITIONS:
-                ctx.timers.schedule(key, ctx.now_ms + max(updated.rebalance_timeout_ms, 0))
-                ctx.journal.put(group.revocation_timer_epochs, updated.member_id, updated.member_epoch)
+                timer = RevocationTimer(group.group_id, updated.member_id, updated.member_epoch)
+                ctx.timers.schedule(timer, ctx.now_ms + max(updated.rebalance_timeout_ms, 0))
             else:
-                ctx.timers.cancel(key)
-                ctx.journal.remove(group.revocation_timer_epochs, updated.member_id)
+                ctx.timers.cancel(revocation_key(group.group_id, updated.member_id))
     return updated
 
 
