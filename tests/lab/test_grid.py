@@ -37,7 +37,7 @@ def parse(doc: dict[str, object], source: str = "g.yaml") -> grid.Grid:
         ({"churn": [{"pattern": "leave", "events": 3}]}, "g.yaml: churn[0].events: leave with 3 events needs more"),
         ({"churn": ["explode"]}, "g.yaml: churn[0].pattern: unknown pattern 'explode'"),
         ({"colour": "blue"}, "g.yaml: colour: unknown field"),
-        ({"settings": {"heartbeat_interval_ms": 20000}}, "g.yaml: settings.heartbeat_interval_ms: must be lower"),
+        ({"settings": {"heartbeat_interval_ms": 50000}}, "g.yaml: settings.heartbeat_interval_ms: must be lower"),
         ({"protocols": ["cooperative"]}, "g.yaml: protocols: no strategy runs under any listed protocol"),
         ({"seeds": {"count": 0}}, "g.yaml: seeds.count: must be >= 1"),
     ],

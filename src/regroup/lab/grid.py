@@ -43,7 +43,9 @@ class Settings:
     warmup_ms: int = 10_000
     interval_ms: int = 10_000
     tail_ms: int = 20_000
-    session_timeout_ms: int = 10_000
+    # classic members: Kafka's session.timeout.ms and heartbeat.interval.ms defaults (KIP-735: 45 s since
+    # Kafka 3.0; librdkafka's too), so a crash costs the same detection time under both protocols
+    session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 3_000
     rebalance_timeout_ms: int = 30_000
     # KIP-848 groups: the coordinator's settings (Kafka's group.consumer.session.timeout.ms and
