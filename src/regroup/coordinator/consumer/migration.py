@@ -233,8 +233,10 @@ def downgrade(
         != group.subscribed_topics
         or _targets_not_held(group)
     )
+    # born Stable, as Kafka's ClassicGroup.fromConsumerGroup creates it (a new group, not a transition)
     classic = ClassicGroup(
         group_id=gid,
+        state=GroupState.STABLE,
         generation=group.group_epoch,
         protocol_type=CONSUMER_PROTOCOL_TYPE,
         state_timestamp_ms=ctx.now_ms,
@@ -262,7 +264,6 @@ def downgrade(
             )
         )
     classic.protocol_name = classic.select_protocol()
-    classic.state = GroupState.STABLE
     for member_id in list(group.members):
         cancel_timers(ctx, group, member_id)
     ConsumerWrites(ctx, groups.consumer).delete_group(group)
