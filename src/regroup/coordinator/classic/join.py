@@ -7,7 +7,6 @@ from collections.abc import Mapping
 
 from regroup.coordinator.classic.group import ClassicGroup, ClassicMember, S
 from regroup.coordinator.classic.rebalance import (
-    answer_join_with_error,
     cancel_session,
     maybe_prepare_or_complete,
     persist,
@@ -267,4 +266,3 @@ def _replace_static_member(
     else:  # Empty with members cannot happen; be safe and rebalance
         new.join_key = key
         maybe_prepare_or_complete(ctx, group)
-    _ = answer_join_with_error  # re-exported helper used by other modules

@@ -106,7 +106,7 @@ def join_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: JoinGroupReq
             writes, group, list(group.members.values()), groups.image, group.group_epoch, subscription_changed
         )
     ensure_target(ctx, writes, group, groups.image)
-    owned = migration.names_to_ids(dict(sub.owned), groups.image)
+    owned = migration.ids_of(dict(sub.owned), groups.image)
     reconciled = reconcile_and_write(
         ctx, writes, group, group.members[member_id], group.assignment_epoch, group.target_of(member_id), owned
     )

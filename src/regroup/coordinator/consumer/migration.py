@@ -42,17 +42,14 @@ def _not_found(group_id: str, why: str) -> ApiError:
     )
 
 
-def _ids_of(partitions: dict[str, tuple[int, ...]], image: ClusterImage) -> dict[uuid.UUID, frozenset[int]]:
+def ids_of(partitions: dict[str, tuple[int, ...]], image: ClusterImage) -> dict[uuid.UUID, frozenset[int]]:
+    """Partitions by topic name as partitions by topic id, keeping only topics and partitions that exist."""
     out: dict[uuid.UUID, frozenset[int]] = {}
     for name, ps in partitions.items():
         topic = image.topic(name)
         if topic is not None and ps:
             out[topic.topic_id] = frozenset(p for p in ps if 0 <= p < topic.partitions)
     return {t: ps for t, ps in out.items() if ps}
-
-
-def names_to_ids(partitions: dict[str, tuple[int, ...]], image: ClusterImage) -> dict[uuid.UUID, frozenset[int]]:
-    return _ids_of(partitions, image)
 
 
 def names_of(partitions: Partitions, image: ClusterImage) -> dict[str, tuple[int, ...]]:
@@ -161,7 +158,7 @@ def upgrade(ctx: Ctx, groups: Groups, classic: ClassicGroup, *, joining_member_i
                 member_epoch=classic.generation,
                 previous_member_epoch=classic.generation,
                 state=MemberState.STABLE,
-                assigned=_ids_of(dict(assignment), groups.image),
+                assigned=ids_of(dict(assignment), groups.image),
             )
         )
     # parked requests of the classic group learn that the group changed under them

@@ -137,11 +137,8 @@ def ensure_target(
     writes: ConsumerWrites,
     group: ConsumerGroup,
     image: ClusterImage,
-    inherited: dict[str, Partitions] | None = None,
 ) -> None:
     """If something bumped the group epoch past the target epoch, compute the target for it."""
     if group.group_epoch > group.assignment_epoch:
         assignor = group.preferred_assignor(ctx.config.consumer_group_assignors[0])
-        compute_target(
-            writes, group, group.group_epoch, group.members, group.subscribed_topics, assignor, image, inherited
-        )
+        compute_target(writes, group, assignor, image)
