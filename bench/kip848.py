@@ -75,8 +75,8 @@ from typing import Any
 
 from regroup.assignors import registry
 from regroup.assignors.consumer_protocol import (
-    Assignment,
-    Subscription,
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
     decode_assignment,
     decode_subscription,
     encode_assignment,
@@ -219,7 +219,7 @@ def classic_group_records(
     by_id = {topic_id: name for name, (topic_id, _) in topics.items()}
     names = tuple(sorted(topics))
     shares = [{by_id[t]: tuple(ps) for t, ps in sorted(share.items())} for share in deal(topics, len(ids))]
-    plain = encode_subscription(Subscription(topics=names))
+    plain = encode_subscription(ConsumerProtocolSubscription(topics=names))
 
     def subscription(owned: dict[str, tuple[int, ...]]) -> bytes:
         if protocol != "cooperative-sticky":
@@ -235,7 +235,7 @@ def classic_group_records(
             rebalance_timeout_ms=LONG_MS,
             session_timeout_ms=LONG_MS,
             subscription=subscription(share),
-            assignment=encode_assignment(Assignment(partitions=share)),
+            assignment=encode_assignment(ConsumerProtocolAssignment(partitions=share)),
         )
         for member_id, share in zip(ids, shares, strict=True)
     )
@@ -254,7 +254,7 @@ def cooperative_subscription(topics: Sequence[str], owned: dict[str, tuple[int, 
     """A ``cooperative-sticky`` member's JoinGroup metadata: topics, owned partitions and the generation they
     were assigned in (v3 fields), plus the assignor's user data (the same generation)."""
     return encode_subscription(
-        Subscription(
+        ConsumerProtocolSubscription(
             topics=tuple(topics),
             user_data=encode_cooperative_user_data(generation),
             owned={t: tuple(ps) for t, ps in sorted(owned.items()) if ps},
@@ -715,7 +715,9 @@ def cooperative_leader(members: Sequence[Any], topics: dict[str, int]) -> list[d
         {
             "member_id": member_id,
             "assignment": encode_assignment(
-                Assignment(partitions={t: tuple(ps) for t, ps in sorted(assignment.get(member_id, {}).items())})
+                ConsumerProtocolAssignment(
+                    partitions={t: tuple(ps) for t, ps in sorted(assignment.get(member_id, {}).items())}
+                )
             ),
         }
         for member_id in subscriptions

@@ -14,14 +14,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from regroup.coordinator.classic import rebalance
-from regroup.coordinator.classic.group import ClassicGroup, GroupState
+from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupState
 from regroup.coordinator.classic.join import join_group
 from regroup.coordinator.classic.sync import heartbeat, leave_group, sync_group
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.consumer import classic_members
 from regroup.coordinator.consumer.describe import describe_consumer_group
 from regroup.coordinator.consumer.fence import fence_member
-from regroup.coordinator.consumer.group import ConsumerGroup, MemberState
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMemberState
 from regroup.coordinator.consumer.heartbeat import consumer_group_heartbeat
 from regroup.coordinator.consumer.migration import drop_empty_consumer_group
 from regroup.coordinator.consumer.ops import revocation_key, session_key
@@ -138,7 +138,7 @@ class GroupCoordinator:
             self._fire_consumer(ctx, kind, key[1], key[2])
             return
         group = self.groups.get(key[1])
-        if group is None or group.is_in(GroupState.DEAD):
+        if group is None or group.is_in(ClassicGroupState.DEAD):
             return
         if kind == "session":
             rebalance.on_session_timer(ctx, group, key[2])
@@ -154,7 +154,7 @@ class GroupCoordinator:
             return
         if kind == "c-revoke":
             armed_at = group.revocation_timer_epochs.pop(member_id, None)
-            if member.state is not MemberState.UNREVOKED_PARTITIONS or member.member_epoch != armed_at:
+            if member.state is not ConsumerGroupMemberState.UNREVOKED_PARTITIONS or member.member_epoch != armed_at:
                 return
         fence_member(ctx, self.view, group, member_id)
 
@@ -202,7 +202,7 @@ class GroupCoordinator:
             self.persisted.pop(key.group_id, None)
             group = self.groups.pop(key.group_id, None)
             if group is not None:
-                group.transition(GroupState.DEAD, group.state_timestamp_ms)
+                group.transition(ClassicGroupState.DEAD, group.state_timestamp_ms)
             return
         assert isinstance(value, GroupMetadataValue)
         self.persisted[key.group_id] = value
@@ -240,7 +240,7 @@ class GroupCoordinator:
                     else coordinator.config.consumer_group_session_timeout_ms
                 )
                 coordinator.timers.schedule(session_key(cgroup.group_id, cmember.member_id), now_ms + timeout)
-                if cmember.classic is None and cmember.state is MemberState.UNREVOKED_PARTITIONS:
+                if cmember.classic is None and cmember.state is ConsumerGroupMemberState.UNREVOKED_PARTITIONS:
                     coordinator.timers.schedule(
                         revocation_key(cgroup.group_id, cmember.member_id),
                         now_ms + max(cmember.rebalance_timeout_ms, 0),

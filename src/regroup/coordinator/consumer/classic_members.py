@@ -5,11 +5,11 @@ classic member never leads, and learns of new assignments through REBALANCE_IN_P
 from __future__ import annotations
 
 from regroup.assignors.consumer_protocol import ProtocolDecodeError, decode_subscription
-from regroup.coordinator.classic.group import ClassicMember
+from regroup.coordinator.classic.group import ClassicGroupMember
 from regroup.coordinator.classic.join import check_static_identity
 from regroup.coordinator.consumer import migration
 from regroup.coordinator.consumer.fence import remove_members
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, MemberState
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState
 from regroup.coordinator.consumer.ops import (
     classic_join_key,
     classic_sync_key,
@@ -68,12 +68,12 @@ def join_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: JoinGroupReq
     # resolve the member
     if req.group_instance_id is None:
         existing = group.members.get(member_id)
-        member = existing if existing is not None else ConsumerMember(member_id=member_id)
+        member = existing if existing is not None else ConsumerGroupMember(member_id=member_id)
     else:
         holder_id = group.static_members.get(req.group_instance_id)
         if unknown:
             if holder_id is None:
-                member = ConsumerMember(member_id=member_id)
+                member = ConsumerGroupMember(member_id=member_id)
             else:
                 holder = group.members[holder_id]
                 if _downgrade_by_replacement(ctx, group, holder_id):
@@ -142,7 +142,7 @@ def _downgrade_with(
     req: JoinGroupRequest,
     classic_meta: ClassicProtocolMetadata,
 ) -> JoinGroupResponse:
-    joining = ClassicMember(
+    joining = ClassicGroupMember(
         member_id=member_id,
         group_instance_id=req.group_instance_id,
         client_id=req.client.client_id,
@@ -163,7 +163,7 @@ def _downgrade_with(
     )
 
 
-def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerMember:
+def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerGroupMember:
     check_static_identity(group.static_members, member_id, instance_id)
     member = group.members.get(member_id)
     if member is None or member.classic is None:
@@ -171,7 +171,7 @@ def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | Non
     return member
 
 
-def _arm_join_timer(ctx: Ctx, group: ConsumerGroup, member: ConsumerMember) -> None:
+def _arm_join_timer(ctx: Ctx, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
     key = classic_join_key(group.group_id, member.member_id)
     if key not in ctx.timers:
         ctx.timers.schedule(key, ctx.now_ms + max(member.rebalance_timeout_ms, 0))
@@ -186,7 +186,7 @@ def sync_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: SyncGroupReq
         req.protocol_name is not None and req.protocol_name != first
     ):
         raise ApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-    if group.group_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
+    if group.group_epoch > member.member_epoch and member.state is not ConsumerGroupMemberState.UNREVOKED_PARTITIONS:
         _arm_join_timer(ctx, group, member)
         raise ApiError(ErrorCode.REBALANCE_IN_PROGRESS)
     ctx.timers.cancel(classic_sync_key(group.group_id, member.member_id))
@@ -205,8 +205,8 @@ def heartbeat(ctx: Ctx, group: ConsumerGroup, req: HeartbeatRequest) -> Heartbea
     schedule_session(ctx, group, member)
     rejoin = (
         member.member_epoch < group.group_epoch
-        or member.state is MemberState.UNREVOKED_PARTITIONS
-        or (member.state is MemberState.UNRELEASED_PARTITIONS and _all_released(group, member))
+        or member.state is ConsumerGroupMemberState.UNREVOKED_PARTITIONS
+        or (member.state is ConsumerGroupMemberState.UNRELEASED_PARTITIONS and _all_released(group, member))
     )
     if rejoin:
         _arm_join_timer(ctx, group, member)
@@ -214,7 +214,7 @@ def heartbeat(ctx: Ctx, group: ConsumerGroup, req: HeartbeatRequest) -> Heartbea
     return HeartbeatResponse()
 
 
-def _all_released(group: ConsumerGroup, member: ConsumerMember) -> bool:
+def _all_released(group: ConsumerGroup, member: ConsumerGroupMember) -> bool:
     """None of the member's target partitions is still held by another member."""
     for topic_id, ps in group.target_of(member.member_id).items():
         for p in ps:

@@ -18,7 +18,7 @@ Partitions = Mapping[uuid.UUID, frozenset[int]]
 EMPTY: Partitions = {}
 
 
-class MemberState(enum.Enum):
+class ConsumerGroupMemberState(enum.Enum):
     STABLE = "stable"
     UNREVOKED_PARTITIONS = "unrevoked_partitions"
     UNRELEASED_PARTITIONS = "unreleased_partitions"
@@ -42,7 +42,7 @@ def to_tuple(parts: Partitions) -> PartitionSet:
 
 
 @dataclass(slots=True, kw_only=True)
-class ConsumerMember:
+class ConsumerGroupMember:
     member_id: str
     instance_id: str | None = None
     rack_id: str | None = None
@@ -55,12 +55,12 @@ class ConsumerMember:
     classic: ClassicProtocolMetadata | None = None
     member_epoch: int = 0
     previous_member_epoch: int = 0
-    state: MemberState = MemberState.STABLE
+    state: ConsumerGroupMemberState = ConsumerGroupMemberState.STABLE
     assigned: Partitions = field(default_factory=dict)
     pending_revocation: Partitions = field(default_factory=dict)
 
-    def copy(self) -> ConsumerMember:
-        return ConsumerMember(
+    def copy(self) -> ConsumerGroupMember:
+        return ConsumerGroupMember(
             member_id=self.member_id,
             instance_id=self.instance_id,
             rack_id=self.rack_id,
@@ -87,7 +87,7 @@ class ConsumerGroup:
     group_id: str
     group_epoch: int = 0
     assignment_epoch: int = 0
-    members: dict[str, ConsumerMember] = field(default_factory=dict)
+    members: dict[str, ConsumerGroupMember] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     targets: dict[str, Partitions] = field(default_factory=dict)
     subscribed_topics: dict[str, SubscribedTopic] = field(default_factory=dict)  # by name
@@ -105,7 +105,7 @@ class ConsumerGroup:
         if self.group_epoch > self.assignment_epoch:
             return ConsumerGroupState.ASSIGNING
         for m in self.members.values():
-            if m.state is not MemberState.STABLE or m.member_epoch != self.assignment_epoch:
+            if m.state is not ConsumerGroupMemberState.STABLE or m.member_epoch != self.assignment_epoch:
                 return ConsumerGroupState.RECONCILING
         return ConsumerGroupState.STABLE
 
@@ -126,14 +126,14 @@ class ConsumerGroup:
         return min(votes, key=lambda name: (-votes[name], name))
 
     # --- index maintenance (used by replay) ------------------------------------------------------------
-    def _release(self, member: ConsumerMember) -> None:
+    def _release(self, member: ConsumerGroupMember) -> None:
         for parts in (member.assigned, member.pending_revocation):
             for topic_id, ps in parts.items():
                 for p in ps:
                     if self.partition_holders.get((topic_id, p)) == member.member_id:
                         del self.partition_holders[(topic_id, p)]
 
-    def _hold(self, member: ConsumerMember) -> None:
+    def _hold(self, member: ConsumerGroupMember) -> None:
         for parts in (member.assigned, member.pending_revocation):
             for topic_id, ps in parts.items():
                 for p in ps:
@@ -143,7 +143,7 @@ class ConsumerGroup:
                             f"group {self.group_id}: partition {topic_id}-{p} held by {holder} and {member.member_id}"
                         )
 
-    def set_member(self, member: ConsumerMember) -> None:
+    def set_member(self, member: ConsumerGroupMember) -> None:
         old = self.members.get(member.member_id)
         if old is not None:
             self._release(old)

@@ -7,7 +7,7 @@ import uuid
 
 from regroup.coordinator.consumer import migration
 from regroup.coordinator.consumer.fence import fence_member
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, to_set, to_tuple
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, to_set, to_tuple
 from regroup.coordinator.consumer.ops import (
     ensure_target,
     group_full,
@@ -104,7 +104,7 @@ def _owned(req: ConsumerGroupHeartbeatRequest) -> dict[uuid.UUID, frozenset[int]
     return None if req.topic_partitions is None else to_set(req.topic_partitions)
 
 
-def _check_epoch(member: ConsumerMember, epoch: int, owned: dict[uuid.UUID, frozenset[int]] | None) -> None:
+def _check_epoch(member: ConsumerGroupMember, epoch: int, owned: dict[uuid.UUID, frozenset[int]] | None) -> None:
     if epoch > member.member_epoch:
         raise ApiError(
             ErrorCode.FENCED_MEMBER_EPOCH,
@@ -123,7 +123,7 @@ def _check_epoch(member: ConsumerMember, epoch: int, owned: dict[uuid.UUID, froz
 
 def _resolve_member(
     ctx: Ctx, writes: ConsumerWrites, group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest, member_id: str
-) -> ConsumerMember:
+) -> ConsumerGroupMember:
     """The member this request is about, as it stands before the request's changes (never mutated here)."""
     owned = _owned(req)
     joining = req.member_epoch == JOIN_EPOCH
@@ -134,7 +134,7 @@ def _resolve_member(
                 raise ApiError(
                     ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
                 )
-            return ConsumerMember(member_id=member_id)
+            return ConsumerGroupMember(member_id=member_id)
         if joining and existing.member_epoch != 0:
             return starting_over(existing)
         _check_epoch(existing, req.member_epoch, owned)
@@ -143,7 +143,7 @@ def _resolve_member(
     holder = group.members.get(holder_id) if holder_id is not None else None
     if joining:
         if holder is None:
-            return group.members.get(member_id) or ConsumerMember(member_id=member_id)
+            return group.members.get(member_id) or ConsumerGroupMember(member_id=member_id)
         if holder.member_id == member_id and holder.member_epoch != STATIC_LEAVE_EPOCH:
             return starting_over(holder)  # the same process rejoining after losing its partitions
         if holder.classic is None and holder.member_epoch != STATIC_LEAVE_EPOCH:
@@ -219,7 +219,7 @@ def _heartbeat(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> 
     return response
 
 
-def _metadata_differs(a: ConsumerMember, b: ConsumerMember) -> bool:
+def _metadata_differs(a: ConsumerGroupMember, b: ConsumerGroupMember) -> bool:
     return (
         a.instance_id != b.instance_id
         or a.rack_id != b.rack_id

@@ -4,7 +4,7 @@ bumping the group epoch, and recomputing the target assignment when the group ep
 
 from __future__ import annotations
 
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, MemberState, Partitions
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState, Partitions
 from regroup.coordinator.consumer.reconcile import Owned, reconcile
 from regroup.coordinator.consumer.subscriptions import group_topic_names, subscription_metadata
 from regroup.coordinator.consumer.target import compute_target
@@ -32,7 +32,7 @@ def classic_sync_key(group_id: str, member_id: str) -> TimerKey:
     return ("c-sync", group_id, member_id)
 
 
-def session_timeout_ms(ctx: Ctx, member: ConsumerMember) -> int:
+def session_timeout_ms(ctx: Ctx, member: ConsumerGroupMember) -> int:
     if member.classic is not None:
         return member.classic.session_timeout_ms
     return ctx.config.consumer_group_session_timeout_ms
@@ -45,7 +45,7 @@ def group_full(max_size: int) -> ApiError:
     )
 
 
-def schedule_session(ctx: Ctx, group: ConsumerGroup, member: ConsumerMember) -> None:
+def schedule_session(ctx: Ctx, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
     ctx.timers.schedule(session_key(group.group_id, member.member_id), ctx.now_ms + session_timeout_ms(ctx, member))
 
 
@@ -59,14 +59,14 @@ def reconcile_and_write(
     ctx: Ctx,
     writes: ConsumerWrites,
     group: ConsumerGroup,
-    member: ConsumerMember,
+    member: ConsumerGroupMember,
     target_epoch: int,
     target: Partitions,
     owned: Owned,
-) -> ConsumerMember:
+) -> ConsumerGroupMember:
     """Kafka's ``maybeReconcile``: move the member towards the target; persist it if it changed; arm (or
     cancel) the revocation timer of a consumer-protocol member."""
-    if member.state is MemberState.STABLE and member.member_epoch == target_epoch:
+    if member.state is ConsumerGroupMemberState.STABLE and member.member_epoch == target_epoch:
         return member
     updated = reconcile(member, target_epoch, target, group.is_held, owned)
     if updated != member:
@@ -74,7 +74,7 @@ def reconcile_and_write(
         updated = group.members[updated.member_id]
         if updated.classic is None:
             key = revocation_key(group.group_id, updated.member_id)
-            if updated.state is MemberState.UNREVOKED_PARTITIONS:
+            if updated.state is ConsumerGroupMemberState.UNREVOKED_PARTITIONS:
                 ctx.timers.schedule(key, ctx.now_ms + max(updated.rebalance_timeout_ms, 0))
                 ctx.journal.put(group.revocation_timer_epochs, updated.member_id, updated.member_epoch)
             else:
@@ -83,7 +83,7 @@ def reconcile_and_write(
     return updated
 
 
-def starting_over(member: ConsumerMember) -> ConsumerMember:
+def starting_over(member: ConsumerGroupMember) -> ConsumerGroupMember:
     """A known member rejoining with epoch 0 has lost its partitions: it starts over with nothing owned,
     keeping its id and its place in the target assignment."""
     fresh = member.copy()
@@ -94,8 +94,8 @@ def starting_over(member: ConsumerMember) -> ConsumerMember:
 
 
 def replace_static_member(
-    ctx: Ctx, writes: ConsumerWrites, group: ConsumerGroup, holder: ConsumerMember, member_id: str
-) -> ConsumerMember:
+    ctx: Ctx, writes: ConsumerWrites, group: ConsumerGroup, holder: ConsumerGroupMember, member_id: str
+) -> ConsumerGroupMember:
     """A new process took over a static member's instance id: the old member's records are tombstoned and a
     copy under ``member_id`` (epoch 0, same partitions and target) is written in its place."""
     target = group.target_of(holder.member_id)
@@ -113,7 +113,7 @@ def replace_static_member(
 def refresh_subscriptions(
     writes: ConsumerWrites,
     group: ConsumerGroup,
-    members: list[ConsumerMember],
+    members: list[ConsumerGroupMember],
     image: ClusterImage,
     group_epoch: int,
     force_bump: bool,

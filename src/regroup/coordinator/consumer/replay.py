@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, MemberState, to_set
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState, to_set
 from regroup.coordinator.journal import Journal
 from regroup.records.consumer import (
     ConsumerGroupCurrentMemberAssignmentKey,
@@ -38,7 +38,7 @@ def _group(groups: dict[str, ConsumerGroup], group_id: str, create: bool, journa
     return group
 
 
-def _set_member(group: ConsumerGroup, member: ConsumerMember, journal: Journal) -> None:
+def _set_member(group: ConsumerGroup, member: ConsumerGroupMember, journal: Journal) -> None:
     if journal.active:
         journal.undo(_member_restorer(group, member.member_id, group.members.get(member.member_id)))
     group.set_member(member)
@@ -50,7 +50,7 @@ def _drop_member(group: ConsumerGroup, member_id: str, journal: Journal) -> None
     group.drop_member(member_id)
 
 
-def _member_restorer(group: ConsumerGroup, member_id: str, old: ConsumerMember | None) -> Callable[[], None]:
+def _member_restorer(group: ConsumerGroup, member_id: str, old: ConsumerGroupMember | None) -> Callable[[], None]:
     def restore() -> None:
         if old is None:
             group.drop_member(member_id)
@@ -99,7 +99,7 @@ def replay(
             return
         assert isinstance(value, ConsumerGroupMemberMetadataValue)
         old = group.members.get(key.member_id)
-        member = old.copy() if old is not None else ConsumerMember(member_id=key.member_id)
+        member = old.copy() if old is not None else ConsumerGroupMember(member_id=key.member_id)
         member.instance_id = value.instance_id
         member.rack_id = value.rack_id
         member.client_id = value.client_id
@@ -114,18 +114,18 @@ def replay(
         old = group.members.get(key.member_id)
         if old is None and value is None:
             return
-        member = old.copy() if old is not None else ConsumerMember(member_id=key.member_id)
+        member = old.copy() if old is not None else ConsumerGroupMember(member_id=key.member_id)
         if value is None:
             member.member_epoch = -1
             member.previous_member_epoch = -1
-            member.state = MemberState.STABLE
+            member.state = ConsumerGroupMemberState.STABLE
             member.assigned = {}
             member.pending_revocation = {}
         else:
             assert isinstance(value, ConsumerGroupCurrentMemberAssignmentValue)
             member.member_epoch = value.member_epoch
             member.previous_member_epoch = value.previous_member_epoch
-            member.state = MemberState(value.state)
+            member.state = ConsumerGroupMemberState(value.state)
             member.assigned = to_set(value.assigned)
             member.pending_revocation = to_set(value.pending_revocation)
         _set_member(group, member, journal)

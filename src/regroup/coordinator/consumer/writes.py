@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, Partitions, to_tuple
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, Partitions, to_tuple
 from regroup.coordinator.consumer.replay import replay
 from regroup.coordinator.context import Ctx
 from regroup.records.consumer import (
@@ -44,7 +44,7 @@ class ConsumerWrites:
         value = ConsumerGroupPartitionMetadataValue(topics=tuple(sorted(topics, key=lambda t: t.name)))
         self._write(ConsumerGroupPartitionMetadataKey(group_id=group_id), value)
 
-    def member_metadata(self, group_id: str, m: ConsumerMember) -> None:
+    def member_metadata(self, group_id: str, m: ConsumerGroupMember) -> None:
         value = ConsumerGroupMemberMetadataValue(
             instance_id=m.instance_id,
             rack_id=m.rack_id,
@@ -66,7 +66,7 @@ class ConsumerWrites:
         value = ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch)
         self._write(ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id), value)
 
-    def current_assignment(self, group_id: str, m: ConsumerMember) -> None:
+    def current_assignment(self, group_id: str, m: ConsumerGroupMember) -> None:
         value = ConsumerGroupCurrentMemberAssignmentValue(
             member_epoch=m.member_epoch,
             previous_member_epoch=m.previous_member_epoch,
