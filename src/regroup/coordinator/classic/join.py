@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupMember, ClassicStates
 from regroup.coordinator.classic.rebalance import (
     cancel_session,
@@ -15,6 +13,7 @@ from regroup.coordinator.classic.rebalance import (
     try_complete_join,
 )
 from regroup.coordinator.context import Ctx
+from regroup.coordinator.identity import static_holder
 from regroup.coordinator.ids import member_id_for
 from regroup.coordinator.result import RequestKey
 from regroup.model.errors import ApiError, ErrorCode
@@ -118,20 +117,11 @@ def _add_member_and_rebalance(
     maybe_prepare_or_complete(ctx, group)
 
 
-def check_static_identity(static_members: Mapping[str, str], member_id: str, instance_id: str | None) -> None:
-    """Kafka's static-member check (classic requests, in classic and consumer groups): a given instance id
-    must be known and held by this member id."""
-    if instance_id is not None:
-        holder = static_members.get(instance_id)
-        if holder is None:
-            raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
-        if holder != member_id:
-            raise ApiError(ErrorCode.FENCED_INSTANCE_ID)
-
-
 def check_identity(group: ClassicGroup, member_id: str, instance_id: str | None) -> None:
-    """Kafka's identity validation shared by JoinGroup, SyncGroup, Heartbeat, OffsetCommit, LeaveGroup."""
-    check_static_identity(group.static_members, member_id, instance_id)
+    """Kafka's identity validation shared by JoinGroup, SyncGroup, Heartbeat, OffsetCommit, LeaveGroup: the
+    static-membership rule for a given instance id, then the member id must be a member."""
+    if instance_id is not None:
+        static_holder(group.static_members, instance_id, member_id)
     if member_id not in group.members:
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
 

@@ -12,6 +12,7 @@ from regroup.coordinator.classic.rebalance import (
     try_complete_join,
 )
 from regroup.coordinator.context import Ctx
+from regroup.coordinator.identity import static_holder
 from regroup.coordinator.result import RequestKey
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.protocol.classic import (
@@ -115,9 +116,12 @@ def leave_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: LeaveGroupReques
     for leaving in req.members:
         error = ErrorCode.NONE
         if not leaving.member_id:
-            holder = group.static_members.get(leaving.group_instance_id or "") if leaving.group_instance_id else None
-            if holder is None:
-                error = ErrorCode.UNKNOWN_MEMBER_ID
+            try:
+                if not leaving.group_instance_id:
+                    raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+                holder = static_holder(group.static_members, leaving.group_instance_id, None)
+            except ApiError as exc:
+                error = exc.code
             else:
                 remove_member(ctx, group, holder)
                 left = True

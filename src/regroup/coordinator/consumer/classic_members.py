@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from regroup.assignors.consumer_protocol import ProtocolDecodeError, decode_subscription
 from regroup.coordinator.classic.group import ClassicGroupMember
-from regroup.coordinator.classic.join import check_static_identity
 from regroup.coordinator.consumer import migration
 from regroup.coordinator.consumer.fence import remove_members
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState
@@ -22,6 +21,7 @@ from regroup.coordinator.consumer.ops import (
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.groups import Groups
+from regroup.coordinator.identity import static_holder
 from regroup.coordinator.ids import member_id_for
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.protocol.classic import (
@@ -80,11 +80,7 @@ def join_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: JoinGroupReq
                     return _downgrade_with(ctx, groups, group, holder_id, member_id, req, classic_meta)
                 member = replace_static_member(ctx, writes, group, holder, member_id)
         else:
-            if holder_id is None:
-                raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
-            if holder_id != member_id:
-                raise ApiError(ErrorCode.FENCED_INSTANCE_ID)
-            member = group.members[holder_id]
+            member = group.members[static_holder(group.static_members, req.group_instance_id, member_id)]
 
     old = group.members.get(member_id)
     updated = member.copy()
@@ -164,7 +160,8 @@ def _downgrade_with(
 
 
 def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerGroupMember:
-    check_static_identity(group.static_members, member_id, instance_id)
+    if instance_id is not None:
+        static_holder(group.static_members, instance_id, member_id)
     member = group.members.get(member_id)
     if member is None or member.classic is None:
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -235,11 +232,7 @@ def leave_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: LeaveGroupR
                 if member is None or member.classic is None:
                     raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
             else:
-                holder = group.static_members.get(one.group_instance_id)
-                if holder is None:
-                    raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
-                if one.member_id and one.member_id != holder:
-                    raise ApiError(ErrorCode.FENCED_INSTANCE_ID)
+                holder = static_holder(group.static_members, one.group_instance_id, one.member_id or None)
                 member = group.members[holder]
                 if member.classic is None:
                     raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)

@@ -21,6 +21,7 @@ from regroup.coordinator.consumer.subscriptions import compile_regex
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.groups import Groups
+from regroup.coordinator.identity import static_holder
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.protocol.consumer import (
     JOIN_EPOCH,
@@ -139,9 +140,9 @@ def _resolve_member(
             return starting_over(existing)
         _check_epoch(existing, req.member_epoch, owned)
         return existing
-    holder_id = group.static_members.get(req.instance_id)
-    holder = group.members.get(holder_id) if holder_id is not None else None
     if joining:
+        holder_id = group.static_members.get(req.instance_id)
+        holder = group.members.get(holder_id) if holder_id is not None else None
         if holder is None:
             return group.members.get(member_id) or ConsumerGroupMember(member_id=member_id)
         if holder.member_id == member_id and holder.member_epoch != STATIC_LEAVE_EPOCH:
@@ -153,13 +154,7 @@ def _resolve_member(
                 f"instance id is owned by {holder.member_id} member.",
             )
         return replace_static_member(ctx, writes, group, holder, member_id)
-    if holder is None:
-        raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
-    if holder.member_id != member_id:
-        raise ApiError(
-            ErrorCode.FENCED_INSTANCE_ID,
-            f"Static member {member_id} with instance id {req.instance_id} was fenced by member {holder.member_id}.",
-        )
+    holder = group.members[static_holder(group.static_members, req.instance_id, member_id)]
     _check_epoch(holder, req.member_epoch, owned)
     return holder
 
@@ -244,15 +239,7 @@ def _leave(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> Cons
                 ErrorCode.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {req.group_id}."
             )
     else:
-        holder_id = group.static_members.get(req.instance_id)
-        if holder_id is None:
-            raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
-        if holder_id != req.member_id:
-            raise ApiError(
-                ErrorCode.FENCED_INSTANCE_ID,
-                f"Static member {req.member_id} with instance id {req.instance_id} was fenced by member {holder_id}.",
-            )
-        member = group.members[holder_id]
+        member = group.members[static_holder(group.static_members, req.instance_id, req.member_id)]
         if req.member_epoch == STATIC_LEAVE_EPOCH:
             leaving = member.copy()
             leaving.member_epoch = STATIC_LEAVE_EPOCH
