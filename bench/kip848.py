@@ -89,20 +89,17 @@ from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.model.cluster import ClusterImage, TopicImage, topic_id_for
 from regroup.protocol.classic import HeartbeatRequest, HeartbeatResponse
 from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
-from regroup.records.builders import new_group_metadata_record
+from regroup.records.builders import (
+    new_consumer_group_current_assignment_record,
+    new_consumer_group_epoch_record,
+    new_consumer_group_member_metadata_record,
+    new_consumer_group_subscription_metadata_record,
+    new_consumer_group_target_assignment_epoch_record,
+    new_consumer_group_target_assignment_record,
+    new_group_metadata_record,
+)
 from regroup.records.consumer import (
-    ConsumerGroupCurrentMemberAssignmentKey,
-    ConsumerGroupCurrentMemberAssignmentValue,
-    ConsumerGroupMemberMetadataKey,
     ConsumerGroupMemberMetadataValue,
-    ConsumerGroupMetadataKey,
-    ConsumerGroupMetadataValue,
-    ConsumerGroupPartitionMetadataKey,
-    ConsumerGroupPartitionMetadataValue,
-    ConsumerGroupTargetAssignmentMemberKey,
-    ConsumerGroupTargetAssignmentMemberValue,
-    ConsumerGroupTargetAssignmentMetadataKey,
-    ConsumerGroupTargetAssignmentMetadataValue,
     PartitionSet,
     SubscribedTopic,
 )
@@ -165,10 +162,8 @@ def consumer_group_records(
     )
     names = tuple(sorted(topics))
     records = [
-        Record(ConsumerGroupMetadataKey(group_id=group), ConsumerGroupMetadataValue(epoch=EPOCH)),
-        Record(
-            ConsumerGroupPartitionMetadataKey(group_id=group), ConsumerGroupPartitionMetadataValue(topics=subscribed)
-        ),
+        new_consumer_group_epoch_record(group, EPOCH),
+        new_consumer_group_subscription_metadata_record(group, subscribed),
     ]
     for member_id in ids:
         value = ConsumerGroupMemberMetadataValue(
@@ -181,26 +176,23 @@ def consumer_group_records(
             server_assignor=None,
             rebalance_timeout_ms=LONG_MS,
         )
-        records.append(Record(ConsumerGroupMemberMetadataKey(group_id=group, member_id=member_id), value))
+        records.append(new_consumer_group_member_metadata_record(group, member_id, value))
     sets = [_partition_set(share) for share in shares]
     for member_id, parts in zip(ids, sets, strict=True):
+        records.append(new_consumer_group_target_assignment_record(group, member_id, parts))
+    records.append(new_consumer_group_target_assignment_epoch_record(group, EPOCH))
+    for member_id, parts in zip(ids, sets, strict=True):
         records.append(
-            Record(
-                ConsumerGroupTargetAssignmentMemberKey(group_id=group, member_id=member_id),
-                ConsumerGroupTargetAssignmentMemberValue(partitions=parts),
+            new_consumer_group_current_assignment_record(
+                group,
+                member_id,
+                member_epoch=EPOCH,
+                previous_member_epoch=EPOCH - 1,
+                state="stable",
+                assigned=parts,
+                pending_revocation=(),
             )
         )
-    records.append(
-        Record(
-            ConsumerGroupTargetAssignmentMetadataKey(group_id=group),
-            ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=EPOCH),
-        )
-    )
-    for member_id, parts in zip(ids, sets, strict=True):
-        value = ConsumerGroupCurrentMemberAssignmentValue(
-            member_epoch=EPOCH, previous_member_epoch=EPOCH - 1, state="stable", assigned=parts, pending_revocation=()
-        )
-        records.append(Record(ConsumerGroupCurrentMemberAssignmentKey(group_id=group, member_id=member_id), value))
     return records
 
 

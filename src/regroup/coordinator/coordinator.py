@@ -55,7 +55,7 @@ from regroup.protocol.consumer import (
     DescribedConsumerGroup,
 )
 from regroup.protocol.offsets import OffsetCommitRequest, OffsetFetchRequest, OffsetFetchResponse
-from regroup.records.builders import new_group_metadata_record, new_offset_commit_record
+from regroup.records.builders import new_consumer_group_record, new_group_metadata_record, new_offset_commit_record
 from regroup.records.consumer import CONSUMER_KEY_TYPES, ConsumerRecordKey, ConsumerRecordValue
 from regroup.records.model import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue, Record
 
@@ -191,7 +191,7 @@ class GroupCoordinator:
             return
         if isinstance(key, CONSUMER_KEY_TYPES):
             if loading:
-                replay_consumer(self.consumer_groups, key, value)  # type: ignore[arg-type]
+                replay_consumer(self.consumer_groups, record)
             if value is None:
                 self.persisted_consumer.pop(key, None)
             else:
@@ -256,7 +256,7 @@ class GroupCoordinator:
     def snapshot_records(self) -> list[Record]:
         """The fewest records that rebuild the current hard state (what a log snapshot stores)."""
         records = [new_group_metadata_record(g, v) for g, v in sorted(self.persisted.items())]
-        records.extend(Record(k, v) for k, v in self.persisted_consumer.items())
+        records.extend(new_consumer_group_record(k, v) for k, v in self.persisted_consumer.items())
         for group_id, offsets in sorted(self.offsets.offsets.items()):
             for (topic, partition), value in sorted(offsets.items()):
                 records.append(new_offset_commit_record(group_id, topic, partition, value))

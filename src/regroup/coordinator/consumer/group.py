@@ -5,13 +5,21 @@ index that makes assignment exclusive. The hard part of it changes only through 
 from __future__ import annotations
 
 import enum
+import operator
 import uuid
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any, Final
 
 from regroup.model.errors import CoordinatorBug
-from regroup.records.consumer import ClassicProtocolMetadata, PartitionSet, SubscribedTopic
+from regroup.records.consumer import (
+    MEMBER_METADATA_FIELDS,
+    ClassicProtocolMetadata,
+    ConsumerGroupMemberMetadataValue,
+    PartitionSet,
+    SubscribedTopic,
+)
 
 #: topic id -> partitions
 Partitions = Mapping[uuid.UUID, frozenset[int]]
@@ -31,6 +39,10 @@ class ConsumerGroupState(enum.Enum):
     RECONCILING = "Reconciling"
     STABLE = "Stable"
     DEAD = "Dead"
+
+
+#: the metadata fields of a member or of a metadata record value, as one tuple
+_metadata_of: Final[operator.attrgetter[Any]] = operator.attrgetter(*MEMBER_METADATA_FIELDS)
 
 
 def to_set(parts: PartitionSet) -> dict[uuid.UUID, frozenset[int]]:
@@ -77,6 +89,20 @@ class ConsumerGroupMember:
             assigned=self.assigned,
             pending_revocation=self.pending_revocation,
         )
+
+    def metadata_value(self) -> ConsumerGroupMemberMetadataValue:
+        """The member's metadata record value (``MEMBER_METADATA_FIELDS``)."""
+        return ConsumerGroupMemberMetadataValue(**dict(zip(MEMBER_METADATA_FIELDS, _metadata_of(self), strict=True)))
+
+    def set_metadata(self, value: ConsumerGroupMemberMetadataValue) -> None:
+        """Take every ``MEMBER_METADATA_FIELDS`` field from a metadata record value."""
+        for name, field_value in zip(MEMBER_METADATA_FIELDS, _metadata_of(value), strict=True):
+            setattr(self, name, field_value)
+
+    def metadata_differs(self, other: ConsumerGroupMember) -> bool:
+        """Whether a metadata record written for one would differ from the other's (one C-level attribute
+        getter per member: this runs on every heartbeat)."""
+        return bool(_metadata_of(self) != _metadata_of(other))
 
     def classic_protocol_names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.classic.protocols) if self.classic is not None else ()

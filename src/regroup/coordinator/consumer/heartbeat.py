@@ -189,7 +189,7 @@ def _heartbeat(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> 
         old.subscribed_topic_names != updated.subscribed_topic_names
         or old.subscribed_topic_regex != updated.subscribed_topic_regex
     )
-    if old is None or _metadata_differs(old, updated):
+    if old is None or old.metadata_differs(updated):
         writes.member_metadata(group.group_id, updated)
     if old is not None and (updated.member_epoch != old.member_epoch or updated.assigned != old.assigned):
         writes.current_assignment(group.group_id, updated)  # a rejoin that starts over
@@ -212,20 +212,6 @@ def _heartbeat(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> 
         else None,
     )
     return response
-
-
-def _metadata_differs(a: ConsumerGroupMember, b: ConsumerGroupMember) -> bool:
-    return (
-        a.instance_id != b.instance_id
-        or a.rack_id != b.rack_id
-        or a.client_id != b.client_id
-        or a.client_host != b.client_host
-        or a.subscribed_topic_names != b.subscribed_topic_names
-        or a.subscribed_topic_regex != b.subscribed_topic_regex
-        or a.server_assignor != b.server_assignor
-        or a.rebalance_timeout_ms != b.rebalance_timeout_ms
-        or a.classic != b.classic
-    )
 
 
 def _leave(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:

@@ -10,6 +10,7 @@ from typing import Final
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState, to_set
 from regroup.coordinator.journal import Journal
 from regroup.records.consumer import (
+    CONSUMER_KEY_TYPES,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -22,9 +23,8 @@ from regroup.records.consumer import (
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
-    ConsumerRecordKey,
-    ConsumerRecordValue,
 )
+from regroup.records.model import Record
 
 #: loading: changes are not journaled
 _UNJOURNALED: Final = Journal()
@@ -60,12 +60,11 @@ def _member_restorer(group: ConsumerGroup, member_id: str, old: ConsumerGroupMem
     return restore
 
 
-def replay(
-    groups: dict[str, ConsumerGroup],
-    key: ConsumerRecordKey,
-    value: ConsumerRecordValue | None,
-    journal: Journal = _UNJOURNALED,
-) -> None:
+def replay(groups: dict[str, ConsumerGroup], record: Record, journal: Journal = _UNJOURNALED) -> None:
+    """Apply one consumer-group record (any other record is ignored)."""
+    key, value = record.key, record.value
+    if not isinstance(key, CONSUMER_KEY_TYPES):
+        return
     group = _group(groups, key.group_id, value is not None, journal)
     if group is None:
         return
@@ -100,15 +99,7 @@ def replay(
         assert isinstance(value, ConsumerGroupMemberMetadataValue)
         old = group.members.get(key.member_id)
         member = old.copy() if old is not None else ConsumerGroupMember(member_id=key.member_id)
-        member.instance_id = value.instance_id
-        member.rack_id = value.rack_id
-        member.client_id = value.client_id
-        member.client_host = value.client_host
-        member.subscribed_topic_names = value.subscribed_topic_names
-        member.subscribed_topic_regex = value.subscribed_topic_regex
-        member.server_assignor = value.server_assignor
-        member.rebalance_timeout_ms = value.rebalance_timeout_ms
-        member.classic = value.classic
+        member.set_metadata(value)
         _set_member(group, member, journal)
     elif isinstance(key, ConsumerGroupCurrentMemberAssignmentKey):
         old = group.members.get(key.member_id)
