@@ -47,8 +47,8 @@ from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupState
 from regroup.coordinator.consumer.group import ConsumerGroup
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.result import Result
+from regroup.model.eventlog import FIELDS
 from regroup.records.consumer import CONSUMER_KEY_TYPES
-from regroup.sim.eventlog import FIELDS
 
 log = logging.getLogger("regroup.server.events")
 
