@@ -75,8 +75,8 @@ from typing import Any
 
 from regroup.assignors import registry
 from regroup.assignors.consumer_protocol import (
-    Assignment,
-    Subscription,
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
     decode_assignment,
     decode_subscription,
     encode_assignment,
@@ -89,20 +89,17 @@ from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.model.cluster import ClusterImage, TopicImage, topic_id_for
 from regroup.protocol.classic import HeartbeatRequest, HeartbeatResponse
 from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
-from regroup.records.builders import new_group_metadata_record
+from regroup.records.builders import (
+    new_consumer_group_current_assignment_record,
+    new_consumer_group_epoch_record,
+    new_consumer_group_member_metadata_record,
+    new_consumer_group_subscription_metadata_record,
+    new_consumer_group_target_assignment_epoch_record,
+    new_consumer_group_target_assignment_record,
+    new_group_metadata_record,
+)
 from regroup.records.consumer import (
-    ConsumerGroupCurrentMemberAssignmentKey,
-    ConsumerGroupCurrentMemberAssignmentValue,
-    ConsumerGroupMemberMetadataKey,
     ConsumerGroupMemberMetadataValue,
-    ConsumerGroupMetadataKey,
-    ConsumerGroupMetadataValue,
-    ConsumerGroupPartitionMetadataKey,
-    ConsumerGroupPartitionMetadataValue,
-    ConsumerGroupTargetAssignmentMemberKey,
-    ConsumerGroupTargetAssignmentMemberValue,
-    ConsumerGroupTargetAssignmentMetadataKey,
-    ConsumerGroupTargetAssignmentMetadataValue,
     PartitionSet,
     SubscribedTopic,
 )
@@ -165,10 +162,8 @@ def consumer_group_records(
     )
     names = tuple(sorted(topics))
     records = [
-        Record(ConsumerGroupMetadataKey(group_id=group), ConsumerGroupMetadataValue(epoch=EPOCH)),
-        Record(
-            ConsumerGroupPartitionMetadataKey(group_id=group), ConsumerGroupPartitionMetadataValue(topics=subscribed)
-        ),
+        new_consumer_group_epoch_record(group, EPOCH),
+        new_consumer_group_subscription_metadata_record(group, subscribed),
     ]
     for member_id in ids:
         value = ConsumerGroupMemberMetadataValue(
@@ -181,26 +176,23 @@ def consumer_group_records(
             server_assignor=None,
             rebalance_timeout_ms=LONG_MS,
         )
-        records.append(Record(ConsumerGroupMemberMetadataKey(group_id=group, member_id=member_id), value))
+        records.append(new_consumer_group_member_metadata_record(group, member_id, value))
     sets = [_partition_set(share) for share in shares]
     for member_id, parts in zip(ids, sets, strict=True):
+        records.append(new_consumer_group_target_assignment_record(group, member_id, parts))
+    records.append(new_consumer_group_target_assignment_epoch_record(group, EPOCH))
+    for member_id, parts in zip(ids, sets, strict=True):
         records.append(
-            Record(
-                ConsumerGroupTargetAssignmentMemberKey(group_id=group, member_id=member_id),
-                ConsumerGroupTargetAssignmentMemberValue(partitions=parts),
+            new_consumer_group_current_assignment_record(
+                group,
+                member_id,
+                member_epoch=EPOCH,
+                previous_member_epoch=EPOCH - 1,
+                state="stable",
+                assigned=parts,
+                pending_revocation=(),
             )
         )
-    records.append(
-        Record(
-            ConsumerGroupTargetAssignmentMetadataKey(group_id=group),
-            ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=EPOCH),
-        )
-    )
-    for member_id, parts in zip(ids, sets, strict=True):
-        value = ConsumerGroupCurrentMemberAssignmentValue(
-            member_epoch=EPOCH, previous_member_epoch=EPOCH - 1, state="stable", assigned=parts, pending_revocation=()
-        )
-        records.append(Record(ConsumerGroupCurrentMemberAssignmentKey(group_id=group, member_id=member_id), value))
     return records
 
 
@@ -219,7 +211,7 @@ def classic_group_records(
     by_id = {topic_id: name for name, (topic_id, _) in topics.items()}
     names = tuple(sorted(topics))
     shares = [{by_id[t]: tuple(ps) for t, ps in sorted(share.items())} for share in deal(topics, len(ids))]
-    plain = encode_subscription(Subscription(topics=names))
+    plain = encode_subscription(ConsumerProtocolSubscription(topics=names))
 
     def subscription(owned: dict[str, tuple[int, ...]]) -> bytes:
         if protocol != "cooperative-sticky":
@@ -235,7 +227,7 @@ def classic_group_records(
             rebalance_timeout_ms=LONG_MS,
             session_timeout_ms=LONG_MS,
             subscription=subscription(share),
-            assignment=encode_assignment(Assignment(partitions=share)),
+            assignment=encode_assignment(ConsumerProtocolAssignment(partitions=share)),
         )
         for member_id, share in zip(ids, shares, strict=True)
     )
@@ -254,7 +246,7 @@ def cooperative_subscription(topics: Sequence[str], owned: dict[str, tuple[int, 
     """A ``cooperative-sticky`` member's JoinGroup metadata: topics, owned partitions and the generation they
     were assigned in (v3 fields), plus the assignor's user data (the same generation)."""
     return encode_subscription(
-        Subscription(
+        ConsumerProtocolSubscription(
             topics=tuple(topics),
             user_data=encode_cooperative_user_data(generation),
             owned={t: tuple(ps) for t, ps in sorted(owned.items()) if ps},
@@ -715,7 +707,9 @@ def cooperative_leader(members: Sequence[Any], topics: dict[str, int]) -> list[d
         {
             "member_id": member_id,
             "assignment": encode_assignment(
-                Assignment(partitions={t: tuple(ps) for t, ps in sorted(assignment.get(member_id, {}).items())})
+                ConsumerProtocolAssignment(
+                    partitions={t: tuple(ps) for t, ps in sorted(assignment.get(member_id, {}).items())}
+                )
             ),
         }
         for member_id in subscriptions

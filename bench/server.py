@@ -27,12 +27,12 @@ consumer has) and speaks JoinGroup v9 / SyncGroup v5, the versions a current Jav
    the group, so everyone but the last member is parked before the clock starts.
 4. **Clock starts** right before the last member's JoinGroup is written. That join completes the join phase;
    all 1,000 JoinGroup responses go out (the leader's with all 1,000 subscriptions). Each follower sends its
-   SyncGroup as soon as it has its JoinGroup response; the leader decodes the 1,000 real consumer-protocol
-   ``Subscription`` blobs (10 topics x 1,000 partitions), runs regroup's ``range`` assignor, encodes 1,000
-   ``Assignment`` blobs and sends its SyncGroup. The server appends (and under ``always`` fsyncs) the
-   group's metadata record and releases every SyncGroup. **Clock stops** when the last SyncGroup response has
-   been read. The leader's assignment time is reported separately (it is client work, not the server's),
-   as are the server's and this process's CPU seconds inside the window.
+   SyncGroup as soon as it has its JoinGroup response; the leader decodes the 1,000 real
+   ``ConsumerProtocolSubscription`` blobs (10 topics x 1,000 partitions), runs regroup's ``range`` assignor,
+   encodes 1,000 ``ConsumerProtocolAssignment`` blobs and sends its SyncGroup. The server appends (and under
+   ``always`` fsyncs) the group's metadata record and releases every SyncGroup. **Clock stops** when the last
+   SyncGroup response has been read. The leader's assignment time is reported separately (it is client work,
+   not the server's), as are the server's and this process's CPU seconds inside the window.
 
 Afterwards every assignment is decoded and checked: each of the 10,000 partitions assigned exactly once.
 With ``--join-repeats N`` the case runs N times on fresh groups (``bench-join-1`` ...); every group but the
@@ -102,8 +102,8 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32
 
 from regroup.assignors.consumer_protocol import (
-    Assignment,
-    Subscription,
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
     decode_assignment,
     decode_subscription,
     encode_assignment,
@@ -459,7 +459,7 @@ def leader_assignments(members: Sequence[Any]) -> list[dict[str, Any]]:
         {
             "member_id": member_id,
             "assignment": encode_assignment(
-                Assignment(partitions={t: tuple(ps) for t, ps in assignment.get(member_id, {}).items()})
+                ConsumerProtocolAssignment(partitions={t: tuple(ps) for t, ps in assignment.get(member_id, {}).items()})
             ),
         }
         for member_id in spec.members
@@ -483,7 +483,7 @@ async def join_case(
     """One 1,000-member rebalance (see the module doc); members[i] talks over conns[i]. ``around_window(True)``
     is awaited right before the measured window, ``around_window(False)`` right after it (profiling)."""
     n = len(conns)
-    metadata = encode_subscription(Subscription(topics=tuple(TOPICS)))
+    metadata = encode_subscription(ConsumerProtocolSubscription(topics=tuple(TOPICS)))
 
     def join(i: int, member_id: str) -> asyncio.Future[Any]:
         return _request(conns[i], JOIN, JOIN_V, **_join_fields(group, member_id, metadata))

@@ -17,12 +17,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from regroup.assignors.consumer_protocol import (
+    ConsumerProtocolSubscription,
     ProtocolDecodeError,
-    Subscription,
     decode_assignment,
     encode_subscription,
 )
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember
 from regroup.model.cluster import ClusterImage, TopicImage, topic_id_for
 from regroup.model.errors import ErrorCode
 from regroup.protocol.classic import ClientInfo
@@ -76,7 +76,7 @@ NAMES = ("foo", "bar", "baz", "qux", "foo-1", "foo-2", "zzz")
 
 def subscription(topics: Sequence[str], owned: Named | None = None, generation: int = -1) -> bytes:
     return encode_subscription(
-        Subscription(
+        ConsumerProtocolSubscription(
             topics=tuple(topics), owned={t: tuple(ps) for t, ps in (owned or {}).items()}, generation=generation
         )
     )
@@ -183,7 +183,7 @@ class ConsumerHarness(GroupHarness):
     def cg(self, group_id: str | None = None) -> ConsumerGroup:
         return self.coordinator.consumer_groups[self._gid(group_id)]
 
-    def cmember(self, member_id: str, group_id: str | None = None) -> ConsumerMember:
+    def cmember(self, member_id: str, group_id: str | None = None) -> ConsumerGroupMember:
         return self.cg(group_id).members[member_id]
 
     def hb(

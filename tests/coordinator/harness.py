@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from regroup.coordinator.classic.group import ClassicGroup, ClassicMember, GroupState
+from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupMember, ClassicGroupState
 from regroup.coordinator.classic.rebalance import join_phase_key
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.coordinator import GroupCoordinator
@@ -150,7 +150,7 @@ class GroupHarness:
         self._collect(op(request, key, self.now_ms))
         return Call(self, key)
 
-    def _existing(self, group_id: str, member_id: str) -> ClassicMember | None:
+    def _existing(self, group_id: str, member_id: str) -> ClassicGroupMember | None:
         group = self.coordinator.groups.get(group_id)
         return None if group is None else group.members.get(member_id)
 
@@ -178,10 +178,10 @@ class GroupHarness:
         return self._gid(group_id) in self.coordinator.groups
 
     @property
-    def state(self) -> GroupState:
+    def state(self) -> ClassicGroupState:
         return self.group().state
 
-    def member(self, member_id: str, group_id: str | None = None) -> ClassicMember:
+    def member(self, member_id: str, group_id: str | None = None) -> ClassicGroupMember:
         return self.group(group_id).members[member_id]
 
     def reload(self, **overrides: Any) -> None:
@@ -404,16 +404,16 @@ class GroupHarness:
             calls.append(call)
         group = self.group(gid)
         for _ in range(100):
-            if group.state is not GroupState.PREPARING_REBALANCE:
+            if group.state is not ClassicGroupState.PREPARING_REBALANCE:
                 break
-            answered = [m.member_id for m in group.members.values() if m.join_key is None]
+            answered = [m.member_id for m in group.members.values() if m.awaiting_join_key is None]
             for member_id in answered:  # answered in an earlier generation: rejoin
                 calls.append(self.join(member_id, group_id=gid))
             if not answered:  # everybody waits for the (initial-delay) join timer
                 deadline = self.coordinator.timers.deadline(join_phase_key(gid))
                 assert deadline is not None
                 self.sleep_until(deadline)
-        assert group.state is GroupState.COMPLETING_REBALANCE, group.state
+        assert group.state is ClassicGroupState.COMPLETING_REBALANCE, group.state
         assert len(group.members) == n
         members = list(group.members)
         assert group.leader_id is not None
@@ -426,7 +426,7 @@ class GroupHarness:
                 join_responses[call.response.member_id] = call.response
         assert set(join_responses) == set(members)
         self.sync_all(group_id=gid, assignments=assignments)
-        assert group.state is GroupState.STABLE, group.state
+        assert group.state is ClassicGroupState.STABLE, group.state
         return Formed(
             members=members,
             leader=group.leader_id,
@@ -439,7 +439,7 @@ class GroupHarness:
         """Every member re-sends its JoinGroup unchanged, leader first (which starts the rebalance in a
         Stable group); returns the responses of the completed join phase."""
         group = self.group(group_id)
-        assert group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE), group.state
+        assert group.state in (ClassicGroupState.STABLE, ClassicGroupState.PREPARING_REBALANCE), group.state
         leader = group.leader_id
         order = [m for m in group.members if m == leader] + [m for m in group.members if m != leader]
         calls = {m: self.join(m, group_id=group_id) for m in order}

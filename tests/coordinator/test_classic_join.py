@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from regroup.coordinator.classic.group import GroupState
+from regroup.coordinator.classic.group import ClassicGroupState
 from regroup.model.errors import ErrorCode
 from regroup.protocol.classic import JoinGroupMember, JoinGroupResponse, SyncGroupResponse
 from regroup.records.model import GroupMetadataKey, GroupMetadataValue, Record
 from tests.coordinator.harness import GROUP, GroupHarness
 
-S = GroupState
 E = ErrorCode
 
 
@@ -45,7 +44,7 @@ def test_C01_new_dynamic_member_gets_member_id_required(version: int) -> None:
     member_id = _id("client-a", 1)
     assert response == JoinGroupResponse(error=E.MEMBER_ID_REQUIRED, member_id=member_id)
     group = h.group()
-    assert group.state is S.EMPTY
+    assert group.state is ClassicGroupState.EMPTY
     assert group.members == {}
     assert group.pending_join_members == {member_id}
     assert group.generation == 0
@@ -62,7 +61,7 @@ def test_C02_pending_member_rejoins_and_becomes_leader() -> None:
     call = h.join(member_id, client_id="client-a")
     assert not call.done
     group = h.group()
-    assert group.state is S.PREPARING_REBALANCE
+    assert group.state is ClassicGroupState.PREPARING_REBALANCE
     assert list(group.members) == [member_id]
     assert group.pending_join_members == set()
 
@@ -75,7 +74,7 @@ def test_C02_pending_member_rejoins_and_becomes_leader() -> None:
         member_id=member_id,
         members=(JoinGroupMember(member_id=member_id, group_instance_id=None, metadata=b"range-metadata"),),
     )
-    assert group.state is S.COMPLETING_REBALANCE
+    assert group.state is ClassicGroupState.COMPLETING_REBALANCE
     assert group.generation == 1
     assert group.leader_id == member_id
 
@@ -89,7 +88,7 @@ def test_C03_join_v3_adds_member_without_member_id_round_trip() -> None:
     call = h.join("", version=3, client_id="client-a")
     member_id = _id("client-a", 1)
     assert not call.done
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
     assert list(h.group().members) == [member_id]
     assert h.group().pending_join_members == set()
 
@@ -153,7 +152,7 @@ def test_C07_empty_group_needs_protocol_type_and_protocols() -> None:
     assert bad_type_static == JoinGroupResponse(error=E.INCONSISTENT_GROUP_PROTOCOL)
     no_protocols = h.join("", protocols=()).response
     assert no_protocols == JoinGroupResponse(error=E.INCONSISTENT_GROUP_PROTOCOL)
-    assert h.state is S.EMPTY
+    assert h.state is ClassicGroupState.EMPTY
     assert h.group().members == {}
     assert h.records_since(mark) == []
 
@@ -175,7 +174,7 @@ def test_C08_protocol_type_must_match_the_group() -> None:
     response = h.join("", protocol_type="connect", protocols=(("range", b""),)).response
     assert response == JoinGroupResponse(error=E.INCONSISTENT_GROUP_PROTOCOL)
     group = h.group()
-    assert group.state is S.STABLE
+    assert group.state is ClassicGroupState.STABLE
     assert list(group.members) == formed.members
     assert group.pending_join_members == set()
 
@@ -184,7 +183,7 @@ def test_C08_protocol_type_must_match_the_group() -> None:
     (only,) = h.group().members
     h.leave(only)
     assert first.response.error is E.UNKNOWN_MEMBER_ID
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
     assert h.group().members == {}
     response = h.join("", protocol_type="connect", protocols=(("range", b""),)).response
     assert response == JoinGroupResponse(error=E.INCONSISTENT_GROUP_PROTOCOL)
@@ -200,7 +199,7 @@ def test_C09_new_member_must_share_a_protocol_with_everyone() -> None:
     response = h.join("", protocols=(("roundrobin", b"rr"),)).response
     assert response == JoinGroupResponse(error=E.INCONSISTENT_GROUP_PROTOCOL)
     group = h.group()
-    assert group.state is S.STABLE
+    assert group.state is ClassicGroupState.STABLE
     assert list(group.members) == formed.members
     assert group.pending_join_members == set()
     assert group.generation == formed.generation
@@ -253,12 +252,12 @@ def test_C12_new_member_triggers_rebalance_seen_through_heartbeats() -> None:
     n = formed.generation
     new = h.join_new(client_id="client-new")
     assert not new.done
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
     assert h.heartbeat(a, n) is E.REBALANCE_IN_PROGRESS
     assert h.heartbeat(b, n) is E.REBALANCE_IN_PROGRESS
     joins = [h.join(a), h.join(b)]
     assert all(call.done for call in joins)
-    assert h.state is S.COMPLETING_REBALANCE
+    assert h.state is ClassicGroupState.COMPLETING_REBALANCE
     assert h.group().generation == n + 1
     assert new.response.generation_id == n + 1
     assert new.response.leader == a
@@ -310,7 +309,7 @@ def test_C14_unchanged_follower_rejoin_does_not_rebalance() -> None:
         members=(),
         skip_assignment=False,
     )
-    assert h.state is S.STABLE
+    assert h.state is ClassicGroupState.STABLE
     assert h.group().generation == formed.generation
     assert h.records_since(mark) == []
 
@@ -324,7 +323,7 @@ def test_C15_unchanged_leader_rejoin_rebalances() -> None:
     formed = h.form_group(2)
     leader_call = h.join(formed.leader)
     assert not leader_call.done
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
     h.join(formed.followers[0])
     assert leader_call.response.generation_id == formed.generation + 1
 
@@ -338,7 +337,7 @@ def test_C16_follower_with_changed_metadata_rebalances() -> None:
     follower = formed.followers[0]
     call = h.join(follower, protocols=(("range", b"new-metadata"),))
     assert not call.done
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
     assert h.member(follower).protocols == (("range", b"new-metadata"),)
     leader_view = h.join(formed.leader).response
     assert call.response.generation_id == formed.generation + 1
@@ -354,7 +353,7 @@ def test_C17_identical_join_in_completing_rebalance_is_answered_at_once() -> Non
     formed = h.form_group(2)
     first = h.rejoin_all()
     generation = formed.generation + 1
-    assert h.state is S.COMPLETING_REBALANCE
+    assert h.state is ClassicGroupState.COMPLETING_REBALANCE
     leader_again = h.join(formed.leader).response
     follower_again = h.join(formed.followers[0]).response
     assert leader_again == first[formed.leader]
@@ -362,7 +361,7 @@ def test_C17_identical_join_in_completing_rebalance_is_answered_at_once() -> Non
     assert len(leader_again.members) == 2
     assert follower_again == first[formed.followers[0]]
     assert follower_again.members == ()
-    assert h.state is S.COMPLETING_REBALANCE
+    assert h.state is ClassicGroupState.COMPLETING_REBALANCE
     assert h.group().generation == generation
 
 
@@ -378,7 +377,7 @@ def test_C18_new_member_during_completing_rebalance_fails_parked_syncs() -> None
     assert not follower_sync.done
     new = h.join_new(client_id="client-new")
     assert follower_sync.response == SyncGroupResponse(error=E.REBALANCE_IN_PROGRESS)
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
     assert not new.done
     assert all(m.assignment == b"" for m in h.group().members.values())
 
@@ -393,10 +392,10 @@ def test_C19_dynamic_member_not_rejoining_is_dropped_at_rebalance_timeout() -> N
     a, b, c = formed.members
     leader_call, b_call = h.join(a), h.join(b)
     h.sleep(9_999)
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
     assert not leader_call.done
     h.sleep(1)
-    assert h.state is S.COMPLETING_REBALANCE
+    assert h.state is ClassicGroupState.COMPLETING_REBALANCE
     assert h.group().generation == formed.generation + 1
     assert list(h.group().members) == [a, b]
     assert [m.member_id for m in leader_call.response.members] == [a, b]
@@ -441,7 +440,7 @@ def test_C21_new_member_during_initial_delay_extends_it() -> None:
     assert not first.done and not second.done
     h.sleep(1)
     assert first.response.generation_id == second.response.generation_id == 1
-    assert h.state is S.COMPLETING_REBALANCE
+    assert h.state is ClassicGroupState.COMPLETING_REBALANCE
     assert len(h.group().members) == 2
 
 
@@ -456,7 +455,7 @@ def test_C22_initial_delay_applies_even_when_everyone_joined() -> None:
     assert not call.done
     h.sleep(1)
     assert call.response.generation_id == 1
-    assert h.state is S.COMPLETING_REBALANCE
+    assert h.state is ClassicGroupState.COMPLETING_REBALANCE
 
 
 def test_C23_initial_delay_bounded_by_rebalance_timeout() -> None:
@@ -485,12 +484,12 @@ def test_C24_pending_member_expiry_completes_the_join_phase() -> None:
     formed = h.form_group(2)
     pending = h.new_member_id(session_timeout_ms=6_000, client_id="client-pending")
     calls = [h.join(m) for m in formed.members]
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
     h.sleep(5_999)
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
     assert not any(call.done for call in calls)
     h.sleep(1)
-    assert h.state is S.COMPLETING_REBALANCE
+    assert h.state is ClassicGroupState.COMPLETING_REBALANCE
     assert h.group().pending_join_members == set()
     assert list(h.group().members) == formed.members
     assert all(call.response.generation_id == formed.generation + 1 for call in calls)
@@ -514,7 +513,7 @@ def test_C25_new_member_expires_after_new_member_join_timeout() -> None:
     h.sleep(1)
     assert new.response == JoinGroupResponse(error=E.UNKNOWN_MEMBER_ID, member_id="")
     assert list(group.members) == formed.members
-    assert group.state is S.PREPARING_REBALANCE
+    assert group.state is ClassicGroupState.PREPARING_REBALANCE
 
 
 def test_C26_old_member_id_in_empty_group_is_unknown() -> None:
@@ -524,12 +523,12 @@ def test_C26_old_member_id_in_empty_group_is_unknown() -> None:
     h = GroupHarness()
     formed = h.form_group(1)
     h.sleep(10_000)
-    assert h.state is S.EMPTY
+    assert h.state is ClassicGroupState.EMPTY
     assert h.group().generation == formed.generation + 1
     mark = h.mark()
     response = h.join(formed.leader).response
     assert response == JoinGroupResponse(error=E.UNKNOWN_MEMBER_ID, member_id=formed.leader, generation_id=-1)
-    assert h.state is S.EMPTY
+    assert h.state is ClassicGroupState.EMPTY
     assert h.records_since(mark) == []
 
 
@@ -558,5 +557,5 @@ def test_C27_each_completed_rebalance_increments_generation_by_one() -> None:
     h.leave(*h.group().members)
     generations.append(h.group().generation)
     assert generations == [1, 2, 3, 4, 5]
-    assert h.state is S.EMPTY
+    assert h.state is ClassicGroupState.EMPTY
     assert h.records[-1] == _empty_group_record(5, h.now_ms)

@@ -5,13 +5,12 @@ S08 (leader SyncGroup append failure) is not covered: the core has no append-fai
 
 from __future__ import annotations
 
-from regroup.coordinator.classic.group import GroupState
+from regroup.coordinator.classic.group import ClassicGroupState
 from regroup.model.errors import ErrorCode
 from regroup.protocol.classic import JoinGroupResponse, LeaveGroupMemberResponse, LeavingMember, SyncGroupResponse
 from regroup.records.model import GroupMetadataKey, GroupMetadataValue, MemberMetadata, Record
 from tests.coordinator.harness import CLIENT_HOST, GROUP, GroupHarness
 
-S = GroupState
 E = ErrorCode
 
 
@@ -26,7 +25,7 @@ def test_S01_follower_sync_waits_for_leader() -> None:
     leader, follower = formed.leader, formed.followers[0]
     follower_sync = h.sync(follower)
     assert not follower_sync.done
-    assert h.state is S.COMPLETING_REBALANCE
+    assert h.state is ClassicGroupState.COMPLETING_REBALANCE
     leader_sync = h.sync(leader, assignments={leader: b"to-leader", follower: b"to-follower"})
     assert follower_sync.response == SyncGroupResponse(
         protocol_type="consumer", protocol_name="range", assignment=b"to-follower"
@@ -34,7 +33,7 @@ def test_S01_follower_sync_waits_for_leader() -> None:
     assert leader_sync.response == SyncGroupResponse(
         protocol_type="consumer", protocol_name="range", assignment=b"to-leader"
     )
-    assert h.state is S.STABLE
+    assert h.state is ClassicGroupState.STABLE
 
 
 def test_S02_member_missing_from_leader_assignment_gets_empty_bytes() -> None:
@@ -50,7 +49,7 @@ def test_S02_member_missing_from_leader_assignment_gets_empty_bytes() -> None:
     generation = h.group().generation
     mark = h.mark()
     h.sync(leader, assignments={leader: b"everything"})
-    assert h.state is S.STABLE
+    assert h.state is ClassicGroupState.STABLE
     assert h.sync(follower).response == SyncGroupResponse(
         protocol_type="consumer", protocol_name="range", assignment=b""
     )
@@ -98,7 +97,7 @@ def test_S03_sync_with_wrong_generation_is_illegal() -> None:
     formed = h.form_group(2)
     for generation in (formed.generation - 1, formed.generation + 1):
         assert h.sync(formed.followers[0], generation).response == SyncGroupResponse(error=E.ILLEGAL_GENERATION)
-    assert h.state is S.STABLE
+    assert h.state is ClassicGroupState.STABLE
 
 
 def test_S04_sync_protocol_names_must_match_when_given() -> None:
@@ -124,7 +123,7 @@ def test_S05_sync_during_preparing_rebalance() -> None:
     h = GroupHarness()
     formed = h.form_group(2)
     h.join(formed.leader)
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
     response = h.sync(formed.followers[0], formed.generation).response
     assert response == SyncGroupResponse(error=E.REBALANCE_IN_PROGRESS)
 
@@ -152,14 +151,14 @@ def test_S07_followers_that_never_sync_are_removed_at_rebalance_timeout() -> Non
     for member_id in formed.members:
         assert h.heartbeat(member_id, generation) is E.NONE
     h.sync(formed.leader, generation, {m: b"x" for m in formed.members})
-    assert h.state is S.STABLE
+    assert h.state is ClassicGroupState.STABLE
     assert h.heartbeat(formed.leader, generation) is E.NONE
     mark = h.mark()
     h.sleep(2_499)
-    assert h.state is S.STABLE
+    assert h.state is ClassicGroupState.STABLE
     h.sleep(1)
     assert h.records_since(mark) == []
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
     assert list(h.group().members) == [formed.leader]
     assert h.heartbeat(formed.leader, generation) is E.REBALANCE_IN_PROGRESS
     for follower in formed.followers:
@@ -182,7 +181,7 @@ def test_H02_heartbeat_during_completing_rebalance() -> None:
     h = GroupHarness()
     formed = h.form_group(2)
     h.rejoin_all()
-    assert h.state is S.COMPLETING_REBALANCE
+    assert h.state is ClassicGroupState.COMPLETING_REBALANCE
     for member_id in formed.members:
         assert h.heartbeat(member_id, formed.generation + 1) is E.NONE
 
@@ -214,9 +213,9 @@ def test_H04_silent_member_expires_and_others_see_rebalance() -> None:
     assert h.heartbeat(a, g) is E.NONE
     assert h.heartbeat(c, g) is E.NONE
     h.sleep(4_999)
-    assert h.state is S.STABLE
+    assert h.state is ClassicGroupState.STABLE
     h.sleep(1)
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
     assert list(h.group().members) == [a, c]
     assert h.heartbeat(a, g) is E.REBALANCE_IN_PROGRESS
     assert h.heartbeat(c, g) is E.REBALANCE_IN_PROGRESS
@@ -236,12 +235,12 @@ def test_H05_parked_join_satisfies_heartbeat_but_heartbeats_alone_do_not_rejoin(
     h.sleep(3_000)
     assert h.heartbeat(follower, formed.generation) is E.REBALANCE_IN_PROGRESS
     h.sleep(5_999)  # 8999 ms parked: beyond the leader's 6 s session
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
     assert list(h.group().members) == [leader, follower]
     assert not leader_join.done
     h.sleep(1)
     assert list(h.group().members) == [leader]
-    assert h.state is S.COMPLETING_REBALANCE
+    assert h.state is ClassicGroupState.COMPLETING_REBALANCE
     assert leader_join.response.generation_id == formed.generation + 1
     assert [m.member_id for m in leader_join.response.members] == [leader]
     assert h.heartbeat(follower, formed.generation) is E.UNKNOWN_MEMBER_ID
@@ -261,7 +260,7 @@ def test_H06_offset_commits_keep_the_session_alive() -> None:
         h.sleep(5_000)
         assert h.heartbeat(leader, g) is E.NONE
         assert h.commit(follower, g).topics == (("topic", ((0, E.NONE),)),)
-    assert h.state is S.STABLE
+    assert h.state is ClassicGroupState.STABLE
     assert list(h.group().members) == [leader, follower]
     h.sleep(3_000)
     assert h.heartbeat(leader, g) is E.NONE
@@ -269,7 +268,7 @@ def test_H06_offset_commits_keep_the_session_alive() -> None:
     assert follower in h.group().members
     h.sleep(1)
     assert follower not in h.group().members
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
 
 
 def test_L01_batch_leave_with_one_valid_and_one_unknown_member() -> None:
@@ -287,7 +286,7 @@ def test_L01_batch_leave_with_one_valid_and_one_unknown_member() -> None:
         LeaveGroupMemberResponse(member_id="unknown-member", group_instance_id=None, error=E.UNKNOWN_MEMBER_ID),
     )
     assert list(h.group().members) == [formed.leader]
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
     assert h.heartbeat(formed.leader, formed.generation) is E.REBALANCE_IN_PROGRESS
 
 
@@ -319,7 +318,7 @@ def test_L03_admin_removal_by_instance_id() -> None:
     assert response.members == (LeaveGroupMemberResponse(member_id="", group_instance_id="I1", error=E.NONE),)
     assert list(h.group().members) == [formed.leader]
     assert h.group().static_members == {"I0": formed.leader}
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
     unknown = h.leave(LeavingMember(member_id="", group_instance_id="I9"))
     assert unknown.members == (
         LeaveGroupMemberResponse(member_id="", group_instance_id="I9", error=E.UNKNOWN_MEMBER_ID),
@@ -338,7 +337,7 @@ def test_L04_leave_with_fenced_instance_id() -> None:
         LeaveGroupMemberResponse(member_id="m2", group_instance_id="I1", error=E.FENCED_INSTANCE_ID),
     )
     assert list(h.group().members) == formed.members
-    assert h.state is S.STABLE
+    assert h.state is ClassicGroupState.STABLE
 
 
 def test_L05_last_member_leaving_empties_the_group() -> None:
@@ -351,7 +350,7 @@ def test_L05_last_member_leaving_empties_the_group() -> None:
     h.sleep(100)
     mark = h.mark()
     assert h.leave(formed.leader).members[0].error is E.NONE
-    assert h.state is S.EMPTY
+    assert h.state is ClassicGroupState.EMPTY
     assert h.group().generation == formed.generation + 1
     assert h.records_since(mark) == [
         Record(
@@ -378,7 +377,7 @@ def test_G01_join_beyond_max_size_is_rejected() -> None:
     assert response == JoinGroupResponse(error=E.GROUP_MAX_SIZE_REACHED, member_id="")
     assert list(h.group().members) == formed.members
     assert h.group().pending_join_members == set()
-    assert h.state is S.STABLE
+    assert h.state is ClassicGroupState.STABLE
 
 
 def test_G02_loaded_group_over_max_size_rebalances_and_last_joiner_is_kicked() -> None:
@@ -391,19 +390,19 @@ def test_G02_loaded_group_over_max_size_rebalances_and_last_joiner_is_kicked() -
     formed = h.form_group(3)
     h.reload(group_max_size=2)
     group = h.group()
-    assert group.state is S.PREPARING_REBALANCE
+    assert group.state is ClassicGroupState.PREPARING_REBALANCE
     assert list(group.members) == formed.members
     a, b, c = formed.members
     join_a, join_b = h.join(a), h.join(b)
     late = h.join(c).response
     assert late == JoinGroupResponse(error=E.GROUP_MAX_SIZE_REACHED, member_id="")
     assert list(group.members) == [a, b]
-    assert group.state is S.PREPARING_REBALANCE
+    assert group.state is ClassicGroupState.PREPARING_REBALANCE
     assert not join_a.done and not join_b.done
     h.sleep(9_999)
-    assert group.state is S.PREPARING_REBALANCE
+    assert group.state is ClassicGroupState.PREPARING_REBALANCE
     h.sleep(1)
-    assert group.state is S.COMPLETING_REBALANCE
+    assert group.state is ClassicGroupState.COMPLETING_REBALANCE
     assert group.generation == formed.generation + 1
     assert [m.member_id for m in join_a.response.members] == [a, b]
     assert join_b.response.generation_id == formed.generation + 1
@@ -435,6 +434,6 @@ def test_sync_failed_by_new_rebalance_restarts_the_session() -> None:
     h.sleep(1)
     assert i1 not in h.group().members
     assert h.group().static_members == {"I0": i0}
-    assert h.state is S.COMPLETING_REBALANCE
+    assert h.state is ClassicGroupState.COMPLETING_REBALANCE
     assert leader_join.response.generation_id == generation + 1
     assert newcomer.response.generation_id == generation + 1

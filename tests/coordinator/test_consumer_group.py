@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from regroup.coordinator.consumer.group import ConsumerGroupState, MemberState
+from regroup.coordinator.consumer.group import ConsumerGroupMemberState, ConsumerGroupState
 from regroup.model.errors import ErrorCode
 from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest
 from regroup.protocol.offsets import OffsetFetchRequest, OffsetFetchResponse
@@ -207,12 +207,12 @@ def test_k07_reconciliation_process(h: ConsumerHarness) -> None:
     ]
     a2 = h.hb(a_id, 1)
     assert a2.member_epoch == 1 and named(a2.assignment) == {"foo": [0, 1, 2]}
-    assert h.cmember(a_id).state is MemberState.UNREVOKED_PARTITIONS
+    assert h.cmember(a_id).state is ConsumerGroupMemberState.UNREVOKED_PARTITIONS
     assert h.written(names) == ["current A epoch=1 prev=1 unrevoked_partitions assigned=foo=0,1,2 revoking=foo=3,4,5"]
     b2 = h.hb(b_id, 2)
     assert b2.assignment is None and h.cmember(b_id).assigned == {}
     a3 = h.hb(a_id, 1, owned={"foo": [0, 1, 2]})
-    assert a3.member_epoch == 2 and h.cmember(a_id).state is MemberState.STABLE
+    assert a3.member_epoch == 2 and h.cmember(a_id).state is ConsumerGroupMemberState.STABLE
     assert h.written(names) == ["current A epoch=2 prev=1 stable assigned=foo=0,1,2 revoking=-"]
     b3 = h.hb(b_id, 2)
     assert named(b3.assignment) == {"foo": [3, 4, 5]}
@@ -570,7 +570,7 @@ def test_replay_rebuilds_consumer_groups(h: ConsumerHarness) -> None:
     h.reload()
     assert h.coordinator.hard_state() == before
     group = h.cg()
-    assert group.members[a].state is MemberState.UNREVOKED_PARTITIONS
+    assert group.members[a].state is ConsumerGroupMemberState.UNREVOKED_PARTITIONS
     assert group.static_members == {"i1": a}
     h.sleep(5_000)
     assert a not in h.cg().members
@@ -590,7 +590,7 @@ def test_a_member_that_must_revoke_gets_free_partitions_only_with_its_acknowledg
     epoch = h.cmember(b).member_epoch
     told = h.hb(b, epoch)
     assert told.member_epoch == epoch and named(told.assignment) == {"foo": [2]}
-    assert h.cmember(b).state is MemberState.UNREVOKED_PARTITIONS
+    assert h.cmember(b).state is ConsumerGroupMemberState.UNREVOKED_PARTITIONS
     assert h.hb(b, epoch).assignment is None  # owned partitions not reported: still revoking, nothing new
     acknowledged = h.hb(b, epoch, owned={"foo": [2]})
     assert acknowledged.member_epoch == h.cg().group_epoch and named(acknowledged.assignment) == {"foo": [0, 1, 2]}

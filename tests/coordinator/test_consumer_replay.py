@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from regroup.coordinator.consumer.group import ConsumerGroup, MemberState
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMemberState
 from regroup.model.errors import ErrorCode
 from tests.coordinator.consumer_harness import ConsumerHarness, named, subscription
 
@@ -151,7 +151,7 @@ def test_reconciliation_converges_without_double_ownership(subs: list[list[str]]
     h.settle(ids, rounds=20)
     group = h.cg()
     for m in group.members.values():
-        assert m.state is MemberState.STABLE and m.assigned == group.target_of(m.member_id)
+        assert m.state is ConsumerGroupMemberState.STABLE and m.assigned == group.target_of(m.member_id)
     owned = sorted((str(t), p) for m in group.members.values() for t, ps in m.assigned.items() for p in ps)
     subscribed = {t for s in subs for t in s}
     expected = sorted(

@@ -3,14 +3,13 @@ DeleteGroups. D05 (a consumer group in ListGroups) is in test_consumer_group.py.
 
 from __future__ import annotations
 
-from regroup.coordinator.classic.group import GroupState
+from regroup.coordinator.classic.group import ClassicGroupState
 from regroup.model.errors import ErrorCode
 from regroup.protocol.admin import DescribedGroup, DescribedMember, ListedGroup
 from regroup.protocol.offsets import FetchedOffset
 from regroup.records.model import GroupMetadataKey, OffsetCommitKey, Record
 from tests.coordinator.harness import CLIENT_HOST, GroupHarness
 
-S = GroupState
 E = ErrorCode
 
 
@@ -96,8 +95,8 @@ def _stable_and_empty(h: GroupHarness) -> None:
     h.form_group(1, group_id="stable-group")
     formed = h.form_group(1, group_id="empty-group")
     h.leave(formed.leader, group_id="empty-group")
-    assert h.group("stable-group").state is S.STABLE
-    assert h.group("empty-group").state is S.EMPTY
+    assert h.group("stable-group").state is ClassicGroupState.STABLE
+    assert h.group("empty-group").state is ClassicGroupState.EMPTY
 
 
 def test_D04_list_groups_state_filter_is_case_and_space_insensitive() -> None:
@@ -143,7 +142,7 @@ def test_delete_empty_group_tombstones_offsets_and_group() -> None:
     formed = h.form_group(1)
     h.commit(formed.leader, formed.generation, {("t", 0): 5, ("t", 1): 6})
     h.leave(formed.leader)
-    assert h.state is S.EMPTY
+    assert h.state is ClassicGroupState.EMPTY
     mark = h.mark()
     assert h.delete_groups("group").results == (("group", E.NONE),)
     assert h.records_since(mark) == [
@@ -168,7 +167,7 @@ def test_delete_non_empty_group_is_refused() -> None:
     mark = h.mark()
     assert h.delete_groups("group").results == (("group", E.NON_EMPTY_GROUP),)
     assert h.records_since(mark) == []
-    assert h.state is S.STABLE
+    assert h.state is ClassicGroupState.STABLE
     assert h.fetch({"t": [0]}).topics == (("t", (FetchedOffset(partition=0, offset=5),)),)
 
 

@@ -9,9 +9,9 @@ every current assignment, then the joining member's records."""
 
 from __future__ import annotations
 
-from regroup.assignors.consumer_protocol import Assignment, decode_assignment, encode_assignment
-from regroup.coordinator.classic.group import GroupState
-from regroup.coordinator.consumer.group import MemberState
+from regroup.assignors.consumer_protocol import ConsumerProtocolAssignment, decode_assignment, encode_assignment
+from regroup.coordinator.classic.group import ClassicGroupState
+from regroup.coordinator.consumer.group import ConsumerGroupMemberState
 from regroup.model.errors import ErrorCode
 from regroup.protocol.classic import LeavingMember
 from tests.coordinator.consumer_harness import ConsumerHarness, lines, named, subscription
@@ -30,7 +30,7 @@ def classic_group(h: ConsumerHarness, n: int = 2, **kwargs: object) -> Formed:
     formed = h.form_group(n, protocols=[_protocols()] * n, **kwargs)  # type: ignore[arg-type]
     share = 6 // n
     assignments = {
-        m: encode_assignment(Assignment(partitions={"foo": tuple(range(i * share, (i + 1) * share))}))
+        m: encode_assignment(ConsumerProtocolAssignment(partitions={"foo": tuple(range(i * share, (i + 1) * share))}))
         for i, m in enumerate(formed.members)
     }
     h.rejoin_all()
@@ -107,7 +107,7 @@ def test_x01_upgrade_by_static_replacement_recomputes_the_target() -> None:
     h = ConsumerHarness()
     formed = classic_group(h, instance_ids=["i0", None])
     assert h.leave(formed.members[1]).error is ErrorCode.NONE
-    assert h.group().state is GroupState.PREPARING_REBALANCE
+    assert h.group().state is ClassicGroupState.PREPARING_REBALANCE
     joined = h.hb("", 0, topics=["foo"], instance_id="i0")
     assert joined.error is ErrorCode.NONE
     assert h.written(_names(formed, A=joined.member_id)) == [
@@ -141,7 +141,7 @@ def test_x02_policy_blocks_upgrade() -> None:
         classic_group(h)
         mark = h.mark()
         assert h.hb("", 0, topics=["foo"]).error is ErrorCode.GROUP_ID_NOT_FOUND
-        assert h.group().state is GroupState.STABLE
+        assert h.group().state is ClassicGroupState.STABLE
         assert h.records_since(mark) == []
 
 
@@ -157,7 +157,7 @@ def test_x03_non_consumer_protocol_type_blocks_upgrade() -> None:
     h.sync(member, 1, {member: b""})
     mark = h.mark()
     assert h.hb("", 0, topics=["foo"]).error is ErrorCode.GROUP_ID_NOT_FOUND
-    assert h.group().state is GroupState.STABLE
+    assert h.group().state is ClassicGroupState.STABLE
     assert h.records_since(mark) == []
 
 
@@ -216,7 +216,7 @@ def test_x06_cooperative_rejoin_revokes_first() -> None:
     response = h.join(c0, protocols=_protocols(owned), instance_id=None).response
     assert response.error is ErrorCode.NONE
     assert response.generation_id == formed.generation  # still owns a partition the new member needs
-    assert h.cmember(c0).state is MemberState.UNREVOKED_PARTITIONS
+    assert h.cmember(c0).state is ConsumerGroupMemberState.UNREVOKED_PARTITIONS
     assert h.written(names) == [
         "member C0 foo classic",
         "current C0 epoch=3 prev=3 unrevoked_partitions assigned=foo=0,1 revoking=foo=2",
@@ -335,7 +335,7 @@ def test_x12_downgrade_when_last_consumer_member_leaves() -> None:
         "group generation=4 protocol=cooperative-sticky leader=C0 members=C0:foo=0,1,2 C1:foo=3,4,5",
     )
     group = h.group()
-    assert group.state is GroupState.PREPARING_REBALANCE
+    assert group.state is ClassicGroupState.PREPARING_REBALANCE
     assert group.generation == epoch
     assert set(group.members) == set(formed.members)
     assert group.protocol_type == "consumer"
@@ -392,7 +392,7 @@ def test_x14_downgrade_on_session_expiry() -> None:
     written = h.written(_names(formed, A=silent.member_id))
     assert written[-1].startswith("group generation=4 ")
     assert sorted(written[:-1]) == sorted(_deleted("C0", "C1", "A"))
-    assert h.has_group() and h.group().state is GroupState.PREPARING_REBALANCE
+    assert h.has_group() and h.group().state is ClassicGroupState.PREPARING_REBALANCE
     assert set(h.group().members) == set(formed.members)
 
 
@@ -413,8 +413,8 @@ def test_x15_static_consumer_member_replaced_by_classic_member() -> None:
     assert response.error is ErrorCode.NONE
     assert "group" not in h.coordinator.consumer_groups
     group = h.group()
-    assert group.state is GroupState.STABLE
-    assert group.members[response.member_id].assignment == encode_assignment(Assignment(partitions={}))
+    assert group.state is ClassicGroupState.STABLE
+    assert group.members[response.member_id].assignment == encode_assignment(ConsumerProtocolAssignment(partitions={}))
     _tombstones_then_group(
         lines(h.records_since(mark), _names(formed, A=static.member_id, C1=response.member_id)),
         _deleted("C0", "A"),
@@ -451,13 +451,13 @@ def test_x15_static_replacement_rebalances_when_a_target_is_held_by_nobody() -> 
     group = h.group()
     joined = group.members[response.member_id]
     assert decode_assignment(joined.assignment).partitions == {t: tuple(ps) for t, ps in held.items()}
-    assert group.state is GroupState.PREPARING_REBALANCE
+    assert group.state is ClassicGroupState.PREPARING_REBALANCE
     assert h.sync(response.member_id, response.generation_id).response.error is ErrorCode.REBALANCE_IN_PROGRESS
     rejoined = h.join(response.member_id, protocols=_protocols(held)).response
     assert rejoined.error is ErrorCode.NONE and rejoined.leader == response.member_id
-    assignment = encode_assignment(Assignment(partitions={"foo": (0, 1, 2, 3, 4, 5)}))
+    assignment = encode_assignment(ConsumerProtocolAssignment(partitions={"foo": (0, 1, 2, 3, 4, 5)}))
     synced = h.sync(response.member_id, rejoined.generation_id, {response.member_id: assignment}).response
-    assert synced.error is ErrorCode.NONE and h.group().state is GroupState.STABLE
+    assert synced.error is ErrorCode.NONE and h.group().state is ClassicGroupState.STABLE
 
 
 def test_x15_static_replacement_rebalances_when_the_topics_grew() -> None:
@@ -475,7 +475,7 @@ def test_x15_static_replacement_rebalances_when_the_topics_grew() -> None:
     response = h.join("", instance_id="i1", protocols=_protocols()).response
     assert response.error is ErrorCode.NONE
     assert "group" not in h.coordinator.consumer_groups
-    assert h.group().state is GroupState.PREPARING_REBALANCE
+    assert h.group().state is ClassicGroupState.PREPARING_REBALANCE
     _tombstones_then_group(
         lines(h.records_since(mark), {static: "A", response.member_id: "C"}),
         _deleted("A"),
@@ -507,7 +507,7 @@ def test_x16_classic_join_replaces_empty_consumer_group() -> None:
         "delete epoch",
         "group generation=0 protocol=None leader=None members=-",
     ]
-    everything = encode_assignment(Assignment(partitions={"foo": tuple(range(6))}))
+    everything = encode_assignment(ConsumerProtocolAssignment(partitions={"foo": tuple(range(6))}))
     assert h.sync(member, 1, {member: everything}).response.error is ErrorCode.NONE
     assert h.written({member: "C0"}) == [
         "group generation=1 protocol=cooperative-sticky leader=C0 members=C0:foo=0,1,2,3,4,5"
@@ -573,17 +573,17 @@ def test_upgrade_waits_until_cleared_classic_assignments_are_stored_again() -> N
     first, second = formed.members
     h.join(first, protocols=_protocols({"foo": [0, 1, 2]}))
     h.join(second, protocols=_protocols({"foo": [3, 4, 5]}))
-    assert h.group().state is GroupState.COMPLETING_REBALANCE  # assignments still stored: an upgrade is safe
+    assert h.group().state is ClassicGroupState.COMPLETING_REBALANCE  # assignments still stored: an upgrade is safe
     h.leave(second)  # the rebalance restarts: every stored assignment is cleared
-    assert h.group().state is GroupState.PREPARING_REBALANCE
+    assert h.group().state is ClassicGroupState.PREPARING_REBALANCE
     mark = h.mark()
     assert h.hb("", 0, topics=["foo"]).error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
     assert h.records_since(mark) == []  # refused: nothing written
     rejoined = h.join(first, protocols=_protocols({"foo": [0, 1, 2]}))
-    assert rejoined.response.error is ErrorCode.NONE and h.group().state is GroupState.COMPLETING_REBALANCE
+    assert rejoined.response.error is ErrorCode.NONE and h.group().state is ClassicGroupState.COMPLETING_REBALANCE
     assert h.member(first).assignment == b""  # first still owns 0-2, the group no longer says so
     assert h.hb("", 0, topics=["foo"]).error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-    everything = encode_assignment(Assignment(partitions={"foo": tuple(range(6))}))
+    everything = encode_assignment(ConsumerProtocolAssignment(partitions={"foo": tuple(range(6))}))
     assert h.sync(first, assignments={first: everything}).response.error is ErrorCode.NONE
     joined = h.hb("", 0, topics=["foo"])
     assert joined.error is ErrorCode.NONE and named(joined.assignment) == {}  # first must revoke before

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from regroup.coordinator.classic.group import GroupState
+from regroup.coordinator.classic.group import ClassicGroupState
 from regroup.model.errors import ErrorCode
 from regroup.protocol.admin import ListedGroup
 from regroup.protocol.offsets import FetchedOffset, OffsetFetchResponse, PartitionCommit
 from regroup.records.model import GroupMetadataKey, OffsetCommitKey, OffsetCommitValue, Record
 from tests.coordinator.harness import GroupHarness
 
-S = GroupState
 E = ErrorCode
 
 
@@ -25,7 +24,7 @@ def test_O01_simple_commit_creates_simple_group() -> None:
     response = h.commit("", -1, {("t", 0): 10}, version=8, group_id="simple")
     assert response.topics == (("t", ((0, E.NONE),)),)
     group = h.group("simple")
-    assert group.state is S.EMPTY
+    assert group.state is ClassicGroupState.EMPTY
     assert group.protocol_type is None
     assert h.records == [
         Record(
@@ -61,7 +60,7 @@ def test_O03_commit_during_completing_rebalance() -> None:
     h = GroupHarness()
     formed = h.form_group(2)
     h.rejoin_all()
-    assert h.state is S.COMPLETING_REBALANCE
+    assert h.state is ClassicGroupState.COMPLETING_REBALANCE
     mark = h.mark()
     response = h.commit(formed.followers[0], formed.generation + 1, {("t", 0): 5, ("t", 1): 6})
     assert response.topics == (("t", ((0, E.REBALANCE_IN_PROGRESS), (1, E.REBALANCE_IN_PROGRESS))),)
@@ -75,7 +74,7 @@ def test_O04_commit_during_preparing_rebalance_is_accepted() -> None:
     h = GroupHarness()
     formed = h.form_group(2)
     h.join(formed.leader)
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
     mark = h.mark()
     response = h.commit(formed.followers[0], formed.generation, {("t", 0): 7})
     assert response.topics == (("t", ((0, E.NONE),)),)
@@ -189,4 +188,4 @@ def test_expiry_writes_are_visible_to_the_request_that_triggered_them() -> None:
     assert h.coordinator.persisted["group"].generation == 0
     h.sleep(0)
     assert call.response.generation_id == 1
-    assert h.state is S.COMPLETING_REBALANCE
+    assert h.state is ClassicGroupState.COMPLETING_REBALANCE

@@ -4,7 +4,7 @@ tests/property/test_refused_requests.py."""
 
 from __future__ import annotations
 
-from regroup.coordinator.classic.group import GroupState
+from regroup.coordinator.classic.group import ClassicGroupState
 from regroup.model.errors import ErrorCode
 from tests.coordinator.consumer_harness import ConsumerHarness
 from tests.coordinator.test_migration import classic_group
@@ -30,7 +30,7 @@ def test_a_consumer_join_on_a_full_classic_group_is_refused_before_the_upgrade()
     assert h.records_since(mark) == []
     assert h.coordinator.consumer_groups == {}
     assert h.group() is group
-    assert group.state is GroupState.STABLE
+    assert group.state is ClassicGroupState.STABLE
     assert (group.generation, group.members) == (generation, members)
     assert sorted(group.members) == sorted(formed.members)
     assert h.coordinator.timers.scheduled() == timers

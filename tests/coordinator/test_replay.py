@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from regroup.coordinator.classic.group import ClassicGroup, GroupState
+from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupState
 from regroup.coordinator.config import MAX_INT32, CoordinatorConfig
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.model.errors import ErrorCode
@@ -100,7 +100,6 @@ PROTOCOL_CHOICES = (
     (("roundrobin", b"rr"), ("range", b"r")),
     (("roundrobin", b"rr"),),
 )
-S = GroupState
 
 
 def _without_timestamp(value: GroupMetadataValue) -> GroupMetadataValue:
@@ -305,8 +304,10 @@ class RandomRun:
             if previous is not None and previous[0] is group:
                 assert group.generation >= previous[1], f"{gid}: generation went back"
             self.generations[gid] = (group, group.generation)
-            parked = any(m.join_key is not None or m.sync_key is not None for m in group.members.values())
-            if group.state not in (S.STABLE, S.EMPTY) or parked:
+            parked = any(
+                m.awaiting_join_key is not None or m.awaiting_sync_key is not None for m in group.members.values()
+            )
+            if group.state not in (ClassicGroupState.STABLE, ClassicGroupState.EMPTY) or parked:
                 continue
             persisted = live.persisted.get(gid)
             if persisted is None:  # never written: only a simple group (created by a commit) may be so
@@ -326,9 +327,9 @@ class RandomRun:
         for gid, value in rebuilt.persisted.items():
             group = rebuilt.groups[gid]
             if len(value.members) > self.h.config.group_max_size:
-                assert group.state is S.PREPARING_REBALANCE  # over the limit: rebalance on load (G02)
+                assert group.state is ClassicGroupState.PREPARING_REBALANCE  # over the limit: rebalance on load (G02)
             else:
-                assert group.state is (S.STABLE if value.members else S.EMPTY)
+                assert group.state is (ClassicGroupState.STABLE if value.members else ClassicGroupState.EMPTY)
             assert _without_timestamp(group.to_record_value()) == _without_timestamp(value)
 
     def run(self, steps: int) -> None:

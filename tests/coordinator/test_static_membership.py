@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from regroup.coordinator.classic.group import GroupState
+from regroup.coordinator.classic.group import ClassicGroupState
 from regroup.model.errors import ErrorCode
 from regroup.protocol.classic import JoinGroupMember, JoinGroupResponse, SyncGroupResponse
 from regroup.records.model import GroupMetadataKey, Record
 from tests.coordinator.harness import GROUP, GroupHarness, member_protocols
 
-S = GroupState
 E = ErrorCode
 
 
@@ -37,7 +36,7 @@ def test_M01_static_follower_restart_needs_no_rebalance() -> None:
         skip_assignment=False,
     )
     group = h.group()
-    assert group.state is S.STABLE
+    assert group.state is ClassicGroupState.STABLE
     assert group.generation == formed.generation
     assert list(group.members) == [leader, new]
     assert group.static_members == {"I0": leader, "I1": new}
@@ -88,7 +87,7 @@ def test_M02_static_leader_restart(version: int) -> None:
         )
     assert response == expected
     assert h.group().leader_id == new
-    assert h.state is S.STABLE
+    assert h.state is ClassicGroupState.STABLE
     assert h.group().generation == formed.generation
 
 
@@ -106,7 +105,7 @@ def test_M03_static_restart_changing_selected_protocol_rebalances() -> None:
     mark = h.mark()
     call = h.join("", instance_id="I1", protocols=(("roundrobin", b"rr-new"),), session_timeout_ms=15_000)
     assert not call.done
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
     assert h.records_since(mark) == []
     h.sleep(10_000)
     new = call.response.member_id
@@ -121,7 +120,7 @@ def test_M03_static_restart_changing_selected_protocol_rebalances() -> None:
             JoinGroupMember(member_id=new, group_instance_id="I1", metadata=b"rr-new"),
         ),
     )
-    assert h.state is S.COMPLETING_REBALANCE
+    assert h.state is ClassicGroupState.COMPLETING_REBALANCE
     assert h.group().static_members == {"I0": formed.leader, "I1": new}
 
 
@@ -143,7 +142,7 @@ def test_M04_replaced_static_member_is_fenced() -> None:
     assert rejoin.error is E.FENCED_INSTANCE_ID
     assert rejoin.member_id == old
     assert h.records_since(mark) == []
-    assert h.state is S.STABLE
+    assert h.state is ClassicGroupState.STABLE
 
 
 def test_M05_parked_join_of_old_static_process_is_fenced() -> None:
@@ -156,7 +155,7 @@ def test_M05_parked_join_of_old_static_process_is_fenced() -> None:
     formed = h.form_group(2, instance_ids=["I0", "I1"])
     leader, old = formed.leader, formed.followers[0]
     newcomer = h.join_new(client_id="client-new")
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
     old_join = h.join(old)
     assert not old_join.done
     new_join = h.join("", instance_id="I1", protocols=member_protocols(1))
@@ -169,7 +168,7 @@ def test_M05_parked_join_of_old_static_process_is_fenced() -> None:
         protocol_name=None,
         members=(),
     )
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
     assert not new_join.done
     h.join(leader)
     assert new_join.response.generation_id == formed.generation + 1
@@ -187,13 +186,13 @@ def test_M06_static_restart_during_completing_rebalance_rebalances() -> None:
     first = h.join_new(instance_id="I0")
     h.sleep(0)
     assert first.response.generation_id == 1
-    assert h.state is S.COMPLETING_REBALANCE
+    assert h.state is ClassicGroupState.COMPLETING_REBALANCE
     mark = h.mark()
     again = h.join("", instance_id="I0").response
     assert again.error is E.NONE
     assert again.generation_id == 2
     assert again.leader == again.member_id != first.response.member_id
-    assert h.state is S.COMPLETING_REBALANCE
+    assert h.state is ClassicGroupState.COMPLETING_REBALANCE
     assert h.group().generation == 2
     assert len(h.group().members) == 1
     assert h.records_since(mark) == []
@@ -205,7 +204,7 @@ def test_M06_static_restart_during_completing_rebalance_rebalances() -> None:
     assert not old_sync.done
     restart = h.join("", instance_id="I1", protocols=member_protocols(1))
     assert old_sync.response == SyncGroupResponse(error=E.FENCED_INSTANCE_ID)
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
     assert not restart.done
     h.join(formed.leader)
     assert restart.response.generation_id == formed.generation + 2
@@ -220,7 +219,7 @@ def test_M07_known_member_id_with_unknown_instance_id() -> None:
     mark = h.mark()
     response = h.join(formed.leader, instance_id="unknown-instance").response
     assert response == JoinGroupResponse(error=E.UNKNOWN_MEMBER_ID, member_id=formed.leader)
-    assert h.state is S.STABLE
+    assert h.state is ClassicGroupState.STABLE
     assert h.records_since(mark) == []
 
 
@@ -240,10 +239,10 @@ def test_static_members_that_did_not_rejoin_must_still_sync() -> None:
     assert [m.member_id for m in response.members] == [*formed.members, response.member_id]
     assert h.group().pending_sync_members == {*formed.members, response.member_id}
     h.sync(response.member_id, response.generation_id, {response.member_id: b"all"})
-    assert h.state is S.STABLE
+    assert h.state is ClassicGroupState.STABLE
     h.sleep(9_999)
-    assert h.state is S.STABLE
+    assert h.state is ClassicGroupState.STABLE
     h.sleep(1)
     assert list(h.group().members) == [response.member_id]
     assert h.group().static_members == {}
-    assert h.state is S.PREPARING_REBALANCE
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE

@@ -1,5 +1,5 @@
 """The lab's payload sizes are computed field by field; they must equal the real encodings (the consumer
-protocol's Subscription and Assignment, and the fields of ConsumerGroupHeartbeat v1)."""
+protocol's ConsumerProtocolSubscription and ConsumerProtocolAssignment, and the fields of ConsumerGroupHeartbeat v1)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,12 @@ from kio.schema.types import GroupId, TopicName
 from kio.serial import entity_writer
 from kio.static.primitive import i32, i32Timedelta
 
-from regroup.assignors.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
+from regroup.assignors.consumer_protocol import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+    encode_assignment,
+    encode_subscription,
+)
 from regroup.lab import payload
 from regroup.model.cluster import topic_id_for
 
@@ -26,7 +31,7 @@ per_topic = st.dictionaries(topic, partitions, max_size=6)
 
 @given(topics=st.lists(topic, max_size=8, unique=True), owned=per_topic, generation=st.integers(-1, 2**31 - 1))
 def test_subscription_size_is_the_encoded_size(topics: list[str], owned: dict[str, list[int]], generation: int) -> None:
-    sub = Subscription(
+    sub = ConsumerProtocolSubscription(
         topics=tuple(sorted(topics)),
         owned={t: tuple(sorted(ps)) for t, ps in sorted(owned.items())},
         generation=generation,
@@ -36,7 +41,9 @@ def test_subscription_size_is_the_encoded_size(topics: list[str], owned: dict[st
 
 @given(parts=per_topic)
 def test_assignment_size_is_the_encoded_size(parts: dict[str, list[int]]) -> None:
-    encoded = encode_assignment(Assignment(partitions={t: tuple(ps) for t, ps in sorted(parts.items())}))
+    encoded = encode_assignment(
+        ConsumerProtocolAssignment(partitions={t: tuple(ps) for t, ps in sorted(parts.items())})
+    )
     assert payload.assignment_bytes(parts) == len(encoded)
 
 

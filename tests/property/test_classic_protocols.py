@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from regroup.coordinator.classic.group import ClassicGroup, ClassicMember
+from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupMember
 
 NAMES = ("range", "roundrobin", "sticky", "cooperative-sticky")
 protocol_lists = st.lists(st.sampled_from(NAMES), unique=True, max_size=4).map(
@@ -18,8 +18,8 @@ operations = st.lists(
 )
 
 
-def member(member_id: str, protocols: tuple[tuple[str, bytes], ...]) -> ClassicMember:
-    return ClassicMember(
+def member(member_id: str, protocols: tuple[tuple[str, bytes], ...]) -> ClassicGroupMember:
+    return ClassicGroupMember(
         member_id=member_id,
         group_instance_id=None,
         client_id="c",

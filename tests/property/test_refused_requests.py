@@ -22,7 +22,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from regroup.assignors.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
+from regroup.assignors.consumer_protocol import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+    encode_assignment,
+    encode_subscription,
+)
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.result import Result
@@ -158,7 +163,7 @@ class Driver:
 
     def protocols(self) -> tuple[tuple[str, bytes], ...]:
         topics = self.draw(st.sampled_from([("foo",), ("foo", "bar"), ("bar",)]))
-        metadata = encode_subscription(Subscription(topics=topics))
+        metadata = encode_subscription(ConsumerProtocolSubscription(topics=topics))
         names = self.draw(st.sampled_from([("range",), ("cooperative-sticky",), ("range", "roundrobin"), ()]))
         return tuple((name, metadata) for name in names)
 
@@ -200,7 +205,7 @@ class Driver:
             member_id = self.member()
             assignments: tuple[tuple[str, bytes], ...] = ()
             if self.draw(st.booleans()):
-                share = encode_assignment(Assignment(partitions={"foo": (0, 1)}))
+                share = encode_assignment(ConsumerProtocolAssignment(partitions={"foo": (0, 1)}))
                 assignments = tuple((m, share) for m in self.member_ids[-3:])
             req_sync = SyncGroupRequest(
                 group_id=self.group(),

@@ -3,13 +3,18 @@ versions and one the oldest: JoinGroup → SyncGroup → Heartbeat → LeaveGrou
 
 from __future__ import annotations
 
-from regroup.assignors.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
+from regroup.assignors.consumer_protocol import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+    encode_assignment,
+    encode_subscription,
+)
 from tests.server.conftest import ServerProcess
 from tests.server.wire import DESCRIBE, HEARTBEAT, JOIN, LEAVE, SYNC, WireClient
 
 NONE, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, MEMBER_ID_REQUIRED = 0, 22, 25, 27, 79
 INCONSISTENT_GROUP_PROTOCOL, INVALID_SESSION_TIMEOUT = 23, 26
-SUB = encode_subscription(Subscription(topics=("t",)))
+SUB = encode_subscription(ConsumerProtocolSubscription(topics=("t",)))
 
 
 def join_v9(client: WireClient, group: str, member_id: str = "") -> int:
@@ -40,7 +45,7 @@ def join_v0(client: WireClient, group: str, member_id: str = "") -> int:
 
 
 def assignment(*partitions: int) -> bytes:
-    return encode_assignment(Assignment(partitions={"t": tuple(partitions)}))
+    return encode_assignment(ConsumerProtocolAssignment(partitions={"t": tuple(partitions)}))
 
 
 def test_two_members_rebalance_sync_heartbeat_and_leave(server: ServerProcess) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from regroup.sim.eventlog import FIELDS
+from regroup.model.eventlog import FIELDS
 from tests.server.conftest import ServerProcess, free_port
 from tests.server.test_groups import assignment, join_v9
 from tests.server.test_offsets_admin import commit

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from regroup.assignors.base import MemberState
-from regroup.assignors.consumer_protocol_types import Assignment, Subscription
+from regroup.assignors.base import MetadataInput
+from regroup.assignors.consumer_protocol_types import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from regroup.assignors.spec import GroupSpec, MemberSubscription
 from regroup.client.config import MemberConfig
 from regroup.client.types import CallbackEvent, MemberNote, OutgoingRequest
-from regroup.coordinator.classic.group import ClassicMember
+from regroup.coordinator.classic.group import ClassicGroupMember
 from regroup.model.cluster import ClusterImage, TopicImage
 from regroup.protocol.classic import (
     ClientInfo,
@@ -49,15 +49,15 @@ IMMUTABLE: list[type[Any]] = [
     OffsetCommitResponse,
     MemberSubscription,
     GroupSpec,
-    MemberState,
+    MetadataInput,
     ClientInfo,
     LeavingMember,
     LeaveGroupRequest,
     LeaveGroupMemberResponse,
     LeaveGroupResponse,
     MemberConfig,
-    Subscription,
-    Assignment,
+    ConsumerProtocolSubscription,
+    ConsumerProtocolAssignment,
     LinkSpec,
     ScenarioEvent,
     Scenario,
@@ -68,7 +68,7 @@ IMMUTABLE: list[type[Any]] = [
     MemberNote,
 ]
 #: mutable state, compared by its fields and not hashable (a plain dataclass)
-MUTABLE: list[type[Any]] = [ClassicMember]
+MUTABLE: list[type[Any]] = [ClassicGroupMember]
 
 
 @pytest.mark.parametrize("cls", IMMUTABLE + MUTABLE, ids=lambda cls: cls.__name__)
@@ -93,7 +93,7 @@ def test_immutable_values_keep_a_field_based_hash(cls: type[Any]) -> None:
 
 
 def test_mutable_state_is_not_hashable() -> None:
-    assert ClassicMember.__hash__ is None
+    assert ClassicGroupMember.__hash__ is None
 
 
 def test_hash_and_equality_follow_the_fields() -> None:
@@ -110,9 +110,9 @@ def test_hash_and_equality_follow_the_fields() -> None:
     [
         (MemberSubscription, {"topics": ()}, "owned"),
         (GroupSpec, {"topics": {}, "members": {}}, "options"),
-        (MemberState, {"topics": ()}, "owned"),
+        (MetadataInput, {"topics": ()}, "owned"),
         (MemberConfig, {"group_id": "g", "client_id": "c", "topics": ()}, "options"),
-        (Subscription, {"topics": ()}, "owned"),
+        (ConsumerProtocolSubscription, {"topics": ()}, "owned"),
         (ScenarioEvent, {"at_ms": 0, "action": "join"}, "link"),
         (Scenario, {"name": "s", "duration_ms": 1, "topics": {}, "members": (), "events": ()}, "coordinator"),
         (ClusterImage, {}, "by_name"),

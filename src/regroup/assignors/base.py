@@ -21,7 +21,7 @@ from regroup.assignors.spec import NO_GENERATION, Assignment, GroupSpec, Rebalan
 # and a frozen one costs about 10k instructions per object there; ``Final`` keeps it immutable for mypy and
 # ``unsafe_hash`` keeps a frozen dataclass's field-based hash)
 @dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
-class MemberState:
+class MetadataInput:
     """What a member knows about itself when it builds its subscription (input to ``metadata``)."""
 
     topics: Final[tuple[str, ...]]
@@ -55,7 +55,7 @@ class PartitionAssignor(ABC):
     #: True for strategies the KIP-848 coordinator runs server-side.
     server_side: ClassVar[bool] = False
 
-    def metadata(self, state: MemberState) -> bytes | None:
+    def metadata(self, state: MetadataInput) -> bytes | None:
         """User data this member puts in its subscription. Default: none."""
         return None
 

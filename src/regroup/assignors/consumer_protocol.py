@@ -17,8 +17,8 @@ The ordinary subscriptions, assignments and sticky user data are read and writte
 ``consumer_protocol_kio``, which gives Kafka's exact bytes, fallbacks and errors. A subscription can also be
 written from sections encoded before (its topic array and owned-partitions array, see "Sections" below), so
 that a member rejoining with the same topics and partitions does not encode them again. The plain values
-(``Subscription``, ``Assignment``, ``ProtocolDecodeError``) live in ``consumer_protocol_types`` so that both
-modules share them; import them from here.
+(``ConsumerProtocolSubscription``, ``ConsumerProtocolAssignment``, ``ProtocolDecodeError``) live in
+``consumer_protocol_types`` so that both modules share them; import them from here.
 
 Deliberate differences from the Java client: topics and owned partitions are encoded in the order given
 (Java's ``serializeSubscription`` sorts them; pass sorted input for identical bytes); invalid UTF-8 in a
@@ -46,19 +46,19 @@ from regroup.assignors.consumer_protocol_kio import (
 from regroup.assignors.consumer_protocol_types import (
     DEFAULT_GENERATION,
     HIGHEST_VERSION,
-    Assignment,
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
     Partitions,
     ProtocolDecodeError,
-    Subscription,
 )
 
 __all__ = [
     "DEFAULT_GENERATION",
     "HIGHEST_VERSION",
-    "Assignment",
+    "ConsumerProtocolAssignment",
+    "ConsumerProtocolSubscription",
     "Partitions",
     "ProtocolDecodeError",
-    "Subscription",
     "decode_assignment",
     "decode_cooperative_user_data",
     "decode_sticky_user_data",
@@ -82,8 +82,8 @@ _TOPIC_NAMES: Final[dict[bytes, str]] = {}  # decoded topic names (bounded): the
 #: Recently decoded subscriptions and assignments by their bytes. The same bytes are decoded several times
 #: on their way (a JoinGroup's metadata by whoever logs it, then by the leader; an assignment by the member
 #: and by whoever logs it); the values are immutable, so each is decoded once. Bounded: cleared when full.
-_SUBSCRIPTIONS: Final[dict[bytes, Subscription]] = {}
-_ASSIGNMENTS: Final[dict[bytes, Assignment]] = {}
+_SUBSCRIPTIONS: Final[dict[bytes, ConsumerProtocolSubscription]] = {}
+_ASSIGNMENTS: Final[dict[bytes, ConsumerProtocolAssignment]] = {}
 _REMEMBERED: Final = 4096
 
 
@@ -98,14 +98,14 @@ def _check_version(version: int) -> None:
         raise ValueError(f"consumer protocol version must be 0..{HIGHEST_VERSION}, got {version}")
 
 
-def encode_subscription(sub: Subscription, version: int = HIGHEST_VERSION) -> bytes:
+def encode_subscription(sub: ConsumerProtocolSubscription, version: int = HIGHEST_VERSION) -> bytes:
     """Version-prefixed subscription bytes; fields newer than ``version`` are left out."""
     _check_version(version)
     fast = _fast_subscription(sub, version)
     return fast if fast is not None else kio_encode_subscription(sub, version)
 
 
-def decode_subscription(data: bytes | bytearray | memoryview) -> Subscription:
+def decode_subscription(data: bytes | bytearray | memoryview) -> ConsumerProtocolSubscription:
     """Parse subscription bytes of any version; raises ``ProtocolDecodeError`` if malformed."""
     buffer = bytes(data)
     known = _SUBSCRIPTIONS.get(buffer)
@@ -117,7 +117,7 @@ def decode_subscription(data: bytes | bytearray | memoryview) -> Subscription:
     return decoded
 
 
-def encode_assignment(assignment: Assignment, version: int = HIGHEST_VERSION) -> bytes:
+def encode_assignment(assignment: ConsumerProtocolAssignment, version: int = HIGHEST_VERSION) -> bytes:
     """Version-prefixed assignment bytes (v0-v3 share one layout)."""
     _check_version(version)
     fast = _fast_assignment(assignment, version)
@@ -125,13 +125,17 @@ def encode_assignment(assignment: Assignment, version: int = HIGHEST_VERSION) ->
 
 
 def encode_assignment_of(partitions: Partitions) -> bytes:
-    """``encode_assignment(Assignment(partitions=partitions))`` (no user data, the highest version) without
-    building the ``Assignment``."""
+    """``encode_assignment(ConsumerProtocolAssignment(partitions=partitions))`` (no user data, the highest
+    version) without building the ``ConsumerProtocolAssignment``."""
     fast = _fast_assignment_of(partitions, None, HIGHEST_VERSION)
-    return fast if fast is not None else kio_encode_assignment(Assignment(partitions=partitions), HIGHEST_VERSION)
+    return (
+        fast
+        if fast is not None
+        else kio_encode_assignment(ConsumerProtocolAssignment(partitions=partitions), HIGHEST_VERSION)
+    )
 
 
-def decode_assignment(data: bytes | bytearray | memoryview) -> Assignment:
+def decode_assignment(data: bytes | bytearray | memoryview) -> ConsumerProtocolAssignment:
     """Parse assignment bytes of any version; raises ``ProtocolDecodeError`` if malformed."""
     buffer = bytes(data)
     known = _ASSIGNMENTS.get(buffer)
@@ -268,7 +272,7 @@ def _put_topic_list(out: list[bytes], topics: Sequence[str]) -> None:
     out.extend(_name_bytes(topic) for topic in topics)
 
 
-def _fast_subscription(sub: Subscription, version: int) -> bytes | None:
+def _fast_subscription(sub: ConsumerProtocolSubscription, version: int) -> bytes | None:
     try:
         out = [_I16.pack(version)]
         _put_topic_list(out, sub.topics)
@@ -284,7 +288,7 @@ def _fast_subscription(sub: Subscription, version: int) -> bytes | None:
         return None
 
 
-def _fast_assignment(assignment: Assignment, version: int) -> bytes | None:
+def _fast_assignment(assignment: ConsumerProtocolAssignment, version: int) -> bytes | None:
     return _fast_assignment_of(assignment.partitions, assignment.user_data, version)
 
 
@@ -327,9 +331,9 @@ def encode_topic_partitions(parts: Mapping[str, Sequence[int]]) -> bytes | None:
 def encode_subscription_sections(
     topic_list: bytes, user_data: bytes | None, owned: bytes, generation: int, rack: str | None
 ) -> bytes | None:
-    """Subscription bytes of the highest version from a topic array and an owned-partitions array already
-    encoded (``encode_topic_list``, ``encode_topic_partitions``); None for a generation or rack that does
-    not fit."""
+    """``ConsumerProtocolSubscription`` bytes of the highest version from a topic array and an owned-partitions
+    array already encoded (``encode_topic_list``, ``encode_topic_partitions``); None for a generation or rack
+    that does not fit."""
     try:
         out = [_V3_PREFIX, topic_list]
         _put_nullable_bytes(out, user_data)
@@ -401,7 +405,7 @@ def _read_topic_partitions(buffer: bytes, pos: int) -> tuple[dict[str, tuple[int
     return grouped, pos
 
 
-def _read_subscription_fast(buffer: bytes) -> Subscription | None:
+def _read_subscription_fast(buffer: bytes) -> ConsumerProtocolSubscription | None:
     try:
         version = _i16(buffer, 0)
         count = _i32(buffer, 2)
@@ -437,10 +441,12 @@ def _read_subscription_fast(buffer: bytes) -> Subscription | None:
             rack = rack_read[0] or None
     except (IndexError, struct.error, UnicodeDecodeError):
         return None
-    return Subscription(topics=tuple(topics), user_data=user_data[0], owned=owned, generation=generation, rack=rack)
+    return ConsumerProtocolSubscription(
+        topics=tuple(topics), user_data=user_data[0], owned=owned, generation=generation, rack=rack
+    )
 
 
-def _read_assignment_fast(buffer: bytes) -> Assignment | None:
+def _read_assignment_fast(buffer: bytes) -> ConsumerProtocolAssignment | None:
     try:
         version = _i16(buffer, 0)
         read = _read_topic_partitions(buffer, 2) if version >= 0 else None
@@ -450,7 +456,7 @@ def _read_assignment_fast(buffer: bytes) -> Assignment | None:
         user_data = _read_nullable_bytes(buffer, pos)
     except (IndexError, struct.error, UnicodeDecodeError):
         return None
-    return None if user_data is None else Assignment(partitions=partitions, user_data=user_data[0])
+    return None if user_data is None else ConsumerProtocolAssignment(partitions=partitions, user_data=user_data[0])
 
 
 def encode_cooperative_user_data(generation: int) -> bytes:

@@ -39,9 +39,9 @@ from kio.static.protocol import Entity
 from regroup.assignors.consumer_protocol_types import (
     DEFAULT_GENERATION,
     HIGHEST_VERSION,
-    Assignment,
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
     ProtocolDecodeError,
-    Subscription,
 )
 
 _I32_MIN: Final = -(2**31)
@@ -149,7 +149,7 @@ def _group(entries: Sequence[_TopicEntry] | None, what: str) -> dict[str, tuple[
     return grouped
 
 
-def kio_encode_subscription(sub: Subscription, version: int) -> bytes:
+def kio_encode_subscription(sub: ConsumerProtocolSubscription, version: int) -> bytes:
     """Version-prefixed subscription bytes (``version`` already checked); raises ``ValueError`` naming a value
     that does not fit."""
     topics, user_data = tuple(sub.topics), sub.user_data
@@ -177,7 +177,7 @@ def kio_encode_subscription(sub: Subscription, version: int) -> bytes:
     return _serialize(entity, version)
 
 
-def kio_decode_subscription(buffer: bytes) -> Subscription:
+def kio_decode_subscription(buffer: bytes) -> ConsumerProtocolSubscription:
     """Parse subscription bytes of any version; raises ``ProtocolDecodeError`` if malformed."""
     version = _read_version(buffer, "subscription")
     entity = _read_body(buffer, _SUBSCRIPTION_TYPES[version], f"subscription v{version}")
@@ -192,12 +192,12 @@ def kio_decode_subscription(buffer: bytes) -> Subscription:
         generation = int(entity.generation_id)
     if isinstance(entity, s3.ConsumerProtocolSubscription):
         rack = entity.rack_id or None
-    return Subscription(
+    return ConsumerProtocolSubscription(
         topics=tuple(entity.topics), user_data=entity.user_data, owned=owned, generation=generation, rack=rack
     )
 
 
-def kio_encode_assignment(assignment: Assignment, version: int) -> bytes:
+def kio_encode_assignment(assignment: ConsumerProtocolAssignment, version: int) -> bytes:
     """Version-prefixed assignment bytes (``version`` already checked); raises ``ValueError`` naming a value
     that does not fit."""
     entity = a3.ConsumerProtocolAssignment(
@@ -207,13 +207,13 @@ def kio_encode_assignment(assignment: Assignment, version: int) -> bytes:
     return _serialize(entity, version)
 
 
-def kio_decode_assignment(buffer: bytes) -> Assignment:
+def kio_decode_assignment(buffer: bytes) -> ConsumerProtocolAssignment:
     """Parse assignment bytes of any version; raises ``ProtocolDecodeError`` if malformed."""
     version = _read_version(buffer, "assignment")
     entity = _read_body(buffer, a3.ConsumerProtocolAssignment, f"assignment v{version}")
     what = f"assignment v{version} partitions"
     partitions = _group(entity.assigned_partitions, what)
-    return Assignment(partitions=partitions, user_data=entity.user_data)
+    return ConsumerProtocolAssignment(partitions=partitions, user_data=entity.user_data)
 
 
 def kio_encode_sticky_user_data(partitions: Mapping[str, Sequence[int]], generation: int | None) -> bytes:

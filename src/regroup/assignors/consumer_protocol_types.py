@@ -31,7 +31,7 @@ class ProtocolDecodeError(ValueError):
 
 
 @dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
-class Subscription:
+class ConsumerProtocolSubscription:
     """A member's JoinGroup metadata: what it wants, what it owns (v1+), its generation (v2+), rack (v3+)."""
 
     topics: Final[tuple[str, ...]]
@@ -57,7 +57,7 @@ class Subscription:
 
 
 @dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
-class Assignment:
+class ConsumerProtocolAssignment:
     """A member's SyncGroup assignment: topic -> partitions, plus the assignor's user data."""
 
     partitions: Final[Partitions]

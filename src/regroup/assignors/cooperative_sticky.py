@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from regroup.assignors.base import MemberState, PartitionAssignor
+from regroup.assignors.base import MetadataInput, PartitionAssignor
 from regroup.assignors.consumer_protocol import decode_cooperative_user_data, encode_cooperative_user_data
 from regroup.assignors.homogeneous import assign_small
 from regroup.assignors.layout import IntArray
@@ -47,7 +47,7 @@ class CooperativeStickyAssignor(PartitionAssignor):
     name = "cooperative-sticky"
     supported_protocols = (RebalanceProtocol.EAGER, RebalanceProtocol.COOPERATIVE)
 
-    def metadata(self, state: MemberState) -> bytes | None:
+    def metadata(self, state: MetadataInput) -> bytes | None:
         return encode_cooperative_user_data(state.generation)
 
     def member_claim(self, sub: MemberSubscription) -> OwnedClaim:

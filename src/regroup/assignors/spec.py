@@ -119,11 +119,6 @@ class AssignmentError(ValueError):
     """The spec cannot be assigned by this strategy (bad options, contradictory input)."""
 
 
-def empty_assignment(spec: GroupSpec) -> Assignment:
-    """An assignment with every member present and nothing assigned."""
-    return {m: {} for m in spec.members}
-
-
 def add_partition(assignment: Assignment, member: str, topic: str, partition: int) -> None:
     """Append one partition to a member's assignment (callers sort at the end)."""
     assignment.setdefault(member, {}).setdefault(topic, []).append(partition)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from regroup.assignors import balance
-from regroup.assignors.base import MemberState, PartitionAssignor
+from regroup.assignors.base import MetadataInput, PartitionAssignor
 from regroup.assignors.consumer_protocol import decode_sticky_user_data, encode_sticky_user_data
 from regroup.assignors.homogeneous import assign_small
 from regroup.assignors.layout import IntArray, Layout, build_layout
@@ -68,7 +68,7 @@ class StickyAssignor(PartitionAssignor):
     name = "sticky"
     supported_protocols = (RebalanceProtocol.EAGER,)
 
-    def metadata(self, state: MemberState) -> bytes | None:
+    def metadata(self, state: MetadataInput) -> bytes | None:
         if not state.owned and state.generation == NO_GENERATION:
             return None
         return encode_sticky_user_data(state.owned, state.generation)

@@ -1,88 +1,15 @@
-"""``regroup demo``: KIP-54's three worked examples, round-robin and sticky side by side."""
+"""``regroup demo``: KIP-54's three worked examples (``assignors/examples.py``), round-robin and sticky side by
+side."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 
-from regroup.assignors import metrics, registry
-from regroup.assignors.spec import Assignment, GroupSpec, MemberSubscription
-
-
-@dataclass(frozen=True)
-class Example:
-    title: str
-    topics: Mapping[str, int]
-    subscriptions: Mapping[str, tuple[str, ...]]
-    change: str
-    apply_change: Callable[[dict[str, tuple[str, ...]]], dict[str, tuple[str, ...]]]
-
-
-def _drop(member: str) -> Callable[[dict[str, tuple[str, ...]]], dict[str, tuple[str, ...]]]:
-    return lambda subs: {m: t for m, t in subs.items() if m != member}
-
-
-def _add(member: str, topics: tuple[str, ...]) -> Callable[[dict[str, tuple[str, ...]]], dict[str, tuple[str, ...]]]:
-    return lambda subs: {**subs, member: topics}
-
-
-ALL4 = ("t0", "t1", "t2", "t3")
-EXAMPLES = (
-    Example(
-        "KIP-54 example 1: three consumers, four topics of two partitions, all subscribed to everything",
-        {"t0": 2, "t1": 2, "t2": 2, "t3": 2},
-        {"C0": ALL4, "C1": ALL4, "C2": ALL4},
-        "C1 leaves",
-        _drop("C1"),
-    ),
-    Example(
-        "KIP-54 example 2: C0 reads t0; C1 reads t0, t1; C2 reads t0, t1, t2 (1, 2 and 3 partitions)",
-        {"t0": 1, "t1": 2, "t2": 3},
-        {"C0": ("t0",), "C1": ("t0", "t1"), "C2": ("t0", "t1", "t2")},
-        "C0 leaves",
-        _drop("C0"),
-    ),
-    Example(
-        "KIP-54 example 3: two consumers, two topics of two partitions",
-        {"t0": 2, "t1": 2},
-        {"C0": ("t0", "t1"), "C1": ("t0", "t1")},
-        "C2 joins",
-        _add("C2", ("t0", "t1")),
-    ),
-)
-
-
-def _spec(topics: Mapping[str, int], subs: Mapping[str, tuple[str, ...]], previous: Assignment | None) -> GroupSpec:
-    members = {
-        m: MemberSubscription.of(
-            list(t),
-            (previous or {}).get(m, {}),
-            generation=1 if previous and m in previous else -1,
-        )
-        for m, t in subs.items()
-    }
-    return GroupSpec(topics=topics, members=members)
-
-
-def _run(strategy: str, spec: GroupSpec) -> Assignment:
-    assignor = registry.get(strategy)
-    return assignor.assign(assignor.with_previous(spec))
+from regroup.assignors.examples import EXAMPLES, before_and_after, kept
 
 
 def _cell(per_topic: Mapping[str, list[int]]) -> str:
     return ", ".join(f"{t}p{p}" for t in sorted(per_topic) for p in per_topic[t]) or "-"
-
-
-def _kept(before: Assignment, after: Assignment) -> int:
-    now = metrics.owners(after)
-    return sum(1 for tp, m in metrics.owners(before).items() if now.get(tp) == m)
-
-
-def kept_through_change(example: Example, strategy: str) -> int:
-    """Partitions that keep their owner through the example's change under ``strategy``."""
-    before = _run(strategy, _spec(example.topics, example.subscriptions, None))
-    after_subs = example.apply_change(dict(example.subscriptions))
-    return _kept(before, _run(strategy, _spec(example.topics, after_subs, before)))
 
 
 def render(strategies: tuple[str, ...] = ("roundrobin", "sticky")) -> str:
@@ -90,9 +17,10 @@ def render(strategies: tuple[str, ...] = ("roundrobin", "sticky")) -> str:
     lines: list[str] = []
     for ex in EXAMPLES:
         lines.append(ex.title)
-        before = {s: _run(s, _spec(ex.topics, ex.subscriptions, None)) for s in strategies}
+        runs = {s: before_and_after(ex, s) for s in strategies}
+        before = {s: run[0] for s, run in runs.items()}
+        after = {s: run[1] for s, run in runs.items()}
         after_subs = ex.apply_change(dict(ex.subscriptions))
-        after = {s: _run(s, _spec(ex.topics, after_subs, before[s])) for s in strategies}
         width = 28
         header = f"  {'':9}" + "".join(f"{s:<{width}}" for s in strategies)
         for label, table, members in (
@@ -103,7 +31,7 @@ def render(strategies: tuple[str, ...] = ("roundrobin", "sticky")) -> str:
             lines.append(header)
             for m in members:
                 lines.append(f"  {m:<9}" + "".join(f"{_cell(table[s].get(m, {})):<{width}}" for s in strategies))
-        kept = "; ".join(f"{s} keeps {_kept(before[s], after[s])}" for s in strategies)
-        lines.append(f"  partitions kept through the change: {kept}")
+        kept_text = "; ".join(f"{s} keeps {kept(before[s], after[s])}" for s in strategies)
+        lines.append(f"  partitions kept through the change: {kept_text}")
         lines.append("")
     return "\n".join(lines)

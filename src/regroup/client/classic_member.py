@@ -1,4 +1,4 @@
-"""``ClassicMember``: a sans-IO consumer group member for the classic protocol (JoinGroup / SyncGroup /
+"""``ClassicClientMember``: a sans-IO consumer group member for the classic protocol (JoinGroup / SyncGroup /
 Heartbeat / LeaveGroup / OffsetCommit), eager or cooperative (KIP-429).
 
 The driver (the simulator, a test harness, a real client shell) runs the loop::
@@ -58,9 +58,9 @@ from regroup.client.types import (
     STOPPED,
     CallbackEvent,
     CallbackKind,
+    ClassicClientState,
     Inflight,
     MemberNote,
-    MemberState,
     OutgoingRequest,
     Request,
     TopicPartition,
@@ -68,11 +68,10 @@ from regroup.client.types import (
 )
 from regroup.protocol.classic import NO_GENERATION
 
-S = MemberState
 #: states read on every poll, as module constants (the compiled build reads them without a class lookup)
-_UNJOINED: Final = MemberState.UNJOINED
-_STABLE: Final = MemberState.STABLE
-_HEARTBEATING: Final = (MemberState.COMPLETING_REBALANCE, MemberState.STABLE)
+_UNJOINED: Final = ClassicClientState.UNJOINED
+_STABLE: Final = ClassicClientState.STABLE
+_HEARTBEATING: Final = (ClassicClientState.COMPLETING_REBALANCE, ClassicClientState.STABLE)
 #: later than any deadline (``next_deadline``'s starting point)
 _NEVER: Final = 2**62
 
@@ -88,7 +87,7 @@ _PACED_REJOINS: Final = frozenset(
     }
 )
 
-# Work that waits for the application's poll (``ClassicMember.app_steps``), in the order it is queued.
+# Work that waits for the application's poll (``ClassicClientMember.app_steps``), in the order it is queued.
 #: onJoinPrepare (an eager member's revocation) and the JoinGroup
 STEP_JOIN: Final = 1
 #: the JoinGroup, after the revocation callback of onJoinPrepare finished
@@ -103,7 +102,7 @@ STEP_ASSIGN: Final = 5
 STEP_ASSIGNED: Final = 6
 
 
-class ClassicMember(OwnedPartitions):
+class ClassicClientMember(OwnedPartitions):
     """One consumer of a classic group. See the module docstring for the driving loop."""
 
     def __init__(
@@ -130,7 +129,7 @@ class ClassicMember(OwnedPartitions):
         self.assignors = tuple(registry.get(name) for name in config.strategies)
         self.rebalance_protocol = rebalance_protocol(config.strategies)
         self.partition_counts = dict(partition_counts)
-        self.state = S.UNJOINED
+        self.state = ClassicClientState.UNJOINED
         self.member_id = ""
         self.generation = NO_GENERATION
         self.protocol_name: str | None = None
@@ -268,7 +267,7 @@ class ClassicMember(OwnedPartitions):
                 commit_id = self.revoke_on_close(self.owned, now_ms)
             else:
                 self.lose(now_ms, "consumer closed during a rebalance")
-        self.state = S.LEFT
+        self.state = ClassicClientState.LEFT
         self._drop_app_work()
         self.inflight = {k: v for k, v in self.inflight.items() if v.api in ("OffsetCommit", "LeaveGroup")}
         if self.member_id and self.config.group_instance_id is None:
@@ -285,7 +284,7 @@ class ClassicMember(OwnedPartitions):
 
     def crash(self) -> None:
         """The process dies: no callback, no commit, no LeaveGroup; processing stops."""
-        self.state = S.CRASHED
+        self.state = ClassicClientState.CRASHED
         self.owned = frozenset()
         self.inflight.clear()
         self._outbox.clear()
@@ -348,7 +347,7 @@ class ClassicMember(OwnedPartitions):
             if request_id is not None:
                 self.inflight.pop(request_id, None)
         self.join_id = self.sync_id = None
-        self.state = S.UNJOINED
+        self.state = ClassicClientState.UNJOINED
         self.needs_join_prepare = True
         self._drop_rebalance_steps()
         self.request_rejoin(now_ms, reason)
@@ -357,7 +356,7 @@ class ClassicMember(OwnedPartitions):
         """A fatal error: the consumer stops (its partitions are lost)."""
         self.note(now_ms, "fatal", reason)
         self.lose(now_ms, reason)
-        self.state = S.FAILED
+        self.state = ClassicClientState.FAILED
         self.inflight.clear()
         self._drop_app_work()
 
@@ -401,7 +400,7 @@ class ClassicMember(OwnedPartitions):
         self.app_steps.append(STEP_CALLBACKS)
 
     def send_sync(self, now_ms: int, assignments: tuple[tuple[str, bytes], ...]) -> None:
-        self.state = S.COMPLETING_REBALANCE
+        self.state = ClassicClientState.COMPLETING_REBALANCE
         request = sync_request(self.config, self.generation, self.member_id, self.protocol_name, assignments)
         self.sync_id = self._send(request, now_ms, self.config.request_timeout_ms)
 
@@ -452,7 +451,7 @@ class ClassicMember(OwnedPartitions):
             self.app.answered(request_id, now_ms)
             if request_id == self.join_id or request_id == self.sync_id:
                 self.join_id = self.sync_id = None
-                self.state = S.UNJOINED
+                self.state = ClassicClientState.UNJOINED
                 self.request_rejoin(now_ms, f"{inflight.api} timed out", self.config.retry_backoff_ms)
             elif request_id == self.heartbeat_id:
                 self.heartbeat_id = None
@@ -599,7 +598,7 @@ class ClassicMember(OwnedPartitions):
         self.generation = NO_GENERATION
         self.protocol_name = None
         self.member_id = ""
-        self.state = S.UNJOINED
+        self.state = ClassicClientState.UNJOINED
         self.needs_join_prepare = True
         self._drop_rebalance_steps()
         self.poll_timed_out = True
@@ -623,7 +622,7 @@ class ClassicMember(OwnedPartitions):
         self.join_claimed = owned
         self.last_join_ms = now_ms
         self.rejoin_needed = False
-        self.state = S.PREPARING_REBALANCE
+        self.state = ClassicClientState.PREPARING_REBALANCE
         if not self.app.app.librdkafka or self.app.app.aligned:
             self.next_heartbeat_ms = None
         self.join_id = self._send(request, now_ms, self.config.join_timeout_ms)

@@ -1,5 +1,5 @@
-"""``ConsumerMember``: a sans-IO consumer group member for the KIP-848 protocol (ConsumerGroupHeartbeat and
-OffsetCommit), driven like ``ClassicMember``::
+"""``ConsumerClientMember``: a sans-IO consumer group member for the KIP-848 protocol (ConsumerGroupHeartbeat and
+OffsetCommit), driven like ``ClassicClientMember``::
 
     for out in member.poll(now_ms): send(out.request)           # requests due now
     member.on_response(out.request_id, response, now_ms)         # when an answer arrives
@@ -87,7 +87,7 @@ FATAL: Final = frozenset(
 FENCED: Final = frozenset({E.FENCED_MEMBER_EPOCH, E.UNKNOWN_MEMBER_ID})
 
 
-class ConsumerState(enum.Enum):
+class ConsumerClientState(enum.Enum):
     """Where a KIP-848 member is (a condensed form of Kafka's client-side ``MemberState``)."""
 
     UNJOINED = "Unjoined"  # no join in flight (before the first, after being fenced, or backing off)
@@ -100,13 +100,10 @@ class ConsumerState(enum.Enum):
 
     @property
     def running(self) -> bool:
-        return self not in (ConsumerState.LEFT, ConsumerState.CRASHED, ConsumerState.FAILED)
+        return self not in (ConsumerClientState.LEFT, ConsumerClientState.CRASHED, ConsumerClientState.FAILED)
 
 
-S = ConsumerState
-
-
-class ConsumerMember(OwnedPartitions):
+class ConsumerClientMember(OwnedPartitions):
     """One consumer of a KIP-848 consumer group. See the module docstring for the driving loop.
 
     ``topic_ids``: topic name -> topic id for the topics the client knows (its metadata); assignments name
@@ -128,7 +125,7 @@ class ConsumerMember(OwnedPartitions):
         self.reconcile_added: frozenset[TopicPartition] = frozenset()
         self._checks_poll_interval = self.app.loop.can_outlast(config.rebalance_timeout_ms)
         self.topic_ids = dict(topic_ids)
-        self.state = S.UNJOINED
+        self.state = ConsumerClientState.UNJOINED
         self.member_id = config.member_id
         self.member_epoch = JOIN_EPOCH
         self.heartbeat_interval_ms = config.heartbeat_interval_ms
@@ -190,7 +187,7 @@ class ConsumerMember(OwnedPartitions):
     def settled(self) -> bool:
         """Owns exactly its last assignment, the coordinator knows it, and nothing is pending."""
         return (
-            self.state is S.STABLE
+            self.state is ConsumerClientState.STABLE
             and self.reconcile_at_ms is None
             and self.reconcile_step == 0
             and not self.ack_needed
@@ -212,7 +209,7 @@ class ConsumerMember(OwnedPartitions):
             if self._checks_poll_interval:
                 self._check_poll_interval(now_ms)
             self._run_app(now_ms)
-            if self.state is S.UNJOINED and self.heartbeat_id is None and now_ms >= self.rejoin_at_ms:
+            if self.state is ConsumerClientState.UNJOINED and self.heartbeat_id is None and now_ms >= self.rejoin_at_ms:
                 self._send_heartbeat(now_ms, joining=True)
             elif self._heartbeat_due(now_ms):
                 self._send_heartbeat(now_ms, joining=False)
@@ -244,7 +241,7 @@ class ConsumerMember(OwnedPartitions):
         if self._checks_poll_interval and self.app.loop.running:
             candidates.append(self.app.loop.last_poll + self.config.rebalance_timeout_ms)
         if self.heartbeat_id is None:
-            if self.state is S.UNJOINED:
+            if self.state is ConsumerClientState.UNJOINED:
                 candidates.append(self.rejoin_at_ms)
             elif self._in_group():
                 if self.ack_needed:
@@ -282,8 +279,8 @@ class ConsumerMember(OwnedPartitions):
                 commit_id = self.revoke_on_close(self.owned, now_ms)
             else:
                 self.lose(now_ms, "consumer closed while not in the group")
-        leaves = bool(self.member_id) and (self.member_epoch > 0 or self.state is S.JOINING)
-        self.state = S.LEFT
+        leaves = bool(self.member_id) and (self.member_epoch > 0 or self.state is ConsumerClientState.JOINING)
+        self.state = ConsumerClientState.LEFT
         self.reconcile_at_ms = None
         self._drop_app_work()
         self.heartbeat_id = None
@@ -312,7 +309,7 @@ class ConsumerMember(OwnedPartitions):
 
     def crash(self) -> None:
         """The process dies: no callback, no commit, no leave; processing stops."""
-        self.state = S.CRASHED
+        self.state = ConsumerClientState.CRASHED
         self.owned = frozenset()
         self.reconcile_at_ms = None
         self._drop_app_work()
@@ -366,7 +363,7 @@ class ConsumerMember(OwnedPartitions):
 
     # -------------------------------------------------------------------------------------- internals
     def _in_group(self) -> bool:
-        return self.state in (S.RECONCILING, S.STABLE) and self.member_epoch > 0
+        return self.state in (ConsumerClientState.RECONCILING, ConsumerClientState.STABLE) and self.member_epoch > 0
 
     def _committing(self) -> bool:
         return self.config.auto_commit and self._in_group() and bool(self.owned)
@@ -392,7 +389,7 @@ class ConsumerMember(OwnedPartitions):
         if joining:
             self.member_epoch = JOIN_EPOCH
             self.full_needed = True
-            self.state = S.JOINING
+            self.state = ConsumerClientState.JOINING
         full = self.full_needed
         report = self.owned
         request = ConsumerGroupHeartbeatRequest(
@@ -424,8 +421,8 @@ class ConsumerMember(OwnedPartitions):
                 self.heartbeat_interval_ms = resp.heartbeat_interval_ms
             self.next_heartbeat_ms = max(now_ms, inflight.sent_ms + self.heartbeat_interval_ms)
             self.reported = self._pending_report
-            if self.state is S.JOINING:
-                self.state = S.RECONCILING
+            if self.state is ConsumerClientState.JOINING:
+                self.state = ConsumerClientState.RECONCILING
                 self.next_commit_ms = now_ms + self.config.auto_commit_interval_ms
             if resp.assignment is not None:
                 target = {t: frozenset(ps) for t, ps in resp.assignment if ps}
@@ -445,8 +442,8 @@ class ConsumerMember(OwnedPartitions):
             self._fail(now_ms, f"ConsumerGroupHeartbeat: {error.name}")
         else:  # coordinator moving or loading, unknown server error: back off and retry
             self.note(now_ms, "retry", f"ConsumerGroupHeartbeat: {error.name}")
-            if self.state is S.JOINING:
-                self.state = S.UNJOINED
+            if self.state is ConsumerClientState.JOINING:
+                self.state = ConsumerClientState.UNJOINED
                 self.rejoin_at_ms = now_ms + self.config.retry_backoff_ms
             else:
                 self.next_heartbeat_ms = now_ms + self.config.retry_backoff_ms
@@ -492,7 +489,7 @@ class ConsumerMember(OwnedPartitions):
         on (if callbacks are running, they reconcile towards it once they are done)."""
         if self.reconcile_at_ms is None and self.reconcile_step == 0:
             self.reconcile_at_ms = max(now_ms + self.config.callback_delay_ms, self.resolved_at_ms)
-        self.state = S.RECONCILING
+        self.state = ConsumerClientState.RECONCILING
 
     def _run_app(self, now_ms: int) -> None:
         """Run the callbacks waiting for the application, as far as its poll loop and callbacks allow: revoke
@@ -564,14 +561,14 @@ class ConsumerMember(OwnedPartitions):
         self.rejoin_at_ms = self.app.loop.next_poll(now_ms)
 
     def _update_state(self) -> None:
-        if self.state is S.RECONCILING or self.state is S.STABLE:
+        if self.state is ConsumerClientState.RECONCILING or self.state is ConsumerClientState.STABLE:
             done = (
                 self.reconcile_at_ms is None
                 and self.reconcile_step == 0
                 and self.assignment == self.owned
                 and self.reported == self.owned
             )
-            self.state = S.STABLE if done and not self.ack_needed else S.RECONCILING
+            self.state = ConsumerClientState.STABLE if done and not self.ack_needed else ConsumerClientState.RECONCILING
 
     def _fenced(self, now_ms: int, reason: str) -> None:
         """Kafka's ``transitionToFenced``: lose everything, rejoin with epoch 0 keeping the member id."""
@@ -593,14 +590,14 @@ class ConsumerMember(OwnedPartitions):
         if self.heartbeat_id is not None:
             self.inflight.pop(self.heartbeat_id, None)
             self.heartbeat_id = None
-        self.state = S.UNJOINED
+        self.state = ConsumerClientState.UNJOINED
         self.rejoin_at_ms = now_ms
         self.note(now_ms, "rejoin", "rejoining with epoch 0")
 
     def _fail(self, now_ms: int, reason: str) -> None:
         self.note(now_ms, "fatal", reason)
         self.lose(now_ms, reason)
-        self.state = S.FAILED
+        self.state = ConsumerClientState.FAILED
         self.reconcile_at_ms = None
         self._drop_app_work()
         self.inflight.clear()
@@ -627,8 +624,8 @@ class ConsumerMember(OwnedPartitions):
                 self.heartbeat_id = None
                 self.full_needed = True
                 self.reported = None
-                if self.state is S.JOINING:
-                    self.state = S.UNJOINED
+                if self.state is ConsumerClientState.JOINING:
+                    self.state = ConsumerClientState.UNJOINED
                     self.rejoin_at_ms = now_ms + self.config.retry_backoff_ms
                 else:
                     self.next_heartbeat_ms = now_ms + self.config.retry_backoff_ms

@@ -12,11 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from regroup.assignors.base import MemberState as AssignorMemberState
-from regroup.assignors.base import PartitionAssignor
+from regroup.assignors.base import MetadataInput, PartitionAssignor
 from regroup.assignors.consumer_protocol import (
+    ConsumerProtocolSubscription,
     ProtocolDecodeError,
-    Subscription,
     decode_assignment,
     decode_subscription,
     encode_assignment_of,
@@ -139,8 +138,8 @@ class JoinProtocols:
     encoded array, the previous assignment by topic, and the protocols themselves (returned as they are
     when nothing changed). The user data is asked of each assignor every time, and the subscription bytes
     are written from the kept sections (``encode_subscription_sections``), equal to
-    ``encode_subscription`` of the same ``Subscription``; a section the fast writers cannot take makes it
-    fall back to ``encode_subscription``.
+    ``encode_subscription`` of the same ``ConsumerProtocolSubscription``; a section the fast writers cannot take
+    makes it fall back to ``encode_subscription``.
     """
 
     def __init__(self) -> None:
@@ -182,7 +181,7 @@ class JoinProtocols:
         if not changed and key == self._key:
             return self._protocols
         self._assignors = None  # (until the protocols are built: a build that raises keeps nothing)
-        remembered = AssignorMemberState(
+        remembered = MetadataInput(
             topics=topics,
             owned=self._previous_by_topic,
             generation=state.previous_generation,
@@ -197,7 +196,7 @@ class JoinProtocols:
                     self._topic_list, user_data, self._owned_list, state.generation, state.rack
                 )
             if data is None:
-                subscription = Subscription(
+                subscription = ConsumerProtocolSubscription(
                     topics=self._sorted_topics,
                     user_data=user_data,
                     owned=self._owned_by_topic,
@@ -242,7 +241,7 @@ def leader_assign(
     A cooperative leader also checks that no partition goes directly from its owner to another member
     (Kafka's ``validateCooperativeAssignment``) and fails otherwise.
     """
-    subscriptions: dict[str, Subscription] = {}
+    subscriptions: dict[str, ConsumerProtocolSubscription] = {}
     for member in members:
         try:
             subscriptions[member.member_id] = decode_subscription(member.metadata)
@@ -323,7 +322,9 @@ def _ascending(partitions: tuple[int, ...]) -> bool:
     return all(partitions[i - 1] <= partitions[i] for i in range(1, len(partitions)))
 
 
-def _validate_cooperative(subscriptions: dict[str, Subscription], assignment: dict[str, dict[str, list[int]]]) -> None:
+def _validate_cooperative(
+    subscriptions: dict[str, ConsumerProtocolSubscription], assignment: dict[str, dict[str, list[int]]]
+) -> None:
     """Topic by topic, on partition numbers (no (topic, partition) pair per partition): what each member
     gains, what the group revokes, and the first member (by id) that gains a revoked partition."""
     revoked: dict[str, set[int]] = {}

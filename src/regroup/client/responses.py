@@ -1,4 +1,4 @@
-"""How a ``ClassicMember`` reacts to each response (Kafka's ``AbstractCoordinator`` response handlers and
+"""How a ``ClassicClientMember`` reacts to each response (Kafka's ``AbstractCoordinator`` response handlers and
 ``ConsumerCoordinator.onJoinComplete``), kept apart from the driving loop in ``classic_member``."""
 
 from __future__ import annotations
@@ -6,19 +6,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from regroup.client.embedded import LeaderAssignmentError, assigned_partitions, leader_assign, metadata_snapshot
-from regroup.client.types import MemberState
+from regroup.client.types import ClassicClientState
 from regroup.model.errors import ErrorCode
 from regroup.protocol.classic import HeartbeatResponse, JoinGroupResponse, SyncGroupResponse
 from regroup.protocol.offsets import OffsetCommitResponse
 
 if TYPE_CHECKING:
-    from regroup.client.classic_member import ClassicMember
+    from regroup.client.classic_member import ClassicClientMember
     from regroup.client.types import Inflight
 
-S = MemberState
 #: read on every heartbeat answer, as module constants (the compiled build reads them without a class lookup)
-_STABLE: Final = MemberState.STABLE
-_AFTER_JOIN: Final = (MemberState.STABLE, MemberState.COMPLETING_REBALANCE)
+_STABLE: Final = ClassicClientState.STABLE
+_AFTER_JOIN: Final = (ClassicClientState.STABLE, ClassicClientState.COMPLETING_REBALANCE)
 E = ErrorCode
 
 #: Errors that end the consumer (the Java consumer's ``AbstractCoordinator`` raises them to the application).
@@ -35,7 +34,7 @@ FATAL: Final = frozenset(
 )
 
 
-def dispatch(member: ClassicMember, request_id: int, inflight: Inflight, response: object, now_ms: int) -> None:
+def dispatch(member: ClassicClientMember, request_id: int, inflight: Inflight, response: object, now_ms: int) -> None:
     if isinstance(response, JoinGroupResponse) and request_id == member.join_id:
         member.join_id = None
         if member.reads_join_response_later(now_ms):
@@ -52,18 +51,18 @@ def dispatch(member: ClassicMember, request_id: int, inflight: Inflight, respons
         on_commit(member, inflight, response, now_ms)
 
 
-def dispatch_join(member: ClassicMember, inflight: Inflight, response: object, now_ms: int) -> None:
-    """A JoinGroup answer the member read later than it arrived (``ClassicMember.stash_join_response``)."""
-    if isinstance(response, JoinGroupResponse) and member.state is S.PREPARING_REBALANCE:
+def dispatch_join(member: ClassicClientMember, inflight: Inflight, response: object, now_ms: int) -> None:
+    """A JoinGroup answer the member read later than it arrived (``ClassicClientMember.stash_join_response``)."""
+    if isinstance(response, JoinGroupResponse) and member.state is ClassicClientState.PREPARING_REBALANCE:
         on_join(member, inflight, response, now_ms)
 
 
-def _unchanged(member: ClassicMember, inflight: Inflight) -> bool:
+def _unchanged(member: ClassicClientMember, inflight: Inflight) -> bool:
     """Kafka's ``generationUnchanged``: the member is still what it was when it sent the request."""
     return inflight.generation == member.generation and inflight.member_id == member.member_id
 
 
-def on_join(member: ClassicMember, inflight: Inflight, resp: JoinGroupResponse, now_ms: int) -> None:
+def on_join(member: ClassicClientMember, inflight: Inflight, resp: JoinGroupResponse, now_ms: int) -> None:
     error = resp.error
     if error is E.NONE:
         if resp.protocol_type not in (None, "consumer"):
@@ -102,21 +101,21 @@ def on_join(member: ClassicMember, inflight: Inflight, resp: JoinGroupResponse, 
         member.send_sync(now_ms, assignments)
     elif error is E.MEMBER_ID_REQUIRED:
         member.member_id = resp.member_id
-        member.state = S.UNJOINED
+        member.state = ClassicClientState.UNJOINED
         member.request_rejoin(now_ms, "member id required")
     elif error is E.UNKNOWN_MEMBER_ID:
         member.reset(now_ms, "JoinGroup: UNKNOWN_MEMBER_ID", member_id_too=True)
     elif error in FATAL:
         member.fail(now_ms, f"JoinGroup: {error.name}")
     elif error is E.REBALANCE_IN_PROGRESS:
-        member.state = S.UNJOINED
+        member.state = ClassicClientState.UNJOINED
         member.request_rejoin(now_ms, "JoinGroup: REBALANCE_IN_PROGRESS")
     else:  # coordinator moving or loading, unknown server error: back off and retry
-        member.state = S.UNJOINED
+        member.state = ClassicClientState.UNJOINED
         member.request_rejoin(now_ms, f"JoinGroup: {error.name}", member.config.retry_backoff_ms)
 
 
-def on_sync(member: ClassicMember, inflight: Inflight, resp: SyncGroupResponse, now_ms: int) -> None:
+def on_sync(member: ClassicClientMember, inflight: Inflight, resp: SyncGroupResponse, now_ms: int) -> None:
     error = resp.error
     if error is E.NONE:
         if resp.protocol_name is not None and resp.protocol_name != member.protocol_name:
@@ -127,25 +126,25 @@ def on_sync(member: ClassicMember, inflight: Inflight, resp: SyncGroupResponse, 
             member.fail(now_ms, "SyncGroup assignment bytes are malformed")
             return
         member.extend_lease(inflight.sent_ms)
-        member.state = S.STABLE
+        member.state = ClassicClientState.STABLE
         member.needs_join_prepare = True
         member.previous = assigned
         member.previous_generation = member.generation
         member.assignment_received(assigned)  # its callbacks run at the application's next poll
         member.check_metadata(now_ms)
     elif error is E.REBALANCE_IN_PROGRESS:
-        member.state = S.UNJOINED
+        member.state = ClassicClientState.UNJOINED
         member.request_rejoin(now_ms, "SyncGroup: REBALANCE_IN_PROGRESS")
     elif error in (E.UNKNOWN_MEMBER_ID, E.ILLEGAL_GENERATION):
         member.reset(now_ms, f"SyncGroup: {error.name}", member_id_too=error is E.UNKNOWN_MEMBER_ID)
     elif error in FATAL:
         member.fail(now_ms, f"SyncGroup: {error.name}")
     else:
-        member.state = S.UNJOINED
+        member.state = ClassicClientState.UNJOINED
         member.request_rejoin(now_ms, f"SyncGroup: {error.name}", member.config.retry_backoff_ms)
 
 
-def on_heartbeat(member: ClassicMember, inflight: Inflight, resp: HeartbeatResponse, now_ms: int) -> None:
+def on_heartbeat(member: ClassicClientMember, inflight: Inflight, resp: HeartbeatResponse, now_ms: int) -> None:
     error = resp.error
     member.heartbeat_due_after(inflight.sent_ms, now_ms)
     unchanged = _unchanged(member, inflight)
@@ -165,7 +164,7 @@ def on_heartbeat(member: ClassicMember, inflight: Inflight, resp: HeartbeatRespo
         member.next_heartbeat_ms = now_ms + member.config.retry_backoff_ms
 
 
-def on_commit(member: ClassicMember, inflight: Inflight, resp: OffsetCommitResponse, now_ms: int) -> None:
+def on_commit(member: ClassicClientMember, inflight: Inflight, resp: OffsetCommitResponse, now_ms: int) -> None:
     codes: set[ErrorCode] = set()
     for _, results in resp.topics:
         for _, code in results:

@@ -45,7 +45,7 @@ def api_name(request: object) -> str:
 _API_NAMES: Final[dict[type, str]] = {}  # per request or response class
 
 
-class MemberState(enum.Enum):
+class ClassicClientState(enum.Enum):
     """Where the member is in the classic protocol (Kafka's client-side ``MemberState`` plus the ends)."""
 
     UNJOINED = "Unjoined"  # no JoinGroup in flight (before the first, or waiting to retry)
@@ -63,7 +63,7 @@ class MemberState(enum.Enum):
 
 #: the states of a process that has stopped (a tuple: ``in`` compares identity first); ``state not in STOPPED``
 #: is ``state.running`` without the property call
-STOPPED: Final = (MemberState.LEFT, MemberState.CRASHED, MemberState.FAILED)
+STOPPED: Final = (ClassicClientState.LEFT, ClassicClientState.CRASHED, ClassicClientState.FAILED)
 
 
 class CallbackKind(enum.Enum):

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from regroup.coordinator.classic import rebalance
-from regroup.coordinator.classic.group import ClassicGroup, GroupState
+from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupState
 from regroup.coordinator.classic.join import join_group
 from regroup.coordinator.classic.sync import heartbeat, leave_group, sync_group
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.consumer import classic_members
 from regroup.coordinator.consumer.describe import describe_consumer_group
-from regroup.coordinator.consumer.group import ConsumerGroup, MemberState
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMemberState
 from regroup.coordinator.consumer.heartbeat import consumer_group_heartbeat
 from regroup.coordinator.consumer.migration import drop_empty_consumer_group
 from regroup.coordinator.consumer.replay import replay as replay_consumer
@@ -55,7 +55,7 @@ from regroup.protocol.consumer import (
     DescribedConsumerGroup,
 )
 from regroup.protocol.offsets import OffsetCommitRequest, OffsetFetchRequest, OffsetFetchResponse
-from regroup.records.builders import new_group_metadata_record, new_offset_commit_record
+from regroup.records.builders import new_consumer_group_record, new_group_metadata_record, new_offset_commit_record
 from regroup.records.consumer import CONSUMER_KEY_TYPES, ConsumerRecordKey, ConsumerRecordValue
 from regroup.records.model import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue, Record
 
@@ -175,7 +175,7 @@ class GroupCoordinator:
             return
         if isinstance(key, CONSUMER_KEY_TYPES):
             if loading:
-                replay_consumer(self.consumer_groups, key, value)  # type: ignore[arg-type]
+                replay_consumer(self.consumer_groups, record)
             if value is None:
                 self.persisted_consumer.pop(key, None)
             else:
@@ -186,7 +186,7 @@ class GroupCoordinator:
             self.persisted.pop(key.group_id, None)
             group = self.groups.pop(key.group_id, None)
             if group is not None:
-                group.transition(GroupState.DEAD, group.state_timestamp_ms)
+                group.transition(ClassicGroupState.DEAD, group.state_timestamp_ms)
             return
         assert isinstance(value, GroupMetadataValue)
         self.persisted[key.group_id] = value
@@ -224,7 +224,7 @@ class GroupCoordinator:
                     else coordinator.config.consumer_group_session_timeout_ms
                 )
                 coordinator.timers.schedule(MemberSessionTimer(cgroup.group_id, cmember.member_id), now_ms + timeout)
-                if cmember.classic is None and cmember.state is MemberState.UNREVOKED_PARTITIONS:
+                if cmember.classic is None and cmember.state is ConsumerGroupMemberState.UNREVOKED_PARTITIONS:
                     coordinator.timers.schedule(
                         RevocationTimer(cgroup.group_id, cmember.member_id, cmember.member_epoch),
                         now_ms + max(cmember.rebalance_timeout_ms, 0),
@@ -239,7 +239,7 @@ class GroupCoordinator:
     def snapshot_records(self) -> list[Record]:
         """The fewest records that rebuild the current hard state (what a log snapshot stores)."""
         records = [new_group_metadata_record(g, v) for g, v in sorted(self.persisted.items())]
-        records.extend(Record(k, v) for k, v in self.persisted_consumer.items())
+        records.extend(new_consumer_group_record(k, v) for k, v in self.persisted_consumer.items())
         for group_id, offsets in sorted(self.offsets.offsets.items()):
             for (topic, partition), value in sorted(offsets.items()):
                 records.append(new_offset_commit_record(group_id, topic, partition, value))

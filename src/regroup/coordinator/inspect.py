@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from regroup.coordinator.classic.group import ClassicGroup, GroupState
+from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupState
 from regroup.coordinator.consumer.group import ConsumerGroup
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
@@ -18,16 +18,14 @@ from regroup.protocol.admin import (
 )
 from regroup.records.builders import new_group_tombstone, new_offset_tombstone
 
-S = GroupState
-
 
 def describe_group(groups: dict[str, ClassicGroup], group_id: str) -> DescribedGroup:
     if not group_id:
         return DescribedGroup(group_id=group_id, error=ErrorCode.INVALID_GROUP_ID, state="")
     group = groups.get(group_id)
-    if group is None or group.is_in(S.DEAD):
+    if group is None or group.is_in(ClassicGroupState.DEAD):
         return DescribedGroup(group_id=group_id, state="Dead")
-    stable = group.is_in(S.STABLE)
+    stable = group.is_in(ClassicGroupState.STABLE)
     return DescribedGroup(
         group_id=group_id,
         state=group.state.value,
@@ -95,9 +93,9 @@ def delete_groups(
             results.append((group_id, ErrorCode.NONE))
         elif not group_id:
             results.append((group_id, ErrorCode.INVALID_GROUP_ID))
-        elif group is None or group.is_in(S.DEAD):
+        elif group is None or group.is_in(ClassicGroupState.DEAD):
             results.append((group_id, ErrorCode.GROUP_ID_NOT_FOUND))
-        elif not group.is_in(S.EMPTY):
+        elif not group.is_in(ClassicGroupState.EMPTY):
             results.append((group_id, ErrorCode.NON_EMPTY_GROUP))
         else:
             for topic, partition in sorted(store.of(group_id)):

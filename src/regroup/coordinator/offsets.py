@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from regroup.assignors.consumer_protocol import ProtocolDecodeError, decode_subscription
-from regroup.coordinator.classic.group import ClassicGroup, GroupState
+from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupState
 from regroup.coordinator.classic.join import check_identity
 from regroup.coordinator.classic.rebalance import schedule_session
 from regroup.coordinator.consumer.group import ConsumerGroup
@@ -22,8 +22,6 @@ from regroup.protocol.offsets import (
 )
 from regroup.records.builders import new_group_tombstone, new_offset_commit_record, new_offset_tombstone
 from regroup.records.model import OffsetCommitKey, OffsetCommitValue, Record
-
-S = GroupState
 
 
 @dataclass(slots=True)
@@ -51,17 +49,17 @@ def _validate_commit(ctx: Ctx, groups: dict[str, ClassicGroup], req: OffsetCommi
             ctx.journal.put(groups, req.group_id, group)
             return group
         raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND if req.version >= 9 else ErrorCode.ILLEGAL_GENERATION)
-    if group.is_in(S.DEAD):
+    if group.is_in(ClassicGroupState.DEAD):
         raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    if req.generation_id < 0 and group.is_in(S.EMPTY):
+    if req.generation_id < 0 and group.is_in(ClassicGroupState.EMPTY):
         return group
     if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
         check_identity(group, req.member_id, req.group_instance_id)
         if req.generation_id != group.generation:
             raise ApiError(ErrorCode.ILLEGAL_GENERATION)
-    elif not group.is_in(S.EMPTY):
+    elif not group.is_in(ClassicGroupState.EMPTY):
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
-    if group.is_in(S.COMPLETING_REBALANCE):
+    if group.is_in(ClassicGroupState.COMPLETING_REBALANCE):
         raise ApiError(ErrorCode.REBALANCE_IN_PROGRESS)
     return group
 
@@ -97,7 +95,11 @@ def offset_commit(
             topics=tuple((t, tuple((p.partition, exc.code) for p in parts)) for t, parts in req.topics)
         )
     member = group.members.get(req.member_id) if group is not None else None
-    if group is not None and member is not None and group.is_in(S.STABLE, S.PREPARING_REBALANCE):
+    if (
+        group is not None
+        and member is not None
+        and group.is_in(ClassicGroupState.STABLE, ClassicGroupState.PREPARING_REBALANCE)
+    ):
         schedule_session(ctx, group, member.member_id, member.session_timeout_ms)
     expire = ctx.now_ms + req.retention_ms if req.retention_ms != -1 else None
     out: list[tuple[str, tuple[tuple[int, ErrorCode], ...]]] = []
@@ -143,7 +145,7 @@ def offset_fetch(
                 )
         committed = store.of(req.group_id)
     else:
-        committed = {} if group is None or group.is_in(S.DEAD) else store.of(req.group_id)
+        committed = {} if group is None or group.is_in(ClassicGroupState.DEAD) else store.of(req.group_id)
     wanted: dict[str, list[int]] = {}
     if req.topics is None:
         for topic, partition in sorted(committed):
@@ -218,21 +220,21 @@ def expired_offset_records(
                 remaining += 1
                 continue
             base = value.commit_timestamp_ms
-            if group is not None and group.is_in(S.EMPTY) and group.protocol_type is not None:
+            if group is not None and group.is_in(ClassicGroupState.EMPTY) and group.protocol_type is not None:
                 base = group.state_timestamp_ms
             deadline = value.expire_timestamp_ms if value.expire_timestamp_ms is not None else base + retention_ms
             if now_ms >= deadline:
                 records.append(new_offset_tombstone(group_id, topic, partition))
             else:
                 remaining += 1
-        if group is not None and group.is_in(S.EMPTY) and remaining == 0:
+        if group is not None and group.is_in(ClassicGroupState.EMPTY) and remaining == 0:
             records.append(new_group_tombstone(group_id))
     return records
 
 
 def _offsets_can_expire(group: ClassicGroup) -> bool:
-    if group.is_in(S.EMPTY):
+    if group.is_in(ClassicGroupState.EMPTY):
         return True
     if group.protocol_type is None:
         return True  # simple group
-    return group.protocol_type == "consumer" and group.is_in(S.STABLE)
+    return group.protocol_type == "consumer" and group.is_in(ClassicGroupState.STABLE)

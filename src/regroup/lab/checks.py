@@ -2,7 +2,7 @@
 
 * KIP-54: through each worked example's membership change, how many partitions keep their
   owner under round-robin and under sticky (example 1: sticky keeps 5 where round-robin keeps 3). The
-  examples are ``regroup.cli.demo.EXAMPLES``, computed by the real assignors.
+  examples are ``regroup.assignors.examples.EXAMPLES``, computed by the real assignors.
 * The payload arithmetic behind Kafka's leader-only JoinGroup: 100 members × 100 KB of metadata → 10 MB per
   JoinGroup response and 1 GB per rebalance if every member received everyone's metadata, beside the
   leader-only figure (10 MB), computed by ``payload.join_bytes``, the function the metrics use.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from regroup.cli.demo import EXAMPLES, kept_through_change
+from regroup.assignors.examples import EXAMPLES, kept_through_change
 from regroup.lab.payload import join_bytes
 
 KIP54_EXPECTED = {0: {"roundrobin": 3, "sticky": 5}}  # example 1, as the KIP states it

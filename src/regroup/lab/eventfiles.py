@@ -1,5 +1,5 @@
 """Reading event logs written by ``regroup simulate --events`` or ``regroup serve --events``: one JSON
-object per line with exactly the keys of ``regroup.sim.eventlog.FIELDS``. A simulator log holds one group;
+object per line with exactly the keys of ``regroup.model.eventlog.FIELDS``. A simulator log holds one group;
 a server log may hold many, told apart by ``group=<id>`` in ``detail`` (``group_assignment`` rows follow
 their group's ``group_state``), so a file yields one event list per group. Any malformed line is an error
 naming the file and the line."""
@@ -10,7 +10,8 @@ import json
 from typing import Any
 
 from regroup.lab.errors import LabInputError
-from regroup.sim.eventlog import FIELDS, Event
+from regroup.model.eventlog import FIELDS
+from regroup.sim.eventlog import Event
 
 _KEYS = set(FIELDS)
 _INTS = ("seq", "t", "generation", "request_id", "partition", "value")

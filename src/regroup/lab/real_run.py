@@ -36,7 +36,7 @@ from typing import Any, Final
 from regroup.client.app import AppModel
 from regroup.client.config import rebalance_protocol
 from regroup.lab.link import DelayLink
-from regroup.sim.eventlog import FIELDS
+from regroup.model.eventlog import FIELDS
 from regroup.sim.scenario import MemberSpec, Scenario
 
 PLAYED: Final = ("join", "leave", "crash", "restart", "bounce")

@@ -1,7 +1,29 @@
-"""``new_xxx_record`` helpers: the only place records are constructed."""
+"""``new_xxx_record`` / ``new_xxx_tombstone``: the only place a record is put together from its parts (key
+fields and value), for classic groups, offsets and KIP-848 consumer groups (Kafka's
+GroupCoordinatorRecordHelpers). The coordinator builds every record it writes or snapshots through these."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from regroup.records.consumer import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataValue,
+    ConsumerRecordKey,
+    ConsumerRecordValue,
+    PartitionSet,
+    SubscribedTopic,
+)
 from regroup.records.model import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -9,6 +31,8 @@ from regroup.records.model import (
     OffsetCommitValue,
     Record,
 )
+
+# ------------------------------------------------------------------------------------ classic groups, offsets
 
 
 def new_group_metadata_record(group_id: str, value: GroupMetadataValue) -> Record:
@@ -25,3 +49,81 @@ def new_offset_commit_record(group_id: str, topic: str, partition: int, value: O
 
 def new_offset_tombstone(group_id: str, topic: str, partition: int) -> Record:
     return Record(OffsetCommitKey(group_id=group_id, topic=topic, partition=partition), None)
+
+
+# ----------------------------------------------------------------------------------- KIP-848 consumer groups
+
+
+def new_consumer_group_epoch_record(group_id: str, epoch: int) -> Record:
+    return Record(ConsumerGroupMetadataKey(group_id=group_id), ConsumerGroupMetadataValue(epoch=epoch))
+
+
+def new_consumer_group_epoch_tombstone(group_id: str) -> Record:
+    return Record(ConsumerGroupMetadataKey(group_id=group_id), None)
+
+
+def new_consumer_group_subscription_metadata_record(group_id: str, topics: Iterable[SubscribedTopic]) -> Record:
+    """The group's subscribed topics, sorted by name."""
+    value = ConsumerGroupPartitionMetadataValue(topics=tuple(sorted(topics, key=lambda t: t.name)))
+    return Record(ConsumerGroupPartitionMetadataKey(group_id=group_id), value)
+
+
+def new_consumer_group_subscription_metadata_tombstone(group_id: str) -> Record:
+    return Record(ConsumerGroupPartitionMetadataKey(group_id=group_id), None)
+
+
+def new_consumer_group_member_metadata_record(
+    group_id: str, member_id: str, value: ConsumerGroupMemberMetadataValue
+) -> Record:
+    return Record(ConsumerGroupMemberMetadataKey(group_id=group_id, member_id=member_id), value)
+
+
+def new_consumer_group_member_metadata_tombstone(group_id: str, member_id: str) -> Record:
+    return Record(ConsumerGroupMemberMetadataKey(group_id=group_id, member_id=member_id), None)
+
+
+def new_consumer_group_target_assignment_record(group_id: str, member_id: str, partitions: PartitionSet) -> Record:
+    value = ConsumerGroupTargetAssignmentMemberValue(partitions=partitions)
+    return Record(ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id), value)
+
+
+def new_consumer_group_target_assignment_tombstone(group_id: str, member_id: str) -> Record:
+    return Record(ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id), None)
+
+
+def new_consumer_group_target_assignment_epoch_record(group_id: str, epoch: int) -> Record:
+    value = ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch)
+    return Record(ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id), value)
+
+
+def new_consumer_group_target_assignment_epoch_tombstone(group_id: str) -> Record:
+    return Record(ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id), None)
+
+
+def new_consumer_group_current_assignment_record(
+    group_id: str,
+    member_id: str,
+    *,
+    member_epoch: int,
+    previous_member_epoch: int,
+    state: str,
+    assigned: PartitionSet,
+    pending_revocation: PartitionSet,
+) -> Record:
+    value = ConsumerGroupCurrentMemberAssignmentValue(
+        member_epoch=member_epoch,
+        previous_member_epoch=previous_member_epoch,
+        state=state,
+        assigned=assigned,
+        pending_revocation=pending_revocation,
+    )
+    return Record(ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id), value)
+
+
+def new_consumer_group_current_assignment_tombstone(group_id: str, member_id: str) -> Record:
+    return Record(ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id), None)
+
+
+def new_consumer_group_record(key: ConsumerRecordKey, value: ConsumerRecordValue) -> Record:
+    """A consumer-group record from a key and value kept apart (the coordinator's persisted view, snapshotted)."""
+    return Record(key, value)

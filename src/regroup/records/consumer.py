@@ -6,7 +6,8 @@ Partition sets are sorted tuples of ``(topic id, partitions)`` pairs."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Final
 
 PartitionSet = tuple[tuple[uuid.UUID, tuple[int, ...]], ...]
 
@@ -64,6 +65,11 @@ class ConsumerGroupMemberMetadataValue:
     server_assignor: str | None
     rebalance_timeout_ms: int
     classic: ClassicProtocolMetadata | None = None
+
+
+#: the fields of a member-metadata record, named as on the coordinator's member (``ConsumerGroupMember``), which
+#: writes, replays and compares its metadata through them: a new member field is declared here and on the member
+MEMBER_METADATA_FIELDS: Final[tuple[str, ...]] = tuple(f.name for f in fields(ConsumerGroupMemberMetadataValue))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -135,7 +135,3 @@ class Record:
     def __init__(self, key: RecordKey, value: RecordValue | None) -> None:
         self.key = key
         self.value = value
-
-    @property
-    def is_tombstone(self) -> bool:
-        return self.value is None

@@ -33,7 +33,6 @@ class RequestContext:
     client_id: str | None
     client_host: str
     connection_id: int
-    now_ms: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,6 @@ from regroup.server.errors import CoordinatorUnavailable, ProtocolError, Request
 from regroup.server.failures import FailureLog
 from regroup.server.limits import Limits
 from regroup.server.metrics import RequestMetrics
-from regroup.server.runtime import wall_ms
 
 log = logging.getLogger("regroup.server.dispatch")
 
@@ -117,7 +116,6 @@ class Dispatcher:
             client_id=request.client_id,
             client_host=client_host,
             connection_id=connection_id,
-            now_ms=wall_ms(),
         )
         if request.over_limit is not None:
             self.failures.over_limit(name, client_host, request.over_limit)

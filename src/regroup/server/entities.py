@@ -37,14 +37,6 @@ def ms(value: datetime.timedelta) -> int:
     return int(value / datetime.timedelta(milliseconds=1))
 
 
-def nested_class(cls: type[Any], field_name: str) -> type[Any]:
-    """The entity class of the array field ``field_name`` of ``cls`` (e.g. a response's member rows)."""
-    element = _array_element(typing.get_type_hints(cls)[field_name])
-    if element is None:
-        raise TypeError(f"{cls.__name__}.{field_name} is not an array of entities")
-    return element
-
-
 _PLANS: dict[type[Any], tuple[tuple[str, _Coerce], ...]] = {}
 
 

@@ -43,12 +43,12 @@ from typing import IO, Any
 from regroup.assignors.registry import server_side_name
 from regroup.client.config import ConfigError, rebalance_protocol
 from regroup.client.embedded import assigned_partitions
-from regroup.coordinator.classic.group import ClassicGroup, GroupState
+from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupState
 from regroup.coordinator.consumer.group import ConsumerGroup
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.result import Result
+from regroup.model.eventlog import FIELDS
 from regroup.records.consumer import CONSUMER_KEY_TYPES
-from regroup.sim.eventlog import FIELDS
 
 log = logging.getLogger("regroup.server.events")
 
@@ -167,7 +167,7 @@ class GroupEvents:
         rebalance = f" rebalance={style}" if style else ""
         detail = f"group={group_id} type=classic protocol={new.protocol}{rebalance} leader={new.leader}"
         self._emit(now, "group_state", state=new.state, generation=new.generation, detail=detail)
-        if group is not None and group.state is GroupState.STABLE:
+        if group is not None and group.state is ClassicGroupState.STABLE:
             self._assignment_rows(group, now)
 
     def _consumer_groups(self, coordinator: GroupCoordinator, result: Result, now: int) -> None:

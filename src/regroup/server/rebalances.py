@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import logging
 
-from regroup.coordinator.classic.group import ClassicGroup, GroupState
+from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupState
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.result import Result
 
 log = logging.getLogger("regroup.server.rebalances")
 
-_Mark = tuple[GroupState, int, str | None, str | None, int]
+_Mark = tuple[ClassicGroupState, int, str | None, str | None, int]
 
 
 def _mark(group: ClassicGroup) -> _Mark:
@@ -57,9 +57,9 @@ class RebalanceLog:
     def _changed(self, group_id: str, old: _Mark | None, new: _Mark) -> None:
         state, generation, protocol, leader, members = new
         if old is not None and old[0] is not state:
-            if state is GroupState.PREPARING_REBALANCE:
+            if state is ClassicGroupState.PREPARING_REBALANCE:
                 self.rebalances_started += 1
-            elif state is GroupState.STABLE:
+            elif state is ClassicGroupState.STABLE:
                 self.rebalances_completed += 1
         if self.log_changes and (old is None or (old[0], old[1]) != (state, generation)):
             log.info(

@@ -13,7 +13,7 @@ from __future__ import annotations
 from regroup.assignors.registry import server_side_name
 from regroup.client import OutgoingRequest
 from regroup.client.types import TopicPartition, api_name
-from regroup.coordinator.classic.group import S
+from regroup.coordinator.classic.group import ClassicStates
 from regroup.coordinator.consumer.group import ConsumerGroupState
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.result import Result
@@ -210,7 +210,7 @@ class CoordinatorEndpoint:
             leader = self.names_by_id.get(group.leader_id or "", group.leader_id)
             detail = f"protocol={group.protocol_name} leader={leader}"
         self.log.emit(now, "group_state", state=view[0], generation=view[1], detail=detail)
-        if group is None or group.state is not S.STABLE:
+        if group is None or group.state is not ClassicStates.STABLE:
             return
         for member_id, member in group.members.items():
             self.log.emit_partitions(

@@ -1,5 +1,5 @@
 """The simulator: a virtual clock and an event queue driving a real ``GroupCoordinator`` and one sans-IO
-member per scenario member (a ``ClassicMember``, or a KIP-848 ``ConsumerMember``) over the in-memory
+member per scenario member (a ``ClassicClientMember``, or a KIP-848 ``ConsumerClientMember``) over the in-memory
 ``Network``.
 
 Everything is deterministic for a given scenario and seed: time is virtual, the only randomness is the
@@ -19,18 +19,17 @@ from typing import Final
 from mypy_extensions import mypyc_attr
 
 from regroup.client import (
-    ClassicMember,
+    ClassicClientMember,
+    ClassicClientState,
+    ConsumerClientMember,
     ConsumerConfig,
-    ConsumerMember,
     MemberConfig,
-    MemberState,
     OutgoingRequest,
 )
-from regroup.client.consumer_member import ConsumerState
+from regroup.client.consumer_member import ConsumerClientState
 from regroup.client.types import TopicPartition
-from regroup.coordinator.classic.group import ClassicGroup, S
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
-from regroup.coordinator.consumer.group import ConsumerMember as ConsumerGroupMember
+from regroup.coordinator.classic.group import ClassicGroup, ClassicStates
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupState
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.ids import CountingIds
 from regroup.model.cluster import topic_id_for
@@ -61,14 +60,14 @@ NOTE_TYPES: Final = {
     "commit_failed": "commit_failed",
 }
 
-Machine = ClassicMember | ConsumerMember
+Machine = ClassicClientMember | ConsumerClientMember
 
-_LEFT: Final = MemberState.LEFT
-_CRASHED: Final = MemberState.CRASHED
-_FAILED: Final = MemberState.FAILED
-_CONSUMER_LEFT: Final = ConsumerState.LEFT
-_CONSUMER_CRASHED: Final = ConsumerState.CRASHED
-_CONSUMER_FAILED: Final = ConsumerState.FAILED
+_LEFT: Final = ClassicClientState.LEFT
+_CRASHED: Final = ClassicClientState.CRASHED
+_FAILED: Final = ClassicClientState.FAILED
+_CONSUMER_LEFT: Final = ConsumerClientState.LEFT
+_CONSUMER_CRASHED: Final = ConsumerClientState.CRASHED
+_CONSUMER_FAILED: Final = ConsumerClientState.FAILED
 
 
 def stopped(state: object) -> bool:
@@ -86,7 +85,7 @@ def stopped(state: object) -> bool:
 
 @dataclass
 class Slot:
-    """A scenario member and its current process (a new ``ClassicMember`` per start)."""
+    """A scenario member and its current process (a new ``ClassicClientMember`` per start)."""
 
     spec: MemberSpec
     machine: Machine | None = None
@@ -251,7 +250,7 @@ class Simulator:
             self.log.emit(self.now, "topic", topic=event.topic, value=event.count)
             self._respond(self.endpoint.set_topics(self.topics, self.now))
             for member, other in self.slots.items():
-                if isinstance(other.machine, ClassicMember) and other.machine.state.running:
+                if isinstance(other.machine, ClassicClientMember) and other.machine.state.running:
                     other.machine.update_metadata(self.topics, self.now)
                     self._poll(member)
 
@@ -264,7 +263,7 @@ class Simulator:
             member_id = f"{spec.name}-{slot.incarnation + 1}"  # chosen by the client (KIP-1082)
             if draws is not None:  # as real clients do, at random (the server assignors order members by id)
                 member_id = f"{draws.getrandbits(64):016x}-{member_id}"
-            machine: Machine = ConsumerMember(
+            machine: Machine = ConsumerClientMember(
                 ConsumerConfig(
                     group_id=self.group_id,
                     client_id=spec.name,
@@ -303,7 +302,7 @@ class Simulator:
                 auto_commit=spec.auto_commit,
                 auto_commit_interval_ms=spec.auto_commit_interval_ms,
             )
-            classic = ClassicMember(config, self.topics, self.now, spec.app, self._draws(slot))
+            classic = ClassicClientMember(config, self.topics, self.now, spec.app, self._draws(slot))
             protocol = "cooperative" if classic.cooperative else "eager"
             machine = classic
         slot.machine = machine
@@ -415,10 +414,10 @@ class Simulator:
             view = (machine.state, machine.member_id, machine.generation)
             if machine.member_id:
                 self.names_by_id[machine.member_id] = name
-            if isinstance(machine, ConsumerMember):
+            if isinstance(machine, ConsumerClientMember):
                 if machine.member_epoch > 0 and view[2] != last[2]:
                     self.checker.joined(self.now, name, machine.member_epoch)
-            elif view[0] is MemberState.COMPLETING_REBALANCE and view[2] != last[2]:
+            elif view[0] is ClassicClientState.COMPLETING_REBALANCE and view[2] != last[2]:
                 self.checker.joined(self.now, name, machine.generation)
             slot.last_view = view
             self.log.emit(
@@ -494,7 +493,7 @@ class Simulator:
         if cgroup is None:
             self._held.clear()
             group = self.coordinator.groups.get(self.group_id)
-            if group is None or group.state is not S.STABLE:
+            if group is None or group.state is not ClassicStates.STABLE:
                 self._classic_view = None
                 return None
             last = self._classic_view
@@ -530,7 +529,7 @@ class Simulator:
         """Whether running member ``name`` is settled in the classic ``group``'s generation."""
         machine = self.slots[name].machine
         settled = name not in self._live or (
-            isinstance(machine, ClassicMember)
+            isinstance(machine, ClassicClientMember)
             and machine.settled()
             and machine.generation == group.generation
             and machine.member_id in group.members

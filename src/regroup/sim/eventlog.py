@@ -1,6 +1,5 @@
 """The simulator's event log: one flat JSON object per line, virtual timestamps, a fixed set of keys in a
-fixed order (absent values are ``null``), so the lab can load it with one schema. The schema is documented
-in docs/simulator.md; keep it stable.
+fixed order (``model.eventlog.FIELDS``; absent values are ``null``), so the lab can load it with one schema.
 
 In memory an event is a *row*: a tuple of the ``FIELDS`` values in that order, read by index with the
 constants below (``row[TYPE]``). Rows are what the simulator appends and what the summary and the lab's
@@ -20,24 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from regroup.client.types import TopicPartition
-
-#: Every line has exactly these keys, in this order.
-FIELDS: Final = (
-    "seq",
-    "t",
-    "type",
-    "member",
-    "member_id",
-    "generation",
-    "api",
-    "request_id",
-    "error",
-    "state",
-    "topic",
-    "partition",
-    "value",
-    "detail",
-)
+from regroup.model.eventlog import FIELDS
 
 #: the index of each field in a row
 SEQ: Final = 0

@@ -18,7 +18,12 @@ from typing import Any, Protocol, TypeVar
 
 from hypothesis import strategies as st
 
-from regroup.assignors.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
+from regroup.assignors.consumer_protocol import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+    encode_assignment,
+    encode_subscription,
+)
 from tests.server.fuzz.schema import FieldInfo, fields_of
 from tests.server_data.batches import make_batch
 
@@ -254,9 +259,11 @@ def _plausible_text(owner: type[Any], name: str, chooser: Chooser) -> str | None
 def _plausible_blob(name: str, chooser: Chooser) -> bytes:
     topics = tuple(chooser.pick(((), TOPICS[:1], TOPICS)))
     if name == "metadata" and chooser.pick((True, True, True, False)):
-        return encode_subscription(Subscription(topics=topics), chooser.integer(0, 3))
+        return encode_subscription(ConsumerProtocolSubscription(topics=topics), chooser.integer(0, 3))
     if name == "assignment" and chooser.pick((True, True, True, False)):
-        return encode_assignment(Assignment(partitions={t: (0, 1) for t in topics}), chooser.integer(0, 3))
+        return encode_assignment(
+            ConsumerProtocolAssignment(partitions={t: (0, 1) for t in topics}), chooser.integer(0, 3)
+        )
     if name == "records" and chooser.pick((True, True, True, False)):
         values = [chooser.blob(16) for _ in range(chooser.integer(1, 3))]
         return make_batch(values, gzip_records=chooser.pick((False, False, False, True)))

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.coordinator.assignors.sticky.user_data import StickyAssignorUserData
-from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment as KpAssignment
+from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription as KpSubscription
 from kio.schema.consumer_protocol_assignment.v0 import data as kio_a0
 from kio.schema.consumer_protocol_assignment.v1 import data as kio_a1
 from kio.schema.consumer_protocol_assignment.v2 import data as kio_a2
@@ -26,9 +27,9 @@ from kio.static.primitive import i32
 from regroup.assignors import consumer_protocol as cp
 from regroup.assignors import consumer_protocol_kio as cpk
 from regroup.assignors.consumer_protocol import (
-    Assignment,
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
     ProtocolDecodeError,
-    Subscription,
     decode_assignment,
     decode_cooperative_user_data,
     decode_sticky_user_data,
@@ -47,7 +48,7 @@ VERSIONS = (0, 1, 2, 3)
 
 # Hand-assembled from the format: int16 version, [string] topics, nullable bytes user data,
 # [topic string, [int32]] owned partitions, int32 generation, nullable string rack.
-FULL = Subscription(topics=("t1",), user_data=b"\x01", owned={"t1": (0, 2)}, generation=4, rack="r")
+FULL = ConsumerProtocolSubscription(topics=("t1",), user_data=b"\x01", owned={"t1": (0, 2)}, generation=4, rack="r")
 FULL_V3 = bytes.fromhex(
     "0003"  # version 3
     "00000001"
@@ -68,9 +69,9 @@ FULL_V3 = bytes.fromhex(
 FULL_V0 = bytes.fromhex("000000000001000274310000000101")
 
 
-def _drop_to(sub: Subscription, version: int) -> Subscription:
+def _drop_to(sub: ConsumerProtocolSubscription, version: int) -> ConsumerProtocolSubscription:
     """What survives encoding ``sub`` at ``version`` (newer fields fall back to their defaults)."""
-    return Subscription(
+    return ConsumerProtocolSubscription(
         topics=sub.topics,
         user_data=sub.user_data,
         owned=dict(sub.owned) if version >= 1 else {},
@@ -86,15 +87,17 @@ def test_P01_subscription_v3_round_trip_and_v0_defaults() -> None:
     assert encode_subscription(FULL) == FULL_V3
     assert decode_subscription(FULL_V3) == FULL
     v0 = decode_subscription(FULL_V0)
-    assert v0 == Subscription(topics=("t1",), user_data=b"\x01")
+    assert v0 == ConsumerProtocolSubscription(topics=("t1",), user_data=b"\x01")
     assert v0.owned == {} and v0.generation == -1 and v0.rack is None
 
 
 def test_P02_unknown_newer_version_parsed_with_v3_layout_trailing_ignored() -> None:
     v5 = b"\x00\x05" + FULL_V3[2:] + b"\xde\xad\xbe\xef future fields"
     assert decode_subscription(v5) == FULL
-    assignment_v5 = b"\x00\x05" + encode_assignment(Assignment(partitions={"t": (1,)}))[2:] + b"\x00\x07"
-    assert decode_assignment(assignment_v5) == Assignment(partitions={"t": (1,)})
+    assignment_v5 = (
+        b"\x00\x05" + encode_assignment(ConsumerProtocolAssignment(partitions={"t": (1,)}))[2:] + b"\x00\x07"
+    )
+    assert decode_assignment(assignment_v5) == ConsumerProtocolAssignment(partitions={"t": (1,)})
 
 
 # --- exact bytes -----------------------------------------------------------------------------------
@@ -115,26 +118,26 @@ def test_subscription_exact_bytes_per_version(version: int, expected: bytes) -> 
 
 
 def test_subscription_nulls_exact_bytes() -> None:
-    sub = Subscription(topics=())
+    sub = ConsumerProtocolSubscription(topics=())
     assert encode_subscription(sub) == bytes.fromhex("000300000000ffffffff00000000ffffffffffff")
     assert decode_subscription(encode_subscription(sub)) == sub
 
 
 def test_assignment_exact_bytes() -> None:
     expected = bytes.fromhex("0001000000010001740000000100000005ffffffff")
-    assignment = Assignment(partitions={"t": (5,)})
+    assignment = ConsumerProtocolAssignment(partitions={"t": (5,)})
     assert encode_assignment(assignment, 1) == expected
     assert decode_assignment(expected) == assignment
-    with_data = Assignment(partitions={}, user_data=b"ab")
+    with_data = ConsumerProtocolAssignment(partitions={}, user_data=b"ab")
     assert encode_assignment(with_data, 0) == bytes.fromhex("000000000000000000026162")
 
 
 def test_topic_order_is_kept_on_encode_and_decode() -> None:
-    sub = Subscription(topics=("z", "a", "m"), owned={"z": (3, 1), "a": (2,)})
+    sub = ConsumerProtocolSubscription(topics=("z", "a", "m"), owned={"z": (3, 1), "a": (2,)})
     decoded = decode_subscription(encode_subscription(sub))
     assert decoded.topics == ("z", "a", "m")
     assert list(decoded.owned.items()) == [("z", (3, 1)), ("a", (2,))]
-    assignment = decode_assignment(encode_assignment(Assignment(partitions={"y": (0,), "b": (1,)})))
+    assignment = decode_assignment(encode_assignment(ConsumerProtocolAssignment(partitions={"y": (0,), "b": (1,)})))
     assert list(assignment.partitions) == ["y", "b"]
 
 
@@ -144,7 +147,7 @@ def test_repeated_topic_entries_are_merged() -> None:
 
 
 def test_empty_rack_decodes_as_none_like_kafka() -> None:
-    data = encode_subscription(Subscription(topics=("t",), rack=""))
+    data = encode_subscription(ConsumerProtocolSubscription(topics=("t",), rack=""))
     assert data.endswith(b"\x00\x00")
     assert decode_subscription(data).rack is None
 
@@ -159,7 +162,7 @@ def test_buffer_types_accepted() -> None:
 int32s = st.integers(min_value=-(2**31), max_value=2**31 - 1)
 names = st.text(max_size=12)
 subscriptions = st.builds(
-    Subscription,
+    ConsumerProtocolSubscription,
     topics=st.lists(names, max_size=5).map(tuple),
     user_data=st.none() | st.binary(max_size=20),
     owned=st.dictionaries(names, st.lists(int32s, max_size=5).map(tuple), max_size=4),
@@ -167,21 +170,21 @@ subscriptions = st.builds(
     rack=st.none() | st.text(min_size=1, max_size=8),
 )
 assignments = st.builds(
-    Assignment,
+    ConsumerProtocolAssignment,
     partitions=st.dictionaries(names, st.lists(int32s, max_size=5).map(tuple), max_size=4),
     user_data=st.none() | st.binary(max_size=20),
 )
 
 
 @given(sub=subscriptions, version=st.sampled_from(VERSIONS))
-def test_subscription_round_trip_all_versions(sub: Subscription, version: int) -> None:
+def test_subscription_round_trip_all_versions(sub: ConsumerProtocolSubscription, version: int) -> None:
     data = encode_subscription(sub, version)
     assert data[:2] == version.to_bytes(2, "big")
     assert decode_subscription(data) == _drop_to(sub, version)
 
 
 @given(assignment=assignments, version=st.sampled_from(VERSIONS))
-def test_assignment_round_trip_all_versions(assignment: Assignment, version: int) -> None:
+def test_assignment_round_trip_all_versions(assignment: ConsumerProtocolAssignment, version: int) -> None:
     data = encode_assignment(assignment, version)
     assert data[:2] == version.to_bytes(2, "big")
     assert decode_assignment(data) == assignment
@@ -192,16 +195,16 @@ def test_encode_rejects_unknown_versions(version: int) -> None:
     with pytest.raises(ValueError, match="version"):
         encode_subscription(FULL, version)
     with pytest.raises(ValueError, match="version"):
-        encode_assignment(Assignment(partitions={}), version)
+        encode_assignment(ConsumerProtocolAssignment(partitions={}), version)
 
 
 def test_encode_rejects_out_of_range_values() -> None:
     with pytest.raises(ValueError, match="int32"):
-        encode_subscription(Subscription(topics=(), owned={"t": (2**31,)}))
+        encode_subscription(ConsumerProtocolSubscription(topics=(), owned={"t": (2**31,)}))
     with pytest.raises(ValueError, match="int32"):
-        encode_subscription(Subscription(topics=(), generation=-(2**31) - 1))
+        encode_subscription(ConsumerProtocolSubscription(topics=(), generation=-(2**31) - 1))
     with pytest.raises(ValueError, match="too long"):
-        encode_assignment(Assignment(partitions={"x" * 40_000: ()}))
+        encode_assignment(ConsumerProtocolAssignment(partitions={"x" * 40_000: ()}))
 
 
 # --- malformed input -------------------------------------------------------------------------------
@@ -227,7 +230,7 @@ def test_malformed_subscription_raises(data: bytes) -> None:
 
 
 def test_every_truncation_raises() -> None:
-    full_assignment = encode_assignment(Assignment(partitions={"t": (0, 1)}, user_data=b"u"))
+    full_assignment = encode_assignment(ConsumerProtocolAssignment(partitions={"t": (0, 1)}, user_data=b"u"))
     for cut in range(len(FULL_V3)):
         with pytest.raises(ProtocolDecodeError):
             decode_subscription(FULL_V3[:cut])
@@ -256,7 +259,7 @@ def test_random_bytes_decode_or_raise_protocol_decode_error(data: bytes) -> None
     cut=st.integers(min_value=0),
 )
 def test_corrupted_encodings_decode_or_raise_protocol_decode_error(
-    sub: Subscription, version: int, position: int, byte: int, cut: int
+    sub: ConsumerProtocolSubscription, version: int, position: int, byte: int, cut: int
 ) -> None:
     """Valid bytes with one byte overwritten and the tail cut: random bytes rarely get past the header."""
     data = bytearray(encode_subscription(sub, version))
@@ -319,9 +322,9 @@ def test_cooperative_user_data() -> None:
 # --- interop: kafka-python ---------------------------------------------------------------------------
 
 
-def _kp_subscription(sub: Subscription, version: int) -> bytes:
-    tps = [ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=list(ps)) for t, ps in sub.owned.items()]
-    kp = ConsumerProtocolSubscription(
+def _kp_subscription(sub: ConsumerProtocolSubscription, version: int) -> bytes:
+    tps = [KpSubscription.TopicPartition(topic=t, partitions=list(ps)) for t, ps in sub.owned.items()]
+    kp = KpSubscription(
         version=version,
         topics=list(sub.topics),
         user_data=sub.user_data,
@@ -334,11 +337,13 @@ def _kp_subscription(sub: Subscription, version: int) -> bytes:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_kafka_python_subscription_interop(version: int) -> None:
-    sub = Subscription(topics=("a", "b"), user_data=b"xy", owned={"a": (0, 1), "b": (2,)}, generation=5, rack="rack-1")
+    sub = ConsumerProtocolSubscription(
+        topics=("a", "b"), user_data=b"xy", owned={"a": (0, 1), "b": (2,)}, generation=5, rack="rack-1"
+    )
     ours = encode_subscription(sub, version)
     assert _kp_subscription(sub, version) == ours
     assert decode_subscription(_kp_subscription(sub, version)) == _drop_to(sub, version)
-    theirs: Any = ConsumerProtocolSubscription.decode(ours)
+    theirs: Any = KpSubscription.decode(ours)
     assert theirs.version == version
     assert list(theirs.topics) == ["a", "b"] and theirs.user_data == b"xy"
     if version >= 1:
@@ -353,22 +358,20 @@ def test_kafka_python_subscription_interop(version: int) -> None:
 
 
 @given(sub=subscriptions, version=st.sampled_from(VERSIONS))
-def test_kafka_python_subscription_bytes_match(sub: Subscription, version: int) -> None:
+def test_kafka_python_subscription_bytes_match(sub: ConsumerProtocolSubscription, version: int) -> None:
     assert encode_subscription(sub, version) == _kp_subscription(sub, version)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_kafka_python_assignment_interop(version: int) -> None:
-    assignment = Assignment(partitions={"t": (0, 1), "u": (4,)}, user_data=b"\x00\x01")
+    assignment = ConsumerProtocolAssignment(partitions={"t": (0, 1), "u": (4,)}, user_data=b"\x00\x01")
     theirs_bytes = bytes(
-        ConsumerProtocolAssignment(
-            version=version, assigned_partitions=[("t", [0, 1]), ("u", [4])], user_data=b"\x00\x01"
-        ).encode()
+        KpAssignment(version=version, assigned_partitions=[("t", [0, 1]), ("u", [4])], user_data=b"\x00\x01").encode()
     )
     ours = encode_assignment(assignment, version)
     assert ours == theirs_bytes
     assert decode_assignment(theirs_bytes) == assignment
-    theirs: Any = ConsumerProtocolAssignment.decode(ours)
+    theirs: Any = KpAssignment.decode(ours)
     assert [(tp.topic, list(tp.partitions)) for tp in theirs.assigned_partitions] == [
         ("t", [0, 1]),
         ("u", [4]),
@@ -378,7 +381,7 @@ def test_kafka_python_assignment_interop(version: int) -> None:
 
 def test_kafka_python_unknown_version_agrees() -> None:
     v5 = b"\x00\x05" + FULL_V3[2:] + b"\x00\x00"
-    theirs: Any = ConsumerProtocolSubscription.decode(v5)
+    theirs: Any = KpSubscription.decode(v5)
     assert (theirs.generation_id, theirs.rack_id) == (FULL.generation, FULL.rack)
     assert decode_subscription(v5) == FULL
 
@@ -436,7 +439,7 @@ def test_kio_subscription_entities_interop() -> None:
 
 
 def test_kio_assignment_entities_interop() -> None:
-    assignment = Assignment(partitions={"t": (0, 1)}, user_data=b"ud")
+    assignment = ConsumerProtocolAssignment(partitions={"t": (0, 1)}, user_data=b"ud")
     for version, module in enumerate((kio_a0, kio_a1, kio_a2, kio_a3)):
         entity: Any = module.ConsumerProtocolAssignment(
             assigned_partitions=(module.TopicPartition(topic=TopicName("t"), partitions=(i32(0), i32(1))),),
@@ -497,13 +500,13 @@ def _verdict(decode: Any, data: bytes) -> object:
 
 @settings(max_examples=300, deadline=None)
 @given(sub=subscriptions, version=st.sampled_from(VERSIONS))
-def test_fast_subscription_encoder_writes_kio_bytes(sub: Subscription, version: int) -> None:
+def test_fast_subscription_encoder_writes_kio_bytes(sub: ConsumerProtocolSubscription, version: int) -> None:
     assert cp._fast_subscription(sub, version) == cpk.kio_encode_subscription(sub, version)
 
 
 @settings(max_examples=300, deadline=None)
 @given(assignment=assignments, version=st.sampled_from(VERSIONS))
-def test_fast_assignment_encoder_writes_kio_bytes(assignment: Assignment, version: int) -> None:
+def test_fast_assignment_encoder_writes_kio_bytes(assignment: ConsumerProtocolAssignment, version: int) -> None:
     assert cp._fast_assignment(assignment, version) == cpk.kio_encode_assignment(assignment, version)
 
 
@@ -517,10 +520,10 @@ def test_fast_sticky_encoder_writes_kio_bytes(partitions: dict[str, list[int]], 
 
 
 def test_fast_encoders_defer_to_kio_for_values_that_do_not_fit() -> None:
-    too_big = Subscription(topics=("t",), owned={"t": (2**31,)})
+    too_big = ConsumerProtocolSubscription(topics=("t",), owned={"t": (2**31,)})
     assert cp._fast_subscription(too_big, 3) is None
-    assert cp._fast_assignment(Assignment(partitions={"x" * 40_000: ()}), 0) is None
-    assert cp._fast_subscription(Subscription(topics=("\ud800",)), 0) is None  # not encodable as UTF-8
+    assert cp._fast_assignment(ConsumerProtocolAssignment(partitions={"x" * 40_000: ()}), 0) is None
+    assert cp._fast_subscription(ConsumerProtocolSubscription(topics=("\ud800",)), 0) is None  # not encodable as UTF-8
     with pytest.raises(ValueError, match="int32"):
         encode_sticky_user_data({"t": [2**31]}, None)
 
@@ -535,9 +538,14 @@ def test_fast_encoders_defer_to_kio_for_values_that_do_not_fit() -> None:
     byte=st.sampled_from([0x00, 0x7F, 0x80, 0xFE, 0xFF]),
 )
 def test_fast_decoders_agree_with_kio_on_valid_cut_and_corrupted_bytes(
-    value: Subscription | Assignment, version: int, cut: int, tail: bytes, position: int, byte: int
+    value: ConsumerProtocolSubscription | ConsumerProtocolAssignment,
+    version: int,
+    cut: int,
+    tail: bytes,
+    position: int,
+    byte: int,
 ) -> None:
-    if isinstance(value, Subscription):
+    if isinstance(value, ConsumerProtocolSubscription):
         data = encode_subscription(value, min(version, 3))
     else:
         data = encode_assignment(value, min(version, 3))
@@ -560,7 +568,7 @@ def test_fast_decoders_take_the_ordinary_case() -> None:
     """The struct readers do decode valid bytes themselves (the agreement tests would also pass if they
     always deferred to kio)."""
     assert cp._read_subscription_fast(FULL_V3) == FULL
-    assignment = Assignment(partitions={"t": (0, 1), "u": ()}, user_data=b"u")
+    assignment = ConsumerProtocolAssignment(partitions={"t": (0, 1), "u": ()}, user_data=b"u")
     assert cp._read_assignment_fast(encode_assignment(assignment)) == assignment
     assert cp._decode_sticky_fast(encode_sticky_user_data({"t": [3, 1]}, 7)) == ({"t": (3, 1)}, 7)
 
@@ -576,7 +584,7 @@ def test_cooperative_user_data_fast_path_matches_kio(generation: int, data: byte
 
 @settings(max_examples=300, deadline=None)
 @given(sub=subscriptions)
-def test_subscription_from_sections_is_the_encoded_subscription(sub: Subscription) -> None:
+def test_subscription_from_sections_is_the_encoded_subscription(sub: ConsumerProtocolSubscription) -> None:
     topic_list, owned = encode_topic_list(sub.topics), encode_topic_partitions(sub.owned)
     assert topic_list is not None and owned is not None
     data = encode_subscription_sections(topic_list, sub.user_data, owned, sub.generation, sub.rack)
@@ -593,9 +601,9 @@ def test_sections_refuse_values_that_do_not_fit() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(assignment=assignments)
-def test_assignment_of_partitions_is_the_encoded_assignment(assignment: Assignment) -> None:
+def test_assignment_of_partitions_is_the_encoded_assignment(assignment: ConsumerProtocolAssignment) -> None:
     assert encode_assignment_of(assignment.partitions) == encode_assignment(
-        Assignment(partitions=assignment.partitions)
+        ConsumerProtocolAssignment(partitions=assignment.partitions)
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from regroup.client import ClassicMember, MemberConfig, OutgoingRequest
+from regroup.client import ClassicClientMember, MemberConfig, OutgoingRequest
 from regroup.coordinator.classic.group import ClassicGroup
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.coordinator import GroupCoordinator
@@ -32,7 +32,7 @@ class GroupHarness:
     coordinator: GroupCoordinator = field(
         default_factory=lambda: GroupCoordinator(CoordinatorConfig(group_initial_rebalance_delay_ms=0))
     )
-    members: dict[str, ClassicMember] = field(default_factory=dict)
+    members: dict[str, ClassicClientMember] = field(default_factory=dict)
     now: int = 0
     sent: list[Sent] = field(default_factory=list)
     dropped: set[str] = field(default_factory=set)  # members whose traffic is silently lost
@@ -40,7 +40,7 @@ class GroupHarness:
     _next_key: int = 1
     _responses: deque[tuple[Sent, object]] = field(default_factory=deque)
 
-    def add(self, name: str, strategies: tuple[str, ...], **overrides: object) -> ClassicMember:
+    def add(self, name: str, strategies: tuple[str, ...], **overrides: object) -> ClassicClientMember:
         settings: dict[str, object] = {
             "group_id": GROUP,
             "client_id": name,
@@ -52,7 +52,7 @@ class GroupHarness:
             "request_timeout_ms": 5_000,
         }
         settings.update(overrides)
-        member = ClassicMember(MemberConfig(**settings), self.topics, self.now)  # type: ignore[arg-type]
+        member = ClassicClientMember(MemberConfig(**settings), self.topics, self.now)  # type: ignore[arg-type]
         self.members[name] = member
         return member
 

@@ -1,12 +1,12 @@
-"""``ClassicMember`` against a real ``GroupCoordinator`` (no network): the eager and cooperative stories of
+"""``ClassicClientMember`` against a real ``GroupCoordinator`` (no network): the eager and cooperative stories of
 docs/protocol.md (P03, P04, P06), the error reactions (the Java consumer's), leaving, crashing and the
 session lease."""
 
 from __future__ import annotations
 
 from regroup.assignors.consumer_protocol import decode_subscription
-from regroup.client import CallbackKind, ClassicMember, MemberState
-from regroup.coordinator.classic.group import GroupState
+from regroup.client import CallbackKind, ClassicClientMember, ClassicClientState
+from regroup.coordinator.classic.group import ClassicGroupState
 from regroup.model.errors import ErrorCode
 from regroup.protocol.classic import HeartbeatResponse, JoinGroupRequest
 from regroup.protocol.offsets import OffsetCommitRequest, OffsetCommitResponse
@@ -19,7 +19,7 @@ EAGER = ("range",)
 COOPERATIVE = ("cooperative-sticky",)
 
 
-def kinds(member: ClassicMember) -> list[tuple[str, tuple[tuple[str, int], ...]]]:
+def kinds(member: ClassicClientMember) -> list[tuple[str, tuple[tuple[str, int], ...]]]:
     return [(cb.kind.value, cb.partitions) for cb in member.callbacks]
 
 
@@ -102,7 +102,7 @@ def test_member_id_required_is_adopted() -> None:
     assert first.response is not None and first.response.error is ErrorCode.MEMBER_ID_REQUIRED  # type: ignore[attr-defined]
     assert isinstance(second.out.request, JoinGroupRequest)
     assert second.out.request.member_id == first.response.member_id == c0.member_id  # type: ignore[attr-defined]
-    assert c0.state is MemberState.STABLE and c0.owned == {P0, P1, P2}
+    assert c0.state is ClassicClientState.STABLE and c0.owned == {P0, P1, P2}
 
 
 def test_unknown_member_id_on_heartbeat_loses_partitions_and_rejoins_fresh() -> None:
@@ -167,7 +167,7 @@ def test_leave_commits_revokes_and_sends_leave_group() -> None:
     h = form(COOPERATIVE)
     c1 = h.members["c1"]
     c1.leave(h.now)
-    assert c1.state is MemberState.LEFT and c1.owned == frozenset()
+    assert c1.state is ClassicClientState.LEFT and c1.owned == frozenset()
     assert kinds(c1)[-1] == ("revoked", (P2,))
     h.pump()
     assert [s.out.api for s in h.sent[-2:]] == ["OffsetCommit", "LeaveGroup"]
@@ -190,7 +190,7 @@ def test_crash_stops_processing_silently() -> None:
     c0 = h.members["c0"]
     callbacks = len(c0.callbacks)
     c0.crash()
-    assert c0.state is MemberState.CRASHED and c0.owned == frozenset()
+    assert c0.state is ClassicClientState.CRASHED and c0.owned == frozenset()
     assert len(c0.callbacks) == callbacks and c0.poll(h.now + 60_000) == [] and c0.next_deadline() is None
     h.run_for(30_000)  # the coordinator expires it and c1 takes everything
     assert h.members["c1"].owned == {P0, P1, P2}
@@ -224,7 +224,7 @@ def test_leader_rejoins_when_partitions_are_added() -> None:
     for member in h.members.values():
         member.update_metadata(h.topics, h.now)
     h.run_for(10_000)
-    assert h.group().generation == generation + 1 and h.group().state is GroupState.STABLE
+    assert h.group().generation == generation + 1 and h.group().state is ClassicGroupState.STABLE
     assert sorted(p for m in h.members.values() for p in m.owned) == [P0, P1, P2, ("topic-foo", 3)]
     assert leader.metadata_snapshot == {"topic-foo": 4}
 
@@ -239,7 +239,7 @@ def test_lost_join_group_is_retried_after_its_timeout() -> None:
     joins = h.requests("c0", "JoinGroup")
     assert joins[1].at_ms - joins[0].at_ms == c0.config.join_timeout_ms + c0.config.retry_backoff_ms
     assert any(n.kind == "timeout" for n in c0.notes)
-    assert c0.state is MemberState.STABLE
+    assert c0.state is ClassicClientState.STABLE
 
 
 def test_a_duplicated_join_group_does_not_reset_the_member() -> None:

@@ -1,11 +1,11 @@
-"""``ConsumerMember`` (KIP-848) against the real ``GroupCoordinator``, with no network in between: requests are
+"""``ConsumerClientMember`` (KIP-848) against the real ``GroupCoordinator``, with no network in between: requests are
 handled when sent, answers delivered at once (or dropped, for one member), time moves deadline by deadline."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from regroup.client import ConsumerConfig, ConsumerMember, ConsumerState
+from regroup.client import ConsumerClientMember, ConsumerClientState, ConsumerConfig
 from regroup.client.types import CallbackKind, TopicPartition
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.coordinator import GroupCoordinator
@@ -25,7 +25,7 @@ class Harness:
             CoordinatorConfig(consumer_group_heartbeat_interval_ms=1_000, consumer_group_session_timeout_ms=6_000)
         )
     )
-    members: dict[str, ConsumerMember] = field(default_factory=dict)
+    members: dict[str, ConsumerClientMember] = field(default_factory=dict)
     now: int = 0
     sent: list[tuple[int, str, object]] = field(default_factory=list)
     answers: list[tuple[str, object, object]] = field(default_factory=list)
@@ -36,7 +36,7 @@ class Harness:
         image = ClusterImage.of(TopicImage(topic_id=topic_id_for(t), name=t, partitions=n) for t, n in TOPICS.items())
         self.coordinator.update_metadata(image, 0)
 
-    def add(self, name: str, **overrides: object) -> ConsumerMember:
+    def add(self, name: str, **overrides: object) -> ConsumerClientMember:
         settings: dict[str, object] = {
             "group_id": GROUP,
             "client_id": name,
@@ -46,7 +46,7 @@ class Harness:
             "request_timeout_ms": 3_000,
         }
         settings.update(overrides)
-        member = ConsumerMember(ConsumerConfig(**settings), {t: topic_id_for(t) for t in TOPICS}, self.now)  # type: ignore[arg-type]
+        member = ConsumerClientMember(ConsumerConfig(**settings), {t: topic_id_for(t) for t in TOPICS}, self.now)  # type: ignore[arg-type]
         self.members[name] = member
         self.pump()
         return member
@@ -119,7 +119,7 @@ def test_join_is_a_full_request_and_later_heartbeats_send_only_changes() -> None
     h.run_until(5_000)
     later = h.heartbeats("a")[-1]
     assert later.topic_partitions is None and later.subscribed_topic_names is None
-    assert a.state is ConsumerState.STABLE and a.settled()
+    assert a.state is ConsumerClientState.STABLE and a.settled()
 
 
 def test_second_member_gets_partitions_only_after_the_first_revoked_them() -> None:
@@ -211,7 +211,7 @@ def test_fatal_error_stops_the_member() -> None:
     a = h.add("a", group_instance_id="i-a")
     h.run_until(1_000)
     b = h.add("b", group_instance_id="i-a")  # same instance id while a is active
-    assert b.state is ConsumerState.FAILED and b.owned == frozenset()
+    assert b.state is ConsumerClientState.FAILED and b.owned == frozenset()
     assert any("UNRELEASED_INSTANCE_ID" in n.detail for n in b.notes)
     assert a.owned == everything()
 
@@ -227,7 +227,7 @@ def test_leave_sends_epoch_minus_one_and_static_leave_minus_two() -> None:
     assert h.heartbeats("a")[-1].member_epoch == -1
     last = h.heartbeats("s")[-1]
     assert last.member_epoch == -2 and last.instance_id == "i-s"
-    assert a.state is ConsumerState.LEFT and a.owned == frozenset()
+    assert a.state is ConsumerClientState.LEFT and a.owned == frozenset()
     assert any(cb.kind is CallbackKind.REVOKED for cb in a.callbacks)
 
 

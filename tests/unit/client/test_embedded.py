@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from regroup.assignors import registry
-from regroup.assignors.base import MemberState, PartitionAssignor
+from regroup.assignors.base import MetadataInput, PartitionAssignor
 from regroup.assignors.consumer_protocol import (
-    Subscription,
+    ConsumerProtocolSubscription,
     decode_assignment,
     decode_cooperative_user_data,
     decode_sticky_user_data,
@@ -74,7 +74,7 @@ def test_join_protocols_carry_owned_partitions_generation_and_each_assignors_use
 def _member(
     member_id: str, topics: tuple[str, ...], owned: dict[str, tuple[int, ...]] | None = None
 ) -> JoinGroupMember:
-    sub = Subscription(topics=topics, owned=owned or {}, generation=3 if owned else -1)
+    sub = ConsumerProtocolSubscription(topics=topics, owned=owned or {}, generation=3 if owned else -1)
     return JoinGroupMember(member_id=member_id, group_instance_id=None, metadata=encode_subscription(sub))
 
 
@@ -142,10 +142,10 @@ def _built_afresh(assignors: tuple[PartitionAssignor, ...], state: SubscriptionS
     """What a member sends, built from nothing with the general encoder (no sections, nothing kept)."""
     out = []
     for assignor in assignors:
-        remembered = MemberState(
+        remembered = MetadataInput(
             topics=state.topics, owned=by_topic(state.previous), generation=state.previous_generation, rack=state.rack
         )
-        sub = Subscription(
+        sub = ConsumerProtocolSubscription(
             topics=tuple(sorted(state.topics)),
             user_data=assignor.metadata(remembered),
             owned=by_topic(state.owned),
@@ -208,7 +208,7 @@ class _Refuses(PartitionAssignor):
 
     name = "refuses"
 
-    def metadata(self, state: MemberState) -> bytes | None:
+    def metadata(self, state: MetadataInput) -> bytes | None:
         if "bad" in state.owned:
             raise ValueError("no")
         return None
@@ -247,7 +247,7 @@ def test_join_protocols_fall_back_to_the_general_encoder_for_values_the_sections
 
 
 def _validate_by_pairs(
-    subscriptions: dict[str, Subscription], assignment: dict[str, dict[str, list[int]]]
+    subscriptions: dict[str, ConsumerProtocolSubscription], assignment: dict[str, dict[str, list[int]]]
 ) -> str | None:
     """Kafka's check on (topic, partition) pairs: the first member (by id) given a partition revoked from
     its owner in the same rebalance, with those partitions."""
@@ -278,7 +278,7 @@ _owned_maps = st.dictionaries(st.sampled_from(["t0", "t1"]), st.lists(st.integer
 def test_cooperative_validation_agrees_with_the_check_on_pairs(
     owned: dict[str, dict[str, tuple[int, ...]]], assignment: dict[str, dict[str, list[int]]]
 ) -> None:
-    subscriptions = {m: Subscription(topics=("t0", "t1"), owned=o) for m, o in owned.items()}
+    subscriptions = {m: ConsumerProtocolSubscription(topics=("t0", "t1"), owned=o) for m, o in owned.items()}
     expected = _validate_by_pairs(subscriptions, assignment)
     try:
         _validate_cooperative(subscriptions, assignment)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from regroup.client import ClassicMember, OutgoingRequest
+from regroup.client import ClassicClientMember, OutgoingRequest
 from regroup.coordinator import offsets as coordinator_offsets
 from regroup.protocol.offsets import OffsetCommitRequest, PartitionCommit
 from regroup.sim import Scenario, Simulator, simulate
@@ -98,6 +98,6 @@ def test_without_the_session_lease_an_isolated_member_becomes_a_zombie(monkeypat
     )
     safe = simulate(scenario)
     assert safe.checker.violations == [] and safe.quiescent()
-    monkeypatch.setattr(ClassicMember, "extend_lease", lambda self, sent_ms: setattr(self, "lease_ms", 10**12))
+    monkeypatch.setattr(ClassicClientMember, "extend_lease", lambda self, sent_ms: setattr(self, "lease_ms", 10**12))
     unsafe = simulate(scenario)
     assert any("processed by a and b at the same time" in v for v in unsafe.checker.violations)

@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from regroup.assignors.consumer_protocol import (
-    Assignment,
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
     ProtocolDecodeError,
-    Subscription,
     decode_assignment,
     encode_assignment,
     encode_subscription,
@@ -31,7 +31,7 @@ def test_partition_labels_are_the_labels_of_the_pairs(mappings: list[dict[str, t
 
 
 def test_join_detail_lists_the_first_protocols_owned_partitions() -> None:
-    sub = Subscription(topics=("t", "u"), owned={"u": (1,), "t": (10, 2)}, generation=3)
+    sub = ConsumerProtocolSubscription(topics=("t", "u"), owned={"u": (1,), "t": (10, 2)}, generation=3)
     request = JoinGroupRequest(
         group_id="g",
         session_timeout_ms=10_000,
@@ -51,7 +51,7 @@ def test_assignment_partitions_and_labels_from_bytes(mappings: list[dict[str, tu
     """Sorted pairs without repeats and their labels, the same when the same bytes come again; malformed
     bytes read as no partitions."""
     for owned in mappings + mappings:
-        data = encode_assignment(Assignment(partitions=owned))
+        data = encode_assignment(ConsumerProtocolAssignment(partitions=owned))
         pairs = sorted({(t, p) for t, ps in owned.items() for p in ps})
         assert assigned_partitions(data) == tuple(pairs)
         assert assignment_labels(data) == labels(pairs)
@@ -64,7 +64,7 @@ def test_assignment_partitions_and_labels_from_bytes(mappings: list[dict[str, tu
 
 
 def test_join_detail_of_the_same_subscription_bytes_again_and_of_malformed_ones() -> None:
-    sub = encode_subscription(Subscription(topics=("t",), owned={"t": (3, 1)}, generation=1))
+    sub = encode_subscription(ConsumerProtocolSubscription(topics=("t",), owned={"t": (3, 1)}, generation=1))
 
     def join(metadata: bytes) -> JoinGroupRequest:
         return JoinGroupRequest(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from regroup.assignors.consumer_protocol import Subscription, encode_subscription
+from regroup.assignors.consumer_protocol import ConsumerProtocolSubscription, encode_subscription
 from regroup.client import OutgoingRequest
 from regroup.client.types import Request
 from regroup.coordinator.config import CoordinatorConfig
@@ -25,7 +25,7 @@ def classic_join(member_id: str) -> JoinGroupRequest:
         session_timeout_ms=10_000,
         rebalance_timeout_ms=10_000,
         protocol_type="consumer",
-        protocols=(("range", encode_subscription(Subscription(topics=("t",)))),),
+        protocols=(("range", encode_subscription(ConsumerProtocolSubscription(topics=("t",)))),),
     )
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from regroup.client import ConsumerState, MemberState
+from regroup.client import ClassicClientState, ConsumerClientState
 from regroup.sim.engine import stopped
 
 
-@pytest.mark.parametrize("state", [*MemberState, *ConsumerState])
-def test_stopped_states_are_the_states_not_running(state: MemberState | ConsumerState) -> None:
+@pytest.mark.parametrize("state", [*ClassicClientState, *ConsumerClientState])
+def test_stopped_states_are_the_states_not_running(state: ClassicClientState | ConsumerClientState) -> None:
     assert stopped(state) is (not state.running)

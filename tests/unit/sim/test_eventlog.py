@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from regroup.sim.eventlog import FIELDS, MEMBER, EventLog, event_count, expand, is_batch, partitions_of
+from regroup.model.eventlog import FIELDS
+from regroup.sim.eventlog import MEMBER, EventLog, event_count, expand, is_batch, partitions_of
 
 
 def test_every_line_has_every_key_in_order() -> None:

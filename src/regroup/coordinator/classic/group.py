@@ -13,7 +13,7 @@ from regroup.model.errors import CoordinatorBug
 from regroup.records.model import GroupMetadataValue, MemberMetadata
 
 
-class GroupState(enum.Enum):
+class ClassicGroupState(enum.Enum):
     EMPTY = "Empty"
     PREPARING_REBALANCE = "PreparingRebalance"
     COMPLETING_REBALANCE = "CompletingRebalance"
@@ -21,30 +21,32 @@ class GroupState(enum.Enum):
     DEAD = "Dead"
 
 
-class S:
-    """The states as plain class attributes, for the state checks on every request: an ``Enum`` class's own
-    attribute lookup (``GroupState.STABLE``) runs ``EnumType.__getattr__`` machinery in Python 3.11, several
-    times slower than a plain class attribute."""
+class ClassicStates:
+    """The ``ClassicGroupState`` members as plain class attributes, for the state checks on every request: an
+    ``Enum`` class's own attribute lookup (``ClassicGroupState.STABLE``) runs ``EnumType.__getattr__`` machinery
+    in Python 3.11, several times slower than a plain class attribute."""
 
-    EMPTY: Final = GroupState.EMPTY
-    PREPARING_REBALANCE: Final = GroupState.PREPARING_REBALANCE
-    COMPLETING_REBALANCE: Final = GroupState.COMPLETING_REBALANCE
-    STABLE: Final = GroupState.STABLE
-    DEAD: Final = GroupState.DEAD
+    EMPTY: Final = ClassicGroupState.EMPTY
+    PREPARING_REBALANCE: Final = ClassicGroupState.PREPARING_REBALANCE
+    COMPLETING_REBALANCE: Final = ClassicGroupState.COMPLETING_REBALANCE
+    STABLE: Final = ClassicGroupState.STABLE
+    DEAD: Final = ClassicGroupState.DEAD
 
 
-VALID_PREVIOUS: Final[dict[GroupState, frozenset[GroupState]]] = {
-    S.EMPTY: frozenset({S.PREPARING_REBALANCE}),
-    S.PREPARING_REBALANCE: frozenset({S.STABLE, S.COMPLETING_REBALANCE, S.EMPTY}),
-    S.COMPLETING_REBALANCE: frozenset({S.PREPARING_REBALANCE}),
-    S.STABLE: frozenset({S.COMPLETING_REBALANCE}),
-    S.DEAD: frozenset(GroupState),
+VALID_PREVIOUS: Final[dict[ClassicGroupState, frozenset[ClassicGroupState]]] = {
+    ClassicStates.EMPTY: frozenset({ClassicStates.PREPARING_REBALANCE}),
+    ClassicStates.PREPARING_REBALANCE: frozenset(
+        {ClassicStates.STABLE, ClassicStates.COMPLETING_REBALANCE, ClassicStates.EMPTY}
+    ),
+    ClassicStates.COMPLETING_REBALANCE: frozenset({ClassicStates.PREPARING_REBALANCE}),
+    ClassicStates.STABLE: frozenset({ClassicStates.COMPLETING_REBALANCE}),
+    ClassicStates.DEAD: frozenset(ClassicGroupState),
 }
 
 
 # (an explicit __init__: the compiled build compiles it; a generated one stays interpreted)
 @dataclass(slots=True, kw_only=True, init=False)
-class ClassicMember:
+class ClassicGroupMember:
     member_id: str
     group_instance_id: str | None
     client_id: str
@@ -54,9 +56,9 @@ class ClassicMember:
     protocol_type: str
     protocols: tuple[tuple[str, bytes], ...]
     assignment: bytes
-    join_key: RequestKey | None  # parked JoinGroup
+    awaiting_join_key: RequestKey | None  # parked JoinGroup
     join_version: int
-    sync_key: RequestKey | None  # parked SyncGroup
+    awaiting_sync_key: RequestKey | None  # parked SyncGroup
     is_new: bool
 
     def __init__(
@@ -71,9 +73,9 @@ class ClassicMember:
         protocol_type: str,
         protocols: tuple[tuple[str, bytes], ...],
         assignment: bytes = b"",
-        join_key: RequestKey | None = None,
+        awaiting_join_key: RequestKey | None = None,
         join_version: int = 9,
-        sync_key: RequestKey | None = None,
+        awaiting_sync_key: RequestKey | None = None,
         is_new: bool = False,
     ) -> None:
         self.member_id = member_id
@@ -85,9 +87,9 @@ class ClassicMember:
         self.protocol_type = protocol_type
         self.protocols = protocols
         self.assignment = assignment
-        self.join_key = join_key
+        self.awaiting_join_key = awaiting_join_key
         self.join_version = join_version
-        self.sync_key = sync_key
+        self.awaiting_sync_key = awaiting_sync_key
         self.is_new = is_new
 
     def metadata(self, protocol: str | None) -> bytes:
@@ -103,14 +105,14 @@ class ClassicMember:
 @dataclass(slots=True, kw_only=True)
 class ClassicGroup:
     group_id: str
-    state: GroupState = GroupState.EMPTY
-    previous_state: GroupState | None = None
+    state: ClassicGroupState = ClassicGroupState.EMPTY
+    previous_state: ClassicGroupState | None = None
     state_timestamp_ms: int = 0
     generation: int = 0
     protocol_type: str | None = None
     protocol_name: str | None = None
     leader_id: str | None = None
-    members: dict[str, ClassicMember] = field(default_factory=dict)
+    members: dict[str, ClassicGroupMember] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     pending_join_members: set[str] = field(default_factory=set)
     pending_sync_members: set[str] = field(default_factory=set)
@@ -128,25 +130,25 @@ class ClassicGroup:
     _protocol_counts: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
     # the members dict that bookkeeping was last brought up to date with, and the members added, removed or
     # given new protocols through this class since (``add``, ``remove``, ``set_protocols``)
-    _protocols_synced: dict[str, ClassicMember] | None = field(default=None, init=False, repr=False, compare=False)
+    _protocols_synced: dict[str, ClassicGroupMember] | None = field(default=None, init=False, repr=False, compare=False)
     _protocols_dirty: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
     #: counts ``add`` and ``remove`` calls: observers compare it (with the identity of ``members``) to tell
     #: whether the membership may have changed without comparing every member id
     membership_changes: int = field(default=0, init=False, repr=False, compare=False)
 
     # --- state -----------------------------------------------------------------------------------------
-    def transition(self, to: GroupState, now_ms: int) -> None:
+    def transition(self, to: ClassicGroupState, now_ms: int) -> None:
         if self.state not in VALID_PREVIOUS[to]:
             raise CoordinatorBug(f"group {self.group_id}: illegal transition {self.state.value} -> {to.value}")
         self.previous_state = self.state
         self.state = to
         self.state_timestamp_ms = now_ms
 
-    def is_in(self, *states: GroupState) -> bool:
+    def is_in(self, *states: ClassicGroupState) -> bool:
         return self.state in states
 
     # --- membership -----------------------------------------------------------------------------------
-    def add(self, member: ClassicMember) -> None:
+    def add(self, member: ClassicGroupMember) -> None:
         if not self.members:
             self.protocol_type = member.protocol_type
         self.members[member.member_id] = member
@@ -157,7 +159,7 @@ class ClassicGroup:
         if self.leader_id is None:
             self.leader_id = member.member_id
 
-    def remove(self, member_id: str) -> ClassicMember | None:
+    def remove(self, member_id: str) -> ClassicGroupMember | None:
         member = self.members.pop(member_id, None)
         self._protocols_dirty.add(member_id)
         self.membership_changes += 1
@@ -173,13 +175,13 @@ class ClassicGroup:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
     def has_all_members_joined(self) -> bool:
-        return not self.pending_join_members and all(m.join_key is not None for m in self.members.values())
+        return not self.pending_join_members and all(m.awaiting_join_key is not None for m in self.members.values())
 
     def joined_count(self) -> int:
-        return sum(1 for m in self.members.values() if m.join_key is not None)
+        return sum(1 for m in self.members.values() if m.awaiting_join_key is not None)
 
     # --- protocols -------------------------------------------------------------------------------------
-    def set_protocols(self, member: ClassicMember, protocols: tuple[tuple[str, bytes], ...]) -> None:
+    def set_protocols(self, member: ClassicGroupMember, protocols: tuple[tuple[str, bytes], ...]) -> None:
         """A known member's new protocol list (it rejoined)."""
         member.protocols = protocols
         self._protocols_dirty.add(member.member_id)
@@ -212,7 +214,7 @@ class ClassicGroup:
         common = {name for name, count in self._protocol_counts.items() if count == everyone}
         return common if extra is None else common.intersection(extra)
 
-    def _count_protocols(self, member_id: str, member: ClassicMember | None) -> None:
+    def _count_protocols(self, member_id: str, member: ClassicGroupMember | None) -> None:
         """Bring the counts up to date with ``member`` (None: the member left)."""
         seen, counts = self._protocols_seen, self._protocol_counts
         entry = seen.get(member_id)
@@ -233,7 +235,7 @@ class ClassicGroup:
         type must match and one of the member's protocols must be supported by every member. It is the
         Empty *state* that counts: a rebalancing group whose members all left keeps its protocol type."""
         names = tuple(name for name, _ in protocols)
-        if self.state is S.EMPTY:
+        if self.state is ClassicStates.EMPTY:
             return bool(protocol_type) and bool(names)
         return protocol_type == self.protocol_type and bool(self.candidate_protocols(names))
 
@@ -274,7 +276,7 @@ class ClassicGroup:
         """A group as loaded from its last record: Stable with members, Empty without."""
         group = ClassicGroup(
             group_id=group_id,
-            state=GroupState.STABLE if value.members else GroupState.EMPTY,
+            state=ClassicGroupState.STABLE if value.members else ClassicGroupState.EMPTY,
             state_timestamp_ms=value.current_state_timestamp_ms,
             generation=value.generation,
             protocol_type=value.protocol_type,
@@ -282,7 +284,7 @@ class ClassicGroup:
             leader_id=value.leader,
         )
         for m in value.members:
-            group.members[m.member_id] = ClassicMember(
+            group.members[m.member_id] = ClassicGroupMember(
                 member_id=m.member_id,
                 group_instance_id=m.group_instance_id,
                 client_id=m.client_id,

@@ -3,11 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from regroup.coordinator.classic.group import ClassicGroup, ClassicMember, S
+from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupMember, ClassicStates
 from regroup.coordinator.classic.rebalance import (
-    answer_join_with_error,
     cancel_session,
     maybe_prepare_or_complete,
     persist,
@@ -16,6 +13,7 @@ from regroup.coordinator.classic.rebalance import (
     try_complete_join,
 )
 from regroup.coordinator.context import Ctx
+from regroup.coordinator.identity import static_holder
 from regroup.coordinator.ids import member_id_for
 from regroup.coordinator.result import RequestKey
 from regroup.model.errors import ApiError, ErrorCode
@@ -62,17 +60,17 @@ def _join(ctx: Ctx, group: ClassicGroup, req: JoinGroupRequest, key: RequestKey)
 
 def _accepts_joining_member(ctx: Ctx, group: ClassicGroup, member_id: str) -> bool:
     max_size = ctx.config.group_max_size
-    if group.is_in(S.EMPTY, S.DEAD):
+    if group.is_in(ClassicStates.EMPTY, ClassicStates.DEAD):
         return True
-    if group.is_in(S.PREPARING_REBALANCE):
+    if group.is_in(ClassicStates.PREPARING_REBALANCE):
         member = group.members.get(member_id)
-        already_joined = member is not None and member.join_key is not None
+        already_joined = member is not None and member.awaiting_join_key is not None
         return already_joined or group.joined_count() < max_size
     return member_id in group.members or len(group.members) < max_size
 
 
-def _new_member(req: JoinGroupRequest, member_id: str) -> ClassicMember:
-    return ClassicMember(
+def _new_member(req: JoinGroupRequest, member_id: str) -> ClassicGroupMember:
+    return ClassicGroupMember(
         member_id=member_id,
         group_instance_id=req.group_instance_id,
         client_id=req.client.client_id,
@@ -85,7 +83,7 @@ def _new_member(req: JoinGroupRequest, member_id: str) -> ClassicMember:
 
 
 def _join_new_member(ctx: Ctx, group: ClassicGroup, req: JoinGroupRequest, key: RequestKey) -> None:
-    if group.is_in(S.DEAD):
+    if group.is_in(ClassicStates.DEAD):
         raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     if not group.supports(req.protocol_type, req.protocols):
         raise ApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
@@ -110,35 +108,26 @@ def _add_member_and_rebalance(
 ) -> None:
     member = _new_member(req, member_id)
     member.is_new = True
-    member.join_key = key
+    member.awaiting_join_key = key
     member.join_version = req.version
-    if group.is_in(S.PREPARING_REBALANCE) and group.previous_state is S.EMPTY:
+    if group.is_in(ClassicStates.PREPARING_REBALANCE) and group.previous_state is ClassicStates.EMPTY:
         group.new_member_added = True
     group.add(member)
     schedule_session(ctx, group, member_id, ctx.config.new_member_join_timeout_ms)
     maybe_prepare_or_complete(ctx, group)
 
 
-def check_static_identity(static_members: Mapping[str, str], member_id: str, instance_id: str | None) -> None:
-    """Kafka's static-member check (classic requests, in classic and consumer groups): a given instance id
-    must be known and held by this member id."""
-    if instance_id is not None:
-        holder = static_members.get(instance_id)
-        if holder is None:
-            raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
-        if holder != member_id:
-            raise ApiError(ErrorCode.FENCED_INSTANCE_ID)
-
-
 def check_identity(group: ClassicGroup, member_id: str, instance_id: str | None) -> None:
-    """Kafka's identity validation shared by JoinGroup, SyncGroup, Heartbeat, OffsetCommit, LeaveGroup."""
-    check_static_identity(group.static_members, member_id, instance_id)
+    """Kafka's identity validation shared by JoinGroup, SyncGroup, Heartbeat, OffsetCommit, LeaveGroup: the
+    static-membership rule for a given instance id, then the member id must be a member."""
+    if instance_id is not None:
+        static_holder(group.static_members, instance_id, member_id)
     if member_id not in group.members:
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
 
 
 def _join_known_member(ctx: Ctx, group: ClassicGroup, req: JoinGroupRequest, key: RequestKey) -> None:
-    if group.is_in(S.DEAD):
+    if group.is_in(ClassicStates.DEAD):
         raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     if not group.supports(req.protocol_type, req.protocols):
         raise ApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
@@ -148,16 +137,16 @@ def _join_known_member(ctx: Ctx, group: ClassicGroup, req: JoinGroupRequest, key
         return
     check_identity(group, req.member_id, req.group_instance_id)
     member = group.members[req.member_id]
-    if group.is_in(S.PREPARING_REBALANCE):
+    if group.is_in(ClassicStates.PREPARING_REBALANCE):
         _update_member(ctx, group, member, req, key)
         try_complete_join(ctx, group)
-    elif group.is_in(S.COMPLETING_REBALANCE):
+    elif group.is_in(ClassicStates.COMPLETING_REBALANCE):
         if member.protocols == req.protocols:
             ctx.complete(key, _current_generation_response(group, member, include_members=True))
         else:
             _update_member(ctx, group, member, req, key)
             prepare_rebalance(ctx, group)
-    elif group.is_in(S.STABLE):
+    elif group.is_in(ClassicStates.STABLE):
         if member.member_id == group.leader_id or member.protocols != req.protocols:
             _update_member(ctx, group, member, req, key)
             prepare_rebalance(ctx, group)
@@ -168,15 +157,15 @@ def _join_known_member(ctx: Ctx, group: ClassicGroup, req: JoinGroupRequest, key
 
 
 def _update_member(
-    ctx: Ctx, group: ClassicGroup, member: ClassicMember, req: JoinGroupRequest, key: RequestKey
+    ctx: Ctx, group: ClassicGroup, member: ClassicGroupMember, req: JoinGroupRequest, key: RequestKey
 ) -> None:
-    if member.join_key is not None and member.join_key != key:
+    if member.awaiting_join_key is not None and member.awaiting_join_key != key:
         # a newer JoinGroup supersedes the parked one (the client retried): like Kafka, replace it silently
-        ctx.drop(member.join_key)
+        ctx.drop(member.awaiting_join_key)
     group.set_protocols(member, req.protocols)
     member.rebalance_timeout_ms = req.rebalance_timeout_ms
     member.session_timeout_ms = req.session_timeout_ms
-    member.join_key = key
+    member.awaiting_join_key = key
     member.join_version = req.version
 
 
@@ -190,7 +179,7 @@ def _members_list(group: ClassicGroup) -> tuple[JoinGroupMember, ...]:
 
 
 def _current_generation_response(
-    group: ClassicGroup, member: ClassicMember, *, include_members: bool
+    group: ClassicGroup, member: ClassicGroupMember, *, include_members: bool
 ) -> JoinGroupResponse:
     is_leader = member.member_id == group.leader_id
     return JoinGroupResponse(
@@ -209,12 +198,14 @@ def _replace_static_member(
     """A static member restarted: its new member id takes the old one's place (assignment, leadership)."""
     old = group.members[old_id]
     # fence the zombie: answer whatever the old id had parked
-    if old.join_key is not None:
-        ctx.complete(old.join_key, JoinGroupResponse(error=ErrorCode.FENCED_INSTANCE_ID, member_id=old_id, leader=""))
-        old.join_key = None
-    if old.sync_key is not None:
-        ctx.complete(old.sync_key, SyncGroupResponse(error=ErrorCode.FENCED_INSTANCE_ID))
-        old.sync_key = None
+    if old.awaiting_join_key is not None:
+        ctx.complete(
+            old.awaiting_join_key, JoinGroupResponse(error=ErrorCode.FENCED_INSTANCE_ID, member_id=old_id, leader="")
+        )
+        old.awaiting_join_key = None
+    if old.awaiting_sync_key is not None:
+        ctx.complete(old.awaiting_sync_key, SyncGroupResponse(error=ErrorCode.FENCED_INSTANCE_ID))
+        old.awaiting_sync_key = None
     was_leader = group.leader_id == old_id
     cancel_session(ctx, group, old_id)
     old_protocol = group.protocol_name
@@ -232,7 +223,7 @@ def _replace_static_member(
         group.leader_id = new_id
     schedule_session(ctx, group, new_id, new.session_timeout_ms)
 
-    if group.is_in(S.STABLE):
+    if group.is_in(ClassicStates.STABLE):
         if group.select_protocol() == old_protocol:
             ctx.emit(new_group_metadata_record(group.group_id, group.to_record_value()))
             is_leader = new_id == group.leader_id
@@ -253,18 +244,17 @@ def _replace_static_member(
                 ),
             )
         else:
-            new.join_key = key
+            new.awaiting_join_key = key
             new.join_version = req.version
             prepare_rebalance(ctx, group)
-    elif group.is_in(S.COMPLETING_REBALANCE):
-        new.join_key = key
+    elif group.is_in(ClassicStates.COMPLETING_REBALANCE):
+        new.awaiting_join_key = key
         new.join_version = req.version
         prepare_rebalance(ctx, group)
-    elif group.is_in(S.PREPARING_REBALANCE):
-        new.join_key = key
+    elif group.is_in(ClassicStates.PREPARING_REBALANCE):
+        new.awaiting_join_key = key
         new.join_version = req.version
         try_complete_join(ctx, group)
     else:  # Empty with members cannot happen; be safe and rebalance
-        new.join_key = key
+        new.awaiting_join_key = key
         maybe_prepare_or_complete(ctx, group)
-    _ = answer_join_with_error  # re-exported helper used by other modules

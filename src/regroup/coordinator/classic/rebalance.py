@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from regroup.coordinator.classic.group import ClassicGroup, ClassicMember, S
+from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupMember, ClassicStates
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.groups import Groups
 from regroup.model.errors import ErrorCode
@@ -29,7 +29,7 @@ def sync_phase_key(group_id: str) -> tuple[str, str]:
 
 def _live(groups: Groups, group_id: str) -> ClassicGroup | None:
     group = groups.classic.get(group_id)
-    return None if group is None or group.is_in(S.DEAD) else group
+    return None if group is None or group.is_in(ClassicStates.DEAD) else group
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +94,10 @@ def cancel_session(ctx: Ctx, group: ClassicGroup, member_id: str) -> None:
     ctx.timers.cancel(session_key(group.group_id, member_id))
 
 
-def answer_join_with_error(ctx: Ctx, member: ClassicMember, error: ErrorCode, member_id: str = "") -> None:
-    if member.join_key is not None:
-        ctx.complete(member.join_key, JoinGroupResponse(error=error, member_id=member_id))
-        member.join_key = None
+def answer_join_with_error(ctx: Ctx, member: ClassicGroupMember, error: ErrorCode, member_id: str = "") -> None:
+    if member.awaiting_join_key is not None:
+        ctx.complete(member.awaiting_join_key, JoinGroupResponse(error=error, member_id=member_id))
+        member.awaiting_join_key = None
 
 
 def remove_member(ctx: Ctx, group: ClassicGroup, member_id: str) -> None:
@@ -106,40 +106,40 @@ def remove_member(ctx: Ctx, group: ClassicGroup, member_id: str) -> None:
     cancel_session(ctx, group, member_id)
     if member is not None:
         answer_join_with_error(ctx, member, ErrorCode.UNKNOWN_MEMBER_ID)
-        if member.sync_key is not None:
-            ctx.complete(member.sync_key, SyncGroupResponse(error=ErrorCode.UNKNOWN_MEMBER_ID))
-            member.sync_key = None
+        if member.awaiting_sync_key is not None:
+            ctx.complete(member.awaiting_sync_key, SyncGroupResponse(error=ErrorCode.UNKNOWN_MEMBER_ID))
+            member.awaiting_sync_key = None
 
 
 def after_departure(ctx: Ctx, group: ClassicGroup) -> None:
     """Someone left or expired: Stable/CompletingRebalance rebalance; PreparingRebalance may complete."""
-    if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
+    if group.is_in(ClassicStates.STABLE, ClassicStates.COMPLETING_REBALANCE):
         prepare_rebalance(ctx, group)
-    elif group.is_in(S.PREPARING_REBALANCE):
+    elif group.is_in(ClassicStates.PREPARING_REBALANCE):
         try_complete_join(ctx, group)
 
 
 def maybe_prepare_or_complete(ctx: Ctx, group: ClassicGroup) -> None:
-    if group.is_in(S.STABLE, S.COMPLETING_REBALANCE, S.EMPTY):
+    if group.is_in(ClassicStates.STABLE, ClassicStates.COMPLETING_REBALANCE, ClassicStates.EMPTY):
         prepare_rebalance(ctx, group)
-    elif group.is_in(S.PREPARING_REBALANCE):
+    elif group.is_in(ClassicStates.PREPARING_REBALANCE):
         try_complete_join(ctx, group)
 
 
 def prepare_rebalance(ctx: Ctx, group: ClassicGroup) -> None:
-    if group.is_in(S.COMPLETING_REBALANCE):
+    if group.is_in(ClassicStates.COMPLETING_REBALANCE):
         group.assignments_cleared = True
         for member in group.members.values():
             member.assignment = b""
-            if member.sync_key is not None:
-                ctx.complete(member.sync_key, SyncGroupResponse(error=ErrorCode.REBALANCE_IN_PROGRESS))
-                member.sync_key = None
+            if member.awaiting_sync_key is not None:
+                ctx.complete(member.awaiting_sync_key, SyncGroupResponse(error=ErrorCode.REBALANCE_IN_PROGRESS))
+                member.awaiting_sync_key = None
                 # as for a successful SyncGroup: its session may have lapsed while it was parked
                 schedule_session(ctx, group, member.member_id, member.session_timeout_ms)
     ctx.timers.cancel(sync_phase_key(group.group_id))
     group.pending_sync_members.clear()
-    was_empty = group.is_in(S.EMPTY)
-    group.transition(S.PREPARING_REBALANCE, ctx.now_ms)
+    was_empty = group.is_in(ClassicStates.EMPTY)
+    group.transition(ClassicStates.PREPARING_REBALANCE, ctx.now_ms)
     if was_empty:
         delay = ctx.config.group_initial_rebalance_delay_ms
         group.initial_delay_ms = delay
@@ -154,13 +154,17 @@ def prepare_rebalance(ctx: Ctx, group: ClassicGroup) -> None:
 
 
 def try_complete_join(ctx: Ctx, group: ClassicGroup) -> None:
-    if group.is_in(S.PREPARING_REBALANCE) and group.previous_state is not S.EMPTY and group.has_all_members_joined():
+    if (
+        group.is_in(ClassicStates.PREPARING_REBALANCE)
+        and group.previous_state is not ClassicStates.EMPTY
+        and group.has_all_members_joined()
+    ):
         complete_join(ctx, group)
 
 
 def on_join_timer(ctx: Ctx, group: ClassicGroup) -> None:
     """The join-phase timer (or the initial-rebalance delay) fired."""
-    if not group.is_in(S.PREPARING_REBALANCE):
+    if not group.is_in(ClassicStates.PREPARING_REBALANCE):
         return
     if group.initial_delay_ms is not None and group.new_member_added and group.initial_remaining_ms:
         group.new_member_added = False
@@ -177,26 +181,26 @@ def complete_join(ctx: Ctx, group: ClassicGroup) -> None:
     group.initial_delay_ms = None
     group.new_member_added = False
     for member_id, member in list(group.members.items()):
-        if member.join_key is None and member.group_instance_id is None:
+        if member.awaiting_join_key is None and member.group_instance_id is None:
             remove_member(ctx, group, member_id)
-    if group.is_in(S.DEAD):
+    if group.is_in(ClassicStates.DEAD):
         return
-    joined = [m for m in group.members.values() if m.join_key is not None]
+    joined = [m for m in group.members.values() if m.awaiting_join_key is not None]
     if group.members and not joined:
         # nobody rejoined (static members keep their place): wait another rebalance timeout
         ctx.timers.schedule(JoinPhaseTimer(group.group_id), ctx.now_ms + group.rebalance_timeout_ms())
         return
     leader = group.members.get(group.leader_id or "")
-    if leader is None or leader.join_key is None:
+    if leader is None or leader.awaiting_join_key is None:
         group.leader_id = joined[0].member_id if joined else None
     group.generation += 1
     if not group.members:
         group.protocol_name = None
-        group.transition(S.EMPTY, ctx.now_ms)
+        group.transition(ClassicStates.EMPTY, ctx.now_ms)
         persist(ctx, group)
         return
     group.protocol_name = group.select_protocol()
-    group.transition(S.COMPLETING_REBALANCE, ctx.now_ms)
+    group.transition(ClassicStates.COMPLETING_REBALANCE, ctx.now_ms)
     everyone = tuple(
         JoinGroupMember(
             member_id=m.member_id, group_instance_id=m.group_instance_id, metadata=m.metadata(group.protocol_name)
@@ -206,10 +210,10 @@ def complete_join(ctx: Ctx, group: ClassicGroup) -> None:
     for member in group.members.values():
         # every member of the new generation, also a static one that did not rejoin (it gets no response),
         # has its session restarted and is expected to send SyncGroup before the pending-sync timeout
-        if member.join_key is not None:
+        if member.awaiting_join_key is not None:
             is_leader = member.member_id == group.leader_id
             ctx.complete(
-                member.join_key,
+                member.awaiting_join_key,
                 JoinGroupResponse(
                     generation_id=group.generation,
                     protocol_type=group.protocol_type,
@@ -219,7 +223,7 @@ def complete_join(ctx: Ctx, group: ClassicGroup) -> None:
                     members=everyone if is_leader else (),
                 ),
             )
-            member.join_key = None
+            member.awaiting_join_key = None
         member.is_new = False
         schedule_session(ctx, group, member.member_id, member.session_timeout_ms)
         group.pending_sync_members.add(member.member_id)
@@ -228,12 +232,12 @@ def complete_join(ctx: Ctx, group: ClassicGroup) -> None:
 
 def on_sync_timer(ctx: Ctx, group: ClassicGroup) -> None:
     """Members that never sent SyncGroup for this generation are removed and the group rebalances."""
-    if not group.is_in(S.COMPLETING_REBALANCE, S.STABLE) or not group.pending_sync_members:
+    if not group.is_in(ClassicStates.COMPLETING_REBALANCE, ClassicStates.STABLE) or not group.pending_sync_members:
         return
     for member_id in sorted(group.pending_sync_members):
         remove_member(ctx, group, member_id)
     group.pending_sync_members.clear()
-    if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
+    if group.is_in(ClassicStates.STABLE, ClassicStates.COMPLETING_REBALANCE):
         prepare_rebalance(ctx, group)
 
 
@@ -245,7 +249,7 @@ def on_session_timer(ctx: Ctx, group: ClassicGroup, member_id: str) -> None:
     member = group.members.get(member_id)
     if member is None:
         return
-    if not member.is_new and (member.join_key is not None or member.sync_key is not None):
+    if not member.is_new and (member.awaiting_join_key is not None or member.awaiting_sync_key is not None):
         return  # awaiting a rebalance satisfies the heartbeat
     remove_member(ctx, group, member_id)
     after_departure(ctx, group)

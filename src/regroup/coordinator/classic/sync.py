@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from regroup.coordinator.classic.group import ClassicGroup, S
+from regroup.coordinator.classic.group import ClassicGroup, ClassicStates
 from regroup.coordinator.classic.join import check_identity
 from regroup.coordinator.classic.rebalance import (
     after_departure,
@@ -13,6 +13,7 @@ from regroup.coordinator.classic.rebalance import (
     try_complete_join,
 )
 from regroup.coordinator.context import Ctx
+from regroup.coordinator.identity import static_holder
 from regroup.coordinator.result import RequestKey
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.protocol.classic import (
@@ -32,14 +33,14 @@ def _group_for_member_request(groups: dict[str, ClassicGroup], group_id: str) ->
     group = groups.get(group_id)
     if group is None:
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
-    if group.is_in(S.DEAD):
+    if group.is_in(ClassicStates.DEAD):
         raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     return group
 
 
 def sync_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: SyncGroupRequest, key: RequestKey) -> None:
     group = _group_for_member_request(groups, req.group_id)
-    if group.is_in(S.EMPTY):
+    if group.is_in(ClassicStates.EMPTY):
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
     check_identity(group, req.member_id, req.group_instance_id)
     if req.generation_id != group.generation:
@@ -49,17 +50,17 @@ def sync_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: SyncGroupRequest,
     ):
         raise ApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
     member = group.members[req.member_id]
-    if group.is_in(S.PREPARING_REBALANCE):
+    if group.is_in(ClassicStates.PREPARING_REBALANCE):
         raise ApiError(ErrorCode.REBALANCE_IN_PROGRESS)
-    if group.is_in(S.STABLE):
+    if group.is_in(ClassicStates.STABLE):
         group.pending_sync_members.discard(req.member_id)
         schedule_session(ctx, group, member.member_id, member.session_timeout_ms)
         ctx.complete(key, _sync_response(group, member.assignment))
         return
     # CompletingRebalance: park; the leader's assignment completes everyone
-    if member.sync_key is not None and member.sync_key != key:
-        ctx.drop(member.sync_key)  # superseded by a retry: replaced silently, as Kafka does
-    member.sync_key = key
+    if member.awaiting_sync_key is not None and member.awaiting_sync_key != key:
+        ctx.drop(member.awaiting_sync_key)  # superseded by a retry: replaced silently, as Kafka does
+    member.awaiting_sync_key = key
     group.pending_sync_members.discard(req.member_id)
     if req.member_id != group.leader_id:
         return
@@ -68,11 +69,11 @@ def sync_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: SyncGroupRequest,
         m.assignment = given.get(member_id, b"")
     group.assignments_cleared = False
     persist(ctx, group)
-    group.transition(S.STABLE, ctx.now_ms)
+    group.transition(ClassicStates.STABLE, ctx.now_ms)
     for m in group.members.values():
-        if m.sync_key is not None:
-            ctx.complete(m.sync_key, _sync_response(group, m.assignment))
-            m.sync_key = None
+        if m.awaiting_sync_key is not None:
+            ctx.complete(m.awaiting_sync_key, _sync_response(group, m.assignment))
+            m.awaiting_sync_key = None
             schedule_session(ctx, group, m.member_id, m.session_timeout_ms)
 
 
@@ -87,11 +88,11 @@ def heartbeat(ctx: Ctx, groups: dict[str, ClassicGroup], req: HeartbeatRequest) 
     check_identity(group, req.member_id, req.group_instance_id)
     if req.generation_id != group.generation:
         raise ApiError(ErrorCode.ILLEGAL_GENERATION)
-    if group.is_in(S.EMPTY):
+    if group.is_in(ClassicStates.EMPTY):
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
     member = group.members[req.member_id]
     schedule_session(ctx, group, member.member_id, member.session_timeout_ms)
-    if group.is_in(S.PREPARING_REBALANCE):
+    if group.is_in(ClassicStates.PREPARING_REBALANCE):
         return HeartbeatResponse(error=ErrorCode.REBALANCE_IN_PROGRESS)
     return HeartbeatResponse()
 
@@ -109,16 +110,19 @@ def leave_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: LeaveGroupReques
                 for m in req.members
             )
         )
-    if group.is_in(S.DEAD):
+    if group.is_in(ClassicStates.DEAD):
         raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     outcomes: list[LeaveGroupMemberResponse] = []
     left = False
     for leaving in req.members:
         error = ErrorCode.NONE
         if not leaving.member_id:
-            holder = group.static_members.get(leaving.group_instance_id or "") if leaving.group_instance_id else None
-            if holder is None:
-                error = ErrorCode.UNKNOWN_MEMBER_ID
+            try:
+                if not leaving.group_instance_id:
+                    raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+                holder = static_holder(group.static_members, leaving.group_instance_id, None)
+            except ApiError as exc:
+                error = exc.code
             else:
                 remove_member(ctx, group, holder)
                 left = True
@@ -140,7 +144,7 @@ def leave_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: LeaveGroupReques
             )
         )
     if left:
-        if group.is_in(S.PREPARING_REBALANCE):
+        if group.is_in(ClassicStates.PREPARING_REBALANCE):
             try_complete_join(ctx, group)
         else:
             after_departure(ctx, group)

@@ -5,11 +5,10 @@ classic member never leads, and learns of new assignments through REBALANCE_IN_P
 from __future__ import annotations
 
 from regroup.assignors.consumer_protocol import ProtocolDecodeError, decode_subscription
-from regroup.coordinator.classic.group import ClassicMember
-from regroup.coordinator.classic.join import check_static_identity
+from regroup.coordinator.classic.group import ClassicGroupMember
 from regroup.coordinator.consumer import migration
 from regroup.coordinator.consumer.fence import remove_members
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, MemberState
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState
 from regroup.coordinator.consumer.ops import (
     ensure_target,
     reconcile_and_write,
@@ -26,6 +25,7 @@ from regroup.coordinator.consumer.timers import (
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.groups import Groups
+from regroup.coordinator.identity import static_holder
 from regroup.coordinator.ids import member_id_for
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.protocol.classic import (
@@ -72,23 +72,19 @@ def join_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: JoinGroupReq
     # resolve the member
     if req.group_instance_id is None:
         existing = group.members.get(member_id)
-        member = existing if existing is not None else ConsumerMember(member_id=member_id)
+        member = existing if existing is not None else ConsumerGroupMember(member_id=member_id)
     else:
         holder_id = group.static_members.get(req.group_instance_id)
         if unknown:
             if holder_id is None:
-                member = ConsumerMember(member_id=member_id)
+                member = ConsumerGroupMember(member_id=member_id)
             else:
                 holder = group.members[holder_id]
                 if _downgrade_by_replacement(ctx, group, holder_id):
                     return _downgrade_with(ctx, groups, group, holder_id, member_id, req, classic_meta)
                 member = replace_static_member(ctx, writes, group, holder, member_id)
         else:
-            if holder_id is None:
-                raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
-            if holder_id != member_id:
-                raise ApiError(ErrorCode.FENCED_INSTANCE_ID)
-            member = group.members[holder_id]
+            member = group.members[static_holder(group.static_members, req.group_instance_id, member_id)]
 
     old = group.members.get(member_id)
     updated = member.copy()
@@ -110,7 +106,7 @@ def join_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: JoinGroupReq
             writes, group, list(group.members.values()), groups.image, group.group_epoch, subscription_changed
         )
     ensure_target(ctx, writes, group, groups.image)
-    owned = migration.names_to_ids(dict(sub.owned), groups.image)
+    owned = migration.ids_of(dict(sub.owned), groups.image)
     reconciled = reconcile_and_write(
         ctx, writes, group, group.members[member_id], group.assignment_epoch, group.target_of(member_id), owned
     )
@@ -148,7 +144,7 @@ def _downgrade_with(
     req: JoinGroupRequest,
     classic_meta: ClassicProtocolMetadata,
 ) -> JoinGroupResponse:
-    joining = ClassicMember(
+    joining = ClassicGroupMember(
         member_id=member_id,
         group_instance_id=req.group_instance_id,
         client_id=req.client.client_id,
@@ -169,15 +165,16 @@ def _downgrade_with(
     )
 
 
-def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerMember:
-    check_static_identity(group.static_members, member_id, instance_id)
+def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerGroupMember:
+    if instance_id is not None:
+        static_holder(group.static_members, instance_id, member_id)
     member = group.members.get(member_id)
     if member is None or member.classic is None:
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
     return member
 
 
-def _arm_join_timer(ctx: Ctx, group: ConsumerGroup, member: ConsumerMember) -> None:
+def _arm_join_timer(ctx: Ctx, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
     timer = ClassicMemberJoinTimer(group.group_id, member.member_id)
     if timer.key not in ctx.timers:
         ctx.timers.schedule(timer, ctx.now_ms + max(member.rebalance_timeout_ms, 0))
@@ -192,7 +189,7 @@ def sync_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: SyncGroupReq
         req.protocol_name is not None and req.protocol_name != first
     ):
         raise ApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-    if group.group_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
+    if group.group_epoch > member.member_epoch and member.state is not ConsumerGroupMemberState.UNREVOKED_PARTITIONS:
         _arm_join_timer(ctx, group, member)
         raise ApiError(ErrorCode.REBALANCE_IN_PROGRESS)
     ctx.timers.cancel(classic_member_sync_key(group.group_id, member.member_id))
@@ -211,8 +208,8 @@ def heartbeat(ctx: Ctx, group: ConsumerGroup, req: HeartbeatRequest) -> Heartbea
     schedule_session(ctx, group, member)
     rejoin = (
         member.member_epoch < group.group_epoch
-        or member.state is MemberState.UNREVOKED_PARTITIONS
-        or (member.state is MemberState.UNRELEASED_PARTITIONS and _all_released(group, member))
+        or member.state is ConsumerGroupMemberState.UNREVOKED_PARTITIONS
+        or (member.state is ConsumerGroupMemberState.UNRELEASED_PARTITIONS and _all_released(group, member))
     )
     if rejoin:
         _arm_join_timer(ctx, group, member)
@@ -220,7 +217,7 @@ def heartbeat(ctx: Ctx, group: ConsumerGroup, req: HeartbeatRequest) -> Heartbea
     return HeartbeatResponse()
 
 
-def _all_released(group: ConsumerGroup, member: ConsumerMember) -> bool:
+def _all_released(group: ConsumerGroup, member: ConsumerGroupMember) -> bool:
     """None of the member's target partitions is still held by another member."""
     for topic_id, ps in group.target_of(member.member_id).items():
         for p in ps:
@@ -241,11 +238,7 @@ def leave_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: LeaveGroupR
                 if member is None or member.classic is None:
                     raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
             else:
-                holder = group.static_members.get(one.group_instance_id)
-                if holder is None:
-                    raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
-                if one.member_id and one.member_id != holder:
-                    raise ApiError(ErrorCode.FENCED_INSTANCE_ID)
+                holder = static_holder(group.static_members, one.group_instance_id, one.member_id or None)
                 member = group.members[holder]
                 if member.classic is None:
                     raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)

@@ -5,20 +5,28 @@ index that makes assignment exclusive. The hard part of it changes only through 
 from __future__ import annotations
 
 import enum
+import operator
 import uuid
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any, Final
 
 from regroup.model.errors import CoordinatorBug
-from regroup.records.consumer import ClassicProtocolMetadata, PartitionSet, SubscribedTopic
+from regroup.records.consumer import (
+    MEMBER_METADATA_FIELDS,
+    ClassicProtocolMetadata,
+    ConsumerGroupMemberMetadataValue,
+    PartitionSet,
+    SubscribedTopic,
+)
 
 #: topic id -> partitions
 Partitions = Mapping[uuid.UUID, frozenset[int]]
 EMPTY: Partitions = {}
 
 
-class MemberState(enum.Enum):
+class ConsumerGroupMemberState(enum.Enum):
     STABLE = "stable"
     UNREVOKED_PARTITIONS = "unrevoked_partitions"
     UNRELEASED_PARTITIONS = "unreleased_partitions"
@@ -33,6 +41,10 @@ class ConsumerGroupState(enum.Enum):
     DEAD = "Dead"
 
 
+#: the metadata fields of a member or of a metadata record value, as one tuple
+_metadata_of: Final[operator.attrgetter[Any]] = operator.attrgetter(*MEMBER_METADATA_FIELDS)
+
+
 def to_set(parts: PartitionSet) -> dict[uuid.UUID, frozenset[int]]:
     return {topic_id: frozenset(ps) for topic_id, ps in parts if ps}
 
@@ -42,7 +54,7 @@ def to_tuple(parts: Partitions) -> PartitionSet:
 
 
 @dataclass(slots=True, kw_only=True)
-class ConsumerMember:
+class ConsumerGroupMember:
     member_id: str
     instance_id: str | None = None
     rack_id: str | None = None
@@ -55,12 +67,12 @@ class ConsumerMember:
     classic: ClassicProtocolMetadata | None = None
     member_epoch: int = 0
     previous_member_epoch: int = 0
-    state: MemberState = MemberState.STABLE
+    state: ConsumerGroupMemberState = ConsumerGroupMemberState.STABLE
     assigned: Partitions = field(default_factory=dict)
     pending_revocation: Partitions = field(default_factory=dict)
 
-    def copy(self) -> ConsumerMember:
-        return ConsumerMember(
+    def copy(self) -> ConsumerGroupMember:
+        return ConsumerGroupMember(
             member_id=self.member_id,
             instance_id=self.instance_id,
             rack_id=self.rack_id,
@@ -78,6 +90,20 @@ class ConsumerMember:
             pending_revocation=self.pending_revocation,
         )
 
+    def metadata_value(self) -> ConsumerGroupMemberMetadataValue:
+        """The member's metadata record value (``MEMBER_METADATA_FIELDS``)."""
+        return ConsumerGroupMemberMetadataValue(**dict(zip(MEMBER_METADATA_FIELDS, _metadata_of(self), strict=True)))
+
+    def set_metadata(self, value: ConsumerGroupMemberMetadataValue) -> None:
+        """Take every ``MEMBER_METADATA_FIELDS`` field from a metadata record value."""
+        for name, field_value in zip(MEMBER_METADATA_FIELDS, _metadata_of(value), strict=True):
+            setattr(self, name, field_value)
+
+    def metadata_differs(self, other: ConsumerGroupMember) -> bool:
+        """Whether a metadata record written for one would differ from the other's (one C-level attribute
+        getter per member: this runs on every heartbeat)."""
+        return bool(_metadata_of(self) != _metadata_of(other))
+
     def classic_protocol_names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.classic.protocols) if self.classic is not None else ()
 
@@ -87,7 +113,7 @@ class ConsumerGroup:
     group_id: str
     group_epoch: int = 0
     assignment_epoch: int = 0
-    members: dict[str, ConsumerMember] = field(default_factory=dict)
+    members: dict[str, ConsumerGroupMember] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     targets: dict[str, Partitions] = field(default_factory=dict)
     subscribed_topics: dict[str, SubscribedTopic] = field(default_factory=dict)  # by name
@@ -103,7 +129,7 @@ class ConsumerGroup:
         if self.group_epoch > self.assignment_epoch:
             return ConsumerGroupState.ASSIGNING
         for m in self.members.values():
-            if m.state is not MemberState.STABLE or m.member_epoch != self.assignment_epoch:
+            if m.state is not ConsumerGroupMemberState.STABLE or m.member_epoch != self.assignment_epoch:
                 return ConsumerGroupState.RECONCILING
         return ConsumerGroupState.STABLE
 
@@ -124,14 +150,14 @@ class ConsumerGroup:
         return min(votes, key=lambda name: (-votes[name], name))
 
     # --- index maintenance (used by replay) ------------------------------------------------------------
-    def _release(self, member: ConsumerMember) -> None:
+    def _release(self, member: ConsumerGroupMember) -> None:
         for parts in (member.assigned, member.pending_revocation):
             for topic_id, ps in parts.items():
                 for p in ps:
                     if self.partition_holders.get((topic_id, p)) == member.member_id:
                         del self.partition_holders[(topic_id, p)]
 
-    def _hold(self, member: ConsumerMember) -> None:
+    def _hold(self, member: ConsumerGroupMember) -> None:
         for parts in (member.assigned, member.pending_revocation):
             for topic_id, ps in parts.items():
                 for p in ps:
@@ -141,7 +167,7 @@ class ConsumerGroup:
                             f"group {self.group_id}: partition {topic_id}-{p} held by {holder} and {member.member_id}"
                         )
 
-    def set_member(self, member: ConsumerMember) -> None:
+    def set_member(self, member: ConsumerGroupMember) -> None:
         old = self.members.get(member.member_id)
         if old is not None:
             self._release(old)

@@ -7,7 +7,7 @@ import uuid
 
 from regroup.coordinator.consumer import migration
 from regroup.coordinator.consumer.fence import fence_member
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, to_set, to_tuple
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, to_set, to_tuple
 from regroup.coordinator.consumer.ops import (
     ensure_target,
     group_full,
@@ -21,6 +21,7 @@ from regroup.coordinator.consumer.subscriptions import compile_regex
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.groups import Groups
+from regroup.coordinator.identity import static_holder
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.protocol.consumer import (
     JOIN_EPOCH,
@@ -104,7 +105,7 @@ def _owned(req: ConsumerGroupHeartbeatRequest) -> dict[uuid.UUID, frozenset[int]
     return None if req.topic_partitions is None else to_set(req.topic_partitions)
 
 
-def _check_epoch(member: ConsumerMember, epoch: int, owned: dict[uuid.UUID, frozenset[int]] | None) -> None:
+def _check_epoch(member: ConsumerGroupMember, epoch: int, owned: dict[uuid.UUID, frozenset[int]] | None) -> None:
     if epoch > member.member_epoch:
         raise ApiError(
             ErrorCode.FENCED_MEMBER_EPOCH,
@@ -123,7 +124,7 @@ def _check_epoch(member: ConsumerMember, epoch: int, owned: dict[uuid.UUID, froz
 
 def _resolve_member(
     ctx: Ctx, writes: ConsumerWrites, group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest, member_id: str
-) -> ConsumerMember:
+) -> ConsumerGroupMember:
     """The member this request is about, as it stands before the request's changes (never mutated here)."""
     owned = _owned(req)
     joining = req.member_epoch == JOIN_EPOCH
@@ -134,16 +135,16 @@ def _resolve_member(
                 raise ApiError(
                     ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
                 )
-            return ConsumerMember(member_id=member_id)
+            return ConsumerGroupMember(member_id=member_id)
         if joining and existing.member_epoch != 0:
             return starting_over(existing)
         _check_epoch(existing, req.member_epoch, owned)
         return existing
-    holder_id = group.static_members.get(req.instance_id)
-    holder = group.members.get(holder_id) if holder_id is not None else None
     if joining:
+        holder_id = group.static_members.get(req.instance_id)
+        holder = group.members.get(holder_id) if holder_id is not None else None
         if holder is None:
-            return group.members.get(member_id) or ConsumerMember(member_id=member_id)
+            return group.members.get(member_id) or ConsumerGroupMember(member_id=member_id)
         if holder.member_id == member_id and holder.member_epoch != STATIC_LEAVE_EPOCH:
             return starting_over(holder)  # the same process rejoining after losing its partitions
         if holder.classic is None and holder.member_epoch != STATIC_LEAVE_EPOCH:
@@ -153,13 +154,7 @@ def _resolve_member(
                 f"instance id is owned by {holder.member_id} member.",
             )
         return replace_static_member(ctx, writes, group, holder, member_id)
-    if holder is None:
-        raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
-    if holder.member_id != member_id:
-        raise ApiError(
-            ErrorCode.FENCED_INSTANCE_ID,
-            f"Static member {member_id} with instance id {req.instance_id} was fenced by member {holder.member_id}.",
-        )
+    holder = group.members[static_holder(group.static_members, req.instance_id, member_id)]
     _check_epoch(holder, req.member_epoch, owned)
     return holder
 
@@ -194,7 +189,7 @@ def _heartbeat(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> 
         old.subscribed_topic_names != updated.subscribed_topic_names
         or old.subscribed_topic_regex != updated.subscribed_topic_regex
     )
-    if old is None or _metadata_differs(old, updated):
+    if old is None or old.metadata_differs(updated):
         writes.member_metadata(group.group_id, updated)
     if old is not None and (updated.member_epoch != old.member_epoch or updated.assigned != old.assigned):
         writes.current_assignment(group.group_id, updated)  # a rejoin that starts over
@@ -219,20 +214,6 @@ def _heartbeat(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> 
     return response
 
 
-def _metadata_differs(a: ConsumerMember, b: ConsumerMember) -> bool:
-    return (
-        a.instance_id != b.instance_id
-        or a.rack_id != b.rack_id
-        or a.client_id != b.client_id
-        or a.client_host != b.client_host
-        or a.subscribed_topic_names != b.subscribed_topic_names
-        or a.subscribed_topic_regex != b.subscribed_topic_regex
-        or a.server_assignor != b.server_assignor
-        or a.rebalance_timeout_ms != b.rebalance_timeout_ms
-        or a.classic != b.classic
-    )
-
-
 def _leave(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
     group = groups.consumer.get(req.group_id)
     if group is None:
@@ -244,15 +225,7 @@ def _leave(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> Cons
                 ErrorCode.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {req.group_id}."
             )
     else:
-        holder_id = group.static_members.get(req.instance_id)
-        if holder_id is None:
-            raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
-        if holder_id != req.member_id:
-            raise ApiError(
-                ErrorCode.FENCED_INSTANCE_ID,
-                f"Static member {req.member_id} with instance id {req.instance_id} was fenced by member {holder_id}.",
-            )
-        member = group.members[holder_id]
+        member = group.members[static_holder(group.static_members, req.instance_id, req.member_id)]
         if req.member_epoch == STATIC_LEAVE_EPOCH:
             leaving = member.copy()
             leaving.member_epoch = STATIC_LEAVE_EPOCH

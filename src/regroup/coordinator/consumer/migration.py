@@ -12,15 +12,15 @@ import uuid
 from collections.abc import Callable
 
 from regroup.assignors.consumer_protocol import (
-    Assignment,
+    ConsumerProtocolAssignment,
     ProtocolDecodeError,
     decode_assignment,
     decode_subscription,
     encode_assignment,
 )
 from regroup.coordinator.classic import rebalance
-from regroup.coordinator.classic.group import ClassicGroup, ClassicMember, GroupState
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, MemberState, Partitions
+from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupMember, ClassicGroupState
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState, Partitions
 from regroup.coordinator.consumer.ops import cancel_timers, group_full, schedule_session
 from regroup.coordinator.consumer.subscriptions import group_topic_names, subscription_metadata
 from regroup.coordinator.consumer.writes import ConsumerWrites
@@ -42,7 +42,8 @@ def _not_found(group_id: str, why: str) -> ApiError:
     )
 
 
-def _ids_of(partitions: dict[str, tuple[int, ...]], image: ClusterImage) -> dict[uuid.UUID, frozenset[int]]:
+def ids_of(partitions: dict[str, tuple[int, ...]], image: ClusterImage) -> dict[uuid.UUID, frozenset[int]]:
+    """Partitions by topic name as partitions by topic id, keeping only topics and partitions that exist."""
     out: dict[uuid.UUID, frozenset[int]] = {}
     for name, ps in partitions.items():
         topic = image.topic(name)
@@ -51,16 +52,12 @@ def _ids_of(partitions: dict[str, tuple[int, ...]], image: ClusterImage) -> dict
     return {t: ps for t, ps in out.items() if ps}
 
 
-def names_to_ids(partitions: dict[str, tuple[int, ...]], image: ClusterImage) -> dict[uuid.UUID, frozenset[int]]:
-    return _ids_of(partitions, image)
-
-
 def names_of(partitions: Partitions, image: ClusterImage) -> dict[str, tuple[int, ...]]:
     index = image.id_index()
     return {index[t].name: tuple(sorted(ps)) for t, ps in partitions.items() if t in index and ps}
 
 
-def holdings(member: ConsumerMember) -> dict[uuid.UUID, frozenset[int]]:
+def holdings(member: ConsumerGroupMember) -> dict[uuid.UUID, frozenset[int]]:
     """Every partition the member may still own: assigned plus pending revocation."""
     out = dict(member.assigned)
     for topic_id, ps in member.pending_revocation.items():
@@ -75,9 +72,11 @@ def embedded_version(protocols: tuple[tuple[str, bytes], ...]) -> int:
     return max(0, min(3, int.from_bytes(protocols[0][1][:2], "big", signed=True)))
 
 
-def encode_for(member: ConsumerMember, partitions: Partitions, image: ClusterImage) -> bytes:
+def encode_for(member: ConsumerGroupMember, partitions: Partitions, image: ClusterImage) -> bytes:
     protocols = member.classic.protocols if member.classic is not None else ()
-    return encode_assignment(Assignment(partitions=names_of(partitions, image)), embedded_version(protocols))
+    return encode_assignment(
+        ConsumerProtocolAssignment(partitions=names_of(partitions, image)), embedded_version(protocols)
+    )
 
 
 def _cancel_classic_timers(ctx: Ctx, group: ClassicGroup) -> None:
@@ -92,7 +91,7 @@ def _retire_classic(ctx: Ctx, groups: Groups, group: ClassicGroup) -> None:
     _cancel_classic_timers(ctx, group)
     ctx.journal.remove(groups.classic, group.group_id)
     ctx.journal.undo(_state_restorer(group))
-    group.transition(GroupState.DEAD, ctx.now_ms)
+    group.transition(ClassicGroupState.DEAD, ctx.now_ms)
 
 
 def _state_restorer(group: ClassicGroup) -> Callable[[], None]:
@@ -130,7 +129,7 @@ def upgrade(ctx: Ctx, groups: Groups, classic: ClassicGroup, *, joining_member_i
     max_size = ctx.config.consumer_group_max_size
     if len(classic.members) >= max_size and joining_member_id not in classic.members:
         raise group_full(max_size)
-    if classic.assignments_cleared and not classic.is_in(GroupState.EMPTY):
+    if classic.assignments_cleared and not classic.is_in(ClassicGroupState.EMPTY):
         # The stored assignments were cleared (a rebalance restarted from CompletingRebalance) while
         # cooperative members may still own partitions of the generation before, and no SyncGroup has stored
         # new ones yet (the following join phase and CompletingRebalance included): converting now could hand
@@ -141,7 +140,7 @@ def upgrade(ctx: Ctx, groups: Groups, classic: ClassicGroup, *, joining_member_i
             ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
             f"Classic group {gid} is between generations; the upgrade waits until its rebalance completes.",
         )
-    converted: list[ConsumerMember] = []
+    converted: list[ConsumerGroupMember] = []
     for m in classic.members.values():
         try:
             sub = decode_subscription(m.metadata(classic.protocol_name) or m.protocols[0][1])
@@ -149,7 +148,7 @@ def upgrade(ctx: Ctx, groups: Groups, classic: ClassicGroup, *, joining_member_i
         except (ProtocolDecodeError, IndexError) as exc:
             raise _not_found(gid, f"member {m.member_id} has undecodable metadata ({exc})") from None
         converted.append(
-            ConsumerMember(
+            ConsumerGroupMember(
                 member_id=m.member_id,
                 instance_id=m.group_instance_id,
                 rack_id=sub.rack,
@@ -160,18 +159,20 @@ def upgrade(ctx: Ctx, groups: Groups, classic: ClassicGroup, *, joining_member_i
                 classic=ClassicProtocolMetadata(session_timeout_ms=m.session_timeout_ms, protocols=m.protocols),
                 member_epoch=classic.generation,
                 previous_member_epoch=classic.generation,
-                state=MemberState.STABLE,
-                assigned=_ids_of(dict(assignment), groups.image),
+                state=ConsumerGroupMemberState.STABLE,
+                assigned=ids_of(dict(assignment), groups.image),
             )
         )
     # parked requests of the classic group learn that the group changed under them
     for m in classic.members.values():
-        if m.join_key is not None:
-            ctx.complete(m.join_key, JoinGroupResponse(error=ErrorCode.REBALANCE_IN_PROGRESS, member_id=m.member_id))
-            ctx.journal.set(m, "join_key", None)
-        if m.sync_key is not None:
-            ctx.complete(m.sync_key, SyncGroupResponse(error=ErrorCode.REBALANCE_IN_PROGRESS))
-            ctx.journal.set(m, "sync_key", None)
+        if m.awaiting_join_key is not None:
+            ctx.complete(
+                m.awaiting_join_key, JoinGroupResponse(error=ErrorCode.REBALANCE_IN_PROGRESS, member_id=m.member_id)
+            )
+            ctx.journal.set(m, "awaiting_join_key", None)
+        if m.awaiting_sync_key is not None:
+            ctx.complete(m.awaiting_sync_key, SyncGroupResponse(error=ErrorCode.REBALANCE_IN_PROGRESS))
+            ctx.journal.set(m, "awaiting_sync_key", None)
     _retire_classic(ctx, groups, classic)
     writes = ConsumerWrites(ctx, groups.consumer)
     group = ConsumerGroup(group_id=gid)
@@ -212,7 +213,7 @@ def downgrade(
     group: ConsumerGroup,
     *,
     leaving_member_id: str,
-    joining: ClassicMember | None = None,
+    joining: ClassicGroupMember | None = None,
 ) -> ClassicGroup:
     """Turn the consumer group into a classic group without ``leaving_member_id``. Every member's classic
     assignment is what it holds (assigned plus pending revocation), not its target as in Kafka: a target may
@@ -236,7 +237,7 @@ def downgrade(
     # born Stable, as Kafka's ClassicGroup.fromConsumerGroup creates it (a new group, not a transition)
     classic = ClassicGroup(
         group_id=gid,
-        state=GroupState.STABLE,
+        state=ClassicGroupState.STABLE,
         generation=group.group_epoch,
         protocol_type=CONSUMER_PROTOCOL_TYPE,
         state_timestamp_ms=ctx.now_ms,
@@ -245,13 +246,14 @@ def downgrade(
         if m.member_id == leaving_member_id:
             if joining is not None:
                 joining.assignment = encode_assignment(
-                    Assignment(partitions=names_of(holdings(m), groups.image)), embedded_version(joining.protocols)
+                    ConsumerProtocolAssignment(partitions=names_of(holdings(m), groups.image)),
+                    embedded_version(joining.protocols),
                 )
                 classic.add(joining)
             continue
         assert m.classic is not None
         classic.add(
-            ClassicMember(
+            ClassicGroupMember(
                 member_id=m.member_id,
                 group_instance_id=m.instance_id,
                 client_id=m.client_id,

@@ -4,7 +4,7 @@ bumping the group epoch, and recomputing the target assignment when the group ep
 
 from __future__ import annotations
 
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, MemberState, Partitions
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState, Partitions
 from regroup.coordinator.consumer.reconcile import Owned, reconcile
 from regroup.coordinator.consumer.subscriptions import group_topic_names, subscription_metadata
 from regroup.coordinator.consumer.target import compute_target
@@ -15,7 +15,7 @@ from regroup.model.cluster import ClusterImage
 from regroup.model.errors import ApiError, ErrorCode
 
 
-def session_timeout_ms(ctx: Ctx, member: ConsumerMember) -> int:
+def session_timeout_ms(ctx: Ctx, member: ConsumerGroupMember) -> int:
     if member.classic is not None:
         return member.classic.session_timeout_ms
     return ctx.config.consumer_group_session_timeout_ms
@@ -28,7 +28,7 @@ def group_full(max_size: int) -> ApiError:
     )
 
 
-def schedule_session(ctx: Ctx, group: ConsumerGroup, member: ConsumerMember) -> None:
+def schedule_session(ctx: Ctx, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
     ctx.timers.schedule(
         MemberSessionTimer(group.group_id, member.member_id), ctx.now_ms + session_timeout_ms(ctx, member)
     )
@@ -43,21 +43,21 @@ def reconcile_and_write(
     ctx: Ctx,
     writes: ConsumerWrites,
     group: ConsumerGroup,
-    member: ConsumerMember,
+    member: ConsumerGroupMember,
     target_epoch: int,
     target: Partitions,
     owned: Owned,
-) -> ConsumerMember:
+) -> ConsumerGroupMember:
     """Kafka's ``maybeReconcile``: move the member towards the target; persist it if it changed; arm (or
     cancel) the revocation timer of a consumer-protocol member."""
-    if member.state is MemberState.STABLE and member.member_epoch == target_epoch:
+    if member.state is ConsumerGroupMemberState.STABLE and member.member_epoch == target_epoch:
         return member
     updated = reconcile(member, target_epoch, target, group.is_held, owned)
     if updated != member:
         writes.current_assignment(group.group_id, updated)
         updated = group.members[updated.member_id]
         if updated.classic is None:
-            if updated.state is MemberState.UNREVOKED_PARTITIONS:
+            if updated.state is ConsumerGroupMemberState.UNREVOKED_PARTITIONS:
                 timer = RevocationTimer(group.group_id, updated.member_id, updated.member_epoch)
                 ctx.timers.schedule(timer, ctx.now_ms + max(updated.rebalance_timeout_ms, 0))
             else:
@@ -65,7 +65,7 @@ def reconcile_and_write(
     return updated
 
 
-def starting_over(member: ConsumerMember) -> ConsumerMember:
+def starting_over(member: ConsumerGroupMember) -> ConsumerGroupMember:
     """A known member rejoining with epoch 0 has lost its partitions: it starts over with nothing owned,
     keeping its id and its place in the target assignment."""
     fresh = member.copy()
@@ -76,8 +76,8 @@ def starting_over(member: ConsumerMember) -> ConsumerMember:
 
 
 def replace_static_member(
-    ctx: Ctx, writes: ConsumerWrites, group: ConsumerGroup, holder: ConsumerMember, member_id: str
-) -> ConsumerMember:
+    ctx: Ctx, writes: ConsumerWrites, group: ConsumerGroup, holder: ConsumerGroupMember, member_id: str
+) -> ConsumerGroupMember:
     """A new process took over a static member's instance id: the old member's records are tombstoned and a
     copy under ``member_id`` (epoch 0, same partitions and target) is written in its place."""
     target = group.target_of(holder.member_id)
@@ -95,7 +95,7 @@ def replace_static_member(
 def refresh_subscriptions(
     writes: ConsumerWrites,
     group: ConsumerGroup,
-    members: list[ConsumerMember],
+    members: list[ConsumerGroupMember],
     image: ClusterImage,
     group_epoch: int,
     force_bump: bool,
@@ -119,11 +119,8 @@ def ensure_target(
     writes: ConsumerWrites,
     group: ConsumerGroup,
     image: ClusterImage,
-    inherited: dict[str, Partitions] | None = None,
 ) -> None:
     """If something bumped the group epoch past the target epoch, compute the target for it."""
     if group.group_epoch > group.assignment_epoch:
         assignor = group.preferred_assignor(ctx.config.consumer_group_assignors[0])
-        compute_target(
-            writes, group, group.group_epoch, group.members, group.subscribed_topics, assignor, image, inherited
-        )
+        compute_target(writes, group, assignor, image)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping
 
-from regroup.coordinator.consumer.group import ConsumerMember, MemberState, Partitions
+from regroup.coordinator.consumer.group import ConsumerGroupMember, ConsumerGroupMemberState, Partitions
 from regroup.model.errors import ApiError, ErrorCode
 
 #: what the member reported owning in this request (None = not reported: assume it still owns everything)
@@ -23,23 +23,23 @@ def _owns_any(owned: Owned, partitions: Partitions) -> bool:
 
 
 def reconcile(
-    member: ConsumerMember,
+    member: ConsumerGroupMember,
     target_epoch: int,
     target: Partitions,
     is_held: Callable[[uuid.UUID, int], bool],
     owned: Owned,
-) -> ConsumerMember:
+) -> ConsumerGroupMember:
     """The member's next state. ``is_held(topic, p)``: does some member hold the partition right now."""
     state = member.state
-    if state is MemberState.STABLE:
+    if state is ConsumerGroupMemberState.STABLE:
         if member.member_epoch != target_epoch:
             return _next(member, member.member_epoch, target_epoch, target, is_held, owned)
         return member
-    if state is MemberState.UNREVOKED_PARTITIONS:
+    if state is ConsumerGroupMemberState.UNREVOKED_PARTITIONS:
         if _owns_any(owned, member.pending_revocation):
             return member
         return _next(member, member.member_epoch + 1, target_epoch, target, is_held, owned)
-    if state is MemberState.UNRELEASED_PARTITIONS:
+    if state is ConsumerGroupMemberState.UNRELEASED_PARTITIONS:
         return _next(member, member.member_epoch, target_epoch, target, is_held, owned)
     # UNKNOWN: written by a newer version; the member must start from scratch
     if owned is None or any(owned.values()):
@@ -51,13 +51,13 @@ def reconcile(
 
 
 def _next(
-    member: ConsumerMember,
+    member: ConsumerGroupMember,
     epoch_for_revocation: int,
     target_epoch: int,
     target: Partitions,
     is_held: Callable[[uuid.UUID, int], bool],
     owned: Owned,
-) -> ConsumerMember:
+) -> ConsumerGroupMember:
     unreleased = False
     assigned: dict[uuid.UUID, frozenset[int]] = {}
     revoking: dict[uuid.UUID, frozenset[int]] = {}
@@ -79,21 +79,21 @@ def _next(
             adding[topic_id] = free
     nxt = member.copy()
     if revoking and _owns_any(owned, revoking):
-        nxt.state = MemberState.UNREVOKED_PARTITIONS
+        nxt.state = ConsumerGroupMemberState.UNREVOKED_PARTITIONS
         _set_epoch(nxt, epoch_for_revocation)
         nxt.assigned = assigned
         nxt.pending_revocation = revoking
         return nxt
     for topic_id, ps in adding.items():
         assigned[topic_id] = assigned.get(topic_id, frozenset()) | ps
-    nxt.state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
+    nxt.state = ConsumerGroupMemberState.UNRELEASED_PARTITIONS if unreleased else ConsumerGroupMemberState.STABLE
     _set_epoch(nxt, target_epoch)
     nxt.assigned = assigned
     nxt.pending_revocation = {}
     return nxt
 
 
-def _set_epoch(member: ConsumerMember, epoch: int) -> None:
+def _set_epoch(member: ConsumerGroupMember, epoch: int) -> None:
     """Kafka's ``updateMemberEpoch``: the previous epoch is the one the member had before this change."""
     member.previous_member_epoch = member.member_epoch
     member.member_epoch = epoch

@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, MemberState, to_set
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState, to_set
 from regroup.coordinator.journal import Journal
 from regroup.records.consumer import (
+    CONSUMER_KEY_TYPES,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -22,9 +23,8 @@ from regroup.records.consumer import (
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
-    ConsumerRecordKey,
-    ConsumerRecordValue,
 )
+from regroup.records.model import Record
 
 #: loading: changes are not journaled
 _UNJOURNALED: Final = Journal()
@@ -38,7 +38,7 @@ def _group(groups: dict[str, ConsumerGroup], group_id: str, create: bool, journa
     return group
 
 
-def _set_member(group: ConsumerGroup, member: ConsumerMember, journal: Journal) -> None:
+def _set_member(group: ConsumerGroup, member: ConsumerGroupMember, journal: Journal) -> None:
     if journal.active:
         journal.undo(_member_restorer(group, member.member_id, group.members.get(member.member_id)))
     group.set_member(member)
@@ -50,7 +50,7 @@ def _drop_member(group: ConsumerGroup, member_id: str, journal: Journal) -> None
     group.drop_member(member_id)
 
 
-def _member_restorer(group: ConsumerGroup, member_id: str, old: ConsumerMember | None) -> Callable[[], None]:
+def _member_restorer(group: ConsumerGroup, member_id: str, old: ConsumerGroupMember | None) -> Callable[[], None]:
     def restore() -> None:
         if old is None:
             group.drop_member(member_id)
@@ -60,12 +60,11 @@ def _member_restorer(group: ConsumerGroup, member_id: str, old: ConsumerMember |
     return restore
 
 
-def replay(
-    groups: dict[str, ConsumerGroup],
-    key: ConsumerRecordKey,
-    value: ConsumerRecordValue | None,
-    journal: Journal = _UNJOURNALED,
-) -> None:
+def replay(groups: dict[str, ConsumerGroup], record: Record, journal: Journal = _UNJOURNALED) -> None:
+    """Apply one consumer-group record (any other record is ignored)."""
+    key, value = record.key, record.value
+    if not isinstance(key, CONSUMER_KEY_TYPES):
+        return
     group = _group(groups, key.group_id, value is not None, journal)
     if group is None:
         return
@@ -99,33 +98,25 @@ def replay(
             return
         assert isinstance(value, ConsumerGroupMemberMetadataValue)
         old = group.members.get(key.member_id)
-        member = old.copy() if old is not None else ConsumerMember(member_id=key.member_id)
-        member.instance_id = value.instance_id
-        member.rack_id = value.rack_id
-        member.client_id = value.client_id
-        member.client_host = value.client_host
-        member.subscribed_topic_names = value.subscribed_topic_names
-        member.subscribed_topic_regex = value.subscribed_topic_regex
-        member.server_assignor = value.server_assignor
-        member.rebalance_timeout_ms = value.rebalance_timeout_ms
-        member.classic = value.classic
+        member = old.copy() if old is not None else ConsumerGroupMember(member_id=key.member_id)
+        member.set_metadata(value)
         _set_member(group, member, journal)
     elif isinstance(key, ConsumerGroupCurrentMemberAssignmentKey):
         old = group.members.get(key.member_id)
         if old is None and value is None:
             return
-        member = old.copy() if old is not None else ConsumerMember(member_id=key.member_id)
+        member = old.copy() if old is not None else ConsumerGroupMember(member_id=key.member_id)
         if value is None:
             member.member_epoch = -1
             member.previous_member_epoch = -1
-            member.state = MemberState.STABLE
+            member.state = ConsumerGroupMemberState.STABLE
             member.assigned = {}
             member.pending_revocation = {}
         else:
             assert isinstance(value, ConsumerGroupCurrentMemberAssignmentValue)
             member.member_epoch = value.member_epoch
             member.previous_member_epoch = value.previous_member_epoch
-            member.state = MemberState(value.state)
+            member.state = ConsumerGroupMemberState(value.state)
             member.assigned = to_set(value.assigned)
             member.pending_revocation = to_set(value.pending_revocation)
         _set_member(group, member, journal)

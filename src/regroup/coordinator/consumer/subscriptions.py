@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import re2
 
-from regroup.coordinator.consumer.group import ConsumerMember
+from regroup.coordinator.consumer.group import ConsumerGroupMember
 from regroup.model.cluster import ClusterImage
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.records.consumer import SubscribedTopic
@@ -36,7 +36,7 @@ def matching_topics(pattern: str, image: ClusterImage) -> tuple[str, ...]:
     return tuple(sorted(name for name in image.by_name if not name.startswith("__") and regex.fullmatch(name)))
 
 
-def member_topics(member: ConsumerMember, image: ClusterImage) -> tuple[str, ...]:
+def member_topics(member: ConsumerGroupMember, image: ClusterImage) -> tuple[str, ...]:
     """Everything the member subscribes to: its names and what its regex matches now."""
     if member.subscribed_topic_regex is None:
         return member.subscribed_topic_names
@@ -44,7 +44,7 @@ def member_topics(member: ConsumerMember, image: ClusterImage) -> tuple[str, ...
     return tuple(sorted(set(member.subscribed_topic_names) | set(matched)))
 
 
-def group_topic_names(members: Iterable[ConsumerMember], image: ClusterImage) -> set[str]:
+def group_topic_names(members: Iterable[ConsumerGroupMember], image: ClusterImage) -> set[str]:
     names: set[str] = set()
     for m in members:
         names.update(member_topics(m, image))

@@ -11,39 +11,32 @@ from regroup.assignors.base import PartitionAssignor
 from regroup.assignors.server_range import ServerRangeAssignor
 from regroup.assignors.spec import AssignmentError, GroupSpec, MemberSubscription
 from regroup.assignors.uniform import UniformAssignor
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, Partitions
+from regroup.coordinator.consumer.group import ConsumerGroup
 from regroup.coordinator.consumer.subscriptions import member_topics
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.model.cluster import ClusterImage
 from regroup.model.errors import ApiError, ErrorCode
-from regroup.records.consumer import SubscribedTopic
 
 #: the server-side assignors by the names clients send in ServerAssignor (Kafka's names)
 SERVER_ASSIGNORS: Mapping[str, PartitionAssignor] = {"uniform": UniformAssignor(), "range": ServerRangeAssignor()}
 
 
-def assignor_for(name: str) -> PartitionAssignor:
-    return SERVER_ASSIGNORS[name]
-
-
 def compute_target(
     writes: ConsumerWrites,
     group: ConsumerGroup,
-    group_epoch: int,
-    members: Mapping[str, ConsumerMember],
-    topics: Mapping[str, SubscribedTopic],
     assignor_name: str,
     image: ClusterImage,
-    inherited: Mapping[str, Partitions] | None = None,
 ) -> None:
-    """Compute and write the target for ``group_epoch``. ``members`` is the group as it will be (the updated
-    member in, a replaced static member out); ``inherited`` gives a member a previous target of another's
-    (static replacement)."""
+    """Compute and write the target for the group's current epoch from its members, their current targets
+    and its subscribed topics."""
+    group_epoch = group.group_epoch
+    members = group.members
+    topics = group.subscribed_topics
     names = {t.topic_id: t.name for t in topics.values()}
     ids = {t.name: t.topic_id for t in topics.values()}
     subs: dict[str, MemberSubscription] = {}
     for member_id, m in members.items():
-        previous = (inherited or {}).get(member_id, group.target_of(member_id))
+        previous = group.target_of(member_id)
         owned = {names[t]: tuple(sorted(ps)) for t, ps in previous.items() if t in names}
         subs[member_id] = MemberSubscription.of(
             [t for t in member_topics(m, image) if t in topics], owned, rack=m.rack_id, instance_id=m.instance_id
@@ -53,7 +46,7 @@ def compute_target(
         topics={t.name: t.partitions for t in topics.values()}, members=subs, partition_racks=racks or None
     )
     try:
-        result = assignor_for(assignor_name).assign(spec)
+        result = SERVER_ASSIGNORS[assignor_name].assign(spec)
     except (AssignmentError, KeyError, ValueError) as exc:
         raise ApiError(
             ErrorCode.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for epoch {group_epoch}: {exc}"

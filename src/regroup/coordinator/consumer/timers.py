@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, MemberState
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.groups import Groups
 
@@ -34,7 +34,7 @@ def classic_member_sync_key(group_id: str, member_id: str) -> TimerKey:
 MEMBER_TIMER_KEYS = (member_session_key, revocation_key, classic_member_join_key, classic_member_sync_key)
 
 
-def _member(groups: Groups, group_id: str, member_id: str) -> tuple[ConsumerGroup, ConsumerMember] | None:
+def _member(groups: Groups, group_id: str, member_id: str) -> tuple[ConsumerGroup, ConsumerGroupMember] | None:
     group = groups.consumer.get(group_id)
     member = group.members.get(member_id) if group is not None else None
     return None if group is None or member is None else (group, member)
@@ -80,7 +80,7 @@ class RevocationTimer:
         if found is None:
             return
         group, member = found
-        if member.state is MemberState.UNREVOKED_PARTITIONS and member.member_epoch == self.member_epoch:
+        if member.state is ConsumerGroupMemberState.UNREVOKED_PARTITIONS and member.member_epoch == self.member_epoch:
             _fence(ctx, groups, group, self.member_id)
 
 

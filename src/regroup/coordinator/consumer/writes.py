@@ -1,30 +1,29 @@
-"""Writing consumer-group records: each helper builds a record, applies it to the in-memory group (so the
-live state is, by construction, what replaying the records gives) and emits it on the context."""
+"""Writing consumer-group records: each helper builds a record (``records.builders``), applies it to the
+in-memory group (so the live state is, by construction, what replaying the records gives) and emits it on
+the context."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerMember, Partitions, to_tuple
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, Partitions, to_tuple
 from regroup.coordinator.consumer.replay import replay
 from regroup.coordinator.context import Ctx
-from regroup.records.consumer import (
-    ConsumerGroupCurrentMemberAssignmentKey,
-    ConsumerGroupCurrentMemberAssignmentValue,
-    ConsumerGroupMemberMetadataKey,
-    ConsumerGroupMemberMetadataValue,
-    ConsumerGroupMetadataKey,
-    ConsumerGroupMetadataValue,
-    ConsumerGroupPartitionMetadataKey,
-    ConsumerGroupPartitionMetadataValue,
-    ConsumerGroupTargetAssignmentMemberKey,
-    ConsumerGroupTargetAssignmentMemberValue,
-    ConsumerGroupTargetAssignmentMetadataKey,
-    ConsumerGroupTargetAssignmentMetadataValue,
-    ConsumerRecordKey,
-    ConsumerRecordValue,
-    SubscribedTopic,
+from regroup.records.builders import (
+    new_consumer_group_current_assignment_record,
+    new_consumer_group_current_assignment_tombstone,
+    new_consumer_group_epoch_record,
+    new_consumer_group_epoch_tombstone,
+    new_consumer_group_member_metadata_record,
+    new_consumer_group_member_metadata_tombstone,
+    new_consumer_group_subscription_metadata_record,
+    new_consumer_group_subscription_metadata_tombstone,
+    new_consumer_group_target_assignment_epoch_record,
+    new_consumer_group_target_assignment_epoch_tombstone,
+    new_consumer_group_target_assignment_record,
+    new_consumer_group_target_assignment_tombstone,
 )
+from regroup.records.consumer import SubscribedTopic
 from regroup.records.model import Record
 
 
@@ -33,54 +32,43 @@ class ConsumerWrites:
         self.ctx = ctx
         self.groups = groups
 
-    def _write(self, key: ConsumerRecordKey, value: ConsumerRecordValue | None) -> None:
-        replay(self.groups, key, value, self.ctx.journal)
-        self.ctx.emit(Record(key, value))
+    def _write(self, record: Record) -> None:
+        replay(self.groups, record, self.ctx.journal)
+        self.ctx.emit(record)
 
     def group_epoch(self, group_id: str, epoch: int) -> None:
-        self._write(ConsumerGroupMetadataKey(group_id=group_id), ConsumerGroupMetadataValue(epoch=epoch))
+        self._write(new_consumer_group_epoch_record(group_id, epoch))
 
     def subscription_metadata(self, group_id: str, topics: Iterable[SubscribedTopic]) -> None:
-        value = ConsumerGroupPartitionMetadataValue(topics=tuple(sorted(topics, key=lambda t: t.name)))
-        self._write(ConsumerGroupPartitionMetadataKey(group_id=group_id), value)
+        self._write(new_consumer_group_subscription_metadata_record(group_id, topics))
 
-    def member_metadata(self, group_id: str, m: ConsumerMember) -> None:
-        value = ConsumerGroupMemberMetadataValue(
-            instance_id=m.instance_id,
-            rack_id=m.rack_id,
-            client_id=m.client_id,
-            client_host=m.client_host,
-            subscribed_topic_names=m.subscribed_topic_names,
-            subscribed_topic_regex=m.subscribed_topic_regex,
-            server_assignor=m.server_assignor,
-            rebalance_timeout_ms=m.rebalance_timeout_ms,
-            classic=m.classic,
-        )
-        self._write(ConsumerGroupMemberMetadataKey(group_id=group_id, member_id=m.member_id), value)
+    def member_metadata(self, group_id: str, m: ConsumerGroupMember) -> None:
+        self._write(new_consumer_group_member_metadata_record(group_id, m.member_id, m.metadata_value()))
 
     def target(self, group_id: str, member_id: str, partitions: Partitions) -> None:
-        value = ConsumerGroupTargetAssignmentMemberValue(partitions=to_tuple(partitions))
-        self._write(ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id), value)
+        self._write(new_consumer_group_target_assignment_record(group_id, member_id, to_tuple(partitions)))
 
     def target_epoch(self, group_id: str, epoch: int) -> None:
-        value = ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch)
-        self._write(ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id), value)
+        self._write(new_consumer_group_target_assignment_epoch_record(group_id, epoch))
 
-    def current_assignment(self, group_id: str, m: ConsumerMember) -> None:
-        value = ConsumerGroupCurrentMemberAssignmentValue(
-            member_epoch=m.member_epoch,
-            previous_member_epoch=m.previous_member_epoch,
-            state=m.state.value,
-            assigned=to_tuple(m.assigned),
-            pending_revocation=to_tuple(m.pending_revocation),
+    def current_assignment(self, group_id: str, m: ConsumerGroupMember) -> None:
+        self._write(
+            new_consumer_group_current_assignment_record(
+                group_id,
+                m.member_id,
+                member_epoch=m.member_epoch,
+                previous_member_epoch=m.previous_member_epoch,
+                state=m.state.value,
+                assigned=to_tuple(m.assigned),
+                pending_revocation=to_tuple(m.pending_revocation),
+            )
         )
-        self._write(ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=m.member_id), value)
 
     def remove_member(self, group_id: str, member_id: str) -> None:
         """Kafka's order: current assignment, target assignment, then the member's metadata."""
-        self._write(ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id), None)
-        self._write(ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id), None)
-        self._write(ConsumerGroupMemberMetadataKey(group_id=group_id, member_id=member_id), None)
+        self._write(new_consumer_group_current_assignment_tombstone(group_id, member_id))
+        self._write(new_consumer_group_target_assignment_tombstone(group_id, member_id))
+        self._write(new_consumer_group_member_metadata_tombstone(group_id, member_id))
 
     def delete_group(self, group: ConsumerGroup) -> None:
         """Tombstone every record of the group (members first, the epoch record last)."""
@@ -88,7 +76,7 @@ class ConsumerWrites:
         for member_id in list(group.members):
             self.remove_member(group_id, member_id)
         for member_id in list(group.targets):
-            self._write(ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id), None)
-        self._write(ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id), None)
-        self._write(ConsumerGroupPartitionMetadataKey(group_id=group_id), None)
-        self._write(ConsumerGroupMetadataKey(group_id=group_id), None)
+            self._write(new_consumer_group_target_assignment_tombstone(group_id, member_id))
+        self._write(new_consumer_group_target_assignment_epoch_tombstone(group_id))
+        self._write(new_consumer_group_subscription_metadata_tombstone(group_id))
+        self._write(new_consumer_group_epoch_tombstone(group_id))
