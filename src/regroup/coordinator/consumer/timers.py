@@ -5,7 +5,7 @@ member is still there (and, for a revocation timeout, still at the epoch it was 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Final
 
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState
 from regroup.coordinator.context import Ctx
@@ -46,12 +46,16 @@ def _fence(ctx: Ctx, groups: Groups, group: ConsumerGroup, member_id: str) -> No
     fence_member(ctx, groups, group, member_id)
 
 
-@dataclass(frozen=True, slots=True)
 class MemberSessionTimer:
     """The member sent no heartbeat within its session timeout."""
 
-    group_id: str
-    member_id: str
+    __slots__ = ("group_id", "member_id")
+
+    # (a written __init__: the compiled build compiles it; a dataclass's stays interpreted, and one is
+    # built per heartbeat)
+    def __init__(self, group_id: str, member_id: str) -> None:
+        self.group_id: Final[str] = group_id
+        self.member_id: Final[str] = member_id
 
     @property
     def key(self) -> TimerKey:
@@ -63,13 +67,17 @@ class MemberSessionTimer:
             _fence(ctx, groups, found[0], self.member_id)
 
 
-@dataclass(frozen=True, slots=True)
 class RevocationTimer:
     """The member, at ``member_epoch``, did not revoke what it was told to within its rebalance timeout."""
 
-    group_id: str
-    member_id: str
-    member_epoch: int
+    __slots__ = ("group_id", "member_epoch", "member_id")
+
+    # (a written __init__: the compiled build compiles it; a dataclass's stays interpreted, and one is
+    # built per heartbeat)
+    def __init__(self, group_id: str, member_id: str, member_epoch: int) -> None:
+        self.group_id: Final[str] = group_id
+        self.member_id: Final[str] = member_id
+        self.member_epoch: Final[int] = member_epoch
 
     @property
     def key(self) -> TimerKey:
@@ -84,12 +92,16 @@ class RevocationTimer:
             _fence(ctx, groups, group, self.member_id)
 
 
-@dataclass(frozen=True, slots=True)
 class ClassicMemberJoinTimer:
     """A classic-protocol member told to rejoin did not send JoinGroup within its rebalance timeout."""
 
-    group_id: str
-    member_id: str
+    __slots__ = ("group_id", "member_id")
+
+    # (a written __init__: the compiled build compiles it; a dataclass's stays interpreted, and one is
+    # built per heartbeat)
+    def __init__(self, group_id: str, member_id: str) -> None:
+        self.group_id: Final[str] = group_id
+        self.member_id: Final[str] = member_id
 
     @property
     def key(self) -> TimerKey:
@@ -101,12 +113,16 @@ class ClassicMemberJoinTimer:
             _fence(ctx, groups, found[0], self.member_id)
 
 
-@dataclass(frozen=True, slots=True)
 class ClassicMemberSyncTimer:
     """A classic-protocol member that joined did not send SyncGroup within its rebalance timeout."""
 
-    group_id: str
-    member_id: str
+    __slots__ = ("group_id", "member_id")
+
+    # (a written __init__: the compiled build compiles it; a dataclass's stays interpreted, and one is
+    # built per heartbeat)
+    def __init__(self, group_id: str, member_id: str) -> None:
+        self.group_id: Final[str] = group_id
+        self.member_id: Final[str] = member_id
 
     @property
     def key(self) -> TimerKey:
