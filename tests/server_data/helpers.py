@@ -63,7 +63,6 @@ def call(
         client_id="test",
         client_host="127.0.0.1",
         connection_id=1,
-        now_ms=0,
     )
     response = asyncio.run(handler(broker, ctx, wire(request)))
     assert type(response).__version__ == version and type(response).__module__.endswith(".response")
@@ -81,7 +80,6 @@ async def acall(
         client_id="test",
         client_host="127.0.0.1",
         connection_id=1,
-        now_ms=0,
     )
     return wire(await handler(broker, ctx, wire(request)))
 
