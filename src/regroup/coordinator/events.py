@@ -41,7 +41,6 @@ LeaveReason = Literal[
     "sync timeout",  # a classic member did not send SyncGroup in time
     "group max size",  # a classic group over its maximum size turned the member away
     "replaced",  # a static member's instance id was taken over by a new member id
-    "fenced",  # a consumer-protocol member fenced by its epoch (unknown or stale)
     "group deleted",  # the group was deleted (DeleteGroups, offsets expiry)
     "converted",  # the group changed type; the member is in the group of the other type now
 ]
@@ -54,7 +53,6 @@ LEAVE_REASONS: Final[tuple[str, ...]] = (
     "sync timeout",
     "group max size",
     "replaced",
-    "fenced",
     "group deleted",
     "converted",
 )

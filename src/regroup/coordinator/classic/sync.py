@@ -71,8 +71,8 @@ def sync_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: SyncGroupRequest,
         m.assignment = given.get(member_id, b"")
     group.assignments_cleared = False
     persist(ctx, group)
-    ctx.event(assignment_stored(group))
     transition(ctx, group, ClassicStates.STABLE)
+    ctx.event(assignment_stored(group))
     for m in group.members.values():
         if m.awaiting_sync_key is not None:
             ctx.complete(m.awaiting_sync_key, _sync_response(group, m.assignment))
