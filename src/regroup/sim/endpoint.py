@@ -1,8 +1,10 @@
 """The coordinator's side of the simulated network: hands each arriving request to the real
 ``GroupCoordinator`` under a fresh request key, fires its timers, routes the completed responses back to
-the member that sent them, and observes the group after every operation (group state and generation
-changes, the stored assignment of each Stable generation, the outcome of every offset commit) for the
-event log and the safety checker.
+the member that sent them, and observes the group after every operation that changed something (group
+state and generation changes, the stored assignment of each Stable generation, the outcome of every offset
+commit) for the event log and the safety checker. The core's result says whether anything changed: an
+operation without events or records (a heartbeat that changed nothing) is not looked at; one with them has
+the group's state read once, so each call logs at most one ``group_state`` row (what the golden logs hold).
 
 Reading ``coordinator.groups`` here is observation only (the sim is a shell and may look inside the core);
 nothing is changed except through the coordinator's operations.
@@ -90,7 +92,8 @@ class CoordinatorEndpoint:
 
     # ------------------------------------------------------------------------------------- internals
     def _route(self, result: Result, now: int) -> list[ToMember]:
-        self._observe_group(now)
+        if result.events or result.records:  # (a group changes only through records or with events)
+            self._observe_group(now)
         routed: list[ToMember] = []
         for completion in result.completions:
             assert isinstance(completion.key, int)
