@@ -13,7 +13,7 @@ events (they are dropped with its records); a timer's events are in the result o
   server assignor as ``protocol``, and ``assignment_epoch``). A consumer group's state is derived from its
   members, so it is reported once per write (a request or a timer firing), not per record.
 * ``MemberJoined`` / ``MemberLeft`` — a member entered or left a group; ``MemberLeft.reason`` says why
-  (``LEAVE_REASONS``: a fenced member's reason is the timeout or the fencing that removed it).
+  (``LeaveReason``: a fenced member's reason is the timeout or the fencing that removed it).
 * ``AssignmentStored`` — a classic generation's assignments, stored by the leader's SyncGroup (or carried
   over when a consumer group converts back to classic).
 * ``TargetComputed`` — a consumer group's new target assignment: its epoch, the assignor and every member's
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Literal
 
 #: the types of group an event can name
 GroupType = Literal["classic", "consumer"]
@@ -44,18 +44,6 @@ LeaveReason = Literal[
     "group deleted",  # the group was deleted (DeleteGroups, offsets expiry)
     "converted",  # the group changed type; the member is in the group of the other type now
 ]
-
-LEAVE_REASONS: Final[tuple[str, ...]] = (
-    "leave",
-    "session timeout",
-    "revocation timeout",
-    "join timeout",
-    "sync timeout",
-    "group max size",
-    "replaced",
-    "group deleted",
-    "converted",
-)
 
 #: partitions by topic id, sorted: ((topic id, (partition, ...)), ...)
 Partitions = tuple[tuple[uuid.UUID, tuple[int, ...]], ...]
