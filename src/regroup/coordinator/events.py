@@ -34,7 +34,7 @@ GroupType = Literal["classic", "consumer"]
 
 #: why a member left a group
 LeaveReason = Literal[
-    "leave",  # LeaveGroup, or a ConsumerGroupHeartbeat with epoch -1 (-2 for a static member)
+    "leave",  # LeaveGroup, or a ConsumerGroupHeartbeat with epoch -1 (a static member leaving with -2 stays)
     "session timeout",  # no heartbeat within the session timeout
     "revocation timeout",  # a consumer-protocol member did not revoke in time
     "join timeout",  # a classic member did not rejoin in time (join phase, or told to rejoin a consumer group)
