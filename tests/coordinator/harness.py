@@ -22,6 +22,7 @@ from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupMember, 
 from regroup.coordinator.classic.rebalance import join_phase_key
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.coordinator import GroupCoordinator
+from regroup.coordinator.events import Event
 from regroup.coordinator.ids import CountingIds
 from regroup.coordinator.result import Result
 from regroup.model.errors import ErrorCode
@@ -126,6 +127,7 @@ class GroupHarness:
         self.records: list[Record] = []
         self.responses: dict[int, Any] = {}
         self.dropped: set[int | str] = set()
+        self.events: list[Event] = []  # every event of every result, in order
         self.last = Result()
         self._keys = itertools.count(1)
         self._reloads = 0
@@ -137,6 +139,7 @@ class GroupHarness:
     def _collect(self, result: Result) -> Result:
         self.last = result
         self.records.extend(result.records)
+        self.events.extend(result.events)
         for completion in result.completions:
             assert completion.key not in self.responses, f"request {completion.key} answered twice"
             self.responses[completion.key] = completion.response

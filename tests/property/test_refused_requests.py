@@ -9,6 +9,10 @@ and topics changing. After every step:
 
 * a refused request (its handler raised: ``Result.refused``) wrote no record and left every group, member,
   timer, offset and stored record of the coordinator exactly as it was;
+* a refused request has no events either (``Result.events``);
+* the events tell the truth: the groups and members they say were created, joined, left and deleted are
+  exactly the coordinator's groups and members, and the partitions they say were assigned and revoked are
+  exactly what each consumer-group member holds;
 * the live coordinator's hard state equals that of a coordinator rebuilt from all records written so far.
 """
 
@@ -30,6 +34,14 @@ from regroup.assignors.consumer_protocol import (
 )
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.coordinator import GroupCoordinator
+from regroup.coordinator.events import (
+    GroupCreated,
+    GroupDeleted,
+    MemberJoined,
+    MemberLeft,
+    PartitionsAssigned,
+    PartitionsRevoked,
+)
 from regroup.coordinator.result import Result
 from regroup.model.cluster import ClusterImage, TopicImage, topic_id_for
 from regroup.protocol.admin import ListGroupsRequest
@@ -106,6 +118,10 @@ class Driver:
         self.member_ids: list[str] = []  # every member id any response named
         self.epochs: dict[str, int] = {}  # member id -> last epoch/generation it was given
         self.refused = 0
+        #: what the events said so far: (group type, group id) -> member ids, and (group id, member id) ->
+        #: held (topic id, partition)s
+        self.told: dict[tuple[str, str], set[str]] = {}
+        self.held: dict[tuple[str, str], set[tuple[uuid.UUID, int]]] = {}
         self.image(dict(TOPICS))
 
     # -------------------------------------------------------------------------------------------- plumbing
@@ -114,6 +130,7 @@ class Driver:
 
     def collect(self, result: Result) -> Result:
         self.records.extend(result.records)
+        self.follow(result)
         for completion in result.completions:
             member_id = getattr(completion.response, "member_id", None)
             if isinstance(member_id, str) and member_id and member_id not in self.member_ids:
@@ -139,8 +156,46 @@ class Driver:
         if result.refused is not None:
             self.refused += 1
             assert result.records == [], (request, result.refused, result.records)
+            assert result.events == [], (request, result.refused, result.events)
             assert state_of(self.coordinator) == before, (request, result.refused)
             assert result.response_for(self.key) is not None
+
+    def follow(self, result: Result) -> None:
+        """Apply the result's events to what they said so far, and compare that with the coordinator."""
+        told, held = self.told, self.held
+        for event in result.events:
+            if isinstance(event, GroupCreated):
+                assert (event.group_type, event.group_id) not in told, event
+                told[(event.group_type, event.group_id)] = set()
+            elif isinstance(event, GroupDeleted):
+                assert told.pop((event.group_type, event.group_id)) == set(), event
+            elif isinstance(event, MemberJoined):
+                members = told[(event.group_type, event.group_id)]
+                assert event.member_id not in members, event
+                members.add(event.member_id)
+            elif isinstance(event, MemberLeft):
+                told[(event.group_type, event.group_id)].remove(event.member_id)
+            elif isinstance(event, (PartitionsAssigned, PartitionsRevoked)):
+                mine = held.setdefault((event.group_id, event.member_id), set())
+                parts = {(t, p) for t, ps in event.partitions for p in ps}
+                if isinstance(event, PartitionsAssigned):
+                    assert not parts & mine, event
+                    mine |= parts
+                else:
+                    assert parts <= mine, event
+                    mine -= parts
+        c = self.coordinator
+        actual = {("classic", g): set(group.members) for g, group in c.groups.items()}
+        actual.update({("consumer", g): set(group.members) for g, group in c.consumer_groups.items()})
+        assert told == actual
+        holding = {
+            (g, m.member_id): {
+                (t, p) for parts in (m.assigned, m.pending_revocation) for t, ps in parts.items() for p in ps
+            }
+            for g, group in c.consumer_groups.items()
+            for m in group.members.values()
+        }
+        assert {k: v for k, v in held.items() if v} == {k: v for k, v in holding.items() if v}
 
     def check_replay(self) -> None:
         rebuilt = GroupCoordinator.from_records(self.records, self.now, self.config)

@@ -1,5 +1,5 @@
 """The per-operation context handed to handlers: settings, timers, id source, the current time, the result
-being built (records and completed responses) and the operation's undo journal."""
+being built (records, completed responses and events) and the operation's undo journal."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from regroup.coordinator.config import CoordinatorConfig
+from regroup.coordinator.events import Event
 from regroup.coordinator.ids import IdSource
 from regroup.coordinator.journal import Journal
 from regroup.coordinator.result import Completion, RequestKey, Result
@@ -51,3 +52,7 @@ class Ctx:
 
     def emit(self, record: Record) -> None:
         self.result.records.append(record)
+
+    def event(self, event: Event) -> None:
+        """Say what happened (``events.py``)."""
+        self.result.events.append(event)

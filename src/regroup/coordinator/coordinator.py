@@ -17,6 +17,7 @@ from typing import Any
 from regroup.coordinator.classic import rebalance
 from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupState
 from regroup.coordinator.classic.join import join_group
+from regroup.coordinator.classic.rebalance import classic_state_changed
 from regroup.coordinator.classic.sync import heartbeat, leave_group, sync_group
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.consumer import classic_members
@@ -25,10 +26,12 @@ from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMembe
 from regroup.coordinator.consumer.heartbeat import consumer_group_heartbeat
 from regroup.coordinator.consumer.migration import drop_empty_consumer_group
 from regroup.coordinator.consumer.replay import replay as replay_consumer
+from regroup.coordinator.consumer.report import report_state
 from regroup.coordinator.consumer.subscriptions import member_topics
 from regroup.coordinator.consumer.timers import MemberSessionTimer, RevocationTimer
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
+from regroup.coordinator.events import GroupDeleted
 from regroup.coordinator.groups import Groups
 from regroup.coordinator.ids import CountingIds, IdSource
 from regroup.coordinator.inspect import delete_groups, describe_group, list_groups
@@ -103,30 +106,33 @@ class GroupCoordinator:
         self._fire_due(ctx)  # applied already: the request sees the state the timers left
         result = ctx.result
         fired, completed, dropped = len(result.records), len(result.completions), len(result.dropped)
+        happened = len(result.events)
         journal = self.journal
         journal.begin()
         try:
             response = handler(ctx)
         except ApiError as exc:
-            self._roll_back(result, fired, completed, dropped)
+            self._roll_back(result, fired, completed, dropped, happened)
             result.refused = exc.code
             ctx.complete(key, on_error(exc))
             return result
         except BaseException:
-            self._roll_back(result, fired, completed, dropped)
+            self._roll_back(result, fired, completed, dropped, happened)
             raise
         journal.commit()
         if response is not None:
             ctx.complete(key, response)
-        self._apply_live(result.records[fired:])
+        if len(result.records) > fired:
+            self._apply_live(result.records[fired:], result)
         return result
 
-    def _roll_back(self, result: Result, records: int, completions: int, dropped: int) -> None:
-        """Take back everything the running handler did: its records, responses and changes."""
+    def _roll_back(self, result: Result, records: int, completions: int, dropped: int, events: int) -> None:
+        """Take back everything the running handler did: its records, responses, events and changes."""
         self.journal.rollback()
         del result.records[records:]
         del result.completions[completions:]
         del result.dropped[dropped:]
+        del result.events[events:]
 
     def _ctx(self, now_ms: int) -> Ctx:
         if self._offsets_expiry.key not in self.timers:
@@ -140,7 +146,8 @@ class GroupCoordinator:
         while (timer := self.timers.pop_due(ctx.now_ms)) is not None:
             applied = len(ctx.result.records)
             timer.fire(ctx, self.view)
-            self._apply_live(ctx.result.records[applied:])
+            if len(ctx.result.records) > applied:
+                self._apply_live(ctx.result.records[applied:], ctx.result)
 
     def _expire_offsets(self, ctx: Ctx) -> None:
         image = self.image
@@ -161,18 +168,28 @@ class GroupCoordinator:
             if not group.members and not left:
                 ConsumerWrites(ctx, self.consumer_groups).delete_group(group)
 
-    def _apply_live(self, records: Iterable[Record]) -> None:
+    def _apply_live(self, records: list[Record], result: Result | None) -> None:
+        """Apply the records of one write (a request or a timer firing) to the persisted state; then report
+        the consumer groups it wrote to whose state or epochs changed (``result``: where to say so)."""
+        touched: list[str] = []
         for record in records:
-            self._apply(record, loading=False)
+            if self._apply(record, loading=False, result=result) and record.key.group_id not in touched:
+                touched.append(record.key.group_id)
+        if result is not None:
+            for group_id in touched:
+                group = self.consumer_groups.get(group_id)
+                if group is not None:
+                    report_state(group, self.config.consumer_group_assignors[0], result.events)
 
-    def _apply(self, record: Record, *, loading: bool) -> None:
+    def _apply(self, record: Record, *, loading: bool, result: Result | None = None) -> bool:
+        """Apply one record; True for a consumer group's record."""
         key, value = record.key, record.value
         if isinstance(key, OffsetCommitKey):
             assert value is None or isinstance(value, OffsetCommitValue)
             self.offsets.apply(key, value)
             if loading and value is not None and key.group_id not in self.groups:
                 self.groups[key.group_id] = ClassicGroup(group_id=key.group_id)  # a simple group
-            return
+            return False
         if isinstance(key, CONSUMER_KEY_TYPES):
             if loading:
                 replay_consumer(self.consumer_groups, record)
@@ -180,18 +197,22 @@ class GroupCoordinator:
                 self.persisted_consumer.pop(key, None)
             else:
                 self.persisted_consumer[key] = value  # type: ignore[assignment]
-            return
+            return True
         assert isinstance(key, GroupMetadataKey)
         if value is None:
             self.persisted.pop(key.group_id, None)
             group = self.groups.pop(key.group_id, None)
-            if group is not None:
+            if group is not None:  # deleted (DeleteGroups, offsets expiry): its members went before it
                 group.transition(ClassicGroupState.DEAD, group.state_timestamp_ms)
-            return
+                if result is not None:
+                    result.events.append(classic_state_changed(group))
+                    result.events.append(GroupDeleted(key.group_id, "classic"))
+            return False
         assert isinstance(value, GroupMetadataValue)
         self.persisted[key.group_id] = value
         if loading:
             self.groups[key.group_id] = ClassicGroup.from_record(key.group_id, value)
+        return False
 
     # ------------------------------------------------------------------------------------------ loading
     @classmethod
@@ -229,7 +250,9 @@ class GroupCoordinator:
                         RevocationTimer(cgroup.group_id, cmember.member_id, cmember.member_epoch),
                         now_ms + max(cmember.rebalance_timeout_ms, 0),
                     )
-        coordinator._apply_live(ctx.result.records)
+        coordinator._apply_live(ctx.result.records, None)
+        for cgroup in coordinator.consumer_groups.values():  # loaded: what is known is no news
+            report_state(cgroup, coordinator.config.consumer_group_assignors[0], [])
         return coordinator
 
     def replay(self, record: Record) -> None:

@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from regroup.assignors.consumer_protocol import ProtocolDecodeError, decode_subscription
 from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupState
 from regroup.coordinator.classic.join import check_identity
-from regroup.coordinator.classic.rebalance import schedule_session
+from regroup.coordinator.classic.rebalance import announce_group, schedule_session
 from regroup.coordinator.consumer.group import ConsumerGroup
 from regroup.coordinator.context import Ctx
+from regroup.coordinator.events import OffsetsCommitted
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.protocol.offsets import (
     FetchedOffset,
@@ -47,6 +48,7 @@ def _validate_commit(ctx: Ctx, groups: dict[str, ClassicGroup], req: OffsetCommi
         if req.generation_id < 0:
             group = ClassicGroup(group_id=req.group_id, state_timestamp_ms=ctx.now_ms)
             ctx.journal.put(groups, req.group_id, group)
+            announce_group(ctx, group)
             return group
         raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND if req.version >= 9 else ErrorCode.ILLEGAL_GENERATION)
     if group.is_in(ClassicGroupState.DEAD):
@@ -103,6 +105,7 @@ def offset_commit(
         schedule_session(ctx, group, member.member_id, member.session_timeout_ms)
     expire = ctx.now_ms + req.retention_ms if req.retention_ms != -1 else None
     out: list[tuple[str, tuple[tuple[int, ErrorCode], ...]]] = []
+    committed: list[tuple[str, int, int]] = []
     for topic, partitions in req.topics:
         codes: list[tuple[int, ErrorCode]] = []
         for p in partitions:
@@ -121,8 +124,11 @@ def offset_commit(
                 expire_timestamp_ms=expire,
             )
             ctx.emit(new_offset_commit_record(req.group_id, topic, p.partition, value))
+            committed.append((topic, p.partition, p.offset))
             codes.append((p.partition, ErrorCode.NONE))
         out.append((topic, tuple(codes)))
+    if committed:
+        ctx.event(OffsetsCommitted(req.group_id, tuple(committed)))
     return OffsetCommitResponse(topics=tuple(out))
 
 

@@ -1,4 +1,5 @@
-"""What every coordinator operation returns: the records it produced and the responses it completed.
+"""What every coordinator operation returns: the records it produced, the responses it completed and the
+events saying what happened (``events.py``).
 
 A request that has to wait (a JoinGroup parked until the join phase completes, a follower's SyncGroup
 waiting for the leader) completes later, in the result of whichever operation releases it. Responses are
@@ -9,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from regroup.coordinator.events import Event
 from regroup.model.errors import ErrorCode
 from regroup.records.model import Record
 
@@ -36,6 +38,8 @@ class Result:
     #: the error the request was refused with (its handler raised: it wrote nothing and changed nothing),
     #: or None when it was handled (its response may still carry an error code Kafka answers with)
     refused: ErrorCode | None
+    #: what happened, in order (``events.py``): a refused request's events are dropped with its records
+    events: list[Event]
 
     # (an explicit __init__: the compiled build compiles it; a generated one stays interpreted)
     def __init__(
@@ -48,11 +52,13 @@ class Result:
         self.completions = [] if completions is None else completions
         self.dropped = [] if dropped is None else dropped
         self.refused = None
+        self.events = []
 
     def extend(self, other: Result) -> None:
         self.records.extend(other.records)
         self.completions.extend(other.completions)
         self.dropped.extend(other.dropped)
+        self.events.extend(other.events)
 
     def response_for(self, key: RequestKey) -> Any:
         """The response completed for ``key`` in this result, or None if it is still waiting."""

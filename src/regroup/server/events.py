@@ -1,23 +1,29 @@
-"""Rebalance events: the runtime calls ``GroupEvents`` after every core call; it compares each group with what
-it saw last and logs the changes (state, generation, members joining and leaving) at info, and, with
-``--events FILE``, appends them as JSON lines in the simulator's event schema (docs/simulator.md):
+"""Rebalance events: the runtime calls ``GroupEvents`` after every core call with its result; it turns the
+core's events (``coordinator/events.py``: what happened, in order) into info log lines (state, generation,
+members joining and leaving) and, with ``--events FILE``, JSON lines in the simulator's event schema
+(docs/simulator.md). At startup it writes the groups loaded from the log as they are (their state, members
+and stored assignment), as a first look at them. A call that changed nothing (a heartbeat) has no events
+and costs nothing here.
 
-* ``group_state`` — ``state``, ``generation``, ``detail`` = ``group=<id> type=classic protocol=<name>
-  [rebalance=eager|cooperative] leader=<member id>``: ``protocol`` is the selected assignor, ``rebalance`` the
-  style the members' clients use, as they choose it (the highest rebalance protocol every assignor a member lists
+* ``group_state`` — one per transition of the group (Empty when it is created; Dead when it is deleted or
+  converted to a consumer group), ``state``, ``generation``, ``detail`` = ``group=<id> type=classic
+  protocol=<name> [rebalance=eager|cooperative] leader=<member id>``: ``protocol`` is the selected assignor as
+  the group holds it at that transition (``None`` until a generation selects one), ``rebalance`` the style the
+  members' clients use, as they choose it (the highest rebalance protocol every assignor a member lists
   supports), given when every member lists known assignors only and they agree;
 * ``member_state`` — ``member`` (the client id), ``member_id``, ``generation``, ``state`` = ``Joined`` or
   ``Left``, ``detail`` = ``group=<id>``;
 * ``group_assignment`` — one row per partition of each member's assignment when a generation becomes Stable
-  (consumer-protocol groups; other protocols' assignments are opaque and produce no rows).
+  (the leader's SyncGroup stored it), right after that ``group_state`` row (consumer-protocol groups; other
+  protocols' assignments are opaque and produce no rows).
 
 KIP-848 consumer groups (``type=consumer`` in ``detail``) use the same types with the consumer protocol's
 numbers, so a run can be analysed like a classic one:
 
 * ``group_state`` — ``state`` = Empty, Assigning, Reconciling, Stable (Dead once deleted or converted back to
   classic), ``generation`` = the group epoch, ``detail`` = ``group=<id> type=consumer protocol=<server
-  assignor> assignment_epoch=<n>`` (the assignor by regroup's name: ``uniform``, ``server-range``); logged when
-  the state or an epoch changes;
+  assignor> assignment_epoch=<n>`` (the assignor by regroup's name: ``uniform``, ``server-range``); logged once
+  per write (a request or a timer firing) that changed the state or an epoch;
 * ``member_state`` — ``Joined``/``Left`` as above, ``generation`` = the group epoch;
 * ``group_assignment`` — one row per partition of every member's *target* assignment each time a new target
   is computed, ``generation`` = its assignment epoch (the counterpart of a classic generation's assignment);
@@ -36,7 +42,6 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -44,57 +49,24 @@ from regroup.assignors.registry import server_side_name
 from regroup.client.config import ConfigError, rebalance_protocol
 from regroup.client.embedded import assigned_partitions
 from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupState
-from regroup.coordinator.consumer.group import ConsumerGroup
+from regroup.coordinator.classic.rebalance import assignment_stored, classic_state_changed
+from regroup.coordinator.consumer.report import state_changed
 from regroup.coordinator.coordinator import GroupCoordinator
+from regroup.coordinator.events import (
+    AssignmentStored,
+    GroupStateChanged,
+    MemberJoined,
+    MemberLeft,
+    Partitions,
+    PartitionsAssigned,
+    PartitionsRevoked,
+    TargetComputed,
+)
 from regroup.coordinator.result import Result
+from regroup.model.cluster import ClusterImage
 from regroup.model.eventlog import FIELDS
-from regroup.records.consumer import CONSUMER_KEY_TYPES
 
 log = logging.getLogger("regroup.server.events")
-
-
-@dataclass(frozen=True, slots=True)
-class _View:
-    state: str
-    generation: int
-    protocol: str | None
-    leader: str | None
-    members: frozenset[tuple[str, str]]  # (member id, client id)
-
-
-def _view(group: ClassicGroup) -> _View:
-    return _View(
-        state=group.state.value,
-        generation=group.generation,
-        protocol=group.protocol_name,
-        leader=group.leader_id,
-        members=frozenset((m.member_id, m.client_id) for m in group.members.values()),
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _ConsumerView:
-    state: str
-    group_epoch: int
-    assignment_epoch: int
-    assignor: str
-    members: frozenset[tuple[str, str]]  # (member id, client id)
-    #: (member id, topic id, partition) held by the member: assigned or still to be revoked
-    held: frozenset[tuple[str, uuid.UUID, int]]
-
-
-def _consumer_view(group: ConsumerGroup, default_assignor: str) -> _ConsumerView:
-    return _ConsumerView(
-        state=group.state().value,
-        group_epoch=group.group_epoch,
-        assignment_epoch=group.assignment_epoch,
-        assignor=group.preferred_assignor(default_assignor),
-        members=frozenset((m.member_id, m.client_id) for m in group.members.values()),
-        held=frozenset((member_id, t, p) for (t, p), member_id in group.partition_holders.items()),
-    )
-
-
-_DEAD_CONSUMER = _ConsumerView("Dead", 0, 0, "", frozenset(), frozenset())
 
 
 def rebalance_style(group: ClassicGroup | None, known: dict[tuple[str, ...], str | None]) -> str | None:
@@ -119,25 +91,45 @@ class GroupEvents:
     """An observer for ``CoordinatorRuntime.add_observer``; ``close()`` closes the events file."""
 
     def __init__(self, path: Path | None = None) -> None:
-        self._views: dict[str, _View] = {}
-        self._consumer_views: dict[str, _ConsumerView] = {}
-        self._member_epochs: dict[str, dict[str, int]] = {}  # consumer group -> member id -> last member epoch
-        self._consumers_primed = False
         self._styles: dict[tuple[str, ...], str | None] = {}  # rebalance style by the assignors a member lists
+        self._names: tuple[ClusterImage | None, dict[uuid.UUID, str]] = (None, {})  # topic names of an image
+        self._primed = False
         self._seq = 0
         self._file: IO[str] | None = path.open("a", encoding="utf-8", buffering=1) if path is not None else None
 
     def __call__(self, coordinator: GroupCoordinator, result: Result, now_ms: int) -> None:
-        for group_id, group in coordinator.groups.items():
-            view = _view(group)
-            if self._views.get(group_id) != view:
-                self._changed(group_id, self._views.get(group_id), view, group, now_ms)
-                self._views[group_id] = view
-        for group_id in [g for g in self._views if g not in coordinator.groups]:
-            old = self._views.pop(group_id)
-            dead = _View("Dead", old.generation, None, None, frozenset())
-            self._changed(group_id, old, dead, None, now_ms)
-        self._consumer_groups(coordinator, result, now_ms)
+        if not self._primed:
+            self._primed = True
+            self._loaded(coordinator, now_ms)
+        if not result.events:
+            return
+        for event in result.events:
+            if isinstance(event, GroupStateChanged):
+                if event.group_type == "classic":
+                    self._classic_state(coordinator, event, now_ms)
+                else:
+                    self._consumer_state(event, now_ms)
+            elif isinstance(event, MemberJoined):
+                self._member_state(now_ms, event.group_id, event.member_id, event.client_id, event.generation, "Joined")
+            elif isinstance(event, MemberLeft):
+                self._member_state(now_ms, event.group_id, event.member_id, event.client_id, event.generation, "Left")
+            elif isinstance(event, AssignmentStored):
+                self._assignment_rows(event, now_ms)
+            elif isinstance(event, TargetComputed):
+                self._target_rows(coordinator, event, now_ms)
+            elif isinstance(event, (PartitionsAssigned, PartitionsRevoked)):
+                kind = "assigned" if isinstance(event, PartitionsAssigned) else "revoked"
+                for topic, partition in self._partitions(coordinator, event.partitions):
+                    self._emit(
+                        now_ms,
+                        kind,
+                        member=event.client_id,
+                        member_id=event.member_id,
+                        generation=event.member_epoch,
+                        topic=topic,
+                        partition=partition,
+                        detail=f"group={event.group_id}",
+                    )
 
     def close(self) -> None:
         if self._file is not None:
@@ -145,120 +137,77 @@ class GroupEvents:
             self._file = None
 
     # ------------------------------------------------------------------------------------------ internals
-    def _changed(self, group_id: str, old: _View | None, new: _View, group: ClassicGroup | None, now: int) -> None:
-        old_members = dict(old.members) if old else {}
-        new_members = dict(new.members)
-        for member_id in sorted(new_members.keys() - old_members.keys()):
-            self._member_state(now, group_id, member_id, new_members[member_id], new.generation, "Joined")
-        for member_id in sorted(old_members.keys() - new_members.keys()):
-            self._member_state(now, group_id, member_id, old_members[member_id], new.generation, "Left")
-        if old is not None and (old.state, old.generation) == (new.state, new.generation):
-            return
+    def _loaded(self, coordinator: GroupCoordinator, now: int) -> None:
+        """The groups loaded from the log, as they are: their members, state and stored assignment."""
+        for group_id, group in coordinator.groups.items():
+            for member_id, member in group.members.items():
+                self._member_state(now, group_id, member_id, member.client_id, group.generation, "Joined")
+            self._classic_state(coordinator, classic_state_changed(group), now)
+            if group.state is ClassicGroupState.STABLE:
+                self._assignment_rows(assignment_stored(group), now)
+        default_assignor = coordinator.config.consumer_group_assignors[0]
+        for group_id, cgroup in coordinator.consumer_groups.items():
+            for member_id, cmember in cgroup.members.items():
+                self._member_state(now, group_id, member_id, cmember.client_id, cgroup.group_epoch, "Joined")
+            self._consumer_state(state_changed(cgroup, cgroup.state(), default_assignor), now)
+
+    def _classic_state(self, coordinator: GroupCoordinator, event: GroupStateChanged, now: int) -> None:
+        group_id = event.group_id
         log.info(
             "group=%s state=%s generation=%d protocol=%s leader=%s members=%d",
             group_id,
-            new.state,
-            new.generation,
-            new.protocol,
-            new.leader,
-            len(new_members),
+            event.state,
+            event.generation,
+            event.protocol,
+            event.leader,
+            event.members,
         )
-        style = rebalance_style(group, self._styles)
+        if self._file is None:
+            return
+        style = rebalance_style(coordinator.groups.get(group_id), self._styles) if event.state != "Dead" else None
         rebalance = f" rebalance={style}" if style else ""
-        detail = f"group={group_id} type=classic protocol={new.protocol}{rebalance} leader={new.leader}"
-        self._emit(now, "group_state", state=new.state, generation=new.generation, detail=detail)
-        if group is not None and group.state is ClassicGroupState.STABLE:
-            self._assignment_rows(group, now)
+        detail = f"group={group_id} type=classic protocol={event.protocol}{rebalance} leader={event.leader}"
+        self._emit(now, "group_state", state=event.state, generation=event.generation, detail=detail)
 
-    def _consumer_groups(self, coordinator: GroupCoordinator, result: Result, now: int) -> None:
-        """A consumer group changes only through its records: after the first call, only the groups this
-        result wrote to are looked at (a heartbeat that changed nothing costs nothing here)."""
-        default_assignor = coordinator.config.consumer_group_assignors[0]
-        names = {t.topic_id: t.name for t in coordinator.image.by_name.values()}
-        if self._consumers_primed:
-            touched = {r.key.group_id for r in result.records if isinstance(r.key, CONSUMER_KEY_TYPES)}
-        else:
-            touched = set(coordinator.consumer_groups)
-            self._consumers_primed = True
-        for group_id, group in coordinator.consumer_groups.items():
-            if group_id not in touched:
-                continue
-            view = _consumer_view(group, default_assignor)
-            old = self._consumer_views.get(group_id)
-            if old != view:
-                self._consumer_changed(group_id, old, view, group, names, now)
-                self._consumer_views[group_id] = view
-        for group_id in [g for g in self._consumer_views if g not in coordinator.consumer_groups]:
-            old = self._consumer_views.pop(group_id)
-            dead = _ConsumerView("Dead", old.group_epoch, old.assignment_epoch, old.assignor, frozenset(), frozenset())
-            self._consumer_changed(group_id, old, dead, None, names, now)
+    def _consumer_state(self, event: GroupStateChanged, now: int) -> None:
+        assignor = event.protocol or ""
+        log.info(
+            "group=%s type=consumer state=%s group_epoch=%d assignment_epoch=%d assignor=%s members=%d",
+            event.group_id,
+            event.state,
+            event.generation,
+            event.assignment_epoch or 0,
+            assignor,
+            event.members,
+        )
+        name = server_side_name(assignor) or assignor
+        detail = f"group={event.group_id} type=consumer protocol={name} assignment_epoch={event.assignment_epoch or 0}"
+        self._emit(now, "group_state", state=event.state, generation=event.generation, detail=detail)
 
-    def _consumer_changed(
-        self,
-        group_id: str,
-        old: _ConsumerView | None,
-        new: _ConsumerView,
-        group: ConsumerGroup | None,
-        names: dict[uuid.UUID, str],
-        now: int,
-    ) -> None:
-        before = old or _DEAD_CONSUMER
-        old_members, new_members = dict(before.members), dict(new.members)
-        clients = {**old_members, **new_members}
-        where = f"group={group_id}"
-        for member_id in sorted(new_members.keys() - old_members.keys()):
-            self._member_state(now, group_id, member_id, new_members[member_id], new.group_epoch, "Joined")
-        epochs = self._member_epochs.setdefault(group_id, {})
-        if group is not None:
-            epochs.update((m.member_id, m.member_epoch) for m in group.members.values())
-        for kind, rows in (("revoked", before.held - new.held), ("assigned", new.held - before.held)):
-            for member_id, topic_id, partition in sorted(rows, key=lambda r: (r[0], str(r[1]), r[2])):
+    def _target_rows(self, coordinator: GroupCoordinator, event: TargetComputed, now: int) -> None:
+        if self._file is None:
+            return
+        where = f"group={event.group_id}"
+        for member_id, client_id, target in sorted(event.targets):
+            for topic, partition in self._partitions(coordinator, target):
                 self._emit(
                     now,
-                    kind,
-                    member=clients.get(member_id, ""),
+                    "group_assignment",
+                    member=client_id,
                     member_id=member_id,
-                    generation=epochs.get(member_id, -1),
-                    topic=names.get(topic_id, str(topic_id)),
+                    generation=event.assignment_epoch,
+                    topic=topic,
                     partition=partition,
                     detail=where,
                 )
-        for member_id in sorted(old_members.keys() - new_members.keys()):
-            epochs.pop(member_id, None)
-            self._member_state(now, group_id, member_id, old_members[member_id], new.group_epoch, "Left")
-        if group is None:
-            self._member_epochs.pop(group_id, None)
-        epochs_changed = (before.group_epoch, before.assignment_epoch) != (new.group_epoch, new.assignment_epoch)
-        if old is not None and before.state == new.state and not epochs_changed:
-            return
-        log.info(
-            "group=%s type=consumer state=%s group_epoch=%d assignment_epoch=%d assignor=%s members=%d",
-            group_id,
-            new.state,
-            new.group_epoch,
-            new.assignment_epoch,
-            new.assignor,
-            len(new_members),
-        )
-        assignor = server_side_name(new.assignor) or new.assignor
-        detail = f"{where} type=consumer protocol={assignor} assignment_epoch={new.assignment_epoch}"
-        self._emit(now, "group_state", state=new.state, generation=new.group_epoch, detail=detail)
-        if group is None or (old is not None and before.assignment_epoch == new.assignment_epoch):
-            return
-        for member_id in sorted(group.members):
-            target = group.target_of(member_id)
-            for topic_id in sorted(target, key=lambda t: names.get(t, str(t))):
-                for partition in sorted(target[topic_id]):
-                    self._emit(
-                        now,
-                        "group_assignment",
-                        member=group.members[member_id].client_id,
-                        member_id=member_id,
-                        generation=new.assignment_epoch,
-                        topic=names.get(topic_id, str(topic_id)),
-                        partition=partition,
-                        detail=where,
-                    )
+
+    def _partitions(self, coordinator: GroupCoordinator, partitions: Partitions) -> list[tuple[str, int]]:
+        """(topic name, partition) of each partition, by topic name then partition."""
+        image = coordinator.image
+        if self._names[0] is not image:
+            self._names = (image, {t.topic_id: t.name for t in image.by_name.values()})
+        names = self._names[1]
+        return sorted((names.get(topic_id, str(topic_id)), p) for topic_id, ps in partitions for p in ps)
 
     def _member_state(
         self, now: int, group_id: str, member_id: str, client_id: str, generation: int, state: str
@@ -276,17 +225,17 @@ class GroupEvents:
             detail=f"group={group_id}",
         )
 
-    def _assignment_rows(self, group: ClassicGroup, now: int) -> None:
-        if group.protocol_type != "consumer":
+    def _assignment_rows(self, event: AssignmentStored, now: int) -> None:
+        if self._file is None or event.protocol_type != "consumer":
             return
-        for member_id, member in sorted(group.members.items()):
-            for topic, partition in sorted(assigned_partitions(member.assignment) or ()):
+        for member_id, client_id, assignment in sorted(event.assignments):
+            for topic, partition in sorted(assigned_partitions(assignment) or ()):
                 self._emit(
                     now,
                     "group_assignment",
-                    member=member.client_id,
+                    member=client_id,
                     member_id=member_id,
-                    generation=group.generation,
+                    generation=event.generation,
                     topic=topic,
                     partition=partition,
                 )

@@ -1,11 +1,15 @@
 """The coordinator's side of the simulated network: hands each arriving request to the real
 ``GroupCoordinator`` under a fresh request key, fires its timers, routes the completed responses back to
-the member that sent them, and observes the group after every operation (group state and generation
-changes, the stored assignment of each Stable generation, the outcome of every offset commit) for the
-event log and the safety checker.
+the member that sent them, and observes the group for the event log and the safety checker: the outcome of
+every offset commit, and what the core's result says changed (``coordinator/events.py``). An operation
+without events or records (a heartbeat that changed nothing) is not looked at. A classic group's
+``group_state`` row comes from its last transition in the call and its ``group_assignment`` rows from the
+assignments the generation stored, so each call logs at most one ``group_state`` row, as the golden logs
+hold. A KIP-848 group is read after a write to it: its row carries the count of classic-protocol members,
+and the epoch each member holds is checked after every write, which the events do not say.
 
-Reading ``coordinator.groups`` here is observation only (the sim is a shell and may look inside the core);
-nothing is changed except through the coordinator's operations.
+Reading ``coordinator.consumer_groups`` here is observation only (the sim is a shell and may look inside the
+core); nothing is changed except through the coordinator's operations.
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ from __future__ import annotations
 from regroup.assignors.registry import server_side_name
 from regroup.client import OutgoingRequest
 from regroup.client.types import TopicPartition, api_name
-from regroup.coordinator.classic.group import ClassicStates
 from regroup.coordinator.consumer.group import ConsumerGroupState
 from regroup.coordinator.coordinator import GroupCoordinator
+from regroup.coordinator.events import AssignmentStored, GroupStateChanged
 from regroup.coordinator.result import Result
 from regroup.model.cluster import ClusterImage, TopicImage, topic_id_for
 from regroup.model.errors import ErrorCode
@@ -90,7 +94,8 @@ class CoordinatorEndpoint:
 
     # ------------------------------------------------------------------------------------- internals
     def _route(self, result: Result, now: int) -> list[ToMember]:
-        self._observe_group(now)
+        if result.events or result.records:  # (a group changes only through records or with events)
+            self._observe_group(now, result)
         routed: list[ToMember] = []
         for completion in result.completions:
             assert isinstance(completion.key, int)
@@ -180,7 +185,7 @@ class CoordinatorEndpoint:
                     accepted.append((topic, partition))
         self.checker.commit(now, member, fenced, accepted)
 
-    def _observe_group(self, now: int) -> None:
+    def _observe_group(self, now: int, result: Result) -> None:
         kind = "consumer" if self.group_id in self.coordinator.consumer_groups else "classic"
         if kind != self._kind:
             # An empty group of one type is replaced by a new group of the other type, which starts over at
@@ -193,33 +198,43 @@ class CoordinatorEndpoint:
             self._observe_consumer_group(now)
             return
         self._member_epochs.clear()
-        group = self.coordinator.groups.get(self.group_id)
-        if group is None and self._group_view[0] == "":
-            return  # no group yet
-        view = ("Dead", self._group_view[1]) if group is None else (group.state._value_, group.generation)
+        # a classic group's state, generation, protocol and leader as of its last transition in this call, and
+        # the assignments its generation stored (a call that made it Stable stored them)
+        changed: GroupStateChanged | None = None
+        stored: AssignmentStored | None = None
+        for event in result.events:
+            if isinstance(event, GroupStateChanged):
+                if event.group_id == self.group_id and event.group_type == "classic":
+                    changed = event
+            elif isinstance(event, AssignmentStored) and event.group_id == self.group_id:
+                stored = event
+        if changed is None:
+            return
+        view = (changed.state, changed.generation)
         if view == self._group_view:
             return
         self._group_view = view
-        if group is not None:
+        dead = changed.state == "Dead"
+        if not dead:
             # a dead group repeats the generation it died at: no new generation to check, and after an empty
             # consumer group was deleted by a classic join (docs/protocol.md, X16) it would make the next
             # group's generation 0 look like a step back
             self.checker.group_generation(now, view[1])
         detail = None
-        if group is not None and group.protocol_name:
-            leader = self.names_by_id.get(group.leader_id or "", group.leader_id)
-            detail = f"protocol={group.protocol_name} leader={leader}"
+        if not dead and changed.protocol:
+            leader = self.names_by_id.get(changed.leader or "", changed.leader)
+            detail = f"protocol={changed.protocol} leader={leader}"
         self.log.emit(now, "group_state", state=view[0], generation=view[1], detail=detail)
-        if group is None or group.state is not ClassicStates.STABLE:
+        if changed.state != "Stable" or stored is None:
             return
-        for member_id, member in group.members.items():
+        for member_id, _, assignment in stored.assignments:
             self.log.emit_partitions(
                 now,
                 "group_assignment",
-                assigned_partitions(member.assignment),
+                assigned_partitions(assignment),
                 member=self.names_by_id.get(member_id, member_id),
                 member_id=member_id,
-                generation=group.generation,
+                generation=stored.generation,
             )
 
     def _observe_consumer_group(self, now: int) -> None:

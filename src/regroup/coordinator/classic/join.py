@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupMember, ClassicStates
 from regroup.coordinator.classic.rebalance import (
+    announce_group,
     cancel_session,
     maybe_prepare_or_complete,
+    member_joined,
+    member_left,
     persist,
     prepare_rebalance,
     schedule_session,
@@ -35,6 +38,7 @@ def join_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: JoinGroupRequest,
             raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
         group = ClassicGroup(group_id=req.group_id, state_timestamp_ms=ctx.now_ms)
         ctx.journal.put(groups, req.group_id, group)
+        announce_group(ctx, group)
         records_before = len(ctx.result.records)
         _join(ctx, group, req, key)
         if len(ctx.result.records) == records_before:
@@ -46,9 +50,10 @@ def join_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: JoinGroupRequest,
 def _join(ctx: Ctx, group: ClassicGroup, req: JoinGroupRequest, key: RequestKey) -> None:
     if not _accepts_joining_member(ctx, group, req.member_id):
         group.pending_join_members.discard(req.member_id)
-        if req.member_id in group.members:
-            group.remove(req.member_id)
+        removed = group.remove(req.member_id) if req.member_id in group.members else None
+        if removed is not None:
             cancel_session(ctx, group, req.member_id)
+            member_left(ctx, group, removed, "group max size")
         # like Kafka, no attempt to complete the join phase here: it completes on the next join or timer
         ctx.complete(key, JoinGroupResponse(error=ErrorCode.GROUP_MAX_SIZE_REACHED))
         return
@@ -113,6 +118,7 @@ def _add_member_and_rebalance(
     if group.is_in(ClassicStates.PREPARING_REBALANCE) and group.previous_state is ClassicStates.EMPTY:
         group.new_member_added = True
     group.add(member)
+    member_joined(ctx, group, member)
     schedule_session(ctx, group, member_id, ctx.config.new_member_join_timeout_ms)
     maybe_prepare_or_complete(ctx, group)
 
@@ -216,6 +222,8 @@ def _replace_static_member(
         (new_id if mid == old_id else mid): (new if mid == old_id else m) for mid, m in group.members.items()
     }
     group.static_members[req.group_instance_id or ""] = new_id
+    member_left(ctx, group, old, "replaced")
+    member_joined(ctx, group, new)
     if group.pending_sync_members and old_id in group.pending_sync_members:
         group.pending_sync_members.discard(old_id)
         group.pending_sync_members.add(new_id)

@@ -6,8 +6,16 @@ from __future__ import annotations
 
 from typing import Final
 
-from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupMember, ClassicStates
+from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupMember, ClassicGroupState, ClassicStates
 from regroup.coordinator.context import Ctx
+from regroup.coordinator.events import (
+    AssignmentStored,
+    GroupCreated,
+    GroupStateChanged,
+    LeaveReason,
+    MemberJoined,
+    MemberLeft,
+)
 from regroup.coordinator.groups import Groups
 from regroup.model.errors import ErrorCode
 from regroup.protocol.classic import JoinGroupMember, JoinGroupResponse, SyncGroupResponse
@@ -93,6 +101,56 @@ class SyncPhaseTimer:
             on_sync_timer(ctx, group)
 
 
+# ------------------------------------------------------------------------------------------------ events
+def classic_state_changed(group: ClassicGroup) -> GroupStateChanged:
+    return GroupStateChanged(
+        group_id=group.group_id,
+        group_type="classic",
+        state=group.state.value,
+        generation=group.generation,
+        protocol=group.protocol_name,
+        protocol_type=group.protocol_type,
+        leader=group.leader_id,
+        assignment_epoch=None,
+        members=len(group.members),
+    )
+
+
+def transition(ctx: Ctx, group: ClassicGroup, to: ClassicGroupState) -> None:
+    """The group's transition (the table in ``ClassicGroup.transition``), and its event."""
+    group.transition(to, ctx.now_ms)
+    ctx.event(classic_state_changed(group))
+
+
+def assignment_stored(group: ClassicGroup) -> AssignmentStored:
+    return AssignmentStored(
+        group_id=group.group_id,
+        generation=group.generation,
+        protocol_type=group.protocol_type,
+        protocol=group.protocol_name,
+        assignments=tuple((m.member_id, m.client_id, m.assignment) for m in group.members.values()),
+    )
+
+
+def member_joined(ctx: Ctx, group: ClassicGroup, member: ClassicGroupMember) -> None:
+    ctx.event(MemberJoined(group.group_id, "classic", member.member_id, member.client_id, group.generation))
+
+
+def member_left(ctx: Ctx, group: ClassicGroup, member: ClassicGroupMember, reason: LeaveReason) -> None:
+    ctx.event(MemberLeft(group.group_id, "classic", member.member_id, member.client_id, group.generation, reason))
+
+
+def announce_group(ctx: Ctx, group: ClassicGroup) -> None:
+    """A group that entered the namespace as it is (not through transitions: new, or converted from a consumer
+    group): created, its members joined, its state and, when Stable, its assignments."""
+    ctx.event(GroupCreated(group.group_id, "classic"))
+    for member in group.members.values():
+        member_joined(ctx, group, member)
+    ctx.event(classic_state_changed(group))
+    if group.state is ClassicStates.STABLE:
+        ctx.event(assignment_stored(group))
+
+
 # ----------------------------------------------------------------------------------------------- helpers
 def persist(ctx: Ctx, group: ClassicGroup) -> None:
     ctx.emit(new_group_metadata_record(group.group_id, group.to_record_value()))
@@ -112,11 +170,12 @@ def answer_join_with_error(ctx: Ctx, member: ClassicGroupMember, error: ErrorCod
         member.awaiting_join_key = None
 
 
-def remove_member(ctx: Ctx, group: ClassicGroup, member_id: str) -> None:
-    """Drop a member: cancel its timer and answer a parked JoinGroup with UNKNOWN_MEMBER_ID."""
+def remove_member(ctx: Ctx, group: ClassicGroup, member_id: str, reason: LeaveReason) -> None:
+    """Drop a member (for ``reason``): cancel its timer and answer a parked JoinGroup with UNKNOWN_MEMBER_ID."""
     member = group.remove(member_id)
     cancel_session(ctx, group, member_id)
     if member is not None:
+        member_left(ctx, group, member, reason)
         answer_join_with_error(ctx, member, ErrorCode.UNKNOWN_MEMBER_ID)
         if member.awaiting_sync_key is not None:
             ctx.complete(member.awaiting_sync_key, SyncGroupResponse(error=ErrorCode.UNKNOWN_MEMBER_ID))
@@ -151,7 +210,7 @@ def prepare_rebalance(ctx: Ctx, group: ClassicGroup) -> None:
     ctx.timers.cancel(sync_phase_key(group.group_id))
     group.pending_sync_members.clear()
     was_empty = group.is_in(ClassicStates.EMPTY)
-    group.transition(ClassicStates.PREPARING_REBALANCE, ctx.now_ms)
+    transition(ctx, group, ClassicStates.PREPARING_REBALANCE)
     if was_empty:
         delay = ctx.config.group_initial_rebalance_delay_ms
         group.initial_delay_ms = delay
@@ -194,7 +253,7 @@ def complete_join(ctx: Ctx, group: ClassicGroup) -> None:
     group.new_member_added = False
     for member_id, member in list(group.members.items()):
         if member.awaiting_join_key is None and member.group_instance_id is None:
-            remove_member(ctx, group, member_id)
+            remove_member(ctx, group, member_id, "join timeout")
     if group.is_in(ClassicStates.DEAD):
         return
     joined = [m for m in group.members.values() if m.awaiting_join_key is not None]
@@ -208,11 +267,11 @@ def complete_join(ctx: Ctx, group: ClassicGroup) -> None:
     group.generation += 1
     if not group.members:
         group.protocol_name = None
-        group.transition(ClassicStates.EMPTY, ctx.now_ms)
+        transition(ctx, group, ClassicStates.EMPTY)
         persist(ctx, group)
         return
     group.protocol_name = group.select_protocol()
-    group.transition(ClassicStates.COMPLETING_REBALANCE, ctx.now_ms)
+    transition(ctx, group, ClassicStates.COMPLETING_REBALANCE)
     everyone = tuple(
         JoinGroupMember(
             member_id=m.member_id, group_instance_id=m.group_instance_id, metadata=m.metadata(group.protocol_name)
@@ -247,7 +306,7 @@ def on_sync_timer(ctx: Ctx, group: ClassicGroup) -> None:
     if not group.is_in(ClassicStates.COMPLETING_REBALANCE, ClassicStates.STABLE) or not group.pending_sync_members:
         return
     for member_id in sorted(group.pending_sync_members):
-        remove_member(ctx, group, member_id)
+        remove_member(ctx, group, member_id, "sync timeout")
     group.pending_sync_members.clear()
     if group.is_in(ClassicStates.STABLE, ClassicStates.COMPLETING_REBALANCE):
         prepare_rebalance(ctx, group)
@@ -263,5 +322,5 @@ def on_session_timer(ctx: Ctx, group: ClassicGroup, member_id: str) -> None:
         return
     if not member.is_new and (member.awaiting_join_key is not None or member.awaiting_sync_key is not None):
         return  # awaiting a rebalance satisfies the heartbeat
-    remove_member(ctx, group, member_id)
+    remove_member(ctx, group, member_id, "session timeout")
     after_departure(ctx, group)

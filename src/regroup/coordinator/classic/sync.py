@@ -6,10 +6,12 @@ from regroup.coordinator.classic.group import ClassicGroup, ClassicStates
 from regroup.coordinator.classic.join import check_identity
 from regroup.coordinator.classic.rebalance import (
     after_departure,
+    assignment_stored,
     persist,
     remove_member,
     schedule_session,
     session_key,
+    transition,
     try_complete_join,
 )
 from regroup.coordinator.context import Ctx
@@ -69,7 +71,8 @@ def sync_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: SyncGroupRequest,
         m.assignment = given.get(member_id, b"")
     group.assignments_cleared = False
     persist(ctx, group)
-    group.transition(ClassicStates.STABLE, ctx.now_ms)
+    transition(ctx, group, ClassicStates.STABLE)
+    ctx.event(assignment_stored(group))
     for m in group.members.values():
         if m.awaiting_sync_key is not None:
             ctx.complete(m.awaiting_sync_key, _sync_response(group, m.assignment))
@@ -124,7 +127,7 @@ def leave_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: LeaveGroupReques
             except ApiError as exc:
                 error = exc.code
             else:
-                remove_member(ctx, group, holder)
+                remove_member(ctx, group, holder, "leave")
                 left = True
         elif leaving.member_id in group.pending_join_members:
             group.pending_join_members.discard(leaving.member_id)
@@ -136,7 +139,7 @@ def leave_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: LeaveGroupReques
             except ApiError as exc:
                 error = exc.code
             else:
-                remove_member(ctx, group, leaving.member_id)
+                remove_member(ctx, group, leaving.member_id, "leave")
                 left = True
         outcomes.append(
             LeaveGroupMemberResponse(

@@ -250,5 +250,5 @@ def leave_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: LeaveGroupR
             LeaveGroupMemberResponse(member_id=one.member_id, group_instance_id=one.group_instance_id, error=error)
         )
     if leaving:
-        remove_members(ctx, groups, group, leaving)
+        remove_members(ctx, groups, group, leaving, "leave")
     return LeaveGroupResponse(members=tuple(outcomes))

@@ -10,21 +10,22 @@ from regroup.coordinator.consumer.ops import cancel_timers
 from regroup.coordinator.consumer.subscriptions import group_topic_names, subscription_metadata
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
+from regroup.coordinator.events import LeaveReason
 from regroup.coordinator.groups import Groups
 
 
-def fence_member(ctx: Ctx, groups: Groups, group: ConsumerGroup, member_id: str) -> None:
+def fence_member(ctx: Ctx, groups: Groups, group: ConsumerGroup, member_id: str, reason: LeaveReason) -> None:
     if migration.downgrade_allowed_on_fence(ctx, group, member_id):
-        migration.downgrade(ctx, groups, group, leaving_member_id=member_id)
+        migration.downgrade(ctx, groups, group, leaving_member_id=member_id, reason=reason)
         return
-    remove_members(ctx, groups, group, [member_id])
+    remove_members(ctx, groups, group, [member_id], reason)
 
 
-def remove_members(ctx: Ctx, groups: Groups, group: ConsumerGroup, member_ids: list[str]) -> None:
-    """Remove members at once: one subscription-metadata update and one group-epoch bump."""
+def remove_members(ctx: Ctx, groups: Groups, group: ConsumerGroup, member_ids: list[str], reason: LeaveReason) -> None:
+    """Remove members at once (for ``reason``): one subscription-metadata update and one group-epoch bump."""
     writes = ConsumerWrites(ctx, groups.consumer)
     for member_id in member_ids:
-        writes.remove_member(group.group_id, member_id)
+        writes.remove_member(group.group_id, member_id, reason)
         cancel_timers(ctx, group, member_id)
     topics = subscription_metadata(group_topic_names(group.members.values(), groups.image), groups.image)
     if topics != group.subscribed_topics:

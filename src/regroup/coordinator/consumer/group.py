@@ -121,6 +121,8 @@ class ConsumerGroup:
     partition_holders: dict[tuple[uuid.UUID, int], str] = field(default_factory=dict)
     # --- soft state (not in records) ---
     metadata_refresh_needed: bool = True
+    #: (state, group epoch, assignment epoch) as last reported in a ``GroupStateChanged`` event (report.py)
+    reported: tuple[ConsumerGroupState, int, int] | None = field(default=None, compare=False, repr=False)
 
     # --- derived ---------------------------------------------------------------------------------------
     def state(self) -> ConsumerGroupState:

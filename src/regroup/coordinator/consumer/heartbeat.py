@@ -20,6 +20,7 @@ from regroup.coordinator.consumer.ops import (
 from regroup.coordinator.consumer.subscriptions import compile_regex
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
+from regroup.coordinator.events import GroupCreated
 from regroup.coordinator.groups import Groups
 from regroup.coordinator.identity import static_holder
 from regroup.model.errors import ApiError, ErrorCode
@@ -98,6 +99,7 @@ def _group(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> Cons
         raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
     group = ConsumerGroup(group_id=req.group_id)
     ctx.journal.put(groups.consumer, req.group_id, group)
+    ctx.event(GroupCreated(req.group_id, "consumer"))
     return group
 
 
@@ -232,5 +234,5 @@ def _leave(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> Cons
             leaving.pending_revocation = {}
             ConsumerWrites(ctx, groups.consumer).current_assignment(group.group_id, leaving)
             return ConsumerGroupHeartbeatResponse(member_id=member.member_id, member_epoch=STATIC_LEAVE_EPOCH)
-    fence_member(ctx, groups, group, member.member_id)
+    fence_member(ctx, groups, group, member.member_id, "leave")
     return ConsumerGroupHeartbeatResponse(member_id=req.member_id, member_epoch=LEAVE_EPOCH)

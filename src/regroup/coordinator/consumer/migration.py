@@ -25,6 +25,7 @@ from regroup.coordinator.consumer.ops import cancel_timers, group_full, schedule
 from regroup.coordinator.consumer.subscriptions import group_topic_names, subscription_metadata
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
+from regroup.coordinator.events import GroupCreated, GroupDeleted, LeaveReason
 from regroup.coordinator.groups import Groups
 from regroup.model.cluster import ClusterImage
 from regroup.model.errors import ApiError, ErrorCode
@@ -87,11 +88,16 @@ def _cancel_classic_timers(ctx: Ctx, group: ClassicGroup) -> None:
 
 
 def _retire_classic(ctx: Ctx, groups: Groups, group: ClassicGroup) -> None:
+    """The classic group leaves the namespace (its members, if any, go on in a consumer group)."""
     ctx.emit(new_group_tombstone(group.group_id))
     _cancel_classic_timers(ctx, group)
     ctx.journal.remove(groups.classic, group.group_id)
     ctx.journal.undo(_state_restorer(group))
+    for member in group.members.values():
+        rebalance.member_left(ctx, group, member, "converted")
     group.transition(ClassicGroupState.DEAD, ctx.now_ms)
+    ctx.event(rebalance.classic_state_changed(group))
+    ctx.event(GroupDeleted(group.group_id, "classic"))
 
 
 def _state_restorer(group: ClassicGroup) -> Callable[[], None]:
@@ -177,6 +183,7 @@ def upgrade(ctx: Ctx, groups: Groups, classic: ClassicGroup, *, joining_member_i
     writes = ConsumerWrites(ctx, groups.consumer)
     group = ConsumerGroup(group_id=gid)
     ctx.journal.put(groups.consumer, gid, group)
+    ctx.event(GroupCreated(gid, "consumer"))
     for member in converted:
         writes.member_metadata(gid, member)
     writes.group_epoch(gid, classic.generation)
@@ -186,7 +193,7 @@ def upgrade(ctx: Ctx, groups: Groups, classic: ClassicGroup, *, joining_member_i
     # member's place
     for member in converted:
         writes.target(gid, member.member_id, member.assigned)
-    writes.target_epoch(gid, classic.generation)
+    writes.target_epoch(gid, classic.generation, ctx.config.consumer_group_assignors[0])
     for member in converted:
         writes.current_assignment(gid, member)
         schedule_session(ctx, group, group.members[member.member_id])
@@ -214,6 +221,7 @@ def downgrade(
     *,
     leaving_member_id: str,
     joining: ClassicGroupMember | None = None,
+    reason: LeaveReason = "replaced",
 ) -> ClassicGroup:
     """Turn the consumer group into a classic group without ``leaving_member_id``. Every member's classic
     assignment is what it holds (assigned plus pending revocation), not its target as in Kafka: a target may
@@ -268,9 +276,10 @@ def downgrade(
     classic.protocol_name = classic.select_protocol()
     for member_id in list(group.members):
         cancel_timers(ctx, group, member_id)
-    ConsumerWrites(ctx, groups.consumer).delete_group(group)
+    ConsumerWrites(ctx, groups.consumer).delete_group(group, "converted", leaving=(leaving_member_id, reason))
     ctx.journal.put(groups.classic, gid, classic)
     ctx.emit(new_group_metadata_record(gid, classic.to_record_value()))
+    rebalance.announce_group(ctx, classic)
     for cm in classic.members.values():
         rebalance.schedule_session(ctx, classic, cm.member_id, cm.session_timeout_ms)
     if rebalance_needed:

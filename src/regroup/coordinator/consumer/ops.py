@@ -84,7 +84,7 @@ def replace_static_member(
     replacement = holder.copy()
     replacement.member_id = member_id
     replacement.member_epoch = replacement.previous_member_epoch = 0
-    writes.remove_member(group.group_id, holder.member_id)
+    writes.remove_member(group.group_id, holder.member_id, "replaced")
     cancel_timers(ctx, group, holder.member_id)
     writes.member_metadata(group.group_id, replacement)
     writes.target(group.group_id, member_id, target)

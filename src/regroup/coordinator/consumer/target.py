@@ -57,4 +57,4 @@ def compute_target(
         }
         if member_id not in group.targets or group.targets[member_id] != new:
             writes.target(group.group_id, member_id, new)
-    writes.target_epoch(group.group_id, group_epoch)
+    writes.target_epoch(group.group_id, group_epoch, assignor_name)

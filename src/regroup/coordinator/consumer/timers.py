@@ -9,6 +9,7 @@ from typing import Final
 
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState
 from regroup.coordinator.context import Ctx
+from regroup.coordinator.events import LeaveReason
 from regroup.coordinator.groups import Groups
 
 TimerKey = tuple[str, str, str]
@@ -40,10 +41,10 @@ def _member(groups: Groups, group_id: str, member_id: str) -> tuple[ConsumerGrou
     return None if group is None or member is None else (group, member)
 
 
-def _fence(ctx: Ctx, groups: Groups, group: ConsumerGroup, member_id: str) -> None:
+def _fence(ctx: Ctx, groups: Groups, group: ConsumerGroup, member_id: str, reason: LeaveReason) -> None:
     from regroup.coordinator.consumer.fence import fence_member  # (fencing schedules and cancels timers)
 
-    fence_member(ctx, groups, group, member_id)
+    fence_member(ctx, groups, group, member_id, reason)
 
 
 class MemberSessionTimer:
@@ -64,7 +65,7 @@ class MemberSessionTimer:
     def fire(self, ctx: Ctx, groups: Groups) -> None:
         found = _member(groups, self.group_id, self.member_id)
         if found is not None:
-            _fence(ctx, groups, found[0], self.member_id)
+            _fence(ctx, groups, found[0], self.member_id, "session timeout")
 
 
 class RevocationTimer:
@@ -89,7 +90,7 @@ class RevocationTimer:
             return
         group, member = found
         if member.state is ConsumerGroupMemberState.UNREVOKED_PARTITIONS and member.member_epoch == self.member_epoch:
-            _fence(ctx, groups, group, self.member_id)
+            _fence(ctx, groups, group, self.member_id, "revocation timeout")
 
 
 class ClassicMemberJoinTimer:
@@ -110,7 +111,7 @@ class ClassicMemberJoinTimer:
     def fire(self, ctx: Ctx, groups: Groups) -> None:
         found = _member(groups, self.group_id, self.member_id)
         if found is not None:
-            _fence(ctx, groups, found[0], self.member_id)
+            _fence(ctx, groups, found[0], self.member_id, "join timeout")
 
 
 class ClassicMemberSyncTimer:
@@ -131,4 +132,4 @@ class ClassicMemberSyncTimer:
     def fire(self, ctx: Ctx, groups: Groups) -> None:
         found = _member(groups, self.group_id, self.member_id)
         if found is not None:
-            _fence(ctx, groups, found[0], self.member_id)
+            _fence(ctx, groups, found[0], self.member_id, "sync timeout")

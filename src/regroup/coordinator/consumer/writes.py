@@ -1,14 +1,33 @@
 """Writing consumer-group records: each helper builds a record (``records.builders``), applies it to the
 in-memory group (so the live state is, by construction, what replaying the records gives) and emits it on
-the context."""
+the context, with the events it makes happen (``events.py``): a member joined or left, a new target,
+partitions a member now holds or no longer holds, the group deleted."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, Partitions, to_tuple
+from regroup.coordinator.consumer.group import (
+    EMPTY,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    ConsumerGroupState,
+    Partitions,
+    to_tuple,
+)
 from regroup.coordinator.consumer.replay import replay
+from regroup.coordinator.consumer.report import state_changed
 from regroup.coordinator.context import Ctx
+from regroup.coordinator.events import (
+    GroupDeleted,
+    LeaveReason,
+    MemberJoined,
+    MemberLeft,
+    PartitionsAssigned,
+    PartitionsRevoked,
+    TargetComputed,
+)
 from regroup.records.builders import (
     new_consumer_group_current_assignment_record,
     new_consumer_group_current_assignment_tombstone,
@@ -23,7 +42,7 @@ from regroup.records.builders import (
     new_consumer_group_target_assignment_record,
     new_consumer_group_target_assignment_tombstone,
 )
-from regroup.records.consumer import SubscribedTopic
+from regroup.records.consumer import PartitionSet, SubscribedTopic
 from regroup.records.model import Record
 
 
@@ -43,15 +62,29 @@ class ConsumerWrites:
         self._write(new_consumer_group_subscription_metadata_record(group_id, topics))
 
     def member_metadata(self, group_id: str, m: ConsumerGroupMember) -> None:
+        group = self.groups.get(group_id)
+        joined = group is None or m.member_id not in group.members
         self._write(new_consumer_group_member_metadata_record(group_id, m.member_id, m.metadata_value()))
+        if joined:
+            epoch = self.groups[group_id].group_epoch
+            self.ctx.event(MemberJoined(group_id, "consumer", m.member_id, m.client_id, epoch))
 
     def target(self, group_id: str, member_id: str, partitions: Partitions) -> None:
         self._write(new_consumer_group_target_assignment_record(group_id, member_id, to_tuple(partitions)))
 
-    def target_epoch(self, group_id: str, epoch: int) -> None:
+    def target_epoch(self, group_id: str, epoch: int, assignor: str) -> None:
+        """The new target is complete: its epoch, computed by ``assignor`` (Kafka's name)."""
         self._write(new_consumer_group_target_assignment_epoch_record(group_id, epoch))
+        group = self.groups[group_id]
+        targets = tuple(
+            (member_id, m.client_id, to_tuple(group.target_of(member_id))) for member_id, m in group.members.items()
+        )
+        self.ctx.event(TargetComputed(group_id, epoch, assignor, targets))
 
     def current_assignment(self, group_id: str, m: ConsumerGroupMember) -> None:
+        group = self.groups.get(group_id)
+        old = group.members.get(m.member_id) if group is not None else None
+        self._held_changes(group_id, old, m)
         self._write(
             new_consumer_group_current_assignment_record(
                 group_id,
@@ -64,19 +97,72 @@ class ConsumerWrites:
             )
         )
 
-    def remove_member(self, group_id: str, member_id: str) -> None:
+    def _held_changes(self, group_id: str, old: ConsumerGroupMember | None, new: ConsumerGroupMember) -> None:
+        """The events of a member's new current assignment: what it holds now (assigned or pending
+        revocation) and did not before, and the reverse."""
+        if old is not None and old.assigned == new.assigned and old.pending_revocation == new.pending_revocation:
+            return
+        before = _held(old.assigned, old.pending_revocation) if old is not None else EMPTY
+        after = _held(new.assigned, new.pending_revocation)
+        revoked = _minus(before, after)
+        if revoked:
+            self.ctx.event(PartitionsRevoked(group_id, new.member_id, new.client_id, new.member_epoch, revoked))
+        assigned = _minus(after, before)
+        if assigned:
+            self.ctx.event(PartitionsAssigned(group_id, new.member_id, new.client_id, new.member_epoch, assigned))
+
+    def remove_member(self, group_id: str, member_id: str, reason: LeaveReason) -> None:
         """Kafka's order: current assignment, target assignment, then the member's metadata."""
+        group = self.groups[group_id]
+        member = group.members.get(member_id)
+        if member is not None:
+            held = to_tuple(_held(member.assigned, member.pending_revocation))
+            if held:
+                self.ctx.event(PartitionsRevoked(group_id, member_id, member.client_id, member.member_epoch, held))
         self._write(new_consumer_group_current_assignment_tombstone(group_id, member_id))
         self._write(new_consumer_group_target_assignment_tombstone(group_id, member_id))
         self._write(new_consumer_group_member_metadata_tombstone(group_id, member_id))
+        if member is not None:
+            self.ctx.event(MemberLeft(group_id, "consumer", member_id, member.client_id, group.group_epoch, reason))
 
-    def delete_group(self, group: ConsumerGroup) -> None:
-        """Tombstone every record of the group (members first, the epoch record last)."""
+    def delete_group(
+        self,
+        group: ConsumerGroup,
+        reason: LeaveReason = "group deleted",
+        leaving: tuple[str, LeaveReason] | None = None,
+    ) -> None:
+        """Tombstone every record of the group (members first, the epoch record last); its members leave
+        for ``reason``, but ``leaving``'s member for its own."""
         group_id = group.group_id
+        dead = state_changed(group, ConsumerGroupState.DEAD, self.ctx.config.consumer_group_assignors[0])
         for member_id in list(group.members):
-            self.remove_member(group_id, member_id)
+            why = leaving[1] if leaving is not None and leaving[0] == member_id else reason
+            self.remove_member(group_id, member_id, why)
+        self.ctx.event(dead)
         for member_id in list(group.targets):
             self._write(new_consumer_group_target_assignment_tombstone(group_id, member_id))
         self._write(new_consumer_group_target_assignment_epoch_tombstone(group_id))
         self._write(new_consumer_group_subscription_metadata_tombstone(group_id))
         self._write(new_consumer_group_epoch_tombstone(group_id))
+        self.ctx.event(GroupDeleted(group_id, "consumer"))
+
+
+def _held(assigned: Partitions, pending: Partitions) -> Partitions:
+    if not pending:
+        return assigned
+    if not assigned:
+        return pending
+    out = dict(assigned)
+    for topic_id, ps in pending.items():
+        out[topic_id] = out.get(topic_id, frozenset()) | ps
+    return out
+
+
+def _minus(a: Partitions, b: Partitions) -> PartitionSet:
+    """The partitions of ``a`` not in ``b``, sorted."""
+    out: list[tuple[uuid.UUID, tuple[int, ...]]] = []
+    for topic_id in sorted(a):
+        left = a[topic_id] - b.get(topic_id, frozenset())
+        if left:
+            out.append((topic_id, tuple(sorted(left))))
+    return tuple(out)

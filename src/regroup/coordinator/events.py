@@ -1,0 +1,166 @@
+"""What happened in an operation, as the core says it: typed events, emitted at the point of change and
+carried by the operation's ``Result`` (``Result.events``), in the order they happened.
+
+Shells (the server's event log, metrics and rebalance log; the simulator's observer) learn what changed
+from these instead of comparing the core's state before and after a call. An event is plain data: ids,
+names, numbers and tuples, nothing a shell could change the core through. A refused request has no
+events (they are dropped with its records); a timer's events are in the result of the call that fired it.
+
+* ``GroupCreated`` / ``GroupDeleted`` — a group entered or left the namespace (a classic group converted to
+  a consumer group is deleted as a classic group and created as a consumer group, and the reverse).
+* ``GroupStateChanged`` — a classic group's transition (with its generation, selected protocol and leader),
+  or a consumer group's state or epochs after a write that changed them (group epoch as ``generation``, the
+  server assignor as ``protocol``, and ``assignment_epoch``). A consumer group's state is derived from its
+  members, so it is reported once per write (a request or a timer firing), not per record.
+* ``MemberJoined`` / ``MemberLeft`` — a member entered or left a group; ``MemberLeft.reason`` says why
+  (``LeaveReason``: a fenced member's reason is the timeout or the fencing that removed it).
+* ``AssignmentStored`` — a classic generation's assignments, stored by the leader's SyncGroup (or carried
+  over when a consumer group converts back to classic).
+* ``TargetComputed`` — a consumer group's new target assignment: its epoch, the assignor and every member's
+  target.
+* ``PartitionsAssigned`` / ``PartitionsRevoked`` — reconciliation on the coordinator's side: partitions a
+  member now holds (assigned, or still to be revoked) that it did not hold before, and the reverse.
+* ``OffsetsCommitted`` — offsets a commit stored.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Literal
+
+#: the types of group an event can name
+GroupType = Literal["classic", "consumer"]
+
+#: why a member left a group
+LeaveReason = Literal[
+    "leave",  # LeaveGroup, or a ConsumerGroupHeartbeat with epoch -1 (a static member leaving with -2 stays)
+    "session timeout",  # no heartbeat within the session timeout
+    "revocation timeout",  # a consumer-protocol member did not revoke in time
+    "join timeout",  # a classic member did not rejoin in time (join phase, or told to rejoin a consumer group)
+    "sync timeout",  # a classic member did not send SyncGroup in time
+    "group max size",  # a classic group over its maximum size turned the member away
+    "replaced",  # a static member's instance id was taken over by a new member id
+    "group deleted",  # the group was deleted (DeleteGroups, offsets expiry)
+    "converted",  # the group changed type; the member is in the group of the other type now
+]
+
+#: partitions by topic id, sorted: ((topic id, (partition, ...)), ...)
+Partitions = tuple[tuple[uuid.UUID, tuple[int, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCreated:
+    group_id: str
+    group_type: GroupType
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDeleted:
+    group_id: str
+    group_type: GroupType
+
+
+@dataclass(frozen=True, slots=True)
+class GroupStateChanged:
+    group_id: str
+    group_type: GroupType
+    #: classic: Empty, PreparingRebalance, CompletingRebalance, Stable; consumer: Empty, Assigning,
+    #: Reconciling, Stable
+    state: str
+    #: classic: the generation; consumer: the group epoch
+    generation: int
+    #: classic: the selected protocol (None until one is); consumer: the server assignor (Kafka's name)
+    protocol: str | None
+    #: classic: the protocol type (``consumer`` for Kafka consumers); consumer: None
+    protocol_type: str | None
+    #: classic: the leader's member id; consumer: None
+    leader: str | None
+    #: consumer: the target assignment epoch; classic: None
+    assignment_epoch: int | None
+    members: int
+
+
+@dataclass(frozen=True, slots=True)
+class MemberJoined:
+    group_id: str
+    group_type: GroupType
+    member_id: str
+    client_id: str
+    #: classic: the group's generation; consumer: the group epoch
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class MemberLeft:
+    group_id: str
+    group_type: GroupType
+    member_id: str
+    client_id: str
+    #: classic: the group's generation; consumer: the group epoch
+    generation: int
+    reason: LeaveReason
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentStored:
+    """A classic generation's assignments: (member id, client id, the opaque assignment bytes) per member, in
+    the group's member order; ``protocol_type`` says how to read them (``consumer``: Kafka's consumer
+    protocol)."""
+
+    group_id: str
+    generation: int
+    protocol_type: str | None
+    protocol: str | None
+    assignments: tuple[tuple[str, str, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TargetComputed:
+    """A consumer group's new target assignment: (member id, client id, its target) per member."""
+
+    group_id: str
+    assignment_epoch: int
+    assignor: str
+    targets: tuple[tuple[str, str, Partitions], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionsAssigned:
+    group_id: str
+    member_id: str
+    client_id: str
+    member_epoch: int
+    partitions: Partitions
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionsRevoked:
+    group_id: str
+    member_id: str
+    client_id: str
+    #: the member's epoch when it released them (its last epoch when it left or was fenced)
+    member_epoch: int
+    partitions: Partitions
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsCommitted:
+    """(topic, partition, offset) per committed partition, in the request's order."""
+
+    group_id: str
+    offsets: tuple[tuple[str, int, int], ...]
+
+
+Event = (
+    GroupCreated
+    | GroupDeleted
+    | GroupStateChanged
+    | MemberJoined
+    | MemberLeft
+    | AssignmentStored
+    | TargetComputed
+    | PartitionsAssigned
+    | PartitionsRevoked
+    | OffsetsCommitted
+)
