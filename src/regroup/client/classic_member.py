@@ -55,10 +55,12 @@ from regroup.client.embedded import JoinProtocols, SubscriptionState, by_topic
 from regroup.client.ownership import OwnedPartitions
 from regroup.client.requests import commit_request, heartbeat_request, join_request, leave_request, sync_request
 from regroup.client.types import (
+    CLASSIC_CLIENT_TRANSITIONS,
     STOPPED,
     CallbackEvent,
     CallbackKind,
     ClassicClientState,
+    ClientStateError,
     Inflight,
     MemberNote,
     OutgoingRequest,
@@ -185,6 +187,12 @@ class ClassicClientMember(OwnedPartitions):
             and self.app.free(self._now)
         )
 
+    def move(self, to: ClassicClientState) -> None:
+        """The member's state changes only here, as ``CLASSIC_CLIENT_TRANSITIONS`` allows."""
+        if to not in CLASSIC_CLIENT_TRANSITIONS[self.state]:
+            raise ClientStateError(f"{self.config.client_id}: {self.state.value} -> {to.value} is not a transition")
+        self.state = to
+
     # ---------------------------------------------------------------------------------------- driving
     def poll(self, now_ms: int) -> list[OutgoingRequest]:
         """Handle what is due at ``now_ms`` (timeouts, lease, heartbeat, auto-commit, rejoin) and return
@@ -267,7 +275,7 @@ class ClassicClientMember(OwnedPartitions):
                 commit_id = self.revoke_on_close(self.owned, now_ms)
             else:
                 self.lose(now_ms, "consumer closed during a rebalance")
-        self.state = ClassicClientState.LEFT
+        self.move(ClassicClientState.LEFT)
         self._drop_app_work()
         self.inflight = {k: v for k, v in self.inflight.items() if v.api in ("OffsetCommit", "LeaveGroup")}
         if self.member_id and self.config.group_instance_id is None:
@@ -284,7 +292,7 @@ class ClassicClientMember(OwnedPartitions):
 
     def crash(self) -> None:
         """The process dies: no callback, no commit, no LeaveGroup; processing stops."""
-        self.state = ClassicClientState.CRASHED
+        self.move(ClassicClientState.CRASHED)
         self.owned = frozenset()
         self.inflight.clear()
         self._outbox.clear()
@@ -347,7 +355,7 @@ class ClassicClientMember(OwnedPartitions):
             if request_id is not None:
                 self.inflight.pop(request_id, None)
         self.join_id = self.sync_id = None
-        self.state = ClassicClientState.UNJOINED
+        self.move(ClassicClientState.UNJOINED)
         self.needs_join_prepare = True
         self._drop_rebalance_steps()
         self.request_rejoin(now_ms, reason)
@@ -356,7 +364,7 @@ class ClassicClientMember(OwnedPartitions):
         """A fatal error: the consumer stops (its partitions are lost)."""
         self.note(now_ms, "fatal", reason)
         self.lose(now_ms, reason)
-        self.state = ClassicClientState.FAILED
+        self.move(ClassicClientState.FAILED)
         self.inflight.clear()
         self._drop_app_work()
 
@@ -400,7 +408,7 @@ class ClassicClientMember(OwnedPartitions):
         self.app_steps.append(STEP_CALLBACKS)
 
     def send_sync(self, now_ms: int, assignments: tuple[tuple[str, bytes], ...]) -> None:
-        self.state = ClassicClientState.COMPLETING_REBALANCE
+        self.move(ClassicClientState.COMPLETING_REBALANCE)
         request = sync_request(self.config, self.generation, self.member_id, self.protocol_name, assignments)
         self.sync_id = self._send(request, now_ms, self.config.request_timeout_ms)
 
@@ -451,7 +459,7 @@ class ClassicClientMember(OwnedPartitions):
             self.app.answered(request_id, now_ms)
             if request_id == self.join_id or request_id == self.sync_id:
                 self.join_id = self.sync_id = None
-                self.state = ClassicClientState.UNJOINED
+                self.move(ClassicClientState.UNJOINED)
                 self.request_rejoin(now_ms, f"{inflight.api} timed out", self.config.retry_backoff_ms)
             elif request_id == self.heartbeat_id:
                 self.heartbeat_id = None
@@ -598,7 +606,7 @@ class ClassicClientMember(OwnedPartitions):
         self.generation = NO_GENERATION
         self.protocol_name = None
         self.member_id = ""
-        self.state = ClassicClientState.UNJOINED
+        self.move(ClassicClientState.UNJOINED)
         self.needs_join_prepare = True
         self._drop_rebalance_steps()
         self.poll_timed_out = True
@@ -622,7 +630,7 @@ class ClassicClientMember(OwnedPartitions):
         self.join_claimed = owned
         self.last_join_ms = now_ms
         self.rejoin_needed = False
-        self.state = ClassicClientState.PREPARING_REBALANCE
+        self.move(ClassicClientState.PREPARING_REBALANCE)
         if not self.app.app.librdkafka or self.app.app.aligned:
             self.next_heartbeat_ms = None
         self.join_id = self._send(request, now_ms, self.config.join_timeout_ms)

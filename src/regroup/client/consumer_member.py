@@ -50,6 +50,7 @@ from regroup.client.ownership import OwnedPartitions
 from regroup.client.types import (
     CallbackEvent,
     CallbackKind,
+    ClientStateError,
     Inflight,
     MemberNote,
     OutgoingRequest,
@@ -101,6 +102,26 @@ class ConsumerClientState(enum.Enum):
     @property
     def running(self) -> bool:
         return self not in (ConsumerClientState.LEFT, ConsumerClientState.CRASHED, ConsumerClientState.FAILED)
+
+
+_ENDS: Final = (ConsumerClientState.LEFT, ConsumerClientState.CRASHED, ConsumerClientState.FAILED)
+#: the KIP-848 member's transitions: where each state may go (the stopped states go nowhere; the running ones
+#: may also close, crash or fail)
+CONSUMER_CLIENT_TRANSITIONS: Final[dict[ConsumerClientState, frozenset[ConsumerClientState]]] = {
+    ConsumerClientState.UNJOINED: frozenset((ConsumerClientState.JOINING, *_ENDS)),  # the epoch-0 heartbeat
+    ConsumerClientState.JOINING: frozenset(
+        (ConsumerClientState.RECONCILING, ConsumerClientState.UNJOINED, *_ENDS)  # joined / refused, backing off
+    ),
+    ConsumerClientState.RECONCILING: frozenset(
+        (ConsumerClientState.RECONCILING, ConsumerClientState.STABLE, ConsumerClientState.UNJOINED, *_ENDS)
+    ),
+    ConsumerClientState.STABLE: frozenset(
+        (ConsumerClientState.STABLE, ConsumerClientState.RECONCILING, ConsumerClientState.UNJOINED, *_ENDS)
+    ),
+    ConsumerClientState.LEFT: frozenset(),
+    ConsumerClientState.CRASHED: frozenset(),
+    ConsumerClientState.FAILED: frozenset(),
+}
 
 
 class ConsumerClientMember(OwnedPartitions):
@@ -198,6 +219,12 @@ class ConsumerClientMember(OwnedPartitions):
     def owned_by_topic(self) -> dict[str, tuple[int, ...]]:
         return by_topic(self.owned)
 
+    def move(self, to: ConsumerClientState) -> None:
+        """The member's state changes only here, as ``CONSUMER_CLIENT_TRANSITIONS`` allows."""
+        if to not in CONSUMER_CLIENT_TRANSITIONS[self.state]:
+            raise ClientStateError(f"{self.config.client_id}: {self.state.value} -> {to.value} is not a transition")
+        self.state = to
+
     # ---------------------------------------------------------------------------------------- driving
     def poll(self, now_ms: int) -> list[OutgoingRequest]:
         """Handle what is due at ``now_ms`` (timeouts, lease, callbacks, heartbeat, auto-commit) and return
@@ -280,7 +307,7 @@ class ConsumerClientMember(OwnedPartitions):
             else:
                 self.lose(now_ms, "consumer closed while not in the group")
         leaves = bool(self.member_id) and (self.member_epoch > 0 or self.state is ConsumerClientState.JOINING)
-        self.state = ConsumerClientState.LEFT
+        self.move(ConsumerClientState.LEFT)
         self.reconcile_at_ms = None
         self._drop_app_work()
         self.heartbeat_id = None
@@ -309,7 +336,7 @@ class ConsumerClientMember(OwnedPartitions):
 
     def crash(self) -> None:
         """The process dies: no callback, no commit, no leave; processing stops."""
-        self.state = ConsumerClientState.CRASHED
+        self.move(ConsumerClientState.CRASHED)
         self.owned = frozenset()
         self.reconcile_at_ms = None
         self._drop_app_work()
@@ -389,7 +416,7 @@ class ConsumerClientMember(OwnedPartitions):
         if joining:
             self.member_epoch = JOIN_EPOCH
             self.full_needed = True
-            self.state = ConsumerClientState.JOINING
+            self.move(ConsumerClientState.JOINING)
         full = self.full_needed
         report = self.owned
         request = ConsumerGroupHeartbeatRequest(
@@ -422,7 +449,7 @@ class ConsumerClientMember(OwnedPartitions):
             self.next_heartbeat_ms = max(now_ms, inflight.sent_ms + self.heartbeat_interval_ms)
             self.reported = self._pending_report
             if self.state is ConsumerClientState.JOINING:
-                self.state = ConsumerClientState.RECONCILING
+                self.move(ConsumerClientState.RECONCILING)
                 self.next_commit_ms = now_ms + self.config.auto_commit_interval_ms
             if resp.assignment is not None:
                 target = {t: frozenset(ps) for t, ps in resp.assignment if ps}
@@ -443,7 +470,7 @@ class ConsumerClientMember(OwnedPartitions):
         else:  # coordinator moving or loading, unknown server error: back off and retry
             self.note(now_ms, "retry", f"ConsumerGroupHeartbeat: {error.name}")
             if self.state is ConsumerClientState.JOINING:
-                self.state = ConsumerClientState.UNJOINED
+                self.move(ConsumerClientState.UNJOINED)
                 self.rejoin_at_ms = now_ms + self.config.retry_backoff_ms
             else:
                 self.next_heartbeat_ms = now_ms + self.config.retry_backoff_ms
@@ -489,7 +516,7 @@ class ConsumerClientMember(OwnedPartitions):
         on (if callbacks are running, they reconcile towards it once they are done)."""
         if self.reconcile_at_ms is None and self.reconcile_step == 0:
             self.reconcile_at_ms = max(now_ms + self.config.callback_delay_ms, self.resolved_at_ms)
-        self.state = ConsumerClientState.RECONCILING
+        self.move(ConsumerClientState.RECONCILING)
 
     def _run_app(self, now_ms: int) -> None:
         """Run the callbacks waiting for the application, as far as its poll loop and callbacks allow: revoke
@@ -568,7 +595,7 @@ class ConsumerClientMember(OwnedPartitions):
                 and self.assignment == self.owned
                 and self.reported == self.owned
             )
-            self.state = ConsumerClientState.STABLE if done and not self.ack_needed else ConsumerClientState.RECONCILING
+            self.move(ConsumerClientState.STABLE if done and not self.ack_needed else ConsumerClientState.RECONCILING)
 
     def _fenced(self, now_ms: int, reason: str) -> None:
         """Kafka's ``transitionToFenced``: lose everything, rejoin with epoch 0 keeping the member id."""
@@ -590,14 +617,14 @@ class ConsumerClientMember(OwnedPartitions):
         if self.heartbeat_id is not None:
             self.inflight.pop(self.heartbeat_id, None)
             self.heartbeat_id = None
-        self.state = ConsumerClientState.UNJOINED
+        self.move(ConsumerClientState.UNJOINED)
         self.rejoin_at_ms = now_ms
         self.note(now_ms, "rejoin", "rejoining with epoch 0")
 
     def _fail(self, now_ms: int, reason: str) -> None:
         self.note(now_ms, "fatal", reason)
         self.lose(now_ms, reason)
-        self.state = ConsumerClientState.FAILED
+        self.move(ConsumerClientState.FAILED)
         self.reconcile_at_ms = None
         self._drop_app_work()
         self.inflight.clear()
@@ -625,7 +652,7 @@ class ConsumerClientMember(OwnedPartitions):
                 self.full_needed = True
                 self.reported = None
                 if self.state is ConsumerClientState.JOINING:
-                    self.state = ConsumerClientState.UNJOINED
+                    self.move(ConsumerClientState.UNJOINED)
                     self.rejoin_at_ms = now_ms + self.config.retry_backoff_ms
                 else:
                     self.next_heartbeat_ms = now_ms + self.config.retry_backoff_ms

@@ -101,17 +101,17 @@ def on_join(member: ClassicClientMember, inflight: Inflight, resp: JoinGroupResp
         member.send_sync(now_ms, assignments)
     elif error is E.MEMBER_ID_REQUIRED:
         member.member_id = resp.member_id
-        member.state = ClassicClientState.UNJOINED
+        member.move(ClassicClientState.UNJOINED)
         member.request_rejoin(now_ms, "member id required")
     elif error is E.UNKNOWN_MEMBER_ID:
         member.reset(now_ms, "JoinGroup: UNKNOWN_MEMBER_ID", member_id_too=True)
     elif error in FATAL:
         member.fail(now_ms, f"JoinGroup: {error.name}")
     elif error is E.REBALANCE_IN_PROGRESS:
-        member.state = ClassicClientState.UNJOINED
+        member.move(ClassicClientState.UNJOINED)
         member.request_rejoin(now_ms, "JoinGroup: REBALANCE_IN_PROGRESS")
     else:  # coordinator moving or loading, unknown server error: back off and retry
-        member.state = ClassicClientState.UNJOINED
+        member.move(ClassicClientState.UNJOINED)
         member.request_rejoin(now_ms, f"JoinGroup: {error.name}", member.config.retry_backoff_ms)
 
 
@@ -126,21 +126,21 @@ def on_sync(member: ClassicClientMember, inflight: Inflight, resp: SyncGroupResp
             member.fail(now_ms, "SyncGroup assignment bytes are malformed")
             return
         member.extend_lease(inflight.sent_ms)
-        member.state = ClassicClientState.STABLE
+        member.move(ClassicClientState.STABLE)
         member.needs_join_prepare = True
         member.previous = assigned
         member.previous_generation = member.generation
         member.assignment_received(assigned)  # its callbacks run at the application's next poll
         member.check_metadata(now_ms)
     elif error is E.REBALANCE_IN_PROGRESS:
-        member.state = ClassicClientState.UNJOINED
+        member.move(ClassicClientState.UNJOINED)
         member.request_rejoin(now_ms, "SyncGroup: REBALANCE_IN_PROGRESS")
     elif error in (E.UNKNOWN_MEMBER_ID, E.ILLEGAL_GENERATION):
         member.reset(now_ms, f"SyncGroup: {error.name}", member_id_too=error is E.UNKNOWN_MEMBER_ID)
     elif error in FATAL:
         member.fail(now_ms, f"SyncGroup: {error.name}")
     else:
-        member.state = ClassicClientState.UNJOINED
+        member.move(ClassicClientState.UNJOINED)
         member.request_rejoin(now_ms, f"SyncGroup: {error.name}", member.config.retry_backoff_ms)
 
 

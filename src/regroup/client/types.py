@@ -66,6 +66,36 @@ class ClassicClientState(enum.Enum):
 STOPPED: Final = (ClassicClientState.LEFT, ClassicClientState.CRASHED, ClassicClientState.FAILED)
 
 
+class ClientStateError(Exception):
+    """A simulated member moved between states its transition table does not allow (a bug)."""
+
+
+def _running_to(*states: enum.Enum) -> frozenset[enum.Enum]:
+    """``states`` plus the ends every running process can reach: closed, crashed, failed."""
+    return frozenset((*states, ClassicClientState.LEFT, ClassicClientState.CRASHED, ClassicClientState.FAILED))
+
+
+#: the classic member's transitions: where each state may go (the stopped states go nowhere)
+CLASSIC_CLIENT_TRANSITIONS: Final[dict[ClassicClientState, frozenset[enum.Enum]]] = {
+    ClassicClientState.UNJOINED: _running_to(ClassicClientState.PREPARING_REBALANCE),  # JoinGroup sent
+    ClassicClientState.PREPARING_REBALANCE: _running_to(
+        ClassicClientState.COMPLETING_REBALANCE,  # JoinGroup answered: SyncGroup sent
+        ClassicClientState.UNJOINED,  # JoinGroup failed (retry, new member id, ...)
+    ),
+    ClassicClientState.COMPLETING_REBALANCE: _running_to(
+        ClassicClientState.STABLE,  # SyncGroup answered with the assignment
+        ClassicClientState.UNJOINED,  # SyncGroup failed: rejoin
+    ),
+    ClassicClientState.STABLE: _running_to(
+        ClassicClientState.PREPARING_REBALANCE,  # rejoining (rebalance in progress, metadata changed, ...)
+        ClassicClientState.UNJOINED,  # reset (unknown member, illegal generation, poll interval exceeded)
+    ),
+    ClassicClientState.LEFT: frozenset(),
+    ClassicClientState.CRASHED: frozenset(),
+    ClassicClientState.FAILED: frozenset(),
+}
+
+
 class CallbackKind(enum.Enum):
     """The ``ConsumerRebalanceListener`` callbacks."""
 
