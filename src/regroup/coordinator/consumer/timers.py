@@ -47,8 +47,9 @@ def _fence(ctx: Ctx, groups: Groups, group: ConsumerGroup, member_id: str, reaso
     fence_member(ctx, groups, group, member_id, reason)
 
 
-class MemberSessionTimer:
-    """The member sent no heartbeat within its session timeout."""
+class _FencingTimer:
+    """A timer that fences its member when it fires, if the member is still there: what the session, join
+    and sync timeouts share (each says its key and its reason)."""
 
     __slots__ = ("group_id", "member_id")
 
@@ -60,12 +61,54 @@ class MemberSessionTimer:
 
     @property
     def key(self) -> TimerKey:
-        return member_session_key(self.group_id, self.member_id)
+        raise NotImplementedError
+
+    def reason(self) -> LeaveReason:
+        raise NotImplementedError
 
     def fire(self, ctx: Ctx, groups: Groups) -> None:
         found = _member(groups, self.group_id, self.member_id)
         if found is not None:
-            _fence(ctx, groups, found[0], self.member_id, "session timeout")
+            _fence(ctx, groups, found[0], self.member_id, self.reason())
+
+
+class MemberSessionTimer(_FencingTimer):
+    """The member sent no heartbeat within its session timeout."""
+
+    __slots__ = ()
+
+    @property
+    def key(self) -> TimerKey:
+        return member_session_key(self.group_id, self.member_id)
+
+    def reason(self) -> LeaveReason:
+        return "session timeout"
+
+
+class ClassicMemberJoinTimer(_FencingTimer):
+    """A classic-protocol member told to rejoin did not send JoinGroup within its rebalance timeout."""
+
+    __slots__ = ()
+
+    @property
+    def key(self) -> TimerKey:
+        return classic_member_join_key(self.group_id, self.member_id)
+
+    def reason(self) -> LeaveReason:
+        return "join timeout"
+
+
+class ClassicMemberSyncTimer(_FencingTimer):
+    """A classic-protocol member that joined did not send SyncGroup within its rebalance timeout."""
+
+    __slots__ = ()
+
+    @property
+    def key(self) -> TimerKey:
+        return classic_member_sync_key(self.group_id, self.member_id)
+
+    def reason(self) -> LeaveReason:
+        return "sync timeout"
 
 
 class RevocationTimer:
@@ -73,8 +116,7 @@ class RevocationTimer:
 
     __slots__ = ("group_id", "member_epoch", "member_id")
 
-    # (a written __init__: the compiled build compiles it; a dataclass's stays interpreted, and one is
-    # built per heartbeat)
+    # (a written __init__, as above)
     def __init__(self, group_id: str, member_id: str, member_epoch: int) -> None:
         self.group_id: Final[str] = group_id
         self.member_id: Final[str] = member_id
@@ -91,45 +133,3 @@ class RevocationTimer:
         group, member = found
         if member.state is ConsumerGroupMemberState.UNREVOKED_PARTITIONS and member.member_epoch == self.member_epoch:
             _fence(ctx, groups, group, self.member_id, "revocation timeout")
-
-
-class ClassicMemberJoinTimer:
-    """A classic-protocol member told to rejoin did not send JoinGroup within its rebalance timeout."""
-
-    __slots__ = ("group_id", "member_id")
-
-    # (a written __init__: the compiled build compiles it; a dataclass's stays interpreted, and one is
-    # built per heartbeat)
-    def __init__(self, group_id: str, member_id: str) -> None:
-        self.group_id: Final[str] = group_id
-        self.member_id: Final[str] = member_id
-
-    @property
-    def key(self) -> TimerKey:
-        return classic_member_join_key(self.group_id, self.member_id)
-
-    def fire(self, ctx: Ctx, groups: Groups) -> None:
-        found = _member(groups, self.group_id, self.member_id)
-        if found is not None:
-            _fence(ctx, groups, found[0], self.member_id, "join timeout")
-
-
-class ClassicMemberSyncTimer:
-    """A classic-protocol member that joined did not send SyncGroup within its rebalance timeout."""
-
-    __slots__ = ("group_id", "member_id")
-
-    # (a written __init__: the compiled build compiles it; a dataclass's stays interpreted, and one is
-    # built per heartbeat)
-    def __init__(self, group_id: str, member_id: str) -> None:
-        self.group_id: Final[str] = group_id
-        self.member_id: Final[str] = member_id
-
-    @property
-    def key(self) -> TimerKey:
-        return classic_member_sync_key(self.group_id, self.member_id)
-
-    def fire(self, ctx: Ctx, groups: Groups) -> None:
-        found = _member(groups, self.group_id, self.member_id)
-        if found is not None:
-            _fence(ctx, groups, found[0], self.member_id, "sync timeout")
