@@ -49,6 +49,7 @@ from regroup.records.consumer import (
 )
 from regroup.records.model import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue, Record
 from tests.coordinator.harness import GROUP, GroupHarness
+from tests.group_views import consumer_groups
 
 REBALANCE_MS = 5_000
 Named = Mapping[str, Sequence[int]]
@@ -181,7 +182,7 @@ class ConsumerHarness(GroupHarness):
         return lines(self.last.records, names)
 
     def cg(self, group_id: str | None = None) -> ConsumerGroup:
-        return self.coordinator.consumer_groups[self._gid(group_id)]
+        return consumer_groups(self.coordinator)[self._gid(group_id)]
 
     def cmember(self, member_id: str, group_id: str | None = None) -> ConsumerGroupMember:
         return self.cg(group_id).members[member_id]

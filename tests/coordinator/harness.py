@@ -42,11 +42,14 @@ from regroup.protocol.classic import (
 from regroup.protocol.offsets import (
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
     PartitionCommit,
 )
 from regroup.records.model import Record
+from tests.group_views import classic_groups
 
 Protocols = tuple[tuple[str, bytes], ...]
 
@@ -154,7 +157,7 @@ class GroupHarness:
         return Call(self, key)
 
     def _existing(self, group_id: str, member_id: str) -> ClassicGroupMember | None:
-        group = self.coordinator.groups.get(group_id)
+        group = classic_groups(self.coordinator).get(group_id)
         return None if group is None else group.members.get(member_id)
 
     def mark(self) -> int:
@@ -175,10 +178,11 @@ class GroupHarness:
         return self.sleep(t_ms - self.now_ms)
 
     def group(self, group_id: str | None = None) -> ClassicGroup:
-        return self.coordinator.groups[self._gid(group_id)]
+        return classic_groups(self.coordinator)[self._gid(group_id)]
 
     def has_group(self, group_id: str | None = None) -> bool:
-        return self._gid(group_id) in self.coordinator.groups
+        """A classic group has the id."""
+        return self._gid(group_id) in classic_groups(self.coordinator)
 
     @property
     def state(self) -> ClassicGroupState:
@@ -360,8 +364,20 @@ class GroupHarness:
         assert isinstance(response, OffsetFetchResponse)
         return response
 
-    def describe(self, *group_ids: str) -> tuple[DescribedGroup, ...]:
-        response = self._submit(self.coordinator.describe_groups, list(group_ids or [self.group_id])).response
+    def delete_offsets(
+        self, partitions: Mapping[str, Sequence[int]], *, group_id: str | None = None
+    ) -> OffsetDeleteResponse:
+        request = OffsetDeleteRequest(
+            group_id=self._gid(group_id), topics=tuple((t, tuple(ps)) for t, ps in partitions.items())
+        )
+        response = self._submit(self.coordinator.offset_delete, request).response
+        assert isinstance(response, OffsetDeleteResponse)
+        return response
+
+    def describe(self, *group_ids: str, version: int = 5) -> tuple[DescribedGroup, ...]:
+        key = next(self._keys)
+        self._collect(self.coordinator.describe_groups(list(group_ids or [self.group_id]), key, self.now_ms, version))
+        response = Call(self, key).response
         assert isinstance(response, tuple)
         return response
 

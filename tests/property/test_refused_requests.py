@@ -56,6 +56,7 @@ from regroup.protocol.classic import (
 from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest
 from regroup.protocol.offsets import OffsetCommitRequest, OffsetFetchRequest, PartitionCommit
 from regroup.records.model import Record
+from tests.group_views import classic_groups, consumer_groups
 
 GROUPS = ("g", "h")
 TOPICS = {"foo": 4, "bar": 2}
@@ -91,8 +92,8 @@ def state_of(coordinator: GroupCoordinator) -> Any:
     }
     return dump(
         {
-            "classic": coordinator.groups,
-            "consumer": coordinator.consumer_groups,
+            "classic": classic_groups(coordinator),
+            "consumer": consumer_groups(coordinator),
             "offsets": coordinator.offsets.offsets,
             "persisted": coordinator.persisted,
             "persisted_consumer": coordinator.persisted_consumer,
@@ -185,14 +186,14 @@ class Driver:
                     assert parts <= mine, event
                     mine -= parts
         c = self.coordinator
-        actual = {("classic", g): set(group.members) for g, group in c.groups.items()}
-        actual.update({("consumer", g): set(group.members) for g, group in c.consumer_groups.items()})
+        actual = {("classic", g): set(group.members) for g, group in classic_groups(c).items()}
+        actual.update({("consumer", g): set(group.members) for g, group in consumer_groups(c).items()})
         assert told == actual
         holding = {
             (g, m.member_id): {
                 (t, p) for parts in (m.assigned, m.pending_revocation) for t, ps in parts.items() for p in ps
             }
-            for g, group in c.consumer_groups.items()
+            for g, group in consumer_groups(c).items()
             for m in group.members.values()
         }
         assert {k: v for k, v in held.items() if v} == {k: v for k, v in holding.items() if v}
@@ -311,7 +312,7 @@ class Driver:
         action = self.draw(st.sampled_from(["join", "join", "beat", "beat", "leave", "static-leave"]))
         epoch = {"join": 0, "beat": self.epoch_of(member_id), "leave": -1, "static-leave": -2}[action]
         joining = action == "join"
-        held = self.coordinator.consumer_groups.get(GROUPS[0])
+        held = consumer_groups(self.coordinator).get(GROUPS[0])
         owned: tuple[tuple[uuid.UUID, tuple[int, ...]], ...] | None = None
         if not joining and held is not None and member_id in held.members:
             owned = tuple((t, tuple(sorted(ps))) for t, ps in held.members[member_id].assigned.items())
@@ -362,8 +363,8 @@ def test_the_driver_reaches_refusals_and_both_group_types() -> None:
         for _ in range(30):
             driver.step()
         seen["refused"] += driver.refused
-        seen["classic"] += len(driver.coordinator.groups)
-        seen["consumer"] += len(driver.coordinator.consumer_groups)
+        seen["classic"] += len(classic_groups(driver.coordinator))
+        seen["consumer"] += len(consumer_groups(driver.coordinator))
 
     run()
     assert seen["refused"] > 0

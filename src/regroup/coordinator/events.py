@@ -152,6 +152,14 @@ class OffsetsCommitted:
     offsets: tuple[tuple[str, int, int], ...]
 
 
+@dataclass(frozen=True, slots=True)
+class OffsetsDeleted:
+    """(topic, partition) per committed offset an OffsetDelete removed."""
+
+    group_id: str
+    partitions: tuple[tuple[str, int], ...]
+
+
 Event = (
     GroupCreated
     | GroupDeleted
@@ -163,4 +171,5 @@ Event = (
     | PartitionsAssigned
     | PartitionsRevoked
     | OffsetsCommitted
+    | OffsetsDeleted
 )

@@ -1,4 +1,4 @@
-"""Offset commit and fetch requests and responses (version-agnostic)."""
+"""Offset commit, fetch and delete requests and responses (version-agnostic)."""
 
 from __future__ import annotations
 
@@ -95,3 +95,17 @@ class OffsetFetchResponse:
     group_id: str
     error: ErrorCode = ErrorCode.NONE
     topics: tuple[tuple[str, tuple[FetchedOffset, ...]], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetDeleteRequest:
+    group_id: str
+    topics: tuple[tuple[str, tuple[int, ...]], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetDeleteResponse:
+    """``error``: the group's (then ``topics`` is empty); otherwise a code per partition asked for."""
+
+    error: ErrorCode = ErrorCode.NONE
+    topics: tuple[tuple[str, tuple[tuple[int, ErrorCode], ...]], ...] = ()
