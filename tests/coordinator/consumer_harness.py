@@ -47,7 +47,14 @@ from regroup.records.consumer import (
     ConsumerGroupTargetAssignmentMetadataValue,
     PartitionSet,
 )
-from regroup.records.model import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue, Record
+from regroup.records.model import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    PendingOffsetCommitKey,
+    Record,
+)
 from tests.coordinator.harness import GROUP, GroupHarness
 from tests.group_views import consumer_groups
 
@@ -149,6 +156,10 @@ def line(record: Record, names: Mapping[str, str] | None = None) -> str:
                 f"group generation={value.generation} protocol={value.protocol_name} leader={n(value.leader)} "
                 f"members={members or '-'}"
             )
+    elif isinstance(key, PendingOffsetCommitKey):
+        head = f"pending offset {key.topic}-{key.partition} of producer {key.producer_id}"
+        if isinstance(value, OffsetCommitValue):
+            return f"{head}={value.offset}"
     elif isinstance(key, OffsetCommitKey):
         head = f"offset {key.topic}-{key.partition}"
         if isinstance(value, OffsetCommitValue):

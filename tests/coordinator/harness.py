@@ -47,6 +47,7 @@ from regroup.protocol.offsets import (
     OffsetFetchRequest,
     OffsetFetchResponse,
     PartitionCommit,
+    TxnOffsetCommitRequest,
 )
 from regroup.records.model import Record
 from tests.group_views import classic_groups
@@ -363,6 +364,36 @@ class GroupHarness:
         response = self._submit(self.coordinator.offset_fetch, request).response
         assert isinstance(response, OffsetFetchResponse)
         return response
+
+    def txn_commit(
+        self,
+        producer_id: int,
+        offsets: Mapping[tuple[str, int], int],
+        *,
+        member_id: str = "",
+        generation: int = -1,
+        group_id: str | None = None,
+    ) -> OffsetCommitResponse:
+        """TxnOffsetCommit of ``{(topic, partition): offset}`` inside ``producer_id``'s transaction."""
+        by_topic: dict[str, list[PartitionCommit]] = {}
+        for (topic, partition), offset in offsets.items():
+            by_topic.setdefault(topic, []).append(PartitionCommit(partition=partition, offset=offset))
+        request = TxnOffsetCommitRequest(
+            transactional_id=f"txn-{producer_id}",
+            group_id=self._gid(group_id),
+            producer_id=producer_id,
+            producer_epoch=0,
+            generation_id=generation,
+            member_id=member_id,
+            topics=tuple((t, tuple(ps)) for t, ps in by_topic.items()),
+        )
+        response = self._submit(self.coordinator.txn_offset_commit, request).response
+        assert isinstance(response, OffsetCommitResponse)
+        return response
+
+    def end_txn(self, producer_id: int, committed: bool) -> Result:
+        """The transaction's marker reaches the group coordinator."""
+        return self._collect(self.coordinator.complete_transaction(producer_id, committed, self.now_ms))
 
     def delete_offsets(
         self, partitions: Mapping[str, Sequence[int]], *, group_id: str | None = None

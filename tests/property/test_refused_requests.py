@@ -54,7 +54,13 @@ from regroup.protocol.classic import (
     SyncGroupRequest,
 )
 from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest
-from regroup.protocol.offsets import OffsetCommitRequest, OffsetFetchRequest, PartitionCommit
+from regroup.protocol.offsets import (
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
+    PartitionCommit,
+    TxnOffsetCommitRequest,
+)
 from regroup.records.model import Record
 from tests.group_views import classic_groups, consumer_groups
 
@@ -95,6 +101,7 @@ def state_of(coordinator: GroupCoordinator) -> Any:
             "classic": classic_groups(coordinator),
             "consumer": consumer_groups(coordinator),
             "offsets": coordinator.offsets.offsets,
+            "pending_offsets": coordinator.offsets.pending,
             "persisted": coordinator.persisted,
             "persisted_consumer": coordinator.persisted_consumer,
             "timers": deadlines,
@@ -230,6 +237,7 @@ class Driver:
                 [
                     *("join", "join", "sync", "heartbeat", "leave", "cg", "cg", "cg"),
                     *("commit", "fetch", "delete", "describe", "list", "time", "topics"),
+                    *("txn-commit", "end-txn", "offset-delete"),
                 ]
             )
         )
@@ -297,8 +305,29 @@ class Driver:
                 version=self.draw(st.sampled_from([9, 7])),
             )
             self.request(c.offset_commit, commit)
+        elif kind == "txn-commit":
+            member_id = self.member()
+            txn = TxnOffsetCommitRequest(
+                transactional_id="txn",
+                group_id=self.group(),
+                producer_id=self.draw(st.sampled_from([1, 2])),
+                producer_epoch=0,
+                generation_id=self.draw(st.sampled_from([self.epoch_of(member_id), -1])),
+                member_id=member_id,
+                topics=(("foo", (PartitionCommit(partition=1, offset=self.draw(st.integers(0, 9))),)),),
+            )
+            self.request(c.txn_offset_commit, txn)
+        elif kind == "end-txn":
+            producer_id, committed = self.draw(st.sampled_from([1, 2])), self.draw(st.booleans())
+            self.collect(c.advance(self.now))
+            self.collect(c.complete_transaction(producer_id, committed, self.now))
+            assert producer_id not in c.offsets.pending
+        elif kind == "offset-delete":
+            delete = OffsetDeleteRequest(group_id=self.group(), topics=(("foo", (0, 1)), ("bar", (0,))))
+            self.request(c.offset_delete, delete)
         elif kind == "fetch":
-            self.request(c.offset_fetch, OffsetFetchRequest(group_id=self.group()))
+            stable = self.draw(st.booleans())
+            self.request(c.offset_fetch, OffsetFetchRequest(group_id=self.group(), require_stable=stable))
         elif kind == "delete":
             self.request(c.delete_groups, [self.group()])
         elif kind == "describe":

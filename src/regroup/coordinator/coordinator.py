@@ -33,7 +33,15 @@ from regroup.coordinator.groups import Group, Groups
 from regroup.coordinator.ids import CountingIds, IdSource
 from regroup.coordinator.inspect import delete_groups, describe_group, list_groups
 from regroup.coordinator.journal import Journal
-from regroup.coordinator.offsets import OffsetStore, expire_offsets, offset_commit, offset_delete, offset_fetch
+from regroup.coordinator.offsets import (
+    OffsetStore,
+    complete_transaction,
+    expire_offsets,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
+    txn_offset_commit,
+)
 from regroup.coordinator.result import RequestKey, Result
 from regroup.coordinator.timers import Timers
 from regroup.model.cluster import ClusterImage
@@ -60,10 +68,18 @@ from regroup.protocol.offsets import (
     OffsetDeleteResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
+    TxnOffsetCommitRequest,
 )
-from regroup.records.builders import new_consumer_group_record, new_group_metadata_record, new_offset_commit_record
+from regroup.records.builders import new_consumer_group_record, new_group_metadata_record
 from regroup.records.consumer import CONSUMER_KEY_TYPES, ConsumerRecordKey, ConsumerRecordValue
-from regroup.records.model import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue, Record
+from regroup.records.model import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    PendingOffsetCommitKey,
+    Record,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,9 +183,12 @@ class GroupCoordinator:
     def _apply(self, record: Record, *, loading: bool, result: Result | None = None) -> bool:
         """Apply one record; True for a consumer group's record."""
         key, value = record.key, record.value
-        if isinstance(key, OffsetCommitKey):
+        if isinstance(key, (OffsetCommitKey, PendingOffsetCommitKey)):
             assert value is None or isinstance(value, OffsetCommitValue)
-            self.offsets.apply(key, value)
+            if isinstance(key, OffsetCommitKey):
+                self.offsets.apply(key, value)
+            else:
+                self.offsets.apply_pending(key, value)
             if loading and value is not None and key.group_id not in self.groups:
                 self.groups.add(self.journal, ClassicGroup(group_id=key.group_id))  # a simple group
             return False
@@ -247,9 +266,7 @@ class GroupCoordinator:
         """The fewest records that rebuild the current hard state (what a log snapshot stores)."""
         records = [new_group_metadata_record(g, v) for g, v in sorted(self.persisted.items())]
         records.extend(new_consumer_group_record(k, v) for k, v in self.persisted_consumer.items())
-        for group_id, offsets in sorted(self.offsets.offsets.items()):
-            for (topic, partition), value in sorted(offsets.items()):
-                records.append(new_offset_commit_record(group_id, topic, partition, value))
+        records.extend(self.offsets.records())
         return records
 
     def hard_state(self) -> dict[str, Any]:
@@ -258,6 +275,10 @@ class GroupCoordinator:
             "groups": dict(sorted(self.persisted.items())),
             "consumer_groups": dict(self.persisted_consumer),
             "offsets": {g: dict(sorted(o.items())) for g, o in sorted(self.offsets.offsets.items())},
+            "pending_offsets": {
+                p: {g: dict(sorted(o.items())) for g, o in sorted(by_group.items())}
+                for p, by_group in sorted(self.offsets.pending.items())
+            },
         }
 
     # ------------------------------------------------------------------------------------------- timers
@@ -318,6 +339,20 @@ class GroupCoordinator:
             lambda ctx: offset_fetch(self.groups, self.offsets, req),
             lambda exc: OffsetFetchResponse(group_id=req.group_id, error=exc.code),
         )
+
+    def txn_offset_commit(self, req: TxnOffsetCommitRequest, key: RequestKey, now_ms: int) -> Result:
+        """TxnOffsetCommit: offsets committed inside ``req.producer_id``'s transaction, pending until
+        ``complete_transaction``; a fetch asking for stable offsets gets UNSTABLE_OFFSET_COMMIT meanwhile."""
+        return self._run(now_ms, key, lambda ctx: txn_offset_commit(ctx, self.groups, req), lambda exc: None)
+
+    def complete_transaction(self, producer_id: int, committed: bool, now_ms: int) -> Result:
+        """The transaction coordinator's marker for ``producer_id``: its pending offsets are materialised
+        (``committed``) or dropped. Idempotent: a producer with nothing pending writes nothing."""
+
+        def handle(ctx: Ctx) -> None:
+            complete_transaction(ctx, self.offsets, producer_id, committed)
+
+        return self._run(now_ms, None, handle, lambda exc: None)
 
     def offset_delete(self, req: OffsetDeleteRequest, key: RequestKey, now_ms: int) -> Result:
         return self._run(

@@ -1,11 +1,12 @@
-"""Committed offsets, for every group type: OffsetCommit (validated by the group's type), OffsetFetch,
-OffsetDelete and the retention expiry.
+"""Committed offsets, for every group type: OffsetCommit (validated by the group's type), transactional
+offsets (TxnOffsetCommit, pending per producer until the transaction ends), OffsetFetch, OffsetDelete and
+the retention expiry.
 
 The store changes only by replaying offset records (``apply``); handlers validate, then emit records."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
 from regroup.coordinator.classic.group import ClassicGroup
 from regroup.coordinator.classic.rebalance import announce_group
@@ -22,26 +23,93 @@ from regroup.protocol.offsets import (
     OffsetDeleteResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
+    PartitionCommit,
+    TxnOffsetCommitRequest,
 )
-from regroup.records.builders import new_offset_commit_record, new_offset_tombstone
-from regroup.records.model import OffsetCommitKey, OffsetCommitValue
+from regroup.records.builders import (
+    new_offset_commit_record,
+    new_offset_tombstone,
+    new_pending_offset_record,
+    new_pending_offset_tombstone,
+)
+from regroup.records.model import OffsetCommitKey, OffsetCommitValue, PendingOffsetCommitKey, Record
+
+Partition = tuple[str, int]
 
 
-@dataclass(slots=True)
 class OffsetStore:
-    offsets: dict[str, dict[tuple[str, int], OffsetCommitValue]] = field(default_factory=dict)
+    """Committed offsets per group, and the offsets transactions committed that are still pending, per
+    producer id (materialised when the transaction commits, dropped when it aborts). Each entry remembers
+    when it was applied (a count of offset records), so a transaction that commits does not overwrite an
+    offset committed after its own (Kafka compares the records' log offsets)."""
+
+    __slots__ = ("_applied", "_when", "offsets", "pending")
+
+    def __init__(self) -> None:
+        self.offsets: dict[str, dict[Partition, OffsetCommitValue]] = {}
+        #: producer id -> group id -> partition -> the offset its open transaction committed
+        self.pending: dict[int, dict[str, dict[Partition, OffsetCommitValue]]] = {}
+        self._applied = 0
+        #: (group, topic, partition) for committed, (producer, group, topic, partition) for pending -> when
+        self._when: dict[tuple[object, ...], int] = {}
 
     def apply(self, key: OffsetCommitKey, value: OffsetCommitValue | None) -> None:
         per_group = self.offsets.setdefault(key.group_id, {})
+        where = (key.group_id, key.topic, key.partition)
         if value is None:
             per_group.pop((key.topic, key.partition), None)
+            self._when.pop(where, None)
             if not per_group:
                 del self.offsets[key.group_id]
         else:
             per_group[(key.topic, key.partition)] = value
+            self._applied += 1
+            self._when[where] = self._applied
 
-    def of(self, group_id: str) -> dict[tuple[str, int], OffsetCommitValue]:
+    def apply_pending(self, key: PendingOffsetCommitKey, value: OffsetCommitValue | None) -> None:
+        by_group = self.pending.setdefault(key.producer_id, {})
+        per_group = by_group.setdefault(key.group_id, {})
+        where = (key.producer_id, key.group_id, key.topic, key.partition)
+        if value is None:
+            per_group.pop((key.topic, key.partition), None)
+            self._when.pop(where, None)
+            if not per_group:
+                del by_group[key.group_id]
+            if not by_group:
+                del self.pending[key.producer_id]
+        else:
+            per_group[(key.topic, key.partition)] = value
+            self._applied += 1
+            self._when[where] = self._applied
+
+    def of(self, group_id: str) -> dict[Partition, OffsetCommitValue]:
         return self.offsets.get(group_id, {})
+
+    def is_pending(self, group_id: str, partition: Partition) -> bool:
+        """Some open transaction committed an offset for ``partition`` of the group."""
+        return any(partition in by_group.get(group_id, {}) for by_group in self.pending.values())
+
+    def has_pending(self, group_id: str) -> bool:
+        return any(group_id in by_group for by_group in self.pending.values())
+
+    def newer_than_committed(self, producer_id: int, group_id: str, partition: Partition) -> bool:
+        """The producer's pending offset was written after the partition's committed one (or there is none)."""
+        committed = self._when.get((group_id, *partition))
+        return committed is None or self._when[(producer_id, group_id, *partition)] > committed
+
+    def records(self) -> list[Record]:
+        """Records that rebuild the store, committed and pending, in the order they were applied."""
+        entries: list[tuple[int, Record]] = []
+        for group_id, offsets in self.offsets.items():
+            for (topic, partition), value in offsets.items():
+                record = new_offset_commit_record(group_id, topic, partition, value)
+                entries.append((self._when[(group_id, topic, partition)], record))
+        for producer_id, by_group in self.pending.items():
+            for group_id, offsets in by_group.items():
+                for (topic, partition), value in offsets.items():
+                    record = new_pending_offset_record(producer_id, group_id, topic, partition, value)
+                    entries.append((self._when[(producer_id, group_id, topic, partition)], record))
+        return [record for _, record in sorted(entries, key=lambda entry: entry[0])]
 
 
 def _group_for_commit(ctx: Ctx, groups: Groups, req: OffsetCommitRequest) -> None:
@@ -62,19 +130,40 @@ def offset_commit(ctx: Ctx, groups: Groups, req: OffsetCommitRequest) -> OffsetC
     try:
         _group_for_commit(ctx, groups, req)
     except ApiError as exc:
-        return OffsetCommitResponse(
-            topics=tuple((t, tuple((p.partition, exc.code) for p in parts)) for t, parts in req.topics)
-        )
+        return _refused(req.topics, exc.code)
     expire = ctx.now_ms + req.retention_ms if req.retention_ms != -1 else None
-    out: list[tuple[str, tuple[tuple[int, ErrorCode], ...]]] = []
     committed: list[tuple[str, int, int]] = []
-    for topic, partitions in req.topics:
+
+    def write(topic: str, partition: int, value: OffsetCommitValue) -> None:
+        ctx.emit(new_offset_commit_record(req.group_id, topic, partition, value))
+        committed.append((topic, partition, value.offset))
+
+    response = _commit_each(ctx, req.topics, expire, write)
+    if committed:
+        ctx.event(OffsetsCommitted(req.group_id, tuple(committed)))
+    return response
+
+
+def _refused(topics: tuple[tuple[str, tuple[PartitionCommit, ...]], ...], code: ErrorCode) -> OffsetCommitResponse:
+    return OffsetCommitResponse(topics=tuple((t, tuple((p.partition, code) for p in parts)) for t, parts in topics))
+
+
+def _commit_each(
+    ctx: Ctx,
+    topics: tuple[tuple[str, tuple[PartitionCommit, ...]], ...],
+    expire: int | None,
+    write: Callable[[str, int, OffsetCommitValue], None],
+) -> OffsetCommitResponse:
+    """``write`` each partition's offset, answering NONE, or OFFSET_METADATA_TOO_LARGE for metadata over
+    ``offset.metadata.max.bytes`` (nothing written for that partition)."""
+    out: list[tuple[str, tuple[tuple[int, ErrorCode], ...]]] = []
+    limit = ctx.config.offset_metadata_max_bytes
+    for topic, partitions in topics:
         codes: list[tuple[int, ErrorCode]] = []
         for p in partitions:
             metadata = p.metadata or ""
             # Kafka compares Java's String.length(), i.e. UTF-16 code units, despite the setting's name (at most
             # two per character: only a string that might be too long is encoded)
-            limit = ctx.config.offset_metadata_max_bytes
             if 2 * len(metadata) > limit and len(metadata.encode("utf-16-le")) // 2 > limit:
                 codes.append((p.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
                 continue
@@ -85,13 +174,59 @@ def offset_commit(ctx: Ctx, groups: Groups, req: OffsetCommitRequest) -> OffsetC
                 commit_timestamp_ms=ctx.now_ms,
                 expire_timestamp_ms=expire,
             )
-            ctx.emit(new_offset_commit_record(req.group_id, topic, p.partition, value))
-            committed.append((topic, p.partition, p.offset))
+            write(topic, p.partition, value)
             codes.append((p.partition, ErrorCode.NONE))
         out.append((topic, tuple(codes)))
-    if committed:
-        ctx.event(OffsetsCommitted(req.group_id, tuple(committed)))
     return OffsetCommitResponse(topics=tuple(out))
+
+
+def txn_offset_commit(ctx: Ctx, groups: Groups, req: TxnOffsetCommitRequest) -> OffsetCommitResponse:
+    """TxnOffsetCommit: the offsets are validated like a commit (KIP-447: the member's generation or epoch,
+    from version 3) and written pending, per producer, until ``complete_transaction``. Kafka's differences
+    for a transactional commit: a group that does not exist and a generation >= 0 is ILLEGAL_GENERATION, a
+    stale member epoch is ILLEGAL_GENERATION too, and neither an anonymous commit to a group with members
+    nor one during CompletingRebalance is refused."""
+    as_commit = OffsetCommitRequest(
+        group_id=req.group_id,
+        generation_id=req.generation_id,
+        member_id=req.member_id,
+        group_instance_id=req.group_instance_id,
+        topics=req.topics,
+        transactional=True,
+    )
+    try:
+        group = groups.get(req.group_id)
+        if group is None and req.generation_id >= 0:
+            raise ApiError(ErrorCode.ILLEGAL_GENERATION)
+        try:
+            _group_for_commit(ctx, groups, as_commit)
+        except ApiError as exc:
+            if exc.code is ErrorCode.STALE_MEMBER_EPOCH:
+                raise ApiError(ErrorCode.ILLEGAL_GENERATION) from None
+            raise
+    except ApiError as exc:
+        return _refused(req.topics, exc.code)
+
+    def write(topic: str, partition: int, value: OffsetCommitValue) -> None:
+        ctx.emit(new_pending_offset_record(req.producer_id, req.group_id, topic, partition, value))
+
+    return _commit_each(ctx, req.topics, None, write)
+
+
+def complete_transaction(ctx: Ctx, store: OffsetStore, producer_id: int, committed: bool) -> None:
+    """The producer's transaction ended (its marker reached the group coordinator): on commit its pending
+    offsets become the groups' committed offsets — except where an offset was committed after the
+    transactional one —, on abort they are dropped. A producer with nothing pending writes nothing (a
+    marker delivered twice changes nothing)."""
+    for group_id, offsets in sorted(store.pending.get(producer_id, {}).items()):
+        materialised: list[tuple[str, int, int]] = []
+        for (topic, partition), value in sorted(offsets.items()):
+            if committed and store.newer_than_committed(producer_id, group_id, (topic, partition)):
+                ctx.emit(new_offset_commit_record(group_id, topic, partition, value))
+                materialised.append((topic, partition, value.offset))
+            ctx.emit(new_pending_offset_tombstone(producer_id, group_id, topic, partition))
+        if materialised:
+            ctx.event(OffsetsCommitted(group_id, tuple(materialised)))
 
 
 def offset_fetch(groups: Groups, store: OffsetStore, req: OffsetFetchRequest) -> OffsetFetchResponse:
@@ -114,11 +249,14 @@ def offset_fetch(groups: Groups, store: OffsetStore, req: OffsetFetchRequest) ->
         for topic, partitions in req.topics:
             wanted.setdefault(topic, []).extend(partitions)
     topics = []
+    unstable = req.require_stable and store.has_pending(req.group_id)
     for topic, numbers in wanted.items():
         rows = []
         for p in numbers:
             value = committed.get((topic, p))
-            if value is None:
+            if unstable and store.is_pending(req.group_id, (topic, p)):
+                rows.append(FetchedOffset(partition=p, error=ErrorCode.UNSTABLE_OFFSET_COMMIT))
+            elif value is None:
                 rows.append(FetchedOffset(partition=p))
             else:
                 rows.append(
@@ -155,7 +293,8 @@ def offset_delete(ctx: Ctx, groups: Groups, store: OffsetStore, req: OffsetDelet
             elif subscribed is None or topic in subscribed:
                 codes.append((partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
             else:
-                if (topic, partition) in committed and (topic, partition) not in deleted:
+                where = (topic, partition)
+                if (where in committed or store.is_pending(req.group_id, where)) and where not in deleted:
                     ctx.emit(new_offset_tombstone(req.group_id, topic, partition))
                     deleted.append((topic, partition))
                 codes.append((partition, ErrorCode.NONE))
@@ -186,5 +325,5 @@ def expire_offsets(ctx: Ctx, groups: Groups, store: OffsetStore, retention_ms: i
                 ctx.emit(new_offset_tombstone(group_id, topic, partition))
             else:
                 remaining += 1
-        if kind is not None and remaining == 0 and kind.is_empty(group):
+        if kind is not None and remaining == 0 and kind.is_empty(group) and not store.has_pending(group_id):
             kind.delete(ctx, groups, group)

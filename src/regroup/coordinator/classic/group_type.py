@@ -63,8 +63,10 @@ class ClassicGroupType:
             check_identity(group, req.member_id, req.group_instance_id)
             if req.generation_id != group.generation:
                 raise ApiError(ErrorCode.ILLEGAL_GENERATION)
-        elif not group.is_in(ClassicStates.EMPTY):
+        elif not req.transactional and not group.is_in(ClassicStates.EMPTY):
             raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if req.transactional:
+            return  # a transaction's commit: no rebalance check, and it does not keep a session alive
         if group.is_in(ClassicStates.COMPLETING_REBALANCE):
             raise ApiError(ErrorCode.REBALANCE_IN_PROGRESS)
         member = group.members.get(req.member_id)

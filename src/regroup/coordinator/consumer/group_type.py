@@ -63,11 +63,12 @@ class ConsumerGroupType:
     # ---------------------------------------------------------------------------------------- offsets
     def validate_offset_commit(self, ctx: Ctx, group: ConsumerGroup, req: OffsetCommitRequest) -> None:
         """The member's epoch, not a generation, fences commits; a commit from outside an empty group (an
-        admin client) is allowed. A consumer-protocol member commits with OffsetCommit v9 or later."""
+        admin client) is allowed. A consumer-protocol member commits with OffsetCommit v9 or later (any
+        TxnOffsetCommit version)."""
         if req.generation_id < 0 and not group.members:
             return
         member = group.members.get(req.member_id)
-        if member is not None and member.classic is None and req.version < 9:
+        if member is not None and member.classic is None and req.version < 9 and not req.transactional:
             raise ApiError(ErrorCode.UNSUPPORTED_VERSION)
         _check_member_epoch(group, req.member_id, req.generation_id)
 
