@@ -24,7 +24,9 @@ InitProducerId v0–v6. Single node, so the high watermark and the last stable o
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
+import time
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -35,6 +37,7 @@ from regroup.server.limits import TOPIC_NAME
 from regroup.server.topics import TopicStore
 from regroup.storage.format import StorageError
 from regroup.storage.partition_log import AppendRejected, OffsetOutOfRange, PartitionLog
+from regroup.storage.timestamps import stamp_log_append_time
 
 __all__ = ["SPECS", "handle_fetch", "handle_init_producer_id", "handle_list_offsets", "handle_produce"]
 
@@ -77,7 +80,12 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
             if code is ErrorCode.none and plog is None:
                 code = UNKNOWN_TOPIC
             result: tuple[int, int] = (-1, -1)
-            if code is ErrorCode.none and plog is not None:
+            append_time: datetime.datetime | None = None
+            if code is ErrorCode.none and plog is not None and name is not None:
+                if store.configs.policy(name).log_append_time:  # message.timestamp.type=LogAppendTime
+                    now_ms = int(time.time() * 1000)
+                    append_time = datetime.datetime.fromtimestamp(now_ms / 1000, datetime.UTC)
+                    part = _Stamped(part.index, stamp_log_append_time(bytes(part.records or b""), now_ms))
                 code, message, result = _append(plog, part.records, version, sync=request.acks != 0)
             partitions.append(
                 build(
@@ -86,7 +94,7 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
                     index=part.index,
                     error_code=code,
                     base_offset=result[0],
-                    log_append_time=None,
+                    log_append_time=append_time if code is ErrorCode.none else None,
                     log_start_offset=result[1],
                     record_errors=(),
                     error_message=message,
@@ -102,6 +110,16 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
             )
         )
     return build(mod, "ProduceResponse", responses=tuple(responses), throttle_time=NO_THROTTLE)
+
+
+class _Stamped:
+    """A partition's produce data after LogAppendTime stamping."""
+
+    __slots__ = ("index", "records")
+
+    def __init__(self, index: int, records: bytes) -> None:
+        self.index = index
+        self.records = records
 
 
 def _append(
