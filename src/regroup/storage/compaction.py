@@ -193,7 +193,7 @@ def plan(
 ) -> CompactionPlan:
     """What compacting the older segments ``spans`` (oldest first) would write; reads only their files."""
     result = CompactionPlan()
-    cleanable: list[tuple[SegmentSpan, bytes]] = []
+    cleanable: list[SegmentSpan] = []
     latest: dict[bytes, int] = {}
     for span in spans:
         if span.gap:
@@ -213,37 +213,38 @@ def plan(
         if cleanable and len(latest) + len(keys) > max_keys:
             break
         latest.update(keys)
-        cleanable.append((span, data))
+        cleanable.append(span)
     if not cleanable:
         return result
-    result.cleaned_to = cleanable[-1][0].end
-    groups: list[list[tuple[SegmentSpan, bytes]]] = [[]]
+    result.cleaned_to = cleanable[-1].end
+    groups: list[list[SegmentSpan]] = [[]]
     size = 0
-    for item in cleanable:
-        if groups[-1] and size + item[0].size > group_bytes:
+    for span in cleanable:
+        if groups[-1] and size + span.size > group_bytes:
             groups.append([])
             size = 0
-        groups[-1].append(item)
-        size += item[0].size
+        groups[-1].append(span)
+        size += span.size
     for group in groups:
         written = _clean_group(group, latest, now_ms, delete_retention_ms, result)
         if written is not None:
-            result.groups.append(([span.base for span, _ in group], written))
+            result.groups.append(([span.base for span in group], written))
     return result
 
 
 def _clean_group(
-    group: list[tuple[SegmentSpan, bytes]],
+    group: list[SegmentSpan],
     latest: dict[bytes, int],
     now_ms: int,
     delete_retention_ms: int,
     result: CompactionPlan,
 ) -> bytes | None:
-    """The group's segments rewritten as one, or ``None`` when nothing would change."""
+    """The group's segments (read again) rewritten as one, or ``None`` when nothing would change."""
     out: list[bytes] = []
     hole: tuple[int, int] | None = None  # (first offset, count) covered by batches that vanished
     changed = len(group) > 1
-    for _, data in group:
+    for span in group:
+        data = read_file(span.path)
         result.bytes_before += len(data)
         for pos, h in _batches(data):
             if h.record_count == 0:  # an empty batch from an earlier pass: it joins the hole it is part of
