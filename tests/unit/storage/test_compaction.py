@@ -217,3 +217,20 @@ def test_delete_records_moves_the_log_start_durably(tmp_path: Path) -> None:
     assert plog.log_start_offset == 13
     assert [o for o, _, _ in _records(plog)] == list(range(13, 20))
     assert plog.offset_for_timestamp(0) == (BASE_TS, 13)
+
+
+def test_a_crash_at_any_step_of_retention_leaves_a_log_that_opens(tmp_path: Path) -> None:
+    """Retention deletes the oldest segment files one by one: every prefix deleted is a log that opens, starts
+    at the first file left and serves everything after it."""
+    plog = _open(tmp_path / "p", segment_bytes=150)
+    _fill(plog, [[(i, i)] for i in range(20)])
+    bases = [span.base for span in plog.older_segments()] + [plog.older_segments()[-1].end]  # the active one last
+    plog.close()
+    assert len(bases) > 2
+    for deleted in range(len(bases)):
+        for base in bases[:deleted]:
+            (tmp_path / "p" / segment_name(base)).unlink(missing_ok=True)
+        plog = _open(tmp_path / "p", segment_bytes=150)
+        assert plog.log_start_offset == bases[deleted]
+        assert [o for o, _, _ in _records(plog)] == list(range(bases[deleted], 20))
+        plog.close()

@@ -53,7 +53,7 @@ def test_bad_values_are_refused_with_a_message(name: str, given: str, why: str) 
 
 
 def test_checks_across_configs() -> None:
-    with pytest.raises(ConfigError, match="min.compaction.lag.ms"):
+    with pytest.raises(ConfigError, match=r"min\.compaction\.lag\.ms"):
         validate_topic_configs({"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"})
 
 
