@@ -244,6 +244,11 @@ def test_compaction_keeps_the_latest_value_per_key_and_drops_old_tombstones(serv
     assert by_key[b"k0"] == [None]  # the tombstone is still there (delete.retention.ms not passed)
     offsets = [m.offset() for m in got]
     assert offsets == sorted(set(offsets))
+    producer = Producer({"bootstrap.servers": f"127.0.0.1:{server.port}"})
+    keyless: list[Any] = []
+    producer.produce("compacted", value=b"no key", partition=0, on_delivery=lambda e, m: keyless.append(e))
+    producer.flush(10)
+    assert [e.code() for e in keyless] == [confluent_kafka.KafkaError.INVALID_RECORD]
     time.sleep(max(0.0, tombstone_written + 4.2 - time.monotonic()))
     _produce(server, "compacted", [(b"late", b"x" * 200) for _ in range(3)])
     time.sleep(0.6)

@@ -39,7 +39,16 @@ from regroup.storage.batches import HEADER, BatchHeader, check_batch
 from regroup.storage.files import read_file
 from regroup.storage.partition_log import PartitionLog, SegmentSpan
 
-__all__ = ["DEFAULT_MAX_KEYS", "CompactionPlan", "CompactionResult", "apply", "compact", "empty_batch", "plan"]
+__all__ = [
+    "DEFAULT_MAX_KEYS",
+    "CompactionPlan",
+    "CompactionResult",
+    "apply",
+    "compact",
+    "empty_batch",
+    "has_keyless_record",
+    "plan",
+]
 
 DEFAULT_MAX_KEYS = 4_000_000
 LOG_APPEND_TIME = 0x08
@@ -147,6 +156,21 @@ def _decoded(data: bytes, pos: int, h: BatchHeader) -> tuple[bytes, list[_Record
         return body, _records(h, body)
     except (ValueError, IndexError, zlib.error):
         return None
+
+
+def has_keyless_record(records: bytes) -> bool:
+    """Whether produce data holds a record without a key (Kafka refuses those in a compacted topic). Batches
+    that are not sound or not readable here are not looked into (the append judges the former)."""
+    pos = 0
+    while pos < len(records):
+        checked = check_batch(records, pos)
+        if isinstance(checked, str):
+            return False
+        decoded = _decoded(records, pos, checked)
+        if decoded is not None and any(r.key is None for r in decoded[1]):
+            return True
+        pos += checked.size
+    return False
 
 
 def _batches(data: bytes) -> Iterator[tuple[int, BatchHeader]]:
