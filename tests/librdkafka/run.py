@@ -9,7 +9,7 @@ or a local repository) at ``$LIBRDKAFKA_REF``, then runs each chosen test agains
 test's output goes to ``<cache>/results/<protocol>/<test>.log``; the summary (one line per test: passed,
 failed or skipped, seconds, the first failure line) is printed and written as JSON next to the logs.
 
-    python tests/librdkafka/run.py [--protocol classic|consumer|both] [--tests 0018,0030,...] [--timeout 300]
+    python tests/librdkafka/run.py [--protocol classic|consumer|both] [--tests 0018,0030,...] [--timeout 1200]
 
 Needs git, a C/C++ compiler and make (libssl-dev and zlib1g-dev for TLS and gzip, optional). The default
 tests are the suite's consumer-group, offset and rebalance tests that use a real broker (the mock-cluster
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tests/librdkafka/run.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--tests", default=DEFAULT_TESTS, help="comma-separated test numbers")
     parser.add_argument("--protocol", choices=("classic", "consumer", "both"), default="both")
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per test")
+    parser.add_argument("--timeout", type=float, default=1200.0, help="seconds per test (0113 takes about 11 minutes)")
     args = parser.parse_args(argv)
     if shutil.which("git") is None or shutil.which("make") is None:
         print("librdkafka-tests: needs git and make", file=sys.stderr)
