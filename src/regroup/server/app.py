@@ -4,7 +4,8 @@ events as they happen, serves Prometheus metrics with ``--metrics-port``, and sh
 accepting, drop connections, flush and close the logs) when asked or when the log fails.
 
 Data directory layout: ``coordinator/`` holds the coordinator's record log (docs/storage.md), ``topics/`` the
-embedded partition log (``server/topics.py``; an in-memory stand-in while that module is not installed).
+embedded partition log (``server/topics.py``; an in-memory stand-in while that module is not installed),
+``transactions/`` the transaction coordinator's record log (``server/txn_runtime.py``).
 """
 
 from __future__ import annotations
@@ -38,10 +39,13 @@ from regroup.server.runtime import CoordinatorRuntime, Uuid4Ids, wall_ms
 from regroup.server.scrape import ScrapeSources, scrape
 from regroup.server.topics import DEFAULT_MAX_PARTITIONS, DEFAULT_MAX_PARTITIONS_PER_TOPIC
 from regroup.server.topics import TopicStore as PartitionTopicStore
+from regroup.server.txn_runtime import TransactionRuntime
 from regroup.storage.coordinator_log import CoordinatorLog
 from regroup.storage.format import CorruptLogError, StorageError
 from regroup.storage.handles import DEFAULT_CAPACITY, capacity_for_limit
 from regroup.storage.record_log import FsyncPolicy, LogLockedError
+from regroup.storage.transaction_log import TransactionLog
+from regroup.transactions.results import TxnConfig
 
 log = logging.getLogger("regroup.server")
 
@@ -81,6 +85,7 @@ class ServerConfig:
     #: segment files held open at once (lowered to a quarter of the descriptor limit, RLIMIT_NOFILE)
     max_open_segment_files: int = DEFAULT_CAPACITY
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
+    transactions: TxnConfig = field(default_factory=TxnConfig)
 
 
 @dataclass(slots=True)
@@ -94,6 +99,7 @@ class ServerBroker:
     api_specs: dict[int, ApiSpec]
     auto_create_topics: bool = True
     default_partitions: int = 1
+    transactions: TransactionRuntime | None = None
 
 
 def open_topic_store(directory: Path, cfg: ServerConfig) -> PartitionTopicStore:
@@ -115,6 +121,7 @@ class Server:
         self._listener: asyncio.Server | None = None
         self._runtime: CoordinatorRuntime | None = None
         self._topics: PartitionTopicStore | None = None
+        self._transactions: TransactionRuntime | None = None
         self._syncer: asyncio.Task[None] | None = None
         self._events: GroupEvents | None = None
         self._dispatcher: Dispatcher | None = None
@@ -156,6 +163,7 @@ class Server:
         )
         self._feed_image()
         self._topics.on_change = self._feed_image
+        self._transactions = await self._start_transactions(self._topics)
         if cfg.events is not None:
             events_path = cfg.events
             self._events = _guard_startup(f"cannot open {events_path}", lambda: GroupEvents(events_path))
@@ -199,6 +207,7 @@ class Server:
             api_specs=load_specs(),
             auto_create_topics=cfg.auto_create_topics,
             default_partitions=cfg.default_partitions,
+            transactions=self._transactions,
         )
         self._dispatcher = Dispatcher(broker, broker.api_specs, request_metrics, cfg.id_limits)
         if self._scrape_sources is not None:
@@ -224,6 +233,25 @@ class Server:
             len(broker.api_specs),
             "off" if self._metrics is None else f"http://{self._metrics.host}:{self.metrics_port}/metrics",
         )
+
+    async def _start_transactions(self, topics: PartitionTopicStore) -> TransactionRuntime:
+        """Load the transaction coordinator and finish what it left preparing, before the port opens."""
+        cfg = self.config
+        directory = cfg.data_dir / "transactions"
+        tlog = _guard_startup(
+            "cannot open the transaction log",
+            lambda: TransactionLog.open(directory, fsync=cfg.fsync, snapshot_every=cfg.snapshot_every),
+            _repair_hint_for(cfg),
+        )
+        try:
+            runtime = TransactionRuntime.load(tlog, topics, config=cfg.transactions, on_fatal=self._fatal)
+        except BaseException as exc:
+            tlog.close()
+            if isinstance(exc, (StorageError, ValueError)):
+                raise StartupError(f"cannot load the transaction log: {exc}{_repair_hint(cfg, exc)}") from None
+            raise
+        await runtime.start()
+        return runtime
 
     def _new_connection(self) -> Connection:
         """The protocol of a connection just accepted (``loop.create_server``'s factory)."""
@@ -326,6 +354,9 @@ class Server:
         if self._runtime is not None:
             await self._runtime.close()
             self._runtime = None
+        if self._transactions is not None:
+            await self._transactions.close()
+            self._transactions = None
         if self._topics is not None:
             self._topics.close()
             self._topics = None
