@@ -85,6 +85,7 @@ from regroup.assignors.consumer_protocol import (
 )
 from regroup.assignors.spec import GroupSpec, MemberSubscription
 from regroup.coordinator.config import CoordinatorConfig
+from regroup.coordinator.consumer.group import ConsumerGroup
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.model.cluster import ClusterImage, TopicImage, topic_id_for
 from regroup.protocol.classic import HeartbeatRequest, HeartbeatResponse
@@ -130,6 +131,12 @@ TopicIds = dict[str, tuple[uuid.UUID, int]]  # name -> (topic id, partitions)
 
 # ---------------------------------------------------------------------------------------------------------------
 # group state as records
+
+
+def _consumer_group(coordinator: GroupCoordinator, group_id: str) -> ConsumerGroup:
+    group = coordinator.groups.typed(group_id, ConsumerGroup)
+    assert group is not None, group_id
+    return group
 
 
 def member_ids(prefix: str, n: int) -> list[str]:
@@ -319,7 +326,7 @@ def core_heartbeats(members: int, rounds: int, join_members: int, profile: bool)
     first = kip.consumer_group_heartbeat(kip_requests[0], key, now).response_for(key)
     first_ms = (time.perf_counter() - t0) * 1e3
     assert isinstance(first, ConsumerGroupHeartbeatResponse) and first.error.value == 0, first
-    assert first.member_epoch == EPOCH and kip.consumer_groups["kip848"].group_epoch == EPOCH
+    assert first.member_epoch == EPOCH and _consumer_group(kip, "kip848").group_epoch == EPOCH
     kip_ns: list[int] = []
     classic_ns: list[int] = []
     kip_s = classic_s = 0.0
@@ -349,7 +356,7 @@ def core_heartbeats(members: int, rounds: int, join_members: int, profile: bool)
             if not isinstance(cresp, HeartbeatResponse) or cresp.error.value:
                 raise AssertionError(f"classic heartbeat: {cresp}")
         classic_s += (perf() - started) / 1e9
-    assert kip.consumer_groups["kip848"].state().value == "Stable"
+    assert _consumer_group(kip, "kip848").state().value == "Stable"
     out: dict[str, Any] = {
         "members": members,
         "partitions": sum(TOPICS.values()),
@@ -396,7 +403,7 @@ def core_join(members: int, profile: bool) -> dict[str, Any]:
     join_ms = (time.perf_counter() - t0) * 1e3
     resp = result.response_for(2)
     assert isinstance(resp, ConsumerGroupHeartbeatResponse) and resp.error.value == 0, resp
-    group = c.consumer_groups["join"]
+    group = _consumer_group(c, "join")
     out: dict[str, Any] = {
         "members_before": members,
         "join_heartbeat_ms": round(join_ms, 1),

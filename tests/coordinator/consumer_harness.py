@@ -47,8 +47,16 @@ from regroup.records.consumer import (
     ConsumerGroupTargetAssignmentMetadataValue,
     PartitionSet,
 )
-from regroup.records.model import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue, Record
+from regroup.records.model import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    PendingOffsetCommitKey,
+    Record,
+)
 from tests.coordinator.harness import GROUP, GroupHarness
+from tests.group_views import consumer_groups
 
 REBALANCE_MS = 5_000
 Named = Mapping[str, Sequence[int]]
@@ -148,6 +156,10 @@ def line(record: Record, names: Mapping[str, str] | None = None) -> str:
                 f"group generation={value.generation} protocol={value.protocol_name} leader={n(value.leader)} "
                 f"members={members or '-'}"
             )
+    elif isinstance(key, PendingOffsetCommitKey):
+        head = f"pending offset {key.topic}-{key.partition} of producer {key.producer_id}"
+        if isinstance(value, OffsetCommitValue):
+            return f"{head}={value.offset}"
     elif isinstance(key, OffsetCommitKey):
         head = f"offset {key.topic}-{key.partition}"
         if isinstance(value, OffsetCommitValue):
@@ -181,7 +193,7 @@ class ConsumerHarness(GroupHarness):
         return lines(self.last.records, names)
 
     def cg(self, group_id: str | None = None) -> ConsumerGroup:
-        return self.coordinator.consumer_groups[self._gid(group_id)]
+        return consumer_groups(self.coordinator)[self._gid(group_id)]
 
     def cmember(self, member_id: str, group_id: str | None = None) -> ConsumerGroupMember:
         return self.cg(group_id).members[member_id]

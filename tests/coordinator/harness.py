@@ -42,11 +42,15 @@ from regroup.protocol.classic import (
 from regroup.protocol.offsets import (
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
     PartitionCommit,
+    TxnOffsetCommitRequest,
 )
 from regroup.records.model import Record
+from tests.group_views import classic_groups
 
 Protocols = tuple[tuple[str, bytes], ...]
 
@@ -154,7 +158,7 @@ class GroupHarness:
         return Call(self, key)
 
     def _existing(self, group_id: str, member_id: str) -> ClassicGroupMember | None:
-        group = self.coordinator.groups.get(group_id)
+        group = classic_groups(self.coordinator).get(group_id)
         return None if group is None else group.members.get(member_id)
 
     def mark(self) -> int:
@@ -175,10 +179,11 @@ class GroupHarness:
         return self.sleep(t_ms - self.now_ms)
 
     def group(self, group_id: str | None = None) -> ClassicGroup:
-        return self.coordinator.groups[self._gid(group_id)]
+        return classic_groups(self.coordinator)[self._gid(group_id)]
 
     def has_group(self, group_id: str | None = None) -> bool:
-        return self._gid(group_id) in self.coordinator.groups
+        """A classic group has the id."""
+        return self._gid(group_id) in classic_groups(self.coordinator)
 
     @property
     def state(self) -> ClassicGroupState:
@@ -360,8 +365,50 @@ class GroupHarness:
         assert isinstance(response, OffsetFetchResponse)
         return response
 
-    def describe(self, *group_ids: str) -> tuple[DescribedGroup, ...]:
-        response = self._submit(self.coordinator.describe_groups, list(group_ids or [self.group_id])).response
+    def txn_commit(
+        self,
+        producer_id: int,
+        offsets: Mapping[tuple[str, int], int],
+        *,
+        member_id: str = "",
+        generation: int = -1,
+        group_id: str | None = None,
+    ) -> OffsetCommitResponse:
+        """TxnOffsetCommit of ``{(topic, partition): offset}`` inside ``producer_id``'s transaction."""
+        by_topic: dict[str, list[PartitionCommit]] = {}
+        for (topic, partition), offset in offsets.items():
+            by_topic.setdefault(topic, []).append(PartitionCommit(partition=partition, offset=offset))
+        request = TxnOffsetCommitRequest(
+            transactional_id=f"txn-{producer_id}",
+            group_id=self._gid(group_id),
+            producer_id=producer_id,
+            producer_epoch=0,
+            generation_id=generation,
+            member_id=member_id,
+            topics=tuple((t, tuple(ps)) for t, ps in by_topic.items()),
+        )
+        response = self._submit(self.coordinator.txn_offset_commit, request).response
+        assert isinstance(response, OffsetCommitResponse)
+        return response
+
+    def end_txn(self, producer_id: int, committed: bool) -> Result:
+        """The transaction's marker reaches the group coordinator."""
+        return self._collect(self.coordinator.complete_transaction(producer_id, committed, self.now_ms))
+
+    def delete_offsets(
+        self, partitions: Mapping[str, Sequence[int]], *, group_id: str | None = None
+    ) -> OffsetDeleteResponse:
+        request = OffsetDeleteRequest(
+            group_id=self._gid(group_id), topics=tuple((t, tuple(ps)) for t, ps in partitions.items())
+        )
+        response = self._submit(self.coordinator.offset_delete, request).response
+        assert isinstance(response, OffsetDeleteResponse)
+        return response
+
+    def describe(self, *group_ids: str, version: int = 5) -> tuple[DescribedGroup, ...]:
+        key = next(self._keys)
+        self._collect(self.coordinator.describe_groups(list(group_ids or [self.group_id]), key, self.now_ms, version))
+        response = Call(self, key).response
         assert isinstance(response, tuple)
         return response
 

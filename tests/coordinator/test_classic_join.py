@@ -133,7 +133,7 @@ def test_C06_empty_group_id_is_invalid() -> None:
     then INVALID_GROUP_ID and nothing is created."""
     h = GroupHarness()
     assert h.join("", group_id="").response.error is E.INVALID_GROUP_ID
-    assert h.coordinator.groups == {}
+    assert len(h.coordinator.groups) == 0
     assert h.records == []
 
 

@@ -13,6 +13,7 @@ from regroup.model.errors import ErrorCode
 from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest
 from regroup.protocol.offsets import OffsetFetchRequest, OffsetFetchResponse
 from tests.coordinator.consumer_harness import ConsumerHarness, lines, named
+from tests.group_views import consumer_groups
 
 SESSION_MS = 45_000
 ALL = "foo=0,1,2,3,4,5"
@@ -69,7 +70,7 @@ def test_k02_join_validation(h: ConsumerHarness, kwargs: dict[str, object], mess
     assert response.error is ErrorCode.INVALID_REQUEST
     assert response.error_message == message
     assert h.records == []
-    assert "group" not in h.coordinator.consumer_groups
+    assert "group" not in consumer_groups(h.coordinator)
 
 
 def test_k02_join_with_null_partitions_is_invalid(h: ConsumerHarness) -> None:
@@ -151,7 +152,7 @@ def test_k04_unsupported_assignor(h: ConsumerHarness) -> None:
     then UNSUPPORTED_ASSIGNOR, no group and nothing written."""
     response = h.hb("", 0, topics=["foo"], assignor="sticky")
     assert response.error is ErrorCode.UNSUPPORTED_ASSIGNOR
-    assert "group" not in h.coordinator.consumer_groups
+    assert "group" not in consumer_groups(h.coordinator)
     assert h.records == []
 
 
@@ -554,7 +555,7 @@ def test_delete_consumer_group(h: ConsumerHarness) -> None:
     h.hb(a, -1)
     assert h.delete_groups("group").results == (("group", ErrorCode.NONE),)
     assert h.written() == ["delete offset foo-0", "delete target-epoch", "delete subscription", "delete epoch"]
-    assert "group" not in h.coordinator.consumer_groups
+    assert "group" not in consumer_groups(h.coordinator)
     assert h.coordinator.hard_state()["consumer_groups"] == {}
 
 

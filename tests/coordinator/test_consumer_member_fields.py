@@ -10,6 +10,7 @@ import pytest
 
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState
 from regroup.coordinator.consumer.replay import replay
+from regroup.coordinator.groups import Groups
 from regroup.records.builders import new_consumer_group_member_metadata_record
 from regroup.records.consumer import (
     MEMBER_METADATA_FIELDS,
@@ -59,9 +60,11 @@ def test_the_metadata_fields_are_the_records_and_the_members() -> None:
 
 def test_a_written_metadata_record_replays_to_the_same_metadata() -> None:
     member = every_field_set()
-    groups: dict[str, ConsumerGroup] = {}
+    groups = Groups()
     replay(groups, new_consumer_group_member_metadata_record("g", "m", member.metadata_value()))
-    replayed = groups["g"].members["m"]
+    group = groups.typed("g", ConsumerGroup)
+    assert group is not None
+    replayed = group.members["m"]
     for name in MEMBER_METADATA_FIELDS:
         assert getattr(replayed, name) == getattr(member, name), name
     assert not replayed.metadata_differs(member)

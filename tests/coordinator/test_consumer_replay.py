@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMemberState
 from regroup.model.errors import ErrorCode
 from tests.coordinator.consumer_harness import ConsumerHarness, named, subscription
+from tests.group_views import consumer_groups
 
 TOPIC_SETS = (["foo"], ["foo", "bar"], ["bar"])
 
@@ -40,11 +41,11 @@ class Driver:
         self.instances = iter(f"i{n}" for n in range(1000))
 
     def consumer_members(self) -> list[str]:
-        group = self.h.coordinator.consumer_groups.get("group")
+        group = consumer_groups(self.h.coordinator).get("group")
         return [] if group is None else [m for m, x in group.members.items() if x.classic is None]
 
     def classic_members_in_cg(self) -> list[str]:
-        group = self.h.coordinator.consumer_groups.get("group")
+        group = consumer_groups(self.h.coordinator).get("group")
         return [] if group is None else [m for m, x in group.members.items() if x.classic is not None]
 
     def step(self) -> None:
@@ -68,7 +69,7 @@ class Driver:
                 "commit",
             ]
         )
-        group = h.coordinator.consumer_groups.get("group")
+        group = consumer_groups(h.coordinator).get("group")
         members = self.consumer_members()
         if action == "join":
             instance = next(self.instances) if rng.random() < 0.3 else None
@@ -97,7 +98,7 @@ class Driver:
             if call.done and call.response.error is ErrorCode.MEMBER_ID_REQUIRED:
                 again = h.join(call.response.member_id, protocols=(("range", subscription(["foo"])),), instance_id=None)
                 h.sleep(0)
-                if again.done and again.response.error is ErrorCode.NONE and "group" in h.coordinator.consumer_groups:
+                if again.done and again.response.error is ErrorCode.NONE and "group" in consumer_groups(h.coordinator):
                     h.sync(again.response.member_id, again.response.generation_id, instance_id=None)
         elif action == "classic-heartbeat" and group is not None:
             classic = self.classic_members_in_cg()
@@ -117,7 +118,7 @@ class Driver:
         elif action == "commit" and members and group is not None:
             m = group.members[rng.choice(members)]
             h.commit(m.member_id, m.member_epoch, {("foo", 0): rng.randint(0, 100)})
-        group = h.coordinator.consumer_groups.get("group")
+        group = consumer_groups(h.coordinator).get("group")
         if group is not None:
             check_invariants(group)
 

@@ -16,6 +16,7 @@ from regroup.model.errors import ErrorCode
 from regroup.protocol.classic import LeavingMember
 from tests.coordinator.consumer_harness import ConsumerHarness, lines, named, subscription
 from tests.coordinator.harness import Formed
+from tests.group_views import consumer_groups
 
 COOP = "cooperative-sticky"
 
@@ -173,7 +174,7 @@ def test_x04_empty_classic_group_replaced_offsets_kept() -> None:
     assert h.has_group()
     joined = h.hb("", 0, topics=["foo"])
     assert joined.error is ErrorCode.NONE
-    assert not h.has_group() and "group" in h.coordinator.consumer_groups
+    assert not h.has_group() and "group" in consumer_groups(h.coordinator)
     assert h.written({joined.member_id or "": "A"}) == [
         "delete group",
         "member A foo",
@@ -328,7 +329,7 @@ def test_x12_downgrade_when_last_consumer_member_leaves() -> None:
     new = h.hb("", 0, topics=["foo"])
     epoch = h.cg().group_epoch
     h.hb(new.member_id or "", -1)
-    assert "group" not in h.coordinator.consumer_groups
+    assert "group" not in consumer_groups(h.coordinator)
     _tombstones_then_group(
         h.written(_names(formed, A=new.member_id)),
         _deleted("C0", "C1", "A"),
@@ -360,7 +361,7 @@ def test_x13_no_downgrade_when_blocked() -> None:
         second = h.join(second.member_id, protocols=_protocols(), instance_id=None).response
         assert second.error is ErrorCode.NONE, second
         h.hb(new.member_id or "", -1)
-        assert "group" in h.coordinator.consumer_groups, overrides
+        assert "group" in consumer_groups(h.coordinator), overrides
         assert h.written({new.member_id or "": "A"}) == [
             "delete current A",
             "delete target A",
@@ -386,9 +387,9 @@ def test_x14_downgrade_on_session_expiry() -> None:
         h.sleep(5_000)
         for m in formed.members:
             h.heartbeat(m, h.cmember(m).member_epoch, instance_id=None)
-    assert "group" in h.coordinator.consumer_groups
+    assert "group" in consumer_groups(h.coordinator)
     h.sleep(5_000)  # 45 s after the join
-    assert "group" not in h.coordinator.consumer_groups
+    assert "group" not in consumer_groups(h.coordinator)
     written = h.written(_names(formed, A=silent.member_id))
     assert written[-1].startswith("group generation=4 ")
     assert sorted(written[:-1]) == sorted(_deleted("C0", "C1", "A"))
@@ -411,7 +412,7 @@ def test_x15_static_consumer_member_replaced_by_classic_member() -> None:
     mark = h.mark()
     response = h.join("", instance_id="i1", protocols=_protocols()).response
     assert response.error is ErrorCode.NONE
-    assert "group" not in h.coordinator.consumer_groups
+    assert "group" not in consumer_groups(h.coordinator)
     group = h.group()
     assert group.state is ClassicGroupState.STABLE
     assert group.members[response.member_id].assignment == encode_assignment(ConsumerProtocolAssignment(partitions={}))
@@ -442,7 +443,7 @@ def test_x15_static_replacement_rebalances_when_a_target_is_held_by_nobody() -> 
     mark = h.mark()
     response = h.join("", instance_id="i1", protocols=_protocols()).response
     assert response.error is ErrorCode.NONE
-    assert "group" not in h.coordinator.consumer_groups
+    assert "group" not in consumer_groups(h.coordinator)
     _tombstones_then_group(
         lines(h.records_since(mark), {static: "A", response.member_id: "C"}),
         _deleted("A"),
@@ -474,7 +475,7 @@ def test_x15_static_replacement_rebalances_when_the_topics_grew() -> None:
     mark = h.mark()
     response = h.join("", instance_id="i1", protocols=_protocols()).response
     assert response.error is ErrorCode.NONE
-    assert "group" not in h.coordinator.consumer_groups
+    assert "group" not in consumer_groups(h.coordinator)
     assert h.group().state is ClassicGroupState.PREPARING_REBALANCE
     _tombstones_then_group(
         lines(h.records_since(mark), {static: "A", response.member_id: "C"}),
@@ -497,7 +498,7 @@ def test_x16_classic_join_replaces_empty_consumer_group() -> None:
     mark = h.mark()
     call = h.join_new(protocols=_protocols())
     h.sleep(0)
-    assert "group" not in h.coordinator.consumer_groups
+    assert "group" not in consumer_groups(h.coordinator)
     assert h.has_group()
     assert call.response.error is ErrorCode.NONE  # initial delay 0: completes at once
     member = call.response.member_id

@@ -8,6 +8,7 @@ from regroup.coordinator.classic.group import ClassicGroupState
 from regroup.model.errors import ErrorCode
 from tests.coordinator.consumer_harness import ConsumerHarness
 from tests.coordinator.test_migration import classic_group
+from tests.group_views import consumer_groups
 
 
 def test_a_consumer_join_on_a_full_classic_group_is_refused_before_the_upgrade() -> None:
@@ -28,7 +29,7 @@ def test_a_consumer_join_on_a_full_classic_group_is_refused_before_the_upgrade()
     assert response.error is ErrorCode.GROUP_MAX_SIZE_REACHED
     assert response.error_message == "The consumer group has reached its maximum capacity of 2 members."
     assert h.records_since(mark) == []
-    assert h.coordinator.consumer_groups == {}
+    assert consumer_groups(h.coordinator) == {}
     assert h.group() is group
     assert group.state is ClassicGroupState.STABLE
     assert (group.generation, group.members) == (generation, members)

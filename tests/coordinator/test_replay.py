@@ -36,6 +36,7 @@ from regroup.records.model import (
     Record,
 )
 from tests.coordinator.harness import Call, GroupHarness
+from tests.group_views import classic_groups
 
 # ------------------------------------------------------------------------------------------- serde
 int32 = st.integers(-(2**31), 2**31 - 1)
@@ -129,7 +130,7 @@ class RandomRun:
         return self.h.coordinator
 
     def _group(self, gid: str) -> ClassicGroup | None:
-        return self.live.groups.get(gid)
+        return classic_groups(self.live).get(gid)
 
     def _member_id(self, gid: str) -> str | None:
         """An existing member mostly, sometimes a stale or made-up id."""
@@ -299,7 +300,7 @@ class RandomRun:
     # ---------------------------------------------------------------------------------- invariants
     def check_step(self) -> None:
         live = self.live
-        for gid, group in live.groups.items():
+        for gid, group in classic_groups(live).items():
             previous = self.generations.get(gid)
             if previous is not None and previous[0] is group:
                 assert group.generation >= previous[1], f"{gid}: generation went back"
@@ -315,7 +316,7 @@ class RandomRun:
                 continue
             assert _without_timestamp(group.to_record_value()) == _without_timestamp(persisted), gid
         for gid in list(self.generations):
-            if gid not in live.groups:
+            if gid not in classic_groups(live):
                 del self.generations[gid]
 
     def check_replay(self) -> None:
@@ -325,7 +326,7 @@ class RandomRun:
         decoded = [serde.decode(serde.encode(r)) for r in self.h.records]
         assert decoded == self.h.records
         for gid, value in rebuilt.persisted.items():
-            group = rebuilt.groups[gid]
+            group = classic_groups(rebuilt)[gid]
             if len(value.members) > self.h.config.group_max_size:
                 assert group.state is ClassicGroupState.PREPARING_REBALANCE  # over the limit: rebalance on load (G02)
             else:
@@ -347,11 +348,11 @@ class RandomRun:
         """Let time run (nobody heartbeats): every group ends without members and every parked request of
         the current coordinator has been answered."""
         for _ in range(200):
-            if not any(g.members or g.pending_join_members for g in self.live.groups.values()):
+            if not any(g.members or g.pending_join_members for g in classic_groups(self.live).values()):
                 break
             self.h.sleep(20_000)
             self.check_step()
-        assert not any(g.members for g in self.live.groups.values())
+        assert not any(g.members for g in classic_groups(self.live).values())
         assert all(call.done for call in self.waiting)
         self.check_replay()
 

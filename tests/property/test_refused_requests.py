@@ -54,8 +54,15 @@ from regroup.protocol.classic import (
     SyncGroupRequest,
 )
 from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest
-from regroup.protocol.offsets import OffsetCommitRequest, OffsetFetchRequest, PartitionCommit
+from regroup.protocol.offsets import (
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
+    PartitionCommit,
+    TxnOffsetCommitRequest,
+)
 from regroup.records.model import Record
+from tests.group_views import classic_groups, consumer_groups
 
 GROUPS = ("g", "h")
 TOPICS = {"foo": 4, "bar": 2}
@@ -91,9 +98,10 @@ def state_of(coordinator: GroupCoordinator) -> Any:
     }
     return dump(
         {
-            "classic": coordinator.groups,
-            "consumer": coordinator.consumer_groups,
+            "classic": classic_groups(coordinator),
+            "consumer": consumer_groups(coordinator),
             "offsets": coordinator.offsets.offsets,
+            "pending_offsets": coordinator.offsets.pending,
             "persisted": coordinator.persisted,
             "persisted_consumer": coordinator.persisted_consumer,
             "timers": deadlines,
@@ -185,14 +193,14 @@ class Driver:
                     assert parts <= mine, event
                     mine -= parts
         c = self.coordinator
-        actual = {("classic", g): set(group.members) for g, group in c.groups.items()}
-        actual.update({("consumer", g): set(group.members) for g, group in c.consumer_groups.items()})
+        actual = {("classic", g): set(group.members) for g, group in classic_groups(c).items()}
+        actual.update({("consumer", g): set(group.members) for g, group in consumer_groups(c).items()})
         assert told == actual
         holding = {
             (g, m.member_id): {
                 (t, p) for parts in (m.assigned, m.pending_revocation) for t, ps in parts.items() for p in ps
             }
-            for g, group in c.consumer_groups.items()
+            for g, group in consumer_groups(c).items()
             for m in group.members.values()
         }
         assert {k: v for k, v in held.items() if v} == {k: v for k, v in holding.items() if v}
@@ -229,6 +237,7 @@ class Driver:
                 [
                     *("join", "join", "sync", "heartbeat", "leave", "cg", "cg", "cg"),
                     *("commit", "fetch", "delete", "describe", "list", "time", "topics"),
+                    *("txn-commit", "end-txn", "offset-delete"),
                 ]
             )
         )
@@ -296,8 +305,29 @@ class Driver:
                 version=self.draw(st.sampled_from([9, 7])),
             )
             self.request(c.offset_commit, commit)
+        elif kind == "txn-commit":
+            member_id = self.member()
+            txn = TxnOffsetCommitRequest(
+                transactional_id="txn",
+                group_id=self.group(),
+                producer_id=self.draw(st.sampled_from([1, 2])),
+                producer_epoch=0,
+                generation_id=self.draw(st.sampled_from([self.epoch_of(member_id), -1])),
+                member_id=member_id,
+                topics=(("foo", (PartitionCommit(partition=1, offset=self.draw(st.integers(0, 9))),)),),
+            )
+            self.request(c.txn_offset_commit, txn)
+        elif kind == "end-txn":
+            producer_id, committed = self.draw(st.sampled_from([1, 2])), self.draw(st.booleans())
+            self.collect(c.advance(self.now))
+            self.collect(c.complete_transaction(producer_id, committed, self.now))
+            assert producer_id not in c.offsets.pending
+        elif kind == "offset-delete":
+            delete = OffsetDeleteRequest(group_id=self.group(), topics=(("foo", (0, 1)), ("bar", (0,))))
+            self.request(c.offset_delete, delete)
         elif kind == "fetch":
-            self.request(c.offset_fetch, OffsetFetchRequest(group_id=self.group()))
+            stable = self.draw(st.booleans())
+            self.request(c.offset_fetch, OffsetFetchRequest(group_id=self.group(), require_stable=stable))
         elif kind == "delete":
             self.request(c.delete_groups, [self.group()])
         elif kind == "describe":
@@ -311,7 +341,7 @@ class Driver:
         action = self.draw(st.sampled_from(["join", "join", "beat", "beat", "leave", "static-leave"]))
         epoch = {"join": 0, "beat": self.epoch_of(member_id), "leave": -1, "static-leave": -2}[action]
         joining = action == "join"
-        held = self.coordinator.consumer_groups.get(GROUPS[0])
+        held = consumer_groups(self.coordinator).get(GROUPS[0])
         owned: tuple[tuple[uuid.UUID, tuple[int, ...]], ...] | None = None
         if not joining and held is not None and member_id in held.members:
             owned = tuple((t, tuple(sorted(ps))) for t, ps in held.members[member_id].assigned.items())
@@ -362,8 +392,8 @@ def test_the_driver_reaches_refusals_and_both_group_types() -> None:
         for _ in range(30):
             driver.step()
         seen["refused"] += driver.refused
-        seen["classic"] += len(driver.coordinator.groups)
-        seen["consumer"] += len(driver.coordinator.consumer_groups)
+        seen["classic"] += len(classic_groups(driver.coordinator))
+        seen["consumer"] += len(consumer_groups(driver.coordinator))
 
     run()
     assert seen["refused"] > 0

@@ -71,6 +71,7 @@ from regroup.coordinator.config import CoordinatorConfig
 from regroup.sim.engine import Simulator
 from regroup.sim.eventlog import Event, EventLog
 from regroup.sim.scenario import LinkSpec, MemberSpec, Scenario, ScenarioEvent
+from tests.group_views import classic_groups, consumer_groups
 from tests.property.test_sim_safety import end_the_chaos, grow_a_topic
 
 SOAK = os.environ.get("REGROUP_SOAK") == "1"
@@ -225,8 +226,8 @@ def settled(sim: Simulator) -> bool:
         return True
     if any(slot.machine is not None and slot.machine.state.running for slot in sim.slots.values()):
         return False
-    consumer_group = sim.coordinator.consumer_groups.get(sim.group_id)
-    classic_group = sim.coordinator.groups.get(sim.group_id)
+    consumer_group = consumer_groups(sim.coordinator).get(sim.group_id)
+    classic_group = classic_groups(sim.coordinator).get(sim.group_id)
     members = consumer_group.members if consumer_group is not None else classic_group.members if classic_group else {}
     return not members
 

@@ -19,6 +19,7 @@ from regroup.records.model import Record
 from regroup.server.errors import CoordinatorUnavailable, RequestDropped
 from regroup.server.runtime import CoordinatorRuntime
 from regroup.storage.record_log import FsyncPolicy
+from tests.group_views import classic_groups
 
 
 class FakeRecordLog:
@@ -124,9 +125,9 @@ def test_session_expiry_fires_from_the_timer() -> None:
         rt, _ = runtime(config)
         joined: JoinGroupResponse = await rt.call(join_op(session_ms=100), may_park=True)
         assert joined.generation_id == 1
-        assert rt.coordinator.groups["g"].members
+        assert classic_groups(rt.coordinator)["g"].members
         await asyncio.sleep(0.4)  # no heartbeat: the session timer expires the member, the group empties
-        assert not rt.coordinator.groups["g"].members
+        assert not classic_groups(rt.coordinator)["g"].members
         await rt.close()
 
     asyncio.run(scenario())
@@ -139,7 +140,7 @@ def test_a_superseded_parked_join_is_dropped() -> None:
         member_id = first.member_id
         other = asyncio.create_task(rt.call(join_op(), may_park=True))  # a second member: rebalance, parked
         await asyncio.sleep(0.05)
-        member_two = next(m for m in rt.coordinator.groups["g"].members if m != member_id)
+        member_two = next(m for m in classic_groups(rt.coordinator)["g"].members if m != member_id)
         parked = asyncio.create_task(rt.call(join_op(member_two), may_park=True))  # supersedes `other`
         with pytest.raises(RequestDropped):
             await other

@@ -16,31 +16,36 @@ from typing import Any
 
 from regroup.coordinator.classic import rebalance
 from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupState
-from regroup.coordinator.classic.join import join_group
+from regroup.coordinator.classic.group_type import CLASSIC
 from regroup.coordinator.classic.rebalance import classic_state_changed
-from regroup.coordinator.classic.sync import heartbeat, leave_group, sync_group
 from regroup.coordinator.config import CoordinatorConfig
-from regroup.coordinator.consumer import classic_members
 from regroup.coordinator.consumer.describe import describe_consumer_group
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMemberState
 from regroup.coordinator.consumer.heartbeat import consumer_group_heartbeat
-from regroup.coordinator.consumer.migration import drop_empty_consumer_group
 from regroup.coordinator.consumer.replay import replay as replay_consumer
 from regroup.coordinator.consumer.report import report_state
-from regroup.coordinator.consumer.subscriptions import member_topics
 from regroup.coordinator.consumer.timers import MemberSessionTimer, RevocationTimer
-from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.events import GroupDeleted
-from regroup.coordinator.groups import Groups
+from regroup.coordinator.group_type import GroupType
+from regroup.coordinator.group_types import type_of
+from regroup.coordinator.groups import Group, Groups
 from regroup.coordinator.ids import CountingIds, IdSource
 from regroup.coordinator.inspect import delete_groups, describe_group, list_groups
 from regroup.coordinator.journal import Journal
-from regroup.coordinator.offsets import OffsetStore, expired_offset_records, offset_commit, offset_fetch
+from regroup.coordinator.offsets import (
+    OffsetStore,
+    complete_transaction,
+    expire_offsets,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
+    txn_offset_commit,
+)
 from regroup.coordinator.result import RequestKey, Result
 from regroup.coordinator.timers import Timers
 from regroup.model.cluster import ClusterImage
-from regroup.model.errors import ApiError, ErrorCode
+from regroup.model.errors import ApiError
 from regroup.protocol.admin import DescribedGroup, ListGroupsRequest, ListGroupsResponse
 from regroup.protocol.classic import (
     HeartbeatRequest,
@@ -57,10 +62,24 @@ from regroup.protocol.consumer import (
     ConsumerGroupHeartbeatResponse,
     DescribedConsumerGroup,
 )
-from regroup.protocol.offsets import OffsetCommitRequest, OffsetFetchRequest, OffsetFetchResponse
-from regroup.records.builders import new_consumer_group_record, new_group_metadata_record, new_offset_commit_record
+from regroup.protocol.offsets import (
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    TxnOffsetCommitRequest,
+)
+from regroup.records.builders import new_consumer_group_record, new_group_metadata_record
 from regroup.records.consumer import CONSUMER_KEY_TYPES, ConsumerRecordKey, ConsumerRecordValue
-from regroup.records.model import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue, Record
+from regroup.records.model import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    PendingOffsetCommitKey,
+    Record,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +94,7 @@ class OffsetsExpiry:
 
     def fire(self, ctx: Ctx, groups: Groups) -> None:
         coordinator = self.coordinator
-        coordinator._expire_offsets(ctx)
+        expire_offsets(ctx, groups, coordinator.offsets, coordinator.config.offsets_retention_ms)
         coordinator.timers.schedule(self, ctx.now_ms + coordinator.config.offsets_retention_check_interval_ms)
 
 
@@ -83,9 +102,7 @@ class GroupCoordinator:
     def __init__(self, config: CoordinatorConfig | None = None, ids: IdSource | None = None) -> None:
         self.config = config or CoordinatorConfig()
         self.ids: IdSource = ids or CountingIds()
-        self.groups: dict[str, ClassicGroup] = {}
-        self.consumer_groups: dict[str, ConsumerGroup] = {}
-        self.image = ClusterImage()
+        self.groups = Groups()  # one namespace: every group, of whatever type
         self.offsets = OffsetStore()
         self.timers = Timers()
         self.persisted: dict[str, GroupMetadataValue] = {}  # hard state of each group as its records say
@@ -95,8 +112,9 @@ class GroupCoordinator:
         self.timers.journal = self.journal
 
     @property
-    def view(self) -> Groups:
-        return Groups(classic=self.groups, consumer=self.consumer_groups, image=self.image)
+    def image(self) -> ClusterImage:
+        """The cluster as the coordinator last heard of it (``update_metadata``)."""
+        return self.groups.image
 
     # ----------------------------------------------------------------------------------------- plumbing
     def _run(
@@ -145,28 +163,9 @@ class GroupCoordinator:
         a group deleted by the offsets cleanup is gone for a JoinGroup arriving at the same instant."""
         while (timer := self.timers.pop_due(ctx.now_ms)) is not None:
             applied = len(ctx.result.records)
-            timer.fire(ctx, self.view)
+            timer.fire(ctx, self.groups)
             if len(ctx.result.records) > applied:
                 self._apply_live(ctx.result.records[applied:], ctx.result)
-
-    def _expire_offsets(self, ctx: Ctx) -> None:
-        image = self.image
-        topics = {
-            gid: {t for m in g.members.values() for t in member_topics(m, image)}
-            for gid, g in self.consumer_groups.items()
-        }
-        records = expired_offset_records(
-            self.groups, self.offsets, ctx.now_ms, self.config.offsets_retention_ms, self.consumer_groups, topics
-        )
-        for record in records:
-            ctx.emit(record)
-        expired = {
-            (r.key.group_id, r.key.topic, r.key.partition) for r in records if isinstance(r.key, OffsetCommitKey)
-        }
-        for gid, group in list(self.consumer_groups.items()):
-            left = [k for k in self.offsets.of(gid) if (gid, *k) not in expired]
-            if not group.members and not left:
-                ConsumerWrites(ctx, self.consumer_groups).delete_group(group)
 
     def _apply_live(self, records: list[Record], result: Result | None) -> None:
         """Apply the records of one write (a request or a timer firing) to the persisted state; then report
@@ -177,22 +176,25 @@ class GroupCoordinator:
                 touched.append(record.key.group_id)
         if result is not None:
             for group_id in touched:
-                group = self.consumer_groups.get(group_id)
+                group = self.groups.typed(group_id, ConsumerGroup)
                 if group is not None:
                     report_state(group, self.config.consumer_group_assignors[0], result.events)
 
     def _apply(self, record: Record, *, loading: bool, result: Result | None = None) -> bool:
         """Apply one record; True for a consumer group's record."""
         key, value = record.key, record.value
-        if isinstance(key, OffsetCommitKey):
+        if isinstance(key, (OffsetCommitKey, PendingOffsetCommitKey)):
             assert value is None or isinstance(value, OffsetCommitValue)
-            self.offsets.apply(key, value)
+            if isinstance(key, OffsetCommitKey):
+                self.offsets.apply(key, value)
+            else:
+                self.offsets.apply_pending(key, value)
             if loading and value is not None and key.group_id not in self.groups:
-                self.groups[key.group_id] = ClassicGroup(group_id=key.group_id)  # a simple group
+                self.groups.add(self.journal, ClassicGroup(group_id=key.group_id))  # a simple group
             return False
         if isinstance(key, CONSUMER_KEY_TYPES):
             if loading:
-                replay_consumer(self.consumer_groups, record)
+                replay_consumer(self.groups, record)
             if value is None:
                 self.persisted_consumer.pop(key, None)
             else:
@@ -201,8 +203,9 @@ class GroupCoordinator:
         assert isinstance(key, GroupMetadataKey)
         if value is None:
             self.persisted.pop(key.group_id, None)
-            group = self.groups.pop(key.group_id, None)
+            group = self.groups.typed(key.group_id, ClassicGroup)
             if group is not None:  # deleted (DeleteGroups, offsets expiry): its members went before it
+                self.groups.remove(self.journal, key.group_id)
                 group.transition(ClassicGroupState.DEAD, group.state_timestamp_ms)
                 if result is not None:
                     result.events.append(classic_state_changed(group))
@@ -211,7 +214,7 @@ class GroupCoordinator:
         assert isinstance(value, GroupMetadataValue)
         self.persisted[key.group_id] = value
         if loading:
-            self.groups[key.group_id] = ClassicGroup.from_record(key.group_id, value)
+            self.groups.add(self.journal, ClassicGroup.from_record(key.group_id, value))
         return False
 
     # ------------------------------------------------------------------------------------------ loading
@@ -230,14 +233,14 @@ class GroupCoordinator:
         for record in records:
             coordinator._apply(record, loading=True)
         ctx = Ctx(config=coordinator.config, timers=coordinator.timers, ids=coordinator.ids, now_ms=now_ms)
-        for group in coordinator.groups.values():
+        for group in coordinator.groups.of_type(ClassicGroup):
             for member in group.members.values():
                 coordinator.timers.schedule(
                     rebalance.SessionTimer(group.group_id, member.member_id), now_ms + member.session_timeout_ms
                 )
             if len(group.members) > coordinator.config.group_max_size:
                 rebalance.prepare_rebalance(ctx, group)
-        for cgroup in coordinator.consumer_groups.values():
+        for cgroup in coordinator.groups.of_type(ConsumerGroup):
             for cmember in cgroup.members.values():
                 timeout = (
                     cmember.classic.session_timeout_ms
@@ -251,7 +254,7 @@ class GroupCoordinator:
                         now_ms + max(cmember.rebalance_timeout_ms, 0),
                     )
         coordinator._apply_live(ctx.result.records, None)
-        for cgroup in coordinator.consumer_groups.values():  # loaded: what is known is no news
+        for cgroup in coordinator.groups.of_type(ConsumerGroup):  # loaded: what is known is no news
             report_state(cgroup, coordinator.config.consumer_group_assignors[0], [])
         return coordinator
 
@@ -263,9 +266,7 @@ class GroupCoordinator:
         """The fewest records that rebuild the current hard state (what a log snapshot stores)."""
         records = [new_group_metadata_record(g, v) for g, v in sorted(self.persisted.items())]
         records.extend(new_consumer_group_record(k, v) for k, v in self.persisted_consumer.items())
-        for group_id, offsets in sorted(self.offsets.offsets.items()):
-            for (topic, partition), value in sorted(offsets.items()):
-                records.append(new_offset_commit_record(group_id, topic, partition, value))
+        records.extend(self.offsets.records())
         return records
 
     def hard_state(self) -> dict[str, Any]:
@@ -274,6 +275,10 @@ class GroupCoordinator:
             "groups": dict(sorted(self.persisted.items())),
             "consumer_groups": dict(self.persisted_consumer),
             "offsets": {g: dict(sorted(o.items())) for g, o in sorted(self.offsets.offsets.items())},
+            "pending_offsets": {
+                p: {g: dict(sorted(o.items())) for g, o in sorted(by_group.items())}
+                for p, by_group in sorted(self.offsets.pending.items())
+            },
         }
 
     # ------------------------------------------------------------------------------------------- timers
@@ -289,77 +294,84 @@ class GroupCoordinator:
         return ctx.result
 
     # ------------------------------------------------------------------------------------- the requests
-    def join_group(self, req: JoinGroupRequest, key: RequestKey, now_ms: int) -> Result:
-        return self._run(
-            now_ms,
-            key,
-            lambda ctx: self._join_group(ctx, req, key),
-            lambda exc: JoinGroupResponse(error=exc.code, member_id=req.member_id),
-        )
+    def _classic_protocol(self, group_id: str) -> tuple[GroupType, Group | None]:
+        """Who serves a classic-protocol request (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) for
+        ``group_id``: the type of the group it names; with no group, the classic type (a JoinGroup creates
+        a classic group)."""
+        group = self.groups.get(group_id)
+        return (CLASSIC if group is None else type_of(group)), group
 
-    def _join_group(self, ctx: Ctx, req: JoinGroupRequest, key: RequestKey) -> JoinGroupResponse | None:
-        cgroup = self.consumer_groups.get(req.group_id)
-        if cgroup is not None:
-            cfg = ctx.config
-            if not cfg.group_min_session_timeout_ms <= req.session_timeout_ms <= cfg.group_max_session_timeout_ms:
-                raise ApiError(ErrorCode.INVALID_SESSION_TIMEOUT)
-            if cgroup.members:
-                return classic_members.join_group(ctx, self.view, cgroup, req)
-            drop_empty_consumer_group(ctx, self.view, cgroup)
-        join_group(ctx, self.groups, req, key)
-        return None
+    def join_group(self, req: JoinGroupRequest, key: RequestKey, now_ms: int) -> Result:
+        def handle(ctx: Ctx) -> JoinGroupResponse | None:
+            kind, group = self._classic_protocol(req.group_id)
+            return kind.join_group(ctx, self.groups, group, req, key)
+
+        return self._run(now_ms, key, handle, lambda exc: JoinGroupResponse(error=exc.code, member_id=req.member_id))
 
     def sync_group(self, req: SyncGroupRequest, key: RequestKey, now_ms: int) -> Result:
         def handle(ctx: Ctx) -> SyncGroupResponse | None:
-            cgroup = self.consumer_groups.get(req.group_id)
-            if cgroup is not None:
-                return classic_members.sync_group(ctx, self.view, cgroup, req)
-            sync_group(ctx, self.groups, req, key)
-            return None
+            kind, group = self._classic_protocol(req.group_id)
+            return kind.sync_group(ctx, self.groups, group, req, key)
 
         return self._run(now_ms, key, handle, lambda exc: SyncGroupResponse(error=exc.code))
 
     def heartbeat(self, req: HeartbeatRequest, key: RequestKey, now_ms: int) -> Result:
         def handle(ctx: Ctx) -> HeartbeatResponse:
-            cgroup = self.consumer_groups.get(req.group_id)
-            if cgroup is not None:
-                return classic_members.heartbeat(ctx, cgroup, req)
-            return heartbeat(ctx, self.groups, req)
+            kind, group = self._classic_protocol(req.group_id)
+            return kind.heartbeat(ctx, self.groups, group, req)
 
         return self._run(now_ms, key, handle, lambda exc: HeartbeatResponse(error=exc.code))
 
     def leave_group(self, req: LeaveGroupRequest, key: RequestKey, now_ms: int) -> Result:
         def handle(ctx: Ctx) -> LeaveGroupResponse:
-            cgroup = self.consumer_groups.get(req.group_id)
-            if cgroup is not None:
-                return classic_members.leave_group(ctx, self.view, cgroup, req)
-            return leave_group(ctx, self.groups, req)
+            kind, group = self._classic_protocol(req.group_id)
+            return kind.leave_group(ctx, self.groups, group, req)
 
         return self._run(now_ms, key, handle, lambda exc: LeaveGroupResponse(error=exc.code))
 
     def offset_commit(self, req: OffsetCommitRequest, key: RequestKey, now_ms: int) -> Result:
-        return self._run(
-            now_ms, key, lambda ctx: offset_commit(ctx, self.groups, req, self.consumer_groups), lambda exc: None
-        )
+        return self._run(now_ms, key, lambda ctx: offset_commit(ctx, self.groups, req), lambda exc: None)
 
     def offset_fetch(self, req: OffsetFetchRequest, key: RequestKey, now_ms: int) -> Result:
         return self._run(
             now_ms,
             key,
-            lambda ctx: offset_fetch(self.groups, self.offsets, req, self.consumer_groups),
+            lambda ctx: offset_fetch(self.groups, self.offsets, req),
             lambda exc: OffsetFetchResponse(group_id=req.group_id, error=exc.code),
+        )
+
+    def txn_offset_commit(self, req: TxnOffsetCommitRequest, key: RequestKey, now_ms: int) -> Result:
+        """TxnOffsetCommit: offsets committed inside ``req.producer_id``'s transaction, pending until
+        ``complete_transaction``; a fetch asking for stable offsets gets UNSTABLE_OFFSET_COMMIT meanwhile."""
+        return self._run(now_ms, key, lambda ctx: txn_offset_commit(ctx, self.groups, req), lambda exc: None)
+
+    def complete_transaction(self, producer_id: int, committed: bool, now_ms: int) -> Result:
+        """The transaction coordinator's marker for ``producer_id``: its pending offsets are materialised
+        (``committed``) or dropped. Idempotent: a producer with nothing pending writes nothing."""
+
+        def handle(ctx: Ctx) -> None:
+            complete_transaction(ctx, self.offsets, producer_id, committed)
+
+        return self._run(now_ms, None, handle, lambda exc: None)
+
+    def offset_delete(self, req: OffsetDeleteRequest, key: RequestKey, now_ms: int) -> Result:
+        return self._run(
+            now_ms,
+            key,
+            lambda ctx: offset_delete(ctx, self.groups, self.offsets, req),
+            lambda exc: OffsetDeleteResponse(error=exc.code),
         )
 
     # ------------------------------------------------------------------------------- KIP-848 consumer groups
     def update_metadata(self, image: ClusterImage, now_ms: int) -> Result:
         """A new cluster image (topics created, deleted or grown): consumer groups subscribed to a changed
         topic, or with regex subscriptions, refresh their subscription metadata on their next heartbeat."""
-        old = self.image
-        self.image = image
+        old = self.groups.image
+        self.groups.image = image
         changed = {
             name for name in set(old.by_name) | set(image.by_name) if old.by_name.get(name) != image.by_name.get(name)
         }
-        for group in self.consumer_groups.values():
+        for group in self.groups.of_type(ConsumerGroup):
             if any(m.subscribed_topic_regex for m in group.members.values()) or any(
                 set(m.subscribed_topic_names) & changed for m in group.members.values()
             ):
@@ -369,7 +381,7 @@ class GroupCoordinator:
     def consumer_group_heartbeat(self, req: ConsumerGroupHeartbeatRequest, key: RequestKey, now_ms: int) -> Result:
         def handle(ctx: Ctx) -> ConsumerGroupHeartbeatResponse:
             try:
-                return consumer_group_heartbeat(ctx, self.view, req)
+                return consumer_group_heartbeat(ctx, self.groups, req)
             except ApiError as exc:  # this API's errors carry Kafka's message
                 message = str(exc) if str(exc) != exc.code.name else None
                 return ConsumerGroupHeartbeatResponse(error=exc.code, error_message=message)
@@ -380,30 +392,25 @@ class GroupCoordinator:
         return self._run(
             now_ms,
             key,
-            lambda ctx: tuple(describe_consumer_group(self.config, self.view, g) for g in group_ids),
+            lambda ctx: tuple(describe_consumer_group(self.config, self.groups, g) for g in group_ids),
             lambda exc: tuple(DescribedConsumerGroup(group_id=g, error=exc.code) for g in group_ids),
         )
 
-    def describe_groups(self, group_ids: list[str], key: RequestKey, now_ms: int) -> Result:
+    def describe_groups(self, group_ids: list[str], key: RequestKey, now_ms: int, version: int = 5) -> Result:
+        """DescribeGroups at ``version`` (from 6 a group that is not classic is an error)."""
         return self._run(
             now_ms,
             key,
-            lambda ctx: tuple(describe_group(self.groups, g) for g in group_ids),
+            lambda ctx: tuple(describe_group(self.groups, g, version) for g in group_ids),
             lambda exc: tuple(DescribedGroup(group_id=g, error=exc.code, state="") for g in group_ids),
         )
 
     def list_groups(self, req: ListGroupsRequest, key: RequestKey, now_ms: int) -> Result:
         return self._run(
-            now_ms,
-            key,
-            lambda ctx: list_groups(self.groups, req, self.consumer_groups),
-            lambda exc: ListGroupsResponse(error=exc.code),
+            now_ms, key, lambda ctx: list_groups(self.groups, req), lambda exc: ListGroupsResponse(error=exc.code)
         )
 
     def delete_groups(self, group_ids: list[str], key: RequestKey, now_ms: int) -> Result:
         return self._run(
-            now_ms,
-            key,
-            lambda ctx: delete_groups(ctx, self.groups, self.offsets, group_ids, self.consumer_groups),
-            lambda exc: None,
+            now_ms, key, lambda ctx: delete_groups(ctx, self.groups, self.offsets, group_ids), lambda exc: None
         )

@@ -1,69 +1,44 @@
-"""Group inspection (KIP-40 and later): DescribeGroups, ListGroups, and DeleteGroups for empty groups."""
+"""Group inspection (KIP-40 and later) for every group type: DescribeGroups, ListGroups, and DeleteGroups for
+empty groups. What each type shows and allows is its ``GroupType``'s."""
 
 from __future__ import annotations
 
-from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupState
-from regroup.coordinator.consumer.group import ConsumerGroup
-from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
+from regroup.coordinator.group_types import type_of
+from regroup.coordinator.groups import Groups
 from regroup.coordinator.offsets import OffsetStore
-from regroup.model.errors import ErrorCode
+from regroup.model.errors import ApiError, ErrorCode
 from regroup.protocol.admin import (
     DeleteGroupsResponse,
     DescribedGroup,
-    DescribedMember,
     ListedGroup,
     ListGroupsRequest,
     ListGroupsResponse,
 )
-from regroup.records.builders import new_group_tombstone, new_offset_tombstone
+from regroup.records.builders import new_offset_tombstone
 
 
-def describe_group(groups: dict[str, ClassicGroup], group_id: str) -> DescribedGroup:
+def describe_group(groups: Groups, group_id: str, version: int) -> DescribedGroup:
+    """DescribeGroups describes classic groups only (Kafka). A group of another type, like a missing one,
+    is "Dead"; from version 6 (KIP-1043) it is GROUP_ID_NOT_FOUND with a message saying which."""
     if not group_id:
         return DescribedGroup(group_id=group_id, error=ErrorCode.INVALID_GROUP_ID, state="")
     group = groups.get(group_id)
-    if group is None or group.is_in(ClassicGroupState.DEAD):
+    described = type_of(group).described(group) if group is not None else None
+    if described is not None:
+        return described
+    if version < 6:
         return DescribedGroup(group_id=group_id, state="Dead")
-    stable = group.is_in(ClassicGroupState.STABLE)
+    why = "is not a classic group" if group is not None else "not found"
     return DescribedGroup(
-        group_id=group_id,
-        state=group.state.value,
-        protocol_type=group.protocol_type or "",
-        protocol_data=(group.protocol_name or "") if stable else "",
-        members=tuple(
-            DescribedMember(
-                member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                metadata=m.metadata(group.protocol_name) if stable else b"",
-                assignment=m.assignment,
-            )
-            for m in group.members.values()
-        ),
+        group_id=group_id, error=ErrorCode.GROUP_ID_NOT_FOUND, state="Dead", error_message=f"Group {group_id} {why}."
     )
 
 
-def list_groups(
-    groups: dict[str, ClassicGroup], req: ListGroupsRequest, consumer_groups: dict[str, ConsumerGroup] | None = None
-) -> ListGroupsResponse:
+def list_groups(groups: Groups, req: ListGroupsRequest) -> ListGroupsResponse:
     states = {s.strip().lower() for s in req.states}
     types = {t.lower() for t in req.types}  # Kafka's GroupType.parse lower-cases but does not trim
-    rows: list[ListedGroup] = []
-    for group_id, group in groups.items():
-        rows.append(
-            ListedGroup(
-                group_id=group_id,
-                protocol_type=group.protocol_type or "",
-                state=group.state.value,
-                group_type="classic",
-            )
-        )
-    for group_id, cgroup in (consumer_groups or {}).items():
-        rows.append(
-            ListedGroup(group_id=group_id, protocol_type="consumer", state=cgroup.state().value, group_type="consumer")
-        )
+    rows: list[ListedGroup] = [type_of(group).listed(group) for group in groups.values()]
     listed = [
         row
         for row in sorted(rows, key=lambda r: r.group_id)
@@ -72,34 +47,24 @@ def list_groups(
     return ListGroupsResponse(groups=tuple(listed))
 
 
-def delete_groups(
-    ctx: Ctx,
-    groups: dict[str, ClassicGroup],
-    store: OffsetStore,
-    group_ids: list[str],
-    consumer_groups: dict[str, ConsumerGroup] | None = None,
-) -> DeleteGroupsResponse:
+def delete_groups(ctx: Ctx, groups: Groups, store: OffsetStore, group_ids: list[str]) -> DeleteGroupsResponse:
     results: list[tuple[str, ErrorCode]] = []
     for group_id in group_ids:
-        group = groups.get(group_id)
-        cgroup = (consumer_groups or {}).get(group_id)
-        if cgroup is not None:
-            if cgroup.members:
-                results.append((group_id, ErrorCode.NON_EMPTY_GROUP))
-                continue
-            for topic, partition in sorted(store.of(group_id)):
-                ctx.emit(new_offset_tombstone(group_id, topic, partition))
-            ConsumerWrites(ctx, consumer_groups or {}).delete_group(cgroup)
-            results.append((group_id, ErrorCode.NONE))
-        elif not group_id:
+        group = groups.get(group_id) if group_id else None
+        if not group_id:
             results.append((group_id, ErrorCode.INVALID_GROUP_ID))
-        elif group is None or group.is_in(ClassicGroupState.DEAD):
+            continue
+        if group is None:
             results.append((group_id, ErrorCode.GROUP_ID_NOT_FOUND))
-        elif not group.is_in(ClassicGroupState.EMPTY):
-            results.append((group_id, ErrorCode.NON_EMPTY_GROUP))
-        else:
-            for topic, partition in sorted(store.of(group_id)):
-                ctx.emit(new_offset_tombstone(group_id, topic, partition))
-            ctx.emit(new_group_tombstone(group_id))
-            results.append((group_id, ErrorCode.NONE))
+            continue
+        kind = type_of(group)
+        try:
+            kind.validate_delete(group)
+        except ApiError as exc:
+            results.append((group_id, exc.code))
+            continue
+        for topic, partition in sorted(store.of(group_id)):
+            ctx.emit(new_offset_tombstone(group_id, topic, partition))
+        kind.delete(ctx, groups, group)
+        results.append((group_id, ErrorCode.NONE))
     return DeleteGroupsResponse(results=tuple(results))

@@ -1,118 +1,169 @@
-"""Committed offsets: OffsetCommit validation against the classic group, OffsetFetch, retention expiry.
+"""Committed offsets, for every group type: OffsetCommit (validated by the group's type), transactional
+offsets (TxnOffsetCommit, pending per producer until the transaction ends), OffsetFetch, OffsetDelete and
+the retention expiry.
 
 The store changes only by replaying offset records (``apply``); handlers validate, then emit records."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
-from regroup.assignors.consumer_protocol import ProtocolDecodeError, decode_subscription
-from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupState
-from regroup.coordinator.classic.join import check_identity
-from regroup.coordinator.classic.rebalance import announce_group, schedule_session
-from regroup.coordinator.consumer.group import ConsumerGroup
+from regroup.coordinator.classic.group import ClassicGroup
+from regroup.coordinator.classic.rebalance import announce_group
 from regroup.coordinator.context import Ctx
-from regroup.coordinator.events import OffsetsCommitted
+from regroup.coordinator.events import OffsetsCommitted, OffsetsDeleted
+from regroup.coordinator.group_types import type_of
+from regroup.coordinator.groups import Groups
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.protocol.offsets import (
     FetchedOffset,
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
+    PartitionCommit,
+    TxnOffsetCommitRequest,
 )
-from regroup.records.builders import new_group_tombstone, new_offset_commit_record, new_offset_tombstone
-from regroup.records.model import OffsetCommitKey, OffsetCommitValue, Record
+from regroup.records.builders import (
+    new_offset_commit_record,
+    new_offset_tombstone,
+    new_pending_offset_record,
+    new_pending_offset_tombstone,
+)
+from regroup.records.model import OffsetCommitKey, OffsetCommitValue, PendingOffsetCommitKey, Record
+
+Partition = tuple[str, int]
 
 
-@dataclass(slots=True)
 class OffsetStore:
-    offsets: dict[str, dict[tuple[str, int], OffsetCommitValue]] = field(default_factory=dict)
+    """Committed offsets per group, and the offsets transactions committed that are still pending, per
+    producer id (materialised when the transaction commits, dropped when it aborts). Each entry remembers
+    when it was applied (a count of offset records), so a transaction that commits does not overwrite an
+    offset committed after its own (Kafka compares the records' log offsets)."""
+
+    __slots__ = ("_applied", "_when", "offsets", "pending")
+
+    def __init__(self) -> None:
+        self.offsets: dict[str, dict[Partition, OffsetCommitValue]] = {}
+        #: producer id -> group id -> partition -> the offset its open transaction committed
+        self.pending: dict[int, dict[str, dict[Partition, OffsetCommitValue]]] = {}
+        self._applied = 0
+        #: (group, topic, partition) for committed, (producer, group, topic, partition) for pending -> when
+        self._when: dict[tuple[object, ...], int] = {}
 
     def apply(self, key: OffsetCommitKey, value: OffsetCommitValue | None) -> None:
         per_group = self.offsets.setdefault(key.group_id, {})
+        where = (key.group_id, key.topic, key.partition)
         if value is None:
             per_group.pop((key.topic, key.partition), None)
+            self._when.pop(where, None)
             if not per_group:
                 del self.offsets[key.group_id]
         else:
             per_group[(key.topic, key.partition)] = value
+            self._applied += 1
+            self._when[where] = self._applied
 
-    def of(self, group_id: str) -> dict[tuple[str, int], OffsetCommitValue]:
+    def apply_pending(self, key: PendingOffsetCommitKey, value: OffsetCommitValue | None) -> None:
+        by_group = self.pending.setdefault(key.producer_id, {})
+        per_group = by_group.setdefault(key.group_id, {})
+        where = (key.producer_id, key.group_id, key.topic, key.partition)
+        if value is None:
+            per_group.pop((key.topic, key.partition), None)
+            self._when.pop(where, None)
+            if not per_group:
+                del by_group[key.group_id]
+            if not by_group:
+                del self.pending[key.producer_id]
+        else:
+            per_group[(key.topic, key.partition)] = value
+            self._applied += 1
+            self._when[where] = self._applied
+
+    def of(self, group_id: str) -> dict[Partition, OffsetCommitValue]:
         return self.offsets.get(group_id, {})
 
+    def is_pending(self, group_id: str, partition: Partition) -> bool:
+        """Some open transaction committed an offset for ``partition`` of the group."""
+        return any(partition in by_group.get(group_id, {}) for by_group in self.pending.values())
 
-def _validate_commit(ctx: Ctx, groups: dict[str, ClassicGroup], req: OffsetCommitRequest) -> ClassicGroup:
+    def has_pending(self, group_id: str) -> bool:
+        return any(group_id in by_group for by_group in self.pending.values())
+
+    def newer_than_committed(self, producer_id: int, group_id: str, partition: Partition) -> bool:
+        """The producer's pending offset was written after the partition's committed one (or there is none)."""
+        committed = self._when.get((group_id, *partition))
+        return committed is None or self._when[(producer_id, group_id, *partition)] > committed
+
+    def records(self) -> list[Record]:
+        """Records that rebuild the store, committed and pending, in the order they were applied."""
+        entries: list[tuple[int, Record]] = []
+        for group_id, offsets in self.offsets.items():
+            for (topic, partition), value in offsets.items():
+                record = new_offset_commit_record(group_id, topic, partition, value)
+                entries.append((self._when[(group_id, topic, partition)], record))
+        for producer_id, by_group in self.pending.items():
+            for group_id, offsets in by_group.items():
+                for (topic, partition), value in offsets.items():
+                    record = new_pending_offset_record(producer_id, group_id, topic, partition, value)
+                    entries.append((self._when[(producer_id, group_id, topic, partition)], record))
+        return [record for _, record in sorted(entries, key=lambda entry: entry[0])]
+
+
+def _group_for_commit(ctx: Ctx, groups: Groups, req: OffsetCommitRequest) -> None:
+    """Validate the commit against the group it names (its type's rules). A commit from outside any group
+    (generation -1: an admin client, a consumer with manual assignment) creates a simple classic group."""
     group = groups.get(req.group_id)
     if group is None:
         if req.generation_id < 0:
-            group = ClassicGroup(group_id=req.group_id, state_timestamp_ms=ctx.now_ms)
-            ctx.journal.put(groups, req.group_id, group)
-            announce_group(ctx, group)
-            return group
+            created = ClassicGroup(group_id=req.group_id, state_timestamp_ms=ctx.now_ms)
+            groups.add(ctx.journal, created)
+            announce_group(ctx, created)
+            return
         raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND if req.version >= 9 else ErrorCode.ILLEGAL_GENERATION)
-    if group.is_in(ClassicGroupState.DEAD):
-        raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    if req.generation_id < 0 and group.is_in(ClassicGroupState.EMPTY):
-        return group
-    if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
-        check_identity(group, req.member_id, req.group_instance_id)
-        if req.generation_id != group.generation:
-            raise ApiError(ErrorCode.ILLEGAL_GENERATION)
-    elif not group.is_in(ClassicGroupState.EMPTY):
-        raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
-    if group.is_in(ClassicGroupState.COMPLETING_REBALANCE):
-        raise ApiError(ErrorCode.REBALANCE_IN_PROGRESS)
-    return group
+    type_of(group).validate_offset_commit(ctx, group, req)
 
 
-def _validate_consumer_group_commit(group: ConsumerGroup, req: OffsetCommitRequest) -> None:
-    """Kafka's consumer-group commit validation: the member's epoch, not a generation, fences commits."""
-    if req.generation_id < 0 and not group.members:
-        return
-    member = group.members.get(req.member_id)
-    if member is None:
-        raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
-    if member.classic is None and req.version < 9:
-        raise ApiError(ErrorCode.UNSUPPORTED_VERSION)
-    if req.generation_id != member.member_epoch:
-        raise ApiError(ErrorCode.ILLEGAL_GENERATION if member.classic is not None else ErrorCode.STALE_MEMBER_EPOCH)
-
-
-def offset_commit(
-    ctx: Ctx,
-    groups: dict[str, ClassicGroup],
-    req: OffsetCommitRequest,
-    consumer_groups: dict[str, ConsumerGroup] | None = None,
-) -> OffsetCommitResponse:
-    consumer_group = (consumer_groups or {}).get(req.group_id)
+def offset_commit(ctx: Ctx, groups: Groups, req: OffsetCommitRequest) -> OffsetCommitResponse:
     try:
-        if consumer_group is not None:
-            _validate_consumer_group_commit(consumer_group, req)
-            group = None
-        else:
-            group = _validate_commit(ctx, groups, req)
+        _group_for_commit(ctx, groups, req)
     except ApiError as exc:
-        return OffsetCommitResponse(
-            topics=tuple((t, tuple((p.partition, exc.code) for p in parts)) for t, parts in req.topics)
-        )
-    member = group.members.get(req.member_id) if group is not None else None
-    if (
-        group is not None
-        and member is not None
-        and group.is_in(ClassicGroupState.STABLE, ClassicGroupState.PREPARING_REBALANCE)
-    ):
-        schedule_session(ctx, group, member.member_id, member.session_timeout_ms)
+        return _refused(req.topics, exc.code)
     expire = ctx.now_ms + req.retention_ms if req.retention_ms != -1 else None
-    out: list[tuple[str, tuple[tuple[int, ErrorCode], ...]]] = []
     committed: list[tuple[str, int, int]] = []
-    for topic, partitions in req.topics:
+
+    def write(topic: str, partition: int, value: OffsetCommitValue) -> None:
+        ctx.emit(new_offset_commit_record(req.group_id, topic, partition, value))
+        committed.append((topic, partition, value.offset))
+
+    response = _commit_each(ctx, req.topics, expire, write)
+    if committed:
+        ctx.event(OffsetsCommitted(req.group_id, tuple(committed)))
+    return response
+
+
+def _refused(topics: tuple[tuple[str, tuple[PartitionCommit, ...]], ...], code: ErrorCode) -> OffsetCommitResponse:
+    return OffsetCommitResponse(topics=tuple((t, tuple((p.partition, code) for p in parts)) for t, parts in topics))
+
+
+def _commit_each(
+    ctx: Ctx,
+    topics: tuple[tuple[str, tuple[PartitionCommit, ...]], ...],
+    expire: int | None,
+    write: Callable[[str, int, OffsetCommitValue], None],
+) -> OffsetCommitResponse:
+    """``write`` each partition's offset, answering NONE, or OFFSET_METADATA_TOO_LARGE for metadata over
+    ``offset.metadata.max.bytes`` (nothing written for that partition)."""
+    out: list[tuple[str, tuple[tuple[int, ErrorCode], ...]]] = []
+    limit = ctx.config.offset_metadata_max_bytes
+    for topic, partitions in topics:
         codes: list[tuple[int, ErrorCode]] = []
         for p in partitions:
             metadata = p.metadata or ""
             # Kafka compares Java's String.length(), i.e. UTF-16 code units, despite the setting's name (at most
             # two per character: only a string that might be too long is encoded)
-            limit = ctx.config.offset_metadata_max_bytes
             if 2 * len(metadata) > limit and len(metadata.encode("utf-16-le")) // 2 > limit:
                 codes.append((p.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
                 continue
@@ -123,35 +174,73 @@ def offset_commit(
                 commit_timestamp_ms=ctx.now_ms,
                 expire_timestamp_ms=expire,
             )
-            ctx.emit(new_offset_commit_record(req.group_id, topic, p.partition, value))
-            committed.append((topic, p.partition, p.offset))
+            write(topic, p.partition, value)
             codes.append((p.partition, ErrorCode.NONE))
         out.append((topic, tuple(codes)))
-    if committed:
-        ctx.event(OffsetsCommitted(req.group_id, tuple(committed)))
     return OffsetCommitResponse(topics=tuple(out))
 
 
-def offset_fetch(
-    groups: dict[str, ClassicGroup],
-    store: OffsetStore,
-    req: OffsetFetchRequest,
-    consumer_groups: dict[str, ConsumerGroup] | None = None,
-) -> OffsetFetchResponse:
-    consumer_group = (consumer_groups or {}).get(req.group_id)
+def txn_offset_commit(ctx: Ctx, groups: Groups, req: TxnOffsetCommitRequest) -> OffsetCommitResponse:
+    """TxnOffsetCommit: the offsets are validated like a commit (KIP-447: the member's generation or epoch,
+    from version 3) and written pending, per producer, until ``complete_transaction``. Kafka's differences
+    for a transactional commit: a group that does not exist and a generation >= 0 is ILLEGAL_GENERATION, a
+    stale member epoch is ILLEGAL_GENERATION too, and neither an anonymous commit to a group with members
+    nor one during CompletingRebalance is refused."""
+    as_commit = OffsetCommitRequest(
+        group_id=req.group_id,
+        generation_id=req.generation_id,
+        member_id=req.member_id,
+        group_instance_id=req.group_instance_id,
+        topics=req.topics,
+        transactional=True,
+    )
+    try:
+        group = groups.get(req.group_id)
+        if group is None and req.generation_id >= 0:
+            raise ApiError(ErrorCode.ILLEGAL_GENERATION)
+        try:
+            _group_for_commit(ctx, groups, as_commit)
+        except ApiError as exc:
+            if exc.code is ErrorCode.STALE_MEMBER_EPOCH:
+                raise ApiError(ErrorCode.ILLEGAL_GENERATION) from None
+            raise
+    except ApiError as exc:
+        return _refused(req.topics, exc.code)
+
+    def write(topic: str, partition: int, value: OffsetCommitValue) -> None:
+        ctx.emit(new_pending_offset_record(req.producer_id, req.group_id, topic, partition, value))
+
+    return _commit_each(ctx, req.topics, None, write)
+
+
+def complete_transaction(ctx: Ctx, store: OffsetStore, producer_id: int, committed: bool) -> None:
+    """The producer's transaction ended (its marker reached the group coordinator): on commit its pending
+    offsets become the groups' committed offsets — except where an offset was committed after the
+    transactional one —, on abort they are dropped. A producer with nothing pending writes nothing (a
+    marker delivered twice changes nothing)."""
+    for group_id, offsets in sorted(store.pending.get(producer_id, {}).items()):
+        materialised: list[tuple[str, int, int]] = []
+        for (topic, partition), value in sorted(offsets.items()):
+            if committed and store.newer_than_committed(producer_id, group_id, (topic, partition)):
+                ctx.emit(new_offset_commit_record(group_id, topic, partition, value))
+                materialised.append((topic, partition, value.offset))
+            ctx.emit(new_pending_offset_tombstone(producer_id, group_id, topic, partition))
+        if materialised:
+            ctx.event(OffsetsCommitted(group_id, tuple(materialised)))
+
+
+def offset_fetch(groups: Groups, store: OffsetStore, req: OffsetFetchRequest) -> OffsetFetchResponse:
     group = groups.get(req.group_id)
-    if consumer_group is not None:
-        if req.member_id is not None or req.member_epoch >= 0:
-            cmember = consumer_group.members.get(req.member_id or "")
-            if cmember is None:
-                raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
-            if req.member_epoch != cmember.member_epoch:
-                raise ApiError(
-                    ErrorCode.ILLEGAL_GENERATION if cmember.classic is not None else ErrorCode.STALE_MEMBER_EPOCH
-                )
-        committed = store.of(req.group_id)
+    committed = store.of(req.group_id)
+    if group is not None:
+        try:
+            type_of(group).validate_offset_fetch(group, req)
+        except ApiError as exc:
+            if exc.code is not ErrorCode.GROUP_ID_NOT_FOUND:
+                raise
+            committed = {}  # the group has no offsets to show (Kafka: a dead group)
     else:
-        committed = {} if group is None or group.is_in(ClassicGroupState.DEAD) else store.of(req.group_id)
+        committed = {}
     wanted: dict[str, list[int]] = {}
     if req.topics is None:
         for topic, partition in sorted(committed):
@@ -160,11 +249,14 @@ def offset_fetch(
         for topic, partitions in req.topics:
             wanted.setdefault(topic, []).extend(partitions)
     topics = []
+    unstable = req.require_stable and store.has_pending(req.group_id)
     for topic, numbers in wanted.items():
         rows = []
         for p in numbers:
             value = committed.get((topic, p))
-            if value is None:
+            if unstable and store.is_pending(req.group_id, (topic, p)):
+                rows.append(FetchedOffset(partition=p, error=ErrorCode.UNSTABLE_OFFSET_COMMIT))
+            elif value is None:
                 rows.append(FetchedOffset(partition=p))
             else:
                 rows.append(
@@ -176,71 +268,62 @@ def offset_fetch(
     return OffsetFetchResponse(group_id=req.group_id, topics=tuple(topics))
 
 
-def subscribed_topics(group: ClassicGroup) -> set[str] | None:
-    """Topics the group's members subscribe to (decoded when the protocol type is "consumer"), or None
-    when unknown (then no offset is protected by subscription)."""
-    if group.protocol_type != "consumer" or not group.members:
-        return None
-    topics: set[str] = set()
-    for member in group.members.values():
-        try:
-            topics.update(decode_subscription(member.metadata(group.protocol_name)).topics)
-        except ProtocolDecodeError:
-            return None
-    return topics
+def offset_delete(ctx: Ctx, groups: Groups, store: OffsetStore, req: OffsetDeleteRequest) -> OffsetDeleteResponse:
+    """OffsetDelete (KIP-496): the offsets of topics the group does not subscribe to are deleted; those of
+    a subscribed topic are refused with GROUP_SUBSCRIBED_TO_TOPIC, a partition the cluster does not have
+    with UNKNOWN_TOPIC_OR_PARTITION. A partition with no committed offset is answered NONE (Kafka)."""
+    if not req.group_id:
+        raise ApiError(ErrorCode.INVALID_GROUP_ID)
+    group = groups.get(req.group_id)
+    if group is None:
+        raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND)
+    kind = type_of(group)
+    kind.validate_offset_delete(group)
+    subscribed = kind.subscribed_topics(group, groups.image)
+    committed = store.of(req.group_id)
+    image = groups.image
+    topics: list[tuple[str, tuple[tuple[int, ErrorCode], ...]]] = []
+    deleted: list[tuple[str, int]] = []
+    for topic, partitions in req.topics:
+        known = image.by_name.get(topic)
+        codes: list[tuple[int, ErrorCode]] = []
+        for partition in partitions:
+            if known is None or not 0 <= partition < known.partitions:
+                codes.append((partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            elif subscribed is None or topic in subscribed:
+                codes.append((partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
+            else:
+                where = (topic, partition)
+                if (where in committed or store.is_pending(req.group_id, where)) and where not in deleted:
+                    ctx.emit(new_offset_tombstone(req.group_id, topic, partition))
+                    deleted.append((topic, partition))
+                codes.append((partition, ErrorCode.NONE))
+        topics.append((topic, tuple(codes)))
+    if deleted:
+        ctx.event(OffsetsDeleted(req.group_id, tuple(deleted)))
+    return OffsetDeleteResponse(topics=tuple(topics))
 
 
-def expired_offset_records(
-    groups: dict[str, ClassicGroup],
-    store: OffsetStore,
-    now_ms: int,
-    retention_ms: int,
-    consumer_groups: dict[str, ConsumerGroup] | None = None,
-    consumer_topics: dict[str, set[str]] | None = None,
-) -> list[Record]:
-    """Kafka's periodic cleanup: tombstones for expired offsets, and for Empty groups left with none.
-    Consumer groups: offsets of subscribed topics (``consumer_topics``) never expire, others from their
-    commit time; an empty consumer group left with no offsets is deleted by the caller."""
-    records: list[Record] = []
-    consumer_groups = consumer_groups or {}
+def expire_offsets(ctx: Ctx, groups: Groups, store: OffsetStore, retention_ms: int) -> None:
+    """Kafka's periodic cleanup: tombstones for expired offsets (never those of a topic the group
+    subscribes to; when an offset starts ageing is its group type's rule), then the empty groups left
+    with no offsets are deleted."""
+    now_ms = ctx.now_ms
+    image = groups.image
     for group_id in sorted(set(store.offsets) | set(groups)):
-        if group_id in consumer_groups:
-            keep = (consumer_topics or {}).get(group_id, set())
-            for (topic, partition), value in sorted(store.of(group_id).items()):
-                deadline = (
-                    value.expire_timestamp_ms
-                    if value.expire_timestamp_ms is not None
-                    else value.commit_timestamp_ms + retention_ms
-                )
-                if topic not in keep and now_ms >= deadline:
-                    records.append(new_offset_tombstone(group_id, topic, partition))
-            continue
         group = groups.get(group_id)
-        committed = store.of(group_id)
-        if group is not None and not _offsets_can_expire(group):
-            continue
-        keep_topics = (subscribed_topics(group) if group is not None else None) or set()
+        kind = type_of(group) if group is not None else None
+        keep = kind.subscribed_topics(group, image) if kind is not None else frozenset()
         remaining = 0
-        for (topic, partition), value in sorted(committed.items()):
-            if topic in keep_topics:
+        for (topic, partition), value in sorted(store.of(group_id).items()):
+            base = kind.offset_expiry_base(group, value) if kind is not None else value.commit_timestamp_ms
+            if base is None or keep is None or topic in keep:
                 remaining += 1
                 continue
-            base = value.commit_timestamp_ms
-            if group is not None and group.is_in(ClassicGroupState.EMPTY) and group.protocol_type is not None:
-                base = group.state_timestamp_ms
             deadline = value.expire_timestamp_ms if value.expire_timestamp_ms is not None else base + retention_ms
             if now_ms >= deadline:
-                records.append(new_offset_tombstone(group_id, topic, partition))
+                ctx.emit(new_offset_tombstone(group_id, topic, partition))
             else:
                 remaining += 1
-        if group is not None and group.is_in(ClassicGroupState.EMPTY) and remaining == 0:
-            records.append(new_group_tombstone(group_id))
-    return records
-
-
-def _offsets_can_expire(group: ClassicGroup) -> bool:
-    if group.is_in(ClassicGroupState.EMPTY):
-        return True
-    if group.protocol_type is None:
-        return True  # simple group
-    return group.protocol_type == "consumer" and group.is_in(ClassicGroupState.STABLE)
+        if kind is not None and remaining == 0 and kind.is_empty(group) and not store.has_pending(group_id):
+            kind.delete(ctx, groups, group)

@@ -25,6 +25,7 @@ class DescribedGroup:
     protocol_type: str = ""
     protocol_data: str = ""
     members: tuple[DescribedMember, ...] = ()
+    error_message: str | None = None  # version 6 and later
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,4 +1,4 @@
-"""Offset commit and fetch requests and responses (version-agnostic)."""
+"""Offset commit (plain and transactional), fetch and delete requests and responses (version-agnostic)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,8 @@ class OffsetCommitRequest:
     retention_ms: Final[int]  # v2-4 only; -1 = broker default
     topics: Final[tuple[tuple[str, tuple[PartitionCommit, ...]], ...]]
     version: Final[int]
+    #: committed inside a transaction (TxnOffsetCommit): the group's rules differ a little (Kafka)
+    transactional: Final[bool]
 
     def __init__(
         self,
@@ -52,6 +54,7 @@ class OffsetCommitRequest:
         retention_ms: int = -1,
         topics: tuple[tuple[str, tuple[PartitionCommit, ...]], ...] = (),
         version: int = 9,
+        transactional: bool = False,
     ) -> None:
         self.group_id = group_id
         self.generation_id = generation_id
@@ -60,6 +63,7 @@ class OffsetCommitRequest:
         self.retention_ms = retention_ms
         self.topics = topics
         self.version = version
+        self.transactional = transactional
 
 
 @dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
@@ -95,3 +99,32 @@ class OffsetFetchResponse:
     group_id: str
     error: ErrorCode = ErrorCode.NONE
     topics: tuple[tuple[str, tuple[FetchedOffset, ...]], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommitRequest:
+    """Offsets committed inside ``producer_id``'s transaction; generation, member id and instance id are
+    sent from version 3 (KIP-447), before that they are -1, "" and None."""
+
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+    topics: tuple[tuple[str, tuple[PartitionCommit, ...]], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetDeleteRequest:
+    group_id: str
+    topics: tuple[tuple[str, tuple[int, ...]], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetDeleteResponse:
+    """``error``: the group's (then ``topics`` is empty); otherwise a code per partition asked for."""
+
+    error: ErrorCode = ErrorCode.NONE
+    topics: tuple[tuple[str, tuple[tuple[int, ErrorCode], ...]], ...] = ()

@@ -29,6 +29,7 @@ from regroup.records.model import (
     GroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
+    PendingOffsetCommitKey,
     Record,
 )
 
@@ -49,6 +50,18 @@ def new_offset_commit_record(group_id: str, topic: str, partition: int, value: O
 
 def new_offset_tombstone(group_id: str, topic: str, partition: int) -> Record:
     return Record(OffsetCommitKey(group_id=group_id, topic=topic, partition=partition), None)
+
+
+def new_pending_offset_record(
+    producer_id: int, group_id: str, topic: str, partition: int, value: OffsetCommitValue
+) -> Record:
+    key = PendingOffsetCommitKey(producer_id=producer_id, group_id=group_id, topic=topic, partition=partition)
+    return Record(key, value)
+
+
+def new_pending_offset_tombstone(producer_id: int, group_id: str, topic: str, partition: int) -> Record:
+    key = PendingOffsetCommitKey(producer_id=producer_id, group_id=group_id, topic=topic, partition=partition)
+    return Record(key, None)
 
 
 # ----------------------------------------------------------------------------------- KIP-848 consumer groups

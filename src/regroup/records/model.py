@@ -123,7 +123,24 @@ class OffsetCommitValue:
         self.expire_timestamp_ms = expire_timestamp_ms
 
 
-RecordKey = GroupMetadataKey | OffsetCommitKey | ConsumerRecordKey
+@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
+class PendingOffsetCommitKey:
+    """An offset committed inside a transaction (TxnOffsetCommit) by ``producer_id``: pending until the
+    transaction ends; its value is an ``OffsetCommitValue``."""
+
+    producer_id: Final[int]
+    group_id: Final[str]
+    topic: Final[str]
+    partition: Final[int]
+
+    def __init__(self, *, producer_id: int, group_id: str, topic: str, partition: int) -> None:
+        self.producer_id = producer_id
+        self.group_id = group_id
+        self.topic = topic
+        self.partition = partition
+
+
+RecordKey = GroupMetadataKey | OffsetCommitKey | PendingOffsetCommitKey | ConsumerRecordKey
 RecordValue = GroupMetadataValue | OffsetCommitValue | ConsumerRecordValue
 
 

@@ -17,6 +17,7 @@ from regroup.records.model import (
     MemberMetadata,
     OffsetCommitKey,
     OffsetCommitValue,
+    PendingOffsetCommitKey,
     Record,
 )
 
@@ -64,6 +65,9 @@ def encode(record: Record) -> bytes:
             }
     else:
         doc = {"k": "offset", "group": key.group_id, "topic": key.topic, "partition": key.partition}
+        if isinstance(key, PendingOffsetCommitKey):
+            doc["k"] = "pending-offset"
+            doc["producer"] = key.producer_id
         if isinstance(value, OffsetCommitValue):
             doc["v"] = {
                 "offset": value.offset,
@@ -113,8 +117,19 @@ def decode(data: bytes) -> Record:
                     members=members,
                 ),
             )
-        if kind == "offset":
-            okey = OffsetCommitKey(group_id=str(doc["group"]), topic=str(doc["topic"]), partition=int(doc["partition"]))
+        if kind in ("offset", "pending-offset"):
+            okey: OffsetCommitKey | PendingOffsetCommitKey
+            if kind == "offset":
+                okey = OffsetCommitKey(
+                    group_id=str(doc["group"]), topic=str(doc["topic"]), partition=int(doc["partition"])
+                )
+            else:
+                okey = PendingOffsetCommitKey(
+                    producer_id=int(doc["producer"]),
+                    group_id=str(doc["group"]),
+                    topic=str(doc["topic"]),
+                    partition=int(doc["partition"]),
+                )
             if v is None:
                 return Record(okey, None)
             return Record(

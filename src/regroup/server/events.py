@@ -50,6 +50,7 @@ from regroup.client.config import ConfigError, rebalance_protocol
 from regroup.client.embedded import assigned_partitions
 from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupState
 from regroup.coordinator.classic.rebalance import assignment_stored, classic_state_changed
+from regroup.coordinator.consumer.group import ConsumerGroup
 from regroup.coordinator.consumer.report import state_changed
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.events import (
@@ -139,14 +140,16 @@ class GroupEvents:
     # ------------------------------------------------------------------------------------------ internals
     def _loaded(self, coordinator: GroupCoordinator, now: int) -> None:
         """The groups loaded from the log, as they are: their members, state and stored assignment."""
-        for group_id, group in coordinator.groups.items():
+        for group in coordinator.groups.of_type(ClassicGroup):
+            group_id = group.group_id
             for member_id, member in group.members.items():
                 self._member_state(now, group_id, member_id, member.client_id, group.generation, "Joined")
             self._classic_state(coordinator, classic_state_changed(group), now)
             if group.state is ClassicGroupState.STABLE:
                 self._assignment_rows(assignment_stored(group), now)
         default_assignor = coordinator.config.consumer_group_assignors[0]
-        for group_id, cgroup in coordinator.consumer_groups.items():
+        for cgroup in coordinator.groups.of_type(ConsumerGroup):
+            group_id = cgroup.group_id
             for member_id, cmember in cgroup.members.items():
                 self._member_state(now, group_id, member_id, cmember.client_id, cgroup.group_epoch, "Joined")
             self._consumer_state(state_changed(cgroup, cgroup.state(), default_assignor), now)
@@ -164,7 +167,11 @@ class GroupEvents:
         )
         if self._file is None:
             return
-        style = rebalance_style(coordinator.groups.get(group_id), self._styles) if event.state != "Dead" else None
+        style = (
+            rebalance_style(coordinator.groups.typed(group_id, ClassicGroup), self._styles)
+            if event.state != "Dead"
+            else None
+        )
         rebalance = f" rebalance={style}" if style else ""
         detail = f"group={group_id} type=classic protocol={event.protocol}{rebalance} leader={event.leader}"
         self._emit(now, "group_state", state=event.state, generation=event.generation, detail=detail)

@@ -17,7 +17,8 @@ from __future__ import annotations
 from regroup.assignors.registry import server_side_name
 from regroup.client import OutgoingRequest
 from regroup.client.types import TopicPartition, api_name
-from regroup.coordinator.consumer.group import ConsumerGroupState
+from regroup.coordinator.classic.group import ClassicGroup
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.events import AssignmentStored, GroupStateChanged
 from regroup.coordinator.result import Result
@@ -129,7 +130,7 @@ class CoordinatorEndpoint:
     def _fenced_reason(self, req: OffsetCommitRequest) -> str | None:
         """Why the committing member is fenced right now (None when it is a member of the current
         generation): computed from the group before the coordinator handles the commit."""
-        cgroup = self.coordinator.consumer_groups.get(req.group_id)
+        cgroup = self.coordinator.groups.typed(req.group_id, ConsumerGroup)
         if cgroup is not None:
             cmember = cgroup.members.get(req.member_id)
             if cmember is None:
@@ -137,7 +138,7 @@ class CoordinatorEndpoint:
             if req.generation_id != cmember.member_epoch:
                 return f"epoch {req.generation_id} is not the member's {cmember.member_epoch}"
             return None
-        group = self.coordinator.groups.get(req.group_id)
+        group = self.coordinator.groups.typed(req.group_id, ClassicGroup)
         if group is None or req.member_id not in group.members:
             return f"member id {req.member_id!r} is not in the group"
         if req.generation_id != group.generation:
@@ -186,7 +187,7 @@ class CoordinatorEndpoint:
         self.checker.commit(now, member, fenced, accepted)
 
     def _observe_group(self, now: int, result: Result) -> None:
-        kind = "consumer" if self.group_id in self.coordinator.consumer_groups else "classic"
+        kind = "consumer" if self.coordinator.groups.typed(self.group_id, ConsumerGroup) is not None else "classic"
         if kind != self._kind:
             # An empty group of one type is replaced by a new group of the other type, which starts over at
             # generation/epoch 0 (docs/protocol.md, X04 and X16); a non-empty one is converted and keeps
@@ -241,7 +242,8 @@ class CoordinatorEndpoint:
         """A KIP-848 group: its state (Empty/Assigning/Reconciling/Stable) and group epoch; the epoch the
         coordinator holds for each member (never lower unless the member starts over at 0 or is removed);
         each member's current assignment once the group is Stable."""
-        group = self.coordinator.consumer_groups[self.group_id]
+        group = self.coordinator.groups.typed(self.group_id, ConsumerGroup)
+        assert group is not None
         epochs = {member_id: m.member_epoch for member_id, m in group.members.items()}
         for member_id, epoch in sorted(epochs.items()):
             last = self._member_epochs.get(member_id)

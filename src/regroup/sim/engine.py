@@ -489,10 +489,10 @@ class Simulator:
                 elif name in live:
                     live.discard(name)
                     self._live_version += 1
-        cgroup = self.coordinator.consumer_groups.get(self.group_id)
+        cgroup = self.coordinator.groups.typed(self.group_id, ConsumerGroup)
         if cgroup is None:
             self._held.clear()
-            group = self.coordinator.groups.get(self.group_id)
+            group = self.coordinator.groups.typed(self.group_id, ClassicGroup)
             if group is None or group.state is not ClassicStates.STABLE:
                 self._classic_view = None
                 return None

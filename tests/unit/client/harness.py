@@ -14,6 +14,7 @@ from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.result import Result
 from regroup.protocol.classic import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
 from regroup.protocol.offsets import OffsetCommitRequest
+from tests.group_views import classic_groups
 
 GROUP = "g"
 
@@ -126,4 +127,4 @@ class GroupHarness:
         return [s for s in self.sent if s.member == member and s.out.api == api]
 
     def group(self) -> ClassicGroup:
-        return self.coordinator.groups[GROUP]
+        return classic_groups(self.coordinator)[GROUP]

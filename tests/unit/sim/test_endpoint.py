@@ -16,6 +16,7 @@ from regroup.protocol.consumer import LEAVE_EPOCH, ConsumerGroupHeartbeatRequest
 from regroup.sim.checks import SafetyChecker
 from regroup.sim.endpoint import CoordinatorEndpoint
 from regroup.sim.eventlog import EventLog
+from tests.group_views import classic_groups, consumer_groups
 
 
 def classic_join(member_id: str) -> JoinGroupRequest:
@@ -53,9 +54,9 @@ def test_an_empty_consumer_group_deleted_by_a_classic_join_lets_the_new_classic_
     assert send(endpoint, "a", 1, join, 10).error is ErrorCode.NONE
     leave = ConsumerGroupHeartbeatRequest(group_id="g", member_id="a-1", member_epoch=LEAVE_EPOCH)
     send(endpoint, "a", 2, leave, 20)
-    assert endpoint.coordinator.consumer_groups["g"].members == {}
+    assert consumer_groups(endpoint.coordinator)["g"].members == {}
     assert send(endpoint, "b", 1, classic_join("b-old"), 30).error is ErrorCode.UNKNOWN_MEMBER_ID
-    assert endpoint.coordinator.consumer_groups["g"].members == {} and "g" not in endpoint.coordinator.groups
+    assert consumer_groups(endpoint.coordinator)["g"].members == {} and "g" not in classic_groups(endpoint.coordinator)
     required = send(endpoint, "b", 2, classic_join(""), 40)
     assert required.error is ErrorCode.MEMBER_ID_REQUIRED
     parked = OutgoingRequest(request_id=3, request=classic_join(required.member_id))

@@ -12,6 +12,7 @@ from regroup.protocol.classic import JoinGroupRequest, LeaveGroupRequest, Leavin
 from regroup.protocol.offsets import OffsetCommitRequest, PartitionCommit
 from regroup.storage.coordinator_log import CoordinatorLog
 from regroup.storage.record_log import FsyncPolicy
+from tests.group_views import classic_groups
 
 CONFIG = CoordinatorConfig(group_initial_rebalance_delay_ms=3_000)
 
@@ -59,12 +60,12 @@ class Driver:
                 protocols=(("range", b"meta"),),
             )
             self._persist(self.c.join_group(req, keys[member], self.now))
-        while self.c.groups[group].state.value == "PreparingRebalance":  # initial delay, extended once
+        while classic_groups(self.c)[group].state.value == "PreparingRebalance":  # initial delay, extended once
             deadline = self.c.next_deadline()
             assert deadline is not None
             self.now = max(self.now, deadline)
             self._persist(self.c.advance(self.now))
-        group_state = self.c.groups[group]
+        group_state = classic_groups(self.c)[group]
         assert group_state.state.value == "CompletingRebalance"
         leader = group_state.leader_id
         assert leader is not None
@@ -107,7 +108,7 @@ def test_restart_rebuilds_groups_and_offsets(tmp_path: Path) -> None:
     reopened = CoordinatorLog.open(tmp_path)
     rebuilt = reopened.load(now_ms=d.now, config=CONFIG)
     assert rebuilt.hard_state() == d.c.hard_state()
-    assert rebuilt.groups["g2"].state.value == "Stable"
+    assert classic_groups(rebuilt)["g2"].state.value == "Stable"
     assert rebuilt.offsets.of("simple")[("t", 0)].offset == 42
     reopened.close()
 

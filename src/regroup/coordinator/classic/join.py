@@ -16,6 +16,7 @@ from regroup.coordinator.classic.rebalance import (
     try_complete_join,
 )
 from regroup.coordinator.context import Ctx
+from regroup.coordinator.groups import Groups
 from regroup.coordinator.identity import static_holder
 from regroup.coordinator.ids import member_id_for
 from regroup.coordinator.result import RequestKey
@@ -24,20 +25,19 @@ from regroup.protocol.classic import JoinGroupMember, JoinGroupRequest, JoinGrou
 from regroup.records.builders import new_group_metadata_record
 
 
-def join_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: JoinGroupRequest, key: RequestKey) -> None:
-    """Handle one JoinGroup. Errors found before any change raise ``ApiError``; later outcomes (waiting,
-    completion) are completions on ``ctx``."""
+def join_group(ctx: Ctx, groups: Groups, group: ClassicGroup | None, req: JoinGroupRequest, key: RequestKey) -> None:
+    """Handle one JoinGroup for ``group`` (None: no group has the id yet). Errors found before any change
+    raise ``ApiError``; later outcomes (waiting, completion) are completions on ``ctx``."""
     if not req.group_id:
         raise ApiError(ErrorCode.INVALID_GROUP_ID)
     cfg = ctx.config
     if not cfg.group_min_session_timeout_ms <= req.session_timeout_ms <= cfg.group_max_session_timeout_ms:
         raise ApiError(ErrorCode.INVALID_SESSION_TIMEOUT)
-    group = groups.get(req.group_id)
     if group is None:
         if req.member_id:
             raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
         group = ClassicGroup(group_id=req.group_id, state_timestamp_ms=ctx.now_ms)
-        ctx.journal.put(groups, req.group_id, group)
+        groups.add(ctx.journal, group)
         announce_group(ctx, group)
         records_before = len(ctx.result.records)
         _join(ctx, group, req, key)

@@ -36,7 +36,7 @@ def sync_phase_key(group_id: str) -> tuple[str, str]:
 
 
 def _live(groups: Groups, group_id: str) -> ClassicGroup | None:
-    group = groups.classic.get(group_id)
+    group = groups.typed(group_id, ClassicGroup)
     return None if group is None or group.is_in(ClassicStates.DEAD) else group
 
 

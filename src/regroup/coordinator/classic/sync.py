@@ -29,10 +29,9 @@ from regroup.protocol.classic import (
 )
 
 
-def _group_for_member_request(groups: dict[str, ClassicGroup], group_id: str) -> ClassicGroup:
+def _group_for_member_request(group: ClassicGroup | None, group_id: str) -> ClassicGroup:
     if not group_id:
         raise ApiError(ErrorCode.INVALID_GROUP_ID)
-    group = groups.get(group_id)
     if group is None:
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
     if group.is_in(ClassicStates.DEAD):
@@ -40,8 +39,9 @@ def _group_for_member_request(groups: dict[str, ClassicGroup], group_id: str) ->
     return group
 
 
-def sync_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: SyncGroupRequest, key: RequestKey) -> None:
-    group = _group_for_member_request(groups, req.group_id)
+def sync_group(ctx: Ctx, found: ClassicGroup | None, req: SyncGroupRequest, key: RequestKey) -> None:
+    """``found``: the classic group the request names, None when there is none."""
+    group = _group_for_member_request(found, req.group_id)
     if group.is_in(ClassicStates.EMPTY):
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
     check_identity(group, req.member_id, req.group_instance_id)
@@ -86,8 +86,8 @@ def _sync_response(group: ClassicGroup, assignment: bytes) -> SyncGroupResponse:
     )
 
 
-def heartbeat(ctx: Ctx, groups: dict[str, ClassicGroup], req: HeartbeatRequest) -> HeartbeatResponse:
-    group = _group_for_member_request(groups, req.group_id)
+def heartbeat(ctx: Ctx, found: ClassicGroup | None, req: HeartbeatRequest) -> HeartbeatResponse:
+    group = _group_for_member_request(found, req.group_id)
     check_identity(group, req.member_id, req.group_instance_id)
     if req.generation_id != group.generation:
         raise ApiError(ErrorCode.ILLEGAL_GENERATION)
@@ -100,10 +100,9 @@ def heartbeat(ctx: Ctx, groups: dict[str, ClassicGroup], req: HeartbeatRequest) 
     return HeartbeatResponse()
 
 
-def leave_group(ctx: Ctx, groups: dict[str, ClassicGroup], req: LeaveGroupRequest) -> LeaveGroupResponse:
+def leave_group(ctx: Ctx, group: ClassicGroup | None, req: LeaveGroupRequest) -> LeaveGroupResponse:
     if not req.group_id:
         raise ApiError(ErrorCode.INVALID_GROUP_ID)
-    group = groups.get(req.group_id)
     if group is None:
         return LeaveGroupResponse(
             members=tuple(

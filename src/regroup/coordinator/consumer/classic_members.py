@@ -67,7 +67,7 @@ def join_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: JoinGroupReq
     except ProtocolDecodeError:
         raise ApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL) from None
     classic_meta = ClassicProtocolMetadata(session_timeout_ms=req.session_timeout_ms, protocols=req.protocols)
-    writes = ConsumerWrites(ctx, groups.consumer)
+    writes = ConsumerWrites(ctx, groups)
 
     # resolve the member
     if req.group_instance_id is None:

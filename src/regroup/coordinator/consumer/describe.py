@@ -4,7 +4,7 @@ and target assignment (topic ids with names)."""
 from __future__ import annotations
 
 from regroup.coordinator.config import CoordinatorConfig
-from regroup.coordinator.consumer.group import Partitions
+from regroup.coordinator.consumer.group import ConsumerGroup, Partitions
 from regroup.coordinator.groups import Groups
 from regroup.model.cluster import ClusterImage
 from regroup.model.errors import ErrorCode
@@ -27,9 +27,9 @@ def _described(parts: Partitions, image: ClusterImage) -> tuple[DescribedTopicPa
 def describe_consumer_group(config: CoordinatorConfig, groups: Groups, group_id: str) -> DescribedConsumerGroup:
     if not group_id:
         return DescribedConsumerGroup(group_id=group_id, error=ErrorCode.INVALID_GROUP_ID)
-    group = groups.consumer.get(group_id)
+    group = groups.typed(group_id, ConsumerGroup)
     if group is None:
-        why = "is not a consumer group" if group_id in groups.classic else "not found"
+        why = "is not a consumer group" if group_id in groups else "not found"
         return DescribedConsumerGroup(
             group_id=group_id, error=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {group_id} {why}."
         )

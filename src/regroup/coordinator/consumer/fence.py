@@ -23,7 +23,7 @@ def fence_member(ctx: Ctx, groups: Groups, group: ConsumerGroup, member_id: str,
 
 def remove_members(ctx: Ctx, groups: Groups, group: ConsumerGroup, member_ids: list[str], reason: LeaveReason) -> None:
     """Remove members at once (for ``reason``): one subscription-metadata update and one group-epoch bump."""
-    writes = ConsumerWrites(ctx, groups.consumer)
+    writes = ConsumerWrites(ctx, groups)
     for member_id in member_ids:
         writes.remove_member(group.group_id, member_id, reason)
         cancel_timers(ctx, group, member_id)

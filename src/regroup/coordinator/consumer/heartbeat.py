@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 
+from regroup.coordinator.classic.group import ClassicGroup
 from regroup.coordinator.consumer import migration
 from regroup.coordinator.consumer.fence import fence_member
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, to_set, to_tuple
@@ -84,11 +85,11 @@ def consumer_group_heartbeat(
 
 
 def _group(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> ConsumerGroup:
-    group = groups.consumer.get(req.group_id)
+    group = groups.typed(req.group_id, ConsumerGroup)
     if group is not None:
         return group
     create = req.member_epoch == JOIN_EPOCH
-    classic = groups.classic.get(req.group_id)
+    classic = groups.typed(req.group_id, ClassicGroup)
     if classic is not None:
         if not create:
             raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group.")
@@ -98,7 +99,7 @@ def _group(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> Cons
     if not create:
         raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
     group = ConsumerGroup(group_id=req.group_id)
-    ctx.journal.put(groups.consumer, req.group_id, group)
+    groups.add(ctx.journal, group)
     ctx.event(GroupCreated(req.group_id, "consumer"))
     return group
 
@@ -167,7 +168,7 @@ def _heartbeat(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> 
     if len(group.members) >= ctx.config.consumer_group_max_size and not is_member:
         raise group_full(ctx.config.consumer_group_max_size)
     member_id = req.member_id or str(ctx.ids.unique_suffix())
-    writes = ConsumerWrites(ctx, groups.consumer)
+    writes = ConsumerWrites(ctx, groups)
     member = _resolve_member(ctx, writes, group, req, member_id)
     old = group.members.get(member.member_id)
     updated = member.copy()
@@ -217,7 +218,7 @@ def _heartbeat(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> 
 
 
 def _leave(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
-    group = groups.consumer.get(req.group_id)
+    group = groups.typed(req.group_id, ConsumerGroup)
     if group is None:
         raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
     if req.instance_id is None:
@@ -232,7 +233,7 @@ def _leave(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> Cons
             leaving = member.copy()
             leaving.member_epoch = STATIC_LEAVE_EPOCH
             leaving.pending_revocation = {}
-            ConsumerWrites(ctx, groups.consumer).current_assignment(group.group_id, leaving)
+            ConsumerWrites(ctx, groups).current_assignment(group.group_id, leaving)
             return ConsumerGroupHeartbeatResponse(member_id=member.member_id, member_epoch=STATIC_LEAVE_EPOCH)
     fence_member(ctx, groups, group, member.member_id, "leave")
     return ConsumerGroupHeartbeatResponse(member_id=req.member_id, member_epoch=LEAVE_EPOCH)

@@ -91,7 +91,7 @@ def _retire_classic(ctx: Ctx, groups: Groups, group: ClassicGroup) -> None:
     """The classic group leaves the namespace (its members, if any, go on in a consumer group)."""
     ctx.emit(new_group_tombstone(group.group_id))
     _cancel_classic_timers(ctx, group)
-    ctx.journal.remove(groups.classic, group.group_id)
+    groups.remove(ctx.journal, group.group_id)
     ctx.journal.undo(_state_restorer(group))
     for member in group.members.values():
         rebalance.member_left(ctx, group, member, "converted")
@@ -116,7 +116,7 @@ def drop_empty_classic_group(ctx: Ctx, groups: Groups, group: ClassicGroup) -> N
 
 def drop_empty_consumer_group(ctx: Ctx, groups: Groups, group: ConsumerGroup) -> None:
     """An empty consumer group is replaced by a classic group, whatever the policy."""
-    ConsumerWrites(ctx, groups.consumer).delete_group(group)
+    ConsumerWrites(ctx, groups).delete_group(group)
 
 
 # ----------------------------------------------------------------------------------------------- upgrade
@@ -180,9 +180,9 @@ def upgrade(ctx: Ctx, groups: Groups, classic: ClassicGroup, *, joining_member_i
             ctx.complete(m.awaiting_sync_key, SyncGroupResponse(error=ErrorCode.REBALANCE_IN_PROGRESS))
             ctx.journal.set(m, "awaiting_sync_key", None)
     _retire_classic(ctx, groups, classic)
-    writes = ConsumerWrites(ctx, groups.consumer)
+    writes = ConsumerWrites(ctx, groups)
     group = ConsumerGroup(group_id=gid)
-    ctx.journal.put(groups.consumer, gid, group)
+    groups.add(ctx.journal, group)
     ctx.event(GroupCreated(gid, "consumer"))
     for member in converted:
         writes.member_metadata(gid, member)
@@ -276,8 +276,8 @@ def downgrade(
     classic.protocol_name = classic.select_protocol()
     for member_id in list(group.members):
         cancel_timers(ctx, group, member_id)
-    ConsumerWrites(ctx, groups.consumer).delete_group(group, "converted", leaving=(leaving_member_id, reason))
-    ctx.journal.put(groups.classic, gid, classic)
+    ConsumerWrites(ctx, groups).delete_group(group, "converted", leaving=(leaving_member_id, reason))
+    groups.add(ctx.journal, classic)
     ctx.emit(new_group_metadata_record(gid, classic.to_record_value()))
     rebalance.announce_group(ctx, classic)
     for cm in classic.members.values():

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Final
 
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState, to_set
+from regroup.coordinator.groups import Groups
 from regroup.coordinator.journal import Journal
 from regroup.records.consumer import (
     CONSUMER_KEY_TYPES,
@@ -30,11 +31,14 @@ from regroup.records.model import Record
 _UNJOURNALED: Final = Journal()
 
 
-def _group(groups: dict[str, ConsumerGroup], group_id: str, create: bool, journal: Journal) -> ConsumerGroup | None:
-    group = groups.get(group_id)
+def _group(groups: Groups, group_id: str, create: bool, journal: Journal) -> ConsumerGroup | None:
+    """The consumer group ``group_id`` names; with ``create``, a new one when there is none. A group of
+    another type under the id was retired before (the live path removes it first; in the log its tombstone
+    comes first, or it is the simple group that loading made for offsets committed earlier)."""
+    group = groups.typed(group_id, ConsumerGroup)
     if group is None and create:
         group = ConsumerGroup(group_id=group_id)
-        journal.put(groups, group_id, group)
+        groups.add(journal, group)
     return group
 
 
@@ -60,7 +64,7 @@ def _member_restorer(group: ConsumerGroup, member_id: str, old: ConsumerGroupMem
     return restore
 
 
-def replay(groups: dict[str, ConsumerGroup], record: Record, journal: Journal = _UNJOURNALED) -> None:
+def replay(groups: Groups, record: Record, journal: Journal = _UNJOURNALED) -> None:
     """Apply one consumer-group record (any other record is ignored)."""
     key, value = record.key, record.value
     if not isinstance(key, CONSUMER_KEY_TYPES):
@@ -70,7 +74,7 @@ def replay(groups: dict[str, ConsumerGroup], record: Record, journal: Journal = 
         return
     if isinstance(key, ConsumerGroupMetadataKey):
         if value is None:
-            journal.remove(groups, key.group_id)  # the group's other records were tombstoned before
+            groups.remove(journal, key.group_id)  # the group's other records were tombstoned before
         else:
             assert isinstance(value, ConsumerGroupMetadataValue)
             journal.set(group, "group_epoch", value.epoch)

@@ -36,7 +36,7 @@ MEMBER_TIMER_KEYS = (member_session_key, revocation_key, classic_member_join_key
 
 
 def _member(groups: Groups, group_id: str, member_id: str) -> tuple[ConsumerGroup, ConsumerGroupMember] | None:
-    group = groups.consumer.get(group_id)
+    group = groups.typed(group_id, ConsumerGroup)
     member = group.members.get(member_id) if group is not None else None
     return None if group is None or member is None else (group, member)
 

@@ -28,6 +28,8 @@ from regroup.coordinator.events import (
     PartitionsRevoked,
     TargetComputed,
 )
+from regroup.coordinator.groups import Groups
+from regroup.model.errors import CoordinatorBug
 from regroup.records.builders import (
     new_consumer_group_current_assignment_record,
     new_consumer_group_current_assignment_tombstone,
@@ -47,9 +49,15 @@ from regroup.records.model import Record
 
 
 class ConsumerWrites:
-    def __init__(self, ctx: Ctx, groups: dict[str, ConsumerGroup]) -> None:
+    def __init__(self, ctx: Ctx, groups: Groups) -> None:
         self.ctx = ctx
         self.groups = groups
+
+    def _existing(self, group_id: str) -> ConsumerGroup:
+        group = self.groups.typed(group_id, ConsumerGroup)
+        if group is None:
+            raise CoordinatorBug(f"no consumer group {group_id}")
+        return group
 
     def _write(self, record: Record) -> None:
         replay(self.groups, record, self.ctx.journal)
@@ -62,11 +70,11 @@ class ConsumerWrites:
         self._write(new_consumer_group_subscription_metadata_record(group_id, topics))
 
     def member_metadata(self, group_id: str, m: ConsumerGroupMember) -> None:
-        group = self.groups.get(group_id)
+        group = self.groups.typed(group_id, ConsumerGroup)
         joined = group is None or m.member_id not in group.members
         self._write(new_consumer_group_member_metadata_record(group_id, m.member_id, m.metadata_value()))
         if joined:
-            epoch = self.groups[group_id].group_epoch
+            epoch = self._existing(group_id).group_epoch
             self.ctx.event(MemberJoined(group_id, "consumer", m.member_id, m.client_id, epoch))
 
     def target(self, group_id: str, member_id: str, partitions: Partitions) -> None:
@@ -75,14 +83,14 @@ class ConsumerWrites:
     def target_epoch(self, group_id: str, epoch: int, assignor: str) -> None:
         """The new target is complete: its epoch, computed by ``assignor`` (Kafka's name)."""
         self._write(new_consumer_group_target_assignment_epoch_record(group_id, epoch))
-        group = self.groups[group_id]
+        group = self._existing(group_id)
         targets = tuple(
             (member_id, m.client_id, to_tuple(group.target_of(member_id))) for member_id, m in group.members.items()
         )
         self.ctx.event(TargetComputed(group_id, epoch, assignor, targets))
 
     def current_assignment(self, group_id: str, m: ConsumerGroupMember) -> None:
-        group = self.groups.get(group_id)
+        group = self.groups.typed(group_id, ConsumerGroup)
         old = group.members.get(m.member_id) if group is not None else None
         self._held_changes(group_id, old, m)
         self._write(
@@ -113,7 +121,7 @@ class ConsumerWrites:
 
     def remove_member(self, group_id: str, member_id: str, reason: LeaveReason) -> None:
         """Kafka's order: current assignment, target assignment, then the member's metadata."""
-        group = self.groups[group_id]
+        group = self._existing(group_id)
         member = group.members.get(member_id)
         if member is not None:
             held = to_tuple(_held(member.assigned, member.pending_revocation))

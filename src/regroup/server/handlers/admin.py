@@ -1,4 +1,5 @@
-"""Group inspection and deletion: DescribeGroups (v0-5), ListGroups (v0-5, state filter v4+, type filter v5+),
+"""Group inspection and deletion: DescribeGroups (v0-6; v6, KIP-1043: a group that is not classic is
+GROUP_ID_NOT_FOUND with a message), ListGroups (v0-5, state filter v4+, type filter v5+),
 DeleteGroups (v0-2). The core decides everything (KIP-40 semantics, "Dead" for unknown groups,
 NON_EMPTY_GROUP, ...); this module only maps versions. There is no authorizer: when a DescribeGroups v3+
 client asks for authorized operations it gets every operation a group supports (READ, DELETE, DESCRIBE), as
@@ -23,6 +24,7 @@ OPERATIONS_NOT_REQUESTED = -(2**31)
 def _described(group: DescribedGroup, operations: int) -> dict[str, Any]:
     return {
         "error_code": group.error,
+        "error_message": group.error_message,
         "group_id": group.group_id,
         "group_state": group.state,
         "protocol_type": group.protocol_type,
@@ -50,7 +52,7 @@ def _describe_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
 async def describe_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     group_ids = list(request.groups)
     described: tuple[DescribedGroup, ...] = await broker.coordinator.call(
-        lambda c, key, now: c.describe_groups(group_ids, key, now)
+        lambda c, key, now: c.describe_groups(group_ids, key, now, ctx.api_version)
     )
     wanted = bool(getattr(request, "include_authorized_operations", False))
     operations = GROUP_OPERATIONS if wanted else OPERATIONS_NOT_REQUESTED
@@ -94,7 +96,7 @@ async def delete_groups(broker: Broker, ctx: RequestContext, request: Any) -> An
 
 
 SPECS = [
-    ApiSpec(DESCRIBE_GROUPS, 0, 5, describe_groups, _describe_error),
+    ApiSpec(DESCRIBE_GROUPS, 0, 6, describe_groups, _describe_error),
     ApiSpec(LIST_GROUPS, 0, 5, list_groups, _list_error),
     ApiSpec(DELETE_GROUPS, 0, 2, delete_groups, _delete_error),
 ]

@@ -1,4 +1,4 @@
-"""OffsetCommit (v2-9) and OffsetFetch (v1-9, v8+ batched by group).
+"""OffsetCommit (v2-9), OffsetFetch (v1-9, v8+ batched by group) and OffsetDelete (v0, KIP-496).
 
 Error placement follows Kafka: OffsetCommit has no top-level error, so a request-level failure is set on
 every partition (the core already does this for validation failures); OffsetFetch v1 has no top-level error
@@ -24,6 +24,8 @@ from regroup.protocol.offsets import (
     FetchedOffset,
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
     PartitionCommit,
@@ -32,7 +34,7 @@ from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.entities import ms
 from regroup.server.handlers._common import respond
 
-OFFSET_COMMIT, OFFSET_FETCH = 8, 9
+OFFSET_COMMIT, OFFSET_FETCH, OFFSET_DELETE = 8, 9, 47
 RETENTION_VERSIONS = range(2, 5)
 FETCH_TOP_LEVEL_ERROR_FROM = 2
 FETCH_BATCHED_FROM = 8
@@ -179,7 +181,31 @@ async def offset_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any
     )
 
 
+# --------------------------------------------------------------------------------------- OffsetDelete
+def _delete_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
+    return respond(ctx, error_code=code, topics=[])
+
+
+async def offset_delete(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """The group's offsets of the named partitions are deleted unless the group subscribes to the topic
+    (GROUP_SUBSCRIBED_TO_TOPIC); a group with members that are not consumers refuses (NON_EMPTY_GROUP)."""
+    req = OffsetDeleteRequest(
+        group_id=request.group_id,
+        topics=tuple((t.name, tuple(p.partition_index for p in t.partitions)) for t in request.topics),
+    )
+    resp: OffsetDeleteResponse = await broker.coordinator.call(lambda c, key, now: c.offset_delete(req, key, now))
+    return respond(
+        ctx,
+        error_code=resp.error,
+        topics=[
+            {"name": name, "partitions": [{"partition_index": p, "error_code": code} for p, code in partitions]}
+            for name, partitions in resp.topics
+        ],
+    )
+
+
 SPECS = [
     ApiSpec(OFFSET_COMMIT, 2, 9, offset_commit, _commit_error),
     ApiSpec(OFFSET_FETCH, 1, 9, offset_fetch, _fetch_error),
+    ApiSpec(OFFSET_DELETE, 0, 0, offset_delete, _delete_error),
 ]

@@ -1,0 +1,99 @@
+"""``GroupType``: the one interface every group type implements, and what the coordinator's facade, offsets
+and inspection ask of a group without knowing its type.
+
+A group type is a class of group (``group_class``, kept in the one namespace of ``groups.py``) plus this
+object: its name as ListGroups reports it, its state, the validation of offset commits, fetches and deletes
+against it, the topics its members subscribe to, when its offsets may expire, its ListGroups and
+DescribeGroups views, how it is deleted, and how it serves the classic protocol's requests (JoinGroup,
+SyncGroup, Heartbeat, LeaveGroup: a classic group natively, a consumer group for its members that still
+use the classic protocol). Every type is registered once in ``group_types.py``; nothing else dispatches on
+a group's type. Validation methods raise ``ApiError`` with Kafka's code; they change nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from regroup.coordinator.context import Ctx
+    from regroup.coordinator.groups import Groups
+    from regroup.coordinator.result import RequestKey
+    from regroup.model.cluster import ClusterImage
+    from regroup.protocol.admin import DescribedGroup, ListedGroup
+    from regroup.protocol.classic import (
+        HeartbeatRequest,
+        HeartbeatResponse,
+        JoinGroupRequest,
+        JoinGroupResponse,
+        LeaveGroupRequest,
+        LeaveGroupResponse,
+        SyncGroupRequest,
+        SyncGroupResponse,
+    )
+    from regroup.protocol.offsets import OffsetCommitRequest, OffsetFetchRequest
+    from regroup.records.model import OffsetCommitValue
+
+
+class GroupType(Protocol):
+    """One group type. ``group`` arguments are instances of ``group_class``."""
+
+    @property
+    def name(self) -> str:
+        """The type's name in ListGroups and events ("classic", "consumer")."""
+
+    @property
+    def group_class(self) -> type[Any]: ...
+
+    # ------------------------------------------------------------------------------------------ state
+    def state_name(self, group: Any) -> str:
+        """The state as ListGroups and DescribeGroups spell it ("Stable", "Empty", ...)."""
+
+    def is_empty(self, group: Any) -> bool:
+        """No members: the group may be deleted (DeleteGroups, offsets expiry)."""
+
+    # ---------------------------------------------------------------------------------------- offsets
+    def validate_offset_commit(self, ctx: Ctx, group: Any, req: OffsetCommitRequest) -> None:
+        """May this request commit offsets for the group (its member and generation or member epoch)? In the
+        classic protocol an accepted commit also keeps the member's session alive, as in Kafka."""
+
+    def validate_offset_fetch(self, group: Any, req: OffsetFetchRequest) -> None:
+        """May this request read the group's offsets? GROUP_ID_NOT_FOUND: the group has none to show."""
+
+    def validate_offset_delete(self, group: Any) -> None:
+        """May offsets be deleted from the group at all (OffsetDelete)?"""
+
+    def subscribed_topics(self, group: Any, image: ClusterImage) -> frozenset[str] | None:
+        """The topics the group's members subscribe to; None when they are not known, and then every topic
+        counts as subscribed (its offsets are neither deleted nor expired)."""
+
+    def offset_expiry_base(self, group: Any, value: OffsetCommitValue) -> int | None:
+        """When an offset of the group starts ageing towards ``offsets.retention.ms``; None: the group's
+        offsets do not expire while it is as it is (an offset with its own expiry time still does not)."""
+
+    # ------------------------------------------------------------------------------------- inspection
+    def listed(self, group: Any) -> ListedGroup: ...
+
+    def described(self, group: Any) -> DescribedGroup | None:
+        """DescribeGroups' view; None for a type DescribeGroups does not describe (Kafka: only classic)."""
+
+    # ---------------------------------------------------------------------------------------- removal
+    def validate_delete(self, group: Any) -> None:
+        """May DeleteGroups delete the group (NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND)?"""
+
+    def delete(self, ctx: Ctx, groups: Groups, group: Any) -> None:
+        """Write the records that delete the group (its offsets are the caller's) and take it out of
+        ``groups``."""
+
+    # --------------------------------------------------------------------- the classic protocol's requests
+    def join_group(
+        self, ctx: Ctx, groups: Groups, group: Any, req: JoinGroupRequest, key: RequestKey
+    ) -> JoinGroupResponse | None:
+        """A JoinGroup for this group (None: the response comes later, completed for ``key``)."""
+
+    def sync_group(
+        self, ctx: Ctx, groups: Groups, group: Any, req: SyncGroupRequest, key: RequestKey
+    ) -> SyncGroupResponse | None: ...
+
+    def heartbeat(self, ctx: Ctx, groups: Groups, group: Any, req: HeartbeatRequest) -> HeartbeatResponse: ...
+
+    def leave_group(self, ctx: Ctx, groups: Groups, group: Any, req: LeaveGroupRequest) -> LeaveGroupResponse: ...
