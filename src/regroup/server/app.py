@@ -250,6 +250,13 @@ class Server:
             if isinstance(exc, (StorageError, ValueError)):
                 raise StartupError(f"cannot load the transaction log: {exc}{_repair_hint(cfg, exc)}") from None
             raise
+        groups = self._runtime
+        if groups is not None:
+
+            async def complete(producer_id: int, producer_epoch: int, committed: bool) -> None:
+                await groups.write(lambda c, key, now: c.complete_transaction(producer_id, committed, now))
+
+            runtime.set_group_completion(complete)
         await runtime.start()
         return runtime
 

@@ -1,9 +1,10 @@
 """The transaction coordinator's APIs (KIP-98, transaction version 1) and the tools' views of it (KIP-664).
 
 Versions: InitProducerId v0–6, AddPartitionsToTxn v0–5 (v4+: the brokers' batched form, with
-``verify_only``), AddOffsetsToTxn v0–4, EndTxn v0–4, DescribeProducers v0, DescribeTransactions v0,
-ListTransactions v0–2. EndTxn v5 and the KIP-890 part 2 forms (an epoch bump per transaction) are not served:
-clients use them only when the broker advertises transaction version 2, which this one does not.
+``verify_only``), AddOffsetsToTxn v0–4, EndTxn v0–4, TxnOffsetCommit v0–4, DescribeProducers v0,
+DescribeTransactions v0, ListTransactions v0–2. EndTxn v5, TxnOffsetCommit v5 and the KIP-890 part 2 forms
+(an epoch bump per transaction) are not served: clients use them only when the broker advertises transaction
+version 2, which this one does not.
 
 - **InitProducerId** without a transactional id: a fresh producer id with epoch 0 (idempotent producers,
   including the KIP-360 epoch bump). With one: the coordinator's session (``TransactionCoordinator``); an
@@ -29,6 +30,7 @@ from typing import Any
 import re2
 
 from regroup.model.errors import ErrorCode
+from regroup.protocol.offsets import OffsetCommitResponse, PartitionCommit, TxnOffsetCommitRequest
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.entities import ms
 from regroup.server.handlers._common import respond
@@ -37,7 +39,7 @@ from regroup.transactions.state import TopicPartition, TransactionMetadata, TxnS
 
 __all__ = ["SPECS", "txn_of"]
 
-INIT_PRODUCER_ID, ADD_PARTITIONS, ADD_OFFSETS, END_TXN = 22, 24, 25, 26
+INIT_PRODUCER_ID, ADD_PARTITIONS, ADD_OFFSETS, END_TXN, TXN_OFFSET_COMMIT = 22, 24, 25, 26, 28
 DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 65, 66
 BATCHED_ADD_FROM = 4
 E = ErrorCode
@@ -188,6 +190,95 @@ async def end_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     return respond(ctx, error_code=fenced_for(result.error, ctx.api_version, 2))
 
 
+# ------------------------------------------------------------------------------------------ TxnOffsetCommit
+#: TxnOffsetCommit versions from which a group not added to the transaction is TRANSACTION_ABORTABLE
+ABORTABLE_OFFSETS_FROM = 4
+
+
+def _offsets_rows(topics: Iterable[tuple[str, Iterable[tuple[int, ErrorCode]]]]) -> list[dict[str, Any]]:
+    return [
+        {"name": name, "partitions": [{"partition_index": p, "error_code": code} for p, code in partitions]}
+        for name, partitions in topics
+    ]
+
+
+def _txn_offsets_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
+    return respond(
+        ctx, topics=_offsets_rows((t.name, ((p.partition_index, code) for p in t.partitions)) for t in request.topics)
+    )
+
+
+def _offsets_refusal(code: ErrorCode, version: int) -> ErrorCode:
+    """The coordinator's verification answer as TxnOffsetCommit clients of ``version`` know it (Kafka's
+    translations for the group coordinator's transaction verification)."""
+    if code is E.PRODUCER_FENCED:
+        return E.INVALID_PRODUCER_EPOCH
+    if code is E.CONCURRENT_TRANSACTIONS:
+        return E.COORDINATOR_NOT_AVAILABLE  # retriable for every client
+    if code is E.TRANSACTION_ABORTABLE and version < ABORTABLE_OFFSETS_FROM:
+        return E.INVALID_TXN_STATE
+    return code
+
+
+async def txn_offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """Offsets committed inside a transaction: partitions of unknown topics are UNKNOWN_TOPIC_OR_PARTITION (as
+    Kafka's request layer answers), the group must have been added to the producer's ongoing transaction
+    (Kafka's verification, KIP-890 part 1), and the group coordinator validates the member and keeps the
+    offsets pending for the producer until the transaction's marker reaches it."""
+    runtime = txn_of(broker)
+    if runtime is None:
+        return _txn_offsets_error(ctx, request, E.COORDINATOR_NOT_AVAILABLE)
+    known = broker.topic_store.topics()
+    rows: dict[str, list[tuple[int, ErrorCode]]] = {}
+    valid: list[tuple[str, list[Any]]] = []
+    for t in request.topics:
+        count = known[t.name].partitions if t.name in known else 0
+        present = [p for p in t.partitions if 0 <= p.partition_index < count]
+        unknown = E.UNKNOWN_TOPIC_OR_PARTITION
+        missing = [(p.partition_index, unknown) for p in t.partitions if not 0 <= p.partition_index < count]
+        if missing:
+            rows.setdefault(t.name, []).extend(missing)
+        if present:
+            valid.append((t.name, present))
+    if not valid:
+        return respond(ctx, topics=_offsets_rows(rows.items()))
+    tid, group, pid, epoch = request.transactional_id, request.group_id, request.producer_id, request.producer_epoch
+    refusal = E.INVALID_GROUP_ID if not group else runtime.coordinator.check_offsets(tid, pid, epoch, group)
+    if refusal is not E.NONE:
+        code = _offsets_refusal(refusal, ctx.api_version)
+        for name, partitions in valid:
+            rows.setdefault(name, []).extend((p.partition_index, code) for p in partitions)
+        return respond(ctx, topics=_offsets_rows(rows.items()))
+    req = TxnOffsetCommitRequest(
+        transactional_id=tid,
+        group_id=group,
+        producer_id=pid,
+        producer_epoch=epoch,
+        generation_id=getattr(request, "generation_id", -1),
+        member_id=getattr(request, "member_id", ""),
+        group_instance_id=getattr(request, "group_instance_id", None),
+        topics=tuple(
+            (
+                name,
+                tuple(
+                    PartitionCommit(
+                        partition=p.partition_index,
+                        offset=p.committed_offset,
+                        leader_epoch=getattr(p, "committed_leader_epoch", -1),
+                        metadata=p.committed_metadata,
+                    )
+                    for p in partitions
+                ),
+            )
+            for name, partitions in valid
+        ),
+    )
+    resp: OffsetCommitResponse = await broker.coordinator.call(lambda c, key, now: c.txn_offset_commit(req, key, now))
+    for name, codes in resp.topics:
+        rows.setdefault(name, []).extend(codes)
+    return respond(ctx, topics=_offsets_rows(rows.items()))
+
+
 # --------------------------------------------------------------------------- ListTransactions, Describe...
 def _list_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
     return respond(ctx, error_code=code, unknown_state_filters=[], transaction_states=[])
@@ -321,6 +412,7 @@ SPECS = [
     ApiSpec(ADD_PARTITIONS, 0, 5, add_partitions_to_txn, _add_partitions_error),
     ApiSpec(ADD_OFFSETS, 0, 4, add_offsets_to_txn, _error_only),
     ApiSpec(END_TXN, 0, 4, end_txn, _error_only),
+    ApiSpec(TXN_OFFSET_COMMIT, 0, 4, txn_offset_commit, _txn_offsets_error),
     ApiSpec(DESCRIBE_PRODUCERS, 0, 0, describe_producers, _producers_error),
     ApiSpec(DESCRIBE_TRANSACTIONS, 0, 0, describe_transactions, _describe_error),
     ApiSpec(LIST_TRANSACTIONS, 0, 2, list_transactions, _list_error),
