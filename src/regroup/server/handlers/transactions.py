@@ -313,19 +313,20 @@ async def list_transactions(broker: Broker, ctx: RequestContext, request: Any) -
 
 
 def _describe_row(tid: str, code: ErrorCode, m: TransactionMetadata | None = None) -> dict[str, Any]:
+    """One transactional id's row; an error row has Kafka's defaults (0, ""). The start time is -1 before the
+    id's first transaction, as Kafka reports it."""
     topics: dict[str, list[int]] = {}
     for name, p in sorted(m.partitions if m is not None else ()):
         topics.setdefault(name, []).append(p)
+    start_ms = m.start_ms if m is not None else 0
     return {
         "error_code": code,
         "transactional_id": tid,
         "transaction_state": m.state.value if m is not None else "",
         "transaction_timeout": m.timeout_ms if m is not None else 0,
-        "transaction_start_time": datetime.datetime.fromtimestamp(
-            (m.start_ms if m is not None else -1) / 1000, tz=datetime.UTC
-        ),
-        "producer_id": m.producer_id if m is not None else -1,
-        "producer_epoch": m.producer_epoch if m is not None else -1,
+        "transaction_start_time": datetime.datetime.fromtimestamp(start_ms / 1000, tz=datetime.UTC),
+        "producer_id": m.producer_id if m is not None else 0,
+        "producer_epoch": m.producer_epoch if m is not None else 0,
         "topics": [{"topic": name, "partitions": tuple(ps)} for name, ps in topics.items()],
     }
 
