@@ -10,7 +10,9 @@ skipped too (the producer was fenced by a newer marker; Kafka's coordinator like
 error (or a failed group completion) leaves the job to be retried after a back-off, with the partitions
 already written remembered — until it succeeds or the server stops; a restart writes the markers of every
 preparing transaction again (a duplicate marker is harmless: it closes nothing). ``submit`` returns a
-future that resolves when the job is done or its first attempt failed."""
+future that resolves once the markers are written and the completion applied (its record need not be
+durable yet: until it is, a restart finds the transaction preparing and writes the markers again), or when
+the first attempt failed."""
 
 from __future__ import annotations
 
@@ -85,7 +87,10 @@ class MarkerWriter:
                     if job.groups and not groups_done and self.groups is not None:
                         await self.groups(job.producer_id, job.producer_epoch, job.committed)
                     groups_done = True
-                    await self._complete(job)
+                    durable = self._complete(job)  # the completion is applied now and durable later
+                    if not first.done():
+                        first.set_result(None)  # (EndTxn answers: its outcome and markers are durable already)
+                    await durable
                     return
                 except CoordinatorUnavailable:
                     return  # stopping (or failed): a restart writes the markers of preparing transactions again

@@ -184,9 +184,14 @@ class TransactionRuntime:
         self._wake.set()
         return future
 
-    async def _complete(self, job: MarkerJob) -> None:
-        """The marker writer's report: every marker of ``job`` is durable."""
-        await self.call(lambda c, now: c.markers_written(job, now))
+    def _complete(self, job: MarkerJob) -> asyncio.Future[None]:
+        """The marker writer's report: every marker of ``job`` is durable. The coordinator completes the
+        transaction at once; the future resolves when that record is durable."""
+        if self._closed or self._failure is not None:
+            raise CoordinatorUnavailable("the transaction coordinator is not running")
+        result = self.coordinator.markers_written(job, self._now())
+        self._arm_timer()
+        return self._durable(result.records)
 
     def _open_in_partitions(self) -> dict[tuple[str, int], list[tuple[int, int]]]:
         found: dict[tuple[str, int], list[tuple[int, int]]] = {}
