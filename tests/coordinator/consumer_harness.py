@@ -41,6 +41,8 @@ from regroup.records.consumer import (
     ConsumerGroupMetadataValue,
     ConsumerGroupPartitionMetadataKey,
     ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupRegularExpressionKey,
+    ConsumerGroupRegularExpressionValue,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
@@ -79,7 +81,7 @@ def named(parts: TopicPartitions | Mapping[Any, frozenset[int]] | None) -> dict[
     return out
 
 
-NAMES = ("foo", "bar", "baz", "qux", "foo-1", "foo-2", "zzz")
+NAMES = ("foo", "bar", "baz", "qux", "foo-1", "foo-2", "foo-3", "zzz")
 
 
 def subscription(topics: Sequence[str], owned: Named | None = None, generation: int = -1) -> bytes:
@@ -156,6 +158,10 @@ def line(record: Record, names: Mapping[str, str] | None = None) -> str:
                 f"group generation={value.generation} protocol={value.protocol_name} leader={n(value.leader)} "
                 f"members={members or '-'}"
             )
+    elif isinstance(key, ConsumerGroupRegularExpressionKey):
+        head = f"regex {key.regex}"
+        if isinstance(value, ConsumerGroupRegularExpressionValue):
+            return f"{head} = {','.join(value.topics) or '-'}"
     elif isinstance(key, PendingOffsetCommitKey):
         head = f"pending offset {key.topic}-{key.partition} of producer {key.producer_id}"
         if isinstance(value, OffsetCommitValue):

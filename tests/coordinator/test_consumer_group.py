@@ -103,34 +103,85 @@ def test_k02_other_validations(h: ConsumerHarness) -> None:
 
 def test_k03_regex_subscription_resolves_against_topics(h: ConsumerHarness) -> None:
     """Given topics foo-1 (2 partitions) and foo-2 (2);
-    when a member joins with the regex ``foo-.*``, and later foo-2 grows to 3 partitions and zzz appears;
-    then it first gets both topics; the image change writes nothing by itself, and the member's next
-    heartbeat refreshes the subscription metadata, bumps the group epoch and hands it foo-2's new partition."""
+    when a member joins with the regex ``foo-.*``;
+    then the group resolves the regex asynchronously, as Kafka does: the joining heartbeat writes the member
+    and an empty target (the regex adds nothing yet); the resolution, a write of its own due at once, records
+    what the regex matched, the subscription metadata and a group epoch bump; the member's next heartbeat
+    gets both topics from the target of the new epoch."""
     h.topics(**{"foo-1": 2, "foo-2": 2})
     response = h.hb("", 0, regex="foo-.*")
     names = {_id(response): "A"}
     assert response.error is ErrorCode.NONE
-    assert named(response.assignment) == {"foo-1": [0, 1], "foo-2": [0, 1]}
+    assert response.assignment == ()
     assert h.written(names) == [
         "member A - regex=foo-.*",
-        "subscription foo-1:2 foo-2:2",
         "epoch 1",
-        "target A foo-1=0,1 foo-2=0,1",
+        "target A -",
         "target-epoch 1",
-        "current A epoch=1 prev=0 stable assigned=foo-1=0,1 foo-2=0,1 revoking=-",
+        "current A epoch=1 prev=0 stable assigned=- revoking=-",
     ]
-    h.topics(zzz=1, **{"foo-1": 2, "foo-2": 3})
-    assert h.written() == []
+    assert h.coordinator.next_deadline() == h.now_ms  # the resolution is due at once
+    h.sleep(0)
+    assert h.written(names) == ["regex foo-.* = foo-1,foo-2", "subscription foo-1:2 foo-2:2", "epoch 2"]
     nxt = h.hb(_id(response), response.member_epoch)
     assert nxt.member_epoch == 2
-    assert named(nxt.assignment) == {"foo-1": [0, 1], "foo-2": [0, 1, 2]}
+    assert named(nxt.assignment) == {"foo-1": [0, 1], "foo-2": [0, 1]}
     assert h.written(names) == [
-        "subscription foo-1:2 foo-2:3",
-        "epoch 2",
-        "target A foo-1=0,1 foo-2=0,1,2",
+        "target A foo-1=0,1 foo-2=0,1",
         "target-epoch 2",
-        "current A epoch=2 prev=1 stable assigned=foo-1=0,1 foo-2=0,1,2 revoking=-",
+        "current A epoch=2 prev=1 stable assigned=foo-1=0,1 foo-2=0,1 revoking=-",
     ]
+
+
+def test_k03_regex_refresh_after_the_cluster_changes(h: ConsumerHarness) -> None:
+    """Given a member subscribed to ``foo-.*``, resolved to foo-1 and foo-2 (2 partitions each);
+    when foo-2 grows to 3 partitions, and later foo-3 and zzz appear;
+    then the image change writes nothing by itself; the member's next heartbeat refreshes the subscription
+    metadata (foo-2:3) and gets the new partition; a new topic is matched only by a resolution, which a
+    heartbeat asks for once the last one is 10 s old; the topic then reaches the member's next heartbeat."""
+    h.topics(**{"foo-1": 2, "foo-2": 2})
+    first = h.hb("", 0, regex="foo-.*")
+    h.sleep(0)
+    a = h.hb(_id(first), first.member_epoch)
+    names = {_id(first): "A"}
+    h.topics(**{"foo-1": 2, "foo-2": 3})
+    assert h.written() == []
+    grown = h.hb(_id(first), a.member_epoch)
+    assert named(grown.assignment) == {"foo-1": [0, 1], "foo-2": [0, 1, 2]}
+    assert h.written(names)[:2] == ["subscription foo-1:2 foo-2:3", "epoch 3"]
+    h.topics(zzz=1, **{"foo-1": 2, "foo-2": 3, "foo-3": 1})
+    early = h.hb(_id(first), grown.member_epoch)  # the last resolution is not 10 s old: no new one
+    assert h.coordinator.next_deadline() != h.now_ms and early.assignment is None
+    h.sleep(10_001)
+    h.hb(_id(first), early.member_epoch)
+    h.sleep(0)
+    assert h.written(names) == [
+        "regex foo-.* = foo-1,foo-2,foo-3",
+        "subscription foo-1:2 foo-2:3 foo-3:1",
+        "epoch 4",
+    ]
+    last = h.hb(_id(first), early.member_epoch)
+    assert named(last.assignment) == {"foo-1": [0, 1], "foo-2": [0, 1, 2], "foo-3": [0]}
+
+
+def test_k03_a_resolved_regex_is_shared_and_deleted_with_its_last_subscriber(h: ConsumerHarness) -> None:
+    """Given member A subscribed to ``foo-.*``, resolved;
+    when member B joins with the same regex, then A switches to the topic names [foo-1], then B leaves;
+    then B's join bumps the group epoch at once and B gets a share of the matched topics without a new
+    resolution; the regex's resolution is kept while B subscribes, and deleted when B leaves."""
+    h.topics(**{"foo-1": 2, "foo-2": 2})
+    a = h.hb("", 0, regex="foo-.*")
+    h.sleep(0)
+    a = h.hb(_id(a), a.member_epoch)
+    b = h.hb("", 0, regex="foo-.*")
+    assert b.member_epoch == 3 and h.coordinator.next_deadline() != h.now_ms
+    names = {_id(a): "A", _id(b): "B"}
+    assert "regex foo-.* = foo-1,foo-2" not in h.written(names)
+    h.hb(_id(a), a.member_epoch, topics=["foo-1"], regex="")
+    assert not any(line.startswith(("regex", "delete regex")) for line in h.written(names))
+    h.hb(_id(b), -1)
+    assert "delete regex foo-.*" in h.written(names)
+    assert "foo-.*" not in h.cg().resolved_regexes
 
 
 def test_k03_invalid_or_oversized_regex(h: ConsumerHarness) -> None:

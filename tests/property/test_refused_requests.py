@@ -70,8 +70,8 @@ CLIENT = ClientInfo(client_id="client", client_host="/127.0.0.1")
 
 
 def dump(value: Any) -> Any:
-    """A canonical, comparable picture of a value: objects by their fields (slots or ``__dict__``), dicts
-    as sorted items, sets sorted."""
+    """A canonical, comparable picture of a value: objects by their fields (a dataclass's compared fields,
+    others' slots or ``__dict__``), dicts as sorted items, sets sorted."""
     if value is None or isinstance(value, (bool, int, float, str, bytes, enum.Enum, uuid.UUID)):
         return value
     if isinstance(value, dict):
@@ -80,8 +80,9 @@ def dump(value: Any) -> Any:
         return ("set", tuple(sorted(repr(v) for v in value)))
     if isinstance(value, (list, tuple)):
         return tuple(dump(v) for v in value)
-    if dataclasses.is_dataclass(value):
-        return (type(value).__name__, tuple((f.name, dump(getattr(value, f.name))) for f in dataclasses.fields(value)))
+    if dataclasses.is_dataclass(value):  # (fields declared compare=False are caches of other fields)
+        fields_ = [f for f in dataclasses.fields(value) if f.compare]
+        return (type(value).__name__, tuple((f.name, dump(getattr(value, f.name))) for f in fields_))
     names: list[str] = []
     for klass in type(value).__mro__:
         names.extend(getattr(klass, "__slots__", ()))

@@ -153,8 +153,10 @@ def _print_finding(finding: Finding) -> None:
 
 def _targets(args: argparse.Namespace, data_dir: Path) -> tuple[list[_Target], list[Finding]]:
     """The log directories in scope, and the problems found above them (topic metadata, stray files)."""
+    from regroup.server.topic_configs import expected_in_topic_dir
     from regroup.storage.partition_log import BATCHES
     from regroup.storage.record_log import FRAMES, expected_name, snapshot_floor
+    from regroup.storage.segment_swap import expected_name as expected_in_partition
 
     quarantine = data_dir / "quarantine"
     targets: list[_Target] = []
@@ -190,12 +192,13 @@ def _targets(args: argparse.Namespace, data_dir: Path) -> tuple[list[_Target], l
                 raise RepairUsageError(f"topic {name!r} has partitions 0..{partitions - 1}, not {args.partition}")
             wanted = range(args.partition, args.partition + 1)
         for entry in sorted(topic_dir.iterdir()):
-            if entry.name != "topic.json" and not (entry.name.isdigit() and entry.name == str(int(entry.name))
-                                                   and int(entry.name) < partitions):  # fmt: skip
+            known = entry.name == "topic.json" or expected_in_topic_dir(entry.name)
+            if not known and not (entry.name.isdigit() and entry.name == str(int(entry.name))
+                                  and int(entry.name) < partitions):  # fmt: skip
                 fix = f"move it to {q_topic / entry.name}"
                 findings.append(Finding(entry, "unexpected file in a topic directory", fix, fix))
         for p in wanted:
-            targets.append(_Target(topic_dir / str(p), BATCHES, lambda name: False, q_topic / str(p)))
+            targets.append(_Target(topic_dir / str(p), BATCHES, expected_in_partition, q_topic / str(p)))
     return targets, findings
 
 

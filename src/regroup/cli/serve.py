@@ -186,6 +186,34 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         help="most partitions of all topics together; a creation over it gets POLICY_VIOLATION (default 100000)",
     )
     topics.add_argument(
+        "--num-partitions",
+        type=_int_at_least(1),
+        default=1,
+        metavar="N",
+        help="num.partitions: partitions of a topic created automatically or without a count (default 1)",
+    )
+    topics.add_argument(
+        "--auto-create-topics",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="auto.create.topics.enable: Metadata creates a missing topic a client asks for (default: on)",
+    )
+    topics.add_argument(
+        "--message-max-bytes",
+        type=_int_at_least(0),
+        default=1024 * 1024 + 12,
+        metavar="BYTES",
+        help="message.max.bytes: largest record batch a topic without max.message.bytes accepts "
+        "(default 1048588; at most --max-frame-bytes)",
+    )
+    topics.add_argument(
+        "--log-retention-check-interval-ms",
+        type=_int_at_least(1),
+        default=300_000,
+        metavar="MS",
+        help="log.retention.check.interval.ms: how often retention, segment.ms and compaction run (default 300000)",
+    )
+    topics.add_argument(
         "--max-open-segment-files",
         type=_int_at_least(1),
         default=256,
@@ -301,11 +329,20 @@ def run(args: argparse.Namespace) -> int:
         max_partitions_per_topic=args.max_partitions_per_topic,
         max_partitions=args.max_partitions,
         max_open_segment_files=args.max_open_segment_files,
+        default_partitions=args.num_partitions,
+        auto_create_topics=args.auto_create_topics,
+        message_max_bytes=args.message_max_bytes,
+        log_retention_check_interval_ms=args.log_retention_check_interval_ms,
         coordinator=_coordinator_config(args),
         transactions=TxnConfig(
             max_timeout_ms=args.transaction_max_timeout_ms, id_expiration_ms=args.transactional_id_expiration_ms
         ),
     )
+    if args.message_max_bytes > args.max_frame_bytes:
+        raise ServeError(
+            f"--message-max-bytes ({args.message_max_bytes}) must not exceed --max-frame-bytes "
+            f"({args.max_frame_bytes}): a batch that large could never arrive"
+        )
     try:
         return asyncio.run(run_server(config))
     except StartupError as exc:

@@ -15,6 +15,8 @@ from regroup.records.consumer import (
     ConsumerGroupMetadataValue,
     ConsumerGroupPartitionMetadataKey,
     ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupRegularExpressionKey,
+    ConsumerGroupRegularExpressionValue,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
@@ -140,3 +142,14 @@ def new_consumer_group_current_assignment_tombstone(group_id: str, member_id: st
 def new_consumer_group_record(key: ConsumerRecordKey, value: ConsumerRecordValue) -> Record:
     """A consumer-group record from a key and value kept apart (the coordinator's persisted view, snapshotted)."""
     return Record(key, value)
+
+
+def new_consumer_group_regex_record(group_id: str, regex: str, topics: tuple[str, ...], resolved_at_ms: int) -> Record:
+    return Record(
+        ConsumerGroupRegularExpressionKey(group_id=group_id, regex=regex),
+        ConsumerGroupRegularExpressionValue(topics=topics, resolved_at_ms=resolved_at_ms),
+    )
+
+
+def new_consumer_group_regex_tombstone(group_id: str, regex: str) -> Record:
+    return Record(ConsumerGroupRegularExpressionKey(group_id=group_id, regex=regex), None)

@@ -1,6 +1,7 @@
 """Record keys and values of KIP-848 consumer groups (Kafka's ConsumerGroup* record shapes). A group is a
 set of records: its epoch, its subscription metadata, one metadata record per member, one target assignment
-per member plus the target epoch, and one current assignment per member. Replaying them rebuilds the group.
+per member plus the target epoch, one current assignment per member, and one resolution per regular
+expression its members subscribe to. Replaying them rebuilds the group.
 Partition sets are sorted tuples of ``(topic id, partitions)`` pairs."""
 
 from __future__ import annotations
@@ -108,6 +109,22 @@ class ConsumerGroupCurrentMemberAssignmentValue:
     pending_revocation: PartitionSet
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupRegularExpressionKey:
+    """A regular expression the group's members subscribe to, as the group resolved it (KIP-848)."""
+
+    group_id: str
+    regex: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupRegularExpressionValue:
+    """The topics the regex matched, sorted, and when it was resolved."""
+
+    topics: tuple[str, ...]
+    resolved_at_ms: int
+
+
 ConsumerRecordKey = (
     ConsumerGroupMetadataKey
     | ConsumerGroupPartitionMetadataKey
@@ -115,6 +132,7 @@ ConsumerRecordKey = (
     | ConsumerGroupTargetAssignmentMetadataKey
     | ConsumerGroupTargetAssignmentMemberKey
     | ConsumerGroupCurrentMemberAssignmentKey
+    | ConsumerGroupRegularExpressionKey
 )
 ConsumerRecordValue = (
     ConsumerGroupMetadataValue
@@ -123,6 +141,7 @@ ConsumerRecordValue = (
     | ConsumerGroupTargetAssignmentMetadataValue
     | ConsumerGroupTargetAssignmentMemberValue
     | ConsumerGroupCurrentMemberAssignmentValue
+    | ConsumerGroupRegularExpressionValue
 )
 CONSUMER_KEY_TYPES = (
     ConsumerGroupMetadataKey,
@@ -131,4 +150,5 @@ CONSUMER_KEY_TYPES = (
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupRegularExpressionKey,
 )

@@ -1,6 +1,6 @@
 """JSON forms of the consumer-group records (see ``records.consumer``), used by ``records.serde``.
 
-Each record is ``{"k": <kind>, "group": ..., ["member": ...], "v": <value or null>}``; topic ids are
+Each record is ``{"k": <kind>, "group": ..., ["member": ...,] ["regex": ...,] "v": <value or null>}``; topic ids are
 strings, classic protocol metadata base64."""
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from regroup.records.consumer import (
     ConsumerGroupMetadataValue,
     ConsumerGroupPartitionMetadataKey,
     ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupRegularExpressionKey,
+    ConsumerGroupRegularExpressionValue,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
@@ -36,6 +38,7 @@ KINDS = {
     ConsumerGroupTargetAssignmentMetadataKey: "cg-target-epoch",
     ConsumerGroupTargetAssignmentMemberKey: "cg-target",
     ConsumerGroupCurrentMemberAssignmentKey: "cg-current",
+    ConsumerGroupRegularExpressionKey: "cg-regex",
 }
 KEY_OF_KIND = {kind: key_type for key_type, kind in KINDS.items()}
 
@@ -53,6 +56,8 @@ def encode_consumer(key: ConsumerRecordKey, value: ConsumerRecordValue | None) -
     member = getattr(key, "member_id", None)
     if member is not None:
         doc["member"] = member
+    if isinstance(key, ConsumerGroupRegularExpressionKey):
+        doc["regex"] = key.regex
     doc["v"] = None if value is None else _value_out(value)
     return doc
 
@@ -89,6 +94,8 @@ def _value_out(value: ConsumerRecordValue) -> dict[str, Any]:
         return {"epoch": value.assignment_epoch}
     if isinstance(value, ConsumerGroupTargetAssignmentMemberValue):
         return {"partitions": _parts_out(value.partitions)}
+    if isinstance(value, ConsumerGroupRegularExpressionValue):
+        return {"topics": list(value.topics), "resolved_ms": value.resolved_at_ms}
     return {
         "epoch": value.member_epoch,
         "previous_epoch": value.previous_member_epoch,
@@ -124,6 +131,12 @@ def decode_consumer(doc: dict[str, Any]) -> tuple[ConsumerRecordKey, ConsumerRec
     if kind == "cg-target-epoch":
         key = ConsumerGroupTargetAssignmentMetadataKey(group_id=group)
         return key, None if v is None else ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=int(v["epoch"]))
+    if kind == "cg-regex":
+        key = ConsumerGroupRegularExpressionKey(group_id=group, regex=str(doc["regex"]))
+        if v is None:
+            return key, None
+        matched = tuple(str(t) for t in v["topics"])
+        return key, ConsumerGroupRegularExpressionValue(topics=matched, resolved_at_ms=int(v["resolved_ms"]))
     member = str(doc["member"])
     if kind == "cg-member":
         key = ConsumerGroupMemberMetadataKey(group_id=group, member_id=member)

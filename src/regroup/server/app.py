@@ -25,6 +25,7 @@ from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.result import Result
 from regroup.server.admission import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP, AcceptErrors, Admission
 from regroup.server.api import ApiSpec, TopicStore
+from regroup.server.broker_configs import BrokerConfigEntry, broker_config_entries
 from regroup.server.connection import DEFAULT_MAX_IDLE_MS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES, Connection
 from regroup.server.dispatch import Dispatcher
 from regroup.server.events import GroupEvents
@@ -32,6 +33,7 @@ from regroup.server.framing import DEFAULT_MAX_FRAME_BYTES
 from regroup.server.handlers.registry import load_specs
 from regroup.server.image import cluster_image
 from regroup.server.limits import DEFAULT_LIMITS
+from regroup.server.log_cleaner import DEFAULT_CHECK_INTERVAL_MS, LogCleaner, log_report
 from regroup.server.metrics import RequestMetrics
 from regroup.server.metrics_http import MetricsEndpoint
 from regroup.server.rebalances import RebalanceLog
@@ -43,7 +45,9 @@ from regroup.server.txn_runtime import TransactionRuntime
 from regroup.storage.coordinator_log import CoordinatorLog
 from regroup.storage.format import CorruptLogError, StorageError
 from regroup.storage.handles import DEFAULT_CAPACITY, capacity_for_limit
+from regroup.storage.partition_log import DEFAULT_SEGMENT_BYTES
 from regroup.storage.record_log import FsyncPolicy, LogLockedError
+from regroup.storage.topic_config import DEFAULT_MESSAGE_MAX_BYTES
 from regroup.storage.transaction_log import TransactionLog
 from regroup.transactions.results import TxnConfig
 
@@ -84,6 +88,12 @@ class ServerConfig:
     max_partitions: int = DEFAULT_MAX_PARTITIONS
     #: segment files held open at once (lowered to a quarter of the descriptor limit, RLIMIT_NOFILE)
     max_open_segment_files: int = DEFAULT_CAPACITY
+    #: message.max.bytes: the largest batch a topic without max.message.bytes accepts
+    message_max_bytes: int = DEFAULT_MESSAGE_MAX_BYTES
+    #: log.segment.bytes: the segment size of topics without segment.bytes
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    #: log.retention.check.interval.ms: how often retention, segment.ms and compaction run
+    log_retention_check_interval_ms: int = DEFAULT_CHECK_INTERVAL_MS
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
     transactions: TxnConfig = field(default_factory=TxnConfig)
 
@@ -99,6 +109,8 @@ class ServerBroker:
     api_specs: dict[int, ApiSpec]
     auto_create_topics: bool = True
     default_partitions: int = 1
+    #: the broker's settings as DescribeConfigs shows them (resource BROKER "0")
+    broker_configs: Mapping[str, BrokerConfigEntry] = field(default_factory=dict)
     transactions: TransactionRuntime | None = None
 
 
@@ -110,6 +122,8 @@ def open_topic_store(directory: Path, cfg: ServerConfig) -> PartitionTopicStore:
         open_files=capacity_for_limit(cfg.max_open_segment_files),
         max_partitions_per_topic=cfg.max_partitions_per_topic,
         max_partitions=cfg.max_partitions,
+        message_max_bytes=cfg.message_max_bytes,
+        segment_bytes=cfg.segment_bytes,
     )
 
 
@@ -123,6 +137,7 @@ class Server:
         self._topics: PartitionTopicStore | None = None
         self._transactions: TransactionRuntime | None = None
         self._syncer: asyncio.Task[None] | None = None
+        self._cleaner: asyncio.Task[None] | None = None
         self._events: GroupEvents | None = None
         self._dispatcher: Dispatcher | None = None
         self._connections: set[Connection] = set()
@@ -163,6 +178,8 @@ class Server:
         )
         self._feed_image()
         self._topics.on_change = self._feed_image
+        cleaner = LogCleaner(self._topics, self._topics.configs.policy)
+        log_report(cleaner.run_once(wall_ms()))
         self._transactions = await self._start_transactions(self._topics)
         if cfg.events is not None:
             events_path = cfg.events
@@ -207,6 +224,7 @@ class Server:
             api_specs=load_specs(),
             auto_create_topics=cfg.auto_create_topics,
             default_partitions=cfg.default_partitions,
+            broker_configs=broker_config_entries(cfg),
             transactions=self._transactions,
         )
         self._dispatcher = Dispatcher(broker, broker.api_specs, request_metrics, cfg.id_limits)
@@ -216,6 +234,9 @@ class Server:
         self._stats = asyncio.get_running_loop().create_task(self._log_stats())
         if cfg.fsync is FsyncPolicy.INTERVAL:
             self._syncer = asyncio.get_running_loop().create_task(self._sync_topics())
+        self._cleaner = asyncio.get_running_loop().create_task(
+            cleaner.run_forever(cfg.log_retention_check_interval_ms, wall_ms)
+        )
         groups = len(self._runtime.coordinator.groups)
         log.info(
             "serving host=%s port=%d advertised=%s:%d data_dir=%s fsync=%s groups_loaded=%d topics=%d partitions=%d "
@@ -349,7 +370,7 @@ class Server:
             self._metrics = None
         if self._listener is not None:
             self._listener.close()
-        for task in [self._stats, self._syncer]:
+        for task in [self._stats, self._syncer, self._cleaner]:
             if task is not None:
                 task.cancel()
         handlers = [task for connection in list(self._connections) for task in connection.close()]

@@ -29,17 +29,19 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import ClassVar
 
 from kio.schema.errors import ErrorCode
 
 from regroup.server.api import TopicInfo
+from regroup.server.topic_configs import TopicConfigs, expected_in_topic_dir
 from regroup.storage.format import CorruptLogError, StorageError
 from regroup.storage.handles import DEFAULT_CAPACITY, HandleCache
 from regroup.storage.partition_log import DEFAULT_SEGMENT_BYTES, PartitionLog, fsync_dir
 from regroup.storage.record_log import FsyncPolicy, lock_directory
+from regroup.storage.topic_config import DEFAULT_MESSAGE_MAX_BYTES, BrokerLogDefaults
 
 __all__ = [
     "DEFAULT_MAX_PARTITIONS",
@@ -137,6 +139,8 @@ class TopicStore:
         self._waiters: dict[tuple[str, int], set[asyncio.Future[None]]] = {}
         self._next_pid = self._reserved_pid = 0
         self._closed = False
+        #: each topic's configuration overrides (``config.json``) and the broker defaults behind them
+        self.configs = TopicConfigs(BrokerLogDefaults(segment_bytes=segment_bytes), sync=fsync is not FsyncPolicy.NEVER)
         #: called after every topic created or deleted (the server refreshes the coordinator's cluster image)
         self.on_change: Callable[[], None] | None = None
 
@@ -151,6 +155,7 @@ class TopicStore:
         open_files: int = DEFAULT_CAPACITY,
         max_partitions_per_topic: int = DEFAULT_MAX_PARTITIONS_PER_TOPIC,
         max_partitions: int = DEFAULT_MAX_PARTITIONS,
+        message_max_bytes: int = DEFAULT_MESSAGE_MAX_BYTES,
     ) -> TopicStore:
         """Open (creating if needed) the store in ``directory`` and recover every partition log.
 
@@ -168,6 +173,9 @@ class TopicStore:
         lock_fd = _lock(directory)
         store = cls(directory, lock_fd, fsync, segment_bytes, fsync_interval_ms, HandleCache(open_files),
                     max_partitions_per_topic, max_partitions)  # fmt: skip
+        store.configs = TopicConfigs(
+            BrokerLogDefaults(message_max_bytes, segment_bytes), sync=fsync is not FsyncPolicy.NEVER
+        )
         try:
             for sub in ("staging", "trash"):
                 for entry in os.scandir(directory / sub):
@@ -187,8 +195,9 @@ class TopicStore:
     def topics(self) -> dict[str, TopicInfo]:
         return dict(self._topics)
 
-    def create_topic(self, name: str, partitions: int) -> TopicInfo:
-        """Create ``name`` with ``partitions`` empty partitions (durably, unless the policy is ``NEVER``).
+    def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None) -> TopicInfo:
+        """Create ``name`` with ``partitions`` empty partitions (durably, unless the policy is ``NEVER``) and the
+        configuration overrides ``configs`` (checked already: ``topic_config.validate_topic_configs``).
 
         Raises :class:`InvalidTopicError` for an illegal name or one that collides with an existing topic once
         '.' and '_' are treated alike (Kafka forbids both, as its metric names would clash),
@@ -207,6 +216,7 @@ class TopicStore:
         try:
             staging.mkdir()
             (staging / "topic.json").write_text(json.dumps(meta) + "\n", encoding="utf-8")
+            self.configs.write_new(staging, name, configs or {})
             if self._sync_enabled:
                 _fsync_path(staging / "topic.json")
                 fsync_dir(staging)
@@ -220,6 +230,7 @@ class TopicStore:
             except BaseException:  # the topic's name may not be durable: take it back, do not acknowledge it
                 self._take_back(final, info)
                 raise
+        self.configs.adopt(name, configs or {})
         self._register(info)
         self._changed()
         return info
@@ -231,6 +242,7 @@ class TopicStore:
         if info is None:
             return False
         del self._by_id[info.topic_id]
+        self.configs.forget(name)
         self._partition_total -= info.partitions
         for plog in self._logs.pop(name):
             if plog is not None:
@@ -273,6 +285,20 @@ class TopicStore:
             for p, plog in enumerate(logs):
                 if plog is not None:
                     yield (name, p), plog
+
+    def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        """Replace the overrides of topic ``name`` (checked already) durably, and apply them to its logs."""
+        self._check_open()
+        if name not in self._topics:
+            raise KeyError(name)
+        self.configs.replace(self._dir / "topics" / name, name, configs)
+        policy = self.configs.policy(name)
+        for plog in self.opened_partitions(name):
+            plog.configure(max_batch_bytes=policy.max_message_bytes, segment_bytes=policy.segment_bytes)
+
+    def opened_partitions(self, name: str) -> list[PartitionLog]:
+        """The partition logs of ``name`` in use (those never touched since the store opened have no data)."""
+        return [plog for plog in self._logs.get(name, ()) if plog is not None]
 
     @property
     def partition_count(self) -> int:
@@ -414,9 +440,10 @@ class TopicStore:
             raise CorruptLogError(f"{path}: unreadable topic metadata: {exc}") from exc
         if info.name != path.name or info.partitions < 1:
             raise CorruptLogError(f"{path}: topic metadata does not match its directory: {meta}")
+        self.configs.load(path, info.name)
         logs = self._register(info)
         for entry in sorted(os.scandir(path), key=lambda e: e.name):
-            if entry.name == "topic.json":
+            if entry.name == "topic.json" or expected_in_topic_dir(entry.name):
                 continue
             p = int(entry.name) if entry.name.isdigit() and entry.name == str(int(entry.name)) else -1
             if not 0 <= p < info.partitions:
@@ -452,6 +479,8 @@ class TopicStore:
             fsync_interval_ms=self._interval_ms,
             handles=self._handles,
         )
+        policy = self.configs.policy(name)
+        plog.configure(max_batch_bytes=policy.max_message_bytes, segment_bytes=policy.segment_bytes)
         plog.listener = _Waker(self, (name, p), plog if self._fsync is FsyncPolicy.INTERVAL else None)
         return plog
 

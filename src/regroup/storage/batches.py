@@ -83,12 +83,15 @@ def parse_header(data: bytes | bytearray | memoryview, pos: int = 0) -> BatchHea
 
 
 def check_header(h: BatchHeader, available: int) -> str | None:
-    """Why the header ``h``, with ``available`` bytes from its start, is not a sound batch; ``None`` if it is."""
+    """Why the header ``h``, with ``available`` bytes from its start, is not a sound stored batch; ``None`` if it
+    is. A compacted batch keeps its offsets but may hold fewer records (none, for one that only covers offsets
+    whose records were cleaned away); a produced batch must hold exactly one record per offset
+    (:func:`split_batches`)."""
     if h.magic != 2:
         return f"magic {h.magic} (only v2 record batches are supported)"
     if h.batch_length < HEADER.size - LOG_OVERHEAD or h.size > available:
         return f"batch length {h.batch_length} does not fit the {available} bytes left"
-    if h.record_count <= 0 or h.last_offset_delta != h.record_count - 1:
+    if h.record_count < 0 or h.last_offset_delta < 0 or h.record_count > h.last_offset_delta + 1:
         return f"record count {h.record_count} does not match last offset delta {h.last_offset_delta}"
     return None
 
@@ -135,6 +138,13 @@ def split_batches(records: bytes, max_batch_bytes: int) -> list[tuple[int, Batch
             invalid = checked.startswith(("magic", "record count"))
             reason = Reject.INVALID_RECORD if invalid else Reject.CORRUPT_MESSAGE
             raise AppendRejected(reason, f"batch at byte {pos}: {checked}")
+        if checked.record_count < 1 or checked.last_offset_delta != checked.record_count - 1:
+            # (a stored batch may hold fewer records than its offsets once compacted; a produced one may not)
+            count, delta = checked.record_count, checked.last_offset_delta
+            raise AppendRejected(
+                Reject.INVALID_RECORD,
+                f"batch at byte {pos}: record count {count} does not match last offset delta {delta}",
+            )
         if checked.size > max_batch_bytes:
             raise AppendRejected(Reject.MESSAGE_TOO_LARGE, f"a batch of {checked.size} bytes (max {max_batch_bytes})")
         if checked.attributes & 0x20:

@@ -68,6 +68,7 @@ from regroup.storage.markers import marker_batch
 from regroup.storage.partition_txns import OpenTxn, PartitionTxns
 from regroup.storage.record_log import FsyncPolicy
 from regroup.storage.segment_dir import gap_name, list_dir, segment_name
+from regroup.storage.segment_swap import expected_name, read_log_start, recover, swap_in, write_log_start
 
 __all__ = [
     "BATCHES",
@@ -78,6 +79,7 @@ __all__ = [
     "OffsetOutOfRange",
     "PartitionLog",
     "Reject",
+    "SegmentSpan",
     "fsync_dir",
 ]
 
@@ -124,6 +126,18 @@ class AppendInfo:
     last_offset: int
     log_start_offset: int
     duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentSpan:
+    """An older segment as the cleaning pass sees it: offsets ``[base, end)``, bytes, newest timestamp."""
+
+    base: int
+    end: int
+    path: Path
+    size: int
+    max_timestamp: int
+    gap: bool
 
 
 @dataclass(slots=True)
@@ -184,6 +198,9 @@ class PartitionLog:
         self._handles = handles
         self._exists = exists  # the active segment's file (and so the directory) exists
         self.truncated_bytes = truncated_bytes
+        self._start = 0  # the log start offset a DeleteRecords set (persisted in ``log-start-offset``)
+        #: wall-clock ms since when the active segment is known to hold batches (segment.ms); None: not yet seen
+        self.active_since_ms: int | None = None
         #: called after every successful append (the server wakes long-polling fetches with it).
         self.listener: Callable[[], None] | None = None
 
@@ -205,7 +222,9 @@ class PartitionLog:
         if segment_bytes <= 0 or max_batch_bytes <= 0:
             raise ValueError("segment_bytes and max_batch_bytes must be positive")
         directory = Path(directory)
-        listing = list_dir(directory)
+        for done in recover(directory, sync=fsync is not FsyncPolicy.NEVER):
+            log.warning("%s: %s", directory, done)
+        listing = list_dir(directory, expected_name)
         problem = listing.problem(directory, "a partition directory")
         if problem:
             raise CorruptLogError(problem)
@@ -222,9 +241,15 @@ class PartitionLog:
         leo, cut = segments[-1].base, 0
         if exists:
             leo, cut = _recover(segments[-1], producers, fsync is not FsyncPolicy.NEVER, txns)
-        return cls(directory, segments, leo, producers, fsync, segment_bytes, max_batch_bytes,
+        try:
+            start = read_log_start(directory)
+        except ValueError as exc:
+            raise CorruptLogError(str(exc)) from None
+        plog = cls(directory, segments, leo, producers, fsync, segment_bytes, max_batch_bytes,
                    fsync_interval_ms, clock, cut, HandleCache(PRIVATE_HANDLES) if handles is None else handles,
                    exists, txns)  # fmt: skip
+        plog._start = min(start, leo)
+        return plog
 
     # ------------------------------------------------------------------ state
 
@@ -234,8 +259,8 @@ class PartitionLog:
 
     @property
     def log_start_offset(self) -> int:
-        """The first offset of the log (always 0: no retention or DeleteRecords yet)."""
-        return self._segments[0].base
+        """The first offset of the log: the first segment's base, or above it after a DeleteRecords."""
+        return max(self._start, self._segments[0].base)
 
     @property
     def log_end_offset(self) -> int:
@@ -245,8 +270,9 @@ class PartitionLog:
     @property
     def last_stable_offset(self) -> int:
         """The first offset of the earliest open transaction, else the log end offset (read_committed reads
-        below it)."""
-        return self._txns.last_stable_offset(self._leo)
+        below it) — never below the log start offset (retention or DeleteRecords may have removed the start of
+        an open transaction; Kafka then moves its first unstable offset up likewise)."""
+        return max(self._txns.last_stable_offset(self._leo), self.log_start_offset)
 
     def aborted_transactions(self, start: int, upper: int) -> list[tuple[int, int]]:
         """``(producer id, first offset)`` of aborted transactions with data in ``[start, upper)``."""
@@ -394,22 +420,28 @@ class PartitionLog:
     def offset_for_timestamp(self, target: int) -> tuple[int, int] | None:
         """``(timestamp, offset)`` of the first record whose timestamp is ≥ ``target``, or ``None``."""
         self._check_open()
+        start = self.log_start_offset
         for seg in self._segments:
             idx = seg.index
             for i, ts in enumerate(idx.max_ts):
-                if ts >= target:
+                if ts >= target and idx.lasts[i] >= start:
                     h, times = self._batch_times(seg, idx.positions[i])
-                    return next(((t, o) for o, t in times if t >= target), (h.max_timestamp, h.base_offset))
+                    found = next(((t, o) for o, t in times if t >= target and o >= start), None)
+                    if found is not None:
+                        return found
+                    if not times and h.record_count:  # records not decodable here: the batch's own fields
+                        return h.max_timestamp, max(h.base_offset, start)
         return None
 
     def max_timestamp(self) -> tuple[int, int] | None:
         """``(timestamp, offset)`` of the (first) record with the largest timestamp, or ``None`` if empty."""
         self._check_open()
         best: tuple[int, _Segment, int] | None = None
+        start = self.log_start_offset
         for seg in self._segments:
             idx = seg.index
             for i, ts in enumerate(idx.max_ts):
-                if best is None or ts > best[0]:
+                if idx.lasts[i] >= start and (best is None or ts > best[0]):
                     best = (ts, seg, idx.positions[i])
         if best is None:
             return None
@@ -438,6 +470,85 @@ class PartitionLog:
 
     def __repr__(self) -> str:
         return f"PartitionLog({str(self._dir)!r}, offsets [{self.log_start_offset}, {self._leo}))"
+
+    # ------------------------------------------------------------------ maintenance (DeleteRecords, cleaning)
+
+    def configure(self, *, max_batch_bytes: int | None = None, segment_bytes: int | None = None) -> None:
+        """Apply a topic's max.message.bytes and segment.bytes from now on."""
+        if max_batch_bytes is not None:
+            self._max_batch_bytes = max(0, max_batch_bytes)
+        if segment_bytes is not None:
+            self._segment_bytes = max(1, segment_bytes)
+
+    @property
+    def active_segment_bytes(self) -> int:
+        return self._segments[-1].index.end
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of all segment files."""
+        return sum(seg.index.end for seg in self._segments)
+
+    def advance_log_start(self, offset: int) -> int:
+        """Move the log start offset up to ``offset`` (DeleteRecords; never down), durably, then delete the
+        older segments wholly below it. Returns the log start offset. ``offset`` must not pass the log end."""
+        self._check_writable()
+        if not 0 <= offset <= self._leo:
+            raise OffsetOutOfRange(f"offset {offset} is outside [0, {self._leo}]")
+        if offset > self.log_start_offset:
+            write_log_start(self._dir, offset, sync=self._policy is not FsyncPolicy.NEVER)
+            self._start = offset
+        while len(self._segments) > 1 and self._segments[1].base <= self._start:
+            self.delete_oldest_segment()
+        return self.log_start_offset
+
+    def older_segments(self) -> list[SegmentSpan]:
+        """Every segment but the active one, oldest first."""
+        spans = []
+        for i, seg in enumerate(self._segments[:-1]):
+            idx = seg.index
+            newest = max(idx.max_ts, default=-1)
+            spans.append(SegmentSpan(seg.base, self._segments[i + 1].base, seg.path, idx.end, newest, seg.gap))
+        return spans
+
+    def delete_oldest_segment(self) -> None:
+        """Delete the oldest segment (or gap marker); never the active one. The log start offset moves to the
+        next file's base. Oldest first, so a crash part-way leaves the newer segments complete."""
+        self._check_writable()
+        if len(self._segments) < 2:
+            raise ValueError("the active segment is never deleted")
+        seg = self._segments.pop(0)
+        self._bases.pop(0)
+        self._handles.forget(seg)
+        seg.path.unlink(missing_ok=True)
+
+    def replace_segments(self, first: int, count: int, data: bytes) -> None:
+        """Replace ``count`` older segments from index ``first`` by one segment of ``data`` — batches covering
+        exactly their offsets (:mod:`regroup.storage.segment_swap` does it crash-safely)."""
+        self._check_writable()
+        run = self._segments[first : first + count]
+        if not run or first + count >= len(self._segments) or any(seg.gap for seg in run):
+            raise ValueError("only a run of older segments (no gap markers) can be replaced")
+        for seg in run:
+            self._handles.forget(seg)
+        sync = self._policy is not FsyncPolicy.NEVER
+        path = swap_in(self._dir, run[0].base, data, [seg.base for seg in run], sync=sync)
+        seg = _Segment(run[0].base, path)
+        end, problem = _index(seg, data)
+        if problem or end != self._segments[first + count].base:
+            self._failed = CorruptLogError(f"{path}: the rewritten segment does not cover its offsets: {problem}")
+            raise self._failed
+        self._segments[first : first + count] = [seg]
+        self._bases[first : first + count] = [seg.base]
+
+    def roll_active(self) -> bool:
+        """Start a new active segment if the current one holds anything (segment.ms); ``True`` if it did."""
+        self._check_writable()
+        if self._segments[-1].index.end == 0:
+            return False
+        self._roll()
+        self.active_since_ms = None
+        return True
 
     # ------------------------------------------------------------------ internals
 

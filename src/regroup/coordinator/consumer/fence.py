@@ -27,7 +27,9 @@ def remove_members(ctx: Ctx, groups: Groups, group: ConsumerGroup, member_ids: l
     for member_id in member_ids:
         writes.remove_member(group.group_id, member_id, reason)
         cancel_timers(ctx, group, member_id)
-    topics = subscription_metadata(group_topic_names(group.members.values(), groups.image), groups.image)
+    for regex in sorted(set(group.resolved_regexes) - set(group.regex_subscribers)):
+        writes.regex_tombstone(group.group_id, regex)  # its last subscriber left
+    topics = subscription_metadata(group_topic_names(group.members.values(), group.resolved_regexes), groups.image)
     if topics != group.subscribed_topics:
         writes.subscription_metadata(group.group_id, topics.values())
     writes.group_epoch(group.group_id, group.group_epoch + 1)

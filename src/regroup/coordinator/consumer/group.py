@@ -1,6 +1,7 @@
 """A KIP-848 consumer group and its members as the coordinator holds them: group epoch, target assignment
-and its epoch, subscription metadata, per-member epochs/state/assignment, and the partition -> holder-epoch
-index that makes assignment exclusive. The hard part of it changes only through ``replay`` (records)."""
+and its epoch, subscription metadata, per-member epochs/state/assignment, the regular expressions its members
+subscribe to as the group resolved them, and the partition -> holder index that makes assignment
+exclusive. The hard part of it changes only through ``replay`` (records)."""
 
 from __future__ import annotations
 
@@ -12,14 +13,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from regroup.model.cluster import ClusterImage
 from regroup.model.errors import CoordinatorBug
 from regroup.records.consumer import (
     MEMBER_METADATA_FIELDS,
     ClassicProtocolMetadata,
     ConsumerGroupMemberMetadataValue,
+    ConsumerGroupRegularExpressionValue,
     PartitionSet,
     SubscribedTopic,
 )
+
+#: a regular expression as the group resolved it: the topics it matched and when
+ResolvedRegex = ConsumerGroupRegularExpressionValue
 
 #: topic id -> partitions
 Partitions = Mapping[uuid.UUID, frozenset[int]]
@@ -119,8 +125,14 @@ class ConsumerGroup:
     subscribed_topics: dict[str, SubscribedTopic] = field(default_factory=dict)  # by name
     #: (topic id, partition) -> the member holding it (assigned or pending revocation); exclusive
     partition_holders: dict[tuple[uuid.UUID, int], str] = field(default_factory=dict)
+    #: regular expression -> the topics the group last resolved it to (records), and when
+    resolved_regexes: dict[str, ResolvedRegex] = field(default_factory=dict)
+    #: regular expression -> how many members subscribe to it (derived from the members, kept by set/drop)
+    regex_subscribers: dict[str, int] = field(default_factory=dict)
     # --- soft state (not in records) ---
     metadata_refresh_needed: bool = True
+    #: the cluster image the regular expressions were last resolved against (None: not since loading)
+    regex_image: ClusterImage | None = field(default=None, compare=False, repr=False)
     #: (state, group epoch, assignment epoch) as last reported in a ``GroupStateChanged`` event (report.py)
     reported: tuple[ConsumerGroupState, int, int] | None = field(default=None, compare=False, repr=False)
 
@@ -169,15 +181,26 @@ class ConsumerGroup:
                             f"group {self.group_id}: partition {topic_id}-{p} held by {holder} and {member.member_id}"
                         )
 
+    def _count_regex(self, regex: str | None, delta: int) -> None:
+        if regex is None:
+            return
+        count = self.regex_subscribers.get(regex, 0) + delta
+        if count:
+            self.regex_subscribers[regex] = count
+        else:
+            del self.regex_subscribers[regex]
+
     def set_member(self, member: ConsumerGroupMember) -> None:
         old = self.members.get(member.member_id)
         if old is not None:
             self._release(old)
+            self._count_regex(old.subscribed_topic_regex, -1)
             if old.instance_id is not None and self.static_members.get(old.instance_id) == old.member_id:
                 del self.static_members[old.instance_id]
         self.members[member.member_id] = member
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
+        self._count_regex(member.subscribed_topic_regex, 1)
         self._hold(member)
 
     def drop_member(self, member_id: str) -> None:
@@ -185,5 +208,6 @@ class ConsumerGroup:
         if old is None:
             return
         self._release(old)
+        self._count_regex(old.subscribed_topic_regex, -1)
         if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
             del self.static_members[old.instance_id]

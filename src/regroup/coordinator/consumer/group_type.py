@@ -80,7 +80,7 @@ class ConsumerGroupType:
         """Always allowed: offsets of the topics it subscribes to are refused one by one."""
 
     def subscribed_topics(self, group: ConsumerGroup, image: ClusterImage) -> frozenset[str]:
-        return frozenset(group_topic_names(group.members.values(), image))
+        return frozenset(group_topic_names(group.members.values(), group.resolved_regexes))
 
     def offset_expiry_base(self, group: ConsumerGroup, value: OffsetCommitValue) -> int:
         return value.commit_timestamp_ms

@@ -18,6 +18,7 @@ from regroup.coordinator.consumer.ops import (
     schedule_session,
     starting_over,
 )
+from regroup.coordinator.consumer.regexes import update_regexes
 from regroup.coordinator.consumer.subscriptions import compile_regex
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
@@ -188,17 +189,17 @@ def _heartbeat(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> 
     updated.client_host = req.client.client_host
     updated.classic = None
 
-    subscription_changed = old is None or (
-        old.subscribed_topic_names != updated.subscribed_topic_names
-        or old.subscribed_topic_regex != updated.subscribed_topic_regex
-    )
+    names_changed = old is None or old.subscribed_topic_names != updated.subscribed_topic_names
+    regex_changed = old is not None and old.subscribed_topic_regex != updated.subscribed_topic_regex
+    regex_bump = update_regexes(ctx, writes, groups, group, old, updated)
     if old is None or old.metadata_differs(updated):
         writes.member_metadata(group.group_id, updated)
     if old is not None and (updated.member_epoch != old.member_epoch or updated.assigned != old.assigned):
         writes.current_assignment(group.group_id, updated)  # a rejoin that starts over
-    if subscription_changed or group.metadata_refresh_needed:
+    if names_changed or regex_changed or regex_bump or group.metadata_refresh_needed:
         members = list(group.members.values())
-        refresh_subscriptions(writes, group, members, groups.image, group.group_epoch, subscription_changed)
+        bump = names_changed or regex_bump
+        refresh_subscriptions(writes, group, members, groups.image, group.group_epoch, bump)
     ensure_target(ctx, writes, group, groups.image)
 
     current = group.members[member_id]

@@ -238,7 +238,7 @@ def downgrade(
     rebalance_needed = (
         joining is None
         or group.group_epoch > group.assignment_epoch
-        or subscription_metadata(group_topic_names(group.members.values(), groups.image), groups.image)
+        or subscription_metadata(group_topic_names(group.members.values(), group.resolved_regexes), groups.image)
         != group.subscribed_topics
         or _targets_not_held(group)
     )

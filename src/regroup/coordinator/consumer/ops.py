@@ -102,7 +102,7 @@ def refresh_subscriptions(
 ) -> int:
     """Recompute the subscription metadata of ``members`` (the group as it will be); write it and bump the
     group epoch if it changed (or if ``force_bump``). Returns the group epoch."""
-    topics = subscription_metadata(group_topic_names(members, image), image)
+    topics = subscription_metadata(group_topic_names(members, group.resolved_regexes), image)
     bump = force_bump
     if topics != group.subscribed_topics:
         writes.subscription_metadata(group.group_id, topics.values())

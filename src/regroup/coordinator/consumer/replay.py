@@ -20,6 +20,8 @@ from regroup.records.consumer import (
     ConsumerGroupMetadataValue,
     ConsumerGroupPartitionMetadataKey,
     ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupRegularExpressionKey,
+    ConsumerGroupRegularExpressionValue,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
@@ -90,6 +92,12 @@ def replay(groups: Groups, record: Record, journal: Journal = _UNJOURNALED) -> N
         else:
             assert isinstance(value, ConsumerGroupTargetAssignmentMetadataValue)
             journal.set(group, "assignment_epoch", value.assignment_epoch)
+    elif isinstance(key, ConsumerGroupRegularExpressionKey):
+        if value is None:
+            journal.remove(group.resolved_regexes, key.regex)
+        else:
+            assert isinstance(value, ConsumerGroupRegularExpressionValue)
+            journal.put(group.resolved_regexes, key.regex, value)
     elif isinstance(key, ConsumerGroupTargetAssignmentMemberKey):
         if value is None:
             journal.remove(group.targets, key.member_id)

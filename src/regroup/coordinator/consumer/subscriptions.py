@@ -1,15 +1,16 @@
-"""What a consumer group subscribes to: topic names plus, per member, an optional regular expression resolved
-against the cluster image with RE2 (linear time, no backtracking), and the subscription metadata (ids,
+"""What a consumer group subscribes to: topic names plus, per member, an optional regular expression — matched
+against the cluster image with RE2 (linear time, no backtracking) when the group resolves it
+(``regexes.py``), and counted as the topics of that resolution — and the subscription metadata (ids,
 partition counts, racks) of every subscribed topic that exists."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
 import re2
 
-from regroup.coordinator.consumer.group import ConsumerGroupMember
+from regroup.coordinator.consumer.group import ConsumerGroupMember, ResolvedRegex
 from regroup.model.cluster import ClusterImage
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.records.consumer import SubscribedTopic
@@ -36,18 +37,22 @@ def matching_topics(pattern: str, image: ClusterImage) -> tuple[str, ...]:
     return tuple(sorted(name for name in image.by_name if not name.startswith("__") and regex.fullmatch(name)))
 
 
-def member_topics(member: ConsumerGroupMember, image: ClusterImage) -> tuple[str, ...]:
-    """Everything the member subscribes to: its names and what its regex matches now."""
-    if member.subscribed_topic_regex is None:
+def member_topics(member: ConsumerGroupMember, resolved: Mapping[str, ResolvedRegex]) -> tuple[str, ...]:
+    """Everything the member subscribes to: its names and the topics its regex resolved to in the group
+    (``resolved``: the group's resolutions; a regex not resolved yet adds nothing)."""
+    regex = member.subscribed_topic_regex
+    if regex is None:
         return member.subscribed_topic_names
-    matched = matching_topics(member.subscribed_topic_regex, image)
-    return tuple(sorted(set(member.subscribed_topic_names) | set(matched)))
+    matched = resolved.get(regex)
+    if matched is None or not matched.topics:
+        return member.subscribed_topic_names
+    return tuple(sorted(set(member.subscribed_topic_names) | set(matched.topics)))
 
 
-def group_topic_names(members: Iterable[ConsumerGroupMember], image: ClusterImage) -> set[str]:
+def group_topic_names(members: Iterable[ConsumerGroupMember], resolved: Mapping[str, ResolvedRegex]) -> set[str]:
     names: set[str] = set()
     for m in members:
-        names.update(member_topics(m, image))
+        names.update(member_topics(m, resolved))
     return names
 
 

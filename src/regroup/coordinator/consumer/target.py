@@ -39,7 +39,10 @@ def compute_target(
         previous = group.target_of(member_id)
         owned = {names[t]: tuple(sorted(ps)) for t, ps in previous.items() if t in names}
         subs[member_id] = MemberSubscription.of(
-            [t for t in member_topics(m, image) if t in topics], owned, rack=m.rack_id, instance_id=m.instance_id
+            [t for t in member_topics(m, group.resolved_regexes) if t in topics],
+            owned,
+            rack=m.rack_id,
+            instance_id=m.instance_id,
         )
     racks = {t.name: tuple(frozenset(r) for r in t.racks) for t in topics.values() if t.racks and any(t.racks)}
     spec = GroupSpec(

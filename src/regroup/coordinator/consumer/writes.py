@@ -37,6 +37,8 @@ from regroup.records.builders import (
     new_consumer_group_epoch_tombstone,
     new_consumer_group_member_metadata_record,
     new_consumer_group_member_metadata_tombstone,
+    new_consumer_group_regex_record,
+    new_consumer_group_regex_tombstone,
     new_consumer_group_subscription_metadata_record,
     new_consumer_group_subscription_metadata_tombstone,
     new_consumer_group_target_assignment_epoch_record,
@@ -76,6 +78,13 @@ class ConsumerWrites:
         if joined:
             epoch = self._existing(group_id).group_epoch
             self.ctx.event(MemberJoined(group_id, "consumer", m.member_id, m.client_id, epoch))
+
+    def regex(self, group_id: str, regex: str, topics: tuple[str, ...]) -> None:
+        """What ``regex`` resolved to, now."""
+        self._write(new_consumer_group_regex_record(group_id, regex, topics, self.ctx.now_ms))
+
+    def regex_tombstone(self, group_id: str, regex: str) -> None:
+        self._write(new_consumer_group_regex_tombstone(group_id, regex))
 
     def target(self, group_id: str, member_id: str, partitions: Partitions) -> None:
         self._write(new_consumer_group_target_assignment_record(group_id, member_id, to_tuple(partitions)))
@@ -147,6 +156,8 @@ class ConsumerWrites:
             why = leaving[1] if leaving is not None and leaving[0] == member_id else reason
             self.remove_member(group_id, member_id, why)
         self.ctx.event(dead)
+        for regex in sorted(group.resolved_regexes):
+            self._write(new_consumer_group_regex_tombstone(group_id, regex))
         for member_id in list(group.targets):
             self._write(new_consumer_group_target_assignment_tombstone(group_id, member_id))
         self._write(new_consumer_group_target_assignment_epoch_tombstone(group_id))

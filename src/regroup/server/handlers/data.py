@@ -6,13 +6,15 @@ Single node, so the high watermark is the log end offset; the last stable offset
 earliest transaction still open in the partition (or the log end offset).
 
 - **Produce**: each partition's batches are appended as received (offsets assigned by the log, CreateTime
-  kept: ``log_append_time`` is -1). ``acks`` 1 and -1 mean the same here; with the default ``ALWAYS`` fsync
-  policy the data is on disk before the response. ``acks=0`` appends without fsync; the client expects no
-  response, so the connection layer must not write the one returned. Idempotent batches are checked per
-  producer id and partition (duplicates answer with the original offsets). Transactional batches need the
-  request's transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request, as Kafka)
-  and are verified with the transaction coordinator per partition (``transactions.produce_refusal``: the
-  producer's session and that the partition was added to its transaction). A disk error fails just that
+  kept: ``log_append_time`` is -1 — unless the topic has ``message.timestamp.type=LogAppendTime``: then each
+  batch is stamped with the broker's clock first and ``log_append_time`` answers it). A record without a key
+  in a compacted topic is INVALID_RECORD, as in Kafka. ``acks`` 1 and -1 mean the same here; with the default
+  ``ALWAYS`` fsync policy the data is on disk before the response. ``acks=0`` appends without fsync; the
+  client expects no response, so the connection layer must not write the one returned. Idempotent batches are
+  checked per producer id and partition (duplicates answer with the original offsets). Transactional batches
+  need the request's transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request, as
+  Kafka) and are verified with the transaction coordinator per partition (``transactions.produce_refusal``:
+  the producer's session and that the partition was added to its transaction). A disk error fails just that
   partition with KAFKA_STORAGE_ERROR (after a failed fsync its log refuses writes until the server restarts).
 - **Fetch**: no fetch sessions. A full fetch (session epoch 0 or -1) is answered with ``session_id`` 0, which
   tells the client sessions are not in use so it keeps sending full fetches; an incremental one gets
@@ -28,7 +30,9 @@ earliest transaction still open in the partition (or the log end offset).
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
+import time
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -38,8 +42,10 @@ from regroup.server.handlers.topics import NO_THROTTLE, build, response_module, 
 from regroup.server.handlers.transactions import produce_refusal, transactional_producers
 from regroup.server.limits import TOPIC_NAME
 from regroup.server.topics import TopicStore
+from regroup.storage.compaction import has_keyless_record
 from regroup.storage.format import StorageError
 from regroup.storage.partition_log import AppendRejected, OffsetOutOfRange, PartitionLog
+from regroup.storage.timestamps import stamp_log_append_time
 
 __all__ = ["SPECS", "handle_fetch", "handle_list_offsets", "handle_produce"]
 
@@ -87,13 +93,23 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
             if code is ErrorCode.none and plog is None:
                 code = UNKNOWN_TOPIC
             result: tuple[int, int] = (-1, -1)
+            append_time: datetime.datetime | None = None
             transactional = next(pending)
             if code is ErrorCode.none and plog is not None and transactional and name is not None:
                 (producer,) = transactional
                 refusal = produce_refusal(broker, request.transactional_id, producer, (name, part.index), version)
                 code = ErrorCode(int(refusal))
-            if code is ErrorCode.none and plog is not None:
-                code, message, result = _append(plog, part.records, version, sync=request.acks != 0)
+            if code is ErrorCode.none and plog is not None and name is not None:
+                policy = store.configs.policy(name)
+                if policy.compact and has_keyless_record(bytes(part.records or b"")):
+                    code, message = ErrorCode.invalid_record, "Compacted topic cannot accept message without key."
+                    plog = None
+                if plog is not None and policy.log_append_time:  # message.timestamp.type=LogAppendTime
+                    now_ms = int(time.time() * 1000)
+                    append_time = datetime.datetime.fromtimestamp(now_ms / 1000, datetime.UTC)
+                    part = _Stamped(part.index, stamp_log_append_time(bytes(part.records or b""), now_ms))
+                if plog is not None:
+                    code, message, result = _append(plog, part.records, version, sync=request.acks != 0)
             partitions.append(
                 build(
                     mod,
@@ -101,7 +117,7 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
                     index=part.index,
                     error_code=code,
                     base_offset=result[0],
-                    log_append_time=None,
+                    log_append_time=append_time if code is ErrorCode.none else None,
                     log_start_offset=result[1],
                     record_errors=(),
                     error_message=message,
@@ -117,6 +133,16 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
             )
         )
     return build(mod, "ProduceResponse", responses=tuple(responses), throttle_time=NO_THROTTLE)
+
+
+class _Stamped:
+    """A partition's produce data after LogAppendTime stamping."""
+
+    __slots__ = ("index", "records")
+
+    def __init__(self, index: int, records: bytes) -> None:
+        self.index = index
+        self.records = records
 
 
 def _append(

@@ -26,8 +26,10 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from regroup.server.api import CLUSTER_ID, NODE_ID, ApiSpec, Broker, RequestContext, TopicInfo
+from regroup.server.config_view import Described, describe_topic, topic_configs_of_request
 from regroup.server.limits import TOPIC_NAME
 from regroup.server.topics import InvalidTopicError, PartitionLimitError, TopicExistsError, TopicStore
+from regroup.storage.topic_config import ConfigError
 
 __all__ = [
     "NO_THROTTLE",
@@ -189,6 +191,10 @@ async def handle_create_topics(broker: Broker, ctx: RequestContext, request: Any
         try:
             count = _partition_count(topic, broker.default_partitions)
             store.check_new_topic(topic.name, count)
+            configs = topic_configs_of_request((c.name, c.value) for c in topic.configs)
+        except ConfigError as exc:
+            results.append(_created(mod, topic.name, None, ErrorCode.invalid_config, str(exc)))
+            continue
         except _Refused as refused:
             results.append(_created(mod, topic.name, None, refused.code, str(refused)))
             continue
@@ -202,9 +208,12 @@ async def handle_create_topics(broker: Broker, ctx: RequestContext, request: Any
             results.append(_created(mod, topic.name, None, exc.code, str(exc)))
             continue
         info = (
-            TopicInfo(topic.name, ZERO_UUID, count) if request.validate_only else store.create_topic(topic.name, count)
+            TopicInfo(topic.name, ZERO_UUID, count)
+            if request.validate_only
+            else store.create_topic(topic.name, count, configs)
         )
-        results.append(_created(mod, topic.name, info, ErrorCode.none, None))
+        described = describe_topic(store.configs.defaults, configs)
+        results.append(_created(mod, topic.name, info, ErrorCode.none, None, described))
     return build(mod, "CreateTopicsResponse", throttle_time=NO_THROTTLE, topics=tuple(results))
 
 
@@ -260,7 +269,26 @@ def _partition_count(topic: Any, default_partitions: int) -> int:
     return default_partitions if count == -1 else count
 
 
-def _created(mod: ModuleType, name: str, info: TopicInfo | None, code: ErrorCode, message: str | None) -> Any:
+def _created(
+    mod: ModuleType,
+    name: str,
+    info: TopicInfo | None,
+    code: ErrorCode,
+    message: str | None,
+    described: list[Described] | None = None,
+) -> Any:
+    configs = tuple(
+        build(
+            mod,
+            "CreatableTopicConfigs",
+            name=d.name,
+            value=d.value,
+            read_only=d.read_only,
+            config_source=d.source,
+            is_sensitive=d.sensitive,
+        )
+        for d in (described or () if hasattr(mod, "CreatableTopicConfigs") else ())
+    )
     return build(
         mod,
         "CreatableTopicResult",
@@ -270,7 +298,7 @@ def _created(mod: ModuleType, name: str, info: TopicInfo | None, code: ErrorCode
         error_message=message,
         num_partitions=info.partitions if info else -1,
         replication_factor=1 if info else -1,
-        configs=() if info else None,
+        configs=configs if info else None,
     )
 
 

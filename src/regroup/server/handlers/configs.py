@@ -1,0 +1,304 @@
+"""DescribeConfigs (v1–v4), AlterConfigs (v0–v2) and IncrementalAlterConfigs (v0–v1): topic configurations,
+stored durably and honoured by the partition log, and the broker's settings, read-only.
+
+Resources, as Kafka answers them (``ConfigHelper``, ``ConfigAdminManager``, the controller's checks):
+
+- **TOPIC**: an illegal name is INVALID_TOPIC_EXCEPTION, a name no topic has UNKNOWN_TOPIC_OR_PARTITION.
+  Described: every topic configuration, with its source and — when asked (``include_synonyms``,
+  ``include_documentation``; v3+ for type and documentation) — synonyms and documentation, only those named
+  in ``configuration_keys`` if any. AlterConfigs replaces the topic's whole set of overrides;
+  IncrementalAlterConfigs applies SET, DELETE, APPEND and SUBTRACT (the last two on list configurations only).
+  An unknown name or a bad value is INVALID_CONFIG with a message, and nothing changes. ``validate_only``
+  checks without storing.
+- **BROKER**: ``"0"`` (this node) is described with every setting, read-only; ``""`` (the cluster-wide
+  dynamic defaults) with none, as there are none. Another id, or one that is not a number, is INVALID_REQUEST.
+  Altering a broker setting is INVALID_REQUEST ("Cannot update these configs dynamically", as Kafka says for a
+  setting that is not dynamic: every one is static here); an alteration that changes nothing passes.
+- Anything else (BROKER_LOGGER, CLIENT_METRICS, GROUP, unknown types) is INVALID_REQUEST.
+
+A resource named twice in one alteration gets INVALID_REQUEST for both, a configuration named twice in one
+resource INVALID_REQUEST, a null value (other than DELETE's) INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from regroup.server.api import NODE_ID, ApiSpec, Broker, RequestContext
+from regroup.server.broker_configs import BrokerConfigEntry, broker_config_entries
+from regroup.server.config_view import Described, describe_broker, describe_topic
+from regroup.server.handlers.topics import NO_THROTTLE, build, response_module, store_of
+from regroup.server.topics import InvalidTopicError, TopicStore, validate_topic_name
+from regroup.storage.format import StorageError
+from regroup.storage.topic_config import TOPIC_KEYS, ConfigError, ConfigType, validate_topic_configs
+
+__all__ = ["SPECS", "handle_alter_configs", "handle_describe_configs", "handle_incremental_alter_configs"]
+
+log = logging.getLogger(__name__)
+
+TOPIC, BROKER = 2, 4
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+_TYPE_NAMES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
+
+
+class _Refused(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _type_name(resource_type: int) -> str:
+    return _TYPE_NAMES.get(resource_type, str(resource_type))
+
+
+def _broker_entries(broker: Broker) -> Mapping[str, BrokerConfigEntry]:
+    entries: Mapping[str, BrokerConfigEntry] | None = getattr(broker, "broker_configs", None)
+    if entries:
+        return entries
+    from regroup.server.app import ServerConfig
+
+    return broker_config_entries(ServerConfig())
+
+
+def _check_broker_name(name: str, *, empty_ok: bool) -> None:
+    if name == "" and empty_ok:
+        return
+    try:
+        node = int(name)
+    except ValueError:
+        raise _Refused(ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {name}") from None
+    if node != NODE_ID:
+        expected = f"{NODE_ID} or empty string" if empty_ok else str(NODE_ID)
+        raise _Refused(ErrorCode.invalid_request, f"Unexpected broker id, expected {expected}, but received {name}")
+
+
+def _existing_topic(store: TopicStore, name: str) -> None:
+    try:
+        validate_topic_name(name)
+    except InvalidTopicError as exc:
+        raise _Refused(ErrorCode.invalid_topic_exception, str(exc)) from None
+    if store.topic(name) is None:
+        raise _Refused(ErrorCode.unknown_topic_or_partition, "This server does not host this topic-partition.")
+
+
+# ---------------------------------------------------------------------- DescribeConfigs
+
+
+async def handle_describe_configs(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    mod = response_module(request)
+    store = store_of(broker)
+    synonyms, docs = request.include_synonyms, getattr(request, "include_documentation", False)
+    results = []
+    for resource in request.resources:
+        keys = resource.configuration_keys or None
+        code, message, described = ErrorCode.none, None, []
+        try:
+            described = _describe(store, broker, resource.resource_type, resource.resource_name, keys)
+        except _Refused as refused:
+            code, message = refused.code, str(refused)
+        entries = tuple(_entry(mod, d, synonyms, docs) for d in described)
+        results.append(
+            build(
+                mod,
+                "DescribeConfigsResult",
+                error_code=code,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+                configs=entries,
+            )
+        )
+    return build(mod, "DescribeConfigsResponse", throttle_time=NO_THROTTLE, results=tuple(results))
+
+
+def _describe(
+    store: TopicStore, broker: Broker, resource_type: int, name: str, keys: tuple[str, ...] | None
+) -> list[Described]:
+    if resource_type == TOPIC:
+        _existing_topic(store, name)
+        return describe_topic(store.configs.defaults, store.configs.overrides(name), keys)
+    if resource_type == BROKER:
+        _check_broker_name(name, empty_ok=True)
+        return [] if name == "" else describe_broker(_broker_entries(broker), keys)
+    raise _Refused(ErrorCode.invalid_request, f"Unsupported resource type: {_type_name(resource_type)}")
+
+
+def _entry(mod: Any, d: Described, synonyms: bool, docs: bool) -> Any:
+    return build(
+        mod,
+        "DescribeConfigsResourceResult",
+        name=d.name,
+        value=d.value,
+        read_only=d.read_only,
+        config_source=d.source,
+        is_sensitive=d.sensitive,
+        synonyms=tuple(build(mod, "DescribeConfigsSynonym", name=n, value=v, source=s) for n, v, s in d.synonyms)
+        if synonyms
+        else (),
+        config_type=d.type,
+        documentation=d.doc if docs else None,
+    )
+
+
+# ---------------------------------------------------------------------- AlterConfigs / IncrementalAlterConfigs
+
+
+async def handle_alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    return _alter(broker, request, _replace_all, "AlterConfigsResponse")
+
+
+async def handle_incremental_alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    return _alter(broker, request, _incremental, "IncrementalAlterConfigsResponse")
+
+
+Change = Callable[[dict[str, str], Any], dict[str, str]]
+
+
+def _alter(broker: Broker, request: Any, change: Change, response: str) -> Any:
+    mod = response_module(request)
+    store = store_of(broker)
+    seen = [(r.resource_type, r.resource_name) for r in request.resources]
+    responses = []
+    for resource in request.resources:
+        code, message = ErrorCode.none, None
+        try:
+            if seen.count((resource.resource_type, resource.resource_name)) > 1:
+                raise _Refused(ErrorCode.invalid_request, "Each resource must appear at most once.")
+            _alter_one(store, resource, change, request.validate_only)
+        except _Refused as refused:
+            code, message = refused.code, str(refused)
+        except ConfigError as exc:
+            code, message = ErrorCode.invalid_config, str(exc)
+        except (OSError, StorageError) as exc:
+            log.error("storing the configuration of %s failed: %s", resource.resource_name, exc)
+            code, message = ErrorCode.kafka_storage_error, f"{type(exc).__name__}: {exc}"
+        responses.append(
+            build(
+                mod,
+                "AlterConfigsResourceResponse",
+                error_code=code,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
+        )
+    return build(mod, response, throttle_time=NO_THROTTLE, responses=tuple(responses))
+
+
+def _alter_one(store: TopicStore, resource: Any, change: Change, validate_only: bool) -> None:
+    names = [c.name for c in resource.configs]
+    if len(set(names)) != len(names):
+        raise _Refused(ErrorCode.invalid_request, "Error due to duplicate config keys")
+    nulls = [c.name for c in resource.configs if c.value is None and getattr(c, "config_operation", SET) != DELETE]
+    if nulls:
+        raise _Refused(ErrorCode.invalid_request, f"Null value not supported for : {', '.join(nulls)}")
+    if resource.resource_type == TOPIC:
+        _existing_topic(store, resource.resource_name)
+        new = validate_topic_configs(change(store.configs.overrides(resource.resource_name), resource.configs))
+        if not validate_only:
+            store.set_topic_configs(resource.resource_name, new)
+        return
+    if resource.resource_type == BROKER:
+        _check_broker_name(resource.resource_name, empty_ok=True)
+        for config in resource.configs:
+            op = getattr(config, "config_operation", SET)
+            if op not in (SET, DELETE, APPEND, SUBTRACT):
+                raise _Refused(ErrorCode.invalid_request, f"Unknown operations type {op}")
+        if names:
+            listed = ", ".join(sorted(set(names)))
+            raise _Refused(ErrorCode.invalid_request, f"Cannot update these configs dynamically: Set({listed})")
+        return
+    raise _Refused(ErrorCode.invalid_request, f"Unknown resource type {_type_name(resource.resource_type)}")
+
+
+def _replace_all(current: dict[str, str], configs: Any) -> dict[str, str]:
+    return {c.name: c.value for c in configs}
+
+
+def _incremental(current: dict[str, str], configs: Any) -> dict[str, str]:
+    new = dict(current)
+    for c in configs:
+        op = c.config_operation
+        if op == SET:
+            new[c.name] = c.value
+        elif op == DELETE:
+            new.pop(c.name, None)
+        elif op in (APPEND, SUBTRACT):
+            key = TOPIC_KEYS.get(c.name)
+            if key is None or key.type is not ConfigType.LIST:
+                verb = "append" if op == APPEND else "subtract"
+                raise ConfigError(f"Config value {verb} is not allowed for config key: {c.name}")
+            old = new.get(c.name, key.default or "")
+            items = [item for item in old.split(",") if item]
+            given = [item.strip() for item in c.value.split(",")]
+            if op == APPEND:
+                items += [item for item in given if item not in items]
+            else:
+                items = [item for item in items if item not in given]
+            new[c.name] = ",".join(items)
+        else:
+            raise _Refused(ErrorCode.invalid_request, f"Unknown operations type {op}")
+    return new
+
+
+# ---------------------------------------------------------------------- error responses (every slot)
+
+
+def _describe_error(ctx: RequestContext, request: Any, code: int) -> Any:
+    mod, error = response_module(request), ErrorCode(int(code))
+    results = tuple(
+        build(
+            mod,
+            "DescribeConfigsResult",
+            error_code=error,
+            error_message=None,
+            resource_type=r.resource_type,
+            resource_name=r.resource_name,
+            configs=(),
+        )
+        for r in request.resources
+    )
+    return build(mod, "DescribeConfigsResponse", throttle_time=NO_THROTTLE, results=results)
+
+
+def _alter_error(ctx: RequestContext, request: Any, code: int) -> Any:
+    mod, error = response_module(request), ErrorCode(int(code))
+    responses = tuple(
+        build(
+            mod,
+            "AlterConfigsResourceResponse",
+            error_code=error,
+            error_message=None,
+            resource_type=r.resource_type,
+            resource_name=r.resource_name,
+        )
+        for r in request.resources
+    )
+    return build(mod, "AlterConfigsResponse", throttle_time=NO_THROTTLE, responses=responses)
+
+
+def _incremental_error(ctx: RequestContext, request: Any, code: int) -> Any:
+    mod, error = response_module(request), ErrorCode(int(code))
+    responses = tuple(
+        build(
+            mod,
+            "AlterConfigsResourceResponse",
+            error_code=error,
+            error_message=None,
+            resource_type=r.resource_type,
+            resource_name=r.resource_name,
+        )
+        for r in request.resources
+    )
+    return build(mod, "IncrementalAlterConfigsResponse", throttle_time=NO_THROTTLE, responses=responses)
+
+
+SPECS: list[ApiSpec] = [
+    ApiSpec(32, 1, 4, handle_describe_configs, _describe_error),
+    ApiSpec(33, 0, 2, handle_alter_configs, _alter_error),
+    ApiSpec(44, 0, 1, handle_incremental_alter_configs, _incremental_error),
+]

@@ -1,0 +1,99 @@
+"""DeleteRecords (v0–v2): move a partition's log start offset up, durably; the records below it are gone.
+
+As Kafka answers it (``ReplicaManager.deleteRecords``, ``UnifiedLog.maybeIncrementLogStartOffset``): the
+offset -1 means the high watermark (the log end offset here); any other negative offset, or one beyond the high
+watermark, is OFFSET_OUT_OF_RANGE; a topic or partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION; a
+topic whose ``cleanup.policy`` does not include ``delete`` is POLICY_VIOLATION. Asking for an offset below the
+current log start changes nothing. The answer's ``low_watermark`` is the log start offset afterwards (-1 with
+an error). The new log start is fsynced before the answer (``log-start-offset`` in the partition's directory);
+older segments wholly below it are deleted at once. Fetch below it is OFFSET_OUT_OF_RANGE and ListOffsets'
+earliest answers it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from regroup.server.api import ApiSpec, Broker, RequestContext
+from regroup.server.handlers.topics import NO_THROTTLE, build, response_module, store_of
+from regroup.server.limits import TOPIC_NAME
+from regroup.server.topics import TopicStore
+from regroup.storage.format import StorageError
+from regroup.storage.partition_log import OffsetOutOfRange
+
+__all__ = ["SPECS", "handle_delete_records"]
+
+log = logging.getLogger(__name__)
+
+HIGH_WATERMARK = -1
+
+
+async def handle_delete_records(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    mod = response_module(request)
+    store = store_of(broker)
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            code, low = _delete(store, topic.name, p.partition_index, p.offset)
+            partitions.append(
+                build(
+                    mod,
+                    "DeleteRecordsPartitionResult",
+                    partition_index=p.partition_index,
+                    low_watermark=low,
+                    error_code=code,
+                )
+            )
+        topics.append(build(mod, "DeleteRecordsTopicResult", name=topic.name, partitions=tuple(partitions)))
+    return build(mod, "DeleteRecordsResponse", throttle_time=NO_THROTTLE, topics=tuple(topics))
+
+
+def _delete(store: TopicStore, name: str, index: int, offset: int) -> tuple[ErrorCode, int]:
+    """``(error, low watermark)`` of deleting the records of one partition below ``offset``."""
+    plog = store.partition(name, index) if store.topic(name) is not None else None
+    if plog is None:
+        return ErrorCode.unknown_topic_or_partition, -1
+    target = plog.log_end_offset if offset == HIGH_WATERMARK else offset
+    if target < 0 or target > plog.log_end_offset:
+        return ErrorCode.offset_out_of_range, -1
+    if not store.configs.policy(name).delete:
+        return ErrorCode.policy_violation, -1
+    try:
+        return ErrorCode.none, plog.advance_log_start(target)
+    except OffsetOutOfRange:
+        return ErrorCode.offset_out_of_range, -1
+    except (OSError, StorageError) as exc:
+        log.error("deleting records of %s failed: %s: %s", plog.directory, type(exc).__name__, exc)
+        return ErrorCode.kafka_storage_error, -1
+
+
+def _delete_records_error(ctx: RequestContext, request: Any, code: int) -> Any:
+    mod, error = response_module(request), ErrorCode(int(code))
+    topics = tuple(
+        build(
+            mod,
+            "DeleteRecordsTopicResult",
+            name=topic.name,
+            partitions=tuple(
+                build(
+                    mod,
+                    "DeleteRecordsPartitionResult",
+                    partition_index=p.partition_index,
+                    low_watermark=-1,
+                    error_code=error,
+                )
+                for p in topic.partitions
+            ),
+        )
+        for topic in request.topics
+    )
+    return build(mod, "DeleteRecordsResponse", throttle_time=NO_THROTTLE, topics=topics)
+
+
+SPECS: list[ApiSpec] = [
+    ApiSpec(21, 0, 2, handle_delete_records, _delete_records_error, frozenset({TOPIC_NAME})),
+]

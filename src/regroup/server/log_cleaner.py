@@ -1,0 +1,198 @@
+"""The cleaning pass over a topic store's partitions: ``segment.ms`` rolls, retention (``cleanup.policy``
+delete: ``retention.ms``, ``retention.bytes``) and compaction (compact) — once when the server starts, then
+every ``--log-retention-check-interval-ms`` (Kafka's ``log.retention.check.interval.ms``, 5 minutes).
+
+A shell (docs/architecture.md) on the server's event loop. Rolling and retention are cheap (a few file
+deletions) and run inline. A compaction's planning — reading the older segments and rewriting them in memory —
+runs on a worker thread, as it only reads files that never change in place; swapping the result in runs back
+on the loop (:mod:`regroup.storage.compaction`). A partition is compacted again only when a segment was
+rolled since its last compaction, or a tombstone it kept has since expired. A failure in one partition is
+logged and the pass goes on; the server never stops for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from regroup.storage import compaction
+from regroup.storage.format import StorageError
+from regroup.storage.partition_log import PartitionLog
+from regroup.storage.retention import enforce_retention, maybe_roll
+from regroup.storage.topic_config import LogPolicy
+
+__all__ = ["DEFAULT_CHECK_INTERVAL_MS", "CleaningReport", "LogCleaner", "log_report"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CHECK_INTERVAL_MS = 300_000
+
+
+@dataclass(slots=True)
+class CleaningReport:
+    """What one pass did, over all partitions."""
+
+    rolled: int = 0
+    segments_deleted: int = 0
+    bytes_deleted: int = 0
+    compacted: int = 0
+    records_removed: int = 0
+    bytes_compacted_away: int = 0
+    failures: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Compacted:
+    cleaned_to: int
+    deadline_ms: int | None
+
+
+class _Store(Protocol):
+    """What the cleaner needs of the topic store (``server/topics.py``)."""
+
+    def topics(self) -> Mapping[str, object]: ...
+    def opened_partitions(self, name: str) -> list[PartitionLog]: ...
+
+
+class LogCleaner:
+    """Runs the cleaning pass over ``store``; ``policy_of(topic)`` gives each topic's :class:`LogPolicy`."""
+
+    def __init__(self, store: _Store, policy_of: Callable[[str], LogPolicy]) -> None:
+        self._store = store
+        self._policy_of = policy_of
+        self._compacted: weakref.WeakKeyDictionary[PartitionLog, _Compacted] = weakref.WeakKeyDictionary()
+
+    def run_once(self, now_ms: int) -> CleaningReport:
+        """One whole pass, synchronously (at startup, and for tests)."""
+
+        def inline(job: Callable[[], compaction.CompactionPlan]) -> compaction.CompactionPlan:
+            return job()
+
+        report = CleaningReport()
+        for topic, plog in self._partitions():
+            self._retain(topic, plog, now_ms, report)
+            job = self._compaction_job(topic, plog, now_ms)
+            if job is not None:
+                self._apply(plog, _run(job, inline, report, plog), report)
+        return report
+
+    async def run_async(self, now_ms: Callable[[], int]) -> CleaningReport:
+        """One whole pass on the event loop, compaction plans on a worker thread."""
+        report = CleaningReport()
+        for topic, plog in self._partitions():
+            if plog.closed:
+                continue
+            self._retain(topic, plog, now_ms(), report)
+            job = self._compaction_job(topic, plog, now_ms())
+            if job is not None:
+                try:
+                    planned = await asyncio.to_thread(job)
+                except (OSError, StorageError, ValueError) as exc:
+                    _fail(report, plog, exc)
+                    continue
+                if not plog.closed:
+                    self._apply(plog, planned, report)
+            await asyncio.sleep(0)
+        return report
+
+    async def run_forever(self, interval_ms: int, now_ms: Callable[[], int]) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            log_report(await self.run_async(now_ms))
+
+    # ------------------------------------------------------------------ internals
+
+    def _partitions(self) -> list[tuple[str, PartitionLog]]:
+        return [(topic, plog) for topic in list(self._store.topics()) for plog in self._store.opened_partitions(topic)]
+
+    def _retain(self, topic: str, plog: PartitionLog, now_ms: int, report: CleaningReport) -> None:
+        policy = self._policy_of(topic)
+        try:
+            if maybe_roll(plog, now_ms, policy.segment_ms):
+                report.rolled += 1
+            if policy.delete:
+                done = enforce_retention(
+                    plog, now_ms, retention_ms=policy.retention_ms, retention_bytes=policy.retention_bytes
+                )
+                report.segments_deleted += done.segments_deleted
+                report.bytes_deleted += done.bytes_deleted
+        except (OSError, StorageError, ValueError) as exc:
+            _fail(report, plog, exc)
+
+    def _compaction_job(
+        self, topic: str, plog: PartitionLog, now_ms: int
+    ) -> Callable[[], compaction.CompactionPlan] | None:
+        policy = self._policy_of(topic)
+        if not policy.compact:
+            return None
+        spans = plog.older_segments()
+        if not spans:
+            return None
+        last = self._compacted.get(plog)
+        due = last is None or last.cleaned_to < spans[-1].end
+        due = due or (last is not None and last.deadline_ms is not None and now_ms >= last.deadline_ms)
+        if not due:
+            return None
+
+        def job() -> compaction.CompactionPlan:
+            return compaction.plan(
+                spans,
+                now_ms,
+                delete_retention_ms=policy.delete_retention_ms,
+                min_lag_ms=policy.min_compaction_lag_ms,
+                group_bytes=policy.segment_bytes,
+            )
+
+        return job
+
+    def _apply(self, plog: PartitionLog, planned: compaction.CompactionPlan | None, report: CleaningReport) -> None:
+        if planned is None:
+            return
+        try:
+            done = compaction.apply(plog, planned)
+        except (OSError, StorageError, ValueError) as exc:
+            _fail(report, plog, exc)
+            return
+        self._compacted[plog] = _Compacted(planned.cleaned_to, planned.next_deadline_ms)
+        if done.segments_written:
+            report.compacted += 1
+            report.records_removed += done.records_removed
+            report.bytes_compacted_away += done.bytes_before - done.bytes_after
+
+
+def _run(
+    job: Callable[[], compaction.CompactionPlan],
+    runner: Callable[[Callable[[], compaction.CompactionPlan]], compaction.CompactionPlan],
+    report: CleaningReport,
+    plog: PartitionLog,
+) -> compaction.CompactionPlan | None:
+    try:
+        return runner(job)
+    except (OSError, StorageError, ValueError) as exc:
+        _fail(report, plog, exc)
+        return None
+
+
+def _fail(report: CleaningReport, plog: PartitionLog, exc: BaseException) -> None:
+    line = f"{plog.directory}: {type(exc).__name__}: {exc}"
+    report.failures.append(line)
+    log.error("cleaning %s", line)
+
+
+def log_report(report: CleaningReport) -> None:
+    """An info line for a pass that changed anything."""
+    if report.rolled or report.segments_deleted or report.compacted:
+        log.info(
+            "log cleaning rolled=%d segments_deleted=%d bytes_deleted=%d compacted=%d records_removed=%d "
+            "bytes_compacted_away=%d",
+            report.rolled,
+            report.segments_deleted,
+            report.bytes_deleted,
+            report.compacted,
+            report.records_removed,
+            report.bytes_compacted_away,
+        )

@@ -1,0 +1,151 @@
+"""Replacing a run of a partition's older segments by one rewritten file, so that a crash at any step leaves
+either the old segments or the new one — and the partition's other small files (the log start offset).
+
+A shell (docs/architecture.md). Compaction rewrites the segments ``[b0, b1, ..., bk]`` (offsets ``b0`` up to
+the next file's base ``N``) into one file covering exactly the same offsets, in these steps:
+
+1. write ``<b0>.cleaned`` and fsync it — a crash here leaves a stray ``.cleaned`` file, deleted on open;
+2. rename it to ``<b0>.swap`` and fsync the directory: **the commit point**. From here on the new file is the
+   truth; its batches cover offsets ``b0`` to ``N - 1`` without a hole, so ``N`` is read from its last batch;
+3. delete the segments ``b1 .. bk`` (those with a base in ``(b0, N)``), then rename ``<b0>.swap`` over
+   ``<b0>.log`` and fsync the directory.
+
+:func:`recover` runs when a partition log opens, before anything else: it deletes ``.cleaned`` files and
+finishes every ``.swap`` whose batches are sound (steps 3), or deletes a ``.swap`` that is not (which only a
+crash under ``--fsync never`` can leave, while the old segments are still complete). Running it again after a
+crash inside it finishes the job.
+
+The log start offset a DeleteRecords sets lives in ``log-start-offset`` (decimal text, replaced atomically).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from regroup.storage.batches import check_batch
+from regroup.storage.files import CLOEXEC, fsync_dir, fsync_file, read_file, write_file_atomically
+from regroup.storage.segment_dir import SEGMENT_RE, segment_name
+
+__all__ = [
+    "LOG_START_FILE",
+    "expected_name",
+    "read_log_start",
+    "recover",
+    "swap_in",
+    "write_log_start",
+]
+
+LOG_START_FILE = "log-start-offset"
+_CLEANED_RE = re.compile(r"^(\d{20})\.cleaned$")
+_SWAP_RE = re.compile(r"^(\d{20})\.swap$")
+_LOG_START_TMP = LOG_START_FILE + ".tmp"
+
+
+def expected_name(name: str) -> bool:
+    """Names a partition directory may hold besides segments and gap markers."""
+    return name in (LOG_START_FILE, _LOG_START_TMP) or bool(_CLEANED_RE.match(name) or _SWAP_RE.match(name))
+
+
+def cleaned_name(base: int) -> str:
+    return f"{base:020d}.cleaned"
+
+
+def swap_name(base: int) -> str:
+    return f"{base:020d}.swap"
+
+
+def covered_end(data: bytes, base: int) -> int | None:
+    """The offset after the last batch of ``data`` if its batches are all sound and cover the offsets from
+    ``base`` without a hole; ``None`` otherwise."""
+    pos, expected = 0, base
+    while pos < len(data):
+        checked = check_batch(data, pos)
+        if isinstance(checked, str) or checked.base_offset != expected:
+            return None
+        pos, expected = pos + checked.size, checked.last_offset + 1
+    return expected if pos > 0 else None
+
+
+def swap_in(directory: Path, base: int, data: bytes, replaced: list[int], *, sync: bool) -> Path:
+    """Replace the segments ``replaced`` (bases, ``base`` first) by ``data`` (batches covering the same
+    offsets), crash-safely as the module doc says. Returns the new segment's path."""
+    if not replaced or replaced[0] != base:
+        raise ValueError(f"the run to replace must start at {base}: {replaced}")
+    cleaned = directory / cleaned_name(base)
+    fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | CLOEXEC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if sync:
+            fsync_file(fd)
+    except BaseException:
+        os.close(fd)
+        cleaned.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    swap = directory / swap_name(base)
+    os.replace(cleaned, swap)
+    if sync:
+        fsync_dir(directory)
+    return _finish(directory, base, swap, replaced[1:], sync)
+
+
+def _finish(directory: Path, base: int, swap: Path, others: list[int], sync: bool) -> Path:
+    for other in others:
+        (directory / segment_name(other)).unlink(missing_ok=True)
+    final = directory / segment_name(base)
+    os.replace(swap, final)
+    if sync:
+        fsync_dir(directory)
+    return final
+
+
+def recover(directory: Path, *, sync: bool) -> list[str]:
+    """Finish or undo what an interrupted :func:`swap_in` left in ``directory``; what was done, one line each."""
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    done: list[str] = []
+    for name in sorted(names):
+        if _CLEANED_RE.match(name) or name == _LOG_START_TMP:
+            (directory / name).unlink(missing_ok=True)
+            done.append(f"deleted {name} (an interrupted write)")
+    for name in sorted(names):
+        m = _SWAP_RE.match(name)
+        if not m:
+            continue
+        base = int(m.group(1))
+        swap = directory / name
+        end = covered_end(read_file(swap), base)
+        if end is None:
+            swap.unlink()
+            done.append(f"deleted {name}: not complete, the segments it was to replace are kept")
+            continue
+        others = sorted(
+            int(sm.group(1)) for other in names if (sm := SEGMENT_RE.match(other)) and base < int(sm.group(1)) < end
+        )
+        _finish(directory, base, swap, others, sync)
+        done.append(f"finished replacing {len(others) + 1} segment(s) from offset {base} by {segment_name(base)}")
+    return done
+
+
+def read_log_start(directory: Path) -> int:
+    """The log start offset a DeleteRecords stored, or 0."""
+    path = directory / LOG_START_FILE
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        return 0
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: unreadable: {exc}") from None
+    if not text.isdigit():
+        raise ValueError(f"{path}: not an offset: {text[:40]!r}")
+    return int(text)
+
+
+def write_log_start(directory: Path, offset: int, *, sync: bool) -> None:
+    write_file_atomically(directory / LOG_START_FILE, f"{offset}\n".encode("ascii"), sync=sync)
