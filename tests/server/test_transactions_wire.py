@@ -282,3 +282,9 @@ def test_the_tools_views(client: WireClient, topic: str) -> None:
     assert end(client, tid, pid, epoch, True) == E.none
     described = client.call(DESCRIBE_TXNS, 0, transactional_ids=[tid]).transaction_states[0]
     assert (described.transaction_state, list(described.topics)) == ("CompleteCommit", [])
+
+
+def test_a_transactional_id_over_its_limit_is_invalid_request(client: WireClient) -> None:
+    long_id = "t" * 1025  # --max-transactional-id-bytes defaults to 1024
+    assert init(client, long_id).error_code == E.invalid_request
+    assert init(client, "t" * 1024).error_code == E.none

@@ -379,12 +379,12 @@ class Server:
             with contextlib.suppress(Exception):
                 await self._listener.wait_closed()
             self._listener = None
+        if self._transactions is not None:  # (its marker writer completes offsets in the group coordinator)
+            await self._transactions.close()
+            self._transactions = None
         if self._runtime is not None:
             await self._runtime.close()
             self._runtime = None
-        if self._transactions is not None:
-            await self._transactions.close()
-            self._transactions = None
         if self._topics is not None:
             self._topics.close()
             self._topics = None
