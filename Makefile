@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint typecheck unit soak eos-soak fuzz bench bench-server bench-flood bench-kip848 bench-lab compiled bench-lab-compiled clean
+.PHONY: run test lint typecheck unit soak eos-soak fuzz librdkafka-tests bench bench-server bench-flood bench-kip848 bench-lab compiled bench-lab-compiled clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,13 @@ fuzz: $(DEVSTAMP)
 	$(BIN)/python -m tests.server.fuzz --frames $(FRAMES) --seed $(SEED) || status=1; \
 	REGROUP_EDGE_EXAMPLES=$(EDGE_EXAMPLES) $(BIN)/pytest -q tests/server/test_edge_values.py || status=1; \
 	exit $$status
+
+# librdkafka's own integration tests against `regroup serve`, a fresh server per test, group.protocol classic and
+# consumer (docs/compatibility.md; not part of `make test`). Builds librdkafka once (git, a C/C++ compiler, make) in
+# $REGROUP_LIBRDKAFKA_CACHE (default ~/.cache/regroup/librdkafka) from $LIBRDKAFKA_GIT at $LIBRDKAFKA_REF.
+# E.g. make librdkafka-tests ARGS="--protocol classic --tests 0030,0113"
+librdkafka-tests: $(DEVSTAMP)
+	$(BIN)/python tests/librdkafka/run.py $(ARGS)
 
 bench: $(DEVSTAMP)
 	$(BIN)/python bench/assignors.py

@@ -117,6 +117,11 @@ def test_join_heartbeat_describe_and_leave(server: ServerProcess) -> None:
         assert ("j", "consumer", "Stable") in {(g.group_id, g.group_type, g.group_state) for g in listed.groups}
         classic = client.call(DESCRIBE, 5, groups=["j"], include_authorized_operations=False)
         assert classic.groups[0].group_state == "Dead"
+        newest = client.call(DESCRIBE, 6, groups=["j", "nope"], include_authorized_operations=False)
+        assert [(g.error_code, g.error_message) for g in newest.groups] == [
+            (GROUP_ID_NOT_FOUND, "Group j is not a classic group."),
+            (GROUP_ID_NOT_FOUND, "Group nope not found."),
+        ]
 
         left = heartbeat(client, group_id="j", member_id="m-1", member_epoch=-1)
         assert (left.error_code, left.member_epoch) == (NONE, -1)

@@ -33,6 +33,7 @@ from tests.server.wire import API_VERSIONS, CREATE_TOPICS, HEARTBEAT, WireClient
 
 GROUP_APIS = (11, 14, 12, 13, 8, 9, 15, 16, 42, 68, 69, 10)
 DATA_APIS = (3, 19, 20, 0, 1, 2, 22)
+TOPIC_ADMIN_APIS = (37, 60, 75)  # CreatePartitions, DescribeCluster, DescribeTopicPartitions
 PRODUCE = 0
 VERSIONS_V0 = load_request_schema(API_VERSIONS, 0)
 EXAMPLES = int(os.environ.get("REGROUP_EDGE_EXAMPLES", "20"))
@@ -51,6 +52,7 @@ OVERRIDES: dict[str, Any] = {
     "max_wait": lambda c: datetime.timedelta(milliseconds=edge_int(c, -(2**31), 100)),
     # the partitions a CreateTopics asks for become directories: the extremes, not two billion of them
     "num_partitions": lambda c: c.pick((-(2**31), -2, -1, 0, 1, 2, 100)),
+    "count": lambda c: c.pick((-(2**31), -1, 0, 1, 2, 3, 100, 2**31 - 1)),  # CreatePartitions' new count
 }
 
 
@@ -69,7 +71,10 @@ def read_response(client: WireClient, api_key: int, version: int, correlation_id
     return body
 
 
-@pytest.mark.parametrize("api_key", GROUP_APIS + DATA_APIS, ids=[api_name(k) for k in GROUP_APIS + DATA_APIS])
+ALL_APIS = GROUP_APIS + DATA_APIS + TOPIC_ADMIN_APIS
+
+
+@pytest.mark.parametrize("api_key", ALL_APIS, ids=[api_name(k) for k in ALL_APIS])
 def test_extreme_values_get_a_well_formed_answer(server: ServerProcess, api_key: int) -> None:
     log = LogWatcher(server.log_path)
 

@@ -26,6 +26,9 @@ API_KEYS = {
     "create_topics": 19,
     "delete_topics": 20,
     "init_producer_id": 22,
+    "create_partitions": 37,
+    "describe_cluster": 60,
+    "describe_topic_partitions": 75,
 }
 
 

@@ -4,7 +4,7 @@ kio generates one dataclass per API version; fields come and go between versions
 v1 or v2, ``group_instance_id`` from v5, ...). ``build(cls, **values)`` fills the fields ``cls`` has from
 ``values`` and ignores the rest, so a handler describes a response once and builds it at whatever version
 the client asked for. Values are plain Python: ints for durations (milliseconds), our ``ErrorCode`` (or
-any int) for error codes, lists of dicts for nested arrays.
+any int) for error codes, lists of dicts for nested arrays, a dict for a nested entity.
 """
 
 from __future__ import annotations
@@ -58,7 +58,28 @@ def _coercer(field: dataclasses.Field[Any], hint: Any) -> _Coerce:
     element = _array_element(hint)
     if element is not None:
         return _array_of(element)
+    nested = _nested_entity(hint)
+    if nested is not None:
+        return _one_of(nested)
     return _identity
+
+
+def _nested_entity(hint: Any) -> type[Any] | None:
+    """``X`` for a nested entity field typed ``X`` or ``X | None``, else None."""
+    candidates = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    for candidate in candidates:
+        if isinstance(candidate, type) and dataclasses.is_dataclass(candidate):
+            return candidate
+    return None
+
+
+def _one_of(entity: type[Any]) -> _Coerce:
+    def coerce(value: Any) -> Any:
+        if value is None or isinstance(value, entity):
+            return value
+        return build(entity, **_as_mapping(value))
+
+    return coerce
 
 
 def _array_element(hint: Any) -> type[Any] | None:

@@ -11,8 +11,10 @@ and guarantees in ``docs/topic-data.md``)::
 
 Creating a topic writes its ``topic.json`` under ``staging/`` and renames the directory into ``topics/``:
 one file and one atomic rename, whatever the partition count, so after a crash or a failure (a full disk, no
-descriptors left) a topic either exists whole or not at all. A partition's directory appears with its first
-append. Deleting renames the topic into ``trash/`` first. Topic ids are random (uuid4): this is a shell.
+descriptors left) a topic either exists whole or not at all. Adding partitions (CreatePartitions) writes the
+new ``topic.json`` under ``staging/`` and renames it over the old one: the topic has the old count or the new
+one, never a mix. A partition's directory appears with its first append. Deleting renames the topic into
+``trash/`` first. Topic ids are random (uuid4): this is a shell.
 
 Partition logs are opened (and recovered) one at a time when the store opens, and hold no file descriptor
 between uses: they share one :class:`~regroup.storage.handles.HandleCache`, so the open files stay bounded
@@ -52,6 +54,7 @@ __all__ = [
     "TopicExistsError",
     "TopicStore",
     "TotalPartitionsError",
+    "UnknownTopicError",
     "validate_topic_name",
 ]
 
@@ -72,8 +75,13 @@ class TopicExistsError(ValueError):
     """The topic already exists (Kafka's TOPIC_ALREADY_EXISTS)."""
 
 
+class UnknownTopicError(ValueError):
+    """No topic has that name (Kafka's UNKNOWN_TOPIC_OR_PARTITION)."""
+
+
 class PartitionLimitError(ValueError):
-    """Creating the topic would break a partition limit; nothing was created. ``code``: Kafka's answer."""
+    """Creating the topic (or its new partitions) would break a partition limit; nothing was created.
+    ``code``: Kafka's answer."""
 
     code: ClassVar[ErrorCode]
 
@@ -141,7 +149,7 @@ class TopicStore:
         self._closed = False
         #: each topic's configuration overrides (``config.json``) and the broker defaults behind them
         self.configs = TopicConfigs(BrokerLogDefaults(segment_bytes=segment_bytes), sync=fsync is not FsyncPolicy.NEVER)
-        #: called after every topic created or deleted (the server refreshes the coordinator's cluster image)
+        #: called after every topic created, grown or deleted (the server refreshes the coordinator's cluster image)
         self.on_change: Callable[[], None] | None = None
 
     @classmethod
@@ -177,9 +185,12 @@ class TopicStore:
             BrokerLogDefaults(message_max_bytes, segment_bytes), sync=fsync is not FsyncPolicy.NEVER
         )
         try:
-            for sub in ("staging", "trash"):
+            for sub in ("staging", "trash"):  # directories of interrupted creations, files of partition counts
                 for entry in os.scandir(directory / sub):
-                    shutil.rmtree(entry.path, ignore_errors=True)
+                    if entry.is_dir(follow_symlinks=False):
+                        shutil.rmtree(entry.path, ignore_errors=True)
+                    else:
+                        Path(entry.path).unlink(missing_ok=True)
             pid_file = directory / "producer-ids"
             if pid_file.exists():
                 store._next_pid = store._reserved_pid = int(pid_file.read_text(encoding="ascii").strip() or 0)
@@ -234,6 +245,41 @@ class TopicStore:
         self._register(info)
         self._changed()
         return info
+
+    def add_partitions(self, name: str, count: int) -> TopicInfo:
+        """Grow ``name`` to ``count`` partitions, the new ones empty (durably, unless the policy is ``NEVER``).
+
+        Raises :class:`UnknownTopicError`, ``ValueError`` when ``count`` is not more than the topic has, and
+        :class:`TooManyPartitionsError` / :class:`TotalPartitionsError` over the limits; then nothing changed.
+        The topic's ``topic.json`` is replaced by one rename (everything else it records is kept), so a crash
+        leaves the old count or the new one. If writing fails (``OSError``) before that rename, nothing
+        changed; if only the final directory fsync fails, the store follows what the directory shows (the new
+        count) and the error is raised, so the change is not acknowledged.
+        """
+        self._check_open()
+        info = self.check_new_partitions(name, count)
+        path = self._dir / "topics" / name / "topic.json"
+        meta = json.loads(path.read_text(encoding="utf-8"))
+        meta["partitions"] = count
+        staged = self._dir / "staging" / f"{info.topic_id.hex}.json"
+        try:
+            staged.write_text(json.dumps(meta) + "\n", encoding="utf-8")
+            if self._sync_enabled:
+                _fsync_path(staged)
+            os.replace(staged, path)
+        except BaseException:
+            staged.unlink(missing_ok=True)
+            raise
+        grown = TopicInfo(name=name, topic_id=info.topic_id, partitions=count)
+        self._topics[name] = grown
+        self._logs[name].extend([None] * (count - info.partitions))
+        self._partition_total += count - info.partitions
+        try:
+            if self._sync_enabled:
+                fsync_dir(path.parent)
+        finally:
+            self._changed()
+        return grown
 
     def delete_topic(self, name: str) -> bool:
         """Delete ``name`` and its data; ``False`` if there is no such topic. Long polls on it wake up."""
@@ -337,6 +383,26 @@ class TopicStore:
                 f"Creating {partitions} partition(s) would bring the broker to {self._partition_total + partitions} "
                 f"partitions, above its limit of {self.max_partitions} (regroup serve --max-partitions)."
             )
+
+    def check_new_partitions(self, name: str, count: int) -> TopicInfo:
+        """What :meth:`add_partitions` checks (for CreatePartitions' validate_only); returns the topic as it is."""
+        info = self._topics.get(name)
+        if info is None:
+            raise UnknownTopicError(f"Topic '{name}' does not exist.")
+        if count <= info.partitions:
+            raise ValueError(f"Topic '{name}' has {info.partitions} partition(s); {count} is not more.")
+        if count > self.max_partitions_per_topic:
+            raise TooManyPartitionsError(
+                f"Number of partitions {count} is above the limit of {self.max_partitions_per_topic} per topic "
+                "(regroup serve --max-partitions-per-topic)."
+            )
+        added = count - info.partitions
+        if self._partition_total + added > self.max_partitions:
+            raise TotalPartitionsError(
+                f"Adding {added} partition(s) would bring the broker to {self._partition_total + added} "
+                f"partitions, above its limit of {self.max_partitions} (regroup serve --max-partitions)."
+            )
+        return info
 
     def allocate_producer_id(self) -> int:
         """A producer id never handed out before, not even before a restart: ids are reserved in blocks whose

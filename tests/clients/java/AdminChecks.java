@@ -8,7 +8,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 
 import org.apache.kafka.clients.admin.Admin;
@@ -78,7 +77,7 @@ public class AdminChecks {
                 admin.deleteConsumerGroupOffsets(group, Set.of(tp)).all().get();
                 Map<TopicPartition, OffsetAndMetadata> left =
                     admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
-                return new TreeMap<>(left).keySet().stream().map(TopicPartition::toString).reduce("", (a, b) -> a + b);
+                return left.keySet().stream().map(TopicPartition::toString).sorted().reduce((a, b) -> a + "," + b).orElse("-");
             });
             check("describe-cluster", () -> {
                 Collection<?> nodes = admin.describeCluster().nodes().get();

@@ -147,6 +147,8 @@ def _field_value(
         if edge and items and chooser.coin():
             items = items + items[: chooser.integer(1, len(items))]  # duplicate entries
         return tuple(items)
+    if info.entity is not None:  # one nested struct (DescribeTopicPartitions' cursor)
+        return entity_value(info.entity, chooser, edge=edge, overrides=overrides, depth=depth + 1)
     return _primitive(owner, info, chooser, edge)
 
 

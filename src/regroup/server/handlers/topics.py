@@ -7,7 +7,8 @@ Metadata auto-creates a missing topic with ``broker.default_partitions`` when th
 client asks (``allow_auto_topic_creation``, v4+; always before v4), and then answers with the new topic at once
 (Kafka answers LEADER_NOT_AVAILABLE first; clients retry on either). A CreateTopics asking for more than 10,000
 partitions in all is refused whole with POLICY_VIOLATION, as Kafka's controller refuses it; within that, the
-store's limits (``--max-partitions-per-topic``, ``--max-partitions``) apply per topic.
+store's limits (``--max-partitions-per-topic``, ``--max-partitions``) apply per topic. Metadata v8+ reports
+the topics' (and, v8–v10, the cluster's) authorized operations when asked: all of them, there is no authorizer.
 
 Also home of the small helpers the data handlers share: building a kio response entity of the request's
 version from keyword values (fields a version lacks are dropped) and reaching the concrete topic store.
@@ -27,6 +28,7 @@ from kio.schema.errors import ErrorCode
 
 from regroup.server.api import CLUSTER_ID, NODE_ID, ApiSpec, Broker, RequestContext, TopicInfo
 from regroup.server.config_view import Described, describe_topic, topic_configs_of_request
+from regroup.server.handlers.authorized import CLUSTER_OPERATIONS, NOT_REQUESTED, TOPIC_OPERATIONS
 from regroup.server.limits import TOPIC_NAME
 from regroup.server.topics import InvalidTopicError, PartitionLimitError, TopicExistsError, TopicStore
 from regroup.storage.topic_config import ConfigError
@@ -103,6 +105,12 @@ async def handle_metadata(broker: Broker, ctx: RequestContext, request: Any) -> 
                 topics.append(_topic_error(mod, "", ErrorCode.invalid_request))
                 continue
             topics.append(_lookup(mod, store, broker, wanted.name, topic_id, auto))
+    if version >= 8 and request.include_topic_authorized_operations:  # (no authorizer: every operation)
+        topics = [
+            t if t.name is None else dataclasses.replace(t, topic_authorized_operations=TOPIC_OPERATIONS)
+            for t in topics
+        ]
+    wants_cluster_operations = 8 <= version <= 10 and request.include_cluster_authorized_operations
     node = build(mod, "MetadataResponseBroker", node_id=NODE_ID, host=broker.host, port=broker.port, rack=None)
     return build(
         mod,
@@ -113,6 +121,7 @@ async def handle_metadata(broker: Broker, ctx: RequestContext, request: Any) -> 
         controller_id=NODE_ID,
         topics=tuple(topics),
         error_code=ErrorCode.none,
+        cluster_authorized_operations=CLUSTER_OPERATIONS if wants_cluster_operations else NOT_REQUESTED,
     )
 
 
