@@ -178,6 +178,20 @@ def test_create_topic_checks(store: TopicStore) -> None:
         store.create_topic("c", 0)
 
 
+def test_name_collisions_follow_creations_deletions_and_restarts(tmp_path: Path) -> None:
+    with TopicStore.open(tmp_path) as store:
+        store.create_topic("x.y_z", 1)
+        with pytest.raises(InvalidTopicError, match=r"collides with existing topic: x\.y_z"):
+            store.create_topic("x_y.z", 1)
+    with TopicStore.open(tmp_path) as store:
+        with pytest.raises(InvalidTopicError, match="collides"):
+            store.create_topic("x_y_z", 1)
+        assert store.delete_topic("x.y_z")
+        store.create_topic("x_y_z", 1)  # free again once the other is gone
+        with pytest.raises(InvalidTopicError, match="collides with existing topic: x_y_z"):
+            store.create_topic("x.y.z", 1)
+
+
 async def _wait(store: TopicStore) -> bool:
     return await store.wait_for_append([("t", 0)], 0.05)
 

@@ -141,6 +141,8 @@ class TopicStore:
         self._partition_total = 0
         self._topics: dict[str, TopicInfo] = {}
         self._by_id: dict[uuid.UUID, str] = {}
+        #: each topic's name with '.' read as '_' (Kafka refuses a new name that collides with one this way)
+        self._folded: dict[str, str] = {}
         #: each topic's partition logs; ``None`` until a partition is first used
         self._logs: dict[str, list[PartitionLog | None]] = {}
         self._unsynced: set[PartitionLog] = set()
@@ -288,6 +290,8 @@ class TopicStore:
         if info is None:
             return False
         del self._by_id[info.topic_id]
+        if self._folded.get(name.replace(".", "_")) == name:
+            del self._folded[name.replace(".", "_")]
         self.configs.forget(name)
         self._partition_total -= info.partitions
         for plog in self._logs.pop(name):
@@ -367,10 +371,9 @@ class TopicStore:
         validate_topic_name(name)
         if name in self._topics:
             raise TopicExistsError(f"Topic '{name}' already exists.")
-        folded = name.replace(".", "_")
-        for other in self._topics:
-            if other.replace(".", "_") == folded:
-                raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {other}")
+        other = self._folded.get(name.replace(".", "_"))
+        if other is not None:
+            raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {other}")
         if partitions is None:
             return
         if partitions > self.max_partitions_per_topic:
@@ -534,6 +537,7 @@ class TopicStore:
         self._logs[info.name] = logs
         self._topics[info.name] = info
         self._by_id[info.topic_id] = info.name
+        self._folded[info.name.replace(".", "_")] = info.name
         self._partition_total += info.partitions
         return logs
 

@@ -23,6 +23,7 @@ resource INVALID_REQUEST, a null value (other than DELETE's) INVALID_REQUEST.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -161,12 +162,12 @@ Change = Callable[[dict[str, str], Any], dict[str, str]]
 def _alter(broker: Broker, request: Any, change: Change, response: str) -> Any:
     mod = response_module(request)
     store = store_of(broker)
-    seen = [(r.resource_type, r.resource_name) for r in request.resources]
+    seen = Counter((r.resource_type, r.resource_name) for r in request.resources)
     responses = []
     for resource in request.resources:
         code, message = ErrorCode.none, None
         try:
-            if seen.count((resource.resource_type, resource.resource_name)) > 1:
+            if seen[(resource.resource_type, resource.resource_name)] > 1:
                 raise _Refused(ErrorCode.invalid_request, "Each resource must appear at most once.")
             _alter_one(store, resource, change, request.validate_only)
         except _Refused as refused:

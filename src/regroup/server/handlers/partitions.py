@@ -18,6 +18,7 @@ a client that asks not to wait (timeout ≤ 0) gets the outcome as well.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -46,12 +47,12 @@ def _result(name: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
 
 async def handle_create_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     store = store_of(broker)
-    names = [topic.name for topic in request.topics]
+    named = Counter(topic.name for topic in request.topics)
     results: list[dict[str, Any]] = []
     reported: set[str] = set()
     added_in_request = 0
     for topic in request.topics:
-        if names.count(topic.name) > 1:
+        if named[topic.name] > 1:
             if topic.name not in reported:
                 reported.add(topic.name)
                 results.append(_result(topic.name, ErrorCode.invalid_request, "Duplicate topic name."))

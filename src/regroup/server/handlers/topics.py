@@ -21,6 +21,7 @@ import datetime
 import functools
 import importlib
 import uuid
+from collections import Counter
 from types import ModuleType
 from typing import Any
 
@@ -186,14 +187,14 @@ def _topic_error(mod: ModuleType, name: str | None, code: ErrorCode, topic_id: u
 async def handle_create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     mod = response_module(request)
     store = store_of(broker)
-    names = [t.name for t in request.topics]
+    named = Counter(t.name for t in request.topics)
     if _requested_partitions(request.topics, broker.default_partitions) > MAX_PARTITIONS_PER_REQUEST:
         message = "Excessively large number of partitions per request."
         refused = tuple(_created(mod, t.name, None, ErrorCode.policy_violation, message) for t in request.topics)
         return build(mod, "CreateTopicsResponse", throttle_time=NO_THROTTLE, topics=refused)
     results = []
     for topic in request.topics:
-        if names.count(topic.name) > 1:
+        if named[topic.name] > 1:
             code, message = ErrorCode.invalid_request, "Found multiple entries for this topic."
             results.append(_created(mod, topic.name, None, code, message))
             continue
@@ -322,11 +323,12 @@ async def handle_delete_topics(broker: Broker, ctx: RequestContext, request: Any
         wanted = [(t.name, t.topic_id if t.topic_id != ZERO_UUID else None) for t in request.topics]
     else:
         wanted = [(name, None) for name in request.topic_names]
+    times_wanted = Counter(wanted)
     results = []
     for name, topic_id in wanted:
         if name is not None and topic_id is not None:
             code, message = ErrorCode.invalid_request, "You may not specify both topic name and topic id."
-        elif wanted.count((name, topic_id)) > 1:
+        elif times_wanted[(name, topic_id)] > 1:
             code, message = ErrorCode.invalid_request, "Duplicate topic name." if name else "Duplicate topic id."
         elif name is None:
             info = store.topic_by_id(topic_id) if topic_id is not None else None
