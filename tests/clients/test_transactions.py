@@ -1,9 +1,9 @@
 """Transactions against ``regroup serve`` with real clients: confluent-kafka's (librdkafka) transactional
-producer and aiokafka's. A commit is seen by read_committed consumers, an abort never (read_uncommitted sees
-both); an open transaction holds the last stable offset; a second producer with the same transactional.id
-fences the first (a fatal error for it) and aborts its transaction; a transaction past its timeout is aborted
-and its producer fenced; a kill -9 with a transaction open or with its commit decided but its markers not
-written is finished after the restart (aborted, or committed), never half visible."""
+producer, aiokafka's and kafka-python's. A commit is seen by read_committed consumers, an abort never
+(read_uncommitted sees both); an open transaction holds the last stable offset; a second producer with the
+same transactional.id fences the first (a fatal error for it) and aborts its transaction; a transaction past
+its timeout is aborted and its producer fenced; a kill -9 with a transaction open or with its commit decided
+but its markers not written is finished after the restart (aborted, or committed), never half visible."""
 
 from __future__ import annotations
 
@@ -246,3 +246,22 @@ def test_aiokafka_transactions_commit_and_abort(server: ServerProcess) -> None:
         *(b"c%d" % i for i in range(5)),
         *(b"a%d" % i for i in range(3)),
     ]
+
+
+def test_kafka_python_transactions_commit_and_abort(server: ServerProcess) -> None:
+    kafka = pytest.importorskip("kafka")
+    topic = create_topic(server)
+    producer = kafka.KafkaProducer(bootstrap_servers=bootstrap(server), transactional_id="kp-" + topic)
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        for i in range(3):
+            producer.send(topic, b"c%d" % i, partition=0)
+        producer.commit_transaction()
+        producer.begin_transaction()
+        producer.send(topic, b"a0", partition=0).get(10)
+        producer.abort_transaction()
+    finally:
+        producer.close()
+    assert read_values(server, topic, "read_committed", expect=3) == [b"c0", b"c1", b"c2"]
+    assert read_values(server, topic, "read_uncommitted", expect=4) == [b"c0", b"c1", b"c2", b"a0"]
