@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint typecheck unit soak fuzz librdkafka-tests bench bench-server bench-flood bench-kip848 bench-lab compiled bench-lab-compiled clean
+.PHONY: run test lint typecheck unit soak eos-soak fuzz librdkafka-tests bench bench-server bench-flood bench-kip848 bench-lab compiled bench-lab-compiled clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ test: lint typecheck unit
 soak: $(DEVSTAMP)
 	REGROUP_SOAK=1 REGROUP_SOAK_RUNS=$${REGROUP_SOAK_RUNS:-500} $(BIN)/pytest tests/property/test_sim_safety.py \
 		tests/property/test_sim_safety_kip848.py
+
+# Exactly-once consume-transform-produce with the server killed -9 EOS_KILLS times (`make test` kills it once).
+EOS_KILLS ?= 10
+eos-soak: $(DEVSTAMP)
+	REGROUP_EOS_KILLS=$(EOS_KILLS) $(BIN)/pytest -q tests/clients/test_exactly_once.py
 
 # Fuzz `regroup serve` (docs/benchmarks.md): FRAMES mutated frames from SEED over concurrent connections, then the
 # edge-value tests with EDGE_EXAMPLES examples per API; non-zero on any finding (frames in fuzz-findings.jsonl).

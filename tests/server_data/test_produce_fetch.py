@@ -32,8 +32,7 @@ def test_specs_match_the_kio_versions() -> None:
         (0, 3, 13),
         (1, 4, 18),
         (2, 1, 11),
-        (22, 0, 6),
-    }
+    }  # InitProducerId (22) is the transaction coordinator's: handlers/transactions.py
 
 
 @pytest.mark.parametrize("version", PRODUCE_VERSIONS)
@@ -173,14 +172,14 @@ def test_produce_errors(broker: FakeBroker, store: TopicStore) -> None:
     assert produce(bytes(corrupt)) == (ErrorCode.corrupt_message, -1)
     assert produce(make_batch([b"v"], magic=1)) == (ErrorCode.invalid_record, -1)
     assert produce(good, acks=2) == (ErrorCode.invalid_required_acks, -1)
-    assert produce(good, transactional_id="tx") == (ErrorCode.transactional_id_authorization_failed, -1)
-    assert produce(make_batch([b"v"], attributes=0x10, producer_id=1, producer_epoch=0, base_sequence=0)) == (
-        ErrorCode.transactional_id_authorization_failed,
-        -1,
-    )
+    # transactional records need a transactional id (and the coordinator's say: this broker has none, retriable)
+    transactional = make_batch([b"v"], attributes=0x10, producer_id=1, producer_epoch=0, base_sequence=0)
+    assert produce(transactional) == (ErrorCode.transactional_id_authorization_failed, -1)
+    assert produce(transactional, transactional_id="tx") == (ErrorCode.not_enough_replicas, -1)
     assert produce(b"") == (ErrorCode.invalid_record, -1)
     assert produce(good) == (ErrorCode.none, 0)
     assert produce(good, acks=0) == (ErrorCode.none, 1)
+    assert produce(good, transactional_id="tx") == (ErrorCode.none, 2)  # plain records: the id does not matter
 
 
 def test_zstd_needs_produce_v7(broker: FakeBroker, store: TopicStore) -> None:

@@ -1,11 +1,12 @@
 """``regroup repair``: check a stopped server's data directory for damage, and truncate or quarantine it.
 
-Without ``--truncate`` or ``--quarantine`` it is a dry run: every segment of the coordinator log and of the
-selected partitions is verified in full, and each problem is printed with what either repair would do and
-which offsets it would lose. Exit codes: 0 — nothing stops ``regroup serve`` from starting (torn tails, which
-the server cuts by itself, may be listed); 1 — damage found (dry run) or left (a problem with no automatic
-repair); 2 — bad arguments, or the data directory is missing or in use by a running server. The repairs
-themselves are :mod:`regroup.storage.repair`; docs/storage.md and docs/topic-data.md describe them.
+Without ``--truncate`` or ``--quarantine`` it is a dry run: every segment of the coordinator's log, of the
+transaction coordinator's log and of the selected partitions is verified in full, and each problem is printed
+with what either repair would do and which offsets it would lose. Exit codes: 0 — nothing stops ``regroup
+serve`` from starting (torn tails, which the server cuts by itself, may be listed); 1 — damage found (dry run)
+or left (a problem with no automatic repair); 2 — bad arguments, or the data directory is missing or in use by
+a running server. The repairs themselves are :mod:`regroup.storage.repair`; docs/storage.md and
+docs/topic-data.md describe them.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "repair",
         help="check a stopped server's data directory for damage; truncate or quarantine it",
         description=(
-            "Verify the coordinator log and the partition logs of a stopped `regroup serve` in full. Without "
+            "Verify the coordinator logs and the partition logs of a stopped `regroup serve` in full. Without "
             "--truncate or --quarantine nothing is changed: each problem is reported with what either repair "
             "would do. No repair hands out an offset twice."
         ),
@@ -55,7 +56,9 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--data-dir", required=True, help="the server's --data-dir")
     parser.add_argument("--topic", help="only this topic's partitions")
     parser.add_argument("--partition", type=int, metavar="P", help="only this partition of --topic")
-    parser.add_argument("--coordinator", action="store_true", help="only the coordinator log")
+    parser.add_argument(
+        "--coordinator", action="store_true", help="only the coordinator logs (groups' and transactions')"
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
         "--truncate", action="store_true", help="cut each damaged file at its first bad unit (loses what follows)"
@@ -80,10 +83,11 @@ def run(args: argparse.Namespace) -> int:
         raise RepairUsageError(f"data dir {data_dir} does not exist or is not a directory")
     mode = Mode.TRUNCATE if args.truncate else Mode.QUARANTINE if args.quarantine else None
     coordinator_dir, topics_dir = data_dir / "coordinator", data_dir / "topics"
+    transactions_dir = data_dir / "transactions"
     locks: list[int] = []
     try:
         try:
-            for directory in (coordinator_dir, topics_dir):
+            for directory in (coordinator_dir, transactions_dir, topics_dir):
                 if directory.is_dir():
                     fd = lock_directory(directory)
                     if fd is not None:
@@ -164,6 +168,9 @@ def _targets(args: argparse.Namespace, data_dir: Path) -> tuple[list[_Target], l
     if args.topic is None:
         coordinator = data_dir / "coordinator"
         targets.append(_Target(coordinator, FRAMES, expected_name, quarantine / "coordinator", snapshot_floor))
+        transactions = data_dir / "transactions"
+        if transactions.is_dir():  # (a data directory from before transactions has none)
+            targets.append(_Target(transactions, FRAMES, expected_name, quarantine / "transactions", snapshot_floor))
     if args.coordinator:
         return targets, findings
     topics_root = data_dir / "topics" / "topics"

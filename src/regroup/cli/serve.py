@@ -25,6 +25,7 @@ _ID_LIMIT_FLAGS = {
     "group instance id": "instance-id",
     "client id": "client-id",
     "topic name": "topic-name",
+    "transactional id": "transactional-id",
 }
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
@@ -220,6 +221,23 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         help="segment files held open at once, least recently used closed first (default 256; never more than a "
         "quarter of the open-file limit)",
     )
+    txns = parser.add_argument_group("transactions")
+    txns.add_argument(
+        "--transaction-max-timeout-ms",
+        type=_int_at_least(1),
+        default=900_000,
+        metavar="MS",
+        help="transaction.max.timeout.ms: the longest transaction timeout a producer may ask for; longer is "
+        "INVALID_TRANSACTION_TIMEOUT (default 900000)",
+    )
+    txns.add_argument(
+        "--transactional-id-expiration-ms",
+        type=_int_at_least(1),
+        default=604_800_000,
+        metavar="MS",
+        help="transactional.id.expiration.ms: a transactional id with no transaction open is forgotten after "
+        "this long without use (default 604800000, 7 days)",
+    )
     parser.add_argument(
         "--metrics-port",
         type=_int_at_least(0, 65535),
@@ -287,6 +305,7 @@ def run(args: argparse.Namespace) -> int:
     from regroup.server.app import ServerConfig, StartupError
     from regroup.server.app import run as run_server
     from regroup.storage.record_log import FsyncPolicy
+    from regroup.transactions.results import TxnConfig
 
     logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT, stream=sys.stderr)
     config = ServerConfig(
@@ -315,6 +334,9 @@ def run(args: argparse.Namespace) -> int:
         message_max_bytes=args.message_max_bytes,
         log_retention_check_interval_ms=args.log_retention_check_interval_ms,
         coordinator=_coordinator_config(args),
+        transactions=TxnConfig(
+            max_timeout_ms=args.transaction_max_timeout_ms, id_expiration_ms=args.transactional_id_expiration_ms
+        ),
     )
     if args.message_max_bytes > args.max_frame_bytes:
         raise ServeError(

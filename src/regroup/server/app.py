@@ -4,7 +4,8 @@ events as they happen, serves Prometheus metrics with ``--metrics-port``, and sh
 accepting, drop connections, flush and close the logs) when asked or when the log fails.
 
 Data directory layout: ``coordinator/`` holds the coordinator's record log (docs/storage.md), ``topics/`` the
-embedded partition log (``server/topics.py``; an in-memory stand-in while that module is not installed).
+embedded partition log (``server/topics.py``; an in-memory stand-in while that module is not installed),
+``transactions/`` the transaction coordinator's record log (``server/txn_runtime.py``).
 """
 
 from __future__ import annotations
@@ -40,12 +41,15 @@ from regroup.server.runtime import CoordinatorRuntime, Uuid4Ids, wall_ms
 from regroup.server.scrape import ScrapeSources, scrape
 from regroup.server.topics import DEFAULT_MAX_PARTITIONS, DEFAULT_MAX_PARTITIONS_PER_TOPIC
 from regroup.server.topics import TopicStore as PartitionTopicStore
+from regroup.server.txn_runtime import TransactionRuntime
 from regroup.storage.coordinator_log import CoordinatorLog
 from regroup.storage.format import CorruptLogError, StorageError
 from regroup.storage.handles import DEFAULT_CAPACITY, capacity_for_limit
 from regroup.storage.partition_log import DEFAULT_SEGMENT_BYTES
 from regroup.storage.record_log import FsyncPolicy, LogLockedError
 from regroup.storage.topic_config import DEFAULT_MESSAGE_MAX_BYTES
+from regroup.storage.transaction_log import TransactionLog
+from regroup.transactions.results import TxnConfig
 
 log = logging.getLogger("regroup.server")
 
@@ -91,6 +95,7 @@ class ServerConfig:
     #: log.retention.check.interval.ms: how often retention, segment.ms and compaction run
     log_retention_check_interval_ms: int = DEFAULT_CHECK_INTERVAL_MS
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
+    transactions: TxnConfig = field(default_factory=TxnConfig)
 
 
 @dataclass(slots=True)
@@ -106,6 +111,7 @@ class ServerBroker:
     default_partitions: int = 1
     #: the broker's settings as DescribeConfigs shows them (resource BROKER "0")
     broker_configs: Mapping[str, BrokerConfigEntry] = field(default_factory=dict)
+    transactions: TransactionRuntime | None = None
 
 
 def open_topic_store(directory: Path, cfg: ServerConfig) -> PartitionTopicStore:
@@ -129,6 +135,7 @@ class Server:
         self._listener: asyncio.Server | None = None
         self._runtime: CoordinatorRuntime | None = None
         self._topics: PartitionTopicStore | None = None
+        self._transactions: TransactionRuntime | None = None
         self._syncer: asyncio.Task[None] | None = None
         self._cleaner: asyncio.Task[None] | None = None
         self._events: GroupEvents | None = None
@@ -173,6 +180,7 @@ class Server:
         self._topics.on_change = self._feed_image
         cleaner = LogCleaner(self._topics, self._topics.configs.policy)
         log_report(cleaner.run_once(wall_ms()))
+        self._transactions = await self._start_transactions(self._topics)
         if cfg.events is not None:
             events_path = cfg.events
             self._events = _guard_startup(f"cannot open {events_path}", lambda: GroupEvents(events_path))
@@ -217,6 +225,7 @@ class Server:
             auto_create_topics=cfg.auto_create_topics,
             default_partitions=cfg.default_partitions,
             broker_configs=broker_config_entries(cfg),
+            transactions=self._transactions,
         )
         self._dispatcher = Dispatcher(broker, broker.api_specs, request_metrics, cfg.id_limits)
         if self._scrape_sources is not None:
@@ -245,6 +254,32 @@ class Server:
             len(broker.api_specs),
             "off" if self._metrics is None else f"http://{self._metrics.host}:{self.metrics_port}/metrics",
         )
+
+    async def _start_transactions(self, topics: PartitionTopicStore) -> TransactionRuntime:
+        """Load the transaction coordinator and finish what it left preparing, before the port opens."""
+        cfg = self.config
+        directory = cfg.data_dir / "transactions"
+        tlog = _guard_startup(
+            "cannot open the transaction log",
+            lambda: TransactionLog.open(directory, fsync=cfg.fsync, snapshot_every=cfg.snapshot_every),
+            _repair_hint_for(cfg),
+        )
+        try:
+            runtime = TransactionRuntime.load(tlog, topics, config=cfg.transactions, on_fatal=self._fatal)
+        except BaseException as exc:
+            tlog.close()
+            if isinstance(exc, (StorageError, ValueError)):
+                raise StartupError(f"cannot load the transaction log: {exc}{_repair_hint(cfg, exc)}") from None
+            raise
+        groups = self._runtime
+        if groups is not None:
+
+            async def complete(producer_id: int, producer_epoch: int, committed: bool) -> None:
+                await groups.write(lambda c, key, now: c.complete_transaction(producer_id, committed, now))
+
+            runtime.set_group_completion(complete)
+        await runtime.start()
+        return runtime
 
     def _new_connection(self) -> Connection:
         """The protocol of a connection just accepted (``loop.create_server``'s factory)."""
@@ -344,6 +379,9 @@ class Server:
             with contextlib.suppress(Exception):
                 await self._listener.wait_closed()
             self._listener = None
+        if self._transactions is not None:  # (its marker writer completes offsets in the group coordinator)
+            await self._transactions.close()
+            self._transactions = None
         if self._runtime is not None:
             await self._runtime.close()
             self._runtime = None

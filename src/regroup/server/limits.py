@@ -17,7 +17,8 @@ MEMBER_ID: Final = "member id"
 INSTANCE_ID: Final = "group instance id"
 TOPIC_NAME: Final = "topic name"
 CLIENT_ID: Final = "client id"
-ID_KINDS: Final = (GROUP_ID, MEMBER_ID, INSTANCE_ID, TOPIC_NAME, CLIENT_ID)
+TRANSACTIONAL_ID: Final = "transactional id"
+ID_KINDS: Final = (GROUP_ID, MEMBER_ID, INSTANCE_ID, TOPIC_NAME, CLIENT_ID, TRANSACTIONAL_ID)
 
 #: identifier kind -> most UTF-8 bytes allowed (kinds without an entry are not measured)
 Limits = Mapping[str, int]
@@ -28,6 +29,7 @@ DEFAULT_LIMITS: Final[Mapping[str, int]] = {
     TOPIC_NAME: 249,
     CLIENT_ID: 2048,
     MEMBER_ID: 2560,
+    TRANSACTIONAL_ID: 1024,
 }
 #: bytes a generated classic member id adds to the client or instance id it starts with ("-" and a UUID)
 MEMBER_ID_SUFFIX_BYTES: Final = 37

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from types import NoneType, UnionType
 from typing import Any, Final, Union, get_args, get_origin
 
-from kio.schema.types import GroupId, TopicName
+from kio.schema.types import GroupId, TopicName, TransactionalId
 
-from regroup.server.limits import CLIENT_ID, GROUP_ID, INSTANCE_ID, MEMBER_ID, TOPIC_NAME, Limits
+from regroup.server.limits import CLIENT_ID, GROUP_ID, INSTANCE_ID, MEMBER_ID, TOPIC_NAME, TRANSACTIONAL_ID, Limits
 
 _FIXED_SIZES: Final = {
     "int8": 1,
@@ -174,6 +174,8 @@ def _id_kind(name: str, value_type: Any) -> str | None:
         return GROUP_ID
     if value_type is TopicName:
         return TOPIC_NAME
+    if value_type is TransactionalId:
+        return TRANSACTIONAL_ID
     if name == "member_id":
         return MEMBER_ID
     if name == "group_instance_id":

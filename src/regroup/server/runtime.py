@@ -180,6 +180,23 @@ class CoordinatorRuntime:
         self._after(result)
         return await future
 
+    async def write(self, op: CoreOp) -> None:
+        """Run ``op(coordinator, key, now_ms)``, an operation that answers no request (the transaction
+        coordinator's markers completing a producer's pending offsets), and return once its records and every
+        earlier call's are durable."""
+        if self._closed or self._failure is not None:
+            raise CoordinatorUnavailable("the coordinator is not running")
+        key = next(self._keys)
+        result = op(self.coordinator, key, self._now())
+        future = self._wait_for(key)
+        self._observe(result)
+        done = Completion(key, None)  # resolved by the writer once everything queued so far is durable
+        self._queue.append(_Pending(list(result.records), [*result.completions, done], list(result.dropped)))
+        self._idle.clear()
+        self._wake.set()
+        self._arm_timer()
+        await future
+
     def update_metadata(self, image: ClusterImage) -> None:
         """Hand the coordinator a new cluster image (topics created, deleted or grown). Nobody waits for an
         answer; records the call produces (timers it fires) are written like any call's."""

@@ -31,7 +31,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import ClassVar
 
@@ -327,6 +327,14 @@ class TopicStore:
         if plog is None:  # never written since the store opened: an empty log, no file yet
             plog = logs[index] = self._open_partition(name, index)
         return plog
+
+    def loaded_partitions(self) -> Iterator[tuple[tuple[str, int], PartitionLog]]:
+        """``((topic, partition), log)`` of every partition log opened so far — all those with data on disk
+        are opened when the store opens."""
+        for name, logs in self._logs.items():
+            for p, plog in enumerate(logs):
+                if plog is not None:
+                    yield (name, p), plog
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
         """Replace the overrides of topic ``name`` (checked already) durably, and apply them to its logs."""

@@ -116,6 +116,7 @@ class Reject(enum.Enum):
     OUT_OF_ORDER_SEQUENCE_NUMBER = "out_of_order_sequence_number"
     DUPLICATE_SEQUENCE_NUMBER = "duplicate_sequence_number"
     INVALID_PRODUCER_EPOCH = "invalid_producer_epoch"
+    INVALID_TXN_STATE = "invalid_txn_state"
 
 
 class AppendRejected(StorageError):
@@ -148,6 +149,8 @@ def split_batches(records: bytes, max_batch_bytes: int) -> list[tuple[int, Batch
             raise AppendRejected(Reject.MESSAGE_TOO_LARGE, f"a batch of {checked.size} bytes (max {max_batch_bytes})")
         if checked.attributes & 0x20:
             raise AppendRejected(Reject.INVALID_RECORD, "clients may not write control batches")
+        if checked.attributes & 0x10 and checked.producer_id < 0:
+            raise AppendRejected(Reject.INVALID_RECORD, "a transactional batch without a producer id")
         if checked.producer_id >= 0 and checked.base_sequence < 0:
             raise AppendRejected(
                 Reject.INVALID_RECORD, f"producer {checked.producer_id}: sequence {checked.base_sequence}"
@@ -182,11 +185,28 @@ class ProducerStates:
 
     def observe(self, h: BatchHeader) -> None:
         """Take a batch already in the log into account (recovery)."""
-        if h.producer_id >= 0:
+        if h.producer_id >= 0 and h.attributes & 0x20:
+            self.mark(h.producer_id, h.producer_epoch)
+        elif h.producer_id >= 0:
             state = self._by_id.get(h.producer_id)
             if state is None or state.epoch != h.producer_epoch:
                 state = self._by_id[h.producer_id] = _Producer(h.producer_epoch)
             state.add(h, h.base_offset)
+
+    def mark(self, producer_id: int, producer_epoch: int) -> None:
+        """A transaction marker of ``producer_id`` at ``producer_epoch``: a new epoch starts with no batches
+        (Kafka's ``ProducerStateEntry.update``); sequences go on after a marker of the same epoch."""
+        state = self._by_id.get(producer_id)
+        if state is None or state.epoch != producer_epoch:
+            self._by_id[producer_id] = _Producer(producer_epoch)
+
+    def epoch_of(self, producer_id: int) -> int | None:
+        state = self._by_id.get(producer_id)
+        return None if state is None else state.epoch
+
+    def last_sequences(self) -> dict[int, tuple[int, int]]:
+        """Producer id → (epoch, last sequence written, -1 if none since its epoch began)."""
+        return {pid: (p.epoch, p.batches[-1][1] if p.batches else -1) for pid, p in self._by_id.items()}
 
     def plan(
         self, batches: Sequence[BatchHeader], first_offset: int
@@ -257,7 +277,7 @@ def record_times(h: BatchHeader, body: bytes) -> list[tuple[int, int]]:
         return []
 
 
-def varint(data: bytes, pos: int) -> tuple[int, int]:
+def varint(data: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """A zig-zag varint (Kafka's record fields) at ``pos``: ``(value, next position)``."""
     shift = raw = 0
     while True:

@@ -25,6 +25,9 @@ changing nothing (``regroup repair`` is the operator's tool, :mod:`regroup.stora
 from older segments are CRC-checked again, for damage that happens while the server runs.
 Idempotent-producer state (the last five batches per producer id) is rebuilt from the active segment, so a
 retry of a batch written just before a crash is recognised as a duplicate after the restart.
+Transactions (:mod:`regroup.storage.partition_txns`: the open ones, the aborted-transaction index, the
+last stable offset) are rebuilt from every segment during the same scan; the coordinator's shell appends
+the markers that close them (:meth:`PartitionLog.append_marker`).
 
 Not thread-safe: one owner (the server's event loop) drives it.
 """
@@ -61,6 +64,8 @@ from regroup.storage.files import fsync_dir as _fsync_dir
 from regroup.storage.files import fsync_file as _fsync_file
 from regroup.storage.format import CorruptLogError, StorageError
 from regroup.storage.handles import HandleCache
+from regroup.storage.markers import marker_batch
+from regroup.storage.partition_txns import OpenTxn, PartitionTxns
 from regroup.storage.record_log import FsyncPolicy
 from regroup.storage.segment_dir import gap_name, list_dir, segment_name
 from regroup.storage.segment_swap import expected_name, read_log_start, recover, swap_in, write_log_start
@@ -173,13 +178,14 @@ class PartitionLog:
     def __init__(self, directory: Path, segments: list[_Segment], leo: int, producers: ProducerStates,
                  policy: FsyncPolicy, segment_bytes: int, max_batch_bytes: int, fsync_interval_ms: float,
                  clock: Callable[[], float], truncated_bytes: int, handles: HandleCache,
-                 exists: bool) -> None:  # fmt: skip
+                 exists: bool, txns: PartitionTxns | None = None) -> None:  # fmt: skip
         """Internal: use :meth:`PartitionLog.open`."""
         self._dir = directory
         self._segments = segments
         self._bases = [s.base for s in segments]
         self._leo = leo
         self._producers = producers
+        self._txns = txns if txns is not None else PartitionTxns()
         self._policy = policy
         self._segment_bytes = segment_bytes
         self._max_batch_bytes = max_batch_bytes
@@ -227,20 +233,21 @@ class PartitionLog:
         exists = bool(segments)
         if not exists:
             segments = [_Segment(0, directory / segment_name(0))]
+        txns = PartitionTxns()
         for i, seg in enumerate(segments[:-1]):
             if not seg.gap:
-                _check_older(seg, segments[i + 1].base)
+                _check_older(seg, segments[i + 1].base, txns)
         producers = ProducerStates()
         leo, cut = segments[-1].base, 0
         if exists:
-            leo, cut = _recover(segments[-1], producers, fsync is not FsyncPolicy.NEVER)
+            leo, cut = _recover(segments[-1], producers, fsync is not FsyncPolicy.NEVER, txns)
         try:
             start = read_log_start(directory)
         except ValueError as exc:
             raise CorruptLogError(str(exc)) from None
         plog = cls(directory, segments, leo, producers, fsync, segment_bytes, max_batch_bytes,
                    fsync_interval_ms, clock, cut, HandleCache(PRIVATE_HANDLES) if handles is None else handles,
-                   exists)  # fmt: skip
+                   exists, txns)  # fmt: skip
         plog._start = min(start, leo)
         return plog
 
@@ -257,8 +264,28 @@ class PartitionLog:
 
     @property
     def log_end_offset(self) -> int:
-        """The offset the next record gets; also the high watermark and last stable offset (single node)."""
+        """The offset the next record gets; also the high watermark (single node)."""
         return self._leo
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the earliest open transaction, else the log end offset (read_committed reads
+        below it) — never below the log start offset (retention or DeleteRecords may have removed the start of
+        an open transaction; Kafka then moves its first unstable offset up likewise)."""
+        return max(self._txns.last_stable_offset(self._leo), self.log_start_offset)
+
+    def aborted_transactions(self, start: int, upper: int) -> list[tuple[int, int]]:
+        """``(producer id, first offset)`` of aborted transactions with data in ``[start, upper)``."""
+        return self._txns.aborted_between(start, upper)
+
+    def open_transactions(self) -> dict[int, OpenTxn]:
+        """Producer id → its transaction open in this partition (first offset, epoch)."""
+        return self._txns.open_transactions()
+
+    @property
+    def producers(self) -> ProducerStates:
+        """Idempotent-producer state (rebuilt from the active segment on open)."""
+        return self._producers
 
     @property
     def segment_count(self) -> int:
@@ -284,6 +311,41 @@ class PartitionLog:
         staged, duplicate = self._producers.plan([h for _, h in found], self._leo)
         if duplicate is not None:
             return AppendInfo(duplicate[0], duplicate[1], self.log_start_offset, duplicate=True)
+        opened = self._txns.plan(found, self._leo)
+        info = self._write(records, found, sync)
+        self._producers.commit(staged)
+        self._txns.commit(opened)
+        self._notify()
+        return info
+
+    def append_marker(
+        self, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int, timestamp_ms: int
+    ) -> AppendInfo:
+        """Append a COMMIT or ABORT marker of ``producer_id`` (:mod:`regroup.storage.markers`), closing its open
+        transaction here, and fsync it (any policy but ``NEVER``: the coordinator completes the transaction
+        only once its markers are durable). A marker with an epoch older than the producer's last here is
+        refused (:class:`AppendRejected`, INVALID_PRODUCER_EPOCH). A marker with no transaction open is
+        written all the same (a retry after a restart; Kafka tolerates them)."""
+        self._check_writable()
+        known = [e for e in (self._producers.epoch_of(producer_id),) if e is not None]
+        txn = self._txns.open_transactions().get(producer_id)
+        if txn is not None:
+            known.append(txn.producer_epoch)
+        if known and producer_epoch < max(known):
+            raise AppendRejected(
+                Reject.INVALID_PRODUCER_EPOCH, f"marker epoch {producer_epoch} < {max(known)} of producer {producer_id}"
+            )
+        data = marker_batch(producer_id, producer_epoch, committed, coordinator_epoch, timestamp_ms)
+        info = self._write(data, [(0, parse_header(data))], sync=True, force_sync=True)
+        self._producers.mark(producer_id, producer_epoch)
+        self._txns.complete(producer_id, committed, info.base_offset)
+        self._notify()
+        return info
+
+    def _write(
+        self, records: bytes, found: list[tuple[int, BatchHeader]], sync: bool, force_sync: bool = False
+    ) -> AppendInfo:
+        """Assign offsets to the checked batches ``found`` in ``records`` and write them (one ``write``)."""
         data = bytearray(records)
         offset = self._leo
         for pos, h in found:
@@ -302,15 +364,18 @@ class PartitionLog:
         for pos, _ in found:
             idx.add(parse_header(data, pos), start + pos)
         first, self._leo = self._leo, offset
-        self._producers.commit(staged)
         self._dirty = True
-        if (sync and self._policy is FsyncPolicy.ALWAYS) or (
-            self._policy is FsyncPolicy.INTERVAL and self._clock() - self._last_sync >= self._interval_s
+        if (
+            (sync and self._policy is FsyncPolicy.ALWAYS)
+            or (force_sync and self._policy is not FsyncPolicy.NEVER)
+            or (self._policy is FsyncPolicy.INTERVAL and self._clock() - self._last_sync >= self._interval_s)
         ):
             self._sync(fd)
+        return AppendInfo(first, offset - 1, self.log_start_offset)
+
+    def _notify(self) -> None:
         if self.listener is not None:
             self.listener()
-        return AppendInfo(first, offset - 1, self.log_start_offset)
 
     def sync(self) -> None:
         """fsync what was appended since the last fsync (any policy)."""
@@ -320,12 +385,13 @@ class PartitionLog:
 
     # ------------------------------------------------------------------ reading
 
-    def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
+    def read(self, offset: int, max_bytes: int, *, min_one: bool = True, max_offset: int | None = None) -> bytes:
         """Whole batches from the one containing ``offset``, at most ``max_bytes`` of them — but with
         ``min_one`` the first batch even if it is bigger (Kafka's rule, so a consumer always progresses).
         ``b""`` at the log end; :class:`OffsetOutOfRange` outside ``[log_start_offset, log_end_offset]``.
         Reads stay within one segment, like Kafka's. Batches read from an older segment are CRC-checked
-        (:class:`CorruptLogError` if one does not match)."""
+        (:class:`CorruptLogError` if one does not match). ``max_offset``: no batch at or past it (a
+        read_committed fetch passes the last stable offset, a batch boundary)."""
         self._check_open()
         if not self.log_start_offset <= offset <= self._leo:
             raise OffsetOutOfRange(f"offset {offset} is outside [{self.log_start_offset}, {self._leo}]")
@@ -337,10 +403,14 @@ class PartitionLog:
                 continue  # a gap marker (offsets lost to a repair): go on to the next segment
             start = end = idx.positions[i]
             for j in range(i, len(idx.lasts)):
+                if max_offset is not None and idx.lasts[j] >= max_offset:
+                    break
                 nxt = idx.positions[j + 1] if j + 1 < len(idx.lasts) else idx.end
                 if nxt - start > max_bytes and not (min_one and j == i):
                     break
                 end = nxt
+            if end == start:
+                return b""
             data = self._pread(seg, start, end - start)
             if seg is not self._segments[-1]:
                 _verify(seg, data, start)
@@ -568,10 +638,12 @@ def _verify(seg: _Segment, data: bytes, start: int) -> None:
         pos += checked.size
 
 
-def _index(seg: _Segment, data: bytes, producers: ProducerStates | None = None) -> tuple[int, str]:
+def _index(
+    seg: _Segment, data: bytes, producers: ProducerStates | None = None, txns: PartitionTxns | None = None
+) -> tuple[int, str]:
     """Index the segment's batches from byte 0 while each is sound (length, magic, CRC-32C) and continues
     the offsets from its base: ``(offset after the last good batch, why the scan stopped or "")``.
-    ``producers`` collects idempotent-producer state on the way."""
+    ``producers`` collects idempotent-producer state on the way, ``txns`` the transactions."""
     idx = seg.index
     expected = seg.base
     while idx.end < len(data):
@@ -582,16 +654,18 @@ def _index(seg: _Segment, data: bytes, producers: ProducerStates | None = None) 
             return expected, f"batch has offset {checked.base_offset}, expected {expected}"
         if producers is not None:
             producers.observe(checked)
+        if txns is not None:
+            txns.observe(data, idx.end, checked)
         idx.add(checked, idx.end)
         expected = checked.last_offset + 1
     return expected, ""
 
 
-def _check_older(seg: _Segment, next_base: int) -> None:
+def _check_older(seg: _Segment, next_base: int, txns: PartitionTxns | None = None) -> None:
     """Verify and index an older segment; refuse (:class:`CorruptLogError`) unless every batch is sound,
     the offsets continue from its base and it ends exactly where the next file begins."""
     data = read_file(seg.path)
-    expected, problem = _index(seg, data)
+    expected, problem = _index(seg, data, txns=txns)
     pos = seg.index.end
     if problem:
         intact = find_intact(data, pos, expected, BATCHES)
@@ -613,11 +687,13 @@ def _check_older(seg: _Segment, next_base: int) -> None:
         )
 
 
-def _recover(seg: _Segment, producers: ProducerStates, sync: bool) -> tuple[int, int]:
+def _recover(
+    seg: _Segment, producers: ProducerStates, sync: bool, txns: PartitionTxns | None = None
+) -> tuple[int, int]:
     """Verify and index the active segment, rebuild producer state, cut a torn tail: ``(log end offset, bytes
     cut)``. Damage followed by intact batches raises :class:`CorruptLogError` and changes nothing."""
     data = read_file(seg.path)
-    expected, problem = _index(seg, data, producers)
+    expected, problem = _index(seg, data, producers, txns)
     pos = seg.index.end
     if not problem:
         return expected, 0

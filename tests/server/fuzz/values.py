@@ -253,8 +253,12 @@ def _plausible_text(owner: type[Any], name: str, chooser: Chooser) -> str | None
         return chooser.pick(("fuzz-.*", "fuzz-t[01]", "("))
     if name == "client_id":
         return "fuzz"
-    if name == "transactional_id":
-        return chooser.pick((None, None, None, "fuzz-tx"))
+    if name in ("transactional_id", "v3_and_below_transactional_id", "transactional_ids"):
+        return chooser.pick(("fuzz-tx", "fuzz-tx", "fuzz-tx2", "", chooser.text(8)))
+    if name == "transactional_id_pattern":
+        return chooser.pick(("fuzz-.*", "fuzz-tx", "(", ""))
+    if name == "state_filters":
+        return chooser.pick(("Ongoing", "Empty", "CompleteCommit", chooser.text(6)))
     return chooser.text(12)
 
 

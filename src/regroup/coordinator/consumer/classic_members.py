@@ -105,7 +105,7 @@ def join_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: JoinGroupReq
         refresh_subscriptions(
             writes, group, list(group.members.values()), groups.image, group.group_epoch, subscription_changed
         )
-    ensure_target(ctx, writes, group, groups.image)
+    ensure_target(ctx, writes, group)
     owned = migration.ids_of(dict(sub.owned), groups.image)
     reconciled = reconcile_and_write(
         ctx, writes, group, group.members[member_id], group.assignment_epoch, group.target_of(member_id), owned

@@ -200,7 +200,7 @@ def _heartbeat(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> 
         members = list(group.members.values())
         bump = names_changed or regex_bump
         refresh_subscriptions(writes, group, members, groups.image, group.group_epoch, bump)
-    ensure_target(ctx, writes, group, groups.image)
+    ensure_target(ctx, writes, group)
 
     current = group.members[member_id]
     reconciled = reconcile_and_write(

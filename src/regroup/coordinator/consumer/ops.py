@@ -114,13 +114,8 @@ def refresh_subscriptions(
     return group_epoch
 
 
-def ensure_target(
-    ctx: Ctx,
-    writes: ConsumerWrites,
-    group: ConsumerGroup,
-    image: ClusterImage,
-) -> None:
+def ensure_target(ctx: Ctx, writes: ConsumerWrites, group: ConsumerGroup) -> None:
     """If something bumped the group epoch past the target epoch, compute the target for it."""
     if group.group_epoch > group.assignment_epoch:
         assignor = group.preferred_assignor(ctx.config.consumer_group_assignors[0])
-        compute_target(writes, group, assignor, image)
+        compute_target(writes, group, assignor)

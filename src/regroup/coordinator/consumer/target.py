@@ -14,19 +14,13 @@ from regroup.assignors.uniform import UniformAssignor
 from regroup.coordinator.consumer.group import ConsumerGroup
 from regroup.coordinator.consumer.subscriptions import member_topics
 from regroup.coordinator.consumer.writes import ConsumerWrites
-from regroup.model.cluster import ClusterImage
 from regroup.model.errors import ApiError, ErrorCode
 
 #: the server-side assignors by the names clients send in ServerAssignor (Kafka's names)
 SERVER_ASSIGNORS: Mapping[str, PartitionAssignor] = {"uniform": UniformAssignor(), "range": ServerRangeAssignor()}
 
 
-def compute_target(
-    writes: ConsumerWrites,
-    group: ConsumerGroup,
-    assignor_name: str,
-    image: ClusterImage,
-) -> None:
+def compute_target(writes: ConsumerWrites, group: ConsumerGroup, assignor_name: str) -> None:
     """Compute and write the target for the group's current epoch from its members, their current targets
     and its subscribed topics."""
     group_epoch = group.group_epoch

@@ -1,7 +1,9 @@
-"""Produce, Fetch, ListOffsets and InitProducerId over the embedded partition logs.
+"""Produce, Fetch and ListOffsets over the embedded partition logs (InitProducerId is the transaction
+coordinator's, ``handlers/transactions.py``).
 
-Versions: Produce v3–v13 (v13 addresses topics by id), Fetch v4–v18 (v13+ by topic id), ListOffsets v1–v11,
-InitProducerId v0–v6. Single node, so the high watermark and the last stable offset are the log end offset.
+Versions: Produce v3–v13 (v13 addresses topics by id), Fetch v4–v18 (v13+ by topic id), ListOffsets v1–v11.
+Single node, so the high watermark is the log end offset; the last stable offset is the first offset of the
+earliest transaction still open in the partition (or the log end offset).
 
 - **Produce**: each partition's batches are appended as received (offsets assigned by the log, CreateTime
   kept: ``log_append_time`` is -1 — unless the topic has ``message.timestamp.type=LogAppendTime``: then each
@@ -9,19 +11,20 @@ InitProducerId v0–v6. Single node, so the high watermark and the last stable o
   in a compacted topic is INVALID_RECORD, as in Kafka. ``acks`` 1 and -1 mean the same here; with the default
   ``ALWAYS`` fsync policy the data is on disk before the response. ``acks=0`` appends without fsync; the
   client expects no response, so the connection layer must not write the one returned. Idempotent batches are
-  checked per producer id and partition (duplicates answer with the original offsets). Transactions are not
-  supported:
-  a transactional id or a transactional batch is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which
-  clients treat as fatal rather than retrying forever. A disk error fails just that partition with
-  KAFKA_STORAGE_ERROR (after a failed fsync its log refuses writes until the server restarts).
+  checked per producer id and partition (duplicates answer with the original offsets). Transactional batches
+  need the request's transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request, as
+  Kafka) and are verified with the transaction coordinator per partition (``transactions.produce_refusal``:
+  the producer's session and that the partition was added to its transaction). A disk error fails just that
+  partition with KAFKA_STORAGE_ERROR (after a failed fsync its log refuses writes until the server restarts).
 - **Fetch**: no fetch sessions. A full fetch (session epoch 0 or -1) is answered with ``session_id`` 0, which
   tells the client sessions are not in use so it keeps sending full fetches; an incremental one gets
   FETCH_SESSION_ID_NOT_FOUND. Long polling: when fewer than ``min_bytes`` are available the handler waits for
-  an append to a requested partition, at most ``max_wait``. Isolation levels read the same data.
+  an append to a requested partition, at most ``max_wait``. read_committed (isolation level 1) reads below the
+  last stable offset only, with the aborted transactions whose data overlaps what it returns.
 - **ListOffsets**: -2 earliest, -1 latest, -3 max timestamp, -4 earliest local (= earliest), -5 latest tiered
-  (-1: no tiered storage), otherwise the first offset whose timestamp is ≥ the target (-1 if none).
-- **InitProducerId**: without a transactional id, a fresh producer id (never reused, even across restarts)
-  with epoch 0, like Kafka; with one, TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+  (-1: no tiered storage), otherwise the first offset whose timestamp is ≥ the target (-1 if none). With
+  read_committed, latest is the last stable offset and a timestamp lookup finding an offset at or past it
+  answers -1, as Kafka.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from kio.schema.errors import ErrorCode
 
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.handlers.topics import NO_THROTTLE, build, response_module, store_of
+from regroup.server.handlers.transactions import produce_refusal, transactional_producers
 from regroup.server.limits import TOPIC_NAME
 from regroup.server.topics import TopicStore
 from regroup.storage.compaction import has_keyless_record
@@ -43,11 +47,10 @@ from regroup.storage.format import StorageError
 from regroup.storage.partition_log import AppendRejected, OffsetOutOfRange, PartitionLog
 from regroup.storage.timestamps import stamp_log_append_time
 
-__all__ = ["SPECS", "handle_fetch", "handle_init_producer_id", "handle_list_offsets", "handle_produce"]
+__all__ = ["SPECS", "handle_fetch", "handle_list_offsets", "handle_produce"]
 
 log = logging.getLogger(__name__)
 
-TRANSACTIONAL_ATTRIBUTE = 0x10
 ZSTD = 4
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 UNKNOWN_TOPIC = ErrorCode.unknown_topic_or_partition
@@ -70,10 +73,16 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
     store = store_of(broker)
     version = ctx.api_version
     refuse: tuple[ErrorCode, str] | None = None
+    # (producer id, epoch) of each partition's transactional batches, in request order
+    per_partition = [transactional_producers(part.records) for t in request.topic_data for part in t.partition_data]
+    producers = set().union(*per_partition)
     if request.acks not in (0, 1, -1):
         refuse = ErrorCode.invalid_required_acks, f"acks must be 0, 1 or -1, not {request.acks}"
-    elif request.transactional_id is not None:
-        refuse = ErrorCode.transactional_id_authorization_failed, "transactions are not supported by this broker"
+    elif producers and request.transactional_id is None:
+        refuse = ErrorCode.transactional_id_authorization_failed, "transactional records need a transactional id"
+    elif len(producers) > 1:
+        refuse = ErrorCode.invalid_producer_id_mapping, "transactional records of more than one producer"
+    pending = iter(per_partition)
     responses = []
     for topic in request.topic_data:
         name, topic_error = _resolve(store, topic)
@@ -85,6 +94,11 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
                 code = UNKNOWN_TOPIC
             result: tuple[int, int] = (-1, -1)
             append_time: datetime.datetime | None = None
+            transactional = next(pending)
+            if code is ErrorCode.none and plog is not None and transactional and name is not None:
+                (producer,) = transactional
+                refusal = produce_refusal(broker, request.transactional_id, producer, (name, part.index), version)
+                code = ErrorCode(int(refusal))
             if code is ErrorCode.none and plog is not None and name is not None:
                 policy = store.configs.policy(name)
                 if policy.compact and has_keyless_record(bytes(part.records or b"")):
@@ -138,8 +152,6 @@ def _append(
     data = bytes(records or b"")
     if len(data) >= 23:  # the v2 attributes field: refuse what Kafka refuses before touching the log
         attributes = int.from_bytes(data[21:23], "big")
-        if attributes & TRANSACTIONAL_ATTRIBUTE:
-            return ErrorCode.transactional_id_authorization_failed, "transactions are not supported", (-1, -1)
         if version < 7 and attributes & 0x07 == ZSTD:
             return ErrorCode.unsupported_compression_type, "zstd needs Produce v7 or newer", (-1, -1)
     try:
@@ -201,9 +213,18 @@ def _read_all(
             plog = store.partition(name, p.partition) if name is not None else None
             code = topic_error if topic_error is not ErrorCode.none else (ErrorCode.none if plog else UNKNOWN_TOPIC)
             records = b""
+            aborted: tuple[Any, ...] | None = () if committed_only else None
             if plog is not None:
                 try:
-                    records = plog.read(p.fetch_offset, min(p.partition_max_bytes, budget - total), min_one=total == 0)
+                    limit = plog.last_stable_offset if committed_only else None
+                    size = min(p.partition_max_bytes, budget - total)
+                    records = plog.read(p.fetch_offset, size, min_one=total == 0, max_offset=limit)
+                    if committed_only and records:
+                        found = plog.aborted_transactions(p.fetch_offset, _end_offset(records))
+                        aborted = tuple(
+                            build(mod, "AbortedTransaction", producer_id=pid, first_offset=first)
+                            for pid, first in found
+                        )
                 except OffsetOutOfRange:
                     code = ErrorCode.offset_out_of_range
                 except (OSError, StorageError) as exc:
@@ -213,6 +234,7 @@ def _read_all(
             total += len(records)
             ok = plog is not None and code is ErrorCode.none
             leo = plog.log_end_offset if plog is not None and ok else -1
+            lso = plog.last_stable_offset if plog is not None and ok else -1
             partitions.append(
                 build(
                     mod,
@@ -220,9 +242,9 @@ def _read_all(
                     partition_index=p.partition,
                     error_code=code,
                     high_watermark=leo,
-                    last_stable_offset=leo,
+                    last_stable_offset=lso,
                     log_start_offset=plog.log_start_offset if plog is not None and ok else -1,
-                    aborted_transactions=() if committed_only else None,
+                    aborted_transactions=aborted,
                     preferred_read_replica=-1,
                     records=records,
                 )
@@ -239,19 +261,33 @@ def _read_all(
     return responses, total, errors
 
 
+def _end_offset(records: bytes) -> int:
+    """The offset after the last of the whole batches ``records`` holds (as read from a partition log)."""
+    pos, end = 0, 0
+    while pos + 61 <= len(records):
+        length = int.from_bytes(records[pos + 8 : pos + 12], "big")
+        last_delta = int.from_bytes(records[pos + 23 : pos + 27], "big", signed=True)
+        end = int.from_bytes(records[pos : pos + 8], "big", signed=True) + last_delta + 1
+        pos += 12 + length
+    return end
+
+
 # ---------------------------------------------------------------------- ListOffsets
 
 
 async def handle_list_offsets(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     mod = response_module(request)
     store = store_of(broker)
+    committed_only = getattr(request, "isolation_level", 0) == 1
     topics = []
     for topic in request.topics:
         partitions = []
         for p in topic.partitions:
             plog = store.partition(topic.name, p.partition_index)
             code, found = (
-                (UNKNOWN_TOPIC, (-1, -1)) if plog is None else (ErrorCode.none, _offset_for(plog, p.timestamp))
+                (UNKNOWN_TOPIC, (-1, -1))
+                if plog is None
+                else (ErrorCode.none, _offset_for(plog, p.timestamp, committed_only))
             )
             partitions.append(
                 build(
@@ -268,41 +304,17 @@ async def handle_list_offsets(broker: Broker, ctx: RequestContext, request: Any)
     return build(mod, "ListOffsetsResponse", throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
-def _offset_for(plog: PartitionLog, timestamp: int) -> tuple[int, int]:
-    """``(timestamp, offset)`` to answer for a ListOffsets target."""
+def _offset_for(plog: PartitionLog, timestamp: int, committed_only: bool = False) -> tuple[int, int]:
+    """``(timestamp, offset)`` to answer for a ListOffsets target (read_committed: nothing at or past the LSO)."""
+    fetchable = plog.last_stable_offset if committed_only else plog.log_end_offset
     if timestamp == LATEST:
-        return -1, plog.log_end_offset
+        return -1, fetchable
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return -1, plog.log_start_offset
     if timestamp == LATEST_TIERED or timestamp < LATEST_TIERED:
         return -1, -1
     found = plog.max_timestamp() if timestamp == MAX_TIMESTAMP else plog.offset_for_timestamp(timestamp)
-    return found if found is not None else (-1, -1)
-
-
-# ---------------------------------------------------------------------- InitProducerId
-
-
-async def handle_init_producer_id(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    mod = response_module(request)
-    if request.transactional_id is not None:
-        return build(
-            mod,
-            "InitProducerIdResponse",
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.transactional_id_authorization_failed,
-            producer_id=-1,
-            producer_epoch=-1,
-        )
-    producer_id = store_of(broker).allocate_producer_id()
-    return build(
-        mod,
-        "InitProducerIdResponse",
-        throttle_time=NO_THROTTLE,
-        error_code=ErrorCode.none,
-        producer_id=producer_id,
-        producer_epoch=0,
-    )
+    return found if found is not None and found[1] < fetchable else (-1, -1)
 
 
 # ---------------------------------------------------------------------- error responses (every slot)
@@ -390,22 +402,10 @@ def _list_offsets_error(ctx: RequestContext, request: Any, code: int) -> Any:
     return build(mod, "ListOffsetsResponse", throttle_time=NO_THROTTLE, topics=topics)
 
 
-def _init_producer_id_error(ctx: RequestContext, request: Any, code: int) -> Any:
-    return build(
-        response_module(request),
-        "InitProducerIdResponse",
-        throttle_time=NO_THROTTLE,
-        error_code=ErrorCode(int(code)),
-        producer_id=-1,
-        producer_epoch=-1,
-    )
-
-
 _TOPIC_NAMES = frozenset({TOPIC_NAME})  # an unknown (over-long) name is UNKNOWN_TOPIC_OR_PARTITION here
 
 SPECS: list[ApiSpec] = [
     ApiSpec(0, 3, 13, handle_produce, _produce_error, _TOPIC_NAMES),
     ApiSpec(1, 4, 18, handle_fetch, _fetch_error, _TOPIC_NAMES),
     ApiSpec(2, 1, 11, handle_list_offsets, _list_offsets_error, _TOPIC_NAMES),
-    ApiSpec(22, 0, 6, handle_init_producer_id, _init_producer_id_error),
 ]

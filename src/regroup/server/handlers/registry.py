@@ -1,10 +1,10 @@
 """Every API the server serves: the ``SPECS`` of each handler module, merged by API key.
 
 The group-coordination modules of this package (classic groups, KIP-848 consumer groups, offsets, admin)
-are always there. The data-plane modules (``topics``:
-Metadata/CreateTopics/DeleteTopics; ``data``: Produce/Fetch/ListOffsets/InitProducerId; ``configs``:
-DescribeConfigs/AlterConfigs/IncrementalAlterConfigs; ``records``: DeleteRecords; ``partitions``:
-CreatePartitions; ``cluster``: DescribeCluster/DescribeTopicPartitions) are developed
+are always there. The data-plane modules (``topics``: Metadata/CreateTopics/DeleteTopics; ``data``:
+Produce/Fetch/ListOffsets; ``configs``: DescribeConfigs/AlterConfigs/IncrementalAlterConfigs; ``records``:
+DeleteRecords; ``partitions``: CreatePartitions; ``cluster``: DescribeCluster/DescribeTopicPartitions;
+``transactions``: InitProducerId and the transaction APIs) are developed
 separately and imported only if they exist; one that exists but fails to import is skipped with a warning
 so the coordinator still serves. If two modules claim the same API key, the first one listed wins and the
 clash is logged.
@@ -22,7 +22,7 @@ log = logging.getLogger("regroup.server.registry")
 
 PACKAGE = "regroup.server.handlers"
 CORE_MODULES = ("meta", "groups", "consumer", "offsets", "admin")
-OPTIONAL_MODULES = ("topics", "data", "configs", "records", "partitions", "cluster")
+OPTIONAL_MODULES = ("topics", "data", "configs", "records", "partitions", "cluster", "transactions")
 
 
 def load_specs(core: Iterable[str] = CORE_MODULES, optional: Iterable[str] = OPTIONAL_MODULES) -> dict[int, ApiSpec]:

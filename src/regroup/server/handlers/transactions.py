@@ -1,0 +1,463 @@
+"""The transaction coordinator's APIs (KIP-98, transaction version 1) and the tools' views of it (KIP-664).
+
+Versions: InitProducerId v0–6, AddPartitionsToTxn v0–5 (v4+: the brokers' batched form, with
+``verify_only``), AddOffsetsToTxn v0–4, EndTxn v0–4, TxnOffsetCommit v0–4, DescribeProducers v0,
+DescribeTransactions v0, ListTransactions v0–2. EndTxn v5, TxnOffsetCommit v5 and the KIP-890 part 2 forms
+(an epoch bump per transaction) are not served: clients use them only when the broker advertises transaction
+version 2, which this one does not.
+
+- **InitProducerId** without a transactional id: a fresh producer id with epoch 0 (idempotent producers,
+  including the KIP-360 epoch bump). With one: the coordinator's session (``TransactionCoordinator``); an
+  ongoing transaction of the previous session is aborted first (CONCURRENT_TRANSACTIONS until it is). The
+  KIP-939 two-phase-commit flags (v6) are refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka does
+  while ``transaction.two.phase.commit.enable`` is off.
+- **AddPartitionsToTxn**: partitions of unknown topics (or beyond a topic's count) fail the whole request:
+  UNKNOWN_TOPIC_OR_PARTITION for them, OPERATION_NOT_ATTEMPTED for the others, as Kafka.
+- **EndTxn** is answered once the markers are written and the transaction complete (Kafka answers once the
+  PrepareCommit/PrepareAbort is durable and writes the markers after; waiting a little longer lets a
+  read_committed consumer see a commit as soon as its producer heard of it). If writing a marker fails, the
+  answer goes out anyway (the outcome is decided and durable) and the markers are retried.
+- PRODUCER_FENCED is INVALID_PRODUCER_EPOCH for the versions that predate it (InitProducerId < 4, the others
+  < 2), as Kafka translates it.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable
+from typing import Any
+
+import re2
+
+from regroup.model.errors import ErrorCode
+from regroup.protocol.offsets import OffsetCommitResponse, PartitionCommit, TxnOffsetCommitRequest
+from regroup.server.api import ApiSpec, Broker, RequestContext
+from regroup.server.entities import ms
+from regroup.server.handlers._common import respond
+from regroup.server.txn_runtime import TransactionRuntime
+from regroup.transactions.state import TopicPartition, TransactionMetadata, TxnState
+
+__all__ = ["SPECS", "txn_of"]
+
+INIT_PRODUCER_ID, ADD_PARTITIONS, ADD_OFFSETS, END_TXN, TXN_OFFSET_COMMIT = 22, 24, 25, 26, 28
+DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 65, 66
+BATCHED_ADD_FROM = 4
+E = ErrorCode
+_RE2 = re2.Options()
+_RE2.log_errors = False
+_RE2.max_mem = 8 << 20
+
+
+def txn_of(broker: Broker) -> TransactionRuntime | None:
+    """The broker's transaction runtime, if it has one."""
+    runtime = getattr(broker, "transactions", None)
+    return runtime if isinstance(runtime, TransactionRuntime) else None
+
+
+def fenced_for(code: ErrorCode, version: int, since: int) -> ErrorCode:
+    """PRODUCER_FENCED as clients of ``version`` know it (INVALID_PRODUCER_EPOCH before ``since``)."""
+    return E.INVALID_PRODUCER_EPOCH if code is E.PRODUCER_FENCED and version < since else code
+
+
+# ---------------------------------------------------------------------------------------- InitProducerId
+def _init_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
+    return respond(ctx, error_code=code, producer_id=-1, producer_epoch=-1)
+
+
+async def init_producer_id(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    tid = request.transactional_id
+    if tid is None:
+        producer_id = _allocate(broker)
+        return respond(ctx, error_code=E.NONE, producer_id=producer_id, producer_epoch=0)
+    if getattr(request, "enable2_pc", False) or getattr(request, "keep_prepared_txn", False):
+        return _init_error(ctx, request, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    runtime = txn_of(broker)
+    if runtime is None:
+        return _init_error(ctx, request, E.COORDINATOR_NOT_AVAILABLE)
+    timeout_ms = ms(request.transaction_timeout)
+    pid, epoch = getattr(request, "producer_id", -1), getattr(request, "producer_epoch", -1)
+    result = await runtime.call(lambda c, now: c.init_producer_id(tid, timeout_ms, pid, epoch, now))
+    if result.error is not E.NONE:
+        return _init_error(ctx, request, fenced_for(result.error, ctx.api_version, 4))
+    return respond(ctx, error_code=E.NONE, producer_id=result.producer_id, producer_epoch=result.producer_epoch)
+
+
+def _allocate(broker: Broker) -> int:
+    store = broker.topic_store
+    allocate = getattr(store, "allocate_producer_id", None)
+    if allocate is None:
+        raise TypeError(f"{type(store).__name__} cannot allocate producer ids")
+    producer_id: int = allocate()
+    return producer_id
+
+
+# ------------------------------------------------------------------------------------ AddPartitionsToTxn
+def _partition_rows(topics: Iterable[tuple[str, list[int]]], code_of: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": name,
+            "results_by_partition": [
+                {"partition_index": p, "partition_error_code": code_of((name, p))} for p in partitions
+            ],
+        }
+        for name, partitions in topics
+    ]
+
+
+def _grouped(topics: Any) -> list[tuple[str, list[int]]]:
+    """The request's topics, a topic named twice merged (Kafka reads them into one set)."""
+    merged: dict[str, list[int]] = {}
+    for t in topics:
+        partitions = merged.setdefault(t.name, [])
+        partitions.extend(p for p in t.partitions if p not in partitions)
+    return list(merged.items())
+
+
+def _add_partitions_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
+    if ctx.api_version >= BATCHED_ADD_FROM:
+        return respond(ctx, error_code=code, results_by_transaction=[])
+    rows = _partition_rows(_grouped(request.v3_and_below_topics), lambda _: code)
+    return respond(ctx, results_by_topic_v3_and_below=rows)
+
+
+async def _add_one(
+    broker: Broker, version: int, tid: str, pid: int, epoch: int, topics: list[tuple[str, list[int]]], verify: bool
+) -> dict[TopicPartition, ErrorCode]:
+    """Each partition's answer for one transaction's AddPartitionsToTxn (or its verification)."""
+    parts = [(name, p) for name, partitions in topics for p in partitions]
+    known = broker.topic_store.topics()
+    unknown = {tp for tp in parts if tp[0] not in known or not 0 <= tp[1] < known[tp[0]].partitions}
+    if unknown:
+        return {tp: E.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else E.OPERATION_NOT_ATTEMPTED for tp in parts}
+    runtime = txn_of(broker)
+    if runtime is None:
+        return dict.fromkeys(parts, E.COORDINATOR_NOT_AVAILABLE)
+    if not tid:
+        return dict.fromkeys(parts, E.INVALID_REQUEST)
+    if verify:
+        return runtime.coordinator.verify_partitions(tid, pid, epoch, parts)
+    result = await runtime.call(lambda c, now: c.add_partitions(tid, pid, epoch, parts, now))
+    return dict.fromkeys(parts, fenced_for(result.error, version, 2))
+
+
+async def add_partitions_to_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    version = ctx.api_version
+    if version < BATCHED_ADD_FROM:
+        topics = _grouped(request.v3_and_below_topics)
+        codes = await _add_one(
+            broker,
+            version,
+            request.v3_and_below_transactional_id,
+            request.v3_and_below_producer_id,
+            request.v3_and_below_producer_epoch,
+            topics,
+            False,
+        )
+        return respond(ctx, results_by_topic_v3_and_below=_partition_rows(topics, codes.__getitem__))
+    results = []
+    for txn in request.transactions:
+        topics = _grouped(txn.topics)
+        codes = await _add_one(
+            broker, version, txn.transactional_id, txn.producer_id, txn.producer_epoch, topics, txn.verify_only
+        )
+        results.append(
+            {"transactional_id": txn.transactional_id, "topic_results": _partition_rows(topics, codes.__getitem__)}
+        )
+    return respond(ctx, error_code=E.NONE, results_by_transaction=results)
+
+
+# --------------------------------------------------------------------------------- AddOffsetsToTxn, EndTxn
+def _error_only(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
+    return respond(ctx, error_code=code)
+
+
+async def add_offsets_to_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    runtime = txn_of(broker)
+    if runtime is None:
+        return respond(ctx, error_code=E.COORDINATOR_NOT_AVAILABLE)
+    tid, pid, epoch, group = request.transactional_id, request.producer_id, request.producer_epoch, request.group_id
+    result = await runtime.call(lambda c, now: c.add_offsets(tid, pid, epoch, group, now))
+    return respond(ctx, error_code=fenced_for(result.error, ctx.api_version, 2))
+
+
+async def end_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    runtime = txn_of(broker)
+    if runtime is None:
+        return respond(ctx, error_code=E.COORDINATOR_NOT_AVAILABLE)
+    tid, pid, epoch = request.transactional_id, request.producer_id, request.producer_epoch
+    committed = request.committed
+    result = await runtime.call(lambda c, now: c.end_txn(tid, pid, epoch, committed, now), wait_markers=True)
+    return respond(ctx, error_code=fenced_for(result.error, ctx.api_version, 2))
+
+
+# ------------------------------------------------------------------------------------------ TxnOffsetCommit
+#: TxnOffsetCommit versions from which a group not added to the transaction is TRANSACTION_ABORTABLE
+ABORTABLE_OFFSETS_FROM = 4
+
+
+def _offsets_rows(topics: Iterable[tuple[str, Iterable[tuple[int, ErrorCode]]]]) -> list[dict[str, Any]]:
+    return [
+        {"name": name, "partitions": [{"partition_index": p, "error_code": code} for p, code in partitions]}
+        for name, partitions in topics
+    ]
+
+
+def _txn_offsets_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
+    return respond(
+        ctx, topics=_offsets_rows((t.name, ((p.partition_index, code) for p in t.partitions)) for t in request.topics)
+    )
+
+
+def _offsets_refusal(code: ErrorCode, version: int) -> ErrorCode:
+    """The coordinator's verification answer as TxnOffsetCommit clients of ``version`` know it (Kafka's
+    translations for the group coordinator's transaction verification)."""
+    if code is E.PRODUCER_FENCED:
+        return E.INVALID_PRODUCER_EPOCH
+    if code is E.CONCURRENT_TRANSACTIONS:
+        return E.COORDINATOR_NOT_AVAILABLE  # retriable for every client
+    if code is E.TRANSACTION_ABORTABLE and version < ABORTABLE_OFFSETS_FROM:
+        return E.INVALID_TXN_STATE
+    return code
+
+
+async def txn_offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """Offsets committed inside a transaction: partitions of unknown topics are UNKNOWN_TOPIC_OR_PARTITION (as
+    Kafka's request layer answers), the group must have been added to the producer's ongoing transaction
+    (Kafka's verification, KIP-890 part 1), and the group coordinator validates the member and keeps the
+    offsets pending for the producer until the transaction's marker reaches it."""
+    runtime = txn_of(broker)
+    if runtime is None:
+        return _txn_offsets_error(ctx, request, E.COORDINATOR_NOT_AVAILABLE)
+    known = broker.topic_store.topics()
+    rows: dict[str, list[tuple[int, ErrorCode]]] = {}
+    valid: list[tuple[str, list[Any]]] = []
+    for t in request.topics:
+        count = known[t.name].partitions if t.name in known else 0
+        present = [p for p in t.partitions if 0 <= p.partition_index < count]
+        unknown = E.UNKNOWN_TOPIC_OR_PARTITION
+        missing = [(p.partition_index, unknown) for p in t.partitions if not 0 <= p.partition_index < count]
+        if missing:
+            rows.setdefault(t.name, []).extend(missing)
+        if present:
+            valid.append((t.name, present))
+    if not valid:
+        return respond(ctx, topics=_offsets_rows(rows.items()))
+    tid, group, pid, epoch = request.transactional_id, request.group_id, request.producer_id, request.producer_epoch
+    refusal = E.INVALID_GROUP_ID if not group else runtime.coordinator.check_offsets(tid, pid, epoch, group)
+    if refusal is not E.NONE:
+        code = _offsets_refusal(refusal, ctx.api_version)
+        for name, partitions in valid:
+            rows.setdefault(name, []).extend((p.partition_index, code) for p in partitions)
+        return respond(ctx, topics=_offsets_rows(rows.items()))
+    req = TxnOffsetCommitRequest(
+        transactional_id=tid,
+        group_id=group,
+        producer_id=pid,
+        producer_epoch=epoch,
+        generation_id=getattr(request, "generation_id", -1),
+        member_id=getattr(request, "member_id", ""),
+        group_instance_id=getattr(request, "group_instance_id", None),
+        topics=tuple(
+            (
+                name,
+                tuple(
+                    PartitionCommit(
+                        partition=p.partition_index,
+                        offset=p.committed_offset,
+                        leader_epoch=getattr(p, "committed_leader_epoch", -1),
+                        metadata=p.committed_metadata,
+                    )
+                    for p in partitions
+                ),
+            )
+            for name, partitions in valid
+        ),
+    )
+    resp: OffsetCommitResponse = await broker.coordinator.call(lambda c, key, now: c.txn_offset_commit(req, key, now))
+    for name, codes in resp.topics:
+        rows.setdefault(name, []).extend(codes)
+    return respond(ctx, topics=_offsets_rows(rows.items()))
+
+
+# --------------------------------------------------------------------------- ListTransactions, Describe...
+def _list_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
+    return respond(ctx, error_code=code, unknown_state_filters=[], transaction_states=[])
+
+
+async def list_transactions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    runtime = txn_of(broker)
+    if runtime is None:
+        return _list_error(ctx, request, E.COORDINATOR_NOT_AVAILABLE)
+    names = {s.value: s for s in TxnState}
+    states = {names[s] for s in request.state_filters if s in names}
+    unknown = [s for s in request.state_filters if s not in names]
+    pids = set(request.producer_id_filters)
+    duration = getattr(request, "duration_filter", -1)
+    pattern_text = getattr(request, "transactional_id_pattern", None)
+    pattern = None
+    if pattern_text:
+        try:
+            pattern = re2.compile(pattern_text, _RE2)
+        except re2.error:
+            return _list_error(ctx, request, E.INVALID_REGULAR_EXPRESSION)
+    now = runtime.now_ms()
+    rows = [
+        {"transactional_id": m.transactional_id, "producer_id": m.producer_id, "transaction_state": m.state.value}
+        for m in runtime.coordinator.transactions
+        if (not request.state_filters or m.state in states)
+        and (not pids or m.producer_id in pids)
+        and (duration < 0 or now - m.start_ms > duration)
+        and (pattern is None or pattern.fullmatch(m.transactional_id) is not None)
+    ]
+    return respond(ctx, error_code=E.NONE, unknown_state_filters=unknown, transaction_states=rows)
+
+
+def _describe_row(tid: str, code: ErrorCode, m: TransactionMetadata | None = None) -> dict[str, Any]:
+    """One transactional id's row; an error row has Kafka's defaults (0, ""). The start time is -1 before the
+    id's first transaction, as Kafka reports it."""
+    topics: dict[str, list[int]] = {}
+    for name, p in sorted(m.partitions if m is not None else ()):
+        topics.setdefault(name, []).append(p)
+    start_ms = m.start_ms if m is not None else 0
+    return {
+        "error_code": code,
+        "transactional_id": tid,
+        "transaction_state": m.state.value if m is not None else "",
+        "transaction_timeout": m.timeout_ms if m is not None else 0,
+        "transaction_start_time": datetime.datetime.fromtimestamp(start_ms / 1000, tz=datetime.UTC),
+        "producer_id": m.producer_id if m is not None else 0,
+        "producer_epoch": m.producer_epoch if m is not None else 0,
+        "topics": [{"topic": name, "partitions": tuple(ps)} for name, ps in topics.items()],
+    }
+
+
+def _describe_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
+    return respond(ctx, transaction_states=[_describe_row(tid, code) for tid in request.transactional_ids])
+
+
+async def describe_transactions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    runtime = txn_of(broker)
+    rows = []
+    for tid in request.transactional_ids:
+        m = runtime.coordinator.get(tid) if runtime is not None and tid else None
+        code = (
+            E.COORDINATOR_NOT_AVAILABLE
+            if runtime is None
+            else E.INVALID_REQUEST
+            if not tid
+            else E.TRANSACTIONAL_ID_NOT_FOUND
+            if m is None
+            else E.NONE
+        )
+        rows.append(_describe_row(tid, code, m))
+    return respond(ctx, transaction_states=rows)
+
+
+def _producers_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
+    topics = [
+        {
+            "name": t.name,
+            "partitions": [
+                {"partition_index": p, "error_code": code, "error_message": None, "active_producers": []}
+                for p in t.partition_indexes
+            ],
+        }
+        for t in request.topics
+    ]
+    return respond(ctx, topics=topics)
+
+
+async def describe_producers(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    store = broker.topic_store
+    partition_of = getattr(store, "partition", None)
+    topics = []
+    for t in request.topics:
+        partitions = []
+        for p in t.partition_indexes:
+            plog = partition_of(t.name, p) if partition_of is not None else None
+            if plog is None:
+                partitions.append(
+                    {
+                        "partition_index": p,
+                        "error_code": E.UNKNOWN_TOPIC_OR_PARTITION,
+                        "error_message": None,
+                        "active_producers": [],
+                    }
+                )
+                continue
+            open_txns = plog.open_transactions()
+            sequences = plog.producers.last_sequences()
+            producers = []
+            for pid in sorted(sequences.keys() | open_txns.keys()):
+                txn = open_txns.get(pid)
+                epoch, last_seq = sequences.get(pid, (txn.producer_epoch if txn else -1, -1))
+                producers.append(
+                    {
+                        "producer_id": pid,
+                        "producer_epoch": epoch,
+                        "last_sequence": last_seq,
+                        "last_timestamp": -1,
+                        "coordinator_epoch": 0 if txn is not None else -1,
+                        "current_txn_start_offset": txn.first_offset if txn is not None else -1,
+                    }
+                )
+            partitions.append(
+                {"partition_index": p, "error_code": E.NONE, "error_message": None, "active_producers": producers}
+            )
+        topics.append({"name": t.name, "partitions": partitions})
+    return respond(ctx, topics=topics)
+
+
+SPECS = [
+    ApiSpec(INIT_PRODUCER_ID, 0, 6, init_producer_id, _init_error),
+    ApiSpec(ADD_PARTITIONS, 0, 5, add_partitions_to_txn, _add_partitions_error),
+    ApiSpec(ADD_OFFSETS, 0, 4, add_offsets_to_txn, _error_only),
+    ApiSpec(END_TXN, 0, 4, end_txn, _error_only),
+    ApiSpec(TXN_OFFSET_COMMIT, 0, 4, txn_offset_commit, _txn_offsets_error),
+    ApiSpec(DESCRIBE_PRODUCERS, 0, 0, describe_producers, _producers_error),
+    ApiSpec(DESCRIBE_TRANSACTIONS, 0, 0, describe_transactions, _describe_error),
+    ApiSpec(LIST_TRANSACTIONS, 0, 2, list_transactions, _list_error),
+]
+
+
+# -------------------------------------------------------------------- the Produce handler's verification
+#: Produce versions from which a partition not added to the transaction is TRANSACTION_ABORTABLE (KIP-890)
+ABORTABLE_PRODUCE_FROM = 11
+
+
+def transactional_producers(records: bytes | None) -> set[tuple[int, int]]:
+    """``(producer id, epoch)`` of the transactional batches in a partition's produce data (read from the
+    batch headers without validating them: the append does that)."""
+    data = records or b""
+    found: set[tuple[int, int]] = set()
+    pos = 0
+    while pos + 61 <= len(data):
+        length = int.from_bytes(data[pos + 8 : pos + 12], "big", signed=True)
+        if length < 49:
+            break
+        attributes = int.from_bytes(data[pos + 21 : pos + 23], "big")
+        if attributes & 0x10:
+            pid = int.from_bytes(data[pos + 43 : pos + 51], "big", signed=True)
+            found.add((pid, int.from_bytes(data[pos + 51 : pos + 53], "big", signed=True)))
+        pos += 12 + length
+    return found
+
+
+def produce_refusal(
+    broker: Broker, transactional_id: str, producer: tuple[int, int], partition: TopicPartition, version: int
+) -> ErrorCode:
+    """May ``producer``'s transactional batch be appended to ``partition``? Kafka's verification with the
+    coordinator (KIP-890 part 1) with its translations for Produce: a fenced epoch is INVALID_PRODUCER_EPOCH,
+    a transaction being completed NOT_ENOUGH_REPLICAS (retriable), a partition not in the transaction
+    INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11)."""
+    runtime = txn_of(broker)
+    if runtime is None:
+        return E.NOT_ENOUGH_REPLICAS
+    code = runtime.coordinator.check_produce(transactional_id, producer[0], producer[1], partition)
+    if code is E.PRODUCER_FENCED:
+        return E.INVALID_PRODUCER_EPOCH
+    if code is E.CONCURRENT_TRANSACTIONS:
+        return E.NOT_ENOUGH_REPLICAS
+    if code is E.TRANSACTION_ABORTABLE and version < ABORTABLE_PRODUCE_FROM:
+        return E.INVALID_TXN_STATE
+    return code

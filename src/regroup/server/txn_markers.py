@@ -1,0 +1,127 @@
+"""Writing transaction markers (Kafka's ``TransactionMarkerChannelManager``, in process): for a ``MarkerJob``
+a COMMIT or ABORT control batch into every partition of the transaction (fsynced), the outcome handed to
+the group coordinator for the groups whose offsets the transaction committed, then the coordinator told
+(``markers_written``) so the transaction completes.
+
+A partition that no longer exists (its topic was deleted) is skipped, as Kafka drops markers for unknown
+partitions. Without a group completion (``groups`` unset: no TxnOffsetCommit is served, so no offsets can
+be pending) the groups are skipped. A marker the partition refuses as older than its producer's epoch is
+skipped too (the producer was fenced by a newer marker; Kafka's coordinator likewise gives up on it). A disk
+error (or a failed group completion) leaves the job to be retried after a back-off, with the partitions
+already written remembered — until it succeeds or the server stops; a restart writes the markers of every
+preparing transaction again (a duplicate marker is harmless: it closes nothing). ``submit`` returns a
+future that resolves once the markers are written and the completion applied (its record need not be
+durable yet: until it is, a restart finds the transaction preparing and writes the markers again), or when
+the first attempt failed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from regroup.server.errors import CoordinatorUnavailable
+from regroup.server.topics import TopicStore
+from regroup.storage.batches import AppendRejected
+from regroup.storage.format import StorageError
+from regroup.transactions.results import MarkerJob
+
+__all__ = ["GroupCompletion", "MarkerWriter"]
+
+log = logging.getLogger("regroup.server.transactions")
+
+#: ``completion(producer_id, producer_epoch, committed)``: the group coordinator materialises or drops that
+#: producer's pending transactional offsets, durably, before it returns
+GroupCompletion = Callable[[int, int, bool], Awaitable[None]]
+RETRY_FIRST_S = 0.5
+RETRY_MAX_S = 30.0
+
+
+class MarkerWriter:
+    def __init__(
+        self,
+        store: TopicStore,
+        complete: Callable[[MarkerJob], Awaitable[None]],
+        clock: Callable[[], int],
+        groups: GroupCompletion | None = None,
+    ) -> None:
+        self._store = store
+        self._complete = complete
+        self._clock = clock
+        self.groups = groups
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
+        self.written = 0  # markers appended (a counter for the metrics and tests)
+
+    def submit(self, job: MarkerJob) -> asyncio.Future[None]:
+        first: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._closed:
+            first.set_result(None)
+            return first
+        task = asyncio.get_running_loop().create_task(self._run(job, first))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return first
+
+    async def close(self) -> None:
+        self._closed = True
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    @property
+    def pending(self) -> int:
+        return len(self._tasks)
+
+    async def _run(self, job: MarkerJob, first: asyncio.Future[None]) -> None:
+        done: set[tuple[str, int]] = set()
+        groups_done = False
+        delay = RETRY_FIRST_S
+        try:
+            while not self._closed:
+                try:
+                    self._write_partitions(job, done)
+                    if job.groups and not groups_done and self.groups is not None:
+                        await self.groups(job.producer_id, job.producer_epoch, job.committed)
+                    groups_done = True
+                    durable = self._complete(job)  # the completion is applied now and durable later
+                    if not first.done():
+                        first.set_result(None)  # (EndTxn answers: its outcome and markers are durable already)
+                    await durable
+                    return
+                except CoordinatorUnavailable:
+                    return  # stopping (or failed): a restart writes the markers of preparing transactions again
+                except (OSError, StorageError) as exc:
+                    log.error(
+                        "writing the %s markers of producer %d (transaction %s) failed, retrying in %.1fs: %s",
+                        "COMMIT" if job.committed else "ABORT",
+                        job.producer_id,
+                        job.transactional_id,
+                        delay,
+                        exc,
+                    )
+                if not first.done():
+                    first.set_result(None)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_S)
+        finally:
+            if not first.done():
+                first.set_result(None)
+
+    def _write_partitions(self, job: MarkerJob, done: set[tuple[str, int]]) -> None:
+        for tp in sorted(job.partitions - done):
+            plog = self._store.partition(*tp)
+            if plog is None:
+                done.add(tp)  # the topic is gone, and its data with it
+                continue
+            try:
+                plog.append_marker(
+                    job.producer_id, job.producer_epoch, job.committed, job.coordinator_epoch, self._clock()
+                )
+                self.written += 1
+            except AppendRejected as exc:
+                log.warning("%s-%d refused a transaction marker: %s", tp[0], tp[1], exc)
+            done.add(tp)
