@@ -86,11 +86,10 @@ def write_all_or_take_back(
         raise
 
 
-def write_file_atomically(path: Path, data: bytes, *, sync: bool) -> None:
-    """``path`` holds ``data`` afterwards, whole or (after a crash) not at all: written to ``path.tmp``,
-    fsynced, renamed into place, the directory fsynced (no fsyncs unless ``sync``)."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | CLOEXEC, 0o644)
+def write_whole_file(path: Path, data: bytes, *, sync: bool) -> None:
+    """Create (or truncate) ``path`` and write all of ``data``, fsynced when ``sync``; on any failure the
+    file is removed. The caller renames it into place."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | CLOEXEC, 0o644)
     try:
         view = memoryview(data)
         while view:
@@ -99,9 +98,16 @@ def write_file_atomically(path: Path, data: bytes, *, sync: bool) -> None:
             fsync_file(fd)
     except BaseException:
         os.close(fd)
-        tmp.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
         raise
     os.close(fd)
+
+
+def write_file_atomically(path: Path, data: bytes, *, sync: bool) -> None:
+    """``path`` holds ``data`` afterwards, whole or (after a crash) not at all: written to ``path.tmp``,
+    fsynced, renamed into place, the directory fsynced (no fsyncs unless ``sync``)."""
+    tmp = path.with_name(path.name + ".tmp")
+    write_whole_file(tmp, data, sync=sync)
     os.replace(tmp, path)
     if sync:
         fsync_dir(path.parent)

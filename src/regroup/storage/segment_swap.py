@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 
 from regroup.storage.batches import check_batch
-from regroup.storage.files import CLOEXEC, fsync_dir, fsync_file, read_file, write_file_atomically
+from regroup.storage.files import fsync_dir, read_file, write_file_atomically, write_whole_file
 from regroup.storage.segment_dir import SEGMENT_RE, segment_name
 
 __all__ = [
@@ -74,18 +74,7 @@ def swap_in(directory: Path, base: int, data: bytes, replaced: list[int], *, syn
     if not replaced or replaced[0] != base:
         raise ValueError(f"the run to replace must start at {base}: {replaced}")
     cleaned = directory / cleaned_name(base)
-    fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | CLOEXEC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        if sync:
-            fsync_file(fd)
-    except BaseException:
-        os.close(fd)
-        cleaned.unlink(missing_ok=True)
-        raise
-    os.close(fd)
+    write_whole_file(cleaned, data, sync=sync)
     swap = directory / swap_name(base)
     os.replace(cleaned, swap)
     if sync:

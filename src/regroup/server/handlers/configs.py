@@ -266,36 +266,30 @@ def _describe_error(ctx: RequestContext, request: Any, code: int) -> Any:
     return build(mod, "DescribeConfigsResponse", throttle_time=NO_THROTTLE, results=results)
 
 
-def _alter_error(ctx: RequestContext, request: Any, code: int) -> Any:
-    mod, error = response_module(request), ErrorCode(int(code))
-    responses = tuple(
-        build(
-            mod,
-            "AlterConfigsResourceResponse",
-            error_code=error,
-            error_message=None,
-            resource_type=r.resource_type,
-            resource_name=r.resource_name,
+def _alter_error_response(response: str) -> Callable[[RequestContext, Any, int], Any]:
+    """The error response of AlterConfigs or IncrementalAlterConfigs (``response``: its entity's name), which
+    answer each resource alike."""
+
+    def error(ctx: RequestContext, request: Any, code: int) -> Any:
+        mod, error = response_module(request), ErrorCode(int(code))
+        responses = tuple(
+            build(
+                mod,
+                "AlterConfigsResourceResponse",
+                error_code=error,
+                error_message=None,
+                resource_type=r.resource_type,
+                resource_name=r.resource_name,
+            )
+            for r in request.resources
         )
-        for r in request.resources
-    )
-    return build(mod, "AlterConfigsResponse", throttle_time=NO_THROTTLE, responses=responses)
+        return build(mod, response, throttle_time=NO_THROTTLE, responses=responses)
+
+    return error
 
 
-def _incremental_error(ctx: RequestContext, request: Any, code: int) -> Any:
-    mod, error = response_module(request), ErrorCode(int(code))
-    responses = tuple(
-        build(
-            mod,
-            "AlterConfigsResourceResponse",
-            error_code=error,
-            error_message=None,
-            resource_type=r.resource_type,
-            resource_name=r.resource_name,
-        )
-        for r in request.resources
-    )
-    return build(mod, "IncrementalAlterConfigsResponse", throttle_time=NO_THROTTLE, responses=responses)
+_alter_error = _alter_error_response("AlterConfigsResponse")
+_incremental_error = _alter_error_response("IncrementalAlterConfigsResponse")
 
 
 SPECS: list[ApiSpec] = [

@@ -1,0 +1,78 @@
+"""A coordinator's records in a ``RecordLog``: the batching of appends, the snapshot + tail a coordinator is
+rebuilt from on start, and the compaction that writes a snapshot once enough records accumulated since the
+last one. The group coordinator's log and the transaction coordinator's each say how their records are
+encoded and how their coordinator is rebuilt (``coordinator_log.py``, ``transaction_log.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Generic, Protocol, Self, TypeVar
+
+from regroup.storage.record_log import FsyncPolicy, RecordLog
+
+#: the snapshot is its records' encodings, one per line
+SNAPSHOT_SEPARATOR = b"\n"
+DEFAULT_SNAPSHOT_EVERY = 100_000
+
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+
+
+class Snapshotting(Protocol[R_co]):
+    """A coordinator whose hard state a snapshot holds."""
+
+    def snapshot_records(self) -> Iterable[R_co]: ...
+
+
+class SnapshottedLog(Generic[R]):
+    """Durable home of one coordinator's records (``R``); subclasses say how a record becomes bytes."""
+
+    def __init__(self, log: RecordLog, snapshot_every: int = DEFAULT_SNAPSHOT_EVERY) -> None:
+        self.log = log
+        self.snapshot_every = snapshot_every
+        self._since_snapshot = 0
+
+    @classmethod
+    def open(
+        cls, directory: Path, *, fsync: FsyncPolicy = FsyncPolicy.ALWAYS, snapshot_every: int = DEFAULT_SNAPSHOT_EVERY
+    ) -> Self:
+        return cls(RecordLog.open(directory, fsync=fsync), snapshot_every)
+
+    def encode(self, record: R) -> bytes:
+        raise NotImplementedError
+
+    def decode(self, data: bytes) -> R:
+        raise NotImplementedError
+
+    def append(self, records: Sequence[R]) -> int | None:
+        """Append (and, with the default policy, fsync) a batch; returns the last offset, or None if empty."""
+        if not records:
+            return None
+        self._since_snapshot += len(records)
+        return self.log.append([self.encode(r) for r in records])
+
+    def records(self) -> Iterator[R]:
+        """Snapshot records followed by every record after the snapshot."""
+        _, state, tail = self.log.load()
+        if state:
+            for line in state.split(SNAPSHOT_SEPARATOR):
+                if line:
+                    yield self.decode(line)
+        for _, payload in tail:
+            yield self.decode(payload)
+
+    def maybe_snapshot(self, coordinator: Snapshotting[R]) -> bool:
+        """Write a snapshot of the coordinator's hard state once enough records accumulated since the last."""
+        if self._since_snapshot < self.snapshot_every or self.log.next_offset == 0:
+            return False
+        self.snapshot(coordinator.snapshot_records())
+        return True
+
+    def snapshot(self, records: Iterable[R]) -> None:
+        state = SNAPSHOT_SEPARATOR.join(self.encode(r) for r in records)
+        self.log.snapshot(self.log.next_offset - 1, state)
+        self._since_snapshot = 0
+
+    def close(self) -> None:
+        self.log.close()
