@@ -23,11 +23,11 @@ run: $(STAMP)
 	$(BIN)/regroup serve
 
 lint: $(DEVSTAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench tools setup.py
+	$(BIN)/ruff format --check src tests bench tools setup.py
 
 typecheck: $(DEVSTAMP)
-	$(BIN)/mypy src
+	$(BIN)/mypy src tools
 
 unit: $(DEVSTAMP)
 	$(BIN)/pytest
@@ -95,7 +95,7 @@ $(CBIN)/python:
 	$(PYTHON) -m venv $(CVENV)
 	$(CBIN)/python -m pip install -q --upgrade pip
 
-$(CSTAMP): $(CBIN)/python pyproject.toml setup.py $(shell find src -name '*.py')
+$(CSTAMP): $(CBIN)/python pyproject.toml setup.py $(shell find src tools -name '*.py')
 	$(CBIN)/python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
 		print(*p['dependencies'], *p['optional-dependencies']['lab'], sep='\n')" > $(CVENV)/requirements.txt
 	$(CBIN)/pip install -q -r $(CVENV)/requirements.txt 'setuptools>=68' wheel 'mypy>=1.11' 'types-PyYAML>=6.0'

@@ -4,8 +4,10 @@ build of the simulator's hot path.
 Without ``REGROUP_COMPILE=1`` it is plain setuptools and adds nothing: ``pip install -e .`` (what ``make run``
 and ``make test`` do) installs the interpreted package as before, no compiler needed.
 
-With ``REGROUP_COMPILE=1``, mypyc compiles the deterministic core and the simulator (the modules listed
-below) to C extension modules, next to their ``.py`` sources in the installed package::
+With ``REGROUP_COMPILE=1``, mypyc compiles the deterministic core and the simulator (the modules listed in
+``tools/compiled.py``) to C extension modules, next to their ``.py`` sources in the installed package. It
+compiles a copy of them (``build/generated/src``) in which each dataclass carries its ``__init__`` written out,
+generated from its annotations by ``tools/constructors.py``: mypyc compiles only a written ``__init__``::
 
     REGROUP_COMPILE=1 pip install --no-build-isolation .   # needs mypy and a C compiler (``make compiled``)
 
@@ -16,6 +18,7 @@ Compiling writes nothing to ``src/``: an editable or in-place compiled build of 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,22 +28,7 @@ from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
-
-#: Packages compiled whole (recursively), relative to src/regroup.
-COMPILED_PACKAGES = ("model", "records", "protocol", "client", "coordinator", "sim", "assignors")
-#: Modules of those packages left interpreted: kio's entity dataclasses with ClassVar fields do not compile, so
-#: they and the kio fallbacks of the consumer protocol live in their own module (its struct fast paths compile).
-INTERPRETED = frozenset({"assignors/consumer_protocol_kio.py"})
-#: The lab's per-run modules (what a Spark task runs); the Spark side stays interpreted.
-COMPILED_LAB = ("metrics", "payload", "protocols", "scenarios", "grid", "tables", "runner")
-
-
-def compiled_paths() -> list[str]:
-    """The compiled modules' source files, relative to the project root."""
-    package = ROOT / "src" / "regroup"
-    files = [p for name in COMPILED_PACKAGES for p in sorted((package / name).rglob("*.py"))]
-    files += [package / "lab" / f"{name}.py" for name in COMPILED_LAB]
-    return [p.relative_to(ROOT).as_posix() for p in files if p.relative_to(package).as_posix() not in INTERPRETED]
+sys.path.insert(0, str(ROOT))  # the build's own tools (tools/: which modules compile, their constructors)
 
 
 class ParallelBuildExt(build_ext):
@@ -111,7 +99,25 @@ def ext_modules() -> list[Any]:
 
     os.chdir(ROOT)  # mypyc's paths, its C output (build/) and the mypy configuration are relative to the root
     options = ["--config-file", "pyproject.toml", "--cache-dir", "build/mypyc-cache"]
-    return mypycify([*options, *compiled_paths()], opt_level="3", multi_file=True)
+    from tools.compiled import compiled_paths
+
+    return mypycify([*options, *generated_sources(compiled_paths(ROOT))], opt_level="3", multi_file=True)
+
+
+def generated_sources(paths: list[str]) -> list[str]:
+    """A copy of ``src/`` under ``build/generated`` in which the compiled modules' dataclasses carry a written
+    ``__init__`` (``tools/constructors.py``); the paths of those modules in it."""
+    from tools.constructors import GenerationError, generate_file
+
+    copy = Path("build") / "generated"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree("src", copy / "src", ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.egg-info"))
+    try:
+        for path in paths:
+            generate_file(copy / path)
+    except GenerationError as exc:
+        raise SystemExit(f"REGROUP_COMPILE=1: {exc}") from None
+    return [(copy / path).as_posix() for path in paths]
 
 
 if compiling():

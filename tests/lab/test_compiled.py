@@ -107,6 +107,7 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         shutil.copytree(ROOT / "src", tree / "src", ignore=ignore)
     for name in ("setup.py", "pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, trees["compiled"] / name)
+    shutil.copytree(ROOT / "tools", trees["compiled"] / "tools", ignore=ignore)  # the constructors' generator
     proc = subprocess.run(
         [sys.executable, "setup.py", "build_ext", "--inplace"],
         cwd=trees["compiled"],

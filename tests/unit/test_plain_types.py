@@ -1,12 +1,10 @@
-"""The value classes built on every run write their own ``__init__`` (the compiled build compiles a written one; a
-generated one stays interpreted): each one must take exactly the dataclass's fields, in order, keyword-only where
-the field is, and keep its defaults in that ``__init__`` only, so a field added without updating the ``__init__``
-fails here. The immutable ones keep a frozen dataclass's field-based hash."""
+"""The value classes built on every run are plain dataclasses, not frozen at run time (their constructors are
+compiled in the compiled build: ``tests/unit/test_constructors.py``): the immutable ones keep a frozen
+dataclass's field-based hash, and a mutable default is a new object for every instance."""
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from typing import Any
 
 import pytest
@@ -69,21 +67,6 @@ IMMUTABLE: list[type[Any]] = [
 ]
 #: mutable state, compared by its fields and not hashable (a plain dataclass)
 MUTABLE: list[type[Any]] = [ClassicGroupMember]
-
-
-@pytest.mark.parametrize("cls", IMMUTABLE + MUTABLE, ids=lambda cls: cls.__name__)
-def test_the_written_init_takes_exactly_the_fields(cls: type[Any]) -> None:
-    assert "__init__" in vars(cls)
-    assert not cls.__dataclass_params__.init  # the written one, not a generated one
-    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
-    fields = dataclasses.fields(cls)
-    assert [p.name for p in params] == [f.name for f in fields]
-    for p, f in zip(params, fields, strict=True):
-        kind = inspect.Parameter.KEYWORD_ONLY if f.kw_only else inspect.Parameter.POSITIONAL_OR_KEYWORD
-        assert p.kind == kind, f.name
-        # the defaults live in the __init__ only: a default on the field as well could drift from it
-        assert f.default is dataclasses.MISSING, f.name
-        assert f.default_factory is dataclasses.MISSING, f.name
 
 
 @pytest.mark.parametrize("cls", IMMUTABLE, ids=lambda cls: cls.__name__)

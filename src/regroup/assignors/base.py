@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, Final
 
 from mypy_extensions import mypyc_attr
@@ -17,30 +17,16 @@ from mypy_extensions import mypyc_attr
 from regroup.assignors.spec import NO_GENERATION, Assignment, GroupSpec, RebalanceProtocol
 
 
-# (not frozen, with a written ``__init__``: the compiled build compiles it, while a generated one stays interpreted
-# and a frozen one costs about 10k instructions per object there; ``Final`` keeps it immutable for mypy and
-# ``unsafe_hash`` keeps a frozen dataclass's field-based hash)
-@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
+# (not frozen: a frozen dataclass costs about 10k instructions per object in the compiled build; ``Final`` keeps
+# it immutable for mypy and ``unsafe_hash`` keeps a frozen dataclass's field-based hash)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class MetadataInput:
     """What a member knows about itself when it builds its subscription (input to ``metadata``)."""
 
     topics: Final[tuple[str, ...]]
-    owned: Final[Mapping[str, tuple[int, ...]]]
-    generation: Final[int]
-    rack: Final[str | None]
-
-    def __init__(
-        self,
-        *,
-        topics: tuple[str, ...],
-        owned: Mapping[str, tuple[int, ...]] | None = None,
-        generation: int = NO_GENERATION,
-        rack: str | None = None,
-    ) -> None:
-        self.topics = topics
-        self.owned = {} if owned is None else owned
-        self.generation = generation
-        self.rack = rack
+    owned: Final[Mapping[str, tuple[int, ...]]] = field(default_factory=dict)
+    generation: Final[int] = NO_GENERATION
+    rack: Final[str | None] = None
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # plug-ins subclass it, also when regroup is compiled

@@ -6,7 +6,7 @@ that are neither. ``consumer_protocol`` (the codec, with its ``struct`` fast pat
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, TypeAlias
 
 from mypy_extensions import mypyc_attr
@@ -24,45 +24,25 @@ class ProtocolDecodeError(ValueError):
     """Bytes that are not a valid consumer protocol subscription or assignment."""
 
 
-# The decoded values are built for every member at every join and sync: they are not frozen and write their own
-# ``__init__``, which the compiled build compiles (a generated one stays interpreted, and a frozen one costs about
-# 10k instructions per object there). ``Final`` fields keep them immutable for mypy; ``unsafe_hash`` keeps the
-# field-based hash a frozen dataclass has.
+# The decoded values are built for every member at every join and sync: they are not frozen (a frozen dataclass
+# costs about 10k instructions per object in the compiled build; docs/architecture.md). ``Final`` fields keep
+# them immutable for mypy; ``unsafe_hash`` keeps the field-based hash a frozen dataclass has.
 
 
-@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class ConsumerProtocolSubscription:
     """A member's JoinGroup metadata: what it wants, what it owns (v1+), its generation (v2+), rack (v3+)."""
 
     topics: Final[tuple[str, ...]]
-    user_data: Final[bytes | None]
-    owned: Final[Partitions]
-    generation: Final[int]
-    rack: Final[str | None]
-
-    def __init__(
-        self,
-        *,
-        topics: tuple[str, ...],
-        user_data: bytes | None = None,
-        owned: Partitions | None = None,
-        generation: int = DEFAULT_GENERATION,
-        rack: str | None = None,
-    ) -> None:
-        self.topics = topics
-        self.user_data = user_data
-        self.owned = {} if owned is None else owned
-        self.generation = generation
-        self.rack = rack
+    user_data: Final[bytes | None] = None
+    owned: Final[Partitions] = field(default_factory=dict)
+    generation: Final[int] = DEFAULT_GENERATION
+    rack: Final[str | None] = None
 
 
-@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class ConsumerProtocolAssignment:
     """A member's SyncGroup assignment: topic -> partitions, plus the assignor's user data."""
 
     partitions: Final[Partitions]
-    user_data: Final[bytes | None]
-
-    def __init__(self, *, partitions: Partitions, user_data: bytes | None = None) -> None:
-        self.partitions = partitions
-        self.user_data = user_data
+    user_data: Final[bytes | None] = None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 #: member id -> topic -> sorted partition numbers. Every member of the spec appears (possibly empty).
@@ -28,13 +28,12 @@ class RebalanceProtocol(enum.IntEnum):
 NO_GENERATION = -1
 
 
-# The spec's values are built for every member at every assignment: they are not frozen and write their own
-# ``__init__``, which the compiled build compiles (a generated one stays interpreted, and a frozen one costs about
-# 10k instructions per object there). ``Final`` fields keep them immutable for mypy; ``unsafe_hash`` keeps the
-# field-based hash a frozen dataclass has.
+# The spec's values are built for every member at every assignment: they are not frozen (a frozen dataclass
+# costs about 10k instructions per object in the compiled build; docs/architecture.md). ``Final`` fields keep
+# them immutable for mypy; ``unsafe_hash`` keeps the field-based hash a frozen dataclass has.
 
 
-@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class MemberSubscription:
     """One member as an assignor sees it.
 
@@ -44,28 +43,11 @@ class MemberSubscription:
     """
 
     topics: Final[tuple[str, ...]]
-    owned: Final[Mapping[str, tuple[int, ...]]]
-    generation: Final[int]
-    rack: Final[str | None]
-    instance_id: Final[str | None]
-    user_data: Final[bytes | None]
-
-    def __init__(
-        self,
-        *,
-        topics: tuple[str, ...],
-        owned: Mapping[str, tuple[int, ...]] | None = None,
-        generation: int = NO_GENERATION,
-        rack: str | None = None,
-        instance_id: str | None = None,
-        user_data: bytes | None = None,
-    ) -> None:
-        self.topics = topics
-        self.owned = {} if owned is None else owned
-        self.generation = generation
-        self.rack = rack
-        self.instance_id = instance_id
-        self.user_data = user_data
+    owned: Final[Mapping[str, tuple[int, ...]]] = field(default_factory=dict)
+    generation: Final[int] = NO_GENERATION
+    rack: Final[str | None] = None
+    instance_id: Final[str | None] = None
+    user_data: Final[bytes | None] = None
 
     @staticmethod
     def of(
@@ -88,27 +70,14 @@ class MemberSubscription:
         )
 
 
-@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class GroupSpec:
     """Everything an assignor is given: topic metadata, members and strategy options."""
 
     topics: Final[Mapping[str, int]]
     members: Final[Mapping[str, MemberSubscription]]
-    partition_racks: Final[PartitionRacks | None]
-    options: Final[Mapping[str, Any]]
-
-    def __init__(
-        self,
-        *,
-        topics: Mapping[str, int],
-        members: Mapping[str, MemberSubscription],
-        partition_racks: PartitionRacks | None = None,
-        options: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.topics = topics
-        self.members = members
-        self.partition_racks = partition_racks
-        self.options = {} if options is None else options
+    partition_racks: Final[PartitionRacks | None] = None
+    options: Final[Mapping[str, Any]] = field(default_factory=dict)
 
     def subscribed_partition_count(self, member_id: str) -> int:
         """How many existing partitions the member's subscription covers."""

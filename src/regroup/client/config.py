@@ -7,7 +7,7 @@ defaults; the simulator and the tests pass their own values.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from regroup.assignors import registry
@@ -21,10 +21,7 @@ class ConfigError(ValueError):
     """Settings a consumer cannot start with (unknown strategy, no common rebalance protocol, ...)."""
 
 
-# (not frozen, with a written ``__init__``: the compiled build compiles it, while a generated one stays interpreted
-# and a frozen one costs about 10k instructions per object there; ``Final`` keeps it immutable for mypy and
-# ``unsafe_hash`` keeps a frozen dataclass's field-based hash)
-@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class MemberConfig:
     """One consumer's configuration.
 
@@ -36,56 +33,20 @@ class MemberConfig:
     group_id: Final[str]
     client_id: Final[str]
     topics: Final[tuple[str, ...]]
-    strategies: Final[tuple[str, ...]]
-    group_instance_id: Final[str | None]
-    rack: Final[str | None]
-    session_timeout_ms: Final[int]
-    heartbeat_interval_ms: Final[int]
-    rebalance_timeout_ms: Final[int]  # max.poll.interval.ms
-    request_timeout_ms: Final[int]
-    retry_backoff_ms: Final[int]
-    auto_commit: Final[bool]
-    auto_commit_interval_ms: Final[int]
-    join_group_version: Final[int]
-    options: Final[dict[str, object]]  # assignor options, passed to GroupSpec
+    strategies: Final[tuple[str, ...]] = ("range", "cooperative-sticky")
+    group_instance_id: Final[str | None] = None
+    rack: Final[str | None] = None
+    session_timeout_ms: Final[int] = 45_000
+    heartbeat_interval_ms: Final[int] = 3_000
+    rebalance_timeout_ms: Final[int] = 300_000  # max.poll.interval.ms
+    request_timeout_ms: Final[int] = 30_000
+    retry_backoff_ms: Final[int] = 100
+    auto_commit: Final[bool] = True
+    auto_commit_interval_ms: Final[int] = 5_000
+    join_group_version: Final[int] = 9
+    options: Final[dict[str, object]] = field(default_factory=dict)  # assignor options, passed to GroupSpec
 
-    def __init__(
-        self,
-        *,
-        group_id: str,
-        client_id: str,
-        topics: tuple[str, ...],
-        strategies: tuple[str, ...] = ("range", "cooperative-sticky"),
-        group_instance_id: str | None = None,
-        rack: str | None = None,
-        session_timeout_ms: int = 45_000,
-        heartbeat_interval_ms: int = 3_000,
-        rebalance_timeout_ms: int = 300_000,
-        request_timeout_ms: int = 30_000,
-        retry_backoff_ms: int = 100,
-        auto_commit: bool = True,
-        auto_commit_interval_ms: int = 5_000,
-        join_group_version: int = 9,
-        options: dict[str, object] | None = None,
-    ) -> None:
-        self.group_id = group_id
-        self.client_id = client_id
-        self.topics = topics
-        self.strategies = strategies
-        self.group_instance_id = group_instance_id
-        self.rack = rack
-        self.session_timeout_ms = session_timeout_ms
-        self.heartbeat_interval_ms = heartbeat_interval_ms
-        self.rebalance_timeout_ms = rebalance_timeout_ms
-        self.request_timeout_ms = request_timeout_ms
-        self.retry_backoff_ms = retry_backoff_ms
-        self.auto_commit = auto_commit
-        self.auto_commit_interval_ms = auto_commit_interval_ms
-        self.join_group_version = join_group_version
-        self.options = {} if options is None else options
-        self._validate()
-
-    def _validate(self) -> None:
+    def __post_init__(self) -> None:
         if not self.group_id:
             raise ConfigError("group_id must not be empty")
         if not self.strategies:

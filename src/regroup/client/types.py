@@ -104,7 +104,7 @@ class CallbackKind(enum.Enum):
     LOST = "lost"  # onPartitionsLost
 
 
-@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class CallbackEvent:
     """One callback invocation: which partitions, when, at which generation, and why."""
 
@@ -112,35 +112,16 @@ class CallbackEvent:
     partitions: Final[tuple[TopicPartition, ...]]  # sorted
     at_ms: Final[int]
     generation: Final[int]
-    reason: Final[str]
-
-    def __init__(
-        self,
-        *,
-        kind: CallbackKind,
-        partitions: tuple[TopicPartition, ...],
-        at_ms: int,
-        generation: int,
-        reason: str = "",
-    ) -> None:
-        self.kind = kind
-        self.partitions = partitions
-        self.at_ms = at_ms
-        self.generation = generation
-        self.reason = reason
+    reason: Final[str] = ""
 
 
-@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class OutgoingRequest:
     """A request the driver must send to the coordinator now. ``request_id`` is unique per member
     machine; the driver hands the response back with it (``on_response``)."""
 
     request_id: Final[int]
     request: Final[Request]
-
-    def __init__(self, *, request_id: int, request: Request) -> None:
-        self.request_id = request_id
-        self.request = request
 
     @property
     def api(self) -> str:
@@ -164,10 +145,10 @@ def sorted_partitions(partitions: frozenset[TopicPartition]) -> tuple[TopicParti
     return known
 
 
-@dataclass(slots=True, kw_only=True, init=False)
+@dataclass(slots=True, kw_only=True)
 class Inflight:
     """A request sent and not yet answered, with what the member was when it sent it (the member's own
-    bookkeeping: not frozen, so that the compiled build compiles its explicit __init__)."""
+    bookkeeping)."""
 
     api: str
     request: Request
@@ -176,26 +157,11 @@ class Inflight:
     generation: int
     member_id: str
 
-    def __init__(
-        self, *, api: str, request: Request, sent_ms: int, deadline_ms: int, generation: int, member_id: str
-    ) -> None:
-        self.api = api
-        self.request = request
-        self.sent_ms = sent_ms
-        self.deadline_ms = deadline_ms
-        self.generation = generation
-        self.member_id = member_id
 
-
-@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class MemberNote:
     """Something the driver may want to log: a timeout, a reset, a rejoin request, a fatal error."""
 
     at_ms: Final[int]
     kind: Final[str]
     detail: Final[str]
-
-    def __init__(self, *, at_ms: int, kind: str, detail: str) -> None:
-        self.at_ms = at_ms
-        self.kind = kind
-        self.detail = detail

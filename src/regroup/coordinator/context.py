@@ -3,7 +3,7 @@ being built (records, completed responses and events) and the operation's undo j
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from regroup.coordinator.config import CoordinatorConfig
@@ -15,32 +15,14 @@ from regroup.coordinator.timers import Timers
 from regroup.records.model import Record
 
 
-@dataclass(slots=True, init=False)
+@dataclass(slots=True, kw_only=True)
 class Ctx:
     config: CoordinatorConfig
     timers: Timers
     ids: IdSource
     now_ms: int
-    result: Result
-    journal: Journal
-
-    # (an explicit __init__: the compiled build compiles it; a generated one stays interpreted)
-    def __init__(
-        self,
-        *,
-        config: CoordinatorConfig,
-        timers: Timers,
-        ids: IdSource,
-        now_ms: int,
-        result: Result | None = None,
-        journal: Journal | None = None,
-    ) -> None:
-        self.config = config
-        self.timers = timers
-        self.ids = ids
-        self.now_ms = now_ms
-        self.result = Result() if result is None else result
-        self.journal = Journal() if journal is None else journal
+    result: Result = field(default_factory=Result)
+    journal: Journal = field(default_factory=Journal)
 
     def complete(self, key: RequestKey | None, response: Any) -> None:
         if key is not None:

@@ -5,9 +5,9 @@ Shells (the server's event log, metrics and rebalance log; the simulator's obser
 from these instead of comparing the core's state before and after a call. An event is plain data: ids,
 names, numbers and tuples, nothing a shell could change the core through. A refused request has no
 events (they are dropped with its records); a timer's events are in the result of the call that fired it.
-Events are built on every write, so, like the core's other value types, they are not frozen dataclasses but
-write their own ``__init__``, which the compiled build compiles (a generated one stays interpreted); their
-``Final`` fields keep them immutable for mypy, ``unsafe_hash`` keeps the field-based hash.
+Events are built on every write, so, like the core's other value types, they are dataclasses that are not
+frozen (the compiled build compiles their constructors, written out from the fields: docs/architecture.md);
+their ``Final`` fields keep them immutable for mypy, ``unsafe_hash`` keeps the field-based hash.
 
 * ``GroupCreated`` / ``GroupDeleted`` — a group entered or left the namespace (a classic group converted to
   a consumer group is deleted as a classic group and created as a consumer group, and the reverse).
@@ -52,27 +52,19 @@ LeaveReason = Literal[
 Partitions = tuple[tuple[uuid.UUID, tuple[int, ...]], ...]
 
 
-@dataclass(slots=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True)
 class GroupCreated:
     group_id: Final[str]
     group_type: Final[GroupType]
 
-    def __init__(self, group_id: str, group_type: GroupType) -> None:
-        self.group_id = group_id
-        self.group_type = group_type
 
-
-@dataclass(slots=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True)
 class GroupDeleted:
     group_id: Final[str]
     group_type: Final[GroupType]
 
-    def __init__(self, group_id: str, group_type: GroupType) -> None:
-        self.group_id = group_id
-        self.group_type = group_type
 
-
-@dataclass(slots=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True)
 class GroupStateChanged:
     group_id: Final[str]
     group_type: Final[GroupType]
@@ -91,30 +83,8 @@ class GroupStateChanged:
     assignment_epoch: Final[int | None]
     members: Final[int]
 
-    def __init__(
-        self,
-        group_id: str,
-        group_type: GroupType,
-        state: str,
-        generation: int,
-        protocol: str | None,
-        protocol_type: str | None,
-        leader: str | None,
-        assignment_epoch: int | None,
-        members: int,
-    ) -> None:
-        self.group_id = group_id
-        self.group_type = group_type
-        self.state = state
-        self.generation = generation
-        self.protocol = protocol
-        self.protocol_type = protocol_type
-        self.leader = leader
-        self.assignment_epoch = assignment_epoch
-        self.members = members
 
-
-@dataclass(slots=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True)
 class MemberJoined:
     group_id: Final[str]
     group_type: Final[GroupType]
@@ -123,15 +93,8 @@ class MemberJoined:
     #: classic: the group's generation; consumer: the group epoch
     generation: Final[int]
 
-    def __init__(self, group_id: str, group_type: GroupType, member_id: str, client_id: str, generation: int) -> None:
-        self.group_id = group_id
-        self.group_type = group_type
-        self.member_id = member_id
-        self.client_id = client_id
-        self.generation = generation
 
-
-@dataclass(slots=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True)
 class MemberLeft:
     group_id: Final[str]
     group_type: Final[GroupType]
@@ -141,18 +104,8 @@ class MemberLeft:
     generation: Final[int]
     reason: Final[LeaveReason]
 
-    def __init__(
-        self, group_id: str, group_type: GroupType, member_id: str, client_id: str, generation: int, reason: LeaveReason
-    ) -> None:
-        self.group_id = group_id
-        self.group_type = group_type
-        self.member_id = member_id
-        self.client_id = client_id
-        self.generation = generation
-        self.reason = reason
 
-
-@dataclass(slots=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True)
 class AssignmentStored:
     """A classic generation's assignments: (member id, client id, the opaque assignment bytes) per member, in
     the group's member order; ``protocol_type`` says how to read them (``consumer``: Kafka's consumer
@@ -164,22 +117,8 @@ class AssignmentStored:
     protocol: Final[str | None]
     assignments: Final[tuple[tuple[str, str, bytes], ...]]
 
-    def __init__(
-        self,
-        group_id: str,
-        generation: int,
-        protocol_type: str | None,
-        protocol: str | None,
-        assignments: tuple[tuple[str, str, bytes], ...],
-    ) -> None:
-        self.group_id = group_id
-        self.generation = generation
-        self.protocol_type = protocol_type
-        self.protocol = protocol
-        self.assignments = assignments
 
-
-@dataclass(slots=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True)
 class TargetComputed:
     """A consumer group's new target assignment: (member id, client id, its target) per member."""
 
@@ -188,16 +127,8 @@ class TargetComputed:
     assignor: Final[str]
     targets: Final[tuple[tuple[str, str, Partitions], ...]]
 
-    def __init__(
-        self, group_id: str, assignment_epoch: int, assignor: str, targets: tuple[tuple[str, str, Partitions], ...]
-    ) -> None:
-        self.group_id = group_id
-        self.assignment_epoch = assignment_epoch
-        self.assignor = assignor
-        self.targets = targets
 
-
-@dataclass(slots=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True)
 class PartitionsAssigned:
     group_id: Final[str]
     member_id: Final[str]
@@ -205,17 +136,8 @@ class PartitionsAssigned:
     member_epoch: Final[int]
     partitions: Final[Partitions]
 
-    def __init__(
-        self, group_id: str, member_id: str, client_id: str, member_epoch: int, partitions: Partitions
-    ) -> None:
-        self.group_id = group_id
-        self.member_id = member_id
-        self.client_id = client_id
-        self.member_epoch = member_epoch
-        self.partitions = partitions
 
-
-@dataclass(slots=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True)
 class PartitionsRevoked:
     group_id: Final[str]
     member_id: Final[str]
@@ -224,38 +146,21 @@ class PartitionsRevoked:
     member_epoch: Final[int]
     partitions: Final[Partitions]
 
-    def __init__(
-        self, group_id: str, member_id: str, client_id: str, member_epoch: int, partitions: Partitions
-    ) -> None:
-        self.group_id = group_id
-        self.member_id = member_id
-        self.client_id = client_id
-        self.member_epoch = member_epoch
-        self.partitions = partitions
 
-
-@dataclass(slots=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True)
 class OffsetsCommitted:
     """(topic, partition, offset) per committed partition, in the request's order."""
 
     group_id: Final[str]
     offsets: Final[tuple[tuple[str, int, int], ...]]
 
-    def __init__(self, group_id: str, offsets: tuple[tuple[str, int, int], ...]) -> None:
-        self.group_id = group_id
-        self.offsets = offsets
 
-
-@dataclass(slots=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True)
 class OffsetsDeleted:
     """(topic, partition) per committed offset an OffsetDelete removed."""
 
     group_id: Final[str]
     partitions: Final[tuple[tuple[str, int], ...]]
-
-    def __init__(self, group_id: str, partitions: tuple[tuple[str, int], ...]) -> None:
-        self.group_id = group_id
-        self.partitions = partitions
 
 
 Event = (

@@ -7,7 +7,7 @@ therefore *completions* keyed by the request key the caller chose when it submit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from regroup.coordinator.events import Event
@@ -17,42 +17,24 @@ from regroup.records.model import Record
 RequestKey = int | str
 
 
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class Completion:
     key: RequestKey
     response: Any
 
-    # (an explicit __init__, not frozen: the compiled build compiles it; a generated one stays interpreted)
-    def __init__(self, key: RequestKey, response: Any) -> None:
-        self.key = key
-        self.response = response
 
-
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class Result:
-    records: list[Record]
-    completions: list[Completion]
+    records: list[Record] = field(default_factory=list)
+    completions: list[Completion] = field(default_factory=list)
     #: parked requests superseded by a newer one from the same member: they will never be answered (as in
     #: Kafka, which replaces the parked future); a shell may forget them.
-    dropped: list[RequestKey]
+    dropped: list[RequestKey] = field(default_factory=list)
     #: the error the request was refused with (its handler raised: it wrote nothing and changed nothing),
     #: or None when it was handled (its response may still carry an error code Kafka answers with)
-    refused: ErrorCode | None
+    refused: ErrorCode | None = field(init=False, default=None)
     #: what happened, in order (``events.py``): a refused request's events are dropped with its records
-    events: list[Event]
-
-    # (an explicit __init__: the compiled build compiles it; a generated one stays interpreted)
-    def __init__(
-        self,
-        records: list[Record] | None = None,
-        completions: list[Completion] | None = None,
-        dropped: list[RequestKey] | None = None,
-    ) -> None:
-        self.records = [] if records is None else records
-        self.completions = [] if completions is None else completions
-        self.dropped = [] if dropped is None else dropped
-        self.refused = None
-        self.events = []
+    events: list[Event] = field(init=False, default_factory=list)
 
     def extend(self, other: Result) -> None:
         self.records.extend(other.records)

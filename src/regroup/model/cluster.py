@@ -7,37 +7,26 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
-# The images are not frozen and write their own ``__init__``, which the compiled build compiles (a generated one
-# stays interpreted, and a frozen one costs about 10k instructions per object there). ``Final`` fields keep them
-# immutable for mypy; ``unsafe_hash`` keeps the field-based hash a frozen dataclass has.
+# The images are not frozen (a frozen dataclass costs about 10k instructions per object in the compiled build;
+# docs/architecture.md). ``Final`` fields keep them immutable for mypy; ``unsafe_hash`` keeps the field-based
+# hash a frozen dataclass has.
 
 
-@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class TopicImage:
     topic_id: Final[uuid.UUID]
     name: Final[str]
     partitions: Final[int]
     #: partition -> racks of its replicas; empty when racks are unknown
-    racks: Final[tuple[frozenset[str], ...]]
-
-    def __init__(
-        self, *, topic_id: uuid.UUID, name: str, partitions: int, racks: tuple[frozenset[str], ...] = ()
-    ) -> None:
-        self.topic_id = topic_id
-        self.name = name
-        self.partitions = partitions
-        self.racks = racks
+    racks: Final[tuple[frozenset[str], ...]] = ()
 
 
-@dataclass(slots=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ClusterImage:
-    by_name: Final[Mapping[str, TopicImage]]
-
-    def __init__(self, by_name: Mapping[str, TopicImage] | None = None) -> None:
-        self.by_name = {} if by_name is None else by_name
+    by_name: Final[Mapping[str, TopicImage]] = field(default_factory=dict)
 
     @staticmethod
     def of(topics: Iterable[TopicImage]) -> ClusterImage:

@@ -11,69 +11,37 @@ NO_OFFSET = -1
 NO_LEADER_EPOCH = -1
 
 # The commit types are built for every partition a member commits (a simulated member commits in each of its
-# revocation callbacks): not frozen, with a written ``__init__`` that the compiled build compiles (a frozen
-# dataclass's generated one stays interpreted and costs about 10k instructions per object there); ``Final``
-# fields keep them immutable for mypy and ``unsafe_hash`` keeps a frozen dataclass's field-based hash.
+# revocation callbacks): not frozen (a frozen dataclass costs about 10k instructions per object in the compiled
+# build; docs/architecture.md); ``Final`` fields keep them immutable for mypy and ``unsafe_hash`` keeps a frozen
+# dataclass's field-based hash.
 
 
-@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class PartitionCommit:
     partition: Final[int]
     offset: Final[int]
-    leader_epoch: Final[int]
-    metadata: Final[str | None]
-
-    def __init__(
-        self, *, partition: int, offset: int, leader_epoch: int = NO_LEADER_EPOCH, metadata: str | None = ""
-    ) -> None:
-        self.partition = partition
-        self.offset = offset
-        self.leader_epoch = leader_epoch
-        self.metadata = metadata
+    leader_epoch: Final[int] = NO_LEADER_EPOCH
+    metadata: Final[str | None] = ""
 
 
-@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class OffsetCommitRequest:
     group_id: Final[str]
-    generation_id: Final[int]  # or member epoch for consumer groups
-    member_id: Final[str]
-    group_instance_id: Final[str | None]
-    retention_ms: Final[int]  # v2-4 only; -1 = broker default
-    topics: Final[tuple[tuple[str, tuple[PartitionCommit, ...]], ...]]
-    version: Final[int]
+    generation_id: Final[int] = -1  # or member epoch for consumer groups
+    member_id: Final[str] = ""
+    group_instance_id: Final[str | None] = None
+    retention_ms: Final[int] = -1  # v2-4 only; -1 = broker default
+    topics: Final[tuple[tuple[str, tuple[PartitionCommit, ...]], ...]] = ()
+    version: Final[int] = 9
     #: committed inside a transaction (TxnOffsetCommit): the group's rules differ a little (Kafka)
-    transactional: Final[bool]
-
-    def __init__(
-        self,
-        *,
-        group_id: str,
-        generation_id: int = -1,
-        member_id: str = "",
-        group_instance_id: str | None = None,
-        retention_ms: int = -1,
-        topics: tuple[tuple[str, tuple[PartitionCommit, ...]], ...] = (),
-        version: int = 9,
-        transactional: bool = False,
-    ) -> None:
-        self.group_id = group_id
-        self.generation_id = generation_id
-        self.member_id = member_id
-        self.group_instance_id = group_instance_id
-        self.retention_ms = retention_ms
-        self.topics = topics
-        self.version = version
-        self.transactional = transactional
+    transactional: Final[bool] = False
 
 
-@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class OffsetCommitResponse:
     """No top-level error: a request-level failure is set on every partition."""
 
     topics: Final[tuple[tuple[str, tuple[tuple[int, ErrorCode], ...]], ...]]
-
-    def __init__(self, *, topics: tuple[tuple[str, tuple[tuple[int, ErrorCode], ...]], ...]) -> None:
-        self.topics = topics
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -30,17 +30,12 @@ def uniform_jitter(rng: random.Random, jitter_ms: int) -> int:
     return value
 
 
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class Transmission:
     """Delivery times of a message (two for a duplicate), or why it was dropped."""
 
     deliveries: tuple[int, ...]
-    dropped: str | None
-
-    # (an explicit __init__, not frozen: the compiled build compiles it; a generated one stays interpreted)
-    def __init__(self, deliveries: tuple[int, ...], dropped: str | None = None) -> None:
-        self.deliveries = deliveries
-        self.dropped = dropped
+    dropped: str | None = None
 
 
 class Network:

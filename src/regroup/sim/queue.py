@@ -10,15 +10,11 @@ from regroup.client import OutgoingRequest
 from regroup.sim.scenario import ScenarioEvent
 
 
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class Wake:
     """Poll a member whose ``next_deadline()`` is due."""
 
     member: str
-
-    # (an explicit __init__, not frozen: the compiled build compiles it; a generated one stays interpreted)
-    def __init__(self, member: str) -> None:
-        self.member = member
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +22,7 @@ class CoordinatorWake:
     """Fire the coordinator's due timers."""
 
 
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class ToCoordinator:
     """A request arriving at the coordinator from one process (incarnation) of a member."""
 
@@ -34,13 +30,8 @@ class ToCoordinator:
     incarnation: int
     out: OutgoingRequest
 
-    def __init__(self, member: str, incarnation: int, out: OutgoingRequest) -> None:
-        self.member = member
-        self.incarnation = incarnation
-        self.out = out
 
-
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class ToMember:
     """A response on its way back to the member process (incarnation) that sent the request: what the
     coordinator endpoint hands the simulator, and the queue item that delivers it."""
@@ -50,13 +41,6 @@ class ToMember:
     request_id: int
     api: str
     response: Any
-
-    def __init__(self, member: str, incarnation: int, request_id: int, api: str, response: Any) -> None:
-        self.member = member
-        self.incarnation = incarnation
-        self.request_id = request_id
-        self.api = api
-        self.response = response
 
 
 Item = ScenarioEvent | Wake | CoordinatorWake | ToCoordinator | ToMember

@@ -6,7 +6,7 @@ docs/simulator.md; bundled scenarios live in ``regroup/sim/scenarios/<name>.json
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final
@@ -30,27 +30,20 @@ class ScenarioError(ValueError):
     """A scenario that cannot be read or is invalid; the message names the source and the field."""
 
 
-# LinkSpec, ScenarioEvent and Scenario are built for every run: they are not frozen and write their own
-# ``__init__``, which the compiled build compiles (a generated one stays interpreted, and a frozen one costs about
-# 10k instructions per object there). ``Final`` fields keep them immutable for mypy; ``unsafe_hash`` keeps the
-# field-based hash a frozen dataclass has.
+# LinkSpec, ScenarioEvent and Scenario are built for every run: they are not frozen (a frozen dataclass costs
+# about 10k instructions per object in the compiled build; docs/architecture.md). ``Final`` fields keep them
+# immutable for mypy; ``unsafe_hash`` keeps the field-based hash a frozen dataclass has.
 
 
-@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class LinkSpec:
     """Conditions of a member <-> coordinator link: one-way latency (fixed + uniform jitter), loss and
     duplication probabilities per message."""
 
-    latency_ms: Final[int]
-    jitter_ms: Final[int]
-    loss: Final[float]
-    duplicate: Final[float]
-
-    def __init__(self, *, latency_ms: int = 5, jitter_ms: int = 0, loss: float = 0.0, duplicate: float = 0.0) -> None:
-        self.latency_ms = latency_ms
-        self.jitter_ms = jitter_ms
-        self.loss = loss
-        self.duplicate = duplicate
+    latency_ms: Final[int] = 5
+    jitter_ms: Final[int] = 0
+    loss: Final[float] = 0.0
+    duplicate: Final[float] = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,77 +65,38 @@ class MemberSpec:
     app: AppModel = DEFAULT_APP  # the application around the member (client.app)
 
 
-@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class ScenarioEvent:
     at_ms: Final[int]
     action: Final[str]
-    member: Final[str | None]  # member actions; for ``network``: one link (None = every link)
-    topic: Final[str | None]  # ``partitions``
-    count: Final[int | None]  # ``partitions``
-    link: Final[dict[str, float]]  # ``network``: the LinkSpec fields to change
-    protocol: Final[str | None]  # ``join``/``restart``/``bounce``: switch the member to this protocol
-
-    def __init__(
-        self,
-        *,
-        at_ms: int,
-        action: str,
-        member: str | None = None,
-        topic: str | None = None,
-        count: int | None = None,
-        link: dict[str, float] | None = None,
-        protocol: str | None = None,
-    ) -> None:
-        self.at_ms = at_ms
-        self.action = action
-        self.member = member
-        self.topic = topic
-        self.count = count
-        self.link = {} if link is None else link
-        self.protocol = protocol
+    member: Final[str | None] = None  # member actions; for ``network``: one link (None = every link)
+    topic: Final[str | None] = None  # ``partitions``
+    count: Final[int | None] = None  # ``partitions``
+    link: Final[dict[str, float]] = field(default_factory=dict)  # ``network``: the LinkSpec fields to change
+    protocol: Final[str | None] = None  # ``join``/``restart``/``bounce``: switch the member to this protocol
 
 
 #: the network of a scenario that gives none (LinkSpec is immutable: one shared instance)
 DEFAULT_NETWORK: Final = LinkSpec()
 
 
-@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
+def default_coordinator() -> dict[str, Any]:
+    """The coordinator settings of a scenario that gives none: no initial rebalance delay."""
+    return {"group_initial_rebalance_delay_ms": 0}
+
+
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class Scenario:
     name: Final[str]
-    description: Final[str]
-    group_id: Final[str]
+    description: Final[str] = ""
+    group_id: Final[str] = "g"
     duration_ms: Final[int]
-    measure_from_ms: Final[int]
+    measure_from_ms: Final[int] = 0
     topics: Final[dict[str, int]]
     members: Final[tuple[MemberSpec, ...]]
     events: Final[tuple[ScenarioEvent, ...]]
-    network: Final[LinkSpec]
-    coordinator: Final[dict[str, Any]]
-
-    def __init__(
-        self,
-        *,
-        name: str,
-        description: str = "",
-        group_id: str = "g",
-        duration_ms: int,
-        measure_from_ms: int = 0,
-        topics: dict[str, int],
-        members: tuple[MemberSpec, ...],
-        events: tuple[ScenarioEvent, ...],
-        network: LinkSpec = DEFAULT_NETWORK,
-        coordinator: dict[str, Any] | None = None,
-    ) -> None:
-        self.name = name
-        self.description = description
-        self.group_id = group_id
-        self.duration_ms = duration_ms
-        self.measure_from_ms = measure_from_ms
-        self.topics = topics
-        self.members = members
-        self.events = events
-        self.network = network
-        self.coordinator = {"group_initial_rebalance_delay_ms": 0} if coordinator is None else coordinator
+    network: Final[LinkSpec] = DEFAULT_NETWORK
+    coordinator: Final[dict[str, Any]] = field(default_factory=default_coordinator)
 
     def member(self, name: str) -> MemberSpec:
         return next(m for m in self.members if m.name == name)

@@ -44,8 +44,7 @@ VALID_PREVIOUS: Final[dict[ClassicGroupState, frozenset[ClassicGroupState]]] = {
 }
 
 
-# (an explicit __init__: the compiled build compiles it; a generated one stays interpreted)
-@dataclass(slots=True, kw_only=True, init=False)
+@dataclass(slots=True, kw_only=True)
 class ClassicGroupMember:
     member_id: str
     group_instance_id: str | None
@@ -55,42 +54,11 @@ class ClassicGroupMember:
     session_timeout_ms: int
     protocol_type: str
     protocols: tuple[tuple[str, bytes], ...]
-    assignment: bytes
-    awaiting_join_key: RequestKey | None  # parked JoinGroup
-    join_version: int
-    awaiting_sync_key: RequestKey | None  # parked SyncGroup
-    is_new: bool
-
-    def __init__(
-        self,
-        *,
-        member_id: str,
-        group_instance_id: str | None,
-        client_id: str,
-        client_host: str,
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
-        protocol_type: str,
-        protocols: tuple[tuple[str, bytes], ...],
-        assignment: bytes = b"",
-        awaiting_join_key: RequestKey | None = None,
-        join_version: int = 9,
-        awaiting_sync_key: RequestKey | None = None,
-        is_new: bool = False,
-    ) -> None:
-        self.member_id = member_id
-        self.group_instance_id = group_instance_id
-        self.client_id = client_id
-        self.client_host = client_host
-        self.rebalance_timeout_ms = rebalance_timeout_ms
-        self.session_timeout_ms = session_timeout_ms
-        self.protocol_type = protocol_type
-        self.protocols = protocols
-        self.assignment = assignment
-        self.awaiting_join_key = awaiting_join_key
-        self.join_version = join_version
-        self.awaiting_sync_key = awaiting_sync_key
-        self.is_new = is_new
+    assignment: bytes = b""
+    awaiting_join_key: RequestKey | None = None  # parked JoinGroup
+    join_version: int = 9
+    awaiting_sync_key: RequestKey | None = None  # parked SyncGroup
+    is_new: bool = False
 
     def metadata(self, protocol: str | None) -> bytes:
         for name, data in self.protocols:

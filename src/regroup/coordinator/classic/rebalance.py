@@ -4,6 +4,7 @@ new-member join, initial delay, join phase, pending sync): ``SessionTimer``, ``J
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final
 
 from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupMember, ClassicGroupState, ClassicStates
@@ -40,16 +41,12 @@ def _live(groups: Groups, group_id: str) -> ClassicGroup | None:
     return None if group is None or group.is_in(ClassicStates.DEAD) else group
 
 
+@dataclass(slots=True, eq=False)
 class SessionTimer:
     """A member's (or a pending member id's) session expired."""
 
-    __slots__ = ("group_id", "member_id")
-
-    # (a written __init__: the compiled build compiles it; a dataclass's stays interpreted, and one is
-    # built per heartbeat)
-    def __init__(self, group_id: str, member_id: str) -> None:
-        self.group_id: Final[str] = group_id
-        self.member_id: Final[str] = member_id
+    group_id: Final[str]
+    member_id: Final[str]
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -61,15 +58,11 @@ class SessionTimer:
             on_session_timer(ctx, group, self.member_id)
 
 
+@dataclass(slots=True, eq=False)
 class JoinPhaseTimer:
     """The join phase (or the initial-rebalance delay) ended."""
 
-    __slots__ = ("group_id",)
-
-    # (a written __init__: the compiled build compiles it; a dataclass's stays interpreted, and one is
-    # built per heartbeat)
-    def __init__(self, group_id: str) -> None:
-        self.group_id: Final[str] = group_id
+    group_id: Final[str]
 
     @property
     def key(self) -> tuple[str, str]:
@@ -81,15 +74,11 @@ class JoinPhaseTimer:
             on_join_timer(ctx, group)
 
 
+@dataclass(slots=True, eq=False)
 class SyncPhaseTimer:
     """The members that have not sent SyncGroup for this generation ran out of time."""
 
-    __slots__ = ("group_id",)
-
-    # (a written __init__: the compiled build compiles it; a dataclass's stays interpreted, and one is
-    # built per heartbeat)
-    def __init__(self, group_id: str) -> None:
-        self.group_id: Final[str] = group_id
+    group_id: Final[str]
 
     @property
     def key(self) -> tuple[str, str]:

@@ -18,6 +18,7 @@ epoch at once. The last member leaving a regular expression deletes its resoluti
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final
 
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember
@@ -35,13 +36,11 @@ def resolution_key(group_id: str) -> tuple[str, str]:
     return ("regex-resolution", group_id)
 
 
+@dataclass(slots=True, eq=False)
 class RegexResolution:
     """Resolve the group's regular expressions against the cluster as it is now."""
 
-    __slots__ = ("group_id",)
-
-    def __init__(self, group_id: str) -> None:
-        self.group_id = group_id
+    group_id: Final[str]
 
     @property
     def key(self) -> tuple[str, str]:

@@ -5,6 +5,7 @@ member is still there (and, for a revocation timeout, still at the epoch it was 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final
 
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState
@@ -47,17 +48,13 @@ def _fence(ctx: Ctx, groups: Groups, group: ConsumerGroup, member_id: str, reaso
     fence_member(ctx, groups, group, member_id, reason)
 
 
+@dataclass(slots=True, eq=False)
 class _FencingTimer:
     """A timer that fences its member when it fires, if the member is still there: what the session, join
     and sync timeouts share (each says its key and its reason)."""
 
-    __slots__ = ("group_id", "member_id")
-
-    # (a written __init__: the compiled build compiles it; a dataclass's stays interpreted, and one is
-    # built per heartbeat)
-    def __init__(self, group_id: str, member_id: str) -> None:
-        self.group_id: Final[str] = group_id
-        self.member_id: Final[str] = member_id
+    group_id: Final[str]
+    member_id: Final[str]
 
     @property
     def key(self) -> TimerKey:
@@ -111,16 +108,13 @@ class ClassicMemberSyncTimer(_FencingTimer):
         return "sync timeout"
 
 
+@dataclass(slots=True, eq=False)
 class RevocationTimer:
     """The member, at ``member_epoch``, did not revoke what it was told to within its rebalance timeout."""
 
-    __slots__ = ("group_id", "member_epoch", "member_id")
-
-    # (a written __init__, as above)
-    def __init__(self, group_id: str, member_id: str, member_epoch: int) -> None:
-        self.group_id: Final[str] = group_id
-        self.member_id: Final[str] = member_id
-        self.member_epoch: Final[int] = member_epoch
+    group_id: Final[str]
+    member_id: Final[str]
+    member_epoch: Final[int]
 
     @property
     def key(self) -> TimerKey:

@@ -1,0 +1,1 @@
+"""Build-time tools of the project (not part of the installed package)."""
