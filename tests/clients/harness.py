@@ -51,6 +51,8 @@ POLL_MS = 100
 #: rebalances with a 100 ms poll, never in 160 runs with 1 s. poll() returns as soon as records arrive, so
 #: the longer timeout only slows an idle member's loop (and its stop()). See tests/clients/README.md.
 KAFKA_PYTHON_POLL_MS = 1_000
+#: how long a kafka-python member may sit stranded after a failed join before the harness asks it to rejoin
+STRANDED_S = 2.0
 COMMIT_TIMEOUT_S = 5.0
 RECONNECT_BACKOFF_MAX_MS = 500
 STABLE_HOLD_S = 0.6  # a group counts as stable once it has not changed for this long (3 heartbeats)
@@ -163,10 +165,12 @@ class KafkaPythonConsumer:
         # metadata for topic") and the group rebalances again as soon as the metadata arrives.
         self.consumer.partitions_for_topic(topic)
         self.consumer.subscribe([topic])
+        self.stranded_since: float | None = None
 
     def poll(self) -> list[tuple[int, int, bytes]]:
         from kafka.errors import KafkaError
 
+        self.rejoin_if_stranded()
         try:
             batches = self.consumer.poll(timeout_ms=KAFKA_PYTHON_POLL_MS)
         except KafkaError as exc:
@@ -177,6 +181,34 @@ class KafkaPythonConsumer:
             log.info("kafka-python poll failed, polling again: %r", exc)
             return []
         return [(tp.partition, r.offset, r.value) for tp, records in batches.items() for r in records]
+
+    def rejoin_if_stranded(self) -> None:
+        """Work around a kafka-python 3.0.12 hang: it retries a failed join attempt only while ``need_rejoin()``
+        holds. A rebalance its leader starts because its metadata changed stops needing a rejoin once the
+        assignment snapshot catches up with the metadata, so when the coordinator's connection dies while that
+        rebalance's SyncGroup is in flight (the server killed -9), the member stays REBALANCING with its
+        heartbeats off and never joins again; the server rightly drops it after the session timeout. When that
+        state lasts (a failed join attempt, still rebalancing, no rejoin pending) for STRANDED_S, ask for the
+        rejoin the client should have made. The server's side of the rejoin is then checked as any other."""
+        from kafka.structs import MemberState
+
+        coordinator = self.consumer._coordinator
+        task = coordinator._join_task
+        stranded = (
+            coordinator.state is MemberState.REBALANCING
+            and task is not None
+            and task.failed()
+            and not coordinator.need_rejoin()
+        )
+        now = time.monotonic()
+        if not stranded:
+            self.stranded_since = None
+        elif self.stranded_since is None:
+            self.stranded_since = now
+        elif now - self.stranded_since >= STRANDED_S:
+            log.warning("kafka-python member stranded after a failed join (%r): requesting a rejoin", task.exception)
+            coordinator.request_rejoin()
+            self.stranded_since = None
 
     def assignment(self) -> frozenset[int]:
         return frozenset(tp.partition for tp in self.consumer.assignment())
@@ -399,13 +431,19 @@ class Member(threading.Thread):
 
 
 def member_stacks(members: list[Member]) -> str:
-    """Where each member's thread is right now: tells a client stuck inside its library from a slow server."""
+    """Where each member's thread is right now, then every other thread but this one (a client library's own
+    I/O threads): tells a client stuck inside its library from a slow server."""
     frames = sys._current_frames()
     out = []
     for m in members:
         frame = frames.get(m.ident) if m.ident is not None else None
         if frame is not None:
             out.append(f"--- {m.member}\n" + "".join(traceback.format_stack(frame)[-8:]))
+    mine = {m.ident for m in members} | {threading.get_ident()}
+    for thread in threading.enumerate():
+        frame = frames.get(thread.ident) if thread.ident not in mine else None
+        if frame is not None:
+            out.append(f"--- thread {thread.name}\n" + "".join(traceback.format_stack(frame)[-8:]))
     return "\n".join(out)
 
 
