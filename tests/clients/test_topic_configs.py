@@ -346,7 +346,7 @@ def test_broker_settings_from_flags_and_refusals(tmp_path: Path) -> None:
                 answer = wire.call(api, version, resources=[
                     {"resource_type": 2, "resource_name": "defaulted",
                      "configs": [{"name": "retention.ms", "value": "1", **extra}] * 2},
-                    {"resource_type": 32, "resource_name": "g", "configs": []},
+                    {"resource_type": 16, "resource_name": "g", "configs": []},  # CLIENT_METRICS: unsupported
                     {"resource_type": 2, "resource_name": "defaulted", "configs": []},
                 ], validate_only=False)  # fmt: skip
                 assert [int(r.error_code) for r in answer.responses] == [INVALID_REQUEST] * 3

@@ -1,13 +1,16 @@
-"""The per-operation context handed to handlers: settings, timers, id source, the current time, the result
-being built (records, completed responses and events) and the operation's undo journal."""
+"""The per-operation context handed to handlers: settings (the broker's, and the groups' own overrides), timers,
+id source, the current time, the result being built (records, completed responses and events) and the
+operation's undo journal."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.events import Event
+from regroup.coordinator.group_config import GroupConfig
 from regroup.coordinator.ids import IdSource
 from regroup.coordinator.journal import Journal
 from regroup.coordinator.result import Completion, RequestKey, Result
@@ -23,6 +26,21 @@ class Ctx:
     now_ms: int
     result: Result = field(default_factory=Result)
     journal: Journal = field(default_factory=Journal)
+    #: the groups' own settings, by group id (``group_config.py``)
+    group_configs: Mapping[str, GroupConfig] = field(default_factory=dict)
+
+    def consumer_session_timeout_ms(self, group_id: str) -> int:
+        """The session timeout of the consumer-protocol members of ``group_id``: the group's, else the broker's."""
+        own = self.group_configs.get(group_id)
+        timeout = None if own is None else own.consumer_session_timeout_ms
+        return self.config.consumer_group_session_timeout_ms if timeout is None else timeout
+
+    def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
+        """The heartbeat interval of the consumer-protocol members of ``group_id``: the group's, else the
+        broker's."""
+        own = self.group_configs.get(group_id)
+        interval = None if own is None else own.consumer_heartbeat_interval_ms
+        return self.config.consumer_group_heartbeat_interval_ms if interval is None else interval
 
     def complete(self, key: RequestKey | None, response: Any) -> None:
         if key is not None:

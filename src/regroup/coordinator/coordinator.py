@@ -10,7 +10,7 @@ back through the operation's journal (``journal.py``) before the error response 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,11 +22,13 @@ from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.consumer.describe import describe_consumer_group
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMemberState
 from regroup.coordinator.consumer.heartbeat import consumer_group_heartbeat
+from regroup.coordinator.consumer.ops import session_timeout_ms
 from regroup.coordinator.consumer.replay import replay as replay_consumer
 from regroup.coordinator.consumer.report import report_state
 from regroup.coordinator.consumer.timers import MemberSessionTimer, RevocationTimer
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.events import GroupDeleted
+from regroup.coordinator.group_config import GroupConfig
 from regroup.coordinator.group_type import GroupType
 from regroup.coordinator.group_types import type_of
 from regroup.coordinator.groups import Group, Groups
@@ -108,6 +110,8 @@ class GroupCoordinator:
         self.persisted: dict[str, GroupMetadataValue] = {}  # hard state of each group as its records say
         self.persisted_consumer: dict[ConsumerRecordKey, ConsumerRecordValue] = {}  # consumer groups' records
         self.journal = Journal()  # the running operation's changes, taken back if it is refused
+        #: the groups' own settings (``group_config.py``), as the shell last set them
+        self.group_configs: dict[str, GroupConfig] = {}
         self._offsets_expiry = OffsetsExpiry(self)
         self.timers.journal = self.journal
 
@@ -155,7 +159,14 @@ class GroupCoordinator:
     def _ctx(self, now_ms: int) -> Ctx:
         if self._offsets_expiry.key not in self.timers:
             self.timers.schedule(self._offsets_expiry, now_ms + self.config.offsets_retention_check_interval_ms)
-        return Ctx(config=self.config, timers=self.timers, ids=self.ids, now_ms=now_ms, journal=self.journal)
+        return Ctx(
+            config=self.config,
+            timers=self.timers,
+            ids=self.ids,
+            now_ms=now_ms,
+            journal=self.journal,
+            group_configs=self.group_configs,
+        )
 
     def _fire_due(self, ctx: Ctx) -> None:
         """Fire the timers due by ``ctx.now_ms`` in deadline order. Each expiry is a write of its own (as in
@@ -225,14 +236,23 @@ class GroupCoordinator:
         now_ms: int,
         config: CoordinatorConfig | None = None,
         ids: IdSource | None = None,
+        group_configs: Mapping[str, GroupConfig] | None = None,
     ) -> GroupCoordinator:
         """Rebuild a coordinator from its records: groups with members come back Stable (their session
-        timers restarted at ``now_ms``), groups without members Empty, offsets as last committed. A group
-        with more members than ``group_max_size`` (the setting was lowered) starts a rebalance at once."""
+        timers restarted at ``now_ms``, with the groups' own session timeouts in ``group_configs``), groups
+        without members Empty, offsets as last committed. A group with more members than ``group_max_size``
+        (the setting was lowered) starts a rebalance at once."""
         coordinator = cls(config, ids)
+        coordinator.group_configs.update(group_configs or {})
         for record in records:
             coordinator._apply(record, loading=True)
-        ctx = Ctx(config=coordinator.config, timers=coordinator.timers, ids=coordinator.ids, now_ms=now_ms)
+        ctx = Ctx(
+            config=coordinator.config,
+            timers=coordinator.timers,
+            ids=coordinator.ids,
+            now_ms=now_ms,
+            group_configs=coordinator.group_configs,
+        )
         for group in coordinator.groups.of_type(ClassicGroup):
             for member in group.members.values():
                 coordinator.timers.schedule(
@@ -242,11 +262,7 @@ class GroupCoordinator:
                 rebalance.prepare_rebalance(ctx, group)
         for cgroup in coordinator.groups.of_type(ConsumerGroup):
             for cmember in cgroup.members.values():
-                timeout = (
-                    cmember.classic.session_timeout_ms
-                    if cmember.classic is not None
-                    else coordinator.config.consumer_group_session_timeout_ms
-                )
+                timeout = session_timeout_ms(ctx, cgroup.group_id, cmember)
                 coordinator.timers.schedule(MemberSessionTimer(cgroup.group_id, cmember.member_id), now_ms + timeout)
                 if cmember.classic is None and cmember.state is ConsumerGroupMemberState.UNREVOKED_PARTITIONS:
                     coordinator.timers.schedule(
@@ -363,6 +379,14 @@ class GroupCoordinator:
         )
 
     # ------------------------------------------------------------------------------- KIP-848 consumer groups
+    def set_group_config(self, group_id: str, config: GroupConfig | None) -> None:
+        """The group's own settings changed (None or an empty config: back to the broker's). Nothing is written
+        and no timer moves: as in Kafka, the new values apply from each member's next heartbeat."""
+        if config is None or config.is_empty():
+            self.group_configs.pop(group_id, None)
+        else:
+            self.group_configs[group_id] = config
+
     def update_metadata(self, image: ClusterImage, now_ms: int) -> Result:
         """A new cluster image (topics created, deleted or grown): consumer groups subscribed to a changed
         topic, or with regex subscriptions, refresh their subscription metadata on their next heartbeat."""

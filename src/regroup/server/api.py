@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from regroup.coordinator.coordinator import GroupCoordinator
+from regroup.coordinator.group_config import GroupConfig
 from regroup.coordinator.result import RequestKey, Result
 from regroup.model.errors import ErrorCode
 
@@ -56,6 +57,10 @@ class GroupService(Protocol):
     async def call(self, op: Callable[[GroupCoordinator, RequestKey, int], Result], *, may_park: bool = False) -> Any:
         """Run ``op(coordinator, request_key, now_ms)`` and return the response completed for the key once
         its records are durable. ``may_park``: the response may come later (a parked JoinGroup/SyncGroup)."""
+        ...
+
+    def update_group_config(self, group_id: str, config: GroupConfig | None) -> None:
+        """Hand the coordinator a group's new settings (``coordinator/group_config.py``)."""
         ...
 
 

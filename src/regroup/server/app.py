@@ -30,6 +30,7 @@ from regroup.server.connection import DEFAULT_MAX_IDLE_MS, DEFAULT_MAX_IN_FLIGHT
 from regroup.server.dispatch import Dispatcher
 from regroup.server.events import GroupEvents
 from regroup.server.framing import DEFAULT_MAX_FRAME_BYTES
+from regroup.server.group_configs import GROUP_CONFIG_FILE, GroupConfigStore, core_group_configs
 from regroup.server.handlers.registry import load_specs
 from regroup.server.image import cluster_image
 from regroup.server.limits import DEFAULT_LIMITS
@@ -112,6 +113,8 @@ class ServerBroker:
     #: the broker's settings as DescribeConfigs shows them (resource BROKER "0")
     broker_configs: Mapping[str, BrokerConfigEntry] = field(default_factory=dict)
     transactions: TransactionRuntime | None = None
+    #: the groups' own configurations (resource GROUP)
+    group_configs: GroupConfigStore | None = None
 
 
 def open_topic_store(directory: Path, cfg: ServerConfig) -> PartitionTopicStore:
@@ -161,9 +164,19 @@ class Server:
 
     async def _start(self) -> None:
         cfg = self.config
-        clog = _open_coordinator_log(cfg)
+        clog = _open_coordinator_log(cfg)  # (holds the data directory's lock from here)
+        group_configs = GroupConfigStore(
+            cfg.data_dir / GROUP_CONFIG_FILE, cfg.coordinator, sync=cfg.fsync is not FsyncPolicy.NEVER
+        )
         try:
-            self._runtime = CoordinatorRuntime.load(clog, config=cfg.coordinator, ids=Uuid4Ids(), on_fatal=self._fatal)
+            _guard_startup("cannot read the groups' configurations", group_configs.load)
+            self._runtime = CoordinatorRuntime.load(
+                clog,
+                config=cfg.coordinator,
+                ids=Uuid4Ids(),
+                on_fatal=self._fatal,
+                group_configs=core_group_configs(group_configs),
+            )
         except BaseException as exc:
             clog.close()
             if isinstance(exc, StorageError):
@@ -226,6 +239,7 @@ class Server:
             default_partitions=cfg.default_partitions,
             broker_configs=broker_config_entries(cfg),
             transactions=self._transactions,
+            group_configs=group_configs,
         )
         self._dispatcher = Dispatcher(broker, broker.api_specs, request_metrics, cfg.id_limits)
         if self._scrape_sources is not None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from regroup.coordinator.config import CoordinatorConfig
+from regroup.server.group_configs import Ranges
 from regroup.storage.topic_config import ConfigSource, ConfigType
 
 __all__ = ["BrokerConfigEntry", "broker_config_entries"]
@@ -39,6 +40,7 @@ def broker_config_entries(settings: Any) -> dict[str, BrokerConfigEntry]:
     defaults = type(settings)()
     coordinator: CoordinatorConfig = settings.coordinator
     base = CoordinatorConfig()
+    ranges, base_ranges = Ranges.of(coordinator), Ranges.of(base)
     rows: list[tuple[str, Any, Any, ConfigType, str]] = [
         ("node.id", 0, 0, ConfigType.INT, "The id of this broker (the only one of its cluster)."),
         ("broker.id", 0, 0, ConfigType.INT, "The id of this broker (the only one of its cluster)."),
@@ -92,6 +94,14 @@ def broker_config_entries(settings: Any) -> dict[str, BrokerConfigEntry]:
         ("group.consumer.session.timeout.ms", coordinator.consumer_group_session_timeout_ms,
          base.consumer_group_session_timeout_ms, ConfigType.INT,
          "A silent KIP-848 member is fenced after this (--consumer-session-timeout-ms)."),
+        ("group.consumer.min.session.timeout.ms", ranges.consumer_session[0], base_ranges.consumer_session[0],
+         ConfigType.INT, "Shortest consumer.session.timeout.ms a group may be given."),
+        ("group.consumer.max.session.timeout.ms", ranges.consumer_session[1], base_ranges.consumer_session[1],
+         ConfigType.INT, "Longest consumer.session.timeout.ms a group may be given."),
+        ("group.consumer.min.heartbeat.interval.ms", ranges.consumer_heartbeat[0], base_ranges.consumer_heartbeat[0],
+         ConfigType.INT, "Shortest consumer.heartbeat.interval.ms a group may be given."),
+        ("group.consumer.max.heartbeat.interval.ms", ranges.consumer_heartbeat[1], base_ranges.consumer_heartbeat[1],
+         ConfigType.INT, "Longest consumer.heartbeat.interval.ms a group may be given."),
         ("group.consumer.max.size", coordinator.consumer_group_max_size, base.consumer_group_max_size,
          ConfigType.INT, "Most members of a consumer group (--consumer-max-size)."),
         ("group.consumer.assignors", coordinator.consumer_group_assignors, base.consumer_group_assignors,

@@ -5,7 +5,9 @@ synonyms, type and documentation — what DescribeConfigs and CreateTopics (v5+)
 A shell module without I/O. A topic's entry is its override (source DYNAMIC_TOPIC_CONFIG) or else the broker's
 value behind it (STATIC_BROKER_CONFIG when a ``regroup serve`` flag set it, DEFAULT_CONFIG otherwise); its
 synonyms are the override, then the broker setting (``message.max.bytes`` for ``max.message.bytes``, ...).
-Topic entries are never read-only; every broker entry is (see :mod:`regroup.server.broker_configs`).
+Topic entries are never read-only; every broker entry is (see :mod:`regroup.server.broker_configs`). A group's
+entry is its own setting (source GROUP_CONFIG) or else the broker's value for groups without one
+(DEFAULT_CONFIG), as Kafka's ``ConfigHelper.createGroupConfigEntry``; never read-only.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from regroup.coordinator.config import CoordinatorConfig
 from regroup.server.broker_configs import BrokerConfigEntry
+from regroup.server.group_configs import GROUP_KEYS, group_defaults
 from regroup.storage.topic_config import (
     TOPIC_KEYS,
     BrokerLogDefaults,
@@ -23,7 +27,7 @@ from regroup.storage.topic_config import (
     validate_topic_configs,
 )
 
-__all__ = ["Described", "describe_broker", "describe_topic", "topic_configs_of_request"]
+__all__ = ["Described", "describe_broker", "describe_group", "describe_topic", "topic_configs_of_request"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +60,22 @@ def describe_topic(
         value = overrides.get(name, defaults.value_of(name))
         source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
         out.append(Described(name, value, source, False, key.type, key.doc, tuple(synonyms)))
+    return out
+
+
+def describe_group(
+    config: CoordinatorConfig, overrides: Mapping[str, str], names: Iterable[str] | None = None
+) -> list[Described]:
+    """Every configuration of a group with ``overrides`` (or only ``names``, those that exist), by name."""
+    wanted = sorted(GROUP_KEYS) if names is None else sorted(set(names) & GROUP_KEYS.keys())
+    defaults = group_defaults(config)
+    out = []
+    for name in wanted:
+        key = GROUP_KEYS[name]
+        own = name in overrides
+        value = overrides[name] if own else defaults[name]
+        source = ConfigSource.GROUP_CONFIG if own else ConfigSource.DEFAULT_CONFIG
+        out.append(Described(name, value, source, False, key.type, key.doc, ((name, value, source),)))
     return out
 
 

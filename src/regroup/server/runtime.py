@@ -30,13 +30,14 @@ import itertools
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.coordinator import GroupCoordinator
+from regroup.coordinator.group_config import GroupConfig
 from regroup.coordinator.ids import IdSource
 from regroup.coordinator.result import Completion, RequestKey, Result
 from regroup.model.cluster import ClusterImage
@@ -116,9 +117,11 @@ class CoordinatorRuntime:
         ids: IdSource | None = None,
         clock: Callable[[], int] = wall_ms,
         on_fatal: Callable[[BaseException], None] | None = None,
+        group_configs: Mapping[str, GroupConfig] | None = None,
     ) -> CoordinatorRuntime:
-        """Rebuild the coordinator from the log (groups come back Stable or Empty, offsets as committed)."""
-        coordinator = log_.load(clock(), config, ids)
+        """Rebuild the coordinator from the log (groups come back Stable or Empty, offsets as committed), with
+        the groups' own settings."""
+        coordinator = log_.load(clock(), config, ids, group_configs)
         return cls(coordinator, log_, clock=clock, on_fatal=on_fatal)
 
     def add_observer(self, observer: Observer) -> None:
@@ -196,6 +199,10 @@ class CoordinatorRuntime:
         self._wake.set()
         self._arm_timer()
         await future
+
+    def update_group_config(self, group_id: str, config: GroupConfig | None) -> None:
+        """Hand the coordinator a group's new settings (they apply from each member's next heartbeat)."""
+        self.coordinator.set_group_config(group_id, config)
 
     def update_metadata(self, image: ClusterImage) -> None:
         """Hand the coordinator a new cluster image (topics created, deleted or grown). Nobody waits for an

@@ -4,8 +4,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.coordinator import GroupCoordinator
+from regroup.coordinator.group_config import GroupConfig
 from regroup.coordinator.ids import IdSource
 from regroup.records import serde
 from regroup.records.model import Record
@@ -22,7 +25,11 @@ class CoordinatorLog(SnapshottedLog[Record]):
         return serde.decode(data)
 
     def load(
-        self, now_ms: int, config: CoordinatorConfig | None = None, ids: IdSource | None = None
+        self,
+        now_ms: int,
+        config: CoordinatorConfig | None = None,
+        ids: IdSource | None = None,
+        group_configs: Mapping[str, GroupConfig] | None = None,
     ) -> GroupCoordinator:
-        """Rebuild the coordinator that wrote this log."""
-        return GroupCoordinator.from_records(self.records(), now_ms, config, ids)
+        """Rebuild the coordinator that wrote this log (with the groups' own settings, ``group_configs``)."""
+        return GroupCoordinator.from_records(self.records(), now_ms, config, ids, group_configs)

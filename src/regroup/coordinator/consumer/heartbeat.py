@@ -210,7 +210,7 @@ def _heartbeat(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> 
     response = ConsumerGroupHeartbeatResponse(
         member_id=member_id,
         member_epoch=reconciled.member_epoch,
-        heartbeat_interval_ms=ctx.config.consumer_group_heartbeat_interval_ms,
+        heartbeat_interval_ms=ctx.consumer_heartbeat_interval_ms(group.group_id),
         assignment=to_tuple(reconciled.assigned)
         if req.is_full() or old is None or reconciled.assigned != old.assigned
         else None,

@@ -15,10 +15,11 @@ from regroup.model.cluster import ClusterImage
 from regroup.model.errors import ApiError, ErrorCode
 
 
-def session_timeout_ms(ctx: Ctx, member: ConsumerGroupMember) -> int:
+def session_timeout_ms(ctx: Ctx, group_id: str, member: ConsumerGroupMember) -> int:
+    """A classic-protocol member's own session timeout; the group's (or the broker's) for the others."""
     if member.classic is not None:
         return member.classic.session_timeout_ms
-    return ctx.config.consumer_group_session_timeout_ms
+    return ctx.consumer_session_timeout_ms(group_id)
 
 
 def group_full(max_size: int) -> ApiError:
@@ -30,7 +31,8 @@ def group_full(max_size: int) -> ApiError:
 
 def schedule_session(ctx: Ctx, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
     ctx.timers.schedule(
-        MemberSessionTimer(group.group_id, member.member_id), ctx.now_ms + session_timeout_ms(ctx, member)
+        MemberSessionTimer(group.group_id, member.member_id),
+        ctx.now_ms + session_timeout_ms(ctx, group.group_id, member),
     )
 
 

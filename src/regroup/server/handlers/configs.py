@@ -14,7 +14,13 @@ Resources, as Kafka answers them (``ConfigHelper``, ``ConfigAdminManager``, the 
   dynamic defaults) with none, as there are none. Another id, or one that is not a number, is INVALID_REQUEST.
   Altering a broker setting is INVALID_REQUEST ("Cannot update these configs dynamically", as Kafka says for a
   setting that is not dynamic: every one is static here); an alteration that changes nothing passes.
-- Anything else (BROKER_LOGGER, CLIENT_METRICS, GROUP, unknown types) is INVALID_REQUEST.
+- **GROUP** (KIP-848's dynamic group configuration; ``server/group_configs.py``): any non-empty group id, whether
+  or not the group exists (an empty one is INVALID_REQUEST). Described: every group setting, the group's own
+  or the broker's. Altered like a topic (AlterConfigs replaces the group's settings, IncrementalAlterConfigs
+  applies SET and DELETE; APPEND and SUBTRACT are INVALID_CONFIG, no group setting being a list); the
+  group's whole configuration is checked (INVALID_CONFIG, nothing changes), stored durably, then handed to
+  the coordinator, which applies the consumer settings from each member's next heartbeat.
+- Anything else (BROKER_LOGGER, CLIENT_METRICS, unknown types) is INVALID_REQUEST.
 
 A resource named twice in one alteration gets INVALID_REQUEST for both, a configuration named twice in one
 resource INVALID_REQUEST, a null value (other than DELETE's) INVALID_REQUEST.
@@ -31,8 +37,10 @@ from kio.schema.errors import ErrorCode
 
 from regroup.server.api import NODE_ID, ApiSpec, Broker, RequestContext
 from regroup.server.broker_configs import BrokerConfigEntry, broker_config_entries
-from regroup.server.config_view import Described, describe_broker, describe_topic
+from regroup.server.config_view import Described, describe_broker, describe_group, describe_topic
+from regroup.server.group_configs import GroupConfigStore, core_group_config, validate_group_configs
 from regroup.server.handlers.topics import NO_THROTTLE, build, response_module, store_of
+from regroup.server.limits import DEFAULT_LIMITS, GROUP_ID
 from regroup.server.topics import InvalidTopicError, TopicStore, validate_topic_name
 from regroup.storage.format import StorageError
 from regroup.storage.topic_config import TOPIC_KEYS, ConfigError, ConfigType, validate_topic_configs
@@ -41,7 +49,7 @@ __all__ = ["SPECS", "handle_alter_configs", "handle_describe_configs", "handle_i
 
 log = logging.getLogger(__name__)
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, GROUP = 2, 4, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _TYPE_NAMES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
 
@@ -63,6 +71,20 @@ def _broker_entries(broker: Broker) -> Mapping[str, BrokerConfigEntry]:
     from regroup.server.app import ServerConfig
 
     return broker_config_entries(ServerConfig())
+
+
+def _group_store(broker: Broker) -> GroupConfigStore:
+    store: GroupConfigStore | None = getattr(broker, "group_configs", None)
+    if store is None:
+        raise _Refused(ErrorCode.invalid_request, "Unsupported resource type: GROUP")
+    return store
+
+
+def _check_group_name(name: str) -> None:
+    if not name:
+        raise _Refused(ErrorCode.invalid_request, "Group name must not be empty")
+    if len(name.encode("utf-8")) > DEFAULT_LIMITS[GROUP_ID]:
+        raise _Refused(ErrorCode.invalid_request, f"Group name longer than {DEFAULT_LIMITS[GROUP_ID]} bytes")
 
 
 def _check_broker_name(name: str, *, empty_ok: bool) -> None:
@@ -125,6 +147,10 @@ def _describe(
     if resource_type == BROKER:
         _check_broker_name(name, empty_ok=True)
         return [] if name == "" else describe_broker(_broker_entries(broker), keys)
+    if resource_type == GROUP:
+        groups = _group_store(broker)
+        _check_group_name(name)
+        return describe_group(groups.config, groups.overrides(name), keys)
     raise _Refused(ErrorCode.invalid_request, f"Unsupported resource type: {_type_name(resource_type)}")
 
 
@@ -156,7 +182,18 @@ async def handle_incremental_alter_configs(broker: Broker, ctx: RequestContext, 
     return _alter(broker, request, _incremental, "IncrementalAlterConfigsResponse")
 
 
-Change = Callable[[dict[str, str], Any], dict[str, str]]
+#: the default of a list configuration (what APPEND and SUBTRACT start from), None for any other name
+ListDefault = Callable[[str], str | None]
+Change = Callable[[dict[str, str], Any, ListDefault], dict[str, str]]
+
+
+def _topic_list_default(name: str) -> str | None:
+    key = TOPIC_KEYS.get(name)
+    return (key.default or "") if key is not None and key.type is ConfigType.LIST else None
+
+
+def _no_lists(name: str) -> str | None:
+    return None
 
 
 def _alter(broker: Broker, request: Any, change: Change, response: str) -> Any:
@@ -169,7 +206,7 @@ def _alter(broker: Broker, request: Any, change: Change, response: str) -> Any:
         try:
             if seen[(resource.resource_type, resource.resource_name)] > 1:
                 raise _Refused(ErrorCode.invalid_request, "Each resource must appear at most once.")
-            _alter_one(store, resource, change, request.validate_only)
+            _alter_one(broker, store, resource, change, request.validate_only)
         except _Refused as refused:
             code, message = refused.code, str(refused)
         except ConfigError as exc:
@@ -190,7 +227,7 @@ def _alter(broker: Broker, request: Any, change: Change, response: str) -> Any:
     return build(mod, response, throttle_time=NO_THROTTLE, responses=tuple(responses))
 
 
-def _alter_one(store: TopicStore, resource: Any, change: Change, validate_only: bool) -> None:
+def _alter_one(broker: Broker, store: TopicStore, resource: Any, change: Change, validate_only: bool) -> None:
     names = [c.name for c in resource.configs]
     if len(set(names)) != len(names):
         raise _Refused(ErrorCode.invalid_request, "Error due to duplicate config keys")
@@ -199,9 +236,20 @@ def _alter_one(store: TopicStore, resource: Any, change: Change, validate_only: 
         raise _Refused(ErrorCode.invalid_request, f"Null value not supported for : {', '.join(nulls)}")
     if resource.resource_type == TOPIC:
         _existing_topic(store, resource.resource_name)
-        new = validate_topic_configs(change(store.configs.overrides(resource.resource_name), resource.configs))
+        current = store.configs.overrides(resource.resource_name)
+        new = validate_topic_configs(change(current, resource.configs, _topic_list_default))
         if not validate_only:
             store.set_topic_configs(resource.resource_name, new)
+        return
+    if resource.resource_type == GROUP:
+        groups, group = _group_store(broker), resource.resource_name
+        _check_group_name(group)
+        new = validate_group_configs(change(groups.overrides(group), resource.configs, _no_lists), groups.config)
+        if groups.full(group) and new:
+            raise _Refused(ErrorCode.invalid_request, "Too many groups have a configuration already.")
+        if not validate_only:
+            groups.replace(group, new)
+            broker.coordinator.update_group_config(group, core_group_config(new))
         return
     if resource.resource_type == BROKER:
         _check_broker_name(resource.resource_name, empty_ok=True)
@@ -216,11 +264,11 @@ def _alter_one(store: TopicStore, resource: Any, change: Change, validate_only: 
     raise _Refused(ErrorCode.invalid_request, f"Unknown resource type {_type_name(resource.resource_type)}")
 
 
-def _replace_all(current: dict[str, str], configs: Any) -> dict[str, str]:
+def _replace_all(current: dict[str, str], configs: Any, list_default: ListDefault) -> dict[str, str]:
     return {c.name: c.value for c in configs}
 
 
-def _incremental(current: dict[str, str], configs: Any) -> dict[str, str]:
+def _incremental(current: dict[str, str], configs: Any, list_default: ListDefault) -> dict[str, str]:
     new = dict(current)
     for c in configs:
         op = c.config_operation
@@ -229,11 +277,11 @@ def _incremental(current: dict[str, str], configs: Any) -> dict[str, str]:
         elif op == DELETE:
             new.pop(c.name, None)
         elif op in (APPEND, SUBTRACT):
-            key = TOPIC_KEYS.get(c.name)
-            if key is None or key.type is not ConfigType.LIST:
+            default = list_default(c.name)
+            if default is None:
                 verb = "append" if op == APPEND else "subtract"
                 raise ConfigError(f"Config value {verb} is not allowed for config key: {c.name}")
-            old = new.get(c.name, key.default or "")
+            old = new.get(c.name, default)
             items = [item for item in old.split(",") if item]
             given = [item.strip() for item in c.value.split(",")]
             if op == APPEND:

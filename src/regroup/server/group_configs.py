@@ -1,0 +1,266 @@
+"""Each group's own configuration (KIP-848's dynamic group configuration: the GROUP resource of DescribeConfigs,
+AlterConfigs and IncrementalAlterConfigs): the settings Kafka defines for a group, their checks, and the
+overrides, kept durably in ``group-configs.json`` of the data directory.
+
+The settings are Kafka's (``GroupConfig``). ``consumer.session.timeout.ms`` and
+``consumer.heartbeat.interval.ms`` override the broker's for the group's consumer-protocol members, and the
+coordinator acts on them (``coordinator/group_config.py``; docs/protocol.md, K22). ``share.session.timeout.ms``,
+``share.heartbeat.interval.ms``, ``share.record.lock.duration.ms`` and ``share.auto.offset.reset`` are for share
+groups, which regroup does not serve: they are checked, stored and described like the others.
+
+Checks, as Kafka's ``GroupConfig.validate`` makes them on the group's whole configuration after the change: a
+name Kafka does not define, a value that is not an integer (for the integer settings) or outside its range,
+and a session timeout not above its heartbeat interval are INVALID_CONFIG. The ranges are the broker's:
+``group.consumer.min.session.timeout.ms`` to ``group.consumer.max.session.timeout.ms`` (45 s to 60 s),
+``group.consumer.min.heartbeat.interval.ms`` to ``group.consumer.max.heartbeat.interval.ms`` (5 s to 15 s), the
+same for share groups, and 15 s to 60 s for the record lock; where a ``regroup serve`` flag sets the broker's
+own consumer session timeout or heartbeat interval outside its range, the range is widened to include it (a
+setting the broker runs with is one a group may have).
+
+A shell module; :class:`GroupConfigStore` does the file I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from regroup.coordinator.config import CoordinatorConfig
+from regroup.coordinator.group_config import GroupConfig
+from regroup.storage.files import write_file_atomically
+from regroup.storage.format import CorruptLogError
+from regroup.storage.topic_config import ConfigError, ConfigType
+
+__all__ = [
+    "GROUP_CONFIG_FILE",
+    "GROUP_KEYS",
+    "MAX_CONFIGURED_GROUPS",
+    "GroupConfigStore",
+    "GroupKey",
+    "Ranges",
+    "core_group_config",
+    "core_group_configs",
+    "group_defaults",
+    "validate_group_configs",
+]
+
+GROUP_CONFIG_FILE: Final = "group-configs.json"
+#: most groups that may have a configuration at once (each alteration rewrites the file)
+MAX_CONFIGURED_GROUPS: Final = 10_000
+MAX_INT: Final = 2**31 - 1
+
+CONSUMER_SESSION: Final = "consumer.session.timeout.ms"
+CONSUMER_HEARTBEAT: Final = "consumer.heartbeat.interval.ms"
+SHARE_SESSION: Final = "share.session.timeout.ms"
+SHARE_HEARTBEAT: Final = "share.heartbeat.interval.ms"
+SHARE_LOCK: Final = "share.record.lock.duration.ms"
+SHARE_RESET: Final = "share.auto.offset.reset"
+
+
+@dataclass(frozen=True, slots=True)
+class Ranges:
+    """The broker's bounds for the groups' settings (Kafka's ``group.consumer.*`` and ``group.share.*``)."""
+
+    consumer_session: tuple[int, int]
+    consumer_heartbeat: tuple[int, int]
+    share_session: tuple[int, int] = (45_000, 60_000)
+    share_heartbeat: tuple[int, int] = (5_000, 15_000)
+    share_lock: tuple[int, int] = (15_000, 60_000)
+
+    @staticmethod
+    def of(config: CoordinatorConfig) -> Ranges:
+        session, heartbeat = config.consumer_group_session_timeout_ms, config.consumer_group_heartbeat_interval_ms
+        return Ranges(
+            consumer_session=(min(45_000, session), max(60_000, session)),
+            consumer_heartbeat=(min(5_000, heartbeat), max(15_000, heartbeat)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GroupKey:
+    name: str
+    type: ConfigType
+    doc: str
+    #: the broker's value, for a group without its own
+    default: Callable[[CoordinatorConfig], str]
+    #: the bounds of an integer setting, from the broker's ranges (None: not an integer)
+    bounds: Callable[[Ranges], tuple[int, int]] | None = None
+    #: the values a string setting may take
+    choices: tuple[str, ...] = ()
+
+
+GROUP_KEYS: Final[Mapping[str, GroupKey]] = {
+    k.name: k
+    for k in (
+        GroupKey(
+            CONSUMER_SESSION,
+            ConfigType.INT,
+            "The timeout to detect client failures when using the consumer group protocol.",
+            lambda c: str(c.consumer_group_session_timeout_ms),
+            lambda r: r.consumer_session,
+        ),
+        GroupKey(
+            CONSUMER_HEARTBEAT,
+            ConfigType.INT,
+            "The heartbeat interval given to the members of a consumer group.",
+            lambda c: str(c.consumer_group_heartbeat_interval_ms),
+            lambda r: r.consumer_heartbeat,
+        ),
+        GroupKey(
+            SHARE_SESSION,
+            ConfigType.INT,
+            "The timeout to detect client failures when using the share group protocol.",
+            lambda c: "45000",
+            lambda r: r.share_session,
+        ),
+        GroupKey(
+            SHARE_HEARTBEAT,
+            ConfigType.INT,
+            "The heartbeat interval given to the members of a share group.",
+            lambda c: "5000",
+            lambda r: r.share_heartbeat,
+        ),
+        GroupKey(
+            SHARE_LOCK,
+            ConfigType.INT,
+            "The record acquisition lock duration in milliseconds for share groups.",
+            lambda c: "30000",
+            lambda r: r.share_lock,
+        ),
+        GroupKey(
+            SHARE_RESET,
+            ConfigType.STRING,
+            "The strategy to initialize the share-partition start offset.",
+            lambda c: "latest",
+            choices=("latest", "earliest"),
+        ),
+    )
+}
+
+
+def group_defaults(config: CoordinatorConfig) -> dict[str, str]:
+    """Every group setting's value for a group without its own."""
+    return {name: key.default(config) for name, key in GROUP_KEYS.items()}
+
+
+def _normalised(key: GroupKey, value: str, ranges: Ranges) -> str:
+    if key.bounds is not None:
+        text = value.strip()
+        try:
+            number = int(text)
+        except ValueError:
+            raise ConfigError(f"Invalid value {value} for configuration {key.name}: Not a number of type INT") from None
+        if not -(2**31) <= number <= MAX_INT:
+            raise ConfigError(f"Invalid value {value} for configuration {key.name}: Not a number of type INT")
+        if number < 1:
+            raise ConfigError(f"Invalid value {number} for configuration {key.name}: Value must be at least 1")
+        low, high = key.bounds(ranges)
+        if number < low:
+            raise ConfigError(f"{key.name} must be greater than or equal to {low}")
+        if number > high:
+            raise ConfigError(f"{key.name} must be less than or equal to {high}")
+        return str(number)
+    lowered = value.strip().lower()
+    if lowered not in key.choices:
+        raise ConfigError(
+            f"Invalid value {value} for configuration {key.name}: String must be one of: {', '.join(key.choices)}"
+        )
+    return lowered
+
+
+def validate_group_configs(overrides: Mapping[str, str], config: CoordinatorConfig) -> dict[str, str]:
+    """The checked, normalised overrides of a group; raises :class:`ConfigError` (Kafka's INVALID_CONFIG)."""
+    ranges = Ranges.of(config)
+    out = {}
+    for name, value in overrides.items():
+        key = GROUP_KEYS.get(name)
+        if key is None:
+            raise ConfigError(f"Unknown group config name: {name}")
+        out[name] = _normalised(key, value, ranges)
+    merged = group_defaults(config) | out
+    for session, heartbeat in ((CONSUMER_SESSION, CONSUMER_HEARTBEAT), (SHARE_SESSION, SHARE_HEARTBEAT)):
+        if int(merged[session]) <= int(merged[heartbeat]):
+            raise ConfigError(f"{session} must be greater than {heartbeat}")
+    return dict(sorted(out.items()))
+
+
+def core_group_config(overrides: Mapping[str, str]) -> GroupConfig | None:
+    """What the coordinator acts on in a group's (checked) overrides; None when nothing."""
+    session, heartbeat = overrides.get(CONSUMER_SESSION), overrides.get(CONSUMER_HEARTBEAT)
+    if session is None and heartbeat is None:
+        return None
+    return GroupConfig(
+        consumer_session_timeout_ms=None if session is None else int(session),
+        consumer_heartbeat_interval_ms=None if heartbeat is None else int(heartbeat),
+    )
+
+
+def core_group_configs(store: GroupConfigStore) -> dict[str, GroupConfig]:
+    """What the coordinator acts on, for every group with a configuration."""
+    out = {}
+    for group, overrides in store.items():
+        config = core_group_config(overrides)
+        if config is not None:
+            out[group] = config
+    return out
+
+
+class GroupConfigStore:
+    """The groups' overrides, by group id, kept in one JSON file (``{group: {name: value}}``), replaced
+    atomically (fsynced when ``sync``) before a change is acknowledged."""
+
+    def __init__(self, path: Path, config: CoordinatorConfig, *, sync: bool) -> None:
+        self.path = path
+        self.config = config
+        self._sync = sync
+        self._overrides: dict[str, dict[str, str]] = {}
+
+    def load(self) -> None:
+        """Read the file (none: no group has a configuration). Damage raises :class:`CorruptLogError`."""
+        self.path.with_name(self.path.name + ".tmp").unlink(missing_ok=True)
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as exc:
+            raise CorruptLogError(f"{self.path}: unreadable group configurations: {exc}") from None
+        if not isinstance(raw, dict) or not all(
+            isinstance(group, str) and isinstance(configs, dict) and all(isinstance(v, str) for v in configs.values())
+            for group, configs in raw.items()
+        ):
+            raise CorruptLogError(f"{self.path}: not an object of group ids to objects of configuration values")
+        loaded = {}
+        for group, configs in raw.items():
+            try:
+                checked = validate_group_configs(configs, self.config)
+            except ConfigError as exc:
+                raise CorruptLogError(f"{self.path}: group {group!r}: {exc}") from None
+            if checked:
+                loaded[group] = checked
+        self._overrides = loaded
+
+    def overrides(self, group: str) -> dict[str, str]:
+        return dict(self._overrides.get(group, {}))
+
+    def items(self) -> Iterator[tuple[str, dict[str, str]]]:
+        for group, configs in sorted(self._overrides.items()):
+            yield group, dict(configs)
+
+    def full(self, group: str) -> bool:
+        """Whether a new group's configuration would pass :data:`MAX_CONFIGURED_GROUPS`."""
+        return group not in self._overrides and len(self._overrides) >= MAX_CONFIGURED_GROUPS
+
+    def replace(self, group: str, configs: Mapping[str, str]) -> None:
+        """Replace a group's overrides by ``configs`` (checked already; empty removes them), durably before it
+        returns."""
+        updated = dict(self._overrides)
+        if configs:
+            updated[group] = dict(configs)
+        else:
+            updated.pop(group, None)
+        text = json.dumps(dict(sorted(updated.items())), sort_keys=True) + "\n"
+        write_file_atomically(self.path, text.encode("utf-8"), sync=self._sync)
+        self._overrides = updated
