@@ -1,6 +1,6 @@
 """Kafka's own Java Admin client (``../shared/java``: built from Kafka's source) against ``regroup serve``:
-incremental config changes read back with their source, the broker's configs, CreatePartitions, DeleteRecords,
-OffsetDelete and DescribeCluster, each checked by ``java/AdminChecks.java``. Skipped where Kafka's Java
+incremental config changes read back with their source (a topic's and a group's), the broker's configs,
+CreatePartitions, DeleteRecords, OffsetDelete and DescribeCluster, each checked by ``java/AdminChecks.java``. Skipped where Kafka's Java
 client or a JDK is not installed."""
 
 from __future__ import annotations
@@ -71,4 +71,5 @@ def test_the_java_admin_client_runs_the_admin_apis(server: ServerProcess, checks
     assert results["create-partitions"] == "3", results
     assert results["delete-records"] == "1", results
     assert results["delete-group-offsets"] == f"{topic}-0", results  # the group kept partition 0's offset only
+    assert results["group-config"] == "6000 DYNAMIC_GROUP_CONFIG", results
     assert results["describe-cluster"].endswith(" 1"), results

@@ -79,6 +79,15 @@ public class AdminChecks {
                     admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
                 return left.keySet().stream().map(TopicPartition::toString).sorted().reduce((a, b) -> a + "," + b).orElse("-");
             });
+            check("group-config", () -> {
+                ConfigResource groupResource = new ConfigResource(ConfigResource.Type.GROUP, group);
+                AlterConfigOp op = new AlterConfigOp(
+                    new ConfigEntry("consumer.heartbeat.interval.ms", "6000"), AlterConfigOp.OpType.SET);
+                admin.incrementalAlterConfigs(Map.of(groupResource, List.of(op))).all().get();
+                Config config = admin.describeConfigs(List.of(groupResource)).all().get().get(groupResource);
+                ConfigEntry entry = config.get("consumer.heartbeat.interval.ms");
+                return entry.value() + " " + entry.source();
+            });
             check("describe-cluster", () -> {
                 Collection<?> nodes = admin.describeCluster().nodes().get();
                 return admin.describeCluster().clusterId().get() + " " + nodes.size();
