@@ -1,0 +1,92 @@
+"""The groups' own configurations (``server/group_configs.py``): Kafka's checks as properties — a consumer
+setting is accepted exactly when it is an integer within the broker's bounds and the session stays above the
+heartbeat interval — and the store: durable, round-tripped, damage reported with the file's name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from regroup.coordinator.config import CoordinatorConfig
+from regroup.coordinator.group_config import GroupConfig
+from regroup.server.group_configs import (
+    GroupConfigStore,
+    Ranges,
+    core_group_config,
+    core_group_configs,
+    validate_group_configs,
+)
+from regroup.storage.format import CorruptLogError
+from regroup.storage.topic_config import ConfigError
+
+KAFKA = CoordinatorConfig()  # 45 s session, 5 s heartbeat: Kafka's bounds exactly
+SESSION, HEARTBEAT = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
+
+
+@given(session=st.integers(-10, 100_000), heartbeat=st.integers(-10, 100_000))
+def test_consumer_settings_are_accepted_exactly_within_the_bounds(session: int, heartbeat: int) -> None:
+    acceptable = 45_000 <= session <= 60_000 and 5_000 <= heartbeat <= 15_000 and session > heartbeat
+    try:
+        checked = validate_group_configs({SESSION: f" {session} ", HEARTBEAT: str(heartbeat)}, KAFKA)
+    except ConfigError:
+        assert not acceptable
+    else:
+        assert acceptable
+        assert checked == {HEARTBEAT: str(heartbeat), SESSION: str(session)}  # trimmed, sorted
+        assert core_group_config(checked) == GroupConfig(
+            consumer_session_timeout_ms=session, consumer_heartbeat_interval_ms=heartbeat
+        )
+
+
+@given(heartbeat=st.integers(5_000, 15_000))
+def test_a_lone_heartbeat_interval_is_checked_against_the_broker_session(heartbeat: int) -> None:
+    short = CoordinatorConfig(consumer_group_session_timeout_ms=8_000, consumer_group_heartbeat_interval_ms=1_000)
+    assert Ranges.of(short).consumer_session == (8_000, 60_000)  # widened to the broker's own setting
+    if heartbeat < 8_000:
+        assert validate_group_configs({HEARTBEAT: str(heartbeat)}, short) == {HEARTBEAT: str(heartbeat)}
+    else:
+        with pytest.raises(ConfigError, match="must be greater than"):
+            validate_group_configs({HEARTBEAT: str(heartbeat)}, short)
+
+
+@pytest.mark.parametrize(
+    ("configs", "message"),
+    [
+        ({"consumer.unknown": "1"}, "Unknown group config name"),
+        ({SESSION: "4.5e4"}, "Not a number of type INT"),
+        ({SESSION: str(2**31)}, "Not a number of type INT"),
+        ({SESSION: "0"}, "at least 1"),
+        ({"share.auto.offset.reset": "middle"}, "String must be one of"),
+        ({"share.record.lock.duration.ms": "1000"}, "greater than or equal to 15000"),
+    ],
+)
+def test_bad_settings_say_why(configs: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        validate_group_configs(configs, KAFKA)
+
+
+def test_share_settings_are_stored_but_give_the_coordinator_nothing() -> None:
+    checked = validate_group_configs({"share.auto.offset.reset": "EARLIEST"}, KAFKA)
+    assert checked == {"share.auto.offset.reset": "earliest"}
+    assert core_group_config(checked) is None
+
+
+def test_the_store_round_trips_and_reports_damage(tmp_path: Path) -> None:
+    path = tmp_path / "group-configs.json"
+    store = GroupConfigStore(path, KAFKA, sync=True)
+    store.load()  # no file: no group has settings
+    store.replace("a", {SESSION: "50000"})
+    store.replace("b", {"share.auto.offset.reset": "earliest"})
+    store.replace("c", {HEARTBEAT: "6000"})
+    store.replace("c", {})  # removed
+    again = GroupConfigStore(path, KAFKA, sync=True)
+    again.load()
+    assert list(again.items()) == [("a", {SESSION: "50000"}), ("b", {"share.auto.offset.reset": "earliest"})]
+    assert core_group_configs(again) == {"a": GroupConfig(consumer_session_timeout_ms=50_000)}
+    for damage in ("{not json", '["a"]', '{"a": {"consumer.session.timeout.ms": "1"}}'):
+        path.write_text(damage, encoding="utf-8")
+        with pytest.raises(CorruptLogError, match=r"group-configs\.json"):
+            GroupConfigStore(path, KAFKA, sync=True).load()
