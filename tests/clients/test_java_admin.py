@@ -1,7 +1,7 @@
 """Kafka's own Java Admin client (``../shared/java``: built from Kafka's source) against ``regroup serve``:
 incremental config changes read back with their source (a topic's and a group's), the broker's configs,
-CreatePartitions, DeleteRecords, OffsetDelete and DescribeCluster, each checked by ``java/AdminChecks.java``. Skipped where Kafka's Java
-client or a JDK is not installed."""
+CreatePartitions, DeleteRecords, OffsetDelete and DescribeCluster, each checked by ``java/AdminChecks.java``.
+Skipped where Kafka's Java client or a JDK is not installed."""
 
 from __future__ import annotations
 
