@@ -332,7 +332,7 @@ def test_broker_settings_from_flags_and_refusals(tmp_path: Path) -> None:
             answer = wire.call(DESCRIBE_CONFIGS, 4, resources=[
                 {"resource_type": 4, "resource_name": "1", "configuration_keys": None},
                 {"resource_type": 4, "resource_name": "zero", "configuration_keys": None},
-                {"resource_type": 8, "resource_name": "0", "configuration_keys": None},
+                {"resource_type": 16, "resource_name": "0", "configuration_keys": None},  # CLIENT_METRICS
                 {"resource_type": 2, "resource_name": "no-such-topic", "configuration_keys": None},
                 {"resource_type": 2, "resource_name": "bad/name", "configuration_keys": None},
                 {"resource_type": 2, "resource_name": "defaulted", "configuration_keys": ["retention.ms", "x"]},

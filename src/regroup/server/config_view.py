@@ -27,7 +27,14 @@ from regroup.storage.topic_config import (
     validate_topic_configs,
 )
 
-__all__ = ["Described", "describe_broker", "describe_group", "describe_topic", "topic_configs_of_request"]
+__all__ = [
+    "Described",
+    "describe_broker",
+    "describe_group",
+    "describe_loggers",
+    "describe_topic",
+    "topic_configs_of_request",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +84,13 @@ def describe_group(
         source = ConfigSource.GROUP_CONFIG if own else ConfigSource.DEFAULT_CONFIG
         out.append(Described(name, value, source, False, key.type, key.doc, ((name, value, source),)))
     return out
+
+
+def describe_loggers(levels: Mapping[str, str], names: Iterable[str] | None = None) -> list[Described]:
+    """The broker's loggers (resource BROKER_LOGGER): each one's level, never read-only, without synonyms."""
+    wanted = list(levels) if names is None else [n for n in levels if n in set(names)]
+    source = ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG
+    return [Described(name, levels[name], source, False, ConfigType.STRING, "", ()) for name in wanted]
 
 
 def describe_broker(entries: Mapping[str, BrokerConfigEntry], names: Iterable[str] | None = None) -> list[Described]:

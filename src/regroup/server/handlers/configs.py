@@ -20,7 +20,11 @@ Resources, as Kafka answers them (``ConfigHelper``, ``ConfigAdminManager``, the 
   applies SET and DELETE; APPEND and SUBTRACT are INVALID_CONFIG, no group setting being a list); the
   group's whole configuration is checked (INVALID_CONFIG, nothing changes), stored durably, then handed to
   the coordinator, which applies the consumer settings from each member's next heartbeat.
-- Anything else (BROKER_LOGGER, CLIENT_METRICS, unknown types) is INVALID_REQUEST.
+- **BROKER_LOGGER** ``"0"`` (``server/broker_loggers.py``): every logger of the server with its effective
+  level (source DYNAMIC_BROKER_LOGGER_CONFIG); IncrementalAlterConfigs sets or unsets levels at once, not
+  stored. Another id is INVALID_REQUEST, as is the resource in AlterConfigs ("Unknown resource type 8": Kafka's
+  legacy AlterConfigs does not take it).
+- Anything else (CLIENT_METRICS, unknown types) is INVALID_REQUEST.
 
 A resource named twice in one alteration gets INVALID_REQUEST for both, a configuration named twice in one
 resource INVALID_REQUEST, a null value (other than DELETE's) INVALID_REQUEST.
@@ -37,7 +41,13 @@ from kio.schema.errors import ErrorCode
 
 from regroup.server.api import NODE_ID, ApiSpec, Broker, RequestContext
 from regroup.server.broker_configs import BrokerConfigEntry, broker_config_entries
-from regroup.server.config_view import Described, describe_broker, describe_group, describe_topic
+from regroup.server.broker_loggers import (
+    LoggerRequestError,
+    apply_logger_changes,
+    check_logger_changes,
+    logger_levels,
+)
+from regroup.server.config_view import Described, describe_broker, describe_group, describe_loggers, describe_topic
 from regroup.server.group_configs import GroupConfigStore, core_group_config, validate_group_configs
 from regroup.server.handlers.topics import NO_THROTTLE, build, response_module, store_of
 from regroup.server.limits import DEFAULT_LIMITS, GROUP_ID
@@ -49,7 +59,7 @@ __all__ = ["SPECS", "handle_alter_configs", "handle_describe_configs", "handle_i
 
 log = logging.getLogger(__name__)
 
-TOPIC, BROKER, GROUP = 2, 4, 32
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _TYPE_NAMES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
 
@@ -151,6 +161,11 @@ def _describe(
         groups = _group_store(broker)
         _check_group_name(name)
         return describe_group(groups.config, groups.overrides(name), keys)
+    if resource_type == BROKER_LOGGER:
+        if not name:
+            raise _Refused(ErrorCode.invalid_request, "Broker id must not be empty")
+        _check_broker_name(name, empty_ok=False)
+        return describe_loggers(logger_levels(), keys)
     raise _Refused(ErrorCode.invalid_request, f"Unsupported resource type: {_type_name(resource_type)}")
 
 
@@ -250,6 +265,16 @@ def _alter_one(broker: Broker, store: TopicStore, resource: Any, change: Change,
         if not validate_only:
             groups.replace(group, new)
             broker.coordinator.update_group_config(group, core_group_config(new))
+        return
+    if resource.resource_type == BROKER_LOGGER and change is _incremental:
+        _check_broker_name(resource.resource_name, empty_ok=False)
+        changes = [(c.config_operation, c.name, c.value) for c in resource.configs]
+        try:
+            check_logger_changes(changes)
+        except LoggerRequestError as exc:
+            raise _Refused(ErrorCode.invalid_request, str(exc)) from None
+        if not validate_only:
+            apply_logger_changes(changes)
         return
     if resource.resource_type == BROKER:
         _check_broker_name(resource.resource_name, empty_ok=True)
