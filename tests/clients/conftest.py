@@ -11,18 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.conftest import ServerProcess, assert_clean_log
+from tests.server.conftest import ServerProcess, served
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    proc = ServerProcess(tmp_path / "data", tmp_path / "server.log", ["--events", str(tmp_path / "events.jsonl")])
-    proc.start()
-    try:
+    with served(tmp_path, "--events", str(tmp_path / "events.jsonl")) as proc:
         yield proc
-    finally:
-        proc.kill()
-    assert_clean_log(proc)
 
 
 @pytest.fixture
@@ -31,11 +26,5 @@ def kip848_server(tmp_path: Path) -> Iterator[ServerProcess]:
     reconcile quickly (``tests/clients/kip848.py``)."""
     from tests.clients.kip848 import SERVER_ARGS
 
-    args = ["--events", str(tmp_path / "events.jsonl"), *SERVER_ARGS]
-    proc = ServerProcess(tmp_path / "data", tmp_path / "server.log", args)
-    proc.start()
-    try:
+    with served(tmp_path, "--events", str(tmp_path / "events.jsonl"), *SERVER_ARGS) as proc:
         yield proc
-    finally:
-        proc.kill()
-    assert_clean_log(proc)

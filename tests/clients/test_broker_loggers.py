@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.server.conftest import ServerProcess, assert_clean_log
+from tests.server.conftest import ServerProcess, served
 from tests.server.wire import WireClient
 
 kafka_admin = pytest.importorskip("kafka.admin")
@@ -26,13 +26,8 @@ DISPATCH = "regroup.server.dispatch"  # logs each request at debug
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    proc = ServerProcess(tmp_path / "data", tmp_path / "server.log", [])  # --log-level info
-    proc.start()
-    try:
+    with served(tmp_path) as proc:  # --log-level info
         yield proc
-    finally:
-        proc.kill()
-    assert_clean_log(proc)
 
 
 def _levels(admin: Any) -> dict[str, str]:

@@ -8,7 +8,6 @@ test controls when a member goes silent)."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import time
 import uuid
@@ -18,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.server.conftest import ServerProcess, assert_clean_log
+from tests.server.conftest import ServerProcess, served
 from tests.server.wire import WireClient
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -40,29 +39,18 @@ GROUP = 32
 BROKER_SESSION_MS, BROKER_HEARTBEAT_MS = 2_000, 500
 
 
-@contextlib.contextmanager
-def _serve(tmp_path: Path) -> Iterator[ServerProcess]:
-    proc = ServerProcess(
-        tmp_path / "data",
-        tmp_path / "server.log",
-        [
-            "--consumer-session-timeout-ms",
-            str(BROKER_SESSION_MS),
-            "--consumer-heartbeat-interval-ms",
-            str(BROKER_HEARTBEAT_MS),
-        ],
-    )
-    proc.start()
-    try:
-        yield proc
-    finally:
-        proc.kill()
-    assert_clean_log(proc)
+#: ``regroup serve`` with those settings
+BROKER_ARGS = (
+    "--consumer-session-timeout-ms",
+    str(BROKER_SESSION_MS),
+    "--consumer-heartbeat-interval-ms",
+    str(BROKER_HEARTBEAT_MS),
+)
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    with _serve(tmp_path) as proc:
+    with served(tmp_path, *BROKER_ARGS) as proc:
         yield proc
 
 
@@ -220,7 +208,7 @@ def test_the_group_settings_are_what_its_members_get(server: ServerProcess) -> N
 
 
 def test_settings_survive_a_kill_9_and_apply_after_it(tmp_path: Path) -> None:
-    with _serve(tmp_path) as server:
+    with served(tmp_path, *BROKER_ARGS) as server:
         _alter(_admin(server), "g", ("consumer.heartbeat.interval.ms", "900", AlterConfigOpType.SET))
         server.kill()  # acknowledged above: durable
         server.start()

@@ -9,7 +9,6 @@ described from its flags; bad input answered with Kafka's codes (raw frames wher
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.server.conftest import ServerProcess, assert_clean_log
+from tests.server.conftest import ServerProcess, served
 from tests.server.wire import WireClient
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -36,20 +35,9 @@ INVALID_CONFIG, INVALID_REQUEST, UNKNOWN_TOPIC = 40, 42, 3
 DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER, DELETE_RECORDS = 32, 33, 44, 21
 
 
-@contextlib.contextmanager
-def _serve(tmp_path: Path, *args: str) -> Iterator[ServerProcess]:
-    proc = ServerProcess(tmp_path / "data", tmp_path / "server.log", list(args))
-    proc.start()
-    try:
-        yield proc
-    finally:
-        proc.kill()
-    assert_clean_log(proc)
-
-
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    with _serve(tmp_path, "--log-retention-check-interval-ms", "100") as proc:
+    with served(tmp_path, "--log-retention-check-interval-ms", "100") as proc:
         yield proc
 
 
@@ -281,7 +269,7 @@ def test_compaction_keeps_the_latest_value_per_key_and_drops_old_tombstones(serv
 
 
 def test_a_2mb_record_once_the_limits_are_raised(tmp_path: Path) -> None:
-    with _serve(tmp_path, "--message-max-bytes", "3000000") as server:
+    with served(tmp_path, "--message-max-bytes", "3000000") as server:
         admin = _admin(server)
         _create(admin, "big")
         _create(admin, "small", **{"max.message.bytes": "100000"})
@@ -313,7 +301,7 @@ def test_log_append_time_stamps_batches_with_the_broker_clock(server: ServerProc
 
 
 def test_broker_settings_from_flags_and_refusals(tmp_path: Path) -> None:
-    with _serve(tmp_path, "--num-partitions", "3", "--no-auto-create-topics") as server:
+    with served(tmp_path, "--num-partitions", "3", "--no-auto-create-topics") as server:
         admin = _admin(server)
         described = dict(admin.describe_configs([b := ConfigResource(ResourceType.BROKER, "0")])[b].result(10))
         assert described["num.partitions"].value == "3"

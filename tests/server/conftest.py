@@ -3,6 +3,7 @@ directory, wait until it accepts connections, and always kill it at teardown."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -107,6 +108,19 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """One server shared by a test module (tests use distinct group ids)."""
     base = tmp_path_factory.mktemp("regroup-server")
     proc = ServerProcess(base / "data", base / "server.log", [])
+    proc.start()
+    try:
+        yield proc
+    finally:
+        proc.kill()
+    assert_clean_log(proc)
+
+
+@contextlib.contextmanager
+def served(directory: Path, *args: str) -> Iterator[ServerProcess]:
+    """A ``regroup serve`` with ``args``, its data and log under ``directory``; killed at the end, and its log
+    checked for tracebacks (``assert_clean_log``)."""
+    proc = ServerProcess(directory / "data", directory / "server.log", list(args))
     proc.start()
     try:
         yield proc
