@@ -49,6 +49,13 @@ class WireClient:
         self._next = 0
         self._sent: list[tuple[int, int, int]] = []  # (correlation id, api key, version)
 
+    @classmethod
+    def over(cls, sock: socket.socket, client_id: str | None = "wire-test") -> WireClient:
+        """A client on a socket already connected (a TLS socket, say)."""
+        client = cls.__new__(cls)
+        client.sock, client.client_id, client._next, client._sent = sock, client_id, 0, []
+        return client
+
     def close(self) -> None:
         self.sock.close()
 

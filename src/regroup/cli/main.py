@@ -27,6 +27,8 @@ from regroup.cli.serve import run as run_serve
 from regroup.cli.simulate import SimulateError
 from regroup.cli.simulate import add_parser as add_simulate_parser
 from regroup.cli.simulate import run as run_simulation
+from regroup.cli.users import add_parser as add_users_parser
+from regroup.cli.users import run as run_users
 
 EXIT_USAGE = 2
 
@@ -56,6 +58,7 @@ def _build_parser() -> argparse.ArgumentParser:
     add_serve_parser(sub)
     add_lab_parser(sub)
     add_repair_parser(sub)
+    add_users_parser(sub)
     return parser
 
 
@@ -141,6 +144,7 @@ COMMANDS = {
     "serve": _cmd_serve,
     "lab": _cmd_lab,
     "repair": _cmd_repair,
+    "users": run_users,
 }
 
 

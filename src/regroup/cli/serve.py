@@ -1,11 +1,20 @@
 """``regroup serve``: run the Kafka-wire server (group coordinator + embedded partition log) until SIGTERM or
 SIGINT. Problems with the arguments or the environment (port in use, unusable data directory, unwritable
-events file) print one line on stderr and exit with 2; a clean shutdown exits 0, a failed log write 1."""
+events file, a bad value in the configuration file) print one line on stderr and exit with 2; a clean shutdown
+exits 0, a failed log write 1.
+
+``--config FILE`` reads Kafka's ``server.properties`` names (``server/properties.py``); a flag given on the
+command line overrides the file (each option records whether the user gave it), and the settings either set
+are the broker's STATIC_BROKER_CONFIG entries. With ``listeners`` in the file, ``--host``/``--port`` given
+explicitly replace the first listener's host and port, ``--advertised-host``/``--advertised-port`` its
+advertised ones; without it, the broker has one PLAINTEXT listener on ``--host``:``--port``, as without a file.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import sys
 from collections.abc import Callable
@@ -16,6 +25,9 @@ from regroup.server.limits import CLIENT_ID, DEFAULT_LIMITS, INSTANCE_ID, MEMBER
 
 if TYPE_CHECKING:
     from regroup.coordinator.config import CoordinatorConfig
+    from regroup.server.app import ServerConfig
+    from regroup.server.listeners import ListenerConfig
+    from regroup.server.properties import ServerSettings
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 #: the identifier limits' kinds (``regroup.server.limits``) and their flags' names
@@ -28,6 +40,37 @@ _ID_LIMIT_FLAGS = {
     "transactional id": "transactional-id",
 }
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+#: the options whose setting has a Kafka name: option (argparse dest) -> Kafka's name (``--host`` and
+#: ``--port`` are ``listeners``, the advertised ones ``advertised.listeners``: see ``server_config``)
+KAFKA_NAMES = {
+    "data_dir": "log.dirs",
+    "initial_rebalance_delay_ms": "group.initial.rebalance.delay.ms",
+    "max_frame_bytes": "socket.request.max.bytes",
+    "connections_max_idle_ms": "connections.max.idle.ms",
+    "max_connections": "max.connections",
+    "max_connections_per_ip": "max.connections.per.ip",
+    "consumer_heartbeat_interval_ms": "group.consumer.heartbeat.interval.ms",
+    "consumer_session_timeout_ms": "group.consumer.session.timeout.ms",
+    "consumer_max_size": "group.consumer.max.size",
+    "consumer_assignors": "group.consumer.assignors",
+    "migration_policy": "group.consumer.migration.policy",
+    "num_partitions": "num.partitions",
+    "auto_create_topics": "auto.create.topics.enable",
+    "message_max_bytes": "message.max.bytes",
+    "log_retention_check_interval_ms": "log.retention.check.interval.ms",
+    "transaction_max_timeout_ms": "transaction.max.timeout.ms",
+    "transactional_id_expiration_ms": "transactional.id.expiration.ms",
+}
+_LISTENER_OPTIONS = {
+    "host": "listeners",
+    "port": "listeners",
+    "advertised_host": "advertised.listeners",
+    "advertised_port": "advertised.listeners",
+}
+#: the namespace attribute holding the dests of the options given on the command line
+GIVEN = "serve_given"
+#: the namespace attribute holding, for each option the configuration file set, its Kafka name
+FROM_FILE = "serve_from_file"
 
 
 class ServeError(Exception):
@@ -48,11 +91,63 @@ def _int_at_least(minimum: int, maximum: int | None = None) -> Callable[[str], i
     return parse
 
 
+def _mark_given(namespace: argparse.Namespace, dest: str) -> None:
+    given: set[str] | None = getattr(namespace, GIVEN, None)
+    if given is None:
+        given = set()
+        setattr(namespace, GIVEN, given)
+    given.add(dest)
+
+
+class _GivenStore(argparse._StoreAction):
+    """``store``, remembering that the user gave the option (so that it overrides the configuration file)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        super().__call__(parser, namespace, values, option_string)
+        _mark_given(namespace, self.dest)
+
+
+class _GivenBoolean(argparse.BooleanOptionalAction):
+    """``--x`` / ``--no-x``, remembering that the user gave one."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        super().__call__(parser, namespace, values, option_string)
+        _mark_given(namespace, self.dest)
+
+
+def given_options(args: argparse.Namespace) -> set[str]:
+    """The dests of the options given on the command line."""
+    return set(getattr(args, GIVEN, None) or ())
+
+
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     parser = sub.add_parser(
         "serve",
         help="run the Kafka-wire group coordinator server",
         description="Serve the Kafka protocol (group coordination, offsets, embedded topics) on one node.",
+    )
+    parser.register("action", None, _GivenStore)
+    parser.register("action", "store", _GivenStore)
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="Kafka's server.properties: its names for the settings below (num.partitions, log.dirs, ...), "
+        "listeners with TLS and SASL (ssl.*, sasl.*, listener.name.<l>.*) and ACLs (authorizer.class.name, "
+        "super.users); unsupported names are a warning. A flag given overrides the file; with listeners in the "
+        "file, --host/--port given replace the first listener's host and port, --advertised-host/"
+        "--advertised-port its advertised ones",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument(
@@ -194,7 +289,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )
     topics.add_argument(
         "--auto-create-topics",
-        action=argparse.BooleanOptionalAction,
+        action=_GivenBoolean,
         default=True,
         help="auto.create.topics.enable: Metadata creates a missing topic a client asks for (default: on)",
     )
@@ -256,8 +351,16 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )
 
 
+def _label(args: argparse.Namespace, dest: str) -> str:
+    """How an error names the setting of option ``dest``: its Kafka name when the configuration file set it,
+    else the flag."""
+    from_file: dict[str, str] = getattr(args, FROM_FILE, None) or {}
+    return from_file.get(dest) or "--" + dest.replace("_", "-")
+
+
 def _coordinator_config(args: argparse.Namespace) -> CoordinatorConfig:
-    """The coordinator's settings from the flags; inconsistent ones are a ``ServeError``."""
+    """The coordinator's settings from the flags (and the configuration file); inconsistent ones are a
+    ``ServeError``."""
     from regroup.assignors import registry
     from regroup.coordinator.config import CoordinatorConfig
     from regroup.coordinator.consumer.target import SERVER_ASSIGNORS
@@ -265,8 +368,8 @@ def _coordinator_config(args: argparse.Namespace) -> CoordinatorConfig:
     heartbeat_ms, session_ms = args.consumer_heartbeat_interval_ms, args.consumer_session_timeout_ms
     if heartbeat_ms >= session_ms:
         raise ServeError(
-            f"--consumer-heartbeat-interval-ms ({heartbeat_ms}) must be less than "
-            f"--consumer-session-timeout-ms ({session_ms})"
+            f"{_label(args, 'consumer_heartbeat_interval_ms')} ({heartbeat_ms}) must be less than "
+            f"{_label(args, 'consumer_session_timeout_ms')} ({session_ms})"
         )
     named = [name.strip() for name in args.consumer_assignors.split(",") if name.strip()]
     ours = [registry.server_side_name(name) for name in named]
@@ -274,8 +377,8 @@ def _coordinator_config(args: argparse.Namespace) -> CoordinatorConfig:
     known = set(assignors) <= SERVER_ASSIGNORS.keys()
     if not named or None in ours or len(set(assignors)) != len(assignors) or not known:
         raise ServeError(
-            f"--consumer-assignors {args.consumer_assignors!r}: name each of {', '.join(registry.SERVER_SIDE)} "
-            "at most once, at least one (range = server-range)"
+            f"{_label(args, 'consumer_assignors')} {args.consumer_assignors!r}: name each of "
+            f"{', '.join(registry.SERVER_SIDE)} at most once, at least one (range = server-range)"
         )
     extra = {} if args.consumer_max_size is None else {"consumer_group_max_size": args.consumer_max_size}
     return CoordinatorConfig(
@@ -301,18 +404,58 @@ def _id_limits(args: argparse.Namespace) -> dict[str, int]:
     return limits
 
 
-def run(args: argparse.Namespace) -> int:
-    from regroup.server.app import ServerConfig, StartupError
-    from regroup.server.app import run as run_server
+def _apply_file(args: argparse.Namespace) -> ServerSettings | None:
+    """Read ``--config`` and give every option the user did not give the file's value; ``None`` without a
+    file. A file that cannot be read or holds a bad value is a ``ServeError``."""
+    from regroup.server.properties import PropertiesError, load_properties, server_settings
+
+    if args.config is None:
+        return None
+    try:
+        settings = server_settings(load_properties(Path(args.config)))
+    except PropertiesError as exc:
+        message = str(exc)
+        raise ServeError(message if message.startswith("cannot read") else f"{args.config}: {message}") from None
+    given, from_file = given_options(args), {}
+    for dest, kafka_name in KAFKA_NAMES.items():
+        if dest not in given and kafka_name in settings.flag_values:
+            setattr(args, dest, settings.flag_values[kafka_name])
+            from_file[dest] = kafka_name
+    setattr(args, FROM_FILE, from_file)
+    return settings
+
+
+def _listeners(args: argparse.Namespace, file: ServerSettings | None) -> tuple[ListenerConfig, ...]:
+    """The file's listeners, the first one's addresses replaced by the listener flags given; ``()`` (one
+    PLAINTEXT listener on --host:--port) without ``listeners`` in the file."""
+    listeners: tuple[ListenerConfig, ...] = () if file is None else file.fields.get("listeners", ())
+    if not listeners:
+        return ()
+    given, first = given_options(args), listeners[0]
+    changes = {dest: getattr(args, dest) for dest in _LISTENER_OPTIONS if dest in given}
+    return (dataclasses.replace(first, **changes), *listeners[1:]) if changes else listeners
+
+
+def server_config(args: argparse.Namespace) -> tuple[ServerConfig, tuple[str, ...]]:
+    """The server's settings from the flags and the configuration file (``--config``), and the file's warnings
+    (one line each, for the caller to log once every check has passed); anything wrong is a ``ServeError``."""
+    from regroup.server.app import ServerConfig
     from regroup.storage.record_log import FsyncPolicy
     from regroup.transactions.results import TxnConfig
 
-    logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT, stream=sys.stderr)
+    file = _apply_file(args)
+    given = given_options(args)
+    configured = set() if file is None else set(file.configured)
+    configured |= {KAFKA_NAMES[dest] for dest in given if dest in KAFKA_NAMES}
+    configured |= {_LISTENER_OPTIONS[dest] for dest in given if dest in _LISTENER_OPTIONS}
+    listeners = _listeners(args, file)
+    extra = {} if file is None else {k: v for k, v in file.fields.items() if k != "listeners"}
+    address: Any = listeners[0] if listeners else args  # the first listener's, or the flags'
     config = ServerConfig(
-        host=args.host,
-        port=args.port,
-        advertised_host=args.advertised_host,
-        advertised_port=args.advertised_port,
+        host=address.host,
+        port=address.port,
+        advertised_host=address.advertised_host,
+        advertised_port=address.advertised_port,
         data_dir=Path(args.data_dir),
         fsync=FsyncPolicy(args.fsync),
         events=Path(args.events) if args.events else None,
@@ -337,12 +480,27 @@ def run(args: argparse.Namespace) -> int:
         transactions=TxnConfig(
             max_timeout_ms=args.transaction_max_timeout_ms, id_expiration_ms=args.transactional_id_expiration_ms
         ),
+        listeners=listeners,
+        configured=frozenset(configured),
+        **extra,
     )
     if args.message_max_bytes > args.max_frame_bytes:
         raise ServeError(
-            f"--message-max-bytes ({args.message_max_bytes}) must not exceed --max-frame-bytes "
-            f"({args.max_frame_bytes}): a batch that large could never arrive"
+            f"{_label(args, 'message_max_bytes')} ({args.message_max_bytes}) must not exceed "
+            f"{_label(args, 'max_frame_bytes')} ({args.max_frame_bytes}): a batch that large could never arrive"
         )
+    return config, tuple(f"{args.config}: {warning}" for warning in (() if file is None else file.warnings))
+
+
+def run(args: argparse.Namespace) -> int:
+    from regroup.server.app import StartupError
+    from regroup.server.app import run as run_server
+    from regroup.server.properties import log as properties_log
+
+    logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT, stream=sys.stderr)
+    config, warnings = server_config(args)
+    for warning in warnings:  # once, after every check passed
+        properties_log.warning("%s", warning)
     try:
         return asyncio.run(run_server(config))
     except StartupError as exc:

@@ -34,6 +34,12 @@ class RequestContext:
     client_id: str | None
     client_host: str
     connection_id: int
+    #: who sent it: ``User:NAME`` once authenticated, ``User:ANONYMOUS`` otherwise (``security/acl.py``)
+    principal: str = "User:ANONYMOUS"
+    #: the name of the listener it came in through
+    listener: str = "PLAINTEXT"
+    #: the connection's authentication (``server/session.Session``; None outside a connection)
+    session: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +87,9 @@ class Broker(Protocol):
     def coordinator(self) -> GroupService: ...
     @property
     def api_specs(self) -> Mapping[int, ApiSpec]: ...
+    def endpoint(self, listener: str) -> tuple[str, int]:
+        """The host and port advertised to clients of ``listener``."""
+        ...
 
 
 Handler = Callable[[Any, RequestContext, Any], Awaitable[Any]]

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import functools
 import itertools
 import logging
 import signal
@@ -23,8 +25,11 @@ from typing import TypeVar
 
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.result import Result
+from regroup.security.authorizer import Authorizer
+from regroup.server.acl_store import ACL_FILE, AclStore
 from regroup.server.admission import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP, AcceptErrors, Admission
 from regroup.server.api import ApiSpec, TopicStore
+from regroup.server.authentication import ListenerSecurity, SecurityConfigError
 from regroup.server.broker_configs import BrokerConfigEntry, broker_config_entries
 from regroup.server.connection import DEFAULT_MAX_IDLE_MS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES, Connection
 from regroup.server.dispatch import Dispatcher
@@ -34,11 +39,13 @@ from regroup.server.group_configs import GROUP_CONFIG_FILE, GroupConfigStore, co
 from regroup.server.handlers.registry import load_specs
 from regroup.server.image import cluster_image
 from regroup.server.limits import DEFAULT_LIMITS
+from regroup.server.listeners import ListenerConfig, default_listener
 from regroup.server.log_cleaner import DEFAULT_CHECK_INTERVAL_MS, LogCleaner, log_report
 from regroup.server.metrics import RequestMetrics
 from regroup.server.metrics_http import MetricsEndpoint
 from regroup.server.rebalances import RebalanceLog
 from regroup.server.runtime import CoordinatorRuntime, Uuid4Ids, wall_ms
+from regroup.server.scram_store import SCRAM_CREDENTIALS_FILE, ScramStore
 from regroup.server.scrape import ScrapeSources, scrape
 from regroup.server.topics import DEFAULT_MAX_PARTITIONS, DEFAULT_MAX_PARTITIONS_PER_TOPIC
 from regroup.server.topics import TopicStore as PartitionTopicStore
@@ -54,6 +61,8 @@ from regroup.transactions.results import TxnConfig
 
 log = logging.getLogger("regroup.server")
 
+#: where the metrics endpoint listens unless --metrics-host says otherwise
+LOOPBACK = "127.0.0.1"
 TOPIC_SYNC_INTERVAL_S = 0.1  # with --fsync interval: how often appended topic data is forced to disk
 T = TypeVar("T")
 
@@ -97,6 +106,17 @@ class ServerConfig:
     log_retention_check_interval_ms: int = DEFAULT_CHECK_INTERVAL_MS
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
     transactions: TxnConfig = field(default_factory=TxnConfig)
+    #: the listeners (``server/listeners.py``); empty: one PLAINTEXT listener on ``host``:``port``
+    listeners: tuple[ListenerConfig, ...] = ()
+    #: authorizer.class.name as given (Kafka's StandardAuthorizer or AclAuthorizer); None: no authorization
+    authorizer: str | None = None
+    #: super.users: principals (``User:alice``) every check allows
+    super_users: frozenset[str] = frozenset()
+    #: allow.everyone.if.no.acl.found
+    allow_everyone_if_no_acl_found: bool = False
+    #: the Kafka names of the settings a configuration file or a flag set (DescribeConfigs shows them as
+    #: STATIC_BROKER_CONFIG; the others as DEFAULT_CONFIG)
+    configured: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -115,6 +135,18 @@ class ServerBroker:
     transactions: TransactionRuntime | None = None
     #: the groups' own configurations (resource GROUP)
     group_configs: GroupConfigStore | None = None
+    #: listener name -> the host and port Metadata, FindCoordinator and DescribeCluster advertise on it
+    endpoints: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    #: the SCRAM credentials (DescribeUserScramCredentials, AlterUserScramCredentials, SCRAM exchanges)
+    scram: ScramStore | None = None
+    #: the ACLs (None: no authorizer configured: every ACL API answers SECURITY_DISABLED)
+    acls: AclStore | None = None
+    #: what every handler asks (``server/authz.py``); None: everything is allowed
+    authorizer: Authorizer | None = None
+
+    def endpoint(self, listener: str) -> tuple[str, int]:
+        """The broker's address as clients that came in through ``listener`` must reach it."""
+        return self.endpoints.get(listener, (self.host, self.port))
 
 
 def open_topic_store(directory: Path, cfg: ServerConfig) -> PartitionTopicStore:
@@ -135,7 +167,11 @@ class Server:
         self.config = config
         self.stopped = asyncio.Event()
         self.exit_code = 0
-        self._listener: asyncio.Server | None = None
+        self._listeners: list[asyncio.Server] = []
+        #: listener name -> the port it listens on
+        self.ports: dict[str, int] = {}
+        self._scram: ScramStore | None = None
+        self._acls: AclStore | None = None
         self._runtime: CoordinatorRuntime | None = None
         self._topics: PartitionTopicStore | None = None
         self._transactions: TransactionRuntime | None = None
@@ -182,6 +218,14 @@ class Server:
             if isinstance(exc, StorageError):
                 raise StartupError(f"cannot load the coordinator log: {exc}{_repair_hint(cfg, exc)}") from None
             raise
+        sync = cfg.fsync is not FsyncPolicy.NEVER
+        self._scram = ScramStore(cfg.data_dir / SCRAM_CREDENTIALS_FILE, sync=sync)
+        _guard_startup("cannot read the SCRAM credentials", self._scram.load)
+        if cfg.authorizer is not None:
+            authorizer = Authorizer(cfg.super_users, cfg.allow_everyone_if_no_acl_found)
+            acls = AclStore(cfg.data_dir / ACL_FILE, sync=sync, authorizer=authorizer)
+            _guard_startup("cannot read the ACLs", acls.load)
+            self._acls = acls
         topics_dir = cfg.data_dir / "topics"
         self._topics = _guard_startup(
             "cannot open the partition log", lambda: open_topic_store(topics_dir, cfg), _repair_hint_for(cfg)
@@ -212,7 +256,7 @@ class Server:
                 topics=self._topics,
                 records_at_start=clog.log.next_offset,
             )
-            metrics_host = cfg.metrics_host or cfg.host
+            metrics_host = cfg.metrics_host or LOOPBACK
             self._metrics = MetricsEndpoint(self._scrape, metrics_host, cfg.metrics_port)
             try:
                 await self._metrics.start()
@@ -221,17 +265,38 @@ class Server:
                     f"cannot listen on {metrics_host}:{cfg.metrics_port}: {exc.strerror or exc}"
                 ) from None
             self.metrics_port = self._metrics.port
+        listeners = [_security(listener, self._scram) for listener in listeners_of(cfg)]
         loop = asyncio.get_running_loop()
         self._accept_errors = AcceptErrors(loop.get_exception_handler())
         loop.set_exception_handler(self._accept_errors)
-        try:
-            self._listener = await loop.create_server(self._new_connection, cfg.host, cfg.port, reuse_address=True)
-        except OSError as exc:
-            raise StartupError(f"cannot listen on {cfg.host}:{cfg.port}: {exc.strerror or exc}") from None
-        self.port = self._listener.sockets[0].getsockname()[1]
+        endpoints: dict[str, tuple[str, int]] = {}
+        for security in listeners:
+            listener = security.config
+            try:
+                server = await loop.create_server(
+                    functools.partial(self._new_connection, security),
+                    listener.host,
+                    listener.port,
+                    reuse_address=True,
+                    ssl=security.ssl_context,
+                )
+            except OSError as exc:
+                raise StartupError(
+                    f"cannot listen on {listener.host}:{listener.port} (listener {listener.name}): "
+                    f"{exc.strerror or exc}"
+                ) from None
+            self._listeners.append(server)
+            port = server.sockets[0].getsockname()[1]
+            self.ports[listener.name] = port
+            endpoints[listener.name] = (
+                listener.advertised_host or _advertised(listener.host),
+                listener.advertised_port or port,
+            )
+        first = listeners[0].config.name
+        self.port = self.ports[first]
         broker = ServerBroker(
-            host=cfg.advertised_host or _advertised(cfg.host),
-            port=cfg.advertised_port or self.port,
+            host=endpoints[first][0],
+            port=endpoints[first][1],
             topic_store=self._topics,
             coordinator=self._runtime,
             api_specs=load_specs(),
@@ -240,6 +305,10 @@ class Server:
             broker_configs=broker_config_entries(cfg),
             transactions=self._transactions,
             group_configs=group_configs,
+            endpoints=endpoints,
+            scram=self._scram,
+            acls=self._acls,
+            authorizer=None if self._acls is None else self._acls.authorizer,
         )
         self._dispatcher = Dispatcher(broker, broker.api_specs, request_metrics, cfg.id_limits)
         if self._scrape_sources is not None:
@@ -252,10 +321,22 @@ class Server:
             cleaner.run_forever(cfg.log_retention_check_interval_ms, wall_ms)
         )
         groups = len(self._runtime.coordinator.groups)
+        for security in listeners[1:]:
+            listener = security.config
+            host, port = endpoints[listener.name]
+            log.info(
+                "listening listener=%s protocol=%s host=%s port=%d advertised=%s:%d",
+                listener.name,
+                listener.protocol.value,
+                listener.host,
+                self.ports[listener.name],
+                host,
+                port,
+            )
         log.info(
             "serving host=%s port=%d advertised=%s:%d data_dir=%s fsync=%s groups_loaded=%d topics=%d partitions=%d "
-            "open_segment_files_max=%d apis=%d metrics=%s",
-            cfg.host,
+            "open_segment_files_max=%d apis=%d metrics=%s listener=%s protocol=%s authorizer=%s",
+            listeners[0].config.host,
             self.port,
             broker.host,
             broker.port,
@@ -267,6 +348,9 @@ class Server:
             self._topics.open_files_max,
             len(broker.api_specs),
             "off" if self._metrics is None else f"http://{self._metrics.host}:{self.metrics_port}/metrics",
+            first,
+            listeners[0].config.protocol.value,
+            "off" if self._acls is None else "on",
         )
 
     async def _start_transactions(self, topics: PartitionTopicStore) -> TransactionRuntime:
@@ -295,8 +379,8 @@ class Server:
         await runtime.start()
         return runtime
 
-    def _new_connection(self) -> Connection:
-        """The protocol of a connection just accepted (``loop.create_server``'s factory)."""
+    def _new_connection(self, security: ListenerSecurity) -> Connection:
+        """The protocol of a connection just accepted on a listener (``loop.create_server``'s factory)."""
         assert self._dispatcher is not None
         cfg = self.config
         return Connection(
@@ -308,6 +392,7 @@ class Server:
             max_idle_ms=cfg.connections_max_idle_ms,
             admit=self._admit,
             on_close=self._closed,
+            new_session=security.new_session,
         )
 
     def _admit(self, connection: Connection) -> bool:
@@ -382,17 +467,17 @@ class Server:
         if self._metrics is not None:
             await self._metrics.close()
             self._metrics = None
-        if self._listener is not None:
-            self._listener.close()
+        for listener in self._listeners:
+            listener.close()
         for task in [self._stats, self._syncer, self._cleaner]:
             if task is not None:
                 task.cancel()
         handlers = [task for connection in list(self._connections) for task in connection.close()]
         await asyncio.gather(*handlers, return_exceptions=True)
-        if self._listener is not None:
+        for listener in self._listeners:
             with contextlib.suppress(Exception):
-                await self._listener.wait_closed()
-            self._listener = None
+                await listener.wait_closed()
+        self._listeners = []
         if self._transactions is not None:  # (its marker writer completes offsets in the group coordinator)
             await self._transactions.close()
             self._transactions = None
@@ -443,6 +528,21 @@ def _repair_hint(cfg: ServerConfig, exc: BaseException) -> str:
 
 def _repair_hint_for(cfg: ServerConfig) -> Callable[[BaseException], str]:
     return lambda exc: _repair_hint(cfg, exc)
+
+
+def listeners_of(cfg: ServerConfig) -> tuple[ListenerConfig, ...]:
+    """The configured listeners, or the one PLAINTEXT listener of ``--host``/``--port``."""
+    if cfg.listeners:
+        return cfg.listeners
+    listener = default_listener(cfg.host, cfg.port)
+    return (dataclasses.replace(listener, advertised_host=cfg.advertised_host, advertised_port=cfg.advertised_port),)
+
+
+def _security(listener: ListenerConfig, scram: ScramStore | None) -> ListenerSecurity:
+    try:
+        return ListenerSecurity(listener, None if scram is None else scram.lookup)
+    except SecurityConfigError as exc:
+        raise StartupError(str(exc)) from None
 
 
 def _advertised(host: str) -> str:

@@ -1,38 +1,249 @@
 """The broker's configuration as DescribeConfigs shows it for resource BROKER "0": Kafka's name for each
-setting ``regroup serve`` has, its value, and whether a flag set it.
+setting ``regroup serve`` has, its effective value, and whether the configuration file or a flag set it.
 
-A shell module without I/O. Every entry is read-only: this broker's settings come from its flags and cannot be
-changed while it runs (AlterConfigs on the broker is refused). An entry's source is STATIC_BROKER_CONFIG when
-its value differs from the built-in default (a flag set it), DEFAULT_CONFIG otherwise.
+A shell module without I/O. Every entry is read-only: this broker's settings come from its flags and its
+configuration file and cannot be changed while it runs (AlterConfigs on the broker is refused). An entry's
+source is STATIC_BROKER_CONFIG when the file or a flag set it (``ServerConfig.configured``; for a
+``ServerConfig`` built in code, also when its value differs from the built-in default), DEFAULT_CONFIG
+otherwise, as Kafka's ``ConfigHelper`` tells a ``server.properties`` setting from a default.
+
+The security settings are per listener (``server/listeners.py``): an unprefixed ``ssl.*``/``sasl.*`` entry
+shows the value of the first listener it applies to that has no ``listener.name.<l>.`` override of it (else
+Kafka's default), and each listener-prefixed setting the file gave is an entry of its own with that listener's
+value. Passwords, keys and JAAS configurations are sensitive: their value is never shown (Kafka's PASSWORD
+settings; ``config_view.describe_broker`` answers them as null with ``is_sensitive``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.server.group_configs import Ranges
+from regroup.server.listeners import SASL_MECHANISMS, ListenerConfig, SecurityProtocol, TlsSettings
 from regroup.storage.topic_config import ConfigSource, ConfigType
 
-__all__ = ["BrokerConfigEntry", "broker_config_entries"]
+__all__ = ["SENSITIVE", "BrokerConfigEntry", "broker_config_entries"]
+
+LISTENER_PREFIX: Final = "listener.name."
+#: Kafka's PASSWORD settings regroup reads: never shown
+SENSITIVE: Final = (
+    "ssl.keystore.password",
+    "ssl.key.password",
+    "ssl.keystore.key",
+    "ssl.keystore.certificate.chain",
+    "ssl.truststore.password",
+    "ssl.truststore.certificates",
+    "sasl.jaas.config",
+)
+#: Kafka's default listener.security.protocol.map: each protocol's name maps to itself
+DEFAULT_PROTOCOL_MAP: Final = ",".join(f"{p.value}:{p.value}" for p in SecurityProtocol)
 
 
 @dataclass(frozen=True, slots=True)
 class BrokerConfigEntry:
     name: str
-    value: str
+    value: str | None
     source: ConfigSource
     type: ConfigType
     doc: str
+    #: a password, key or JAAS configuration: DescribeConfigs answers its value as null
+    sensitive: bool = False
 
 
-def _text(value: Any) -> str:
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, tuple | list):
         return ",".join(str(v) for v in value)
+    if isinstance(value, Path):
+        return str(value)
     return str(value)
+
+
+def _tls(listener: ListenerConfig) -> TlsSettings:
+    return listener.tls or TlsSettings()
+
+
+def _is_tls(listener: ListenerConfig) -> bool:
+    return listener.tls is not None
+
+
+def _is_ssl(listener: ListenerConfig) -> bool:  # Kafka: ssl.client.auth without prefix is for SSL listeners only
+    return listener.tls is not None and listener.protocol is SecurityProtocol.SSL
+
+
+def _is_sasl(listener: ListenerConfig) -> bool:
+    return listener.protocol.sasl
+
+
+def _has_oauth(listener: ListenerConfig) -> bool:
+    return listener.protocol.sasl and "OAUTHBEARER" in listener.sasl_mechanisms
+
+
+def _jwks_url(listener: ListenerConfig) -> str | None:
+    path = listener.oauth.jwks_path
+    return None if path is None else (path.as_uri() if path.is_absolute() else f"file:{path}")
+
+
+#: per-listener settings: name -> (type, Kafka's default, which listeners it applies to, their value, doc)
+_PER_LISTENER: Final[
+    dict[str, tuple[ConfigType, Any, Callable[[ListenerConfig], bool], Callable[[ListenerConfig], Any], str]]
+] = {
+    "sasl.enabled.mechanisms": (ConfigType.LIST, "PLAIN", _is_sasl, lambda lc: lc.sasl_mechanisms,
+        "SASL mechanisms of the SASL listeners (PLAIN by default: regroup has no GSSAPI)."),
+    "connections.max.reauth.ms": (ConfigType.LONG, 0, _is_sasl, lambda lc: lc.max_reauth_ms,
+        "Longest SASL session before the client must re-authenticate (0: as long as its credential lasts)."),
+    "ssl.client.auth": (ConfigType.STRING, "none", _is_ssl, lambda lc: _tls(lc).client_auth,
+        "Whether TLS listeners ask clients for a certificate: none, requested or required."),
+    "ssl.enabled.protocols": (ConfigType.LIST, "TLSv1.2,TLSv1.3", _is_tls, lambda lc: _tls(lc).enabled_protocols,
+        "TLS versions the TLS listeners accept."),
+    "ssl.cipher.suites": (ConfigType.LIST, "", _is_tls, lambda lc: _tls(lc).cipher_suites,
+        "TLS 1.2 cipher suites the TLS listeners accept (empty: OpenSSL's defaults)."),
+    "ssl.keystore.type": (ConfigType.STRING, "PEM", _is_tls, lambda lc: _tls(lc).keystore_type,
+        "Format of the key store: PEM or PKCS12."),
+    "ssl.keystore.location": (ConfigType.STRING, None, _is_tls, lambda lc: _tls(lc).keystore_location,
+        "The key store file."),
+    "ssl.truststore.type": (ConfigType.STRING, "PEM", _is_tls, lambda lc: _tls(lc).truststore_type,
+        "Format of the trust store: PEM or PKCS12."),
+    "ssl.truststore.location": (ConfigType.STRING, None, _is_tls, lambda lc: _tls(lc).truststore_location,
+        "The trust store file: the certificates client certificates are checked against."),
+    "ssl.principal.mapping.rules": (ConfigType.STRING, "DEFAULT", _is_tls,
+        lambda lc: _tls(lc).principal_mapping_rules, "Rules mapping a client certificate's DN to a principal."),
+    "sasl.oauthbearer.jwks.endpoint.url": (ConfigType.STRING, None, _has_oauth, _jwks_url,
+        "The JWKS file OAUTHBEARER tokens are verified against (absent: Kafka's unsecured tokens)."),
+    "sasl.oauthbearer.expected.issuer": (ConfigType.STRING, None, _has_oauth,
+        lambda lc: lc.oauth.expected_issuer, "The issuer (iss) OAUTHBEARER tokens must have."),
+    "sasl.oauthbearer.expected.audience": (ConfigType.LIST, "", _has_oauth,
+        lambda lc: lc.oauth.expected_audience, "Audiences (aud) of which OAUTHBEARER tokens must name one."),
+    "sasl.oauthbearer.clock.skew.seconds": (ConfigType.INT, 30, _has_oauth, lambda lc: lc.oauth.clock_skew_s,
+        "Clock difference allowed when checking a token's times."),
+    "sasl.oauthbearer.sub.claim.name": (ConfigType.STRING, "sub", _has_oauth, lambda lc: lc.oauth.sub_claim,
+        "The claim naming a token's principal."),
+    "sasl.oauthbearer.scope.claim.name": (ConfigType.STRING, "scope", _has_oauth,
+        lambda lc: lc.oauth.scope_claim, "The claim holding a token's scopes."),
+}  # fmt: skip
+_SENSITIVE_DOCS: Final = {
+    "ssl.keystore.password": "Password of a PKCS12 key store.",
+    "ssl.key.password": "Passphrase of the private key.",
+    "ssl.keystore.key": "The private key, PEM text.",
+    "ssl.keystore.certificate.chain": "The certificate chain, PEM text.",
+    "ssl.truststore.password": "Password of the trust store (not needed).",
+    "ssl.truststore.certificates": "Trusted certificates, PEM text.",
+    "sasl.jaas.config": "JAAS login module configuration, per listener and mechanism.",
+}
+
+
+def _listeners(settings: Any) -> tuple[ListenerConfig, ...]:
+    configured: tuple[ListenerConfig, ...] = tuple(settings.listeners)
+    if configured:
+        return configured
+    return (
+        ListenerConfig(
+            name="PLAINTEXT",
+            host=settings.host,
+            port=settings.port,
+            advertised_host=settings.advertised_host,
+            advertised_port=settings.advertised_port,
+        ),
+    )
+
+
+def _address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _prefix(listener: ListenerConfig) -> str:
+    return f"{LISTENER_PREFIX}{listener.name.lower()}."
+
+
+def _security_entries(settings: Any, configured: frozenset[str]) -> Iterable[BrokerConfigEntry]:
+    listeners = _listeners(settings)
+
+    def source(name: str) -> ConfigSource:
+        return ConfigSource.STATIC_BROKER_CONFIG if name in configured else ConfigSource.DEFAULT_CONFIG
+
+    yield BrokerConfigEntry(
+        "listeners",
+        ",".join(f"{lc.name}://{_address(lc.host, lc.port)}" for lc in listeners),
+        source("listeners"),
+        ConfigType.STRING,
+        "Where the broker listens: NAME://host:port, comma-separated (--host and --port without one).",
+    )
+    advertised = None
+    if "advertised.listeners" in configured:
+        advertised = ",".join(
+            f"{lc.name}://{_address(lc.advertised_host or lc.host, lc.advertised_port or lc.port)}" for lc in listeners
+        )
+    yield BrokerConfigEntry(
+        "advertised.listeners",
+        advertised,
+        source("advertised.listeners"),
+        ConfigType.STRING,
+        "What the broker tells clients to connect to, per listener (absent: the listeners).",
+    )
+    protocol_map = DEFAULT_PROTOCOL_MAP
+    if "listener.security.protocol.map" in configured:
+        protocol_map = ",".join(f"{lc.name}:{lc.protocol.value}" for lc in listeners)
+    yield BrokerConfigEntry(
+        "listener.security.protocol.map",
+        protocol_map,
+        source("listener.security.protocol.map"),
+        ConfigType.STRING,
+        "Each listener's security protocol: NAME:PROTOCOL pairs.",
+    )
+    for name, (kind, default, applies, value_of, doc) in _PER_LISTENER.items():
+        users = [lc for lc in listeners if applies(lc) and _prefix(lc) + name not in configured]
+        value = value_of(users[0]) if users and name in configured else default
+        yield BrokerConfigEntry(name, _text(value), source(name), kind, doc)
+    for name in SENSITIVE:
+        yield BrokerConfigEntry(name, None, source(name), ConfigType.PASSWORD, _SENSITIVE_DOCS[name], sensitive=True)
+    yield BrokerConfigEntry(
+        "authorizer.class.name",
+        settings.authorizer or "",
+        source("authorizer.class.name"),
+        ConfigType.STRING,
+        "The ACL authorizer (Kafka's StandardAuthorizer or AclAuthorizer); empty: no authorization.",
+    )
+    yield BrokerConfigEntry(
+        "super.users",
+        ";".join(sorted(settings.super_users)) or None,
+        source("super.users"),
+        ConfigType.LIST,
+        "Principals every ACL check allows, separated by ';'.",
+    )
+    yield BrokerConfigEntry(
+        "allow.everyone.if.no.acl.found",
+        _text(bool(settings.allow_everyone_if_no_acl_found)),
+        source("allow.everyone.if.no.acl.found"),
+        ConfigType.BOOLEAN,
+        "Whether a resource without ACLs is open to everyone.",
+    )
+    yield from _prefixed_entries(listeners, configured)
+
+
+def _prefixed_entries(listeners: tuple[ListenerConfig, ...], configured: frozenset[str]) -> Iterable[BrokerConfigEntry]:
+    """An entry for each listener-prefixed setting given, with that listener's value."""
+    static = ConfigSource.STATIC_BROKER_CONFIG
+    for name in sorted(n for n in configured if n.startswith(LISTENER_PREFIX)):
+        listener = next((lc for lc in listeners if name.startswith(_prefix(lc))), None)
+        if listener is None:
+            continue
+        rest = name[len(_prefix(listener)) :]
+        mechanism, _, setting = rest.partition(".")
+        base = setting if mechanism.upper() in SASL_MECHANISMS else rest
+        if base in SENSITIVE:
+            yield BrokerConfigEntry(name, None, static, ConfigType.PASSWORD, _SENSITIVE_DOCS[base], sensitive=True)
+        elif base in _PER_LISTENER:
+            kind, _, applies, value_of, doc = _PER_LISTENER[base]
+            shown = applies(listener) or (base.startswith("ssl.") and _is_tls(listener))
+            if shown or base == "connections.max.reauth.ms":
+                yield BrokerConfigEntry(name, _text(value_of(listener)), static, kind, doc)
 
 
 def broker_config_entries(settings: Any) -> dict[str, BrokerConfigEntry]:
@@ -110,8 +321,12 @@ def broker_config_entries(settings: Any) -> dict[str, BrokerConfigEntry]:
          base.consumer_group_migration_policy, ConfigType.STRING,
          "Online conversion between classic and consumer groups (--migration-policy)."),
     ]  # fmt: skip
+    configured: frozenset[str] = frozenset(settings.configured)
     entries = {}
     for name, value, default, kind, doc in rows:
-        source = ConfigSource.DEFAULT_CONFIG if value == default else ConfigSource.STATIC_BROKER_CONFIG
+        static = name in configured or value != default
+        source = ConfigSource.STATIC_BROKER_CONFIG if static else ConfigSource.DEFAULT_CONFIG
         entries[name] = BrokerConfigEntry(name, _text(value), source, kind, doc)
+    for entry in _security_entries(settings, configured):
+        entries[entry.name] = entry
     return dict(sorted(entries.items()))

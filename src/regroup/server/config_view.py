@@ -94,11 +94,16 @@ def describe_loggers(levels: Mapping[str, str], names: Iterable[str] | None = No
 
 
 def describe_broker(entries: Mapping[str, BrokerConfigEntry], names: Iterable[str] | None = None) -> list[Described]:
+    """The broker's entries (read-only); a sensitive one (a password, key or JAAS configuration) has a null
+    value, in its synonym too, and ``is_sensitive``, as Kafka answers them."""
     wanted = sorted(entries) if names is None else sorted(set(names) & entries.keys())
     out = []
     for name in wanted:
         e = entries[name]
-        out.append(Described(name, e.value, e.source, True, e.type, e.doc, ((name, e.value, e.source),)))
+        value = None if e.sensitive else e.value
+        out.append(
+            Described(name, value, e.source, True, e.type, e.doc, ((name, value, e.source),), sensitive=e.sensitive)
+        )
     return out
 
 

@@ -52,6 +52,7 @@ from regroup.server.dispatch import Dispatcher
 from regroup.server.eager import Started, start
 from regroup.server.errors import ProtocolError, RequestDropped
 from regroup.server.framing import DEFAULT_MAX_FRAME_BYTES, FrameBuffer
+from regroup.server.session import Session, SessionState
 
 log = logging.getLogger("regroup.server.connection")
 
@@ -60,9 +61,15 @@ DEFAULT_MAX_QUEUED_BYTES = 1024 * 1024
 DEFAULT_MAX_IDLE_MS = 600_000
 #: the most one connection handles in one turn of the event loop before yielding to the others
 FRAMES_PER_TURN = 128
+#: the largest frame a connection not yet authenticated may send (Kafka's sasl.server.max.receive.size)
+SASL_MAX_RECEIVE_BYTES = 524_288
 SECONDS_PER_TURN = 0.005
 
 Response = bytes | None
+
+
+def _wall_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 class _Slot:
@@ -89,6 +96,7 @@ class Connection(asyncio.Protocol):
         max_idle_ms: int = DEFAULT_MAX_IDLE_MS,
         admit: Callable[[Connection], bool] | None = None,
         on_close: Callable[[Connection], None] | None = None,
+        new_session: Callable[[asyncio.Transport], Session] | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.connection_id = connection_id
@@ -96,6 +104,7 @@ class Connection(asyncio.Protocol):
         self.client_host = ""
         self.admitted = False
         self._frames = FrameBuffer(max_frame_bytes)
+        self._max_frame_bytes = max_frame_bytes
         self._max_in_flight = max(1, max_in_flight)
         self._max_queued_bytes = max(1, max_queued_bytes)
         self._max_idle_s = max_idle_ms / 1000
@@ -112,6 +121,10 @@ class Connection(asyncio.Protocol):
         self._closing = False
         self._last_active = self._loop.time()
         self._idle_timer: asyncio.TimerHandle | None = None
+        self._new_session = new_session
+        #: who the peer is and what it may send now (``server/session.py``); PLAINTEXT and anonymous until made
+        self.session = Session(listener="PLAINTEXT", monotonic_ms=self._monotonic_ms, wall_ms=_wall_ms)
+        self._close_when_written = False  # the session failed: close once the responses before are written
 
     # ------------------------------------------------------------------------------ asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -125,6 +138,8 @@ class Connection(asyncio.Protocol):
             transport.close()
             return
         self.admitted = True
+        if self._new_session is not None:
+            self.session = self._new_session(transport)
         # the transport reports (pause_writing) a write buffer above the queued-bytes bound
         transport.set_write_buffer_limits(high=self._max_queued_bytes, low=self._max_queued_bytes // 4)
         self._idle_timer = self._loop.call_later(self._max_idle_s, self._check_idle)
@@ -166,7 +181,7 @@ class Connection(asyncio.Protocol):
     # ------------------------------------------------------------------------------ requests
     def _process(self) -> None:
         """Handle the complete frames buffered, within this turn's budget and the back-pressure bounds."""
-        if self._processing or self._closing or self._next_turn is not None:
+        if self._processing or self._closing or self._next_turn is not None or self._close_when_written:
             return
         transport = self._transport
         assert transport is not None
@@ -192,10 +207,23 @@ class Connection(asyncio.Protocol):
                     if frames.buffered:
                         self._next_turn = self._loop.call_soon(self._turn)
                     break
+                session = self.session
+                if session.busy or self._close_when_written:
+                    break  # an authentication step is being answered: what follows waits for it
                 try:
+                    # before authentication a frame is at most Kafka's sasl.server.max.receive.size
+                    frames.max_bytes = self._max_frame_bytes if session.authenticated else SASL_MAX_RECEIVE_BYTES
                     frame = frames.next_frame()
                     if frame is None:
                         break
+                    if session.state is SessionState.RAW_TOKENS:
+                        self._raw_token(frame, out)
+                        if self._closing:
+                            return
+                        continue
+                    refused = session.check(int.from_bytes(frame[:2], "big", signed=True))  # (its api key)
+                    if refused is not None:
+                        raise ProtocolError(refused)
                     request = decode_request(frame, self.dispatcher.versions, self.dispatcher.limits)
                 except ProtocolError as exc:
                     self._write(out)
@@ -203,8 +231,12 @@ class Connection(asyncio.Protocol):
                     return
                 handled += 1
                 started: Started[Response] = start(
-                    self.dispatcher.respond(request, client_host=self.client_host, connection_id=self.connection_id)
+                    self.dispatcher.respond(
+                        request, client_host=self.client_host, connection_id=self.connection_id, session=session
+                    )
                 )
+                if session.state is SessionState.FAILED:
+                    self._close_when_written = True
                 if started.done and not slots:
                     if started.error is not None:
                         self._write(out)
@@ -227,9 +259,32 @@ class Connection(asyncio.Protocol):
                     started.task.add_done_callback(functools.partial(self._finished, slot))
                 slots.append(slot)
             self._write(out)
+            if self._close_when_written and not slots:
+                self._close()
         finally:
             self._processing = False
             self._update_reading()
+
+    def _raw_token(self, frame: bytes, out: list[bytes]) -> None:
+        """A SASL token sent raw after a SaslHandshake v0: its reply goes out raw too; a failure closes."""
+        session = self.session
+        reply = session.raw_token(frame)
+        if reply is None:
+            log.info(
+                "authentication failed peer=%s listener=%s mechanism=%s user=%.256r: %s",
+                self.client_host,
+                session.listener,
+                session.mechanism,
+                session.user,
+                session.failure,
+            )
+            self._write(out)
+            self._close()
+            return
+        out.append(len(reply).to_bytes(4, "big") + reply)
+
+    def _monotonic_ms(self) -> float:
+        return self._loop.time() * 1000
 
     def _turn(self) -> None:
         """A later turn for the requests left buffered when the previous turn's budget ran out."""
@@ -262,6 +317,10 @@ class Connection(asyncio.Protocol):
                     out.append(head.data)
                     self._held_bytes -= len(head.data)
             self._write(out)
+        if self._close_when_written:
+            if not slots:
+                self._close()
+            return
         self._process()  # frames left buffered at a bound; updates reading either way
 
     def _write(self, chunks: list[bytes]) -> None:
@@ -279,6 +338,7 @@ class Connection(asyncio.Protocol):
         held = self._held_bytes  # with none, the buffer alone over the bound means writing is paused
         pause = (
             self._writing_paused
+            or self.session.busy
             or self._next_turn is not None
             or len(self._slots) >= self._max_in_flight
             or (held > 0 and held + transport.get_write_buffer_size() > self._max_queued_bytes)

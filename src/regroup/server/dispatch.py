@@ -28,6 +28,7 @@ from regroup.server.errors import CoordinatorUnavailable, ProtocolError, Request
 from regroup.server.failures import FailureLog
 from regroup.server.limits import Limits
 from regroup.server.metrics import RequestMetrics
+from regroup.server.session import Session
 
 log = logging.getLogger("regroup.server.dispatch")
 
@@ -57,6 +58,10 @@ _API_NAMES: dict[int, str] = {}
 _API_NAMES_MAX = 1024
 
 
+def _identity(session: Session) -> dict[str, Any]:
+    return {"principal": session.principal, "listener": session.listener, "session": session}
+
+
 class Dispatcher:
     """Routes requests to the handlers of ``specs`` (one ``ApiSpec`` per API key)."""
 
@@ -79,22 +84,25 @@ class Dispatcher:
         self.failures = FailureLog()
         self.counts: Counter[str] = Counter()
 
-    async def respond(self, request: DecodedRequest, *, client_host: str, connection_id: int) -> bytes | None:
+    async def respond(
+        self, request: DecodedRequest, *, client_host: str, connection_id: int, session: Session | None = None
+    ) -> bytes | None:
         """The framed response to ``request``, or None when Kafka sends none (Produce with acks=0).
-        Raises when the connection must be closed instead."""
+        Raises when the connection must be closed instead. ``session``: the connection's authentication (its
+        principal and listener go into the request's context)."""
         name = api_name(request.api_key)
         self.counts[name] += 1
         metrics = self.metrics
         if metrics is None:
-            return (await self._respond(request, name, client_host, connection_id))[0]
+            return (await self._respond(request, name, client_host, connection_id, session))[0]
         started = time.perf_counter()
         metrics.received(name, request.size + 4)
-        data, response = await self._respond(request, name, client_host, connection_id)
+        data, response = await self._respond(request, name, client_host, connection_id, session)
         metrics.answered(name, time.perf_counter() - started, response, 0 if data is None else len(data))
         return data
 
     async def _respond(
-        self, request: DecodedRequest, name: str, client_host: str, connection_id: int
+        self, request: DecodedRequest, name: str, client_host: str, connection_id: int, session: Session | None
     ) -> tuple[bytes | None, Any]:
         """(the framed response or None, the response entity)."""
         log.debug(
@@ -116,6 +124,7 @@ class Dispatcher:
             client_id=request.client_id,
             client_host=client_host,
             connection_id=connection_id,
+            **({} if session is None else _identity(session)),
         )
         if request.over_limit is not None:
             self.failures.over_limit(name, client_host, request.over_limit)

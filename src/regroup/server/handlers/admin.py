@@ -1,9 +1,19 @@
 """Group inspection and deletion: DescribeGroups (v0-6; v6, KIP-1043: a group that is not classic is
 GROUP_ID_NOT_FOUND with a message), ListGroups (v0-5, state filter v4+, type filter v5+),
 DeleteGroups (v0-2). The core decides everything (KIP-40 semantics, "Dead" for unknown groups,
-NON_EMPTY_GROUP, ...); this module only maps versions. There is no authorizer: when a DescribeGroups v3+
-client asks for authorized operations it gets every operation a group supports (READ, DELETE, DESCRIBE), as
-Kafka reports without an authorizer."""
+NON_EMPTY_GROUP, ...); this module maps versions and checks the ACLs. When a DescribeGroups v3+ client asks for
+authorized operations (KIP-430) it gets the group operations (READ, DELETE, DESCRIBE) the principal may do:
+every one without an authorizer.
+
+Authorization, as Kafka's ``KafkaApis`` checks it:
+
+* DescribeGroups: DESCRIBE on each Group; a group without it is GROUP_AUTHORIZATION_FAILED (nothing of it
+  disclosed), listed ahead of the groups the coordinator describes.
+* ListGroups: DESCRIBE on the Cluster lists every group; without it only the groups the principal may DESCRIBE
+  are listed (never CLUSTER_AUTHORIZATION_FAILED).
+* DeleteGroups: DELETE on each Group; a group without it is GROUP_AUTHORIZATION_FAILED and left alone (the
+  coordinator is asked only about the others), listed after them.
+"""
 
 from __future__ import annotations
 
@@ -11,13 +21,16 @@ from typing import Any
 
 from regroup.model.errors import ErrorCode
 from regroup.protocol.admin import DeleteGroupsResponse, DescribedGroup, ListGroupsRequest, ListGroupsResponse
+from regroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from regroup.server.api import ApiSpec, Broker, RequestContext
+from regroup.server.authz import allowed
 from regroup.server.handlers._common import respond
+from regroup.server.handlers.authorized import GROUP_OPERATIONS, authorized_operations
+from regroup.server.handlers.authorized import NOT_REQUESTED as OPERATIONS_NOT_REQUESTED
+
+__all__ = ["GROUP_OPERATIONS", "OPERATIONS_NOT_REQUESTED", "SPECS"]
 
 DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
-#: Kafka's AclOperation codes READ=3, DELETE=6, DESCRIBE=8 as a bit field
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
-OPERATIONS_NOT_REQUESTED = -(2**31)
 
 
 # ------------------------------------------------------------------------------------- DescribeGroups
@@ -50,13 +63,34 @@ def _describe_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
 
 
 async def describe_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    group_ids = list(request.groups)
-    described: tuple[DescribedGroup, ...] = await broker.coordinator.call(
-        lambda c, key, now: c.describe_groups(group_ids, key, now, ctx.api_version)
-    )
+    """DESCRIBE on each Group."""
+    group_ids: list[str] = []
+    refused: list[dict[str, Any]] = []
+    for group_id in request.groups:
+        if allowed(broker, ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            group_ids.append(group_id)
+        else:
+            failed = DescribedGroup(group_id=group_id, error=ErrorCode.GROUP_AUTHORIZATION_FAILED, state="")
+            refused.append(_described(failed, OPERATIONS_NOT_REQUESTED))
+    described: tuple[DescribedGroup, ...] = ()
+    if group_ids:
+        described = await broker.coordinator.call(
+            lambda c, key, now: c.describe_groups(group_ids, key, now, ctx.api_version)
+        )
     wanted = bool(getattr(request, "include_authorized_operations", False))
-    operations = GROUP_OPERATIONS if wanted else OPERATIONS_NOT_REQUESTED
-    return respond(ctx, groups=[_described(g, operations) for g in described])
+    return respond(
+        ctx,
+        groups=refused
+        + [
+            _described(
+                g,
+                authorized_operations(broker, ctx, ResourceType.GROUP, g.group_id, GROUP_OPERATIONS)
+                if wanted and g.error is ErrorCode.NONE
+                else OPERATIONS_NOT_REQUESTED,
+            )
+            for g in described
+        ],
+    )
 
 
 # ----------------------------------------------------------------------------------------- ListGroups
@@ -65,10 +99,15 @@ def _list_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
 
 
 async def list_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """DESCRIBE on the Cluster: every group; else the groups with DESCRIBE on the Group."""
+    every_group = allowed(broker, ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
     req = ListGroupsRequest(
         states=tuple(getattr(request, "states_filter", ())), types=tuple(getattr(request, "types_filter", ()))
     )
     resp: ListGroupsResponse = await broker.coordinator.call(lambda c, key, now: c.list_groups(req, key, now))
+    listed = resp.groups
+    if not every_group:
+        listed = tuple(g for g in listed if allowed(broker, ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id))
     return respond(
         ctx,
         error_code=resp.error,
@@ -79,7 +118,7 @@ async def list_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                 "group_state": g.state,
                 "group_type": g.group_type,
             }
-            for g in resp.groups
+            for g in listed
         ],
     )
 
@@ -90,9 +129,22 @@ def _delete_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
 
 
 async def delete_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    group_ids = list(request.groups_names)
-    resp: DeleteGroupsResponse = await broker.coordinator.call(lambda c, key, now: c.delete_groups(group_ids, key, now))
-    return respond(ctx, results=[{"group_id": g, "error_code": code} for g, code in resp.results])
+    """DELETE on each Group."""
+    group_ids: list[str] = []
+    refused: dict[str, ErrorCode] = {}
+    for group_id in request.groups_names:
+        if allowed(broker, ctx, AclOperation.DELETE, ResourceType.GROUP, group_id):
+            group_ids.append(group_id)
+        else:
+            refused[group_id] = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    results: list[tuple[str, ErrorCode]] = []
+    if group_ids:
+        resp: DeleteGroupsResponse = await broker.coordinator.call(
+            lambda c, key, now: c.delete_groups(group_ids, key, now)
+        )
+        results.extend(resp.results)
+    results.extend(refused.items())
+    return respond(ctx, results=[{"group_id": g, "error_code": code} for g, code in results])
 
 
 SPECS = [

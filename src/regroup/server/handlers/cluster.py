@@ -3,9 +3,10 @@
 
 **DescribeCluster** answers with the cluster id, node 0 as the controller and the one broker at the
 advertised host and port (no rack, never fenced), and — when asked — the cluster's authorized operations
-(every one: there is no authorizer). From v1 the request names an endpoint type: brokers (1) are described;
-controllers (2) get MISMATCHED_ENDPOINT_TYPE, as from a Kafka broker; any other value
-UNSUPPORTED_ENDPOINT_TYPE. v2's ``include_fenced_brokers`` changes nothing (no broker is fenced).
+(KIP-430: those the principal may do, every one without an authorizer). From v1 the request names an
+endpoint type: brokers (1) are described; controllers (2) get MISMATCHED_ENDPOINT_TYPE, as from a Kafka
+broker; any other value UNSUPPORTED_ENDPOINT_TYPE. v2's ``include_fenced_brokers`` changes nothing (no broker
+is fenced).
 
 **DescribeTopicPartitions** describes the named topics (all topics when none is named) in name order,
 partition by partition, at most ``response_partition_limit`` partitions per response (clamped to 1..2,000,
@@ -16,8 +17,19 @@ must be among them (INVALID_REQUEST, as must a negative cursor partition). A nam
 is UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for an illegal name), without a topic id. Every
 partition is led by node 0 with replicas = ISR = [0], leader epoch -1 (as Metadata reports it), no eligible
 leader replicas beyond the ISR and none offline; no topic is internal (the coordinator's records are not a
-topic); each topic carries every topic operation as authorized. Names are ordered as Kafka orders them
+topic); each topic carries the topic operations the principal may do. Names are ordered as Kafka orders them
 (Java's ``String.compareTo``: UTF-16 code units).
+
+Authorization, as Kafka's broker checks it:
+
+- **DescribeCluster** (``AuthHelper.computeDescribeClusterResponse``): Kafka's ACL table lists DESCRIBE on the
+  Cluster, and that is what the answer depends on, but Kafka does not refuse the request: without DESCRIBE on
+  the Cluster the cluster's authorized operations are 0 (when asked), and the rest is answered as usual. So
+  does this server (every admin client asks for it).
+- **DescribeTopicPartitions** (``DescribeTopicPartitionsRequestHandler``): DESCRIBE on each Topic. Describing
+  all topics leaves the others out silently (they do not count towards the partition limit); a named topic
+  without it is TOPIC_AUTHORIZATION_FAILED with a zero topic id, after the described topics, whether or not it
+  exists. Each described topic (and each named unknown one) carries the topic operations the principal may do.
 """
 
 from __future__ import annotations
@@ -29,10 +41,16 @@ from kio.schema.errors import ErrorCode
 
 from regroup.model.errors import ApiError
 from regroup.model.errors import ErrorCode as CoreErrorCode
+from regroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from regroup.server.api import CLUSTER_ID, NODE_ID, ApiSpec, Broker, RequestContext, TopicInfo
 from regroup.server.handlers._common import respond
-from regroup.server.handlers.authorized import CLUSTER_OPERATIONS, NOT_REQUESTED, TOPIC_OPERATIONS
-from regroup.server.handlers.topics import store_of
+from regroup.server.handlers.authorized import (
+    CLUSTER_OPERATIONS,
+    NOT_REQUESTED,
+    TOPIC_OPERATIONS,
+    authorized_operations,
+)
+from regroup.server.handlers.topics import UNAUTHORIZED, may, may_on_cluster, store_of
 from regroup.server.limits import TOPIC_NAME
 from regroup.server.topics import InvalidTopicError, validate_topic_name
 
@@ -49,14 +67,22 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 async def handle_describe_cluster(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """DESCRIBE on the Cluster decides the authorized operations; the request itself is never refused."""
     endpoint = int(getattr(request, "endpoint_type", BROKERS_ENDPOINT))
     if endpoint == CONTROLLERS_ENDPOINT:
         message = "This is a broker endpoint; controllers are described only by a controller."
         return _cluster_error(ctx, ErrorCode.mismatched_endpoint_type, message)
     if endpoint != BROKERS_ENDPOINT:
         return _cluster_error(ctx, ErrorCode.unsupported_endpoint_type, f"Unsupported endpoint type {endpoint}")
-    wanted = request.include_cluster_authorized_operations
-    node = {"broker_id": NODE_ID, "host": broker.host, "port": broker.port, "rack": None, "is_fenced": False}
+    operations = NOT_REQUESTED
+    if request.include_cluster_authorized_operations:
+        operations = (
+            authorized_operations(broker, ctx, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
+            if may_on_cluster(broker, ctx, AclOperation.DESCRIBE)
+            else 0
+        )
+    host, port = broker.endpoint(ctx.listener)
+    node = {"broker_id": NODE_ID, "host": host, "port": port, "rack": None, "is_fenced": False}
     return respond(
         ctx,
         error_code=ErrorCode.none,
@@ -65,7 +91,7 @@ async def handle_describe_cluster(broker: Broker, ctx: RequestContext, request: 
         cluster_id=CLUSTER_ID,
         controller_id=NODE_ID,
         brokers=[node],
-        cluster_authorized_operations=CLUSTER_OPERATIONS if wanted else NOT_REQUESTED,
+        cluster_authorized_operations=operations,
     )
 
 
@@ -86,6 +112,7 @@ def java_order(name: str) -> bytes:
 
 
 async def handle_describe_topic_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """DESCRIBE on each Topic."""
     store = store_of(broker)
     cursor = request.cursor
     start_key = java_order(cursor.topic_name) if cursor is not None else b""
@@ -97,6 +124,10 @@ async def handle_describe_topic_partitions(broker: Broker, ctx: RequestContext, 
     if cursor is not None and cursor.partition_index < 0:
         raise ApiError(CoreErrorCode.INVALID_REQUEST, "the cursor's partition must not be negative")
     remaining = max(min(MAX_PARTITIONS_PER_RESPONSE, request.response_partition_limit), 1)
+    refused = [name for name in names if not may(broker, ctx, AclOperation.DESCRIBE, name)]
+    if refused:
+        denied = set(refused)
+        names = [name for name in names if name not in denied]
     topics: list[dict[str, Any]] = []
     next_cursor: dict[str, Any] | None = None
     for name in names:
@@ -115,7 +146,25 @@ async def handle_describe_topic_partitions(broker: Broker, ctx: RequestContext, 
             next_cursor = {"topic_name": name, "partition_index": end}
             break
         remaining -= max(0, end - first)
+    for topic in topics:
+        topic["topic_authorized_operations"] = authorized_operations(
+            broker, ctx, ResourceType.TOPIC, topic["name"], TOPIC_OPERATIONS
+        )
+    if not everything:
+        topics.extend(_unauthorized_topic(name) for name in refused)
     return respond(ctx, topics=topics, next_cursor=next_cursor)
+
+
+def _unauthorized_topic(name: str) -> dict[str, Any]:
+    """A named topic the principal may not DESCRIBE: nothing of it disclosed."""
+    return {
+        "error_code": UNAUTHORIZED,
+        "name": name,
+        "topic_id": ZERO_UUID,
+        "is_internal": False,
+        "partitions": [],
+        "topic_authorized_operations": NOT_REQUESTED,
+    }
 
 
 def _topic(info: TopicInfo, partitions: range) -> dict[str, Any]:

@@ -28,6 +28,15 @@ Resources, as Kafka answers them (``ConfigHelper``, ``ConfigAdminManager``, the 
 
 A resource named twice in one alteration gets INVALID_REQUEST for both, a configuration named twice in one
 resource INVALID_REQUEST, a null value (other than DELETE's) INVALID_REQUEST.
+
+Authorization, per resource, as Kafka checks it (``ConfigHelper``, ``ConfigAdminManager``, ``ControllerApis``):
+DescribeConfigs needs DESCRIBE_CONFIGS, AlterConfigs and IncrementalAlterConfigs ALTER_CONFIGS, on the Topic
+(else TOPIC_AUTHORIZATION_FAILED), on the Group (GROUP_AUTHORIZATION_FAILED), or on the Cluster for BROKER and
+BROKER_LOGGER resources (CLUSTER_AUTHORIZATION_FAILED), each with Kafka's default message. A refused resource
+is answered without configurations and is not changed; the others are answered as usual. The check comes
+before the resource's own checks (its name, its existence, the values), except that an alteration's
+duplicate and null checks come first, and a BROKER alteration is judged (broker id, static settings) before
+its authorization, as Kafka's broker does before forwarding it to the controller.
 """
 
 from __future__ import annotations
@@ -39,7 +48,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from regroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from regroup.server.api import NODE_ID, ApiSpec, Broker, RequestContext
+from regroup.server.authz import allowed
 from regroup.server.broker_configs import BrokerConfigEntry, broker_config_entries
 from regroup.server.broker_loggers import (
     LoggerRequestError,
@@ -68,6 +79,26 @@ class _Refused(Exception):
     def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+#: config resource type -> (the ACL resource type checked, the error without the ACL, Kafka's message)
+_ACL_OF: dict[int, tuple[ResourceType, ErrorCode, str]] = {
+    TOPIC: (ResourceType.TOPIC, ErrorCode.topic_authorization_failed, "Topic authorization failed."),
+    GROUP: (ResourceType.GROUP, ErrorCode.group_authorization_failed, "Group authorization failed."),
+    BROKER: (ResourceType.CLUSTER, ErrorCode.cluster_authorization_failed, "Cluster authorization failed."),
+    BROKER_LOGGER: (ResourceType.CLUSTER, ErrorCode.cluster_authorization_failed, "Cluster authorization failed."),
+}
+
+
+def _authorize(broker: Broker, ctx: RequestContext, operation: AclOperation, resource_type: int, name: str) -> None:
+    """``operation`` on the resource's ACL resource (the Cluster for BROKER and BROKER_LOGGER), else its
+    authorization error; other config resource types are not checked (they are refused on their own)."""
+    acl = _ACL_OF.get(resource_type)
+    if acl is None:
+        return
+    acl_type, error, message = acl
+    if not allowed(broker, ctx, operation, acl_type, CLUSTER_NAME if acl_type is ResourceType.CLUSTER else name):
+        raise _Refused(error, message)
 
 
 def _type_name(resource_type: int) -> str:
@@ -122,6 +153,7 @@ def _existing_topic(store: TopicStore, name: str) -> None:
 
 
 async def handle_describe_configs(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """DESCRIBE_CONFIGS on each resource's Topic, Group or (BROKER, BROKER_LOGGER) the Cluster."""
     mod = response_module(request)
     store = store_of(broker)
     synonyms, docs = request.include_synonyms, getattr(request, "include_documentation", False)
@@ -130,6 +162,7 @@ async def handle_describe_configs(broker: Broker, ctx: RequestContext, request: 
         keys = resource.configuration_keys or None
         code, message, described = ErrorCode.none, None, []
         try:
+            _authorize(broker, ctx, AclOperation.DESCRIBE_CONFIGS, resource.resource_type, resource.resource_name)
             described = _describe(store, broker, resource.resource_type, resource.resource_name, keys)
         except _Refused as refused:
             code, message = refused.code, str(refused)
@@ -190,11 +223,13 @@ def _entry(mod: Any, d: Described, synonyms: bool, docs: bool) -> Any:
 
 
 async def handle_alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    return _alter(broker, request, _replace_all, "AlterConfigsResponse")
+    """ALTER_CONFIGS on each resource's Topic, Group or (BROKER) the Cluster."""
+    return _alter(broker, ctx, request, _replace_all, "AlterConfigsResponse")
 
 
 async def handle_incremental_alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    return _alter(broker, request, _incremental, "IncrementalAlterConfigsResponse")
+    """ALTER_CONFIGS on each resource's Topic, Group or (BROKER, BROKER_LOGGER) the Cluster."""
+    return _alter(broker, ctx, request, _incremental, "IncrementalAlterConfigsResponse")
 
 
 #: the default of a list configuration (what APPEND and SUBTRACT start from), None for any other name
@@ -211,7 +246,7 @@ def _no_lists(name: str) -> str | None:
     return None
 
 
-def _alter(broker: Broker, request: Any, change: Change, response: str) -> Any:
+def _alter(broker: Broker, ctx: RequestContext, request: Any, change: Change, response: str) -> Any:
     mod = response_module(request)
     store = store_of(broker)
     seen = Counter((r.resource_type, r.resource_name) for r in request.resources)
@@ -221,7 +256,7 @@ def _alter(broker: Broker, request: Any, change: Change, response: str) -> Any:
         try:
             if seen[(resource.resource_type, resource.resource_name)] > 1:
                 raise _Refused(ErrorCode.invalid_request, "Each resource must appear at most once.")
-            _alter_one(broker, store, resource, change, request.validate_only)
+            _alter_one(broker, ctx, store, resource, change, request.validate_only)
         except _Refused as refused:
             code, message = refused.code, str(refused)
         except ConfigError as exc:
@@ -242,14 +277,21 @@ def _alter(broker: Broker, request: Any, change: Change, response: str) -> Any:
     return build(mod, response, throttle_time=NO_THROTTLE, responses=tuple(responses))
 
 
-def _alter_one(broker: Broker, store: TopicStore, resource: Any, change: Change, validate_only: bool) -> None:
+def _alter_one(
+    broker: Broker, ctx: RequestContext, store: TopicStore, resource: Any, change: Change, validate_only: bool
+) -> None:
     names = [c.name for c in resource.configs]
     if len(set(names)) != len(names):
         raise _Refused(ErrorCode.invalid_request, "Error due to duplicate config keys")
     nulls = [c.name for c in resource.configs if c.value is None and getattr(c, "config_operation", SET) != DELETE]
     if nulls:
         raise _Refused(ErrorCode.invalid_request, f"Null value not supported for : {', '.join(nulls)}")
+
+    def authorize() -> None:
+        _authorize(broker, ctx, AclOperation.ALTER_CONFIGS, resource.resource_type, resource.resource_name)
+
     if resource.resource_type == TOPIC:
+        authorize()
         _existing_topic(store, resource.resource_name)
         current = store.configs.overrides(resource.resource_name)
         new = validate_topic_configs(change(current, resource.configs, _topic_list_default))
@@ -257,6 +299,7 @@ def _alter_one(broker: Broker, store: TopicStore, resource: Any, change: Change,
             store.set_topic_configs(resource.resource_name, new)
         return
     if resource.resource_type == GROUP:
+        authorize()
         groups, group = _group_store(broker), resource.resource_name
         _check_group_name(group)
         new = validate_group_configs(change(groups.overrides(group), resource.configs, _no_lists), groups.config)
@@ -267,6 +310,7 @@ def _alter_one(broker: Broker, store: TopicStore, resource: Any, change: Change,
             broker.coordinator.update_group_config(group, core_group_config(new))
         return
     if resource.resource_type == BROKER_LOGGER and change is _incremental:
+        authorize()
         _check_broker_name(resource.resource_name, empty_ok=False)
         changes = [(c.config_operation, c.name, c.value) for c in resource.configs]
         try:
@@ -285,6 +329,7 @@ def _alter_one(broker: Broker, store: TopicStore, resource: Any, change: Change,
         if names:
             listed = ", ".join(sorted(set(names)))
             raise _Refused(ErrorCode.invalid_request, f"Cannot update these configs dynamically: Set({listed})")
+        authorize()
         return
     raise _Refused(ErrorCode.invalid_request, f"Unknown resource type {_type_name(resource.resource_type)}")
 

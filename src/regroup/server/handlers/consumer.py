@@ -12,8 +12,13 @@ this module maps kio entities to ``regroup.protocol.consumer`` and back. Version
   Kafka's coordinator service answers for a failure outside the group logic, e.g. COORDINATOR_NOT_AVAILABLE).
 * ConsumerGroupDescribe v1 (KIP-1099) adds each member's type: 0 for a member still using the classic
   protocol (a rolling upgrade in progress), 1 for a consumer-protocol member.
-* ConsumerGroupDescribe reports AuthorizedOperations only when asked (there is no authorizer: every
-  operation a group supports), INT32_MIN otherwise, and never for a group that failed.
+* ConsumerGroupDescribe reports AuthorizedOperations (KIP-430) only when asked, INT32_MIN otherwise, and never
+  for a group that failed: the group operations the principal may do (every one without an authorizer).
+
+Authorization (Kafka's ``KafkaApis``): ConsumerGroupHeartbeat needs READ on the Group, else the whole request is
+GROUP_AUTHORIZATION_FAILED (with Kafka's default message) before any validation or coordinator work.
+ConsumerGroupDescribe needs DESCRIBE on each Group: a group without it is answered GROUP_AUTHORIZATION_FAILED
+(no message, nothing of the group disclosed) ahead of the groups the coordinator describes.
 """
 
 from __future__ import annotations
@@ -32,11 +37,14 @@ from regroup.protocol.consumer import (
     DescribedTopicPartitions,
     TopicPartitions,
 )
+from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import ApiSpec, Broker, RequestContext
+from regroup.server.authz import allowed, require
 from regroup.server.codec import response_class
 from regroup.server.entities import build, ms
 from regroup.server.handlers._common import client_info, respond
-from regroup.server.handlers.admin import GROUP_OPERATIONS, OPERATIONS_NOT_REQUESTED
+from regroup.server.handlers.authorized import GROUP_OPERATIONS, authorized_operations
+from regroup.server.handlers.authorized import NOT_REQUESTED as OPERATIONS_NOT_REQUESTED
 
 CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 CLIENT_MEMBER_ID_FROM = 1
@@ -46,6 +54,7 @@ ZERO_UUID = uuid.UUID(int=0)
 #: Kafka's default texts (``Errors.message()``) for the errors a heartbeat can get outside the group logic
 DEFAULT_MESSAGES = {
     ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
     ErrorCode.UNKNOWN_SERVER_ERROR: "The server experienced an unexpected error when processing the request.",
     ErrorCode.INVALID_REQUEST: (
         "This most likely occurs because of a request being malformed by the client library or the message was "
@@ -95,6 +104,8 @@ def _owned(topics: Any) -> TopicPartitions | None:
 
 
 async def consumer_group_heartbeat(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """READ on the Group."""
+    require(broker, ctx, AclOperation.READ, ResourceType.GROUP, request.group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if ctx.api_version >= CLIENT_MEMBER_ID_FROM and not request.member_id.strip():
         return _heartbeat_response(
             ctx,
@@ -168,12 +179,33 @@ def _describe_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
 
 
 async def consumer_group_describe(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    group_ids = list(request.group_ids)
-    described: tuple[DescribedConsumerGroup, ...] = await broker.coordinator.call(
-        lambda c, key, now: c.consumer_group_describe(group_ids, key, now)
+    """DESCRIBE on each Group."""
+    group_ids: list[str] = []
+    refused: list[dict[str, Any]] = []
+    for group_id in request.group_ids:
+        if allowed(broker, ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            group_ids.append(group_id)
+        else:
+            failed = DescribedConsumerGroup(group_id=group_id, error=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+            refused.append(_described(ctx, failed, OPERATIONS_NOT_REQUESTED))
+    described: tuple[DescribedConsumerGroup, ...] = ()
+    if group_ids:
+        described = await broker.coordinator.call(lambda c, key, now: c.consumer_group_describe(group_ids, key, now))
+    wanted = request.include_authorized_operations
+    return respond(
+        ctx,
+        groups=refused
+        + [
+            _described(
+                ctx,
+                g,
+                authorized_operations(broker, ctx, ResourceType.GROUP, g.group_id, GROUP_OPERATIONS)
+                if wanted and g.error is ErrorCode.NONE
+                else OPERATIONS_NOT_REQUESTED,
+            )
+            for g in described
+        ],
     )
-    operations = GROUP_OPERATIONS if request.include_authorized_operations else OPERATIONS_NOT_REQUESTED
-    return respond(ctx, groups=[_described(ctx, g, operations) for g in described])
 
 
 SPECS = [

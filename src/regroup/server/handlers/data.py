@@ -25,6 +25,18 @@ earliest transaction still open in the partition (or the log end offset).
   (-1: no tiered storage), otherwise the first offset whose timestamp is ≥ the target (-1 if none). With
   read_committed, latest is the last stable offset and a timestamp lookup finding an offset at or past it
   answers -1, as Kafka.
+
+Authorization, as Kafka's ``KafkaApis`` checks it, before any partition is touched:
+
+- **Produce**: a request holding transactional batches needs WRITE on its TransactionalId, else the whole
+  request is TRANSACTIONAL_ID_AUTHORIZATION_FAILED (checked first); then WRITE on each Topic: the partitions
+  of a topic without it are TOPIC_AUTHORIZATION_FAILED (ahead of the unknown-topic check) and nothing is
+  appended to them; the others are appended as usual.
+- **Fetch**: a consumer's fetch needs READ on each Topic: partitions of a topic without it are
+  TOPIC_AUTHORIZATION_FAILED and not read (with topic ids, an id no topic has stays UNKNOWN_TOPIC_ID: ids are
+  resolved before the check). A follower's fetch (replica id ≥ 0) needs CLUSTER_ACTION on the Cluster instead,
+  else every partition is TOPIC_AUTHORIZATION_FAILED.
+- **ListOffsets**: DESCRIBE on each Topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
 """
 
 from __future__ import annotations
@@ -37,8 +49,18 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import ApiSpec, Broker, RequestContext
-from regroup.server.handlers.topics import NO_THROTTLE, build, response_module, store_of
+from regroup.server.authz import allowed
+from regroup.server.handlers.topics import (
+    NO_THROTTLE,
+    UNAUTHORIZED,
+    build,
+    may,
+    may_on_cluster,
+    response_module,
+    store_of,
+)
 from regroup.server.handlers.transactions import produce_refusal, transactional_producers
 from regroup.server.limits import TOPIC_NAME
 from regroup.server.topics import TopicStore
@@ -69,6 +91,7 @@ def _resolve(store: TopicStore, topic: Any) -> tuple[str | None, ErrorCode]:
 
 
 async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """WRITE on the TransactionalId of transactional batches, WRITE on each Topic."""
     mod = response_module(request)
     store = store_of(broker)
     version = ctx.api_version
@@ -76,19 +99,27 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
     # (producer id, epoch) of each partition's transactional batches, in request order
     per_partition = [transactional_producers(part.records) for t in request.topic_data for part in t.partition_data]
     producers = set().union(*per_partition)
-    if request.acks not in (0, 1, -1):
-        refuse = ErrorCode.invalid_required_acks, f"acks must be 0, 1 or -1, not {request.acks}"
-    elif producers and request.transactional_id is None:
+    if producers and request.transactional_id is None:
         refuse = ErrorCode.transactional_id_authorization_failed, "transactional records need a transactional id"
+    elif producers and not allowed(
+        broker, ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
+    ):
+        refuse = ErrorCode.transactional_id_authorization_failed, "Transactional Id authorization failed."
+    elif request.acks not in (0, 1, -1):
+        refuse = ErrorCode.invalid_required_acks, f"acks must be 0, 1 or -1, not {request.acks}"
     elif len(producers) > 1:
         refuse = ErrorCode.invalid_producer_id_mapping, "transactional records of more than one producer"
+    whole_request = refuse is not None and refuse[0] is ErrorCode.transactional_id_authorization_failed
     pending = iter(per_partition)
     responses = []
     for topic in request.topic_data:
         name, topic_error = _resolve(store, topic)
+        topic_refusal = refuse
+        if name is not None and not whole_request and not may(broker, ctx, AclOperation.WRITE, name):
+            topic_refusal = UNAUTHORIZED, "Topic authorization failed."
         partitions = []
         for part in topic.partition_data:
-            code, message = refuse or (topic_error, None)
+            code, message = topic_refusal or (topic_error, None)
             plog = store.partition(name, part.index) if name is not None else None
             if code is ErrorCode.none and plog is None:
                 code = UNKNOWN_TOPIC
@@ -179,8 +210,13 @@ async def handle_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any
             session_id=0,
             responses=(),
         )
-    wanted = [(_resolve(store, t), t) for t in request.topics]
-    keys = [(name, p.partition) for (name, _), t in wanted if name is not None for p in t.partitions]
+    wanted = [(_readable(broker, ctx, request, _resolve(store, t)), t) for t in request.topics]
+    keys = [
+        (name, p.partition)
+        for (name, error), t in wanted
+        if name is not None and error is ErrorCode.none
+        for p in t.partitions
+    ]
     max_wait_s = max(request.max_wait.total_seconds(), 0.0)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_wait_s
@@ -200,6 +236,23 @@ async def handle_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any
     )
 
 
+def _readable(
+    broker: Broker, ctx: RequestContext, request: Any, resolved: tuple[str | None, ErrorCode]
+) -> tuple[str | None, ErrorCode]:
+    """A fetched topic's ``(name, error)`` after the ACLs: a follower (replica id ≥ 0) needs CLUSTER_ACTION on
+    the Cluster, a consumer READ on the Topic; without it TOPIC_AUTHORIZATION_FAILED."""
+    name = resolved[0]
+    if name is None:  # an id no topic has: UNKNOWN_TOPIC_ID before any check
+        return resolved
+    replica_state = getattr(request, "replica_state", None)
+    replica_id = replica_state.replica_id if replica_state is not None else getattr(request, "replica_id", -1)
+    if replica_id >= 0:
+        permitted = may_on_cluster(broker, ctx, AclOperation.CLUSTER_ACTION)
+    else:
+        permitted = may(broker, ctx, AclOperation.READ, name)
+    return resolved if permitted else (name, UNAUTHORIZED)
+
+
 def _read_all(
     mod: Any, store: TopicStore, wanted: list[tuple[tuple[str | None, ErrorCode], Any]], request: Any
 ) -> tuple[list[Any], int, bool]:
@@ -210,7 +263,7 @@ def _read_all(
     for (name, topic_error), topic in wanted:
         partitions = []
         for p in topic.partitions:
-            plog = store.partition(name, p.partition) if name is not None else None
+            plog = store.partition(name, p.partition) if name is not None and topic_error is ErrorCode.none else None
             code = topic_error if topic_error is not ErrorCode.none else (ErrorCode.none if plog else UNKNOWN_TOPIC)
             records = b""
             aborted: tuple[Any, ...] | None = () if committed_only else None
@@ -276,16 +329,18 @@ def _end_offset(records: bytes) -> int:
 
 
 async def handle_list_offsets(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """DESCRIBE on each Topic."""
     mod = response_module(request)
     store = store_of(broker)
     committed_only = getattr(request, "isolation_level", 0) == 1
     topics = []
     for topic in request.topics:
+        described = may(broker, ctx, AclOperation.DESCRIBE, topic.name)
         partitions = []
         for p in topic.partitions:
-            plog = store.partition(topic.name, p.partition_index)
+            plog = store.partition(topic.name, p.partition_index) if described else None
             code, found = (
-                (UNKNOWN_TOPIC, (-1, -1))
+                (UNKNOWN_TOPIC if described else UNAUTHORIZED, (-1, -1))
                 if plog is None
                 else (ErrorCode.none, _offset_for(plog, p.timestamp, committed_only))
             )

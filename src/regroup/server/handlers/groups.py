@@ -9,6 +9,10 @@ them) and maps the core's response back to the requested version. Version quirks
 * SyncGroup v5+ must carry both protocol type and name, else INCONSISTENT_GROUP_PROTOCOL (KafkaApis).
 * LeaveGroup v0-2 carry one member id and answer with one error: the top-level error if set, else that
   member's (KIP-345 normalises them to a one-member batch).
+
+Authorization (Kafka's API-to-ACL table): all four need READ on the Group; without it the request is answered
+GROUP_AUTHORIZATION_FAILED before the coordinator sees it. SyncGroup checks its v5 protocol fields first, as
+Kafka does.
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ from regroup.protocol.classic import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import ApiSpec, Broker, RequestContext
+from regroup.server.authz import require
 from regroup.server.entities import ms
 from regroup.server.handlers._common import client_info, respond
 
@@ -35,6 +41,11 @@ JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
 JOIN_NULLABLE_PROTOCOL_FROM = 7
 LEAVE_BATCH_FROM = 3
 SYNC_PROTOCOL_FIELDS_FROM = 5
+
+
+def _require_read(broker: Broker, ctx: RequestContext, group_id: str) -> None:
+    """READ on the Group, else GROUP_AUTHORIZATION_FAILED."""
+    require(broker, ctx, AclOperation.READ, ResourceType.GROUP, group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED)
 
 
 # ------------------------------------------------------------------------------------------ JoinGroup
@@ -61,6 +72,7 @@ def _join_response(ctx: RequestContext, resp: JoinGroupResponse) -> Any:
 
 
 async def join_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    _require_read(broker, ctx, request.group_id)
     session_ms = ms(request.session_timeout)
     req = JoinGroupRequest(
         group_id=request.group_id,
@@ -98,6 +110,7 @@ async def sync_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     protocol_name = getattr(request, "protocol_name", None)
     if ctx.api_version >= SYNC_PROTOCOL_FIELDS_FROM and (protocol_type is None or protocol_name is None):
         raise ApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+    _require_read(broker, ctx, request.group_id)
     req = SyncGroupRequest(
         group_id=request.group_id,
         generation_id=request.generation_id,
@@ -117,6 +130,7 @@ def _heartbeat_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
 
 
 async def heartbeat(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    _require_read(broker, ctx, request.group_id)
     req = HeartbeatRequest(
         group_id=request.group_id,
         generation_id=request.generation_id,
@@ -133,6 +147,7 @@ def _leave_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
 
 
 async def leave_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    _require_read(broker, ctx, request.group_id)
     batch = ctx.api_version >= LEAVE_BATCH_FROM
     if batch:
         members = tuple(

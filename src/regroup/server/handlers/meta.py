@@ -7,7 +7,12 @@ client software with Kafka's pattern, else INVALID_REQUEST, as Kafka validates.
 
 FindCoordinator: this is a single-node cluster, so the coordinator of every group (key type 0) and every
 transactional id (key type 1) is this node. Other key types (2 = share groups, needs v6) are
-INVALID_REQUEST, per key in v4+ (batched ``CoordinatorKeys``), for the request in v0-3.
+INVALID_REQUEST, per key in v4+ (batched ``CoordinatorKeys``), for the request in v0-3. The node advertised is
+this broker's address on the listener the request came in through.
+
+ACLs: ApiVersions none (answered before authentication). FindCoordinator: DESCRIBE on the Group for a group
+key (GROUP_AUTHORIZATION_FAILED), DESCRIBE on the TransactionalId for a transactional id
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED), per key.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ import re
 from typing import Any
 
 from regroup.model.errors import ErrorCode
+from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import NODE_ID, ApiSpec, Broker, RequestContext
+from regroup.server.authz import allowed
 from regroup.server.handlers._common import respond
 
 API_VERSIONS, FIND_COORDINATOR = 18, 10
@@ -47,10 +54,17 @@ async def api_versions(broker: Broker, ctx: RequestContext, request: Any) -> Any
 
 
 # ------------------------------------------------------------------------------------ FindCoordinator
-def _coordinator(broker: Broker, key_type: int) -> tuple[ErrorCode, dict[str, Any]]:
-    if key_type in (GROUP_KEY, TRANSACTION_KEY):
-        return ErrorCode.NONE, {"node_id": NODE_ID, "host": broker.host, "port": broker.port}
-    return ErrorCode.INVALID_REQUEST, NO_NODE
+def _coordinator(broker: Broker, ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, dict[str, Any]]:
+    if key_type == GROUP_KEY:
+        if not allowed(broker, ctx, AclOperation.DESCRIBE, ResourceType.GROUP, key):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, NO_NODE
+    elif key_type == TRANSACTION_KEY:
+        if not allowed(broker, ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, NO_NODE
+    else:
+        return ErrorCode.INVALID_REQUEST, NO_NODE
+    host, port = broker.endpoint(ctx.listener)
+    return ErrorCode.NONE, {"node_id": NODE_ID, "host": host, "port": port}
 
 
 def _find_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
@@ -62,14 +76,13 @@ def _find_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
 
 async def find_coordinator(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     key_type = getattr(request, "key_type", GROUP_KEY)
-    error, node = _coordinator(broker, key_type)
     if ctx.api_version >= FIND_COORDINATOR_BATCHED_FROM:
-        return respond(
-            ctx,
-            coordinators=[
-                {"key": key, "error_code": error, "error_message": None, **node} for key in request.coordinator_keys
-            ],
-        )
+        rows = []
+        for key in request.coordinator_keys:
+            error, node = _coordinator(broker, ctx, key_type, key)
+            rows.append({"key": key, "error_code": error, "error_message": None, **node})
+        return respond(ctx, coordinators=rows)
+    error, node = _coordinator(broker, ctx, key_type, request.key)
     return respond(ctx, error_code=error, error_message=None, **node)
 
 

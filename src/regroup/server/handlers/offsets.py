@@ -12,11 +12,26 @@ UNKNOWN_TOPIC_OR_PARTITION and taken out of the request; the remaining partition
 when none remain the coordinator is not asked at all (so no group error is reported either). Commits never
 create topics. Versions 0-1 of OffsetCommit and 0 of OffsetFetch are not served (kio has no schema for them;
 every client in use negotiates a newer one).
+
+Authorization, in Kafka's order (``KafkaApis``), always before the coordinator is asked, so a refused request
+or partition changes nothing:
+
+* OffsetCommit: READ on the Group (else GROUP_AUTHORIZATION_FAILED on every partition), then READ on each
+  Topic: the partitions of a topic without it are TOPIC_AUTHORIZATION_FAILED (before the unknown-topic check,
+  so an unauthorized principal learns nothing of which topics exist); the others are committed.
+* OffsetFetch: DESCRIBE on the Group (per group from v8, GROUP_AUTHORIZATION_FAILED for that group only), then
+  DESCRIBE on each Topic: named partitions of a topic without it are TOPIC_AUTHORIZATION_FAILED (offset -1);
+  when all of the group's offsets are fetched (null topics) such topics are left out silently. A group-level
+  error from the coordinator is answered without the refused topics, as Kafka does.
+* OffsetDelete: DELETE on the Group (else GROUP_AUTHORIZATION_FAILED), then READ on each Topic: partitions of
+  a topic without it are TOPIC_AUTHORIZATION_FAILED and keep their offsets; the rest go to the coordinator
+  (which answers unknown topics and partitions UNKNOWN_TOPIC_OR_PARTITION).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 from regroup.model.errors import ErrorCode
@@ -30,7 +45,9 @@ from regroup.protocol.offsets import (
     OffsetFetchResponse,
     PartitionCommit,
 )
+from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import ApiSpec, Broker, RequestContext
+from regroup.server.authz import allowed, require
 from regroup.server.entities import ms
 from regroup.server.handlers._common import respond
 
@@ -52,30 +69,50 @@ def _commit_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
     return respond(ctx, topics=topics)
 
 
-def _split_unknown(broker: Broker, topics: Any) -> tuple[list[tuple[str, list[Any]]], dict[str, list[int]]]:
-    """(the request's topics reduced to partitions that exist, each a ``(name, partitions)`` pair; topic ->
-    partition indexes that do not exist, in request order)."""
-    known = broker.topic_store.topics()
+def _require_group(broker: Broker, ctx: RequestContext, operation: AclOperation, group_id: str) -> None:
+    require(broker, ctx, operation, ResourceType.GROUP, group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+
+
+def _split_refused(
+    broker: Broker, ctx: RequestContext, topics: Any, *, known_only: bool = True
+) -> tuple[list[tuple[str, list[Any]]], dict[str, list[tuple[int, ErrorCode]]]]:
+    """(the request's topics reduced to partitions the principal may READ and — with ``known_only`` — that
+    exist, each a ``(name, partitions)`` pair; topic -> ``(partition, error)`` of the others, in request order:
+    TOPIC_AUTHORIZATION_FAILED for a topic without READ, else UNKNOWN_TOPIC_OR_PARTITION)."""
+    known = broker.topic_store.topics() if known_only else {}
     valid: list[tuple[str, list[Any]]] = []
-    unknown: dict[str, list[int]] = {}
+    refused: dict[str, list[tuple[int, ErrorCode]]] = {}
     for topic in topics:
+        if not allowed(broker, ctx, AclOperation.READ, ResourceType.TOPIC, topic.name):
+            denied = refused.setdefault(topic.name, [])
+            denied.extend((p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic.partitions)
+            continue
+        if not known_only:
+            valid.append((topic.name, list(topic.partitions)))
+            continue
         info = known.get(topic.name)
         count = info.partitions if info is not None else 0
         present = [p for p in topic.partitions if 0 <= p.partition_index < count]
         if len(present) < len(topic.partitions):
-            missing = unknown.setdefault(topic.name, [])
-            missing.extend(p.partition_index for p in topic.partitions if not 0 <= p.partition_index < count)
+            missing = refused.setdefault(topic.name, [])
+            missing.extend(
+                (p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                for p in topic.partitions
+                if not 0 <= p.partition_index < count
+            )
         if present:
             valid.append((topic.name, present))
-    return valid, unknown
+    return valid, refused
 
 
 async def offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    valid, unknown = _split_unknown(broker, request.topics)
+    """READ on the Group, then READ on each Topic."""
+    _require_group(broker, ctx, AclOperation.READ, request.group_id)
+    valid, refused = _split_refused(broker, ctx, request.topics)
     # as Kafka's response builder: the refused partitions first, then the coordinator's answers merged by topic
     rows: dict[str, list[dict[str, Any]]] = {
-        name: [{"partition_index": p, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION} for p in partitions]
-        for name, partitions in unknown.items()
+        name: [{"partition_index": p, "error_code": code} for p, code in partitions]
+        for name, partitions in refused.items()
     }
     if valid:
         for topic, partitions in await _commit_valid(broker, ctx, request, valid):
@@ -157,13 +194,43 @@ async def _fetch_one(broker: Broker, req: OffsetFetchRequest) -> OffsetFetchResp
     return resp
 
 
+async def _fetch_described(broker: Broker, ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse:
+    """One group's fetch with the Topic ACLs applied (the Group's DESCRIBE is already checked): named topics
+    without DESCRIBE are not asked for and answered TOPIC_AUTHORIZATION_FAILED after the others; fetching all
+    offsets leaves such topics out of the answer."""
+
+    def may_describe(topic: str) -> bool:
+        return allowed(broker, ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic)
+
+    if req.topics is None:
+        resp = await _fetch_one(broker, req)
+        if resp.error is not ErrorCode.NONE:
+            return resp
+        return dataclasses.replace(resp, topics=tuple(t for t in resp.topics if may_describe(t[0])))
+    authorized = tuple(t for t in req.topics if may_describe(t[0]))
+    if len(authorized) == len(req.topics):
+        return await _fetch_one(broker, req)
+    resp = await _fetch_one(broker, dataclasses.replace(req, topics=authorized))
+    if resp.error is not ErrorCode.NONE:
+        return resp
+    denied = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    refused = tuple(
+        (name, tuple(FetchedOffset(partition=p, error=denied) for p in partitions))
+        for name, partitions in req.topics
+        if not may_describe(name)
+    )
+    return dataclasses.replace(resp, topics=resp.topics + refused)
+
+
 async def offset_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """DESCRIBE on the Group (per group from v8), then DESCRIBE on each Topic."""
     require_stable = bool(getattr(request, "require_stable", False))
     if ctx.api_version < FETCH_BATCHED_FROM:
+        _require_group(broker, ctx, AclOperation.DESCRIBE, request.group_id)
         req = OffsetFetchRequest(
             group_id=request.group_id, topics=_requested(request.topics), require_stable=require_stable
         )
-        return _single_group_response(ctx, await _fetch_one(broker, req))
+        return _single_group_response(ctx, await _fetch_described(broker, ctx, req))
     requests = [
         OffsetFetchRequest(
             group_id=g.group_id,
@@ -174,11 +241,18 @@ async def offset_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any
         )
         for g in request.groups
     ]
-    responses = await asyncio.gather(*(_fetch_one(broker, r) for r in requests))
+    responses = await asyncio.gather(*(_fetch_group(broker, ctx, r) for r in requests))
     return respond(
         ctx,
         groups=[{"group_id": r.group_id, "topics": _topic_rows(r), "error_code": r.error} for r in responses],
     )
+
+
+async def _fetch_group(broker: Broker, ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse:
+    """One group of a batched (v8+) fetch: GROUP_AUTHORIZATION_FAILED for it alone without DESCRIBE."""
+    if not allowed(broker, ctx, AclOperation.DESCRIBE, ResourceType.GROUP, req.group_id):
+        return OffsetFetchResponse(group_id=req.group_id, error=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    return await _fetch_described(broker, ctx, req)
 
 
 # --------------------------------------------------------------------------------------- OffsetDelete
@@ -187,19 +261,26 @@ def _delete_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
 
 
 async def offset_delete(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    """The group's offsets of the named partitions are deleted unless the group subscribes to the topic
-    (GROUP_SUBSCRIBED_TO_TOPIC); a group with members that are not consumers refuses (NON_EMPTY_GROUP)."""
+    """DELETE on the Group, then READ on each Topic. The group's offsets of the named partitions are deleted
+    unless the group subscribes to the topic (GROUP_SUBSCRIBED_TO_TOPIC); a group with members that are not
+    consumers refuses (NON_EMPTY_GROUP)."""
+    _require_group(broker, ctx, AclOperation.DELETE, request.group_id)
+    valid, refused = _split_refused(broker, ctx, request.topics, known_only=False)  # the core answers unknown ones
     req = OffsetDeleteRequest(
         group_id=request.group_id,
-        topics=tuple((t.name, tuple(p.partition_index for p in t.partitions)) for t in request.topics),
+        topics=tuple((name, tuple(p.partition_index for p in partitions)) for name, partitions in valid),
     )
     resp: OffsetDeleteResponse = await broker.coordinator.call(lambda c, key, now: c.offset_delete(req, key, now))
+    # as Kafka's response builder: the refused partitions first, then the coordinator's merged by topic
+    rows: dict[str, list[tuple[int, ErrorCode]]] = {name: list(partitions) for name, partitions in refused.items()}
+    for name, partitions in resp.topics:
+        rows.setdefault(name, []).extend(partitions)
     return respond(
         ctx,
         error_code=resp.error,
         topics=[
             {"name": name, "partitions": [{"partition_index": p, "error_code": code} for p, code in partitions]}
-            for name, partitions in resp.topics
+            for name, partitions in rows.items()
         ],
     )
 

@@ -14,6 +14,10 @@ the answer (``TopicStore.add_partitions``: one atomic rename of its ``topic.json
 the new cluster image at once, so KIP-848 consumer groups recompute their targets; classic members learn the
 new count from Metadata. ``timeout_ms`` cannot run out: the change is complete when the handler answers, so
 a client that asks not to wait (timeout ≤ 0) gets the outcome as well.
+
+Authorization (Kafka's ``ControllerApis.createPartitions``): ALTER on each Topic. A topic without it is
+TOPIC_AUTHORIZATION_FAILED (after the duplicate check, before any other), is left alone and does not count
+towards the request's 10,000-partition bound.
 """
 
 from __future__ import annotations
@@ -24,9 +28,10 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from regroup.model.errors import ErrorCode as CoreErrorCode
+from regroup.security.acl import AclOperation
 from regroup.server.api import NODE_ID, ApiSpec, Broker, RequestContext
 from regroup.server.handlers._common import respond
-from regroup.server.handlers.topics import MAX_PARTITIONS_PER_REQUEST, store_of
+from regroup.server.handlers.topics import MAX_PARTITIONS_PER_REQUEST, UNAUTHORIZED, may, store_of
 from regroup.server.limits import TOPIC_NAME
 from regroup.server.topics import PartitionLimitError, TopicStore
 
@@ -46,6 +51,7 @@ def _result(name: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
 
 
 async def handle_create_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """ALTER on each Topic."""
     store = store_of(broker)
     named = Counter(topic.name for topic in request.topics)
     results: list[dict[str, Any]] = []
@@ -56,6 +62,9 @@ async def handle_create_partitions(broker: Broker, ctx: RequestContext, request:
             if topic.name not in reported:
                 reported.add(topic.name)
                 results.append(_result(topic.name, ErrorCode.invalid_request, "Duplicate topic name."))
+            continue
+        if not may(broker, ctx, AclOperation.ALTER, topic.name):
+            results.append(_result(topic.name, UNAUTHORIZED, None))
             continue
         try:
             added = _check(store, topic)

@@ -8,6 +8,10 @@ current log start changes nothing. The answer's ``low_watermark`` is the log sta
 an error). The new log start is fsynced before the answer (``log-start-offset`` in the partition's directory);
 older segments wholly below it are deleted at once. Fetch below it is OFFSET_OUT_OF_RANGE and ListOffsets'
 earliest answers it.
+
+Authorization (Kafka's ``KafkaApis.handleDeleteRecordsRequest``): DELETE on each Topic. The partitions of a
+topic without it are TOPIC_AUTHORIZATION_FAILED (low watermark -1), checked before the topic's existence, and
+keep their records.
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from regroup.security.acl import AclOperation
 from regroup.server.api import ApiSpec, Broker, RequestContext
-from regroup.server.handlers.topics import NO_THROTTLE, build, response_module, store_of
+from regroup.server.handlers.topics import NO_THROTTLE, UNAUTHORIZED, build, may, response_module, store_of
 from regroup.server.limits import TOPIC_NAME
 from regroup.server.topics import TopicStore
 from regroup.storage.format import StorageError
@@ -32,13 +37,15 @@ HIGH_WATERMARK = -1
 
 
 async def handle_delete_records(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """DELETE on each Topic."""
     mod = response_module(request)
     store = store_of(broker)
     topics = []
     for topic in request.topics:
+        deletable = may(broker, ctx, AclOperation.DELETE, topic.name)
         partitions = []
         for p in topic.partitions:
-            code, low = _delete(store, topic.name, p.partition_index, p.offset)
+            code, low = _delete(store, topic.name, p.partition_index, p.offset) if deletable else (UNAUTHORIZED, -1)
             partitions.append(
                 build(
                     mod,

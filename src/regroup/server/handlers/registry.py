@@ -1,13 +1,14 @@
 """Every API the server serves: the ``SPECS`` of each handler module, merged by API key.
 
 The group-coordination modules of this package (classic groups, KIP-848 consumer groups, offsets, admin)
-are always there. The data-plane modules (``topics``: Metadata/CreateTopics/DeleteTopics; ``data``:
-Produce/Fetch/ListOffsets; ``configs``: DescribeConfigs/AlterConfigs/IncrementalAlterConfigs; ``records``:
-DeleteRecords; ``partitions``: CreatePartitions; ``cluster``: DescribeCluster/DescribeTopicPartitions;
-``transactions``: InitProducerId and the transaction APIs) are developed
-separately and imported only if they exist; one that exists but fails to import is skipped with a warning
-so the coordinator still serves. If two modules claim the same API key, the first one listed wins and the
-clash is logged.
+are always there, and so are the security modules (``sasl``: SaslHandshake and SaslAuthenticate; ``acls``:
+CreateAcls, DescribeAcls and DeleteAcls; ``scram_users``: KIP-554's SCRAM credential APIs). The data-plane
+modules (``topics``: Metadata/CreateTopics/DeleteTopics; ``data``: Produce/Fetch/ListOffsets; ``configs``:
+DescribeConfigs/AlterConfigs/IncrementalAlterConfigs; ``records``: DeleteRecords; ``partitions``:
+CreatePartitions; ``cluster``: DescribeCluster/DescribeTopicPartitions; ``transactions``: InitProducerId and
+the transaction APIs) are developed separately and imported only if they exist; one that exists but fails to
+import is skipped with a warning so the coordinator still serves. If two modules claim the same API key, the
+first one listed wins and the clash is logged.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from regroup.server.api import ApiSpec
 log = logging.getLogger("regroup.server.registry")
 
 PACKAGE = "regroup.server.handlers"
-CORE_MODULES = ("meta", "groups", "consumer", "offsets", "admin")
+CORE_MODULES = ("meta", "sasl", "acls", "scram_users", "groups", "consumer", "offsets", "admin")
 OPTIONAL_MODULES = ("topics", "data", "configs", "records", "partitions", "cluster", "transactions")
 
 

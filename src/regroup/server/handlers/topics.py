@@ -8,7 +8,26 @@ client asks (``allow_auto_topic_creation``, v4+; always before v4), and then ans
 (Kafka answers LEADER_NOT_AVAILABLE first; clients retry on either). A CreateTopics asking for more than 10,000
 partitions in all is refused whole with POLICY_VIOLATION, as Kafka's controller refuses it; within that, the
 store's limits (``--max-partitions-per-topic``, ``--max-partitions``) apply per topic. Metadata v8+ reports
-the topics' (and, v8–v10, the cluster's) authorized operations when asked: all of them, there is no authorizer.
+the topics' (and, v8–v10, the cluster's) authorized operations when asked (KIP-430): those the principal may
+do, every one without an authorizer.
+
+Authorization, as Kafka checks it (``KafkaApis.handleTopicMetadataRequest``, the controller's ``ControllerApis``):
+
+- **Metadata**: a topic is described only with DESCRIBE on it. Asking for all topics leaves the others out
+  silently; a topic asked for by name without DESCRIBE is TOPIC_AUTHORIZATION_FAILED with a zero topic id
+  (whether or not it exists: its existence is not disclosed), one asked for by id is TOPIC_AUTHORIZATION_FAILED
+  with a null name (ids are not secret; an unknown id is UNKNOWN_TOPIC_ID). Auto-creation of a missing topic
+  needs CREATE on the Cluster or on the Topic, else TOPIC_AUTHORIZATION_FAILED and nothing is created. The
+  cluster's authorized operations are 0 without DESCRIBE on the Cluster; refused topics carry none.
+- **CreateTopics**: CREATE on the Cluster, or else on each Topic: a topic without it is TOPIC_AUTHORIZATION_FAILED
+  ("Authorization failed.") after the duplicate check and before any other, is not created and does not count
+  towards the request's partition bound. A topic created without DESCRIBE_CONFIGS on it is answered without
+  its configurations, partition count and replication factor, and with ``topic_config_error_code``
+  TOPIC_AUTHORIZATION_FAILED (v5+).
+- **DeleteTopics**: DELETE on the Cluster, or else on each Topic. By name: without DESCRIBE on it the topic is
+  TOPIC_AUTHORIZATION_FAILED (its existence not disclosed); an unknown one UNKNOWN_TOPIC_OR_PARTITION; without
+  DELETE TOPIC_AUTHORIZATION_FAILED. By id: an unknown id is UNKNOWN_TOPIC_ID; without DELETE the topic is
+  TOPIC_AUTHORIZATION_FAILED, with its name only when the principal may DESCRIBE it.
 
 Also home of the small helpers the data handlers share: building a kio response entity of the request's
 version from keyword values (fields a version lacks are dropped) and reaching the concrete topic store.
@@ -27,9 +46,16 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from regroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from regroup.server.api import CLUSTER_ID, NODE_ID, ApiSpec, Broker, RequestContext, TopicInfo
+from regroup.server.authz import allowed
 from regroup.server.config_view import Described, describe_topic, topic_configs_of_request
-from regroup.server.handlers.authorized import CLUSTER_OPERATIONS, NOT_REQUESTED, TOPIC_OPERATIONS
+from regroup.server.handlers.authorized import (
+    CLUSTER_OPERATIONS,
+    NOT_REQUESTED,
+    TOPIC_OPERATIONS,
+    authorized_operations,
+)
 from regroup.server.limits import TOPIC_NAME
 from regroup.server.topics import InvalidTopicError, PartitionLimitError, TopicExistsError, TopicStore
 from regroup.storage.topic_config import ConfigError
@@ -50,9 +76,20 @@ NO_THROTTLE = datetime.timedelta(0)
 #: Kafka's controller refuses a CreateTopics asking for more partitions than this in all (POLICY_VIOLATION)
 MAX_PARTITIONS_PER_REQUEST = 10_000
 ZERO_UUID = uuid.UUID(int=0)
+UNAUTHORIZED = ErrorCode.topic_authorization_failed
 
 
 # ---------------------------------------------------------------------- shared helpers
+
+
+def may(broker: Broker, ctx: RequestContext, operation: AclOperation, topic: str) -> bool:
+    """May the request's principal do ``operation`` on the Topic ``topic``?"""
+    return allowed(broker, ctx, operation, ResourceType.TOPIC, topic)
+
+
+def may_on_cluster(broker: Broker, ctx: RequestContext, operation: AclOperation) -> bool:
+    """May the request's principal do ``operation`` on the Cluster?"""
+    return allowed(broker, ctx, operation, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 def response_module(request: object) -> ModuleType:
@@ -87,12 +124,18 @@ def store_of(broker: Broker) -> TopicStore:
 
 
 async def handle_metadata(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """DESCRIBE on each Topic; auto-creation: CREATE on the Cluster or the Topic; cluster operations: DESCRIBE
+    on the Cluster."""
     mod = response_module(request)
     store = store_of(broker)
     version = ctx.api_version
     topics: list[Any] = []
     if request.topics is None or (version == 0 and not request.topics):
-        topics = [_topic_entry(mod, info) for _, info in sorted(store.topics().items())]
+        topics = [
+            _topic_entry(mod, info)
+            for name, info in sorted(store.topics().items())
+            if may(broker, ctx, AclOperation.DESCRIBE, name)
+        ]
     else:
         auto = broker.auto_create_topics and getattr(request, "allow_auto_topic_creation", True)
         seen: set[object] = set()
@@ -105,14 +148,28 @@ async def handle_metadata(broker: Broker, ctx: RequestContext, request: Any) -> 
             if wanted.name is None and version < 12:
                 topics.append(_topic_error(mod, "", ErrorCode.invalid_request))
                 continue
-            topics.append(_lookup(mod, store, broker, wanted.name, topic_id, auto))
-    if version >= 8 and request.include_topic_authorized_operations:  # (no authorizer: every operation)
+            topics.append(_lookup(mod, store, broker, ctx, wanted.name, topic_id, auto))
+    if version >= 8 and request.include_topic_authorized_operations:
         topics = [
-            t if t.name is None else dataclasses.replace(t, topic_authorized_operations=TOPIC_OPERATIONS)
+            t
+            if t.name is None or t.error_code == UNAUTHORIZED
+            else dataclasses.replace(
+                t,
+                topic_authorized_operations=authorized_operations(
+                    broker, ctx, ResourceType.TOPIC, t.name, TOPIC_OPERATIONS
+                ),
+            )
             for t in topics
         ]
-    wants_cluster_operations = 8 <= version <= 10 and request.include_cluster_authorized_operations
-    node = build(mod, "MetadataResponseBroker", node_id=NODE_ID, host=broker.host, port=broker.port, rack=None)
+    cluster_operations = NOT_REQUESTED
+    if 8 <= version <= 10 and request.include_cluster_authorized_operations:
+        cluster_operations = (
+            authorized_operations(broker, ctx, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
+            if may_on_cluster(broker, ctx, AclOperation.DESCRIBE)
+            else 0
+        )
+    host, port = broker.endpoint(ctx.listener)
+    node = build(mod, "MetadataResponseBroker", node_id=NODE_ID, host=host, port=port, rack=None)
     return build(
         mod,
         "MetadataResponse",
@@ -122,20 +179,32 @@ async def handle_metadata(broker: Broker, ctx: RequestContext, request: Any) -> 
         controller_id=NODE_ID,
         topics=tuple(topics),
         error_code=ErrorCode.none,
-        cluster_authorized_operations=CLUSTER_OPERATIONS if wants_cluster_operations else NOT_REQUESTED,
+        cluster_authorized_operations=cluster_operations,
     )
 
 
 def _lookup(
-    mod: ModuleType, store: TopicStore, broker: Broker, name: str | None, topic_id: uuid.UUID | None, auto: bool
+    mod: ModuleType,
+    store: TopicStore,
+    broker: Broker,
+    ctx: RequestContext,
+    name: str | None,
+    topic_id: uuid.UUID | None,
+    auto: bool,
 ) -> Any:
     if name is None:
         info = store.topic_by_id(topic_id) if topic_id is not None else None
         if info is None:
             return _topic_error(mod, None, ErrorCode.unknown_topic_id, topic_id)
+        if not may(broker, ctx, AclOperation.DESCRIBE, info.name):
+            return _topic_error(mod, None, UNAUTHORIZED, topic_id)
         return _topic_entry(mod, info)
+    if not may(broker, ctx, AclOperation.DESCRIBE, name):
+        return _topic_error(mod, name, UNAUTHORIZED)
     info = store.topic(name)
     if info is None and auto:
+        if not (may_on_cluster(broker, ctx, AclOperation.CREATE) or may(broker, ctx, AclOperation.CREATE, name)):
+            return _topic_error(mod, name, UNAUTHORIZED)
         try:
             info = store.create_topic(name, broker.default_partitions)
         except InvalidTopicError:
@@ -185,18 +254,32 @@ def _topic_error(mod: ModuleType, name: str | None, code: ErrorCode, topic_id: u
 
 
 async def handle_create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """CREATE on the Cluster or on each Topic; DESCRIBE_CONFIGS on a Topic to see its configuration."""
     mod = response_module(request)
     store = store_of(broker)
     named = Counter(t.name for t in request.topics)
-    if _requested_partitions(request.topics, broker.default_partitions) > MAX_PARTITIONS_PER_REQUEST:
+    on_cluster = may_on_cluster(broker, ctx, AclOperation.CREATE)
+    creatable = {
+        name for name in named if on_cluster or may(broker, ctx, AclOperation.CREATE, name)
+    }  # (a duplicate is refused before its authorization is looked at, as in Kafka)
+    wanted = [t for t in request.topics if t.name in creatable]
+    if _requested_partitions(wanted, broker.default_partitions) > MAX_PARTITIONS_PER_REQUEST:
         message = "Excessively large number of partitions per request."
-        refused = tuple(_created(mod, t.name, None, ErrorCode.policy_violation, message) for t in request.topics)
+        refused = tuple(
+            _created(mod, t.name, None, ErrorCode.policy_violation, message)
+            if t.name in creatable
+            else _created(mod, t.name, None, UNAUTHORIZED, "Authorization failed.")
+            for t in request.topics
+        )
         return build(mod, "CreateTopicsResponse", throttle_time=NO_THROTTLE, topics=refused)
     results = []
     for topic in request.topics:
         if named[topic.name] > 1:
             code, message = ErrorCode.invalid_request, "Found multiple entries for this topic."
             results.append(_created(mod, topic.name, None, code, message))
+            continue
+        if topic.name not in creatable:
+            results.append(_created(mod, topic.name, None, UNAUTHORIZED, "Authorization failed."))
             continue
         try:
             count = _partition_count(topic, broker.default_partitions)
@@ -222,8 +305,11 @@ async def handle_create_topics(broker: Broker, ctx: RequestContext, request: Any
             if request.validate_only
             else store.create_topic(topic.name, count, configs)
         )
-        described = describe_topic(store.configs.defaults, configs)
-        results.append(_created(mod, topic.name, info, ErrorCode.none, None, described))
+        if may(broker, ctx, AclOperation.DESCRIBE_CONFIGS, topic.name):
+            described = describe_topic(store.configs.defaults, configs)
+            results.append(_created(mod, topic.name, info, ErrorCode.none, None, described))
+        else:  # created, but its configuration is not the principal's to see
+            results.append(_created(mod, topic.name, info, ErrorCode.none, None, configs_hidden=True))
     return build(mod, "CreateTopicsResponse", throttle_time=NO_THROTTLE, topics=tuple(results))
 
 
@@ -286,7 +372,24 @@ def _created(
     code: ErrorCode,
     message: str | None,
     described: list[Described] | None = None,
+    *,
+    configs_hidden: bool = False,
 ) -> Any:
+    """One topic's CreateTopics result; ``configs_hidden``: created, but the principal may not DESCRIBE_CONFIGS
+    it, so Kafka's controller answers without its configuration, partition count and replication factor."""
+    if configs_hidden and info is not None:
+        return build(
+            mod,
+            "CreatableTopicResult",
+            name=name,
+            topic_id=info.topic_id,
+            error_code=code,
+            error_message=message,
+            topic_config_error_code=UNAUTHORIZED,
+            num_partitions=-1,
+            replication_factor=-1,
+            configs=(),
+        )
     configs = tuple(
         build(
             mod,
@@ -316,8 +419,17 @@ def _created(
 
 
 async def handle_delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """DELETE on the Cluster or on each Topic (DESCRIBE on it decides what a refusal discloses)."""
     mod = response_module(request)
     store = store_of(broker)
+    on_cluster = may_on_cluster(broker, ctx, AclOperation.DELETE)
+
+    def may_delete(topic: str) -> bool:
+        return on_cluster or may(broker, ctx, AclOperation.DELETE, topic)
+
+    def may_describe(topic: str) -> bool:
+        return on_cluster or may(broker, ctx, AclOperation.DESCRIBE, topic)
+
     wanted: list[tuple[str | None, uuid.UUID | None]]
     if hasattr(request, "topics"):  # v6+: by name or by id
         wanted = [(t.name, t.topic_id if t.topic_id != ZERO_UUID else None) for t in request.topics]
@@ -334,13 +446,20 @@ async def handle_delete_topics(broker: Broker, ctx: RequestContext, request: Any
             info = store.topic_by_id(topic_id) if topic_id is not None else None
             name = info.name if info else None
             code, message = ErrorCode.unknown_topic_id, "This server does not host this topic ID."
-            if info is not None and store.delete_topic(info.name):
+            if info is not None and not may_delete(info.name):
+                code, message = UNAUTHORIZED, "Topic authorization failed."
+                name = info.name if may_describe(info.name) else None
+            elif info is not None and store.delete_topic(info.name):
                 code, message = ErrorCode.none, None
+        elif not may_describe(name):
+            code, message = UNAUTHORIZED, "Topic authorization failed."
         else:
             info = store.topic(name)
             topic_id = info.topic_id if info else None
             code, message = ErrorCode.unknown_topic_or_partition, "This server does not host this topic-partition."
-            if store.delete_topic(name):
+            if info is not None and not may_delete(name):
+                code, message, topic_id = UNAUTHORIZED, "Topic authorization failed.", None
+            elif store.delete_topic(name):
                 code, message = ErrorCode.none, None
         results.append(
             build(

@@ -19,6 +19,27 @@ version 2, which this one does not.
   answer goes out anyway (the outcome is decided and durable) and the markers are retried.
 - PRODUCER_FENCED is INVALID_PRODUCER_EPOCH for the versions that predate it (InitProducerId < 4, the others
   < 2), as Kafka translates it.
+
+Authorization, as Kafka's ``KafkaApis`` checks it, before the coordinator is asked (a refused request or
+partition changes nothing):
+
+- **InitProducerId**: with a transactional id, WRITE on the TransactionalId (else
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED); without one, IDEMPOTENT_WRITE on the Cluster or — KIP-679 — WRITE
+  on some topic (``authorized.authorize_by_resource_type``), else CLUSTER_AUTHORIZATION_FAILED.
+- **AddPartitionsToTxn** v0–3 (clients): WRITE on the TransactionalId (else every partition
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then WRITE on each Topic: the partitions of a topic without it are
+  TOPIC_AUTHORIZATION_FAILED, checked before unknown topics, and the whole transaction fails (the other
+  partitions OPERATION_NOT_ATTEMPTED). v4+ is the brokers' form: CLUSTER_ACTION on the Cluster, else
+  CLUSTER_AUTHORIZATION_FAILED for the request, and no topic check.
+- **AddOffsetsToTxn**: WRITE on the TransactionalId, then READ on the Group (GROUP_AUTHORIZATION_FAILED).
+- **EndTxn**: WRITE on the TransactionalId.
+- **TxnOffsetCommit**: WRITE on the TransactionalId, READ on the Group (each refusal on every partition),
+  then READ on each Topic (TOPIC_AUTHORIZATION_FAILED for its partitions, the others committed).
+- **DescribeProducers**: READ on each Topic (TOPIC_AUTHORIZATION_FAILED for its partitions, with Kafka's
+  message).
+- **DescribeTransactions**: DESCRIBE on each TransactionalId (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); the
+  partitions of topics the principal may not DESCRIBE are left out of a described transaction.
+- **ListTransactions**: only the transactional ids the principal may DESCRIBE are listed.
 """
 
 from __future__ import annotations
@@ -31,9 +52,12 @@ import re2
 
 from regroup.model.errors import ErrorCode
 from regroup.protocol.offsets import OffsetCommitResponse, PartitionCommit, TxnOffsetCommitRequest
+from regroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from regroup.server.api import ApiSpec, Broker, RequestContext
+from regroup.server.authz import allowed, require, require_cluster
 from regroup.server.entities import ms
 from regroup.server.handlers._common import respond
+from regroup.server.handlers.authorized import authorize_by_resource_type
 from regroup.server.txn_runtime import TransactionRuntime
 from regroup.transactions.state import TopicPartition, TransactionMetadata, TxnState
 
@@ -54,6 +78,27 @@ def txn_of(broker: Broker) -> TransactionRuntime | None:
     return runtime if isinstance(runtime, TransactionRuntime) else None
 
 
+def _require_txn_write(broker: Broker, ctx: RequestContext, transactional_id: str) -> None:
+    """WRITE on the TransactionalId, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED."""
+    require(
+        broker,
+        ctx,
+        AclOperation.WRITE,
+        ResourceType.TRANSACTIONAL_ID,
+        transactional_id,
+        E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    )
+
+
+def _require_group_read(broker: Broker, ctx: RequestContext, group_id: str) -> None:
+    """READ on the Group, else GROUP_AUTHORIZATION_FAILED."""
+    require(broker, ctx, AclOperation.READ, ResourceType.GROUP, group_id, E.GROUP_AUTHORIZATION_FAILED)
+
+
+def _may(broker: Broker, ctx: RequestContext, operation: AclOperation, topic: str) -> bool:
+    return allowed(broker, ctx, operation, ResourceType.TOPIC, topic)
+
+
 def fenced_for(code: ErrorCode, version: int, since: int) -> ErrorCode:
     """PRODUCER_FENCED as clients of ``version`` know it (INVALID_PRODUCER_EPOCH before ``since``)."""
     return E.INVALID_PRODUCER_EPOCH if code is E.PRODUCER_FENCED and version < since else code
@@ -65,7 +110,15 @@ def _init_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
 
 
 async def init_producer_id(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """WRITE on the TransactionalId; without one, IDEMPOTENT_WRITE on the Cluster or WRITE on some Topic."""
     tid = request.transactional_id
+    if tid is not None:
+        _require_txn_write(broker, ctx, tid)
+    elif not (
+        allowed(broker, ctx, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME)
+        or authorize_by_resource_type(broker, ctx, AclOperation.WRITE, ResourceType.TOPIC)
+    ):
+        return _init_error(ctx, request, E.CLUSTER_AUTHORIZATION_FAILED)
     if tid is None:
         producer_id = _allocate(broker)
         return respond(ctx, error_code=E.NONE, producer_id=producer_id, producer_epoch=0)
@@ -121,14 +174,30 @@ def _add_partitions_error(ctx: RequestContext, request: Any, code: ErrorCode) ->
 
 
 async def _add_one(
-    broker: Broker, version: int, tid: str, pid: int, epoch: int, topics: list[tuple[str, list[int]]], verify: bool
+    broker: Broker,
+    ctx: RequestContext,
+    tid: str,
+    pid: int,
+    epoch: int,
+    topics: list[tuple[str, list[int]]],
+    verify: bool,
 ) -> dict[TopicPartition, ErrorCode]:
-    """Each partition's answer for one transaction's AddPartitionsToTxn (or its verification)."""
+    """Each partition's answer for one transaction's AddPartitionsToTxn (or its verification). A client's
+    (v0-3) needs WRITE on the TransactionalId and on each Topic."""
+    version = ctx.api_version
     parts = [(name, p) for name, partitions in topics for p in partitions]
+    if version < BATCHED_ADD_FROM and not allowed(broker, ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
+        return dict.fromkeys(parts, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     known = broker.topic_store.topics()
-    unknown = {tp for tp in parts if tp[0] not in known or not 0 <= tp[1] < known[tp[0]].partitions}
-    if unknown:
-        return {tp: E.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else E.OPERATION_NOT_ATTEMPTED for tp in parts}
+    refused: dict[TopicPartition, ErrorCode] = {}
+    if version < BATCHED_ADD_FROM:
+        denied = {name for name, _ in topics if not _may(broker, ctx, AclOperation.WRITE, name)}
+        refused = {tp: E.TOPIC_AUTHORIZATION_FAILED for tp in parts if tp[0] in denied}
+    for tp in parts:
+        if tp not in refused and (tp[0] not in known or not 0 <= tp[1] < known[tp[0]].partitions):
+            refused[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
+    if refused:
+        return {tp: refused.get(tp, E.OPERATION_NOT_ATTEMPTED) for tp in parts}
     runtime = txn_of(broker)
     if runtime is None:
         return dict.fromkeys(parts, E.COORDINATOR_NOT_AVAILABLE)
@@ -141,12 +210,13 @@ async def _add_one(
 
 
 async def add_partitions_to_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """v0-3: WRITE on the TransactionalId, then WRITE on each Topic; v4+: CLUSTER_ACTION on the Cluster."""
     version = ctx.api_version
     if version < BATCHED_ADD_FROM:
         topics = _grouped(request.v3_and_below_topics)
         codes = await _add_one(
             broker,
-            version,
+            ctx,
             request.v3_and_below_transactional_id,
             request.v3_and_below_producer_id,
             request.v3_and_below_producer_epoch,
@@ -154,11 +224,12 @@ async def add_partitions_to_txn(broker: Broker, ctx: RequestContext, request: An
             False,
         )
         return respond(ctx, results_by_topic_v3_and_below=_partition_rows(topics, codes.__getitem__))
+    require_cluster(broker, ctx, AclOperation.CLUSTER_ACTION)
     results = []
     for txn in request.transactions:
         topics = _grouped(txn.topics)
         codes = await _add_one(
-            broker, version, txn.transactional_id, txn.producer_id, txn.producer_epoch, topics, txn.verify_only
+            broker, ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch, topics, txn.verify_only
         )
         results.append(
             {"transactional_id": txn.transactional_id, "topic_results": _partition_rows(topics, codes.__getitem__)}
@@ -172,6 +243,9 @@ def _error_only(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
 
 
 async def add_offsets_to_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """WRITE on the TransactionalId, then READ on the Group."""
+    _require_txn_write(broker, ctx, request.transactional_id)
+    _require_group_read(broker, ctx, request.group_id)
     runtime = txn_of(broker)
     if runtime is None:
         return respond(ctx, error_code=E.COORDINATOR_NOT_AVAILABLE)
@@ -181,6 +255,8 @@ async def add_offsets_to_txn(broker: Broker, ctx: RequestContext, request: Any) 
 
 
 async def end_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """WRITE on the TransactionalId."""
+    _require_txn_write(broker, ctx, request.transactional_id)
     runtime = txn_of(broker)
     if runtime is None:
         return respond(ctx, error_code=E.COORDINATOR_NOT_AVAILABLE)
@@ -224,7 +300,10 @@ async def txn_offset_commit(broker: Broker, ctx: RequestContext, request: Any) -
     """Offsets committed inside a transaction: partitions of unknown topics are UNKNOWN_TOPIC_OR_PARTITION (as
     Kafka's request layer answers), the group must have been added to the producer's ongoing transaction
     (Kafka's verification, KIP-890 part 1), and the group coordinator validates the member and keeps the
-    offsets pending for the producer until the transaction's marker reaches it."""
+    offsets pending for the producer until the transaction's marker reaches it. WRITE on the TransactionalId,
+    READ on the Group, READ on each Topic."""
+    _require_txn_write(broker, ctx, request.transactional_id)
+    _require_group_read(broker, ctx, request.group_id)
     runtime = txn_of(broker)
     if runtime is None:
         return _txn_offsets_error(ctx, request, E.COORDINATOR_NOT_AVAILABLE)
@@ -232,6 +311,10 @@ async def txn_offset_commit(broker: Broker, ctx: RequestContext, request: Any) -
     rows: dict[str, list[tuple[int, ErrorCode]]] = {}
     valid: list[tuple[str, list[Any]]] = []
     for t in request.topics:
+        if not _may(broker, ctx, AclOperation.READ, t.name):
+            denied = E.TOPIC_AUTHORIZATION_FAILED
+            rows.setdefault(t.name, []).extend((p.partition_index, denied) for p in t.partitions)
+            continue
         count = known[t.name].partitions if t.name in known else 0
         present = [p for p in t.partitions if 0 <= p.partition_index < count]
         unknown = E.UNKNOWN_TOPIC_OR_PARTITION
@@ -285,6 +368,7 @@ def _list_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
 
 
 async def list_transactions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """Only the transactional ids with DESCRIBE on them."""
     runtime = txn_of(broker)
     if runtime is None:
         return _list_error(ctx, request, E.COORDINATOR_NOT_AVAILABLE)
@@ -308,16 +392,18 @@ async def list_transactions(broker: Broker, ctx: RequestContext, request: Any) -
         and (not pids or m.producer_id in pids)
         and (duration < 0 or now - m.start_ms > duration)
         and (pattern is None or pattern.fullmatch(m.transactional_id) is not None)
+        and allowed(broker, ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, m.transactional_id)
     ]
     return respond(ctx, error_code=E.NONE, unknown_state_filters=unknown, transaction_states=rows)
 
 
-def _describe_row(tid: str, code: ErrorCode, m: TransactionMetadata | None = None) -> dict[str, Any]:
+def _describe_row(tid: str, code: ErrorCode, m: TransactionMetadata | None = None, shown: Any = None) -> dict[str, Any]:
     """One transactional id's row; an error row has Kafka's defaults (0, ""). The start time is -1 before the
-    id's first transaction, as Kafka reports it."""
+    id's first transaction, as Kafka reports it. ``shown(topic)``: whether the topic's partitions are listed."""
     topics: dict[str, list[int]] = {}
     for name, p in sorted(m.partitions if m is not None else ()):
-        topics.setdefault(name, []).append(p)
+        if shown is None or shown(name):
+            topics.setdefault(name, []).append(p)
     start_ms = m.start_ms if m is not None else 0
     return {
         "error_code": code,
@@ -336,9 +422,17 @@ def _describe_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
 
 
 async def describe_transactions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """DESCRIBE on each TransactionalId; only the partitions of topics with DESCRIBE on them are listed."""
     runtime = txn_of(broker)
+
+    def shown(topic: str) -> bool:
+        return _may(broker, ctx, AclOperation.DESCRIBE, topic)
+
     rows = []
     for tid in request.transactional_ids:
+        if not allowed(broker, ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, tid):
+            rows.append(_describe_row(tid, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+            continue
         m = runtime.coordinator.get(tid) if runtime is not None and tid else None
         code = (
             E.COORDINATOR_NOT_AVAILABLE
@@ -349,7 +443,7 @@ async def describe_transactions(broker: Broker, ctx: RequestContext, request: An
             if m is None
             else E.NONE
         )
-        rows.append(_describe_row(tid, code, m))
+        rows.append(_describe_row(tid, code, m, shown))
     return respond(ctx, transaction_states=rows)
 
 
@@ -368,11 +462,25 @@ def _producers_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
 
 
 async def describe_producers(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """READ on each Topic."""
     store = broker.topic_store
     partition_of = getattr(store, "partition", None)
     topics = []
     for t in request.topics:
         partitions = []
+        if not _may(broker, ctx, AclOperation.READ, t.name):
+            message = "Topic authorization failed."
+            partitions = [
+                {
+                    "partition_index": p,
+                    "error_code": E.TOPIC_AUTHORIZATION_FAILED,
+                    "error_message": message,
+                    "active_producers": [],
+                }
+                for p in t.partition_indexes
+            ]
+            topics.append({"name": t.name, "partitions": partitions})
+            continue
         for p in t.partition_indexes:
             plog = partition_of(t.name, p) if partition_of is not None else None
             if plog is None:
