@@ -267,3 +267,88 @@ def test_mutual_tls_requires_a_trusted_client_certificate(tmp_path: Path, author
     finally:
         proc.kill()
     assert_clean_log(proc)
+
+
+# ------------------------------------------------------------------------------ durability
+ALTER_SCRAM, DESCRIBE_SCRAM, CREATE_ACLS, DESCRIBE_ACLS = 51, 50, 30, 29
+
+
+def authenticated(port: int, user: str, password: str) -> WireClient:
+    client = WireClient(port)
+    assert client.call(SASL_HANDSHAKE, 1, mechanism="PLAIN").error_code == ErrorCode.none
+    assert client.call(SASL_AUTHENTICATE, 2, auth_bytes=plain_token(user, password)).error_code == ErrorCode.none
+    return client
+
+
+def test_scram_users_and_acls_acknowledged_survive_kill_9(tmp_path: Path) -> None:
+    from regroup.security.scram import SCRAM_SHA_512, salted_password
+
+    port = free_port()
+    proc = start(
+        tmp_path,
+        f"listeners=SASL_PLAINTEXT://127.0.0.1:{port}\n"
+        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512\n"
+        f"listener.name.sasl_plaintext.plain.sasl.jaas.config={PLAIN_JAAS}\n"
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
+        "super.users=User:admin\n",
+        port,
+    )
+    try:
+        salt = b"0123456789abcdef"
+        with authenticated(port, "admin", "admin-pw-7f3a") as admin:
+            altered = admin.call(
+                ALTER_SCRAM,
+                0,
+                deletions=[],
+                upsertions=[
+                    {
+                        "name": "dave",
+                        "mechanism": SCRAM_SHA_512.type_code,
+                        "iterations": 4096,
+                        "salt": salt,
+                        "salted_password": salted_password(SCRAM_SHA_512, "scram-pw-4d1e", salt, 4096),
+                    }
+                ],
+            )
+            assert [r.error_code for r in altered.results] == [ErrorCode.none]
+            created = admin.call(
+                CREATE_ACLS,
+                3,
+                creations=[
+                    {
+                        "resource_type": 2,  # TOPIC
+                        "resource_name": "orders-",
+                        "resource_pattern_type": 4,  # PREFIXED
+                        "principal": "User:dave",
+                        "host": "*",
+                        "operation": 3,  # READ
+                        "permission_type": 3,  # ALLOW
+                    }
+                ],
+            )
+            assert [r.error_code for r in created.results] == [ErrorCode.none]
+        proc.kill()  # SIGKILL
+        proc.start()
+        with authenticated(port, "admin", "admin-pw-7f3a") as admin:
+            users = admin.call(DESCRIBE_SCRAM, 0, users=None)
+            assert [(u.user, [(i.mechanism, i.iterations) for i in u.credential_infos]) for u in users.results] == [
+                ("dave", [(SCRAM_SHA_512.type_code, 4096)])
+            ]
+            acls = admin.call(
+                DESCRIBE_ACLS,
+                3,
+                resource_type_filter=1,  # ANY
+                resource_name_filter=None,
+                pattern_type_filter=1,
+                principal_filter=None,
+                host_filter=None,
+                operation=1,
+                permission_type=1,
+            )
+            assert [(r.resource_name, r.pattern_type, [a.principal for a in r.acls]) for r in acls.resources] == [
+                ("orders-", 4, ["User:dave"])
+            ]
+    finally:
+        proc.kill()
+    assert_clean_log(proc)
+    assert "scram-pw-4d1e" not in proc.log()
