@@ -340,7 +340,9 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off; 0 = any free port)",
     )
     parser.add_argument(
-        "--metrics-host", metavar="HOST", help="address of the metrics endpoint (default 127.0.0.1: loopback, whatever the listeners)"
+        "--metrics-host",
+        metavar="HOST",
+        help="address of the metrics endpoint (default 127.0.0.1: loopback, whatever the listeners)",
     )
     parser.add_argument(
         "--stats-interval",
