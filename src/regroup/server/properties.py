@@ -731,10 +731,14 @@ def _claim_listener_settings(reader: _Reader, names: list[str]) -> None:
                 continue
             rest = key[len(prefix) :]
             mechanism, _, setting = rest.partition(".")
-            if rest in _LISTENER_SETTINGS or (
-                mechanism.upper() in SASL_MECHANISMS
-                and setting in _MECHANISM_SETTINGS
-                and (setting != _CALLBACK_HANDLER or mechanism == "oauthbearer")
+            if (
+                rest in _LISTENER_SETTINGS
+                or (
+                    mechanism.upper() in SASL_MECHANISMS
+                    and setting in _MECHANISM_SETTINGS
+                    and (setting != _CALLBACK_HANDLER or mechanism == "oauthbearer")
+                )
+                or (mechanism == "oauthbearer" and setting in _OAUTH_SETTINGS)
             ):
                 reader.used.add(key)
 
@@ -920,9 +924,22 @@ def _reauth(reader: _Reader, listener: str, mechanisms: tuple[str, ...]) -> int:
     return distinct.pop() if distinct else 0
 
 
+def _oauth_raw(reader: _Reader, listener: str, name: str) -> tuple[str, str] | None:
+    """An OAUTHBEARER setting of ``listener``: Kafka reads ``listener.name.<l>.oauthbearer.<name>`` first, then
+    the listener-prefixed and the global forms."""
+    key = f"{_prefix(listener)}oauthbearer.{name}"
+    value = reader.raw(key)
+    return (key, value) if value is not None else reader.listener_raw(listener, name)
+
+
+def _oauth_text(reader: _Reader, listener: str, name: str) -> str | None:
+    given = _oauth_raw(reader, listener, name)
+    return None if given is None or not given[1].strip() else given[1].strip()
+
+
 def _oauth(reader: _Reader, listener: str, jaas: JaasEntry | None) -> OAuthSettings:
     jwks_path = None
-    given = reader.listener_raw(listener, "sasl.oauthbearer.jwks.endpoint.url")
+    given = _oauth_raw(reader, listener, "sasl.oauthbearer.jwks.endpoint.url")
     if given is not None and given[1].strip():
         jwks_path = _file_url(*given)
     handler_name = f"{_prefix(listener)}oauthbearer.{_CALLBACK_HANDLER}"
@@ -937,13 +954,13 @@ def _oauth(reader: _Reader, listener: str, jaas: JaasEntry | None) -> OAuthSetti
             raise PropertiesError(
                 f"{handler_name}: the unsecured validator takes no sasl.oauthbearer.jwks.endpoint.url"
             )
-    issuer = _text(reader, listener, "sasl.oauthbearer.expected.issuer")
-    given = reader.listener_raw(listener, "sasl.oauthbearer.expected.audience")
+    issuer = _oauth_text(reader, listener, "sasl.oauthbearer.expected.issuer")
+    given = _oauth_raw(reader, listener, "sasl.oauthbearer.expected.audience")
     audience = tuple(_list(given[1])) if given is not None else ()
-    given = reader.listener_raw(listener, "sasl.oauthbearer.clock.skew.seconds")
+    given = _oauth_raw(reader, listener, "sasl.oauthbearer.clock.skew.seconds")
     skew = 30 if given is None else int(_CHECKS["sasl.oauthbearer.clock.skew.seconds"](*given))
-    sub_claim = _text(reader, listener, "sasl.oauthbearer.sub.claim.name") or "sub"
-    scope_claim = _text(reader, listener, "sasl.oauthbearer.scope.claim.name") or "scope"
+    sub_claim = _oauth_text(reader, listener, "sasl.oauthbearer.sub.claim.name") or "sub"
+    scope_claim = _oauth_text(reader, listener, "sasl.oauthbearer.scope.claim.name") or "scope"
     options = jaas.options if jaas is not None else {}
     jaas_name = f"{_prefix(listener)}oauthbearer.sasl.jaas.config"
     unsecured_skew = 0

@@ -53,6 +53,9 @@ class AuthStep:
     message: str | None = None
     auth_bytes: bytes = b""
     session_lifetime_ms: int = 0
+    #: the credential was rejected and this is the mechanism's last challenge (OAUTHBEARER's error): the
+    #: exchange fails at the client's next token, but some clients never send it, so this is the moment to log
+    rejected: bool = False
 
 
 #: builds the server side of one exchange of a mechanism enabled on the listener
@@ -96,6 +99,11 @@ class Session:
     @property
     def authenticated(self) -> bool:
         return self.state is SessionState.AUTHENTICATED
+
+    @property
+    def rejected(self) -> bool:
+        """The credential was rejected with a last challenge; the exchange fails at the next token."""
+        return self._fail_next is not None
 
     def expired(self) -> bool:
         return self._expires_at is not None and self._monotonic_ms() > self._expires_at
@@ -181,8 +189,8 @@ class Session:
         if isinstance(step, Failed):
             self.user = step.user or self.user
             if step.challenge is not None:  # sent now; the client's acknowledgement then fails the exchange
-                self._fail_next = step.reason
-                return AuthStep(ErrorCode.NONE, auth_bytes=step.challenge)
+                self._fail_next = self.failure = step.reason
+                return AuthStep(ErrorCode.NONE, auth_bytes=step.challenge, rejected=True)
             self.fail(step.reason)
             return AuthStep(ErrorCode.SASL_AUTHENTICATION_FAILED, step.reason)
         assert isinstance(step, Complete)

@@ -51,6 +51,17 @@ async def sasl_handshake(broker: Broker, ctx: RequestContext, request: Any) -> A
     return respond(ctx, error_code=error, mechanisms=list(session.mechanisms))
 
 
+def _log_failure(ctx: RequestContext, session: Session) -> None:
+    log.info(
+        "authentication failed peer=%s listener=%s mechanism=%s user=%.256r: %s",
+        ctx.client_host,
+        session.listener,
+        session.mechanism,
+        session.user,
+        session.failure,
+    )
+
+
 def _authenticate_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
     return respond(ctx, error_code=code, error_message=None, auth_bytes=b"")
 
@@ -58,15 +69,11 @@ def _authenticate_error(ctx: RequestContext, request: Any, code: ErrorCode) -> A
 async def sasl_authenticate(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     session = _session(ctx)
     step = session.authenticate(request.auth_bytes)
-    if step.error is not ErrorCode.NONE:
-        log.info(
-            "authentication failed peer=%s listener=%s mechanism=%s user=%.256r: %s",
-            ctx.client_host,
-            session.listener,
-            session.mechanism,
-            session.user,
-            session.failure,
-        )
+    if step.rejected:
+        _log_failure(ctx, session)
+    elif step.error is not ErrorCode.NONE:
+        if not session.rejected:  # (a rejection already logged ends here)
+            _log_failure(ctx, session)
         session.busy = True  # later requests wait: the connection closes after this response
         await asyncio.sleep(FAILED_AUTHENTICATION_DELAY_S)
         session.busy = False
