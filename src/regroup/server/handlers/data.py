@@ -51,7 +51,7 @@ from kio.schema.errors import ErrorCode
 
 from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import ApiSpec, Broker, RequestContext
-from regroup.server.authz import allowed
+from regroup.server.authz import allowed, authorizer_of
 from regroup.server.handlers.topics import (
     NO_THROTTLE,
     UNAUTHORIZED,
@@ -242,7 +242,7 @@ def _readable(
     """A fetched topic's ``(name, error)`` after the ACLs: a follower (replica id ≥ 0) needs CLUSTER_ACTION on
     the Cluster, a consumer READ on the Topic; without it TOPIC_AUTHORIZATION_FAILED."""
     name = resolved[0]
-    if name is None:  # an id no topic has: UNKNOWN_TOPIC_ID before any check
+    if authorizer_of(broker) is None or name is None:  # (None: an id no topic has, UNKNOWN_TOPIC_ID in any case)
         return resolved
     replica_state = getattr(request, "replica_state", None)
     replica_id = replica_state.replica_id if replica_state is not None else getattr(request, "replica_id", -1)

@@ -259,9 +259,8 @@ async def handle_create_topics(broker: Broker, ctx: RequestContext, request: Any
     store = store_of(broker)
     named = Counter(t.name for t in request.topics)
     on_cluster = may_on_cluster(broker, ctx, AclOperation.CREATE)
-    creatable = {
-        name for name in named if on_cluster or may(broker, ctx, AclOperation.CREATE, name)
-    }  # (a duplicate is refused before its authorization is looked at, as in Kafka)
+    # (a duplicate is refused below before its authorization is looked at, as in Kafka)
+    creatable = {name for name in named if on_cluster or may(broker, ctx, AclOperation.CREATE, name)}
     wanted = [t for t in request.topics if t.name in creatable]
     if _requested_partitions(wanted, broker.default_partitions) > MAX_PARTITIONS_PER_REQUEST:
         message = "Excessively large number of partitions per request."
