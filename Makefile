@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint typecheck unit soak eos-soak fuzz librdkafka-tests bench bench-server bench-flood bench-kip848 bench-lab compiled bench-lab-compiled clean
+.PHONY: run test lint typecheck unit soak eos-soak fuzz librdkafka-tests bench bench-server bench-security bench-flood bench-kip848 bench-lab compiled bench-lab-compiled clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -69,6 +69,11 @@ bench: $(DEVSTAMP)
 # The Kafka-wire server under load: a 1,000-member rebalance and heartbeat throughput (docs/benchmarks.md).
 bench-server: $(DEVSTAMP)
 	$(BIN)/python bench/server.py
+
+# What security costs on the server: heartbeats through SASL_SSL against PLAINTEXT, the authorizer with 10,000 ACLs
+# against none, connections per second with SASL/SCRAM against plain ones (docs/benchmarks.md); ARGS for options.
+bench-security: $(DEVSTAMP)
+	$(BIN)/python bench/security.py $(ARGS)
 
 # One connection floods the server while a healthy member heartbeats on another (docs/benchmarks.md); compare
 # with an older tree through ARGS, e.g. make bench-flood ARGS="--before /tmp/base/src --rounds 2".

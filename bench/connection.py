@@ -1,4 +1,4 @@
-"""The connection layer's own CPU per request (``server/connection.py``), without the rest of the server:
+"""The connection layer's own CPU per request (``network/connection.py``), without the rest of the server:
 what its framing, ordering, budgets and back-pressure bookkeeping cost on the fast path.
 
 Usage::
@@ -39,7 +39,7 @@ def _frame(correlation_id: int) -> bytes:
 
 
 async def _measure(per_read: int, reads: int) -> float:
-    from regroup.server.connection import Connection
+    from regroup.network.connection import Connection
 
     class Dispatcher:
         versions: ClassVar[dict[int, tuple[int, int]]] = {18: (0, 4)}

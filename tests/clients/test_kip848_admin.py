@@ -63,7 +63,13 @@ def test_admin_lists_and_describes_consumer_and_classic_groups(kip848_server: Se
             assert described.host == "/127.0.0.1" and described.member_id
             assert partitions_of(described.assignment, topic) == m.owned
             assert partitions_of(described.target_assignment, topic) == m.owned
-        assert set(new.authorized_operations or []) == {AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE}
+        assert set(new.authorized_operations or []) == {
+            AclOperation.READ,
+            AclOperation.DELETE,
+            AclOperation.DESCRIBE,
+            AclOperation.DESCRIBE_CONFIGS,
+            AclOperation.ALTER_CONFIGS,
+        }
 
         assert (old.type, old.state, old.partition_assignor) == (
             ConsumerGroupType.CLASSIC,

@@ -310,22 +310,28 @@ def test_authorize_matches_reference(
     acls: list[AclBinding], removals: list[AclBindingFilter], supers: frozenset[str], everyone: bool
 ) -> None:
     a = Authorizer(supers, everyone)
+
+    def check(current: list[AclBinding]) -> None:
+        assert a.bindings() == current
+        for resource_type in TYPES:
+            for name in QUERY_NAMES:
+                for principal in [ALICE, BOB, "User:carol", "Group:alice"]:
+                    for host in HOSTS[1:]:
+                        for op in CONCRETE_OPS:
+                            expected = reference_authorize(
+                                current, supers, everyone, principal, host, op, resource_type, name
+                            )
+                            got = a.authorize(principal, host, op, resource_type, name)
+                            assert got == expected, (principal, host, op, resource_type, name)
+
+    check([])  # decisions remembered before any ACL exists must not outlive the ACLs' changes
     a.add(acls)
     current = list(dict.fromkeys(acls))
-    for f in removals:  # the index must stay right after removals too
+    check(current)
+    for f in removals:  # the index, and the decisions remembered, must stay right after removals too
         a.remove(f)
         current = [b for b in current if not reference_filter(f, b)]
-    assert a.bindings() == current
-    for resource_type in TYPES:
-        for name in QUERY_NAMES:
-            for principal in [ALICE, BOB, "User:carol", "Group:alice"]:
-                for host in HOSTS[1:]:
-                    for op in CONCRETE_OPS:
-                        expected = reference_authorize(
-                            current, supers, everyone, principal, host, op, resource_type, name
-                        )
-                        got = a.authorize(principal, host, op, resource_type, name)
-                        assert got == expected, (principal, host, op, resource_type, name)
+        check(current)
 
 
 @settings(max_examples=300, deadline=None)

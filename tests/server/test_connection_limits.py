@@ -173,4 +173,4 @@ def test_running_out_of_file_descriptors_neither_spins_nor_floods_and_recovers(
         assert fresh.call(API_VERSIONS, 2).error_code == 0
     lines = [line for line in server.log().splitlines() if "cannot accept connections" in line]
     assert len(lines) == 1, lines  # once per interval, however many retries failed
-    assert re.search(r" WARNING regroup\.server\.admission cannot accept connections: Too many open files", lines[0])
+    assert re.search(r" WARNING regroup\.network\.admission cannot accept connections: Too many open files", lines[0])

@@ -110,7 +110,7 @@ def test_join_heartbeat_describe_and_leave(server: ServerProcess) -> None:
         assert member.target_assignment == member.assignment
         assert (missing.error_code, missing.error_message) == (GROUP_ID_NOT_FOUND, "Group nope not found.")
         with_ops = client.call(DESCRIBE_848, 0, group_ids=["j"], include_authorized_operations=True)
-        assert with_ops.groups[0].authorized_operations == (1 << 3) | (1 << 6) | (1 << 8)
+        assert with_ops.groups[0].authorized_operations == (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
 
         # the group is a consumer group for the classic APIs too
         listed = client.call(LIST, 5, states_filter=[], types_filter=["consumer"])

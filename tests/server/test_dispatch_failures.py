@@ -13,8 +13,8 @@ from kio.index import load_response_schema
 from kio.serial import entity_reader
 
 from regroup.model.errors import ApiError, ErrorCode
+from regroup.network.codec import decode_request
 from regroup.server.api import ApiSpec, RequestContext
-from regroup.server.codec import decode_request
 from regroup.server.dispatch import Dispatcher, HandlerFailed
 from regroup.server.handlers import admin
 from tests.server.wire import DESCRIBE, encode_request

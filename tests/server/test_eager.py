@@ -1,4 +1,4 @@
-"""``server/eager.py``: a coroutine's first step runs inline; one that suspends finishes in a task with a
+"""``network/eager.py``: a coroutine's first step runs inline; one that suspends finishes in a task with a
 task's semantics (results and exceptions of awaited futures raised where it awaited, cancellation thrown in)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from regroup.server.eager import start
+from regroup.network.eager import start
 
 
 def test_a_coroutine_that_never_suspends_finishes_inline_without_a_task() -> None:

@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from regroup.server.errors import FrameTooLarge, TruncatedFrame
-from regroup.server.framing import FrameBuffer, frame
+from regroup.network.errors import FrameTooLarge, TruncatedFrame
+from regroup.network.framing import FrameBuffer, frame
 
 
 def test_frames_come_out_whole_and_in_order_whatever_the_chunks() -> None:

@@ -65,7 +65,7 @@ def test_mutation_is_reproducible_and_keeps_framing_honest() -> None:
 
 LOG = b"""\
 2026-01-01 10:00:00,000 INFO regroup.server serving host=127.0.0.1 port=9092
-2026-01-01 10:00:01,000 INFO regroup.server.connection closing connection 3 from 127.0.0.1:5000: bad frame
+2026-01-01 10:00:01,000 INFO regroup.network.connection closing connection 3 from 127.0.0.1:5000: bad frame
 2026-01-01 10:00:02,000 ERROR regroup.server.handlers api key 15 v0 from fz-0000002a failed
 Traceback (most recent call last):
   File "/x/regroup/server/handlers/admin.py", line 52, in describe_groups

@@ -115,7 +115,7 @@ def test_two_members_rebalance_sync_heartbeat_and_leave(server: ServerProcess) -
         members = {m.member_id: m for m in described.members}
         assert members[b_id].client_id == "old-client" and members[b_id].client_host == "/127.0.0.1"
         assert members[b_id].member_assignment == assignment(1)
-        assert described.authorized_operations == (1 << 3) | (1 << 6) | (1 << 8)
+        assert described.authorized_operations == (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
 
         # B leaves (v0: one member, one error); A rejoins alone; A leaves (v5 batch) → Empty
         assert b.call(LEAVE, 0, group_id=group, member_id=b_id).error_code == NONE

@@ -1,4 +1,4 @@
-"""The schema walk that guards kio's native reader (``regroup.server.precheck``): it measures every valid
+"""The schema walk that guards kio's native reader (``regroup.network.precheck``): it measures every valid
 encoding exactly as kio reads it, refuses lengths the bytes cannot hold and nulls the schema forbids, and
 whatever it accepts, kio reads without reserving more than the frame holds."""
 
@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 from kio.index import load_request_schema
 from kio.serial import entity_reader, entity_writer
 
-from regroup.server import precheck
-from regroup.server.codec import decode_request
-from regroup.server.errors import MalformedRequest
+from regroup.network import precheck
+from regroup.network.codec import decode_request
+from regroup.network.errors import MalformedRequest
+from regroup.network.limits import GROUP_ID, Limits
 from regroup.server.handlers.registry import load_specs
-from regroup.server.limits import GROUP_ID, Limits
 from tests.server.fuzz.values import entity_strategy
 
 SPECS = load_specs()

@@ -12,10 +12,10 @@ import pytest
 
 from regroup.cli.main import _build_parser
 from regroup.cli.serve import KAFKA_NAMES, ServeError, server_config
+from regroup.network.listeners import SecurityProtocol
 from regroup.server.app import ServerConfig
 from regroup.server.broker_configs import broker_config_entries
 from regroup.server.config_view import describe_broker
-from regroup.server.listeners import SecurityProtocol
 from regroup.server.properties import (
     FLAG_SETTINGS,
     PropertiesError,

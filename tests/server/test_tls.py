@@ -13,8 +13,8 @@ import pytest
 from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, load_pem_private_key, pkcs12
 from cryptography.x509 import load_pem_x509_certificates
 
-from regroup.server.listeners import TlsSettings
-from regroup.server.tls import TlsConfigError, server_context
+from regroup.network.listeners import TlsSettings
+from regroup.network.tls import TlsConfigError, server_context
 from tests.server.certs import Authority
 
 

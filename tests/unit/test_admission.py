@@ -1,4 +1,4 @@
-"""``server/admission.py`` on its own: the connection counts against the limits under any sequence of opens
+"""``network/admission.py`` on its own: the connection counts against the limits under any sequence of opens
 and closes, the open-file cap, and the log's rate limit (one line per key per interval, the rest counted)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from regroup.server.admission import AcceptErrors, Admission, RateLimit
+from regroup.network.admission import AcceptErrors, Admission, RateLimit
 
 HOSTS = ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
 
@@ -82,7 +82,7 @@ def test_refusals_log_one_line_per_address_per_interval(caplog: pytest.LogCaptur
     clock = Clock()
     admission = Admission(1, 1, open_files=1_000_000, clock=clock)
     assert admission.admit("10.0.0.1")
-    with caplog.at_level(logging.INFO, logger="regroup.server.admission"):
+    with caplog.at_level(logging.INFO, logger="regroup.network.admission"):
         for _ in range(100):
             assert not admission.admit("10.0.0.1")
             assert not admission.admit("10.0.0.2")
@@ -101,7 +101,7 @@ def test_accept_errors_are_rate_limited_and_everything_else_passes_through(caplo
     loop = asyncio.new_event_loop()
     try:
         emfile = OSError(errno.EMFILE, "Too many open files")
-        with caplog.at_level(logging.WARNING, logger="regroup.server.admission"):
+        with caplog.at_level(logging.WARNING, logger="regroup.network.admission"):
             for _ in range(30):  # asyncio retries once a second
                 handler(loop, {"message": "socket.accept() out of system resource", "exception": emfile})
                 clock.now += 1

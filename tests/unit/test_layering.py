@@ -19,9 +19,10 @@ FORBIDDEN_CALLS = {"uuid4", "monotonic", "perf_counter"}
 SHELL_IMPORTS: dict[str, frozenset[str]] = {
     "storage": frozenset(),
     "sim": frozenset(),
-    "server": frozenset({"storage"}),
+    "network": frozenset(),
+    "server": frozenset({"storage", "network"}),
     "lab": frozenset({"sim"}),
-    "cli": frozenset({"storage", "sim", "server", "lab"}),
+    "cli": frozenset({"storage", "sim", "server", "lab", "network"}),
 }
 SHELLS = sorted(SHELL_IMPORTS)
 

@@ -21,16 +21,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from regroup.server.limits import CLIENT_ID, DEFAULT_LIMITS, INSTANCE_ID, MEMBER_ID, MEMBER_ID_SUFFIX_BYTES
+from regroup.network.limits import CLIENT_ID, DEFAULT_LIMITS, INSTANCE_ID, MEMBER_ID, MEMBER_ID_SUFFIX_BYTES
 
 if TYPE_CHECKING:
     from regroup.coordinator.config import CoordinatorConfig
+    from regroup.network.listeners import ListenerConfig
     from regroup.server.app import ServerConfig
-    from regroup.server.listeners import ListenerConfig
     from regroup.server.properties import ServerSettings
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
-#: the identifier limits' kinds (``regroup.server.limits``) and their flags' names
+#: the identifier limits' kinds (``regroup.network.limits``) and their flags' names
 _ID_LIMIT_FLAGS = {
     "group id": "group-id",
     "member id": "member-id",

@@ -39,6 +39,8 @@ __all__ = ["IMPLIES_DESCRIBE", "IMPLIES_DESCRIBE_CONFIGS", "WILDCARD_PRINCIPAL",
 #: the principal of ACLs that apply to every principal
 WILDCARD_PRINCIPAL: Final = "User:*"
 #: operations whose ALLOW also allows DESCRIBE
+#: most decisions remembered between two changes of the ACLs (``Authorizer.authorize``)
+DECISIONS_CACHED: Final = 100_000
 IMPLIES_DESCRIBE: Final = frozenset(
     {AclOperation.DESCRIBE, AclOperation.READ, AclOperation.WRITE, AclOperation.DELETE, AclOperation.ALTER}
 )
@@ -116,6 +118,10 @@ class Authorizer:
         self._next = 0
         self._literal: dict[tuple[ResourceType, str], _Bucket] = {}
         self._prefixed: dict[ResourceType, _Prefixes] = {}
+        #: decisions made since the ACLs last changed: (principal, host, operation, resource type, name) -> allowed.
+        #: A member heartbeats with the same question every few seconds, so most checks are one lookup; any
+        #: change to the ACLs empties it, and so does reaching ``DECISIONS_CACHED``
+        self._decisions: dict[tuple[str, str, AclOperation, ResourceType, str], bool] = {}
 
     def __len__(self) -> int:
         return len(self._all)
@@ -144,6 +150,7 @@ class Authorizer:
             self._all[binding] = self._next
             self._next += 1
             added += 1
+            self._decisions.clear()
             bucket = self._bucket_for_add(binding)
             bucket.setdefault(binding.principal, {})[binding] = None
         return added
@@ -177,6 +184,7 @@ class Authorizer:
 
     def _discard(self, binding: AclBinding) -> None:
         del self._all[binding]
+        self._decisions.clear()
         if binding.pattern_type == PatternType.PREFIXED:
             prefixes = self._prefixed[binding.resource_type]
             bucket = prefixes.buckets[binding.resource_name]
@@ -235,6 +243,18 @@ class Authorizer:
     ) -> bool:
         """Whether ``principal`` connected from ``host`` may do ``operation`` on the resource (see the module
         doc)."""
+        key = (principal, host, operation, resource_type, name)
+        decision = self._decisions.get(key)
+        if decision is None:
+            decision = self._decide(principal, host, operation, resource_type, name)
+            if len(self._decisions) >= DECISIONS_CACHED:
+                self._decisions.clear()
+            self._decisions[key] = decision
+        return decision
+
+    def _decide(
+        self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType, name: str
+    ) -> bool:
         if principal in self.super_users:
             return True
         principals = (principal,) if principal == WILDCARD_PRINCIPAL else (principal, WILDCARD_PRINCIPAL)

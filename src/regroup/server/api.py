@@ -38,7 +38,7 @@ class RequestContext:
     principal: str = "User:ANONYMOUS"
     #: the name of the listener it came in through
     listener: str = "PLAINTEXT"
-    #: the connection's authentication (``server/session.Session``; None outside a connection)
+    #: the connection's authentication (``network/session.Session``; None outside a connection)
     session: Any = None
 
 

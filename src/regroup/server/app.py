@@ -25,21 +25,21 @@ from typing import TypeVar
 
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.result import Result
+from regroup.network.admission import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP, AcceptErrors, Admission
+from regroup.network.authentication import ListenerSecurity, SecurityConfigError
+from regroup.network.connection import DEFAULT_MAX_IDLE_MS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES, Connection
+from regroup.network.framing import DEFAULT_MAX_FRAME_BYTES
+from regroup.network.limits import DEFAULT_LIMITS
+from regroup.network.listeners import ListenerConfig, default_listener
 from regroup.security.authorizer import Authorizer
 from regroup.server.acl_store import ACL_FILE, AclStore
-from regroup.server.admission import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP, AcceptErrors, Admission
 from regroup.server.api import ApiSpec, TopicStore
-from regroup.server.authentication import ListenerSecurity, SecurityConfigError
 from regroup.server.broker_configs import BrokerConfigEntry, broker_config_entries
-from regroup.server.connection import DEFAULT_MAX_IDLE_MS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES, Connection
 from regroup.server.dispatch import Dispatcher
 from regroup.server.events import GroupEvents
-from regroup.server.framing import DEFAULT_MAX_FRAME_BYTES
 from regroup.server.group_configs import GROUP_CONFIG_FILE, GroupConfigStore, core_group_configs
 from regroup.server.handlers.registry import load_specs
 from regroup.server.image import cluster_image
-from regroup.server.limits import DEFAULT_LIMITS
-from regroup.server.listeners import ListenerConfig, default_listener
 from regroup.server.log_cleaner import DEFAULT_CHECK_INTERVAL_MS, LogCleaner, log_report
 from regroup.server.metrics import RequestMetrics
 from regroup.server.metrics_http import MetricsEndpoint
@@ -106,7 +106,7 @@ class ServerConfig:
     log_retention_check_interval_ms: int = DEFAULT_CHECK_INTERVAL_MS
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
     transactions: TxnConfig = field(default_factory=TxnConfig)
-    #: the listeners (``server/listeners.py``); empty: one PLAINTEXT listener on ``host``:``port``
+    #: the listeners (``network/listeners.py``); empty: one PLAINTEXT listener on ``host``:``port``
     listeners: tuple[ListenerConfig, ...] = ()
     #: authorizer.class.name as given (Kafka's StandardAuthorizer or AclAuthorizer); None: no authorization
     authorizer: str | None = None

@@ -7,7 +7,7 @@ source is STATIC_BROKER_CONFIG when the file or a flag set it (``ServerConfig.co
 ``ServerConfig`` built in code, also when its value differs from the built-in default), DEFAULT_CONFIG
 otherwise, as Kafka's ``ConfigHelper`` tells a ``server.properties`` setting from a default.
 
-The security settings are per listener (``server/listeners.py``): an unprefixed ``ssl.*``/``sasl.*`` entry
+The security settings are per listener (``network/listeners.py``): an unprefixed ``ssl.*``/``sasl.*`` entry
 shows the value of the first listener it applies to that has no ``listener.name.<l>.`` override of it (else
 Kafka's default), and each listener-prefixed setting the file gave is an entry of its own with that listener's
 value. Passwords, keys and JAAS configurations are sensitive: their value is never shown (Kafka's PASSWORD
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from regroup.coordinator.config import CoordinatorConfig
+from regroup.network.listeners import SASL_MECHANISMS, ListenerConfig, SecurityProtocol, TlsSettings
 from regroup.server.group_configs import Ranges
-from regroup.server.listeners import SASL_MECHANISMS, ListenerConfig, SecurityProtocol, TlsSettings
 from regroup.storage.topic_config import ConfigSource, ConfigType
 
 __all__ = ["SENSITIVE", "BrokerConfigEntry", "broker_config_entries"]

@@ -21,14 +21,15 @@ from typing import Any
 from kio.schema.index import api_key_map
 
 from regroup.model.errors import ApiError, ErrorCode
+from regroup.network.codec import API_VERSIONS_KEY, DecodedRequest, encode_response, response_class
+from regroup.network.errors import ProtocolError
+from regroup.network.limits import Limits
+from regroup.network.session import Session
 from regroup.server.api import ApiSpec, Broker, RequestContext
-from regroup.server.codec import API_VERSIONS_KEY, DecodedRequest, encode_response, response_class
 from regroup.server.entities import build
-from regroup.server.errors import CoordinatorUnavailable, ProtocolError, RequestDropped
+from regroup.server.errors import CoordinatorUnavailable, RequestDropped
 from regroup.server.failures import FailureLog
-from regroup.server.limits import Limits
 from regroup.server.metrics import RequestMetrics
-from regroup.server.session import Session
 
 log = logging.getLogger("regroup.server.dispatch")
 

@@ -75,15 +75,15 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import unquote, urlparse
 
-from regroup.security.jaas import JaasEntry, JaasError, parse_jaas_entry, plain_users
-from regroup.security.principal import SslPrincipalMapper, parse_principal
-from regroup.server.listeners import (
+from regroup.network.listeners import (
     SASL_MECHANISMS,
     ListenerConfig,
     OAuthSettings,
     SecurityProtocol,
     TlsSettings,
 )
+from regroup.security.jaas import JaasEntry, JaasError, parse_jaas_entry, plain_users
+from regroup.security.principal import SslPrincipalMapper, parse_principal
 
 __all__ = [
     "AUTHORIZERS",

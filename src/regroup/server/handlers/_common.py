@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from regroup.network.codec import response_class
 from regroup.protocol.classic import ClientInfo
 from regroup.server.api import RequestContext
-from regroup.server.codec import response_class
 from regroup.server.entities import build
 
 

@@ -2,8 +2,8 @@
 GROUP_ID_NOT_FOUND with a message), ListGroups (v0-5, state filter v4+, type filter v5+),
 DeleteGroups (v0-2). The core decides everything (KIP-40 semantics, "Dead" for unknown groups,
 NON_EMPTY_GROUP, ...); this module maps versions and checks the ACLs. When a DescribeGroups v3+ client asks for
-authorized operations (KIP-430) it gets the group operations (READ, DELETE, DESCRIBE) the principal may do:
-every one without an authorizer.
+authorized operations (KIP-430) it gets the group operations (READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS,
+ALTER_CONFIGS: Kafka 4's, group configurations included) the principal may do: every one without an authorizer.
 
 Authorization, as Kafka's ``KafkaApis`` checks it:
 

@@ -41,6 +41,7 @@ from kio.schema.errors import ErrorCode
 
 from regroup.model.errors import ApiError
 from regroup.model.errors import ErrorCode as CoreErrorCode
+from regroup.network.limits import TOPIC_NAME
 from regroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from regroup.server.api import CLUSTER_ID, NODE_ID, ApiSpec, Broker, RequestContext, TopicInfo
 from regroup.server.handlers._common import respond
@@ -51,7 +52,6 @@ from regroup.server.handlers.authorized import (
     authorized_operations,
 )
 from regroup.server.handlers.topics import UNAUTHORIZED, may, may_on_cluster, store_of
-from regroup.server.limits import TOPIC_NAME
 from regroup.server.topics import InvalidTopicError, validate_topic_name
 
 __all__ = ["DESCRIBE_CLUSTER", "DESCRIBE_TOPIC_PARTITIONS", "SPECS"]

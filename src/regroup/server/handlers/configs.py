@@ -48,6 +48,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from regroup.network.limits import DEFAULT_LIMITS, GROUP_ID
 from regroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from regroup.server.api import NODE_ID, ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed
@@ -61,7 +62,6 @@ from regroup.server.broker_loggers import (
 from regroup.server.config_view import Described, describe_broker, describe_group, describe_loggers, describe_topic
 from regroup.server.group_configs import GroupConfigStore, core_group_config, validate_group_configs
 from regroup.server.handlers.topics import NO_THROTTLE, build, response_module, store_of
-from regroup.server.limits import DEFAULT_LIMITS, GROUP_ID
 from regroup.server.topics import InvalidTopicError, TopicStore, validate_topic_name
 from regroup.storage.format import StorageError
 from regroup.storage.topic_config import TOPIC_KEYS, ConfigError, ConfigType, validate_topic_configs

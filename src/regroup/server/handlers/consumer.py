@@ -30,6 +30,7 @@ from functools import cache
 from typing import Any
 
 from regroup.model.errors import ErrorCode
+from regroup.network.codec import response_class
 from regroup.protocol.consumer import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -40,7 +41,6 @@ from regroup.protocol.consumer import (
 from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed, require
-from regroup.server.codec import response_class
 from regroup.server.entities import build, ms
 from regroup.server.handlers._common import client_info, respond
 from regroup.server.handlers.authorized import GROUP_OPERATIONS, authorized_operations

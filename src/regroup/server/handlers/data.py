@@ -49,6 +49,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from regroup.network.limits import TOPIC_NAME
 from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed, authorizer_of
@@ -62,7 +63,6 @@ from regroup.server.handlers.topics import (
     store_of,
 )
 from regroup.server.handlers.transactions import produce_refusal, transactional_producers
-from regroup.server.limits import TOPIC_NAME
 from regroup.server.topics import TopicStore
 from regroup.storage.compaction import has_keyless_record
 from regroup.storage.format import StorageError

@@ -28,11 +28,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from regroup.model.errors import ErrorCode as CoreErrorCode
+from regroup.network.limits import TOPIC_NAME
 from regroup.security.acl import AclOperation
 from regroup.server.api import NODE_ID, ApiSpec, Broker, RequestContext
 from regroup.server.handlers._common import respond
 from regroup.server.handlers.topics import MAX_PARTITIONS_PER_REQUEST, UNAUTHORIZED, may, store_of
-from regroup.server.limits import TOPIC_NAME
 from regroup.server.topics import PartitionLimitError, TopicStore
 
 __all__ = ["CREATE_PARTITIONS", "SPECS", "handle_create_partitions"]

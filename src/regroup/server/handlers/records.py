@@ -21,10 +21,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from regroup.network.limits import TOPIC_NAME
 from regroup.security.acl import AclOperation
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.handlers.topics import NO_THROTTLE, UNAUTHORIZED, build, may, response_module, store_of
-from regroup.server.limits import TOPIC_NAME
 from regroup.server.topics import TopicStore
 from regroup.storage.format import StorageError
 from regroup.storage.partition_log import OffsetOutOfRange

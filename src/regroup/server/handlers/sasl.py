@@ -1,5 +1,5 @@
 """SaslHandshake (v0-1) and SaslAuthenticate (v0-2): a connection's SASL exchange (KIP-43, KIP-152, KIP-368),
-run by the connection's ``Session`` (``server/session.py``).
+run by the connection's ``Session`` (``network/session.py``).
 
 No ACL is checked: these requests are how a client authenticates, before it has a principal. A handshake
 naming a mechanism the listener does not enable gets UNSUPPORTED_SASL_MECHANISM with the enabled ones; a
@@ -16,9 +16,9 @@ import logging
 from typing import Any, Final
 
 from regroup.model.errors import ErrorCode
+from regroup.network.session import Session
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.handlers._common import respond
-from regroup.server.session import Session
 
 log = logging.getLogger("regroup.server.sasl")
 

@@ -46,6 +46,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from regroup.network.limits import TOPIC_NAME
 from regroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from regroup.server.api import CLUSTER_ID, NODE_ID, ApiSpec, Broker, RequestContext, TopicInfo
 from regroup.server.authz import allowed
@@ -56,7 +57,6 @@ from regroup.server.handlers.authorized import (
     TOPIC_OPERATIONS,
     authorized_operations,
 )
-from regroup.server.limits import TOPIC_NAME
 from regroup.server.topics import InvalidTopicError, PartitionLimitError, TopicExistsError, TopicStore
 from regroup.storage.topic_config import ConfigError
 

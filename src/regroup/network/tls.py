@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from regroup.server.listeners import TlsSettings
+from regroup.network.listeners import TlsSettings
 
 __all__ = ["TlsConfigError", "server_context"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 
-from regroup.server.errors import FrameTooLarge, TruncatedFrame
+from regroup.network.errors import FrameTooLarge, TruncatedFrame
 
 DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
 _SIZE = struct.Struct(">i")

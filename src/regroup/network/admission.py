@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-log = logging.getLogger("regroup.server.admission")
+log = logging.getLogger("regroup.network.admission")
 
 DEFAULT_MAX_CONNECTIONS = 10_000
 DEFAULT_MAX_CONNECTIONS_PER_IP = 5_000  # half the total: one host, leaking or not, never takes all

@@ -1,5 +1,5 @@
 """One client connection, as an ``asyncio.Protocol``: frames are cut from the received bytes in
-``data_received``, each request is decoded and its handler started eagerly (``server/eager.py``), and the
+``data_received``, each request is decoded and its handler started eagerly (``network/eager.py``), and the
 responses are written with ``transport.write`` strictly in request order (Kafka clients match responses to
 requests by order and correlation id).
 
@@ -29,7 +29,7 @@ requests by order and correlation id).
   no response written, and no request outstanding — a JoinGroup parked for a long rebalance keeps its
   connection) is closed. One timer per connection checks it; activity only moves a timestamp, and the timer
   re-arms itself for the remainder when it fires.
-* **Admission.** ``admit`` (the server's connection limits, ``server/admission.py``) is asked once the peer
+* **Admission.** ``admit`` (the server's connection limits, ``network/admission.py``) is asked once the peer
   address is known; a refused connection is closed at once, before anything is read.
 
 Anything the peer gets wrong (bad frame, unknown API, undecodable request) closes this connection only, after
@@ -45,16 +45,17 @@ import collections
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Protocol
 
-from regroup.server.codec import decode_request
-from regroup.server.dispatch import Dispatcher
-from regroup.server.eager import Started, start
-from regroup.server.errors import ProtocolError, RequestDropped
-from regroup.server.framing import DEFAULT_MAX_FRAME_BYTES, FrameBuffer
-from regroup.server.session import Session, SessionState
+from regroup.network.codec import DecodedRequest, VersionRanges, decode_request
+from regroup.network.eager import Started, start
+from regroup.network.errors import CloseConnection, ProtocolError
+from regroup.network.framing import DEFAULT_MAX_FRAME_BYTES, FrameBuffer
+from regroup.network.limits import Limits
+from regroup.network.session import Session, SessionState
 
-log = logging.getLogger("regroup.server.connection")
+log = logging.getLogger("regroup.network.connection")
 
 DEFAULT_MAX_IN_FLIGHT = 64
 DEFAULT_MAX_QUEUED_BYTES = 1024 * 1024
@@ -66,6 +67,20 @@ SASL_MAX_RECEIVE_BYTES = 524_288
 SECONDS_PER_TURN = 0.005
 
 Response = bytes | None
+
+
+class Responder(Protocol):
+    """What answers a connection's requests (the server's dispatcher): the API versions and identifier limits
+    requests are decoded against, and the framed response to one request (None: none is sent). Raising
+    ``ProtocolError`` or ``CloseConnection`` closes the connection after the responses before it."""
+
+    @property
+    def versions(self) -> VersionRanges: ...
+    @property
+    def limits(self) -> Mapping[int, Limits]: ...
+    async def respond(
+        self, request: DecodedRequest, *, client_host: str, connection_id: int, session: Session | None = None
+    ) -> bytes | None: ...
 
 
 def _wall_ms() -> int:
@@ -87,7 +102,7 @@ class _Slot:
 class Connection(asyncio.Protocol):
     def __init__(
         self,
-        dispatcher: Dispatcher,
+        dispatcher: Responder,
         connection_id: int,
         *,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
@@ -122,7 +137,7 @@ class Connection(asyncio.Protocol):
         self._last_active = self._loop.time()
         self._idle_timer: asyncio.TimerHandle | None = None
         self._new_session = new_session
-        #: who the peer is and what it may send now (``server/session.py``); PLAINTEXT and anonymous until made
+        #: who the peer is and what it may send now (``network/session.py``); PLAINTEXT and anonymous until made
         self.session = Session(listener="PLAINTEXT", monotonic_ms=self._monotonic_ms, wall_ms=_wall_ms)
         self._close_when_written = False  # the session failed: close once the responses before are written
 
@@ -352,7 +367,7 @@ class Connection(asyncio.Protocol):
 
     # ------------------------------------------------------------------------------ closing
     def _fail(self, exc: BaseException) -> None:
-        if isinstance(exc, ProtocolError | RequestDropped):
+        if isinstance(exc, ProtocolError | CloseConnection):
             log.info("closing connection %d from %s: %s", self.connection_id, self.peer, exc)
         elif isinstance(exc, ConnectionError | OSError):
             log.debug("connection %d from %s lost: %s", self.connection_id, self.peer, exc)

@@ -1,6 +1,6 @@
 """The identifiers a request may carry and how long each may be by default (``regroup serve --max-*-bytes``).
 
-Requests are measured against these limits while they are checked (``server/precheck.py``); a longer
+Requests are measured against these limits while they are checked (``network/precheck.py``); a longer
 identifier is answered with INVALID_REQUEST, so no client can make the coordinator keep or log megabytes of
 ids. The defaults leave ample room for real clients: topic names have Kafka's own limit of 249 characters;
 Java clients build their client id from the group id (``consumer-<group>-<n>``), so client ids get more

@@ -19,7 +19,7 @@ After a successful walk the native reader reads exactly the structure the walk m
 it makes is bounded by the bytes of the frame.
 
 Identifier strings — group ids, member ids, group instance ids, topic names and the header's client id — are
-also measured against the server's identifier limits (``server/limits.py``). A longer one is not malformed:
+also measured against the server's identifier limits (``network/limits.py``). A longer one is not malformed:
 ``check`` returns a description of the first one, and the dispatcher answers the request with the API's error
 response (INVALID_REQUEST). The kinds an API checks itself with its own error code (CreateTopics'
 INVALID_TOPIC_EXCEPTION) are left out of its limits by the dispatcher. Plans are compiled once per entity class.
@@ -34,7 +34,7 @@ from typing import Any, Final, Union, get_args, get_origin
 
 from kio.schema.types import GroupId, TopicName, TransactionalId
 
-from regroup.server.limits import CLIENT_ID, GROUP_ID, INSTANCE_ID, MEMBER_ID, TOPIC_NAME, TRANSACTIONAL_ID, Limits
+from regroup.network.limits import CLIENT_ID, GROUP_ID, INSTANCE_ID, MEMBER_ID, TOPIC_NAME, TRANSACTIONAL_ID, Limits
 
 _FIXED_SIZES: Final = {
     "int8": 1,

@@ -16,15 +16,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from regroup.network.listeners import ListenerConfig, OAuthSettings
+from regroup.network.session import Session
+from regroup.network.tls import TlsConfigError, server_context
 from regroup.security.acl import ANONYMOUS
 from regroup.security.oauthbearer import JwksValidator, OAuthBearerServer, UnsecuredValidator
 from regroup.security.plain import PlainServer
 from regroup.security.principal import NoMatchingRuleError, SslPrincipalMapper, tls_principal
 from regroup.security.sasl import SaslServer
 from regroup.security.scram import ScramCredential, ScramServer, mechanism_named
-from regroup.server.listeners import ListenerConfig, OAuthSettings
-from regroup.server.session import Session
-from regroup.server.tls import TlsConfigError, server_context
 
 __all__ = ["ListenerSecurity", "ScramLookup", "SecurityConfigError"]
 

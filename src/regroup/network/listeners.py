@@ -2,7 +2,7 @@
 and SASL (Kafka's ``listeners``, ``advertised.listeners``, ``listener.security.protocol.map`` and the
 ``ssl.*``, ``sasl.*`` and ``listener.name.<listener>.*`` settings, read by ``server/properties.py``).
 
-Plain values only: ``server/tls.py`` turns ``TlsSettings`` into an ``ssl.SSLContext``, ``server/session.py``
+Plain values only: ``network/tls.py`` turns ``TlsSettings`` into an ``ssl.SSLContext``, ``network/session.py``
 runs a listener's SASL exchanges."""
 
 from __future__ import annotations

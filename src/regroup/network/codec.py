@@ -38,10 +38,10 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32
 
-from regroup.server import precheck
-from regroup.server.errors import MalformedRequest, UnknownApiKey, UnsupportedApiVersion
-from regroup.server.framing import frame
-from regroup.server.limits import CLIENT_ID, Limits
+from regroup.network import precheck
+from regroup.network.errors import MalformedRequest, UnknownApiKey, UnsupportedApiVersion
+from regroup.network.framing import frame
+from regroup.network.limits import CLIENT_ID, Limits
 
 API_VERSIONS_KEY = 18
 API_VERSIONS_FLEXIBLE_FROM = 3
