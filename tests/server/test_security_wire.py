@@ -5,6 +5,8 @@ delay and closed), and the server's log and data directory never holding a secre
 
 from __future__ import annotations
 
+import base64
+import json
 import socket
 import ssl
 import struct
@@ -62,8 +64,11 @@ def sasl_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc
     proc = start(
         base,
         f"listeners=SASL_PLAINTEXT://127.0.0.1:{port}\n"
-        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512\n"
+        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER\n"
         f"listener.name.sasl_plaintext.plain.sasl.jaas.config={PLAIN_JAAS}\n"
+        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config="
+        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+        'unsecuredValidatorRequiredScope="kafka";\n'
         "connections.max.reauth.ms=1500\n",
         port,
     )
@@ -97,7 +102,7 @@ def test_unsupported_mechanism_is_answered_then_closed(sasl_server: ServerProces
     with WireClient(sasl_server.port) as client:
         response = client.call(SASL_HANDSHAKE, 1, mechanism="GSSAPI")
         assert response.error_code == ErrorCode.unsupported_sasl_mechanism
-        assert set(response.mechanisms) == {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+        assert set(response.mechanisms) == {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}
         assert client.is_closed_by_server()
 
 
@@ -352,3 +357,34 @@ def test_scram_users_and_acls_acknowledged_survive_kill_9(tmp_path: Path) -> Non
         proc.kill()
     assert_clean_log(proc)
     assert "scram-pw-4d1e" not in proc.log()
+
+
+def unsecured_token(claims: dict[str, object]) -> bytes:
+    def part(value: dict[str, object]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    token = f"{part({'alg': 'none'})}.{part(claims)}."
+    return f"n,,\x01auth=Bearer {token}\x01\x01".encode()
+
+
+def test_oauthbearer_rejection_with_a_huge_message_is_answered_and_closed(sasl_server: ServerProcess) -> None:
+    """A token whose scope list is huge: the server's error challenge, then SASL_AUTHENTICATION_FAILED with a
+    message short enough for every version (it quotes the scopes), then the connection closes."""
+    scopes = " ".join(f"s{i}" for i in range(20_000))
+    token = unsecured_token({"sub": "alice", "exp": time.time() + 60, "scope": scopes})
+    with WireClient(sasl_server.port) as client:
+        assert client.call(SASL_HANDSHAKE, 1, mechanism="OAUTHBEARER").error_code == ErrorCode.none
+        challenge = client.call(SASL_AUTHENTICATE, 1, auth_bytes=token)
+        assert challenge.error_code == ErrorCode.none
+        assert json.loads(challenge.auth_bytes)["status"] == "insufficient_scope"
+        failed = client.call(SASL_AUTHENTICATE, 1, auth_bytes=b"\x01")
+        assert failed.error_code == ErrorCode.sasl_authentication_failed
+        assert failed.error_message and len(failed.error_message) <= 1024
+        assert client.is_closed_by_server()
+    good = unsecured_token({"sub": "alice", "exp": time.time() + 60, "scope": "kafka"})
+    with WireClient(sasl_server.port) as client:
+        assert client.call(SASL_HANDSHAKE, 1, mechanism="OAUTHBEARER").error_code == ErrorCode.none
+        response = client.call(SASL_AUTHENTICATE, 2, auth_bytes=good)
+        assert response.error_code == ErrorCode.none
+        assert 0 < response.session_lifetime.total_seconds() * 1000 <= 1500  # the shorter of max.reauth and exp
+        assert client.call(METADATA, 9, **NO_TOPICS).brokers

@@ -286,7 +286,7 @@ class Connection(asyncio.Protocol):
         reply = session.raw_token(frame)
         if reply is None:
             log.info(
-                "authentication failed peer=%s listener=%s mechanism=%s user=%.256r: %s",
+                "authentication failed peer=%s listener=%s mechanism=%s user=%.256r: %.1024s",
                 self.client_host,
                 session.listener,
                 session.mechanism,

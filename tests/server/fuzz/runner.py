@@ -11,7 +11,11 @@ Findings: the process exited (*crash*), the healthy client got no answer in time
 the run stops there; the count includes whatever else runs on the machine). A crash or hang is narrowed
 down by replaying the frames that were in flight, one at a time, on a fresh server; an error names its frame
 through the client id (``seeds.TAG_CLIENT_ID``). Each finding is written as a JSON line (frames in hex) to
-the findings file and summed up in one printed line; with ``keep_going`` the server is restarted and the run goes on."""
+the findings file and summed up in one printed line; with ``keep_going`` the server is restarted and the run goes on.
+
+``Options.mode`` ``sasl`` or ``tls`` runs connection scripts instead of independent frames (``scripted``): the
+same watch, on a server with a SASL_PLAINTEXT or an SSL listener (``sasl.start_server``, ``tls.start_server``)
+whose healthy client authenticates, or talks TLS, first; scripts add *protocol* findings."""
 
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ import logging
 import os
 import random
 import shutil
+import ssl
 import struct
 import subprocess
 import tempfile
@@ -34,6 +39,7 @@ from typing import Any, TextIO
 
 from kio.index import load_response_schema
 from kio.serial import entity_reader
+from kio.serial.errors import SerialError
 
 from tests.server.conftest import ServerProcess
 from tests.server.fuzz.mutate import Mutant, Mutator
@@ -49,10 +55,12 @@ HEALTH_GROUP = "health-nobody"
 
 @dataclass
 class Finding:
-    kind: str  # crash, hang, error, memory
+    kind: str  # crash, hang, error, memory, disk, protocol
     signature: str
     frames: list[Mutant]
     detail: str = ""
+    #: what else reproduces it (the seed and connection scripts of a scripted run)
+    context: dict[str, Any] = field(default_factory=dict)
 
     def line(self) -> str:
         apis = sorted({m.claims for m in self.frames})
@@ -68,6 +76,8 @@ class Report:
     errors: int = 0
     memory: int = 0
     disk: int = 0
+    #: wrong answers a scripted run recognises (an exchange the server should have refused, or answered)
+    protocol: int = 0
     #: files and directories added on the data directory's file system (peak)
     inodes: int = 0
     #: the slowest answer to the healthy client, in seconds
@@ -81,7 +91,7 @@ class Report:
 
     @property
     def findings(self) -> int:
-        return self.crashes + self.hangs + self.errors + self.memory + self.disk
+        return self.crashes + self.hangs + self.errors + self.memory + self.disk + self.protocol
 
     @property
     def rate(self) -> float:
@@ -92,7 +102,8 @@ class Report:
         return (
             f"fuzz: {self.frames} frames in {self.seconds:.1f} s ({self.rate:.0f} frames/s); "
             f"crashes {self.crashes}, hangs {self.hangs}, tracebacks/errors {self.errors}, memory {self.memory}, "
-            f"disk {self.disk}; peak RSS {self.peak_rss / 2**20:.0f} MiB (start {self.start_rss / 2**20:.0f} MiB); "
+            f"disk {self.disk}, protocol {self.protocol}; "
+            f"peak RSS {self.peak_rss / 2**20:.0f} MiB (start {self.start_rss / 2**20:.0f} MiB); "
             f"files +{self.inodes}; slowest health answer {self.slowest_health:.2f} s; "
             f"restarts {self.restarts}; outcomes: {outcomes}"
         )
@@ -118,6 +129,10 @@ class Options:
     progress_every: int = 0
     server_args: tuple[str, ...] = ("--log-level", "warning", "--fsync", "never")
     echo: Callable[[str], None] = print
+    #: ``frames`` (independent mutated frames), ``sasl`` or ``tls`` (connection scripts: ``scripted``)
+    mode: str = "frames"
+    #: run only these scripts of the seed (a scripted mode's replay), once each
+    scripts: tuple[int, ...] = ()
 
 
 class ServerGone(Exception):
@@ -125,6 +140,9 @@ class ServerGone(Exception):
 
 
 class FuzzRun:
+    #: frames of a finding written to the findings file
+    frames_kept = 16
+
     def __init__(self, options: Options, server: ServerProcess) -> None:
         self.options = options
         self.server = server
@@ -133,6 +151,8 @@ class FuzzRun:
         rng = random.Random(options.seed)
         self.mutator = Mutator(rng, corpus(rng), self.versions)
         self.counter = 0
+        #: the run ends before its frames are sent (a scripted run's replays are over)
+        self.finished = False
         self.by_tag: dict[int, Mutant] = {}
         self.inflight: dict[int, collections.deque[Mutant]] = {}
         #: the frames whose connection was just closed or abandoned (a crash closes them all at once)
@@ -151,11 +171,10 @@ class FuzzRun:
         self.start_inodes = _inodes_used(self.server.data_dir)
         shown = 0
         try:
-            while report.frames < opts.frames:
-                batch = [self._next() for _ in range(min(opts.batch, opts.frames - report.frames))]
-                self.by_tag = {tag: m for tag, m in self.by_tag.items() if tag > self.counter - 4 * opts.batch}
+            while report.frames < opts.frames and not self.finished:
+                batch = self._batch(min(opts.batch, opts.frames - report.frames))
                 await self._send(batch)
-                report.frames = sum(report.outcomes.values())  # what the server read (a crash loses the rest)
+                report.frames = self._frames_done()
                 if not await self._check(batch):
                     break
                 if opts.progress_every and report.frames // opts.progress_every > shown:
@@ -170,6 +189,15 @@ class FuzzRun:
             if self.out is not None:
                 self.out.close()
         return report
+
+    def _batch(self, frames: int) -> list[Any]:
+        """The next batch of ``frames`` frames (a scripted run returns a list its ``_send`` fills)."""
+        batch = [self._next() for _ in range(frames)]
+        self.by_tag = {tag: m for tag, m in self.by_tag.items() if tag > self.counter - 4 * self.options.batch}
+        return batch
+
+    def _frames_done(self) -> int:
+        return sum(self.report.outcomes.values())  # what the server read (a crash loses the rest)
 
     def _next(self) -> Mutant:
         self.counter += 1
@@ -244,7 +272,7 @@ class FuzzRun:
                 writer.close()
 
     # ------------------------------------------------------------------------------ checks
-    async def _check(self, batch: list[Mutant]) -> bool:
+    async def _check(self, batch: list[Any]) -> bool:
         """After a batch: process alive, healthy client served, log clean, memory bounded. False: stop."""
         opts, report = self.options, self.report
         exited = self.server.proc is None or self.server.proc.poll() is not None
@@ -261,17 +289,17 @@ class FuzzRun:
         report.peak_rss = max(report.peak_rss, rss)
         if healthy and rss - report.start_rss > opts.rss_limit:
             report.memory += 1
-            self._record(Finding("memory", f"RSS {rss / 2**20:.0f} MiB", batch, f"start {report.start_rss}"))
+            self._record(self._finding("memory", f"RSS {rss / 2**20:.0f} MiB", batch, f"start {report.start_rss}"))
             return self._restart()
         inodes = _inodes_used(self.server.data_dir) - self.start_inodes
         report.inodes = max(report.inodes, inodes)
         if healthy and inodes > opts.inode_limit:
             report.disk += 1
-            self._record(Finding("disk", f"{inodes} more files and directories", batch))
+            self._record(self._finding("disk", f"{inodes} more files and directories", batch))
             return False
         if healthy:
             return True
-        suspects = [*self.recent, *(m for q in self.inflight.values() for m in q)]
+        suspects = self._suspects()
         kind = "crash" if exited else "hang"
         code = self.server.proc.poll() if self.server.proc is not None else None
         if kind == "crash":
@@ -280,37 +308,51 @@ class FuzzRun:
             report.hangs += 1
         tail = native or self._tail_reason()
         if not self._restart():
-            self._record(Finding(kind, f"exit {code}: {tail}" if kind == "crash" else "no answer", suspects))
+            self._record(self._finding(kind, f"exit {code}: {tail}" if kind == "crash" else "no answer", suspects))
             return False
         culprits = await self._isolate(suspects or batch[-opts.window :], kind)
         signature = f"exit {code}: {tail}" if kind == "crash" else "healthy client not answered"
-        self._record(Finding(kind, signature, culprits or suspects, f"{len(suspects)} frames were in flight"))
+        self._record(self._finding(kind, signature, culprits or suspects, f"{len(suspects)} were in flight"))
         return opts.keep_going and self.report.restarts < opts.max_restarts
+
+    def _suspects(self) -> list[Any]:
+        """What may have crashed or hung the server: the frames just closed or abandoned, and those in flight."""
+        return [*self.recent, *(m for q in self.inflight.values() for m in q)]
+
+    def _finding(self, kind: str, signature: str, units: list[Any], detail: str = "") -> Finding:
+        """A finding about ``units`` (frames here; a scripted run's connection scripts)."""
+        return Finding(kind, signature, units, detail)
+
+    async def _health_check(self) -> bool:
+        return await _health_check(self.server.port)
+
+    async def _replay(self, unit: Any) -> None:
+        await _replay(self.server.port, unit, self.options.stall_timeout)
 
     async def _healthy(self, timeout: float | None = None) -> bool:
         started = time.monotonic()
         try:
-            return await asyncio.wait_for(_health_check(self.server.port), timeout or self.options.health_timeout)
-        except (TimeoutError, OSError, asyncio.IncompleteReadError):
+            return await asyncio.wait_for(self._health_check(), timeout or self.options.health_timeout)
+        except (TimeoutError, OSError, asyncio.IncompleteReadError, SerialError):  # (SerialError: unreadable)
             return False
         finally:
             self.report.slowest_health = max(self.report.slowest_health, time.monotonic() - started)
 
-    def _error(self, record: LogRecord, batch: list[Mutant]) -> None:
+    def _error(self, record: LogRecord, batch: list[Any]) -> None:
         tag = record.tag
         frames = [self.by_tag[tag]] if tag is not None and tag in self.by_tag else []
         self.report.errors += 1
         self._record(Finding("error", record.signature(), frames, "\n".join((record.message, *record.rest))[-3000:]))
 
-    async def _isolate(self, suspects: list[Mutant], kind: str) -> list[Mutant]:
+    async def _isolate(self, suspects: list[Any], kind: str) -> list[Any]:
         """Replay the suspects one by one on the restarted server; the ones after which it dies (or stops
         answering) are the culprits (it is restarted after each)."""
-        culprits: list[Mutant] = []
-        for mutant in dict.fromkeys(suspects):  # each once, in order
-            await _replay(self.server.port, mutant, self.options.stall_timeout)
+        culprits: list[Any] = []
+        for unit in dict.fromkeys(suspects):  # each once, in order
+            await self._replay(unit)
             if not self._exited() and await self._healthy(2.0):
                 continue
-            culprits.append(mutant)
+            culprits.append(unit)
             self.log.tail()
             if not self._restart() or len(culprits) >= 3:
                 break
@@ -360,9 +402,10 @@ class FuzzRun:
                 "kind": finding.kind,
                 "signature": finding.signature,
                 "detail": finding.detail,
+                **finding.context,
                 "frames": [
                     {"claims": m.claims, "seed": f"{m.api_key}v{m.version}", "how": m.how, "hex": m.frame.hex()}
-                    for m in finding.frames[:16]
+                    for m in finding.frames[: self.frames_kept]
                 ],
             }
             self.out.write(json.dumps(record) + "\n")
@@ -395,9 +438,11 @@ async def _read_frame(reader: asyncio.StreamReader) -> bytes:
     return await reader.readexactly(size)
 
 
-async def _health_check(port: int) -> bool:
-    """ApiVersions v2 answered with no error, Heartbeat v4 for an unknown group with UNKNOWN_MEMBER_ID."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+async def _health_check(port: int, tls: ssl.SSLContext | None = None) -> bool:
+    """ApiVersions v2 answered with no error, Heartbeat v4 for an unknown group with UNKNOWN_MEMBER_ID (over
+    TLS with ``tls``, for the server name ``localhost``)."""
+    hostname = "localhost" if tls is not None else None
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=tls, server_hostname=hostname)
     try:
         writer.write(encode_request(API_VERSIONS, 2, 1, "fuzz-health"))
         writer.write(
@@ -450,13 +495,24 @@ def fuzz(options: Options, work_dir: Path | None = None) -> Report:
     own = work_dir is None
     base = Path(tempfile.mkdtemp(prefix="regroup-fuzz-")) if work_dir is None else work_dir
     base.mkdir(parents=True, exist_ok=True)
-    server = ServerProcess(base / "data", base / "server.log", list(options.server_args))
-    server.start()
+    make: Callable[[Options, ServerProcess], FuzzRun] = FuzzRun
+    if options.mode == "frames":
+        server = ServerProcess(base / "data", base / "server.log", list(options.server_args))
+        server.start()
+    else:  # (the scripted modes import this module)
+        if options.mode == "sasl":
+            from tests.server.fuzz import sasl as scripts
+        elif options.mode == "tls":
+            from tests.server.fuzz import tls as scripts  # type: ignore[no-redef]
+        else:
+            raise ValueError(f"unknown fuzz mode {options.mode!r}")
+        server = scripts.start_server(base, options)
+        make = scripts.Run
     asyncio_log = logging.getLogger("asyncio")
     level = asyncio_log.level
     asyncio_log.setLevel(logging.ERROR)  # not a warning per write to a connection the server closed
     try:
-        return asyncio.run(FuzzRun(options, server).run())
+        return asyncio.run(make(options, server).run())
     finally:
         asyncio_log.setLevel(level)
         server.kill()

@@ -25,6 +25,8 @@ log = logging.getLogger("regroup.server.sasl")
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 #: Kafka's connection.failed.authentication.delay.ms default: a failed authentication's response waits this long
 FAILED_AUTHENTICATION_DELAY_S: Final = 0.1
+#: the longest error message SaslAuthenticate answers with
+MAX_MESSAGE_CHARS: Final = 1024
 
 
 def _session(ctx: RequestContext) -> Session:
@@ -42,7 +44,7 @@ async def sasl_handshake(broker: Broker, ctx: RequestContext, request: Any) -> A
     error = session.handshake(request.mechanism, ctx.api_version)
     if error is not ErrorCode.NONE:
         log.info(
-            "authentication failed peer=%s listener=%s mechanism=%.64r: %s",
+            "authentication failed peer=%s listener=%s mechanism=%.64r: %.1024s",
             ctx.client_host,
             session.listener,
             request.mechanism,
@@ -51,9 +53,17 @@ async def sasl_handshake(broker: Broker, ctx: RequestContext, request: Any) -> A
     return respond(ctx, error_code=error, mechanisms=list(session.mechanisms))
 
 
+def _bounded(message: str | None) -> str | None:
+    """A mechanism's message as the client gets it: messages may quote what the client sent (a scope, a
+    principal), so they are cut to ``MAX_MESSAGE_CHARS`` (every version's string must stay encodable)."""
+    if message is None or len(message) <= MAX_MESSAGE_CHARS:
+        return message
+    return message[: MAX_MESSAGE_CHARS - 1] + "…"
+
+
 def _log_failure(ctx: RequestContext, session: Session) -> None:
     log.info(
-        "authentication failed peer=%s listener=%s mechanism=%s user=%.256r: %s",
+        "authentication failed peer=%s listener=%s mechanism=%s user=%.256r: %.1024s",
         ctx.client_host,
         session.listener,
         session.mechanism,
@@ -82,7 +92,7 @@ async def sasl_authenticate(broker: Broker, ctx: RequestContext, request: Any) -
     return respond(
         ctx,
         error_code=step.error,
-        error_message=step.message,
+        error_message=_bounded(step.message),
         auth_bytes=step.auth_bytes,
         session_lifetime=step.session_lifetime_ms,
     )
