@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from tests.server.certs import Authority
-from tests.server.conftest import ServerProcess, assert_clean_log, free_port
+from tests.server.conftest import ServerProcess, assert_clean_log, configured, free_port
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -82,14 +82,7 @@ def run_checks(java: list[str], scenario: str, **options: str) -> dict[str, str]
     return dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
 
 
-def serve(directory: Path, properties: str, port: int) -> ServerProcess:
-    """``regroup serve --config`` with ``properties``, whose first listener is on ``port``."""
-    config = directory / "server.properties"
-    config.write_text(properties)
-    proc = ServerProcess(directory / "data", directory / "server.log", ["--config", str(config)])
-    proc.port = port
-    proc.start()
-    return proc
+serve = configured
 
 
 def stop(proc: ServerProcess) -> None:

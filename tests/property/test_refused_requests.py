@@ -44,14 +44,18 @@ from regroup.coordinator.events import (
 )
 from regroup.coordinator.result import Result
 from regroup.model.cluster import ClusterImage, TopicImage, topic_id_for
+from regroup.model.errors import ErrorCode
 from regroup.protocol.admin import ListGroupsRequest
 from regroup.protocol.classic import (
     ClientInfo,
     HeartbeatRequest,
+    HeartbeatResponse,
     JoinGroupRequest,
+    JoinGroupResponse,
     LeaveGroupRequest,
     LeavingMember,
     SyncGroupRequest,
+    SyncGroupResponse,
 )
 from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest
 from regroup.protocol.offsets import (
@@ -89,6 +93,16 @@ def dump(value: Any) -> Any:
     fields = {n: getattr(value, n) for n in names if hasattr(value, n)}
     fields.update(getattr(value, "__dict__", {}))
     return (type(value).__name__, tuple(sorted((k, dump(v)) for k, v in fields.items())))
+
+
+#: the only error codes a response carries (at its top level) after its request changed something, as in Kafka:
+#: a classic JoinGroup that hands out a member id (the pending member and its timer), a classic Heartbeat or
+#: SyncGroup during a rebalance (the member's session is still renewed). Every other error is a refusal.
+ANSWERED_AFTER_A_CHANGE: dict[type, tuple[ErrorCode, ...]] = {
+    JoinGroupResponse: (ErrorCode.MEMBER_ID_REQUIRED,),
+    HeartbeatResponse: (ErrorCode.REBALANCE_IN_PROGRESS,),
+    SyncGroupResponse: (ErrorCode.REBALANCE_IN_PROGRESS,),
+}
 
 
 def state_of(coordinator: GroupCoordinator) -> Any:
@@ -162,6 +176,10 @@ class Driver:
         before = state_of(self.coordinator)
         self.key += 1
         result = self.collect(op(request, self.key, self.now))
+        response = result.response_for(self.key)
+        error = getattr(response, "error", ErrorCode.NONE)
+        if error != ErrorCode.NONE and error not in ANSWERED_AFTER_A_CHANGE.get(type(response), ()):
+            assert result.refused == error, (request, error, result.records, result.events)
         if result.refused is not None:
             self.refused += 1
             assert result.records == [], (request, result.refused, result.records)

@@ -85,6 +85,18 @@ class ServerProcess:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
 
+def configured(directory: Path, properties: str, port: int, *args: str) -> ServerProcess:
+    """A started ``regroup serve --config`` whose file holds ``properties`` (Kafka's names) and whose first
+    listener is on ``port`` (the fixture's ``--port`` names the first listener's port); data and log under
+    ``directory``."""
+    config = directory / "server.properties"
+    config.write_text(properties)
+    proc = ServerProcess(directory / "data", directory / "server.log", ["--config", str(config), *args])
+    proc.port = port
+    proc.start()
+    return proc
+
+
 @pytest.fixture
 def make_server(tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
     started: list[ServerProcess] = []

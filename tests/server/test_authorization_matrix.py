@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode as E
 
-from tests.server.conftest import ServerProcess, assert_clean_log, free_port
+from tests.server.conftest import ServerProcess, assert_clean_log, configured, free_port
 from tests.server.wire import WireClient, create_topics
 from tests.server_data.batches import make_batch
 
@@ -71,17 +71,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         + " ".join(f'user_{user}="{password}"' for user, password in PASSWORDS.items())
         + ";"
     )
-    config = base / "server.properties"
-    config.write_text(
+    proc = configured(
+        base,
         f"listeners=SASL_PLAINTEXT://127.0.0.1:{port}\n"
         "sasl.enabled.mechanisms=PLAIN\n"
         f"listener.name.sasl_plaintext.plain.sasl.jaas.config={jaas}\n"
         "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
-        "super.users=User:admin\n"
+        "super.users=User:admin\n",
+        port,
     )
-    proc = ServerProcess(base / "data", base / "server.log", ["--config", str(config)])
-    proc.port = port
-    proc.start()
     try:
         yield proc
     finally:

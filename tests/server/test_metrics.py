@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.server.conftest import ServerProcess, free_port
+from tests.server.test_consumer_wire import heartbeat
 from tests.server.test_offsets_admin import commit
 from tests.server.test_process import form_stable_group
 from tests.server.wire import HEARTBEAT, WireClient, create_topics
@@ -91,6 +92,8 @@ def test_counters_move_by_exactly_the_traffic(make_server: MakeServer) -> None:
     assert value(after, "regroup_groups", state="Stable", type="classic", protocol_type="consumer") == 1
     assert value(after, "regroup_groups", state="Empty", type="classic", protocol_type="") == 1  # "other"
     assert value(after, "regroup_group_members", type="classic") == 1
+    assert ("regroup_group_members", frozenset({("type", "consumer")})) in after  # every group type, even at 0
+    assert value(after, "regroup_group_members", type="consumer") == 0
     assert value(after, "regroup_rebalances_started_total") == 1
     assert value(after, "regroup_rebalances_completed_total") == 1
     # the new group persisted empty, its metadata when it became Stable, and the one valid offset commit
@@ -99,6 +102,26 @@ def test_counters_move_by_exactly_the_traffic(make_server: MakeServer) -> None:
     assert (value(after, "regroup_topics"), value(after, "regroup_partitions")) == (1, 1)
     assert value(after, "regroup_open_segment_files") == 0  # nothing produced: the partition has no files yet
     assert value(after, "regroup_connections_opened_total") >= 2  # create_topics' check and the client
+
+
+def test_members_are_counted_by_group_type(make_server: MakeServer) -> None:
+    server, port = metrics_server(make_server)
+    with WireClient(server.port, client_id="c1") as client:
+        create_topics(client, {"k": 2})
+        for member in ("m-1", "m-2"):
+            joined = heartbeat(
+                client, group_id="modern", member_id=member, subscribed_topic_names=["k"], topic_partitions=[]
+            )
+            assert joined.error_code == 0
+        form_stable_group(client, "old")
+        _, after = scrape(port)
+    assert value(after, "regroup_group_members", type="consumer") == 2
+    assert value(after, "regroup_group_members", type="classic") == 1
+    assert (
+        value(after, "regroup_groups", state="Reconciling", type="consumer", protocol_type="consumer")
+        + value(after, "regroup_groups", state="Stable", type="consumer", protocol_type="consumer")
+        == 1
+    )
 
 
 class SentRequests(logging.Handler):

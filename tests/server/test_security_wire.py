@@ -20,7 +20,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from tests.server.certs import Authority
-from tests.server.conftest import ServerProcess, assert_clean_log, free_port
+from tests.server.conftest import ServerProcess, assert_clean_log, configured, free_port
 from tests.server.wire import API_VERSIONS, WireClient
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE, METADATA = 17, 36, 3
@@ -37,17 +37,6 @@ NO_TOPICS = {
 SECRETS = ("admin-pw-7f3a", "alice-pw-91c2", "scram-pw-4d1e", "key-pw-55aa")
 
 
-def start(directory: Path, properties: str, port: int) -> ServerProcess:
-    """`regroup serve --config` with ``properties``; ``port``: its first listener's (the fixture passes it as
-    --port too, which the first listener takes)."""
-    config = directory / "server.properties"
-    config.write_text(properties)
-    proc = ServerProcess(directory / "data", directory / "server.log", ["--config", str(config)])
-    proc.port = port
-    proc.start()
-    return proc
-
-
 @pytest.fixture(scope="module")
 def sasl_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """SASL_PLAINTEXT with PLAIN and SCRAM-SHA-256/512 (a SCRAM user seeded before start), re-authentication
@@ -61,7 +50,7 @@ def sasl_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc
             check=True, capture_output=True,
         )  # fmt: skip
     port = free_port()
-    proc = start(
+    proc = configured(
         base,
         f"listeners=SASL_PLAINTEXT://127.0.0.1:{port}\n"
         "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER\n"
@@ -175,7 +164,7 @@ def test_a_large_frame_before_authentication_closes(sasl_server: ServerProcess) 
 
 
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
-def test_scram_users_seeded_before_start(sasl_server: ServerProcess, mechanism: str) -> None:
+def test_scram_users_seeded_before_configured(sasl_server: ServerProcess, mechanism: str) -> None:
     kafka = pytest.importorskip("kafka")
     for password, ok in (("scram-pw-4d1e", True), ("wrong", False)):
         try:
@@ -216,7 +205,7 @@ def test_ssl_listener_with_an_encrypted_key_and_a_plaintext_one_beside_it(tmp_pa
     keystore = tmp_path / "keystore.pem"
     keystore.write_text(server.key_pem + server.cert_pem)
     ssl_port, plain_port = free_port(), free_port()
-    proc = start(
+    proc = configured(
         tmp_path,
         f"listeners=SSL://127.0.0.1:{ssl_port},PLAINTEXT://127.0.0.1:{plain_port}\n"
         f"advertised.listeners=SSL://localhost:{ssl_port},PLAINTEXT://127.0.0.1:{plain_port}\n"
@@ -245,7 +234,7 @@ def test_ssl_listener_with_an_encrypted_key_and_a_plaintext_one_beside_it(tmp_pa
 def test_mutual_tls_requires_a_trusted_client_certificate(tmp_path: Path, authority: Authority) -> None:
     server = authority.server()
     port = free_port()
-    proc = start(
+    proc = configured(
         tmp_path,
         f"listeners=SSL://127.0.0.1:{port}\n"
         f"ssl.keystore.certificate.chain={server.cert_pem.replace(chr(10), chr(92) + 'n')}\n"
@@ -289,7 +278,7 @@ def test_scram_users_and_acls_acknowledged_survive_kill_9(tmp_path: Path) -> Non
     from regroup.security.scram import SCRAM_SHA_512, salted_password
 
     port = free_port()
-    proc = start(
+    proc = configured(
         tmp_path,
         f"listeners=SASL_PLAINTEXT://127.0.0.1:{port}\n"
         "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512\n"

@@ -403,14 +403,11 @@ class GroupCoordinator:
         return self.advance(now_ms)
 
     def consumer_group_heartbeat(self, req: ConsumerGroupHeartbeatRequest, key: RequestKey, now_ms: int) -> Result:
-        def handle(ctx: Ctx) -> ConsumerGroupHeartbeatResponse:
-            try:
-                return consumer_group_heartbeat(ctx, self.groups, req)
-            except ApiError as exc:  # this API's errors carry Kafka's message
-                message = str(exc) if str(exc) != exc.code.name else None
-                return ConsumerGroupHeartbeatResponse(error=exc.code, error_message=message)
+        def refused(exc: ApiError) -> ConsumerGroupHeartbeatResponse:  # this API's errors carry Kafka's message
+            message = str(exc) if str(exc) != exc.code.name else None
+            return ConsumerGroupHeartbeatResponse(error=exc.code, error_message=message)
 
-        return self._run(now_ms, key, handle, lambda exc: ConsumerGroupHeartbeatResponse(error=exc.code))
+        return self._run(now_ms, key, lambda ctx: consumer_group_heartbeat(ctx, self.groups, req), refused)
 
     def consumer_group_describe(self, group_ids: list[str], key: RequestKey, now_ms: int) -> Result:
         return self._run(

@@ -29,6 +29,18 @@ class SecurityProtocol(Enum):
 
 
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+#: how a setting is given for one listener: ``listener.name.<listener in lower case>.<setting>``
+LISTENER_PREFIX = "listener.name."
+#: Kafka's PASSWORD settings of a listener (passwords, keys, JAAS configurations): never shown or logged
+SECRET_SETTINGS = (
+    "ssl.keystore.password",
+    "ssl.key.password",
+    "ssl.keystore.key",
+    "ssl.keystore.certificate.chain",
+    "ssl.truststore.password",
+    "ssl.truststore.certificates",
+    "sasl.jaas.config",
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

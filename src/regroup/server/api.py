@@ -23,6 +23,8 @@ from regroup.coordinator.result import RequestKey, Result
 from regroup.model.errors import ErrorCode
 
 NODE_ID = 0
+#: the null topic id of Kafka's schemas (a topic named, not identified)
+ZERO_UUID = uuid.UUID(int=0)
 CLUSTER_ID = "regroup-cluster"
 
 

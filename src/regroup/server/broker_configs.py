@@ -22,23 +22,21 @@ from pathlib import Path
 from typing import Any, Final
 
 from regroup.coordinator.config import CoordinatorConfig
-from regroup.network.listeners import SASL_MECHANISMS, ListenerConfig, SecurityProtocol, TlsSettings
+from regroup.network.listeners import (
+    LISTENER_PREFIX,
+    SASL_MECHANISMS,
+    SECRET_SETTINGS,
+    ListenerConfig,
+    SecurityProtocol,
+    TlsSettings,
+)
 from regroup.server.group_configs import Ranges
 from regroup.storage.topic_config import ConfigSource, ConfigType
 
 __all__ = ["SENSITIVE", "BrokerConfigEntry", "broker_config_entries"]
 
-LISTENER_PREFIX: Final = "listener.name."
 #: Kafka's PASSWORD settings regroup reads: never shown
-SENSITIVE: Final = (
-    "ssl.keystore.password",
-    "ssl.key.password",
-    "ssl.keystore.key",
-    "ssl.keystore.certificate.chain",
-    "ssl.truststore.password",
-    "ssl.truststore.certificates",
-    "sasl.jaas.config",
-)
+SENSITIVE: Final = SECRET_SETTINGS
 #: Kafka's default listener.security.protocol.map: each protocol's name maps to itself
 DEFAULT_PROTOCOL_MAP: Final = ",".join(f"{p.value}:{p.value}" for p in SecurityProtocol)
 

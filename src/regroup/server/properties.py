@@ -76,7 +76,9 @@ from typing import Any, Final
 from urllib.parse import unquote, urlparse
 
 from regroup.network.listeners import (
+    LISTENER_PREFIX,
     SASL_MECHANISMS,
+    SECRET_SETTINGS,
     ListenerConfig,
     OAuthSettings,
     SecurityProtocol,
@@ -101,7 +103,6 @@ log = logging.getLogger(__name__)
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 HIDDEN: Final = "(hidden)"
-LISTENER_PREFIX: Final = "listener.name."
 #: the authorizers ``authorizer.class.name`` may name (Kafka's KRaft and ZooKeeper-era ACL authorizers)
 AUTHORIZERS: Final = (
     "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
@@ -236,17 +237,7 @@ def _unescape(raw: str, number: int) -> str:
 # ------------------------------------------------------------------------------------------- values
 
 
-_SECRET_SETTINGS: Final = frozenset(
-    {
-        "ssl.keystore.password",
-        "ssl.key.password",
-        "ssl.keystore.key",
-        "ssl.keystore.certificate.chain",
-        "ssl.truststore.password",
-        "ssl.truststore.certificates",
-        "sasl.jaas.config",
-    }
-)
+_SECRET_SETTINGS: Final = frozenset(SECRET_SETTINGS)
 
 
 def is_secret(name: str) -> bool:

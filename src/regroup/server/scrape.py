@@ -1,6 +1,6 @@
 """One metrics scrape: the request metrics plus what is read from the server's state at scrape time —
 connections, groups by state and type (the coordinator's own ListGroups answer, so every group type it
-knows is included), classic group members, rebalances, the coordinator log and the topics."""
+knows is included), group members by group type, rebalances, the coordinator log and the topics."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field
 
+from regroup.coordinator.group_types import GROUP_TYPES, type_of
 from regroup.protocol.admin import ListGroupsRequest, ListGroupsResponse
 from regroup.server.errors import CoordinatorUnavailable
 from regroup.server.failures import FailureLog
@@ -98,11 +99,13 @@ async def _groups(runtime: CoordinatorRuntime) -> list[Family]:
     counts = Counter((g.state, g.group_type, g.protocol_type) for g in listed.groups)
     for (state, group_type, protocol_type), n in sorted(counts.items()):
         groups.add(n, {"state": state, "type": group_type, "protocol_type": protocol_type})
-    members = sum(len(g.members) for g in runtime.coordinator.groups.values())
-    return [
-        groups,
-        Family("regroup_group_members", "gauge", "Members of classic groups.").add(members, {"type": "classic"}),
-    ]
+    members = Counter({kind.name: 0 for kind in GROUP_TYPES.values()})
+    for group in runtime.coordinator.groups.values():
+        members[type_of(group).name] += len(group.members)
+    family = Family("regroup_group_members", "gauge", "Members of groups, by group type.")
+    for group_type, n in sorted(members.items()):
+        family.add(n, {"type": group_type})
+    return [groups, family]
 
 
 def _coordinator_log(src: ScrapeSources) -> list[Family]:

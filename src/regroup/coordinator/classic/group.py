@@ -12,6 +12,9 @@ from regroup.coordinator.result import RequestKey
 from regroup.model.errors import CoordinatorBug
 from regroup.records.model import GroupMetadataValue, MemberMetadata
 
+#: the protocol type of groups of Kafka consumers (their subscriptions can be decoded)
+CONSUMER_PROTOCOL_TYPE: Final = "consumer"
+
 
 class ClassicGroupState(enum.Enum):
     EMPTY = "Empty"

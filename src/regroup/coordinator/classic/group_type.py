@@ -8,7 +8,7 @@ from typing import Final
 
 from regroup.assignors.consumer_protocol import ProtocolDecodeError, decode_subscription
 from regroup.coordinator.classic import join, sync
-from regroup.coordinator.classic.group import ClassicGroup, ClassicStates
+from regroup.coordinator.classic.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup, ClassicStates
 from regroup.coordinator.classic.join import check_identity
 from regroup.coordinator.classic.rebalance import schedule_session
 from regroup.coordinator.context import Ctx
@@ -30,9 +30,6 @@ from regroup.protocol.classic import (
 from regroup.protocol.offsets import OffsetCommitRequest, OffsetFetchRequest
 from regroup.records.builders import new_group_tombstone
 from regroup.records.model import OffsetCommitValue
-
-#: the protocol type of groups of Kafka consumers (their subscriptions can be decoded)
-CONSUMER_PROTOCOL_TYPE: Final = "consumer"
 
 
 class ClassicGroupType:

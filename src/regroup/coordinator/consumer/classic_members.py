@@ -5,7 +5,7 @@ classic member never leads, and learns of new assignments through REBALANCE_IN_P
 from __future__ import annotations
 
 from regroup.assignors.consumer_protocol import ProtocolDecodeError, decode_subscription
-from regroup.coordinator.classic.group import ClassicGroupMember
+from regroup.coordinator.classic.group import CONSUMER_PROTOCOL_TYPE, ClassicGroupMember
 from regroup.coordinator.consumer import migration
 from regroup.coordinator.consumer.fence import remove_members
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState
@@ -41,11 +41,9 @@ from regroup.protocol.classic import (
 )
 from regroup.records.consumer import ClassicProtocolMetadata
 
-CONSUMER = migration.CONSUMER_PROTOCOL_TYPE
-
 
 def _supports(group: ConsumerGroup, protocol_type: str, names: tuple[str, ...]) -> bool:
-    if protocol_type != CONSUMER or not names:
+    if protocol_type != CONSUMER_PROTOCOL_TYPE or not names:
         return False
     classic = [m for m in group.members.values() if m.classic is not None]
     if not classic:
@@ -117,7 +115,7 @@ def join_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: JoinGroupReq
     )
     return JoinGroupResponse(
         generation_id=reconciled.member_epoch,
-        protocol_type=CONSUMER,
+        protocol_type=CONSUMER_PROTOCOL_TYPE,
         protocol_name=req.protocols[0][0],
         leader="",
         member_id=member_id,
@@ -151,13 +149,13 @@ def _downgrade_with(
         client_host=req.client.client_host,
         rebalance_timeout_ms=req.rebalance_timeout_ms,
         session_timeout_ms=classic_meta.session_timeout_ms,
-        protocol_type=CONSUMER,
+        protocol_type=CONSUMER_PROTOCOL_TYPE,
         protocols=req.protocols,
     )
     classic = migration.downgrade(ctx, groups, group, leaving_member_id=replaced_id, joining=joining)
     return JoinGroupResponse(
         generation_id=classic.generation,
-        protocol_type=CONSUMER,
+        protocol_type=CONSUMER_PROTOCOL_TYPE,
         protocol_name=classic.protocol_name,
         leader="",
         member_id=member_id,
@@ -185,7 +183,7 @@ def sync_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: SyncGroupReq
     if req.generation_id != member.member_epoch:
         raise ApiError(ErrorCode.ILLEGAL_GENERATION)
     first = member.classic_protocol_names()[0] if member.classic_protocol_names() else None
-    if (req.protocol_type is not None and req.protocol_type != CONSUMER) or (
+    if (req.protocol_type is not None and req.protocol_type != CONSUMER_PROTOCOL_TYPE) or (
         req.protocol_name is not None and req.protocol_name != first
     ):
         raise ApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)

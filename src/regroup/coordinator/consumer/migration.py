@@ -19,7 +19,12 @@ from regroup.assignors.consumer_protocol import (
     encode_assignment,
 )
 from regroup.coordinator.classic import rebalance
-from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupMember, ClassicGroupState
+from regroup.coordinator.classic.group import (
+    CONSUMER_PROTOCOL_TYPE,
+    ClassicGroup,
+    ClassicGroupMember,
+    ClassicGroupState,
+)
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState, Partitions
 from regroup.coordinator.consumer.ops import cancel_timers, group_full, schedule_session
 from regroup.coordinator.consumer.subscriptions import group_topic_names, subscription_metadata
@@ -32,8 +37,6 @@ from regroup.model.errors import ApiError, ErrorCode
 from regroup.protocol.classic import JoinGroupResponse, SyncGroupResponse
 from regroup.records.builders import new_group_metadata_record, new_group_tombstone
 from regroup.records.consumer import ClassicProtocolMetadata
-
-CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
 # ----------------------------------------------------------------------------------------------- helpers

@@ -34,7 +34,6 @@ Authorization, as Kafka's broker checks it:
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -43,7 +42,7 @@ from regroup.model.errors import ApiError
 from regroup.model.errors import ErrorCode as CoreErrorCode
 from regroup.network.limits import TOPIC_NAME
 from regroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
-from regroup.server.api import CLUSTER_ID, NODE_ID, ApiSpec, Broker, RequestContext, TopicInfo
+from regroup.server.api import CLUSTER_ID, NODE_ID, ZERO_UUID, ApiSpec, Broker, RequestContext, TopicInfo
 from regroup.server.handlers._common import respond
 from regroup.server.handlers.authorized import (
     CLUSTER_OPERATIONS,
@@ -60,7 +59,6 @@ DESCRIBE_CLUSTER, DESCRIBE_TOPIC_PARTITIONS = 60, 75
 BROKERS_ENDPOINT, CONTROLLERS_ENDPOINT = 1, 2
 #: the most partitions one DescribeTopicPartitions response describes (Kafka's default limit)
 MAX_PARTITIONS_PER_RESPONSE = 2000
-ZERO_UUID = uuid.UUID(int=0)
 
 
 # ---------------------------------------------------------------------- DescribeCluster

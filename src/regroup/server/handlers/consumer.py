@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import sys
 import typing
-import uuid
 from functools import cache
 from typing import Any
 
@@ -39,7 +38,7 @@ from regroup.protocol.consumer import (
     TopicPartitions,
 )
 from regroup.security.acl import AclOperation, ResourceType
-from regroup.server.api import ApiSpec, Broker, RequestContext
+from regroup.server.api import ZERO_UUID, ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed, require
 from regroup.server.entities import build, ms
 from regroup.server.handlers._common import client_info, respond
@@ -49,7 +48,6 @@ from regroup.server.handlers.authorized import NOT_REQUESTED as OPERATIONS_NOT_R
 CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 CLIENT_MEMBER_ID_FROM = 1
 CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1
-ZERO_UUID = uuid.UUID(int=0)
 
 #: Kafka's default texts (``Errors.message()``) for the errors a heartbeat can get outside the group logic
 DEFAULT_MESSAGES = {

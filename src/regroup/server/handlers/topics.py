@@ -48,7 +48,7 @@ from kio.schema.errors import ErrorCode
 
 from regroup.network.limits import TOPIC_NAME
 from regroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
-from regroup.server.api import CLUSTER_ID, NODE_ID, ApiSpec, Broker, RequestContext, TopicInfo
+from regroup.server.api import CLUSTER_ID, NODE_ID, ZERO_UUID, ApiSpec, Broker, RequestContext, TopicInfo
 from regroup.server.authz import allowed
 from regroup.server.config_view import Described, describe_topic, topic_configs_of_request
 from regroup.server.handlers.authorized import (
@@ -75,7 +75,6 @@ __all__ = [
 NO_THROTTLE = datetime.timedelta(0)
 #: Kafka's controller refuses a CreateTopics asking for more partitions than this in all (POLICY_VIOLATION)
 MAX_PARTITIONS_PER_REQUEST = 10_000
-ZERO_UUID = uuid.UUID(int=0)
 UNAUTHORIZED = ErrorCode.topic_authorization_failed
 
 
