@@ -182,31 +182,36 @@ class KafkaPythonConsumer:
             return []
         return [(tp.partition, r.offset, r.value) for tp, records in batches.items() for r in records]
 
+    def describe(self) -> str:
+        """The client's own group state, for a failure's report."""
+        coordinator = self.consumer._coordinator
+        task = coordinator._join_task
+        return (
+            f"state={coordinator.state} generation={coordinator._generation} rejoining={coordinator.rejoining} "
+            f"need_rejoin={coordinator.need_rejoin()} join_task={'none' if task is None else task.is_done}"
+        )
+
     def rejoin_if_stranded(self) -> None:
         """Work around a kafka-python 3.0.12 hang: it retries a failed join attempt only while ``need_rejoin()``
         holds. A rebalance its leader starts because its metadata changed stops needing a rejoin once the
         assignment snapshot catches up with the metadata, so when the coordinator's connection dies while that
         rebalance's SyncGroup is in flight (the server killed -9), the member stays REBALANCING with its
-        heartbeats off and never joins again; the server rightly drops it after the session timeout. When that
-        state lasts (a failed join attempt, still rebalancing, no rejoin pending) for STRANDED_S, ask for the
+        heartbeats off and never joins again; the server rightly drops it after the session timeout. The same
+        happens after a retriable failure of the join attempt, which drops the attempt (``_join_task = None``)
+        and leaves the loop because no rejoin is needed. When that state lasts (a rebalance begun and not
+        finished — heartbeats off —, no join attempt in flight, no rejoin pending) for STRANDED_S, ask for the
         rejoin the client should have made. The server's side of the rejoin is then checked as any other."""
-        from kafka.structs import MemberState
-
         coordinator = self.consumer._coordinator
         task = coordinator._join_task
-        stranded = (
-            coordinator.state is MemberState.REBALANCING
-            and task is not None
-            and task.failed()
-            and not coordinator.need_rejoin()
-        )
+        stranded = coordinator.rejoining and (task is None or task.is_done) and not coordinator.need_rejoin()
         now = time.monotonic()
         if not stranded:
             self.stranded_since = None
         elif self.stranded_since is None:
             self.stranded_since = now
         elif now - self.stranded_since >= STRANDED_S:
-            log.warning("kafka-python member stranded after a failed join (%r): requesting a rejoin", task.exception)
+            why = "its join attempt dropped" if task is None else repr(task.exception)
+            log.warning("kafka-python member stranded after a failed join (%s): requesting a rejoin", why)
             coordinator.request_rejoin()
             self.stranded_since = None
 
@@ -389,6 +394,7 @@ class Member(threading.Thread):
         self.assigned: frozenset[int] = frozenset()
         self.polls = 0
         self.error: BaseException | None = None
+        self.adapter: Consumer | None = None
         self._stop_requested = threading.Event()
 
     def run(self) -> None:
@@ -396,6 +402,7 @@ class Member(threading.Thread):
         try:
             p = self.params
             consumer = ADAPTERS[self.client](p["bootstrap"], p["topic"], p["group"], self.member, p["strategy"])
+            self.adapter = consumer
             pending: dict[int, int] = {}
             while not self._stop_requested.is_set():
                 records = consumer.poll()
@@ -437,8 +444,10 @@ def member_stacks(members: list[Member]) -> str:
     out = []
     for m in members:
         frame = frames.get(m.ident) if m.ident is not None else None
+        describe = getattr(m.adapter, "describe", None)
+        state = f" ({describe()})" if describe is not None else ""
         if frame is not None:
-            out.append(f"--- {m.member}\n" + "".join(traceback.format_stack(frame)[-8:]))
+            out.append(f"--- {m.member}{state}\n" + "".join(traceback.format_stack(frame)[-8:]))
     mine = {m.ident for m in members} | {threading.get_ident()}
     for thread in threading.enumerate():
         frame = frames.get(thread.ident) if thread.ident not in mine else None

@@ -40,6 +40,10 @@ class FakeBroker:
     auto_create_topics: bool = True
     default_partitions: int = 3
 
+    def endpoint(self, listener: str) -> tuple[str, int]:
+        """One listener: the broker's address, whichever the request came in through."""
+        return self.host, self.port
+
 
 def request_module(api: str, version: int) -> Any:
     return importlib.import_module(f"kio.schema.{api}.v{version}.request")
