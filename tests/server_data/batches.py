@@ -55,7 +55,7 @@ def make_batch(
         records += zigzag(len(body)) + body
     payload = bytes(records)
     if gzip_records:
-        payload = gzip.compress(payload)
+        payload = gzip.compress(payload, mtime=0)  # (no timestamp in the header: the same records, the same bytes)
         attributes |= 1
     after_crc = (
         struct.pack(
