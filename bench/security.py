@@ -394,42 +394,7 @@ async def heartbeat_window(
     server: SecureServer, templates: list[bytes], conns: list[Any], seconds: float, warmup: float
 ) -> Any:
     """``bench/server.py``'s heartbeat case over connections opened (and authenticated) already."""
-    driver = sb.HeartbeatDriver(templates, conns, 50_000_000)
-    loop = asyncio.get_running_loop()
-    driver.drained = loop.create_future()
-    start = time.perf_counter_ns()
-    driver.window_from_ns = start + int(warmup * 1e9)
-    driver.stop_ns = driver.window_from_ns + int(seconds * 1e9)
-    for member in range(len(templates)):
-        driver.fire(member)
-    await asyncio.sleep(warmup)
-    server_cpu0, client_cpu0 = server.cpu_seconds(), time.process_time()
-    await asyncio.sleep(max(0.0, (driver.stop_ns - time.perf_counter_ns()) / 1e9))
-    server_cpu, client_cpu = server.cpu_seconds() - server_cpu0, time.process_time() - client_cpu0
-    await sb.bounded(driver.drained, "heartbeats in flight at the end")
-    window_s = (min(driver.stop_ns, time.perf_counter_ns()) - driver.window_from_ns) / 1e9
-    latencies = sorted(driver.latencies_ns)
-    sb.expect(bool(latencies), "no heartbeat answered inside the window")
-    sb.expect(not driver.errors, f"heartbeat errors (code: count): {dict(driver.errors)}")
-
-    def pct(q: float) -> float:
-        return latencies[min(len(latencies) - 1, int(q * len(latencies)))] / 1e6
-
-    return sb.HeartbeatRun(
-        members=len(templates),
-        connections=len(conns),
-        seconds=window_s,
-        responses=len(latencies),
-        per_second=len(latencies) / window_s,
-        p50_ms=pct(0.50),
-        p99_ms=pct(0.99),
-        max_ms=latencies[-1] / 1e6,
-        mean_ms=statistics.fmean(latencies) / 1e6,
-        errors=0,
-        server_cpu_s=server_cpu,
-        client_cpu_s=client_cpu,
-        stopped_by=driver.stopped_by,
-    )
+    return await sb.heartbeat_window(server, templates, conns, seconds, warmup, 50_000_000)
 
 
 async def form_group(server: SecureServer, port: int, members: int, group: str, *auth: Any) -> Any:

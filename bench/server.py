@@ -696,23 +696,38 @@ async def heartbeat_case(
                 for member_id in ids
             ]
         )
-        driver = HeartbeatDriver(templates, conns, max_requests, api, error_at)
-        loop = asyncio.get_running_loop()
-        driver.drained = loop.create_future()
-        start = time.perf_counter_ns()
-        driver.window_from_ns = start + int(warmup * 1e9)
-        driver.stop_ns = driver.window_from_ns + int(seconds * 1e9)
-        for member in range(len(ids)):
-            driver.fire(member)
-        await asyncio.sleep(warmup)
-        server_cpu0, client_cpu0 = server.cpu_seconds(), time.process_time()
-        await asyncio.sleep(max(0.0, (driver.stop_ns - time.perf_counter_ns()) / 1e9))
-        server_cpu, client_cpu = server.cpu_seconds() - server_cpu0, time.process_time() - client_cpu0
-        await bounded(driver.drained, "heartbeats in flight at the end")
-        window_s = (min(driver.stop_ns, time.perf_counter_ns()) - driver.window_from_ns) / 1e9
+        return await heartbeat_window(server, templates, conns, seconds, warmup, max_requests, api, error_at)
     finally:
         for conn in conns:
             conn.close()
+
+
+async def heartbeat_window(
+    server: Any,
+    templates: list[bytes],
+    conns: list[KafkaConnection],
+    seconds: float,
+    warmup: float,
+    max_requests: int,
+    api: tuple[int, int] = (HEARTBEAT, HEARTBEAT_V),
+    error_at: slice = _HB_V4_ERROR,
+) -> HeartbeatRun:
+    """One measured window: each member (``templates``, one request each) heartbeats flat out over ``conns``,
+    opened already; ``server`` tells its CPU seconds (``cpu_seconds()``)."""
+    driver = HeartbeatDriver(templates, conns, max_requests, api, error_at)
+    loop = asyncio.get_running_loop()
+    driver.drained = loop.create_future()
+    start = time.perf_counter_ns()
+    driver.window_from_ns = start + int(warmup * 1e9)
+    driver.stop_ns = driver.window_from_ns + int(seconds * 1e9)
+    for member in range(len(templates)):
+        driver.fire(member)
+    await asyncio.sleep(warmup)
+    server_cpu0, client_cpu0 = server.cpu_seconds(), time.process_time()
+    await asyncio.sleep(max(0.0, (driver.stop_ns - time.perf_counter_ns()) / 1e9))
+    server_cpu, client_cpu = server.cpu_seconds() - server_cpu0, time.process_time() - client_cpu0
+    await bounded(driver.drained, "heartbeats in flight at the end")
+    window_s = (min(driver.stop_ns, time.perf_counter_ns()) - driver.window_from_ns) / 1e9
     latencies = sorted(driver.latencies_ns)
     expect(bool(latencies), "no heartbeat answered inside the window")
     expect(not driver.errors, f"heartbeat errors (code: count): {dict(driver.errors)}")
@@ -721,8 +736,8 @@ async def heartbeat_case(
         return latencies[min(len(latencies) - 1, int(q * len(latencies)))] / 1e6
 
     return HeartbeatRun(
-        members=len(ids),
-        connections=connections,
+        members=len(templates),
+        connections=len(conns),
         seconds=window_s,
         responses=len(latencies),
         per_second=len(latencies) / window_s,

@@ -25,6 +25,7 @@ from regroup.network.codec import API_VERSIONS_KEY, DecodedRequest, encode_respo
 from regroup.network.errors import ProtocolError
 from regroup.network.limits import Limits
 from regroup.network.session import Session
+from regroup.security.acl import ANONYMOUS
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.entities import build
 from regroup.server.errors import CoordinatorUnavailable, RequestDropped
@@ -57,10 +58,6 @@ def api_name(api_key: int) -> str:
 
 _API_NAMES: dict[int, str] = {}
 _API_NAMES_MAX = 1024
-
-
-def _identity(session: Session) -> dict[str, Any]:
-    return {"principal": session.principal, "listener": session.listener, "session": session}
 
 
 class Dispatcher:
@@ -125,7 +122,9 @@ class Dispatcher:
             client_id=request.client_id,
             client_host=client_host,
             connection_id=connection_id,
-            **({} if session is None else _identity(session)),
+            principal=ANONYMOUS if session is None else session.principal,
+            listener="PLAINTEXT" if session is None else session.listener,
+            session=session,
         )
         if request.over_limit is not None:
             self.failures.over_limit(name, client_host, request.over_limit)
