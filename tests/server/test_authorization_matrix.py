@@ -792,6 +792,88 @@ def test_describe_topic_partitions(admin: WireClient, alice: WireClient, acls: K
     assert seen in everything and hidden not in everything
 
 
+API_VERSIONS, DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS, DESCRIBE_SCRAM, ALTER_SCRAM = 18, 29, 30, 31, 50, 51
+ACL_FILTER_ALL = {
+    "resource_type_filter": 1,  # ANY
+    "resource_name_filter": None,
+    "pattern_type_filter": 1,
+    "principal_filter": None,
+    "host_filter": None,
+    "operation": 1,
+    "permission_type": 1,
+}
+
+
+def scram_upsertion(user: str) -> dict[str, Any]:
+    from regroup.security.scram import SCRAM_SHA_512, salted_password
+
+    salt = b"matrix-salt-0001"
+    return {
+        "name": user,
+        "mechanism": SCRAM_SHA_512.type_code,
+        "iterations": 4096,
+        "salt": salt,
+        "salted_password": salted_password(SCRAM_SHA_512, "matrix-pw", salt, 4096),
+    }
+
+
+def acl_creation(name: str) -> dict[str, Any]:
+    return {
+        "resource_type": 2,  # TOPIC
+        "resource_name": name,
+        "resource_pattern_type": 3,  # LITERAL
+        "principal": "User:carol",
+        "host": "*",
+        "operation": OP_READ,
+        "permission_type": 3,  # ALLOW
+    }
+
+
+def test_acl_and_scram_apis_need_the_cluster(admin: WireClient, bob: WireClient, acls: KafkaAdminClient) -> None:
+    """ApiVersions needs nothing; DescribeAcls and DescribeUserScramCredentials DESCRIBE on the cluster;
+    CreateAcls, DeleteAcls and AlterUserScramCredentials ALTER on it. Refused, nothing changes."""
+    assert bob.call(API_VERSIONS, 3, client_software_name="t", client_software_version="1").error_code == E.none
+    name = unique("acl-api")
+
+    def acls_now() -> list[tuple[str, str]]:
+        found = admin.call(DESCRIBE_ACLS, 3, **ACL_FILTER_ALL)
+        return sorted((r.resource_name, a.principal) for r in found.resources for a in r.acls)
+
+    def users_now() -> list[str]:
+        return sorted(u.user for u in admin.call(DESCRIBE_SCRAM, 0, users=None).results)
+
+    before_acls, before_users = acls_now(), users_now()
+    refused = E.cluster_authorization_failed
+    assert bob.call(DESCRIBE_ACLS, 3, **ACL_FILTER_ALL).error_code == refused
+    assert [r.error_code for r in bob.call(CREATE_ACLS, 3, creations=[acl_creation(name)]).results] == [refused]
+    deleted = bob.call(DELETE_ACLS, 3, filters=[ACL_FILTER_ALL])
+    assert [r.error_code for r in deleted.filter_results] == [refused]
+    assert bob.call(DESCRIBE_SCRAM, 0, users=None).error_code == refused
+    altered = bob.call(ALTER_SCRAM, 0, deletions=[], upsertions=[scram_upsertion("carol")])
+    assert [r.error_code for r in altered.results] == [refused]
+    assert (acls_now(), users_now()) == (before_acls, before_users)  # refused: nothing changed
+
+    with granted(acls, acl("cluster", "kafka-cluster", "ALTER", BOB)):  # ALTER implies DESCRIBE
+        assert bob.call(DESCRIBE_ACLS, 3, **ACL_FILTER_ALL).error_code == E.none
+        assert [r.error_code for r in bob.call(CREATE_ACLS, 3, creations=[acl_creation(name)]).results] == [E.none]
+        assert (name, "User:carol") in acls_now()
+        removed = bob.call(
+            DELETE_ACLS,
+            3,
+            filters=[{**ACL_FILTER_ALL, "resource_type_filter": 2, "resource_name_filter": name,
+                      "pattern_type_filter": 3}],
+        )  # fmt: skip
+        assert [r.error_code for r in removed.filter_results] == [E.none]
+        assert (name, "User:carol") not in acls_now()
+        assert bob.call(DESCRIBE_SCRAM, 0, users=None).error_code == E.none
+        altered = bob.call(ALTER_SCRAM, 0, deletions=[], upsertions=[scram_upsertion("carol")])
+        assert [r.error_code for r in altered.results] == [E.none]
+        assert "carol" in users_now()
+        gone = bob.call(ALTER_SCRAM, 0, deletions=[{"name": "carol", "mechanism": 2}], upsertions=[])
+        assert [r.error_code for r in gone.results] == [E.none]
+    assert (acls_now(), users_now()) == (before_acls, before_users)
+
+
 def test_cluster_operations_and_wildcards(
     admin: WireClient, alice: WireClient, bob: WireClient, acls: KafkaAdminClient
 ) -> None:
