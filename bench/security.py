@@ -145,15 +145,17 @@ class SecureServer(sb.ServerProcess):  # type: ignore[misc,name-defined]
         data_root: str | None,
         scram_users: Sequence[tuple[str, str, str]] = (),
         profile_out: Path | None = None,
+        event_loop: str = "auto",
     ) -> None:
         super().__init__("always", data_root, profile_out)
+        self.event_loop = event_loop
         self.properties = properties
         self.config_path = self.dir / "server.properties"
         self.scram_users = scram_users
         self.ports: dict[str, int] = {}
 
     def command(self) -> list[str]:
-        return [*super().command(), "--config", str(self.config_path)]
+        return [*super().command(), "--config", str(self.config_path), "--event-loop", self.event_loop]
 
     def cpu_seconds(self) -> float:
         """The on-CPU time of the server's threads so far, in nanoseconds' precision (``schedstat``; a short
@@ -783,7 +785,7 @@ def run_profiles(
     texts = {}
     for name in PROFILED:
         out = tmp / f"server-{len(texts)}.prof"
-        server = SecureServer(properties, args.data_root, scram_users, out)
+        server = SecureServer(properties, args.data_root, scram_users, out, args.event_loop)
         with running([server], args.keep):
             line = asyncio.run(profile_window(args, server, client_tls, name, out))
         report(f"  {name} under cProfile: {line}")
@@ -916,6 +918,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--acl-batch", type=int, default=1_000, help="ACLs per CreateAcls (default 1000)")
     parser.add_argument("--connect-seconds", type=float, default=1.5, help="measured connect window (default 1.5)")
     parser.add_argument("--connect-concurrency", type=int, default=4, help="clients connecting at once (default 4)")
+    parser.add_argument(
+        "--event-loop", choices=("auto", "uvloop", "asyncio"), default="auto", help="the servers' --event-loop"
+    )
     parser.add_argument("--profile", action="store_true", help="also profile PLAINTEXT and SASL_SSL windows")
     parser.add_argument("--profile-layout", default="100:100", help="the profiled heartbeats' MEMBERS:CONNECTIONS")
     parser.add_argument("--profile-top", type=int, default=30, help="functions to print per profile listing")
@@ -947,7 +952,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         client_tls = ssl.create_default_context(cafile=str(ca))
         scram_users = [(SCRAM, *CAROL)]
         if "tls" in parts or "connect" in parts:
-            server = SecureServer(security_properties(keystore_path), args.data_root, scram_users)
+            server = SecureServer(
+                security_properties(keystore_path), args.data_root, scram_users, event_loop=args.event_loop
+            )
             with running([server], args.keep):
                 report(f"server with listeners {server.ports}")
                 if "tls" in parts:
@@ -959,7 +966,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     report(f"part connect: {args.connect_concurrency} clients connecting back to back")
                     connect_runs = asyncio.run(run_connect_part(args, server, client_tls, report))
         if "acl" in parts:
-            servers = {name: SecureServer(acl_properties(name != "none"), args.data_root) for name in ACL_VARIANTS}
+            servers = {
+                name: SecureServer(acl_properties(name != "none"), args.data_root, event_loop=args.event_loop)
+                for name in ACL_VARIANTS
+            }
             with running(list(servers.values()), args.keep):
                 report("part acl: " + ", ".join(f"{n} on port {s.ports['SASL_PLAINTEXT']}" for n, s in servers.items()))
                 samples, acl = asyncio.run(run_acl_part(args, servers, report))

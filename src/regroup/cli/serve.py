@@ -169,6 +169,13 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--events", metavar="FILE", help="append group state changes as JSON lines to FILE")
     parser.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="logging level (default info)")
     parser.add_argument(
+        "--event-loop",
+        choices=("auto", "uvloop", "asyncio"),
+        default="auto",
+        help="the event loop serving connections: uvloop (markedly cheaper TLS and small requests), asyncio's own, "
+        "or auto: uvloop where installed (default auto)",
+    )
+    parser.add_argument(
         "--initial-rebalance-delay-ms",
         type=_int_at_least(0),
         default=3000,
@@ -494,6 +501,22 @@ def server_config(args: argparse.Namespace) -> tuple[ServerConfig, tuple[str, ..
     return config, tuple(f"{args.config}: {warning}" for warning in (() if file is None else file.warnings))
 
 
+def event_loop_factory(choice: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The loop ``--event-loop`` names. uvloop (a dependency on Linux and macOS) costs markedly less CPU for TLS and
+    many small requests (docs/benchmarks.md, "Server: security"); ``auto`` falls back to asyncio's own loop where
+    uvloop is not installed, ``uvloop`` refuses to start without it. None means asyncio's default loop."""
+    if choice == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        if choice == "uvloop":
+            raise ServeError("--event-loop uvloop: uvloop is not installed (pip install uvloop)") from None
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
+
+
 def run(args: argparse.Namespace) -> int:
     from regroup.server.app import StartupError
     from regroup.server.app import run as run_server
@@ -501,9 +524,11 @@ def run(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT, stream=sys.stderr)
     config, warnings = server_config(args)
+    loop_factory = event_loop_factory(args.event_loop)
     for warning in warnings:  # once, after every check passed
         properties_log.warning("%s", warning)
     try:
-        return asyncio.run(run_server(config))
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            return runner.run(run_server(config))
     except StartupError as exc:
         raise ServeError(str(exc)) from None

@@ -46,7 +46,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import Protocol, cast
 
 from regroup.network.codec import DecodedRequest, VersionRanges, decode_request
 from regroup.network.eager import Started, start
@@ -143,8 +143,9 @@ class Connection(asyncio.Protocol):
 
     # ------------------------------------------------------------------------------ asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # uvloop's transports implement asyncio.Transport's methods without subclassing it
+        self._transport = cast(asyncio.Transport, transport)
+        transport = self._transport
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else "?"
         self.client_host = peer[0] if isinstance(peer, tuple) and peer else ""

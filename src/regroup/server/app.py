@@ -335,7 +335,7 @@ class Server:
             )
         log.info(
             "serving host=%s port=%d advertised=%s:%d data_dir=%s fsync=%s groups_loaded=%d topics=%d partitions=%d "
-            "open_segment_files_max=%d apis=%d metrics=%s listener=%s protocol=%s authorizer=%s",
+            "open_segment_files_max=%d apis=%d metrics=%s listener=%s protocol=%s authorizer=%s event_loop=%s",
             listeners[0].config.host,
             self.port,
             broker.host,
@@ -351,6 +351,7 @@ class Server:
             first,
             listeners[0].config.protocol.value,
             "off" if self._acls is None else "on",
+            type(asyncio.get_running_loop()).__module__.split(".")[0],  # uvloop or asyncio
         )
 
     async def _start_transactions(self, topics: PartitionTopicStore) -> TransactionRuntime:

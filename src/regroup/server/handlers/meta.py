@@ -40,17 +40,26 @@ def _versions_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
     return respond(ctx, error_code=code, api_keys=[])
 
 
+#: the answer per (API table, version): every connection asks first, and building it costs far more than the key
+_VERSIONS_ANSWERS: dict[tuple[tuple[tuple[int, int, int], ...], int], Any] = {}
+
+
 async def api_versions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     if ctx.api_version >= SOFTWARE_VALIDATED_FROM and not (
         SOFTWARE_PATTERN.fullmatch(request.client_software_name)
         and SOFTWARE_PATTERN.fullmatch(request.client_software_version)
     ):
         return _versions_error(ctx, request, ErrorCode.INVALID_REQUEST)
-    keys = [
-        {"api_key": spec.api_key, "min_version": spec.min_version, "max_version": spec.max_version}
-        for _, spec in sorted(broker.api_specs.items())
-    ]
-    return respond(ctx, error_code=ErrorCode.NONE, api_keys=keys)
+    table = tuple(sorted((spec.api_key, spec.min_version, spec.max_version) for spec in broker.api_specs.values()))
+    key = (table, ctx.api_version)
+    answer = _VERSIONS_ANSWERS.get(key)
+    if answer is None:
+        keys = [{"api_key": k, "min_version": low, "max_version": high} for k, low, high in table]
+        answer = respond(ctx, error_code=ErrorCode.NONE, api_keys=keys)  # an immutable kio entity
+        if len(_VERSIONS_ANSWERS) > 64:  # tests start many brokers in one process
+            _VERSIONS_ANSWERS.clear()
+        _VERSIONS_ANSWERS[key] = answer
+    return answer
 
 
 # ------------------------------------------------------------------------------------ FindCoordinator
