@@ -5,6 +5,7 @@ from __future__ import annotations
 from regroup.coordinator.classic.group import ClassicGroup
 from regroup.coordinator.consumer.group import ConsumerGroup
 from regroup.coordinator.coordinator import GroupCoordinator
+from regroup.coordinator.share.group import ShareGroup
 
 
 def classic_groups(coordinator: GroupCoordinator) -> dict[str, ClassicGroup]:
@@ -13,3 +14,7 @@ def classic_groups(coordinator: GroupCoordinator) -> dict[str, ClassicGroup]:
 
 def consumer_groups(coordinator: GroupCoordinator) -> dict[str, ConsumerGroup]:
     return {g.group_id: g for g in coordinator.groups.of_type(ConsumerGroup)}
+
+
+def share_groups(coordinator: GroupCoordinator) -> dict[str, ShareGroup]:
+    return {g.group_id: g for g in coordinator.groups.of_type(ShareGroup)}

@@ -12,11 +12,15 @@ logs.
 
     python tests/librdkafka/run.py [--protocol classic|consumer|both] [--tests 0018,0030,...] [--timeout 1200]
     python tests/librdkafka/run.py --security [--tests 0097,0142-producer,...]
+    python tests/librdkafka/run.py --share [--tests 0170,0171,...]
 
 Needs git, a C/C++ compiler and make (libssl-dev and zlib1g-dev for TLS and gzip, optional; ``--security``
 needs librdkafka built with libssl-dev, for TLS and SCRAM). The default tests are the suite's consumer-group,
 offset and rebalance tests that use a real broker (the mock-cluster ones test librdkafka alone, and the runner
 leaves them out: ``-L``). docs/compatibility.md records the results and why each failure fails.
+
+``--share`` runs the suite's share-consumer tests (KIP-932, ``SHARE_TESTS``) with ``TEST_KAFKA_VERSION`` 4.2.0,
+which they need.
 
 ``--security`` runs the suite's TLS, SASL, re-authentication and ACL tests instead (``SECURITY_CASES``; by
 default under ``group.protocol`` classic only). Each case is one test (or the subtests of it whose name contains
@@ -54,6 +58,9 @@ DEFAULT_REF = "v2.15.0"
 #: what the suite believes the broker is: it skips tests that need a newer Kafka, and runs the KIP-848
 #: ones only from 4.0
 KAFKA_VERSION = "4.0.0"
+#: the share-consumer tests (KIP-932) that use a real broker; they need the suite to believe Kafka 4.2 or later
+SHARE_TESTS = "0170,0171,0172,0173,0174,0175,0176,0177,0178,0179,0180,0181,0184,0185"
+SHARE_KAFKA_VERSION = "4.2.0"
 #: consumer groups, offsets, rebalances, subscriptions and partition changes, against a real broker
 DEFAULT_TESTS = (
     "0018,0019,0026,0029,0030,0033,0040,0041,0042,0044,0045,0048,0050,0056,0069,0089,0091,0099,0102,"
@@ -165,11 +172,19 @@ _FAILURE = re.compile(r"(TEST FAILURE|FAILED|Test assertion failed|[A-Za-z_]+ fa
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def run_test(tests_dir: Path, test: str, protocol: str, timeout_s: float, results: Path, options: list[str]) -> Outcome:
+def run_test(
+    tests_dir: Path,
+    test: str,
+    protocol: str,
+    timeout_s: float,
+    results: Path,
+    options: list[str],
+    env: dict[str, str] | None = None,
+) -> Outcome:
     def conf(port: int) -> str:
         return f"metadata.broker.list=127.0.0.1:{port}\ntest.timeout.multiplier=2\n"
 
-    return run_suite(tests_dir, test, test, protocol, timeout_s, results, options, conf, {})
+    return run_suite(tests_dir, test, test, protocol, timeout_s, results, options, conf, env or {})
 
 
 def run_suite(
@@ -621,11 +636,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--timeout", type=float, default=1200.0, help="seconds per test (0113 takes about 11 minutes)")
     parser.add_argument("--security", action="store_true", help="the TLS, SASL, re-authentication and ACL tests")
+    parser.add_argument("--share", action="store_true", help="the share-consumer tests (KIP-932), as Kafka 4.2")
     args = parser.parse_args(argv)
     if shutil.which("git") is None or shutil.which("make") is None:
         print("librdkafka-tests: needs git and make", file=sys.stderr)
         return 2
-    protocol = args.protocol or ("classic" if args.security else "both")
+    protocol = args.protocol or ("classic" if args.security else "consumer" if args.share else "both")
     protocols = ("classic", "consumer") if protocol == "both" else (protocol,)
     cache = cache_dir()
     cases = select_cases(args.tests) if args.security else []
@@ -634,6 +650,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.security:
         results = cache / "results" / "security"
         outcomes = run_security(tests_dir, cases, protocols, args.timeout, results)
+    elif args.share:
+        results = cache / "results" / "share"
+        results.mkdir(parents=True, exist_ok=True)
+        options = serve_options()
+        for test in [t.strip() for t in (args.tests or SHARE_TESTS).split(",") if t.strip()]:
+            env = {"TEST_KAFKA_VERSION": SHARE_KAFKA_VERSION}
+            outcome = run_test(tests_dir, test, protocols[0], args.timeout, results, options, env)
+            outcomes.append(outcome)
+            report(outcome)
     else:
         results = cache / "results"
         options = serve_options()

@@ -43,6 +43,7 @@ from regroup.coordinator.events import (
     PartitionsRevoked,
 )
 from regroup.coordinator.result import Result
+from regroup.coordinator.share.partition import AckBatch
 from regroup.model.cluster import ClusterImage, TopicImage, topic_id_for
 from regroup.model.errors import ErrorCode
 from regroup.protocol.admin import ListGroupsRequest
@@ -65,8 +66,9 @@ from regroup.protocol.offsets import (
     PartitionCommit,
     TxnOffsetCommitRequest,
 )
+from regroup.protocol.share import ShareGroupHeartbeatRequest
 from regroup.records.model import Record
-from tests.group_views import classic_groups, consumer_groups
+from tests.group_views import classic_groups, consumer_groups, share_groups
 
 GROUPS = ("g", "h")
 TOPICS = {"foo": 4, "bar": 2}
@@ -96,10 +98,11 @@ def dump(value: Any) -> Any:
 
 
 #: the only error codes a response carries (at its top level) after its request changed something, as in Kafka:
-#: a classic JoinGroup that hands out a member id (the pending member and its timer), a classic Heartbeat or
+#: a classic JoinGroup that hands out a member id (the pending member and its timer) or turns away a member the
+#: group already had (it is removed), a classic Heartbeat or
 #: SyncGroup during a rebalance (the member's session is still renewed). Every other error is a refusal.
 ANSWERED_AFTER_A_CHANGE: dict[type, tuple[ErrorCode, ...]] = {
-    JoinGroupResponse: (ErrorCode.MEMBER_ID_REQUIRED,),
+    JoinGroupResponse: (ErrorCode.MEMBER_ID_REQUIRED, ErrorCode.GROUP_MAX_SIZE_REACHED),
     HeartbeatResponse: (ErrorCode.REBALANCE_IN_PROGRESS,),
     SyncGroupResponse: (ErrorCode.REBALANCE_IN_PROGRESS,),
 }
@@ -115,6 +118,11 @@ def state_of(coordinator: GroupCoordinator) -> Any:
         {
             "classic": classic_groups(coordinator),
             "consumer": consumer_groups(coordinator),
+            "share": {
+                g: (group, {tp: p.snapshot() for tp, p in group.partitions.items()})
+                for g, group in share_groups(coordinator).items()
+            },
+            "persisted_share": coordinator.persisted_share,
             "offsets": coordinator.offsets.offsets,
             "pending_offsets": coordinator.offsets.pending,
             "persisted": coordinator.persisted,
@@ -214,6 +222,7 @@ class Driver:
         c = self.coordinator
         actual = {("classic", g): set(group.members) for g, group in classic_groups(c).items()}
         actual.update({("consumer", g): set(group.members) for g, group in consumer_groups(c).items()})
+        actual.update({("share", g): set(group.members) for g, group in share_groups(c).items()})
         assert told == actual
         holding = {
             (g, m.member_id): {
@@ -222,6 +231,13 @@ class Driver:
             for g, group in consumer_groups(c).items()
             for m in group.members.values()
         }
+        holding.update(
+            {
+                (g, m.member_id): {(t, p) for t, ps in m.assigned.items() for p in ps}
+                for g, group in share_groups(c).items()
+                for m in group.members.values()
+            }
+        )
         assert {k: v for k, v in held.items() if v} == {k: v for k, v in holding.items() if v}
 
     def check_replay(self) -> None:
@@ -256,7 +272,7 @@ class Driver:
                 [
                     *("join", "join", "sync", "heartbeat", "leave", "cg", "cg", "cg"),
                     *("commit", "fetch", "delete", "describe", "list", "time", "topics"),
-                    *("txn-commit", "end-txn", "offset-delete"),
+                    *("txn-commit", "end-txn", "offset-delete", "sg", "sg", "sg", "share"),
                 ]
             )
         )
@@ -314,6 +330,10 @@ class Driver:
             self.request(c.leave_group, LeaveGroupRequest(group_id=self.group(), members=(leaving,)))
         elif kind == "cg":
             self.consumer_heartbeat()
+        elif kind == "sg":
+            self.share_heartbeat()
+        elif kind == "share":
+            self.share_delivery()
         elif kind == "commit":
             member_id = self.member()
             commit = OffsetCommitRequest(
@@ -381,6 +401,39 @@ class Driver:
         )
         self.request(self.coordinator.consumer_group_heartbeat, req)
 
+    def share_heartbeat(self) -> None:
+        member_id = self.member()
+        action = self.draw(st.sampled_from(["join", "join", "beat", "beat", "leave"]))
+        epoch = {"join": 0, "beat": self.epoch_of(member_id), "leave": -1}[action]
+        req = ShareGroupHeartbeatRequest(
+            group_id=self.group(),
+            member_id=member_id or self.draw(st.sampled_from(["s1", "s2", "s3"])),
+            member_epoch=epoch,
+            subscribed_topic_names=self.draw(st.sampled_from([("foo",), ("foo", "bar"), None, ()])),
+            client=CLIENT,
+        )
+        self.request(self.coordinator.share_group_heartbeat, req)
+
+    def share_delivery(self) -> None:
+        """The share partitions' operations: initialize, acquire, acknowledge, release a member."""
+        c = self.coordinator
+        group_id, member_id = self.group(), self.member() or "s1"
+        tp = (topic_id_for("foo"), self.draw(st.integers(0, 1)))
+        action = self.draw(st.sampled_from(["init", "acquire", "acquire", "ack", "ack", "release"]))
+        if action == "init":
+            self.collect(c.advance(self.now))
+            self.collect(c.initialize_share_partitions(group_id, {tp: self.draw(st.integers(0, 3))}, None, self.now))
+        elif action == "acquire":
+            end = self.draw(st.integers(0, 12))
+            self.request(lambda _, key, now: c.share_acquire(group_id, member_id, {tp: (0, end)}, 5, key, now), None)
+        elif action == "ack":
+            first = self.draw(st.integers(0, 8))
+            batch = AckBatch(first, first + self.draw(st.integers(0, 3)), (self.draw(st.integers(0, 4)),))
+            self.request(lambda _, key, now: c.share_acknowledge(group_id, member_id, {tp: (batch,)}, key, now), None)
+        else:
+            self.collect(c.advance(self.now))
+            self.collect(c.share_release_member(group_id, member_id, self.now))
+
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(
@@ -399,10 +452,10 @@ def test_refused_requests_change_nothing_and_records_rebuild_the_coordinator(
         driver.check_replay()
 
 
-def test_the_driver_reaches_refusals_and_both_group_types() -> None:
+def test_the_driver_reaches_refusals_and_every_group_type() -> None:
     """The random sequences above are worth something only if they refuse requests and build groups of
-    both types; a fixed, short sequence of the same driver shows it does."""
-    seen = {"refused": 0, "classic": 0, "consumer": 0}
+    every type; a fixed, short sequence of the same driver shows it does."""
+    seen = {"refused": 0, "classic": 0, "consumer": 0, "share": 0}
 
     @settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
     @given(data=st.data())
@@ -413,8 +466,10 @@ def test_the_driver_reaches_refusals_and_both_group_types() -> None:
         seen["refused"] += driver.refused
         seen["classic"] += len(classic_groups(driver.coordinator))
         seen["consumer"] += len(consumer_groups(driver.coordinator))
+        seen["share"] += len(share_groups(driver.coordinator))
 
     run()
     assert seen["refused"] > 0
     assert seen["classic"] > 0
     assert seen["consumer"] > 0
+    assert seen["share"] > 0

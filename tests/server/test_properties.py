@@ -130,6 +130,14 @@ FLAG_FILE = {
     "group.consumer.migration.policy": ("Upgrade", "upgrade"),
     "transaction.max.timeout.ms": ("60000", 60000),
     "transactional.id.expiration.ms": ("3600000", 3600000),
+    "group.share.enable": ("false", False),
+    "group.share.heartbeat.interval.ms": ("500", 500),
+    "group.share.session.timeout.ms": ("6000", 6000),
+    "group.share.max.size": ("7", 7),
+    "group.share.record.lock.duration.ms": ("2000", 2000),
+    "group.share.delivery.count.limit": ("3", 3),
+    "group.share.partition.max.record.locks": ("100", 100),
+    "group.share.max.share.sessions": ("9", 9),
 }
 
 

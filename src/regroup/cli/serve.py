@@ -54,6 +54,14 @@ KAFKA_NAMES = {
     "consumer_max_size": "group.consumer.max.size",
     "consumer_assignors": "group.consumer.assignors",
     "migration_policy": "group.consumer.migration.policy",
+    "share_groups": "group.share.enable",
+    "share_heartbeat_interval_ms": "group.share.heartbeat.interval.ms",
+    "share_session_timeout_ms": "group.share.session.timeout.ms",
+    "share_max_size": "group.share.max.size",
+    "share_record_lock_duration_ms": "group.share.record.lock.duration.ms",
+    "share_delivery_count_limit": "group.share.delivery.count.limit",
+    "share_partition_max_record_locks": "group.share.partition.max.record.locks",
+    "share_max_sessions": "group.share.max.share.sessions",
     "num_partitions": "num.partitions",
     "auto_create_topics": "auto.create.topics.enable",
     "message_max_bytes": "message.max.bytes",
@@ -272,6 +280,63 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         help="group.consumer.migration.policy: online conversion between classic and consumer groups "
         "(default bidirectional)",
     )
+    share = parser.add_argument_group("KIP-932 share groups")
+    share.add_argument(
+        "--share-groups",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="group.share.enable: serve share groups (default on, as a Kafka 4.2 cluster with share.version=1; "
+        "off: every share-group request is UNSUPPORTED_VERSION)",
+    )
+    share.add_argument(
+        "--share-heartbeat-interval-ms",
+        type=_int_at_least(1),
+        default=5_000,
+        metavar="MS",
+        help="group.share.heartbeat.interval.ms: how often share members heartbeat (default 5000)",
+    )
+    share.add_argument(
+        "--share-session-timeout-ms",
+        type=_int_at_least(1),
+        default=45_000,
+        metavar="MS",
+        help="group.share.session.timeout.ms: a silent share member is fenced after this (default 45000)",
+    )
+    share.add_argument(
+        "--share-max-size",
+        type=_int_at_least(1, 1000),
+        default=200,
+        metavar="N",
+        help="group.share.max.size: most members in one share group (default 200)",
+    )
+    share.add_argument(
+        "--share-record-lock-duration-ms",
+        type=_int_at_least(1000, 3_600_000),
+        default=30_000,
+        metavar="MS",
+        help="group.share.record.lock.duration.ms: how long an acquired record stays locked (default 30000)",
+    )
+    share.add_argument(
+        "--share-delivery-count-limit",
+        type=_int_at_least(2, 10),
+        default=5,
+        metavar="N",
+        help="group.share.delivery.count.limit: deliveries of a record before it is archived (default 5)",
+    )
+    share.add_argument(
+        "--share-partition-max-record-locks",
+        type=_int_at_least(100, 10_000),
+        default=2_000,
+        metavar="N",
+        help="group.share.partition.max.record.locks: records in flight per share partition (default 2000)",
+    )
+    share.add_argument(
+        "--share-max-sessions",
+        type=_int_at_least(1),
+        default=2_000,
+        metavar="N",
+        help="group.share.max.share.sessions: share sessions open on the broker at once (default 2000)",
+    )
     topics = parser.add_argument_group("embedded topics")
     topics.add_argument(
         "--max-partitions-per-topic",
@@ -390,7 +455,18 @@ def _coordinator_config(args: argparse.Namespace) -> CoordinatorConfig:
             f"{', '.join(registry.SERVER_SIDE)} at most once, at least one (range = server-range)"
         )
     extra = {} if args.consumer_max_size is None else {"consumer_group_max_size": args.consumer_max_size}
+    if args.share_heartbeat_interval_ms >= args.share_session_timeout_ms:
+        raise ServeError(
+            f"{_label(args, 'share_heartbeat_interval_ms')} ({args.share_heartbeat_interval_ms}) must be less than "
+            f"{_label(args, 'share_session_timeout_ms')} ({args.share_session_timeout_ms})"
+        )
     return CoordinatorConfig(
+        share_group_heartbeat_interval_ms=args.share_heartbeat_interval_ms,
+        share_group_session_timeout_ms=args.share_session_timeout_ms,
+        share_group_max_size=args.share_max_size,
+        share_group_record_lock_duration_ms=args.share_record_lock_duration_ms,
+        share_group_delivery_count_limit=args.share_delivery_count_limit,
+        share_group_partition_max_record_locks=args.share_partition_max_record_locks,
         group_initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
         consumer_group_heartbeat_interval_ms=heartbeat_ms,
         consumer_group_session_timeout_ms=session_ms,
@@ -486,6 +562,8 @@ def server_config(args: argparse.Namespace) -> tuple[ServerConfig, tuple[str, ..
         message_max_bytes=args.message_max_bytes,
         log_retention_check_interval_ms=args.log_retention_check_interval_ms,
         coordinator=_coordinator_config(args),
+        share_groups=args.share_groups,
+        share_max_sessions=args.share_max_sessions,
         transactions=TxnConfig(
             max_timeout_ms=args.transaction_max_timeout_ms, id_expiration_ms=args.transactional_id_expiration_ms
         ),

@@ -28,6 +28,13 @@ class CoordinatorConfig:
     consumer_group_migration_policy: str = "bidirectional"
     #: longest SubscribedTopicRegex accepted
     consumer_group_regex_max_length: int = 1_000
+    # share groups (KIP-932; Kafka's group.share.*)
+    share_group_session_timeout_ms: int = 45_000
+    share_group_heartbeat_interval_ms: int = 5_000
+    share_group_max_size: int = 200
+    share_group_record_lock_duration_ms: int = 30_000
+    share_group_delivery_count_limit: int = 5
+    share_group_partition_max_record_locks: int = 2_000
 
     def __post_init__(self) -> None:
         if self.consumer_group_migration_policy not in MIGRATION_POLICIES:

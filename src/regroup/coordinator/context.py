@@ -42,6 +42,21 @@ class Ctx:
         interval = None if own is None else own.consumer_heartbeat_interval_ms
         return self.config.consumer_group_heartbeat_interval_ms if interval is None else interval
 
+    def share_session_timeout_ms(self, group_id: str) -> int:
+        own = self.group_configs.get(group_id)
+        timeout = None if own is None else own.share_session_timeout_ms
+        return self.config.share_group_session_timeout_ms if timeout is None else timeout
+
+    def share_heartbeat_interval_ms(self, group_id: str) -> int:
+        own = self.group_configs.get(group_id)
+        interval = None if own is None else own.share_heartbeat_interval_ms
+        return self.config.share_group_heartbeat_interval_ms if interval is None else interval
+
+    def share_record_lock_duration_ms(self, group_id: str) -> int:
+        own = self.group_configs.get(group_id)
+        duration = None if own is None else own.share_record_lock_duration_ms
+        return self.config.share_group_record_lock_duration_ms if duration is None else duration
+
     def complete(self, key: RequestKey | None, response: Any) -> None:
         if key is not None:
             self.result.completions.append(Completion(key, response))

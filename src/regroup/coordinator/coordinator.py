@@ -10,6 +10,7 @@ back through the operation's journal (``journal.py``) before the error response 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -45,9 +46,17 @@ from regroup.coordinator.offsets import (
     txn_offset_commit,
 )
 from regroup.coordinator.result import RequestKey, Result
+from regroup.coordinator.share import delivery as share_delivery
+from regroup.coordinator.share import offsets as share_offsets
+from regroup.coordinator.share.describe import describe_share_group
+from regroup.coordinator.share.group import ShareGroup, TopicPartition
+from regroup.coordinator.share.membership import share_group_heartbeat
+from regroup.coordinator.share.partition import AckBatch, ShareError
+from regroup.coordinator.share.replay import replay as replay_share
+from regroup.coordinator.share.timers import ShareSessionTimer
 from regroup.coordinator.timers import Timers
 from regroup.model.cluster import ClusterImage
-from regroup.model.errors import ApiError
+from regroup.model.errors import ApiError, ErrorCode
 from regroup.protocol.admin import DescribedGroup, ListGroupsRequest, ListGroupsResponse
 from regroup.protocol.classic import (
     HeartbeatRequest,
@@ -72,6 +81,12 @@ from regroup.protocol.offsets import (
     OffsetFetchResponse,
     TxnOffsetCommitRequest,
 )
+from regroup.protocol.share import (
+    DescribedShareGroup,
+    ShareAcquisition,
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+)
 from regroup.records.builders import new_consumer_group_record, new_group_metadata_record
 from regroup.records.consumer import CONSUMER_KEY_TYPES, ConsumerRecordKey, ConsumerRecordValue
 from regroup.records.model import (
@@ -82,6 +97,7 @@ from regroup.records.model import (
     PendingOffsetCommitKey,
     Record,
 )
+from regroup.records.share import SHARE_KEY_TYPES, ShareRecordKey, ShareRecordValue
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +125,7 @@ class GroupCoordinator:
         self.timers = Timers()
         self.persisted: dict[str, GroupMetadataValue] = {}  # hard state of each group as its records say
         self.persisted_consumer: dict[ConsumerRecordKey, ConsumerRecordValue] = {}  # consumer groups' records
+        self.persisted_share: dict[ShareRecordKey, ShareRecordValue] = {}  # share groups' records
         self.journal = Journal()  # the running operation's changes, taken back if it is refused
         #: the groups' own settings (``group_config.py``), as the shell last set them
         self.group_configs: dict[str, GroupConfig] = {}
@@ -211,6 +228,14 @@ class GroupCoordinator:
             else:
                 self.persisted_consumer[key] = value  # type: ignore[assignment]
             return True
+        if isinstance(key, SHARE_KEY_TYPES):
+            if loading:
+                replay_share(self.groups, record)
+            if value is None:
+                self.persisted_share.pop(key, None)
+            else:
+                self.persisted_share[key] = value  # type: ignore[assignment]
+            return False
         assert isinstance(key, GroupMetadataKey)
         if value is None:
             self.persisted.pop(key.group_id, None)
@@ -269,6 +294,13 @@ class GroupCoordinator:
                         RevocationTimer(cgroup.group_id, cmember.member_id, cmember.member_epoch),
                         now_ms + max(cmember.rebalance_timeout_ms, 0),
                     )
+        for sgroup in coordinator.groups.of_type(ShareGroup):
+            sgroup.reported = (sgroup.state(), sgroup.group_epoch, sgroup.assignment_epoch)  # known: no news
+            for member_id in sgroup.members:
+                coordinator.timers.schedule(
+                    ShareSessionTimer(sgroup.group_id, member_id),
+                    now_ms + ctx.share_session_timeout_ms(sgroup.group_id),
+                )
         coordinator._apply_live(ctx.result.records, None)
         for cgroup in coordinator.groups.of_type(ConsumerGroup):  # loaded: what is known is no news
             report_state(cgroup, coordinator.config.consumer_group_assignors[0], [])
@@ -282,6 +314,7 @@ class GroupCoordinator:
         """The fewest records that rebuild the current hard state (what a log snapshot stores)."""
         records = [new_group_metadata_record(g, v) for g, v in sorted(self.persisted.items())]
         records.extend(new_consumer_group_record(k, v) for k, v in self.persisted_consumer.items())
+        records.extend(Record(k, v) for k, v in self.persisted_share.items())
         records.extend(self.offsets.records())
         return records
 
@@ -290,6 +323,7 @@ class GroupCoordinator:
         return {
             "groups": dict(sorted(self.persisted.items())),
             "consumer_groups": dict(self.persisted_consumer),
+            "share_groups": dict(self.persisted_share),
             "offsets": {g: dict(sorted(o.items())) for g, o in sorted(self.offsets.offsets.items())},
             "pending_offsets": {
                 p: {g: dict(sorted(o.items())) for g, o in sorted(by_group.items())}
@@ -435,3 +469,140 @@ class GroupCoordinator:
         return self._run(
             now_ms, key, lambda ctx: delete_groups(ctx, self.groups, self.offsets, group_ids), lambda exc: None
         )
+
+    # ------------------------------------------------------------------------------- KIP-932 share groups
+    def share_group_heartbeat(self, req: ShareGroupHeartbeatRequest, key: RequestKey, now_ms: int) -> Result:
+        def refused(exc: ApiError) -> ShareGroupHeartbeatResponse:  # this API's errors carry Kafka's message
+            message = str(exc) if str(exc) != exc.code.name else None
+            return ShareGroupHeartbeatResponse(error=exc.code, error_message=message)
+
+        return self._run(now_ms, key, lambda ctx: share_group_heartbeat(ctx, self.groups, req), refused)
+
+    def share_group_describe(self, group_ids: list[str], key: RequestKey, now_ms: int) -> Result:
+        return self._run(
+            now_ms,
+            key,
+            lambda ctx: tuple(describe_share_group(self.groups, g) for g in group_ids),
+            lambda exc: tuple(DescribedShareGroup(group_id=g, error=exc.code) for g in group_ids),
+        )
+
+    def initialize_share_partitions(
+        self, group_id: str, start_offsets: Mapping[TopicPartition, int], key: RequestKey | None, now_ms: int
+    ) -> Result:
+        """Share partitions of ``group_id`` without state start at the given offsets (the shell resolves
+        ``share.auto.offset.reset`` against its logs); a group that is gone is ignored."""
+
+        def handle(ctx: Ctx) -> None:
+            group = self.groups.typed(group_id, ShareGroup)
+            if group is not None:
+                share_delivery.initialize(ctx, self.groups, group, start_offsets)
+
+        return self._run(now_ms, key, handle, lambda exc: None)
+
+    def share_next_available(self, group_id: str, tp: TopicPartition, log_end: int) -> int | None:
+        """A read-only view for ShareFetch: the first offset below ``log_end`` the group's share partition would
+        hand out now (None: nothing, or no state for the partition yet), where the shell starts reading."""
+        group = self.groups.typed(group_id, ShareGroup)
+        partition = group.partitions.get(tp) if group is not None else None
+        return None if partition is None else partition.next_available(log_end)
+
+    def share_acquire(
+        self,
+        group_id: str,
+        member_id: str,
+        wanted: Mapping[TopicPartition, tuple[int, int]],
+        max_records: int,
+        key: RequestKey | None,
+        now_ms: int,
+    ) -> Result:
+        """ShareFetch's acquisition: for each partition in order, ``(first offset, end offset)`` -> the records
+        of ``[first, end)`` acquired for the member, at most ``max_records`` in all (the response: a
+        ``ShareAcquisition``; a partition the group has no state for gets none). Writes no record; a member the
+        group does not know is UNKNOWN_MEMBER_ID."""
+
+        def handle(ctx: Ctx) -> ShareAcquisition:
+            group = self.groups.typed(group_id, ShareGroup)
+            if group is None:
+                return ShareAcquisition(acquired={}, lock_ms=ctx.share_record_lock_duration_ms(group_id))
+            left = max_records
+            acquired: dict[TopicPartition, tuple[tuple[int, int, int], ...]] = {}
+            for tp, (first, end) in wanted.items():
+                if left <= 0:
+                    break
+                runs = share_delivery.acquire(ctx, group, member_id, tp, first, end, left)
+                if runs:
+                    acquired[tp] = tuple((r.first_offset, r.last_offset, r.delivery_count) for r in runs)
+                    left -= sum(r.last_offset - r.first_offset + 1 for r in runs)
+            return ShareAcquisition(acquired=acquired, lock_ms=ctx.share_record_lock_duration_ms(group_id))
+
+        return self._run(now_ms, key, handle, lambda exc: exc.code)
+
+    def share_uninitialized(self, group_id: str, tps: Iterable[TopicPartition]) -> list[TopicPartition]:
+        """A read-only view: the partitions of ``tps`` an existing share group has no state for."""
+        group = self.groups.typed(group_id, ShareGroup)
+        return [] if group is None else [tp for tp in tps if tp not in group.partitions]
+
+    def share_release_member(self, group_id: str, member_id: str, now_ms: int) -> Result:
+        """The member's share session closed (or its connection dropped): every record it holds in the group
+        goes back, available again or archived at the delivery limit."""
+
+        def handle(ctx: Ctx) -> None:
+            group = self.groups.typed(group_id, ShareGroup)
+            if group is not None:
+                share_delivery.release_member(ctx, self.groups, group, member_id)
+
+        return self._run(now_ms, None, handle, lambda exc: None)
+
+    def describe_share_group_offsets(
+        self, group_id: str, log_ends: Mapping[TopicPartition, int], key: RequestKey, now_ms: int
+    ) -> Result:
+        """DescribeShareGroupOffsets: the response is (start offset, lag) per partition of ``log_ends`` (its log
+        end offset) the group has state for; a group that does not exist has none (as in Kafka)."""
+        return self._run(
+            now_ms, key, lambda ctx: share_offsets.describe(self.groups, group_id, log_ends), lambda exc: exc.code
+        )
+
+    def share_partitions(self, group_id: str) -> tuple[TopicPartition, ...]:
+        """A read-only view: every partition the share group has state for."""
+        return share_offsets.initialized(self.groups, group_id)
+
+    def alter_share_group_offsets(
+        self, group_id: str, start_offsets: Mapping[TopicPartition, int], key: RequestKey, now_ms: int
+    ) -> Result:
+        """AlterShareGroupOffsets: the response is None, or the refusal's error code."""
+
+        def handle(ctx: Ctx) -> ErrorCode:
+            share_offsets.alter(ctx, self.groups, group_id, start_offsets)
+            return ErrorCode.NONE
+
+        return self._run(now_ms, key, handle, lambda exc: exc.code)
+
+    def delete_share_group_offsets(
+        self, group_id: str, topic_ids: list[uuid.UUID], key: RequestKey, now_ms: int
+    ) -> Result:
+        """DeleteShareGroupOffsets: the response is a dict of the topics' error codes, or the refusal's code."""
+        return self._run(
+            now_ms, key, lambda ctx: share_offsets.delete(ctx, self.groups, group_id, topic_ids), lambda exc: exc.code
+        )
+
+    def share_acknowledge(
+        self,
+        group_id: str,
+        member_id: str,
+        acknowledgements: Mapping[TopicPartition, tuple[AckBatch, ...]],
+        key: RequestKey | None,
+        now_ms: int,
+    ) -> Result:
+        """Acknowledgements of records the member acquired, per partition -> the error of each partition
+        (the response: a dict by partition). A partition's acknowledgement is all or nothing."""
+
+        def handle(ctx: Ctx) -> dict[TopicPartition, ShareError]:
+            group = self.groups.typed(group_id, ShareGroup)
+            if group is None:
+                return {tp: ShareError.INVALID_RECORD_STATE for tp in acknowledgements}
+            return {
+                tp: share_delivery.acknowledge(ctx, self.groups, group, member_id, tp, batches)
+                for tp, batches in acknowledgements.items()
+            }
+
+        return self._run(now_ms, key, handle, lambda exc: exc.code)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 #: the types of group an event can name
-GroupType = Literal["classic", "consumer"]
+GroupType = Literal["classic", "consumer", "share"]
 
 #: why a member left a group
 LeaveReason = Literal[

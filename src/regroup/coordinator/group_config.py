@@ -16,6 +16,18 @@ class GroupConfig:
     consumer_session_timeout_ms: Final[int | None] = None
     #: ``consumer.heartbeat.interval.ms``: None keeps the broker's ``group.consumer.heartbeat.interval.ms``
     consumer_heartbeat_interval_ms: Final[int | None] = None
+    #: ``share.session.timeout.ms``: None keeps the broker's ``group.share.session.timeout.ms``
+    share_session_timeout_ms: Final[int | None] = None
+    #: ``share.heartbeat.interval.ms``: None keeps the broker's ``group.share.heartbeat.interval.ms``
+    share_heartbeat_interval_ms: Final[int | None] = None
+    #: ``share.record.lock.duration.ms``: None keeps the broker's ``group.share.record.lock.duration.ms``
+    share_record_lock_duration_ms: Final[int | None] = None
 
     def is_empty(self) -> bool:
-        return self.consumer_session_timeout_ms is None and self.consumer_heartbeat_interval_ms is None
+        return (
+            self.consumer_session_timeout_ms is None
+            and self.consumer_heartbeat_interval_ms is None
+            and self.share_session_timeout_ms is None
+            and self.share_heartbeat_interval_ms is None
+            and self.share_record_lock_duration_ms is None
+        )

@@ -9,9 +9,10 @@ from regroup.coordinator.classic.group_type import CLASSIC
 from regroup.coordinator.consumer.group_type import CONSUMER
 from regroup.coordinator.group_type import GroupType
 from regroup.coordinator.groups import Group
+from regroup.coordinator.share.group_type import SHARE
 
 #: every group type, by the class of its groups
-GROUP_TYPES: Final[dict[type, GroupType]] = {kind.group_class: kind for kind in (CLASSIC, CONSUMER)}
+GROUP_TYPES: Final[dict[type, GroupType]] = {kind.group_class: kind for kind in (CLASSIC, CONSUMER, SHARE)}
 
 
 def type_of(group: Group) -> GroupType:

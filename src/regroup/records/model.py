@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from regroup.records.consumer import ConsumerRecordKey, ConsumerRecordValue
+from regroup.records.share import ShareRecordKey, ShareRecordValue
 
 # The classic group's records are built at every generation, one MemberMetadata per member: they are not frozen
 # (a frozen dataclass costs about 10k instructions per object in the compiled build; docs/architecture.md).
@@ -73,8 +74,8 @@ class PendingOffsetCommitKey:
     partition: Final[int]
 
 
-RecordKey = GroupMetadataKey | OffsetCommitKey | PendingOffsetCommitKey | ConsumerRecordKey
-RecordValue = GroupMetadataValue | OffsetCommitValue | ConsumerRecordValue
+RecordKey = GroupMetadataKey | OffsetCommitKey | PendingOffsetCommitKey | ConsumerRecordKey | ShareRecordKey
+RecordValue = GroupMetadataValue | OffsetCommitValue | ConsumerRecordValue | ShareRecordValue
 
 
 @dataclass(slots=True, unsafe_hash=True)

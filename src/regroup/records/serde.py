@@ -20,6 +20,8 @@ from regroup.records.model import (
     PendingOffsetCommitKey,
     Record,
 )
+from regroup.records.share import SHARE_KEY_TYPES
+from regroup.records.share_serde import SHARE_KEY_OF_KIND, decode_share, encode_share
 
 
 class RecordDecodeError(ValueError):
@@ -39,6 +41,9 @@ def encode(record: Record) -> bytes:
     doc: dict[str, Any]
     if isinstance(key, CONSUMER_KEY_TYPES):
         doc = encode_consumer(key, value)  # type: ignore[arg-type]
+        return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode("utf-8")
+    if isinstance(key, SHARE_KEY_TYPES):
+        doc = encode_share(key, value)  # type: ignore[arg-type]
         return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode("utf-8")
     if isinstance(key, GroupMetadataKey):
         doc = {"k": "group", "group": key.group_id}
@@ -89,6 +94,9 @@ def decode(data: bytes) -> Record:
         if kind in KEY_OF_KIND:
             ckey, cvalue = decode_consumer(doc)
             return Record(ckey, cvalue)
+        if kind in SHARE_KEY_OF_KIND:
+            skey, svalue = decode_share(doc)
+            return Record(skey, svalue)
         if kind == "group":
             key = GroupMetadataKey(group_id=str(doc["group"]))
             if v is None:

@@ -67,6 +67,10 @@ class GroupService(Protocol):
         its records are durable. ``may_park``: the response may come later (a parked JoinGroup/SyncGroup)."""
         ...
 
+    async def write(self, op: Callable[[GroupCoordinator, RequestKey, int], Result]) -> None:
+        """Run ``op``, an operation that answers no request, and return once its records are durable."""
+        ...
+
     def update_group_config(self, group_id: str, config: GroupConfig | None) -> None:
         """Hand the coordinator a group's new settings (``coordinator/group_config.py``)."""
         ...

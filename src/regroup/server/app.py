@@ -47,6 +47,7 @@ from regroup.server.rebalances import RebalanceLog
 from regroup.server.runtime import CoordinatorRuntime, Uuid4Ids, wall_ms
 from regroup.server.scram_store import SCRAM_CREDENTIALS_FILE, ScramStore
 from regroup.server.scrape import ScrapeSources, scrape
+from regroup.server.share_sessions import ShareSessions
 from regroup.server.topics import DEFAULT_MAX_PARTITIONS, DEFAULT_MAX_PARTITIONS_PER_TOPIC
 from regroup.server.topics import TopicStore as PartitionTopicStore
 from regroup.server.txn_runtime import TransactionRuntime
@@ -106,6 +107,10 @@ class ServerConfig:
     log_retention_check_interval_ms: int = DEFAULT_CHECK_INTERVAL_MS
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
     transactions: TxnConfig = field(default_factory=TxnConfig)
+    #: serve share groups (``group.share.enable``; off: every share-group request is UNSUPPORTED_VERSION)
+    share_groups: bool = True
+    #: ``group.share.max.share.sessions``
+    share_max_sessions: int = 2_000
     #: the listeners (``network/listeners.py``); empty: one PLAINTEXT listener on ``host``:``port``
     listeners: tuple[ListenerConfig, ...] = ()
     #: authorizer.class.name as given (Kafka's StandardAuthorizer or AclAuthorizer); None: no authorization
@@ -143,6 +148,10 @@ class ServerBroker:
     acls: AclStore | None = None
     #: what every handler asks (``server/authz.py``); None: everything is allowed
     authorizer: Authorizer | None = None
+    #: the share consumers' fetch sessions (``server/share_sessions.py``)
+    share_sessions: ShareSessions = field(default_factory=ShareSessions)
+    #: share groups are served (``group.share.enable``)
+    share_groups: bool = True
 
     def endpoint(self, listener: str) -> tuple[str, int]:
         """The broker's address as clients that came in through ``listener`` must reach it."""
@@ -187,6 +196,9 @@ class Server:
         self._connections_opened = 0
         self._admission: Admission | None = None
         self._accept_errors: AcceptErrors | None = None
+        self._share_sessions = ShareSessions(config.share_max_sessions)
+        #: releases of share members whose connection dropped, running
+        self._background: set[asyncio.Task[None]] = set()
         self.port = config.port
         self.metrics_port: int | None = None
 
@@ -295,6 +307,8 @@ class Server:
         first = listeners[0].config.name
         self.port = self.ports[first]
         broker = ServerBroker(
+            share_sessions=self._share_sessions,
+            share_groups=cfg.share_groups,
             host=endpoints[first][0],
             port=endpoints[first][1],
             topic_store=self._topics,
@@ -409,6 +423,24 @@ class Server:
         if connection.admitted and self._admission is not None:
             self._connections.discard(connection)
             self._admission.release(connection.client_host)
+        for group_id, member_id in self._share_sessions.connection_closed(connection.connection_id):
+            self._release_share_member(group_id, member_id)
+
+    def _release_share_member(self, group_id: str, member_id: str) -> None:
+        """A share consumer's connection dropped with its session: what it held goes back (as in Kafka)."""
+        runtime = self._runtime
+        if runtime is None:
+            return
+
+        async def release() -> None:
+            try:
+                await runtime.write(lambda c, key, now: c.share_release_member(group_id, member_id, now))
+            except Exception as exc:  # the coordinator stopped: the locks lapse instead
+                log.debug("releasing share member %s of %s: %s", member_id, group_id, exc)
+
+        task = asyncio.get_running_loop().create_task(release())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _feed_image(self) -> None:
         """Give the coordinator the topics as they are now (at startup and after every topic change)."""

@@ -5,8 +5,8 @@ overrides, kept durably in ``group-configs.json`` of the data directory.
 The settings are Kafka's (``GroupConfig``). ``consumer.session.timeout.ms`` and
 ``consumer.heartbeat.interval.ms`` override the broker's for the group's consumer-protocol members, and the
 coordinator acts on them (``coordinator/group_config.py``; docs/protocol.md, K22). ``share.session.timeout.ms``,
-``share.heartbeat.interval.ms``, ``share.record.lock.duration.ms`` and ``share.auto.offset.reset`` are for share
-groups, which regroup does not serve: they are checked, stored and described like the others.
+``share.heartbeat.interval.ms`` and ``share.record.lock.duration.ms`` do the same for share groups;
+``share.auto.offset.reset`` is read by the shell when it initializes a share partition.
 
 Checks, as Kafka's ``GroupConfig.validate`` makes them on the group's whole configuration after the change: a
 name Kafka does not define, a value that is not an integer (for the integer settings) or outside its range,
@@ -23,6 +23,7 @@ A shell module; :class:`GroupConfigStore` does the file I/O.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,8 @@ SHARE_SESSION: Final = "share.session.timeout.ms"
 SHARE_HEARTBEAT: Final = "share.heartbeat.interval.ms"
 SHARE_LOCK: Final = "share.record.lock.duration.ms"
 SHARE_RESET: Final = "share.auto.offset.reset"
+#: ``share.auto.offset.reset=by_duration:<ISO 8601 duration>``: start at the first record no older than that
+BY_DURATION: Final = "by_duration:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +138,7 @@ GROUP_KEYS: Final[Mapping[str, GroupKey]] = {
             ConfigType.STRING,
             "The strategy to initialize the share-partition start offset.",
             lambda c: "latest",
-            choices=("latest", "earliest"),
+            choices=("latest", "earliest", "by_duration:<ISO 8601 duration>"),
         ),
     )
 }
@@ -164,11 +167,30 @@ def _normalised(key: GroupKey, value: str, ranges: Ranges) -> str:
             raise ConfigError(f"{key.name} must be less than or equal to {high}")
         return str(number)
     lowered = value.strip().lower()
+    if key.name == SHARE_RESET and lowered.startswith(BY_DURATION):
+        if parse_duration_ms(value.strip()[len(BY_DURATION) :]) is None:
+            raise ConfigError(f"Invalid value {value} for configuration {key.name}: not an ISO 8601 duration")
+        return BY_DURATION + value.strip()[len(BY_DURATION) :].upper()
     if lowered not in key.choices:
         raise ConfigError(
             f"Invalid value {value} for configuration {key.name}: String must be one of: {', '.join(key.choices)}"
         )
     return lowered
+
+
+_DURATION: Final = re.compile(
+    r"P(?:(?P<d>\d+)D)?(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?", re.IGNORECASE
+)
+
+
+def parse_duration_ms(text: str) -> int | None:
+    """An ISO 8601 duration of days, hours, minutes and seconds (``P1DT2H``, ``PT30M``) in ms; None if bad."""
+    match = _DURATION.fullmatch(text)
+    if match is None or not any(match.groupdict().values()) or text.upper().endswith("T"):
+        return None
+    days, hours, minutes = (int(match.group(g) or 0) for g in ("d", "h", "m"))
+    seconds = float(match.group("s") or 0)
+    return int(((days * 24 + hours) * 60 + minutes) * 60_000 + seconds * 1000)
 
 
 def validate_group_configs(overrides: Mapping[str, str], config: CoordinatorConfig) -> dict[str, str]:
@@ -189,13 +211,19 @@ def validate_group_configs(overrides: Mapping[str, str], config: CoordinatorConf
 
 def core_group_config(overrides: Mapping[str, str]) -> GroupConfig | None:
     """What the coordinator acts on in a group's (checked) overrides; None when nothing."""
-    session, heartbeat = overrides.get(CONSUMER_SESSION), overrides.get(CONSUMER_HEARTBEAT)
-    if session is None and heartbeat is None:
-        return None
-    return GroupConfig(
-        consumer_session_timeout_ms=None if session is None else int(session),
-        consumer_heartbeat_interval_ms=None if heartbeat is None else int(heartbeat),
+
+    def number(name: str) -> int | None:
+        value = overrides.get(name)
+        return None if value is None else int(value)
+
+    config = GroupConfig(
+        consumer_session_timeout_ms=number(CONSUMER_SESSION),
+        consumer_heartbeat_interval_ms=number(CONSUMER_HEARTBEAT),
+        share_session_timeout_ms=number(SHARE_SESSION),
+        share_heartbeat_interval_ms=number(SHARE_HEARTBEAT),
+        share_record_lock_duration_ms=number(SHARE_LOCK),
     )
+    return None if config.is_empty() else config
 
 
 def core_group_configs(store: GroupConfigStore) -> dict[str, GroupConfig]:

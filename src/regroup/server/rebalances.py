@@ -45,6 +45,15 @@ class RebalanceLog:
                     self.rebalances_completed += 1
                 if self.log_changes:
                     self._log(event)
+            elif isinstance(event, GroupStateChanged) and event.group_type == "share" and self.log_changes:
+                log.info(
+                    "group=%s type=share state=%s group_epoch=%d assignment_epoch=%d members=%d",
+                    event.group_id,
+                    event.state,
+                    event.generation,
+                    event.assignment_epoch or 0,
+                    event.members,
+                )
 
     def _log(self, event: GroupStateChanged) -> None:
         if event.state == "Dead":

@@ -49,6 +49,8 @@ def join_group(ctx: Ctx, groups: Groups, group: ClassicGroup | None, req: JoinGr
 
 def _join(ctx: Ctx, group: ClassicGroup, req: JoinGroupRequest, key: RequestKey) -> None:
     if not _accepts_joining_member(ctx, group, req.member_id):
+        if req.member_id not in group.pending_join_members and req.member_id not in group.members:
+            raise ApiError(ErrorCode.GROUP_MAX_SIZE_REACHED)  # a new member turned away: nothing changes
         group.pending_join_members.discard(req.member_id)
         removed = group.remove(req.member_id) if req.member_id in group.members else None
         if removed is not None:

@@ -91,6 +91,8 @@ def _group(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> Cons
         return group
     create = req.member_epoch == JOIN_EPOCH
     classic = groups.typed(req.group_id, ClassicGroup)
+    if classic is None and req.group_id in groups:  # a group of another type (a share group)
+        raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group.")
     if classic is not None:
         if not create:
             raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group.")

@@ -2,7 +2,7 @@
 
 ``MODULES`` lists them all: the security modules (``sasl``: SaslHandshake and SaslAuthenticate; ``acls``:
 CreateAcls, DescribeAcls and DeleteAcls; ``scram_users``: KIP-554's SCRAM credential APIs), the group modules
-(classic groups, KIP-848 consumer groups, offsets, admin) and the data plane (``topics``:
+(classic groups, KIP-848 consumer groups, KIP-932 share groups, offsets, admin) and the data plane (``topics``:
 Metadata/CreateTopics/DeleteTopics; ``data``: Produce/Fetch/ListOffsets; ``configs``:
 DescribeConfigs/AlterConfigs/IncrementalAlterConfigs; ``records``: DeleteRecords; ``partitions``:
 CreatePartitions; ``cluster``: DescribeCluster/DescribeTopicPartitions; ``transactions``: InitProducerId and the
@@ -25,6 +25,9 @@ MODULES = (
     "scram_users",
     "groups",
     "consumer",
+    "share_groups",
+    "share_fetch",
+    "share_offsets",
     "offsets",
     "admin",
     "topics",

@@ -1,0 +1,88 @@
+"""A share group (KIP-932) and its members as the coordinator holds them: group epoch, target assignment and
+its epoch, per-member epoch and assignment, and the group's share partitions (``partition.py``: which
+offsets are delivered, to whom, how often). Unlike a consumer group, a partition may be assigned to many
+members at once, so a member takes its target as soon as it heartbeats: nothing is revoked first. The hard
+state changes only through ``replay`` (records); the locks of acquired records are soft state."""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from regroup.coordinator.share.partition import SharePartition
+
+#: topic id -> partitions
+Partitions = Mapping[uuid.UUID, frozenset[int]]
+EMPTY: Partitions = {}
+#: (topic id, partition)
+TopicPartition = tuple[uuid.UUID, int]
+#: (name, id, partition count) of the topics a group's members subscribe to, sorted by name
+SubscribedTopics = tuple[tuple[str, uuid.UUID, int], ...]
+
+
+class ShareGroupState(enum.Enum):
+    EMPTY = "Empty"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+@dataclass(slots=True, kw_only=True)
+class ShareGroupMember:
+    member_id: str
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    assigned: Partitions = field(default_factory=dict)
+
+    def copy(self) -> ShareGroupMember:
+        return ShareGroupMember(
+            member_id=self.member_id,
+            rack_id=self.rack_id,
+            client_id=self.client_id,
+            client_host=self.client_host,
+            subscribed_topic_names=self.subscribed_topic_names,
+            member_epoch=self.member_epoch,
+            previous_member_epoch=self.previous_member_epoch,
+            assigned=self.assigned,
+        )
+
+    def metadata(self) -> tuple[str | None, str, str, tuple[str, ...]]:
+        return (self.rack_id, self.client_id, self.client_host, self.subscribed_topic_names)
+
+
+@dataclass(slots=True, kw_only=True)
+class ShareGroup:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ShareGroupMember] = field(default_factory=dict)
+    targets: dict[str, Partitions] = field(default_factory=dict)
+    #: the share partitions the group has state for (initialized), by (topic id, partition)
+    partitions: dict[TopicPartition, SharePartition] = field(default_factory=dict)
+    # --- soft state (not in records) ---
+    #: the topics of the cluster image the target was computed against: (name, id, partition count)
+    target_topics: SubscribedTopics | None = field(default=None, compare=False, repr=False)
+    #: (state, group epoch, assignment epoch) as last reported in a ``GroupStateChanged`` event
+    reported: tuple[ShareGroupState, int, int] | None = field(default=None, compare=False, repr=False)
+
+    def state(self) -> ShareGroupState:
+        return ShareGroupState.STABLE if self.members else ShareGroupState.EMPTY
+
+    def target_of(self, member_id: str) -> Partitions:
+        return self.targets.get(member_id, EMPTY)
+
+    def subscribed_topic_names(self) -> frozenset[str]:
+        return frozenset(name for m in self.members.values() for name in m.subscribed_topic_names)
+
+
+def to_set(parts: tuple[tuple[uuid.UUID, tuple[int, ...]], ...]) -> dict[uuid.UUID, frozenset[int]]:
+    return {topic_id: frozenset(ps) for topic_id, ps in parts if ps}
+
+
+def to_tuple(parts: Partitions) -> tuple[tuple[uuid.UUID, tuple[int, ...]], ...]:
+    return tuple((t, tuple(sorted(parts[t]))) for t in sorted(parts) if parts[t])

@@ -1,0 +1,380 @@
+"""Reading a share group's records (KIP-932): ShareFetch (v1–v2) and ShareAcknowledge (v1–v2).
+
+A member fetches through a share session (``server/share_sessions.py``): epoch 0 opens it with the partitions
+named, later epochs add and forget partitions, -1 closes it. Acknowledgements ride on ShareFetch or come in
+ShareAcknowledge; each partition's acknowledgement is all or nothing, is durable before the response, and
+its outcome is the partition's ``acknowledge_error_code`` (ShareFetch) or ``error_code`` (ShareAcknowledge).
+An acknowledgement at epoch 0 is INVALID_REQUEST (nothing was acquired in a session that did not exist).
+
+Acquisition: for each session partition, in turn from one request to the next, the coordinator says where
+its next available record is; the handler reads the log from there (whole batches, within ``max_bytes``) and
+asks the coordinator to acquire only offsets that read covers, so every acquired offset is in the batches
+returned (offsets without a record, such as transaction markers, are the client's to acknowledge as gaps).
+``max_records`` bounds the records acquired per request. With nothing to acquire the request waits up to
+``max_wait`` for an append to one of its partitions (and looks again every 100 ms: records released by an
+expired lock or another member become available without an append).
+
+Authorization (Kafka's ``KafkaApis``): READ on the Group, else the whole request is GROUP_AUTHORIZATION_FAILED;
+READ on each Topic, else its partitions are TOPIC_AUTHORIZATION_FAILED (not fetched, not acknowledged).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import uuid
+from typing import Any
+
+from regroup.coordinator.share.membership import MAX_MEMBER_ID_LENGTH
+from regroup.coordinator.share.partition import REJECT, RENEW, AckBatch
+from regroup.model.errors import ErrorCode
+from regroup.protocol.share import ShareAcquisition
+from regroup.security.acl import AclOperation, ResourceType
+from regroup.server.api import NODE_ID, ApiSpec, Broker, RequestContext
+from regroup.server.authz import allowed, require
+from regroup.server.handlers._common import respond
+from regroup.server.handlers.share_groups import initialize_partitions, require_share_groups
+from regroup.server.share_sessions import FINAL_EPOCH, OPEN_EPOCH, SessionError, ShareSessions
+from regroup.server.topics import TopicStore
+
+SHARE_FETCH, SHARE_ACKNOWLEDGE = 78, 79
+#: the version that brought RENEW acknowledgements (KIP-1222) and acquire modes (KIP-1206)
+RENEW_FROM = 2
+#: how often a waiting ShareFetch looks again for records released without an append
+RECHECK_S = 0.1
+#: the most one partition's read returns (Kafka's ``max.partition.fetch.bytes`` default)
+PARTITION_MAX_BYTES = 1024 * 1024
+
+TopicPartition = tuple[uuid.UUID, int]
+_LEADER = {"leader_id": NODE_ID, "leader_epoch": 0}
+
+
+def sessions_of(broker: Broker) -> ShareSessions:
+    sessions = getattr(broker, "share_sessions", None)
+    if not isinstance(sessions, ShareSessions):
+        raise TypeError("the share handlers need the broker's share sessions")
+    return sessions
+
+
+def _store(broker: Broker) -> TopicStore:
+    store = broker.topic_store
+    if not isinstance(store, TopicStore):
+        raise TypeError("the share handlers need regroup.server.topics.TopicStore")
+    return store
+
+
+def _batches(rows: Any) -> tuple[AckBatch, ...]:
+    return tuple(
+        AckBatch(int(b.first_offset), int(b.last_offset), tuple(int(t) for t in b.acknowledge_types)) for b in rows
+    )
+
+
+class _Topics:
+    """The request's topics: names by id, and the partitions that may be read (known and authorized)."""
+
+    def __init__(self, broker: Broker, ctx: RequestContext, store: TopicStore) -> None:
+        self._broker, self._ctx, self._store = broker, ctx, store
+        self.names: dict[uuid.UUID, str | None] = {}
+        self.errors: dict[uuid.UUID, ErrorCode] = {}
+
+    def check(self, topic_id: uuid.UUID | None) -> ErrorCode:
+        tid = topic_id or uuid.UUID(int=0)
+        if tid not in self.errors:
+            info = self._store.topic_by_id(tid)
+            if info is None:
+                self.names[tid], self.errors[tid] = None, ErrorCode.UNKNOWN_TOPIC_ID
+            elif not allowed(self._broker, self._ctx, AclOperation.READ, ResourceType.TOPIC, info.name):
+                self.names[tid], self.errors[tid] = info.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            else:
+                self.names[tid], self.errors[tid] = info.name, ErrorCode.NONE
+        return self.errors[tid]
+
+
+async def _acknowledge(
+    broker: Broker, group_id: str, member_id: str, acks: dict[TopicPartition, tuple[AckBatch, ...]]
+) -> dict[TopicPartition, ErrorCode]:
+    if not acks:
+        return {}
+    outcome = await broker.coordinator.call(
+        lambda c, key, now: c.share_acknowledge(group_id, member_id, acks, key, now)
+    )
+    if isinstance(outcome, dict):
+        return {tp: ErrorCode(int(code)) for tp, code in outcome.items()}
+    return {tp: ErrorCode(int(outcome)) for tp in acks}
+
+
+def _types_allowed(batches: tuple[AckBatch, ...], version: int, renewing: bool) -> bool:
+    """Acknowledgement types 0-3 (gap, accept, release, reject); 4 (renew, KIP-1222) only from version 2 in a
+    request flagged IsRenewAck."""
+    top = RENEW if version >= RENEW_FROM and renewing else REJECT
+    return all(0 <= t <= top for b in batches for t in b.types)
+
+
+async def release_member(broker: Broker, group_id: str, member_id: str) -> None:
+    """The member's session closed: what it still holds in the group goes back."""
+    await broker.coordinator.write(lambda c, key, now: c.share_release_member(group_id, member_id, now))
+
+
+async def _initialize(broker: Broker, group_id: str, missing: list[TopicPartition]) -> None:
+    """Partitions fetched before the group had state for them (a fetch ahead of the heartbeat that assigned them,
+    or after their offsets were deleted) start where ``share.auto.offset.reset`` says."""
+    by_topic: dict[uuid.UUID, list[int]] = {}
+    for topic_id, p in missing:
+        by_topic.setdefault(topic_id, []).append(p)
+    await initialize_partitions(broker, group_id, tuple((t, tuple(ps)) for t, ps in by_topic.items()))
+
+
+def _trim(records: bytes, last_offset: int) -> bytes:
+    """The whole batches of ``records`` that start at or before ``last_offset``."""
+    pos = 0
+    while pos + 61 <= len(records):
+        base = int.from_bytes(records[pos : pos + 8], "big", signed=True)
+        if base > last_offset:
+            break
+        pos += 12 + int.from_bytes(records[pos + 8 : pos + 12], "big")
+    return records[:pos]
+
+
+def _end_offset(records: bytes) -> int:
+    pos, end = 0, 0
+    while pos + 61 <= len(records):
+        length = int.from_bytes(records[pos + 8 : pos + 12], "big")
+        last_delta = int.from_bytes(records[pos + 23 : pos + 27], "big", signed=True)
+        end = int.from_bytes(records[pos : pos + 8], "big", signed=True) + last_delta + 1
+        pos += 12 + length
+    return end
+
+
+async def _acquire(
+    broker: Broker,
+    store: TopicStore,
+    group_id: str,
+    member_id: str,
+    partitions: list[tuple[TopicPartition, str]],
+    max_records: int,
+    max_bytes: int,
+) -> tuple[ShareAcquisition | ErrorCode, dict[TopicPartition, bytes], list[TopicPartition]]:
+    """One pass: read where each partition's next available record is and acquire what was read; also the
+    partitions the group has no state for yet."""
+    reads: dict[TopicPartition, bytes] = {}
+    missing: list[TopicPartition] = []
+
+    def op(c: Any, key: Any, now: int) -> Any:
+        missing.extend(c.share_uninitialized(group_id, [tp for tp, _ in partitions]))
+        wanted: dict[TopicPartition, tuple[int, int]] = {}
+        budget = max_bytes
+        for tp, name in partitions:
+            plog = store.partition(name, tp[1])
+            if plog is None or budget <= 0:
+                continue
+            end = plog.log_end_offset
+            first = c.share_next_available(group_id, tp, end)
+            if first is None:
+                continue
+            try:
+                data = plog.read(first, min(PARTITION_MAX_BYTES, budget), min_one=not reads)
+            except Exception:
+                continue
+            if not data:
+                continue
+            budget -= len(data)
+            reads[tp] = data
+            wanted[tp] = (first, min(end, _end_offset(data)))
+        return c.share_acquire(group_id, member_id, wanted, max_records, key, now)
+
+    outcome = await broker.coordinator.call(op)
+    return outcome, reads, missing
+
+
+# ---------------------------------------------------------------------------------------------- ShareFetch
+def _fetch_error(ctx: RequestContext, request: Any, code: ErrorCode, message: str | None = None) -> Any:
+    return respond(
+        ctx, error_code=code, error_message=message, acquisition_lock_timeout=0, responses=[], node_endpoints=[]
+    )
+
+
+async def share_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """READ on the Group; READ on each Topic."""
+    require_share_groups(broker)
+    group_id = request.group_id or ""
+    member_id = request.member_id or ""
+    require(broker, ctx, AclOperation.READ, ResourceType.GROUP, group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if not group_id or not member_id.strip() or len(member_id) > MAX_MEMBER_ID_LENGTH:
+        return _fetch_error(ctx, request, ErrorCode.INVALID_REQUEST, "Invalid member id in the request.")
+    renewing = bool(getattr(request, "is_renew_ack", False))
+    if renewing and (request.max_bytes or request.min_bytes or request.max_records or request.max_wait):
+        message = "MaxBytes, MinBytes, MaxRecords and MaxWaitMs must be 0 in a renewing acknowledgement."
+        return _fetch_error(ctx, request, ErrorCode.INVALID_REQUEST, message)
+    store = _store(broker)
+    topics = _Topics(broker, ctx, store)
+    epoch = request.share_session_epoch
+    added: list[TopicPartition] = []
+    acks: dict[TopicPartition, tuple[AckBatch, ...]] = {}
+    for t in request.topics:
+        tid = t.topic_id or uuid.UUID(int=0)
+        for p in t.partitions:
+            tp = (tid, int(p.partition_index))
+            added.append(tp)
+            if p.acknowledgement_batches:  # (a client may name a partition twice: its batches are merged)
+                acks[tp] = acks.get(tp, ()) + _batches(p.acknowledgement_batches)
+    forgotten = [(t.topic_id or uuid.UUID(int=0), int(p)) for t in request.forgotten_topics_data for p in t.partitions]
+    if epoch == OPEN_EPOCH and acks:
+        return _fetch_error(
+            ctx, request, ErrorCode.INVALID_REQUEST, "Acknowledgements sent when opening a share session."
+        )
+    sessions = sessions_of(broker)
+    try:
+        session = sessions.advance(group_id, member_id, epoch, added, forgotten, ctx.connection_id)
+    except SessionError as exc:
+        return _fetch_error(ctx, request, exc.code, str(exc))
+
+    rows: dict[TopicPartition, dict[str, Any]] = {}
+
+    def row(tp: TopicPartition) -> dict[str, Any]:
+        return rows.setdefault(
+            tp,
+            {
+                "partition_index": tp[1],
+                "error_code": ErrorCode.NONE,
+                "acknowledge_error_code": ErrorCode.NONE,
+                "current_leader": _LEADER,
+                "records": b"",
+                "acquired_records": [],
+            },
+        )
+
+    valid_acks = {}
+    for tp, batches in acks.items():
+        error = topics.check(tp[0])
+        if error is ErrorCode.NONE and not _types_allowed(batches, ctx.api_version, renewing):
+            error = ErrorCode.INVALID_REQUEST
+        if error is ErrorCode.NONE:
+            valid_acks[tp] = batches
+        else:
+            row(tp)["acknowledge_error_code"] = error
+    for tp, error in (await _acknowledge(broker, group_id, member_id, valid_acks)).items():
+        row(tp)["acknowledge_error_code"] = error
+
+    lock_ms = 0
+    if epoch == FINAL_EPOCH:
+        sessions.close(group_id, member_id)
+        await release_member(broker, group_id, member_id)
+    elif not renewing:
+        readable: list[tuple[TopicPartition, str]] = []
+        order = list(session.partitions)
+        if order:
+            shift = session.epoch % len(order)  # a different partition first each time
+            order = order[shift:] + order[:shift]
+        for tp in order:
+            error = topics.check(tp[0])
+            name = topics.names.get(tp[0])
+            if error is not ErrorCode.NONE or name is None:
+                row(tp)["error_code"] = error
+            else:
+                readable.append((tp, name))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(request.max_wait.total_seconds(), 0.0)
+        max_records = max(int(request.max_records), 1)
+        max_bytes = max(int(request.max_bytes), 1)
+        while readable:
+            outcome, reads, missing = await _acquire(
+                broker, store, group_id, member_id, readable, max_records, max_bytes
+            )
+            if missing:
+                await _initialize(broker, group_id, missing)
+                continue
+            if not isinstance(outcome, ShareAcquisition):
+                if rows:  # acknowledgements were made: answer them, with the error in place of records
+                    for tp, _ in readable:
+                        row(tp)["error_code"] = ErrorCode(int(outcome))
+                    break
+                return _fetch_error(ctx, request, ErrorCode(int(outcome)))
+            lock_ms = outcome.lock_ms
+            for tp, runs in outcome.acquired.items():
+                r = row(tp)
+                r["records"] = _trim(reads[tp], runs[-1][1])
+                r["acquired_records"] = [
+                    {"first_offset": f, "last_offset": la, "delivery_count": n} for f, la, n in runs
+                ]
+            remaining = deadline - loop.time()
+            if outcome.acquired or remaining <= 0:
+                break
+            await store.wait_for_append([(name, tp[1]) for tp, name in readable], min(remaining, RECHECK_S))
+    if epoch != FINAL_EPOCH:  # the first response of a session names every partition, later ones the new ones
+        for tp in session.partitions if epoch == OPEN_EPOCH else added:
+            row(tp)
+    by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    for tp in sorted(rows):
+        by_topic.setdefault(tp[0], []).append(rows[tp])
+    return respond(
+        ctx,
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        acquisition_lock_timeout=datetime.timedelta(milliseconds=lock_ms),
+        responses=[{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()],
+        node_endpoints=[],
+    )
+
+
+# ---------------------------------------------------------------------------------------- ShareAcknowledge
+def _ack_error(ctx: RequestContext, request: Any, code: ErrorCode, message: str | None = None) -> Any:
+    return respond(
+        ctx, error_code=code, error_message=message, acquisition_lock_timeout=0, responses=[], node_endpoints=[]
+    )
+
+
+async def share_acknowledge(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """READ on the Group; READ on each Topic."""
+    require_share_groups(broker)
+    group_id = request.group_id or ""
+    member_id = request.member_id or ""
+    require(broker, ctx, AclOperation.READ, ResourceType.GROUP, group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if not group_id or not member_id.strip() or len(member_id) > MAX_MEMBER_ID_LENGTH:
+        return _ack_error(ctx, request, ErrorCode.INVALID_REQUEST, "Invalid member id in the request.")
+    renewing = bool(getattr(request, "is_renew_ack", False))
+    epoch = request.share_session_epoch
+    if epoch == OPEN_EPOCH:
+        return _ack_error(
+            ctx, request, ErrorCode.INVALID_SHARE_SESSION_EPOCH, "ShareAcknowledge cannot open a session."
+        )
+    sessions = sessions_of(broker)
+    try:
+        sessions.advance(group_id, member_id, epoch, [], [], ctx.connection_id)
+    except SessionError as exc:
+        return _ack_error(ctx, request, exc.code, str(exc))
+    topics = _Topics(broker, ctx, _store(broker))
+    errors: dict[TopicPartition, ErrorCode] = {}
+    acks: dict[TopicPartition, tuple[AckBatch, ...]] = {}
+    for t in request.topics:
+        tid = t.topic_id or uuid.UUID(int=0)
+        error = topics.check(tid)
+        for p in t.partitions:
+            tp = (tid, int(p.partition_index))
+            batches = acks.get(tp, ()) + _batches(p.acknowledgement_batches)
+            if error is ErrorCode.NONE and _types_allowed(batches, ctx.api_version, renewing):
+                acks[tp] = batches
+            else:
+                errors[tp] = error if error is not ErrorCode.NONE else ErrorCode.INVALID_REQUEST
+    errors.update(await _acknowledge(broker, group_id, member_id, acks))
+    if epoch == FINAL_EPOCH:
+        sessions.close(group_id, member_id)
+        await release_member(broker, group_id, member_id)
+    by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    for tp in sorted(errors):
+        by_topic.setdefault(tp[0], []).append(
+            {"partition_index": tp[1], "error_code": errors[tp], "current_leader": _LEADER}
+        )
+    return respond(
+        ctx,
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        acquisition_lock_timeout=0,
+        responses=[{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()],
+        node_endpoints=[],
+    )
+
+
+SPECS = [
+    ApiSpec(SHARE_FETCH, 1, 2, share_fetch, _fetch_error),
+    ApiSpec(SHARE_ACKNOWLEDGE, 1, 2, share_acknowledge, _ack_error),
+]

@@ -1,0 +1,214 @@
+"""The share-group offsets admin APIs (KIP-932): DescribeShareGroupOffsets (v0–1, v1 with KIP-1226's lag),
+AlterShareGroupOffsets (v0) and DeleteShareGroupOffsets (v0).
+
+A share group's "offset" of a partition is its share-partition start offset: every record below it was
+acknowledged or archived. Describe answers it per partition the group has state for (a partition without
+state, or of a topic that does not exist, is start offset -1 with no error, as Kafka answers; a group that
+does not exist simply has none). Alter restarts partitions at the given offsets; the group must have no
+members (NON_EMPTY_GROUP) and is created when it does not exist. Delete forgets every partition of the named
+topics (the group must exist and be empty), so they start again where ``share.auto.offset.reset`` says.
+
+Authorization (Kafka's ``KafkaApis``): Describe needs DESCRIBE on each Group (GROUP_AUTHORIZATION_FAILED for
+that group) and DESCRIBE on each Topic (named topics: TOPIC_AUTHORIZATION_FAILED per partition; all topics:
+the others are left out); Alter needs READ on the Group (the whole request) and READ on each Topic; Delete
+needs DELETE on the Group and READ on each Topic.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from regroup.model.errors import ErrorCode
+from regroup.security.acl import AclOperation, ResourceType
+from regroup.server.api import ApiSpec, Broker, RequestContext
+from regroup.server.authz import allowed, require
+from regroup.server.handlers._common import respond
+from regroup.server.handlers.share_groups import require_share_groups
+from regroup.server.topics import TopicStore
+
+DESCRIBE_SHARE_GROUP_OFFSETS, ALTER_SHARE_GROUP_OFFSETS, DELETE_SHARE_GROUP_OFFSETS = 90, 91, 92
+NO_OFFSET = -1
+
+TopicPartition = tuple[uuid.UUID, int]
+
+
+def _store(broker: Broker) -> TopicStore:
+    store = broker.topic_store
+    if not isinstance(store, TopicStore):
+        raise TypeError("the share offsets handlers need regroup.server.topics.TopicStore")
+    return store
+
+
+def _log_end(store: TopicStore, name: str, partition: int) -> int | None:
+    plog = store.partition(name, partition)
+    return None if plog is None else int(plog.log_end_offset)
+
+
+# --------------------------------------------------------------------------------- DescribeShareGroupOffsets
+def _describe_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
+    return respond(ctx, groups=[{"group_id": g.group_id, "topics": [], "error_code": code} for g in request.groups])
+
+
+def _partition_row(index: int, found: tuple[int, int] | None, error: ErrorCode = ErrorCode.NONE) -> dict[str, Any]:
+    start, lag = found if found is not None else (NO_OFFSET, NO_OFFSET)
+    return {"partition_index": index, "start_offset": start, "leader_epoch": 0, "lag": lag, "error_code": error}
+
+
+async def _describe_group(broker: Broker, ctx: RequestContext, group: Any) -> dict[str, Any]:
+    store = _store(broker)
+    topics = store.topics()
+    by_id = {info.topic_id: info for info in topics.values()}
+    group_id = group.group_id
+    explicit = group.topics is not None
+    wanted: list[tuple[str, list[int]]] = []
+    if explicit:
+        wanted = [(t.topic_name, [int(p) for p in t.partitions]) for t in group.topics]
+
+    def op(c: Any, key: Any, now: int) -> Any:
+        log_ends: dict[TopicPartition, int] = {}
+        if explicit:
+            for name, partitions in wanted:
+                info = topics.get(name)
+                for p in partitions if info is not None else []:
+                    end = _log_end(store, name, p)
+                    if end is not None:
+                        log_ends[(info.topic_id, p)] = end  # type: ignore[union-attr]
+        else:
+            for tp in c.share_partitions(group_id):
+                info = by_id.get(tp[0])
+                end = _log_end(store, info.name, tp[1]) if info is not None else None
+                if end is not None:
+                    log_ends[tp] = end
+        return c.describe_share_group_offsets(group_id, log_ends, key, now)
+
+    found = await broker.coordinator.call(op)
+    if not isinstance(found, dict):
+        return {"group_id": group_id, "topics": [], "error_code": ErrorCode(int(found))}
+    rows: list[dict[str, Any]] = []
+    if explicit:
+        for name, partitions in wanted:
+            info = topics.get(name)
+            if info is None:
+                rows.append(
+                    {"topic_name": name, "topic_id": None, "partitions": [_partition_row(p, None) for p in partitions]}
+                )
+                continue
+            if not allowed(broker, ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                refused = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                parts = [_partition_row(p, None, refused) for p in partitions]
+            else:
+                parts = [_partition_row(p, found.get((info.topic_id, p))) for p in partitions]
+            rows.append({"topic_name": name, "topic_id": info.topic_id, "partitions": parts})
+    else:
+        by_topic: dict[uuid.UUID, list[int]] = {}
+        for tp in sorted(found, key=lambda tp: (str(tp[0]), tp[1])):
+            by_topic.setdefault(tp[0], []).append(tp[1])
+        for topic_id, partitions in by_topic.items():
+            info = by_id.get(topic_id)
+            if info is None or not allowed(broker, ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, info.name):
+                continue  # (all topics: what the principal may not see is left out)
+            parts = [_partition_row(p, found[(topic_id, p)]) for p in partitions]
+            rows.append({"topic_name": info.name, "topic_id": topic_id, "partitions": parts})
+    return {"group_id": group_id, "topics": rows, "error_code": ErrorCode.NONE}
+
+
+async def describe_share_group_offsets(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """DESCRIBE on each Group; DESCRIBE on each Topic."""
+    groups = []
+    for group in request.groups:
+        if not getattr(broker, "share_groups", True):
+            groups.append({"group_id": group.group_id, "topics": [], "error_code": ErrorCode.UNSUPPORTED_VERSION})
+        elif not allowed(broker, ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group.group_id):
+            refused = ErrorCode.GROUP_AUTHORIZATION_FAILED
+            groups.append({"group_id": group.group_id, "topics": [], "error_code": refused})
+        else:
+            groups.append(await _describe_group(broker, ctx, group))
+    return respond(ctx, groups=groups)
+
+
+# ------------------------------------------------------------------------------------ AlterShareGroupOffsets
+def _alter_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
+    return respond(ctx, error_code=code, error_message=None, responses=[])
+
+
+async def alter_share_group_offsets(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """READ on the Group; READ on each Topic."""
+    require_share_groups(broker)
+    require(broker, ctx, AclOperation.READ, ResourceType.GROUP, request.group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    topics = _store(broker).topics()
+    starts: dict[TopicPartition, int] = {}
+    rows: list[dict[str, Any]] = []
+    for t in request.topics:
+        info = topics.get(t.topic_name)
+        if info is not None and not allowed(broker, ctx, AclOperation.READ, ResourceType.TOPIC, t.topic_name):
+            error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            rows.append(
+                {
+                    "topic_name": t.topic_name,
+                    "topic_id": info.topic_id,
+                    "partitions": [{"partition_index": p.partition_index, "error_code": error} for p in t.partitions],
+                }
+            )
+            continue
+        parts = []
+        for p in t.partitions:
+            index = int(p.partition_index)
+            if info is None or not 0 <= index < info.partitions:
+                parts.append({"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
+                continue
+            starts[(info.topic_id, index)] = int(p.start_offset)
+            parts.append({"partition_index": index, "error_code": ErrorCode.NONE})
+        rows.append({"topic_name": t.topic_name, "topic_id": info.topic_id if info else None, "partitions": parts})
+    group_id = request.group_id
+    outcome = await broker.coordinator.call(lambda c, key, now: c.alter_share_group_offsets(group_id, starts, key, now))
+    if outcome is not ErrorCode.NONE:
+        return _alter_error(ctx, request, ErrorCode(int(outcome)))
+    return respond(ctx, error_code=ErrorCode.NONE, error_message=None, responses=rows)
+
+
+# ----------------------------------------------------------------------------------- DeleteShareGroupOffsets
+def _delete_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
+    return respond(ctx, error_code=code, error_message=None, responses=[])
+
+
+async def delete_share_group_offsets(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """DELETE on the Group; READ on each Topic."""
+    require_share_groups(broker)
+    require(
+        broker, ctx, AclOperation.DELETE, ResourceType.GROUP, request.group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED
+    )
+    topics = _store(broker).topics()
+    rows: dict[str, dict[str, Any]] = {}
+    ids: list[uuid.UUID] = []
+    for t in request.topics:
+        info = topics.get(t.topic_name)
+        if info is None:
+            rows[t.topic_name] = {
+                "topic_name": t.topic_name,
+                "topic_id": None,
+                "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            }
+        elif not allowed(broker, ctx, AclOperation.READ, ResourceType.TOPIC, t.topic_name):
+            error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            rows[t.topic_name] = {"topic_name": t.topic_name, "topic_id": info.topic_id, "error_code": error}
+        else:
+            ids.append(info.topic_id)
+            rows[t.topic_name] = {"topic_name": t.topic_name, "topic_id": info.topic_id, "error_code": ErrorCode.NONE}
+    group_id = request.group_id
+    outcome = await broker.coordinator.call(lambda c, key, now: c.delete_share_group_offsets(group_id, ids, key, now))
+    if not isinstance(outcome, dict):
+        return _delete_error(ctx, request, ErrorCode(int(outcome)))
+    for row in rows.values():
+        code = outcome.get(row["topic_id"]) if row["topic_id"] is not None else None
+        if code is not None and code is not ErrorCode.NONE:
+            row["error_code"] = code
+            row["error_message"] = "There is no offset information to delete."
+    return respond(ctx, error_code=ErrorCode.NONE, error_message=None, responses=list(rows.values()))
+
+
+SPECS = [
+    ApiSpec(DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, describe_share_group_offsets, _describe_error),
+    ApiSpec(ALTER_SHARE_GROUP_OFFSETS, 0, 0, alter_share_group_offsets, _alter_error),
+    ApiSpec(DELETE_SHARE_GROUP_OFFSETS, 0, 0, delete_share_group_offsets, _delete_error),
+]
