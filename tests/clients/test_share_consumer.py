@@ -417,3 +417,44 @@ def test_share_groups_switched_off(tmp_path: Path) -> None:
             assert records == []
         finally:
             consumer.close()
+
+
+def test_share_lag_and_members_in_the_metrics(tmp_path: Path) -> None:
+    """KIP-1226's share lag in the Prometheus metrics: 12 records on one partition, a member accepts 5 of them and
+    holds none, so the group's lag on the topic is 7 (records neither acknowledged nor archived); the member is
+    counted as a share-group member while it is in the group."""
+    from tests.server.conftest import free_port
+    from tests.server.test_metrics import scrape, value
+
+    metrics_port = free_port()
+    with served(tmp_path, "--metrics-port", str(metrics_port), *SHARE_ARGS) as proc:
+        topic = group = "share-lag"
+        prepare(proc, topic, 1, group)
+        sender = Sender(proc, topic)
+        placed = sender.send([(0, f"lag-{i}".encode()) for i in range(12)])
+        accepted: list[tuple[int, int]] = []
+
+        def accept_five(delivery: Delivery) -> None:
+            from confluent_kafka import AcknowledgeType
+
+            if len(accepted) < 5:
+                accepted.append((delivery.partition, delivery.offset))
+                member.ack(delivery)
+            else:
+                member.ack(delivery, AcknowledgeType.RELEASE)
+
+        with Member(proc, group, topic, mode="explicit", name="counter", **{"max.poll.records": 5}) as member:
+            poll_until(member, lambda: len(accepted) >= 5, 15, "5 records", accept_five)
+            member.commit()
+            assert set(member.confirmed) >= set(accepted)
+            _, samples = scrape(metrics_port)
+            assert value(samples, "regroup_group_members", type="share") == 1
+        deadline = time.monotonic() + 10
+        while True:
+            _, samples = scrape(metrics_port)
+            lag = value(samples, "regroup_share_group_lag", group=group, topic=topic)
+            if lag == len(placed) - len(accepted) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert lag == len(placed) - len(accepted)
+        sender.close()

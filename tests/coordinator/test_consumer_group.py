@@ -607,7 +607,7 @@ def test_delete_consumer_group(h: ConsumerHarness) -> None:
     assert h.delete_groups("group").results == (("group", ErrorCode.NONE),)
     assert h.written() == ["delete offset foo-0", "delete target-epoch", "delete subscription", "delete epoch"]
     assert "group" not in consumer_groups(h.coordinator)
-    assert h.coordinator.hard_state()["consumer_groups"] == {}
+    assert h.coordinator.hard_state()["group_records"] == {}
 
 
 def test_replay_rebuilds_consumer_groups(h: ConsumerHarness) -> None:

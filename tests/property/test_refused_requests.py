@@ -122,11 +122,10 @@ def state_of(coordinator: GroupCoordinator) -> Any:
                 g: (group, {tp: p.snapshot() for tp, p in group.partitions.items()})
                 for g, group in share_groups(coordinator).items()
             },
-            "persisted_share": coordinator.persisted_share,
             "offsets": coordinator.offsets.offsets,
             "pending_offsets": coordinator.offsets.pending,
             "persisted": coordinator.persisted,
-            "persisted_consumer": coordinator.persisted_consumer,
+            "persisted_groups": coordinator.persisted_groups,
             "timers": deadlines,
             "image": coordinator.image,
         }

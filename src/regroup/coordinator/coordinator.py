@@ -15,23 +15,17 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from regroup.coordinator.classic import rebalance
 from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupState
 from regroup.coordinator.classic.group_type import CLASSIC
 from regroup.coordinator.classic.rebalance import classic_state_changed
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.consumer.describe import describe_consumer_group
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMemberState
 from regroup.coordinator.consumer.heartbeat import consumer_group_heartbeat
-from regroup.coordinator.consumer.ops import session_timeout_ms
-from regroup.coordinator.consumer.replay import replay as replay_consumer
-from regroup.coordinator.consumer.report import report_state
-from regroup.coordinator.consumer.timers import MemberSessionTimer, RevocationTimer
 from regroup.coordinator.context import Ctx
-from regroup.coordinator.events import GroupDeleted
+from regroup.coordinator.events import Event, GroupDeleted
 from regroup.coordinator.group_config import GroupConfig
 from regroup.coordinator.group_type import GroupType
-from regroup.coordinator.group_types import type_of
+from regroup.coordinator.group_types import GROUP_TYPES, RECORD_OWNERS, type_of
 from regroup.coordinator.groups import Group, Groups
 from regroup.coordinator.ids import CountingIds, IdSource
 from regroup.coordinator.inspect import delete_groups, describe_group, list_groups
@@ -46,14 +40,12 @@ from regroup.coordinator.offsets import (
     txn_offset_commit,
 )
 from regroup.coordinator.result import RequestKey, Result
-from regroup.coordinator.share import delivery as share_delivery
 from regroup.coordinator.share import offsets as share_offsets
+from regroup.coordinator.share import operations as share_operations
 from regroup.coordinator.share.describe import describe_share_group
-from regroup.coordinator.share.group import ShareGroup, TopicPartition
+from regroup.coordinator.share.group import TopicPartition
 from regroup.coordinator.share.membership import share_group_heartbeat
 from regroup.coordinator.share.partition import AckBatch, ShareError
-from regroup.coordinator.share.replay import replay as replay_share
-from regroup.coordinator.share.timers import ShareSessionTimer
 from regroup.coordinator.timers import Timers
 from regroup.model.cluster import ClusterImage
 from regroup.model.errors import ApiError, ErrorCode
@@ -87,8 +79,7 @@ from regroup.protocol.share import (
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
 )
-from regroup.records.builders import new_consumer_group_record, new_group_metadata_record
-from regroup.records.consumer import CONSUMER_KEY_TYPES, ConsumerRecordKey, ConsumerRecordValue
+from regroup.records.builders import new_group_metadata_record
 from regroup.records.model import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -97,7 +88,6 @@ from regroup.records.model import (
     PendingOffsetCommitKey,
     Record,
 )
-from regroup.records.share import SHARE_KEY_TYPES, ShareRecordKey, ShareRecordValue
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,9 +114,12 @@ class GroupCoordinator:
         self.offsets = OffsetStore()
         self.timers = Timers()
         self.persisted: dict[str, GroupMetadataValue] = {}  # hard state of each group as its records say
-        self.persisted_consumer: dict[ConsumerRecordKey, ConsumerRecordValue] = {}  # consumer groups' records
-        self.persisted_share: dict[ShareRecordKey, ShareRecordValue] = {}  # share groups' records
+        #: the records of the group types that own theirs (consumer and share groups), as the log says: key -> value
+        self.persisted_groups: dict[Any, Any] = {}
         self.journal = Journal()  # the running operation's changes, taken back if it is refused
+        #: how the groups stood when the coordinator was rebuilt from its records, as events (``from_records``):
+        #: each member joined, each group's state, each stable classic group's assignments
+        self.loaded_events: list[Event] = []
         #: the groups' own settings (``group_config.py``), as the shell last set them
         self.group_configs: dict[str, GroupConfig] = {}
         self._offsets_expiry = OffsetsExpiry(self)
@@ -196,20 +189,20 @@ class GroupCoordinator:
                 self._apply_live(ctx.result.records[applied:], ctx.result)
 
     def _apply_live(self, records: list[Record], result: Result | None) -> None:
-        """Apply the records of one write (a request or a timer firing) to the persisted state; then report
-        the consumer groups it wrote to whose state or epochs changed (``result``: where to say so)."""
+        """Apply the records of one write (a request or a timer firing) to the persisted state; then each group
+        the write touched says what changed about it (``result``: where to say so)."""
         touched: list[str] = []
         for record in records:
             if self._apply(record, loading=False, result=result) and record.key.group_id not in touched:
                 touched.append(record.key.group_id)
         if result is not None:
             for group_id in touched:
-                group = self.groups.typed(group_id, ConsumerGroup)
+                group = self.groups.get(group_id)
                 if group is not None:
-                    report_state(group, self.config.consumer_group_assignors[0], result.events)
+                    type_of(group).written(self.config, group, result.events)
 
     def _apply(self, record: Record, *, loading: bool, result: Result | None = None) -> bool:
-        """Apply one record; True for a consumer group's record."""
+        """Apply one record; True for a record of a group type that owns its records (``RECORD_OWNERS``)."""
         key, value = record.key, record.value
         if isinstance(key, (OffsetCommitKey, PendingOffsetCommitKey)):
             assert value is None or isinstance(value, OffsetCommitValue)
@@ -220,22 +213,15 @@ class GroupCoordinator:
             if loading and value is not None and key.group_id not in self.groups:
                 self.groups.add(self.journal, ClassicGroup(group_id=key.group_id))  # a simple group
             return False
-        if isinstance(key, CONSUMER_KEY_TYPES):
+        owner = RECORD_OWNERS.get(type(key))
+        if owner is not None:
             if loading:
-                replay_consumer(self.groups, record)
+                owner.replay(self.groups, record)
             if value is None:
-                self.persisted_consumer.pop(key, None)
+                self.persisted_groups.pop(key, None)
             else:
-                self.persisted_consumer[key] = value  # type: ignore[assignment]
+                self.persisted_groups[key] = value
             return True
-        if isinstance(key, SHARE_KEY_TYPES):
-            if loading:
-                replay_share(self.groups, record)
-            if value is None:
-                self.persisted_share.pop(key, None)
-            else:
-                self.persisted_share[key] = value  # type: ignore[assignment]
-            return False
         assert isinstance(key, GroupMetadataKey)
         if value is None:
             self.persisted.pop(key.group_id, None)
@@ -278,33 +264,18 @@ class GroupCoordinator:
             now_ms=now_ms,
             group_configs=coordinator.group_configs,
         )
-        for group in coordinator.groups.of_type(ClassicGroup):
-            for member in group.members.values():
-                coordinator.timers.schedule(
-                    rebalance.SessionTimer(group.group_id, member.member_id), now_ms + member.session_timeout_ms
-                )
-            if len(group.members) > coordinator.config.group_max_size:
-                rebalance.prepare_rebalance(ctx, group)
-        for cgroup in coordinator.groups.of_type(ConsumerGroup):
-            for cmember in cgroup.members.values():
-                timeout = session_timeout_ms(ctx, cgroup.group_id, cmember)
-                coordinator.timers.schedule(MemberSessionTimer(cgroup.group_id, cmember.member_id), now_ms + timeout)
-                if cmember.classic is None and cmember.state is ConsumerGroupMemberState.UNREVOKED_PARTITIONS:
-                    coordinator.timers.schedule(
-                        RevocationTimer(cgroup.group_id, cmember.member_id, cmember.member_epoch),
-                        now_ms + max(cmember.rebalance_timeout_ms, 0),
-                    )
-        for sgroup in coordinator.groups.of_type(ShareGroup):
-            sgroup.reported = (sgroup.state(), sgroup.group_epoch, sgroup.assignment_epoch)  # known: no news
-            for member_id in sgroup.members:
-                coordinator.timers.schedule(
-                    ShareSessionTimer(sgroup.group_id, member_id),
-                    now_ms + ctx.share_session_timeout_ms(sgroup.group_id),
-                )
+        for group in list(coordinator.groups.values()):
+            type_of(group).loaded(ctx, coordinator.groups, group)
+        coordinator.loaded_events = list(ctx.result.events)
         coordinator._apply_live(ctx.result.records, None)
-        for cgroup in coordinator.groups.of_type(ConsumerGroup):  # loaded: what is known is no news
-            report_state(cgroup, coordinator.config.consumer_group_assignors[0], [])
         return coordinator
+
+    def members_by_type(self) -> dict[str, int]:
+        """A read-only view for metrics: members of groups, by group type (every registered type, 0 included)."""
+        counts = {kind.name: 0 for kind in GROUP_TYPES.values()}
+        for group in self.groups.values():
+            counts[type_of(group).name] += len(group.members)
+        return counts
 
     def replay(self, record: Record) -> None:
         """Apply one record as the load path does."""
@@ -313,8 +284,7 @@ class GroupCoordinator:
     def snapshot_records(self) -> list[Record]:
         """The fewest records that rebuild the current hard state (what a log snapshot stores)."""
         records = [new_group_metadata_record(g, v) for g, v in sorted(self.persisted.items())]
-        records.extend(new_consumer_group_record(k, v) for k, v in self.persisted_consumer.items())
-        records.extend(Record(k, v) for k, v in self.persisted_share.items())
+        records.extend(Record(k, v) for k, v in self.persisted_groups.items())
         records.extend(self.offsets.records())
         return records
 
@@ -322,8 +292,7 @@ class GroupCoordinator:
         """What the records say: equal for a live coordinator and one rebuilt from its records."""
         return {
             "groups": dict(sorted(self.persisted.items())),
-            "consumer_groups": dict(self.persisted_consumer),
-            "share_groups": dict(self.persisted_share),
+            "group_records": dict(self.persisted_groups),
             "offsets": {g: dict(sorted(o.items())) for g, o in sorted(self.offsets.offsets.items())},
             "pending_offsets": {
                 p: {g: dict(sorted(o.items())) for g, o in sorted(by_group.items())}
@@ -429,11 +398,9 @@ class GroupCoordinator:
         changed = {
             name for name in set(old.by_name) | set(image.by_name) if old.by_name.get(name) != image.by_name.get(name)
         }
-        for group in self.groups.of_type(ConsumerGroup):
-            if any(m.subscribed_topic_regex for m in group.members.values()) or any(
-                set(m.subscribed_topic_names) & changed for m in group.members.values()
-            ):
-                group.metadata_refresh_needed = True
+        frozen = frozenset(changed)
+        for group in self.groups.values():
+            type_of(group).topics_changed(group, frozen)
         return self.advance(now_ms)
 
     def consumer_group_heartbeat(self, req: ConsumerGroupHeartbeatRequest, key: RequestKey, now_ms: int) -> Result:
@@ -493,18 +460,14 @@ class GroupCoordinator:
         ``share.auto.offset.reset`` against its logs); a group that is gone is ignored."""
 
         def handle(ctx: Ctx) -> None:
-            group = self.groups.typed(group_id, ShareGroup)
-            if group is not None:
-                share_delivery.initialize(ctx, self.groups, group, start_offsets)
+            share_operations.initialize(ctx, self.groups, group_id, start_offsets)
 
         return self._run(now_ms, key, handle, lambda exc: None)
 
     def share_next_available(self, group_id: str, tp: TopicPartition, log_end: int) -> int | None:
         """A read-only view for ShareFetch: the first offset below ``log_end`` the group's share partition would
         hand out now (None: nothing, or no state for the partition yet), where the shell starts reading."""
-        group = self.groups.typed(group_id, ShareGroup)
-        partition = group.partitions.get(tp) if group is not None else None
-        return None if partition is None else partition.next_available(log_end)
+        return share_operations.next_available(self.groups, group_id, tp, log_end)
 
     def share_acquire(
         self,
@@ -517,39 +480,24 @@ class GroupCoordinator:
     ) -> Result:
         """ShareFetch's acquisition: for each partition in order, ``(first offset, end offset)`` -> the records
         of ``[first, end)`` acquired for the member, at most ``max_records`` in all (the response: a
-        ``ShareAcquisition``; a partition the group has no state for gets none). Writes no record; a member the
-        group does not know is UNKNOWN_MEMBER_ID."""
+        ``ShareAcquisition``; a partition the group has no state for gets none). Writes no record. As in Kafka,
+        the member id is not checked against the group."""
 
         def handle(ctx: Ctx) -> ShareAcquisition:
-            group = self.groups.typed(group_id, ShareGroup)
-            if group is None:
-                return ShareAcquisition(acquired={}, lock_ms=ctx.share_record_lock_duration_ms(group_id))
-            left = max_records
-            acquired: dict[TopicPartition, tuple[tuple[int, int, int], ...]] = {}
-            for tp, (first, end) in wanted.items():
-                if left <= 0:
-                    break
-                runs = share_delivery.acquire(ctx, group, member_id, tp, first, end, left)
-                if runs:
-                    acquired[tp] = tuple((r.first_offset, r.last_offset, r.delivery_count) for r in runs)
-                    left -= sum(r.last_offset - r.first_offset + 1 for r in runs)
-            return ShareAcquisition(acquired=acquired, lock_ms=ctx.share_record_lock_duration_ms(group_id))
+            return share_operations.acquire(ctx, self.groups, group_id, member_id, wanted, max_records)
 
         return self._run(now_ms, key, handle, lambda exc: exc.code)
 
     def share_uninitialized(self, group_id: str, tps: Iterable[TopicPartition]) -> list[TopicPartition]:
         """A read-only view: the partitions of ``tps`` an existing share group has no state for."""
-        group = self.groups.typed(group_id, ShareGroup)
-        return [] if group is None else [tp for tp in tps if tp not in group.partitions]
+        return share_operations.uninitialized(self.groups, group_id, tps)
 
     def share_release_member(self, group_id: str, member_id: str, now_ms: int) -> Result:
         """The member's share session closed (or its connection dropped): every record it holds in the group
         goes back, available again or archived at the delivery limit."""
 
         def handle(ctx: Ctx) -> None:
-            group = self.groups.typed(group_id, ShareGroup)
-            if group is not None:
-                share_delivery.release_member(ctx, self.groups, group, member_id)
+            share_operations.release(ctx, self.groups, group_id, member_id)
 
         return self._run(now_ms, None, handle, lambda exc: None)
 
@@ -597,12 +545,6 @@ class GroupCoordinator:
         (the response: a dict by partition). A partition's acknowledgement is all or nothing."""
 
         def handle(ctx: Ctx) -> dict[TopicPartition, ShareError]:
-            group = self.groups.typed(group_id, ShareGroup)
-            if group is None:
-                return {tp: ShareError.INVALID_RECORD_STATE for tp in acknowledgements}
-            return {
-                tp: share_delivery.acknowledge(ctx, self.groups, group, member_id, tp, batches)
-                for tp, batches in acknowledgements.items()
-            }
+            return share_operations.acknowledge(ctx, self.groups, group_id, member_id, acknowledgements)
 
         return self._run(now_ms, key, handle, lambda exc: exc.code)

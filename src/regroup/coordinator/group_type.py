@@ -2,7 +2,9 @@
 and inspection ask of a group without knowing its type.
 
 A group type is a class of group (``group_class``, kept in the one namespace of ``groups.py``) plus this
-object: its name as ListGroups reports it, its state, the validation of offset commits, fetches and deletes
+object: its name as ListGroups reports it, the record keys it owns and their replay at load, what it does once
+loaded (restart its members' timers) and after a write to one of its groups (say what changed), how a changed
+cluster image reaches its groups, its state, the validation of offset commits, fetches and deletes
 against it, the topics its members subscribe to, when its offsets may expire, its ListGroups and
 DescribeGroups views, how it is deleted, and how it serves the classic protocol's requests (JoinGroup,
 SyncGroup, Heartbeat, LeaveGroup: a classic group natively, a consumer group for its members that still
@@ -15,7 +17,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from regroup.coordinator.config import CoordinatorConfig
     from regroup.coordinator.context import Ctx
+    from regroup.coordinator.events import Event
     from regroup.coordinator.groups import Groups
     from regroup.coordinator.result import RequestKey
     from regroup.model.cluster import ClusterImage
@@ -31,7 +35,7 @@ if TYPE_CHECKING:
         SyncGroupResponse,
     )
     from regroup.protocol.offsets import OffsetCommitRequest, OffsetFetchRequest
-    from regroup.records.model import OffsetCommitValue
+    from regroup.records.model import OffsetCommitValue, Record
 
 
 class GroupType(Protocol):
@@ -43,6 +47,27 @@ class GroupType(Protocol):
 
     @property
     def group_class(self) -> type[Any]: ...
+
+    # ------------------------------------------------------------------------------- records and loading
+    @property
+    def record_keys(self) -> tuple[type, ...]:
+        """The record key types of its groups (the facade routes them here; the classic group's own record is
+        the facade's, kept with the offsets it shares a key space with)."""
+
+    def replay(self, groups: Groups, record: Record) -> None:
+        """Apply one of its records on the load path (live writes apply their records as they write them)."""
+
+    def loaded(self, ctx: Ctx, groups: Groups, group: Any) -> None:
+        """The coordinator was rebuilt from its records: restart the group's timers (its members' sessions),
+        take its state as known, and say on ``ctx`` how it stands (its members joined, its state, what it
+        assigned): the facade keeps those events as ``loaded_events`` for shells that start from them."""
+
+    def written(self, config: CoordinatorConfig, group: Any, events: list[Event]) -> None:
+        """A write (a request, a timer) wrote records of the group: say what changed about it, once per write."""
+
+    def topics_changed(self, group: Any, changed: frozenset[str]) -> None:
+        """These topics were created, deleted or grown: a group subscribed to one looks again at its next
+        heartbeat."""
 
     # ------------------------------------------------------------------------------------------ state
     def state_name(self, group: Any) -> str:

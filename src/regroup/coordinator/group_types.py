@@ -1,5 +1,6 @@
-"""The registered group types: the one place a group's type is looked up (``type_of``). Adding a group type
-(share or streams groups, say) means its own package with a ``GroupType`` and one line here."""
+"""The registered group types: the one place a group's type is looked up (``type_of``, and the owner of a
+record key, ``RECORD_OWNERS``). Adding a group type (a streams group, say) means its own package with a
+``GroupType`` and one line here."""
 
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ from regroup.coordinator.share.group_type import SHARE
 
 #: every group type, by the class of its groups
 GROUP_TYPES: Final[dict[type, GroupType]] = {kind.group_class: kind for kind in (CLASSIC, CONSUMER, SHARE)}
+
+
+#: every group type, by the record key types it owns
+RECORD_OWNERS: Final[dict[type, GroupType]] = {key: kind for kind in GROUP_TYPES.values() for key in kind.record_keys}
 
 
 def type_of(group: Group) -> GroupType:

@@ -21,8 +21,6 @@ from regroup.records.consumer import (
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
-    ConsumerRecordKey,
-    ConsumerRecordValue,
     PartitionSet,
     SubscribedTopic,
 )
@@ -137,11 +135,6 @@ def new_consumer_group_current_assignment_record(
 
 def new_consumer_group_current_assignment_tombstone(group_id: str, member_id: str) -> Record:
     return Record(ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id), None)
-
-
-def new_consumer_group_record(key: ConsumerRecordKey, value: ConsumerRecordValue) -> Record:
-    """A consumer-group record from a key and value kept apart (the coordinator's persisted view, snapshotted)."""
-    return Record(key, value)
 
 
 def new_consumer_group_regex_record(group_id: str, regex: str, topics: tuple[str, ...], resolved_at_ms: int) -> Record:

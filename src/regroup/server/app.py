@@ -54,9 +54,8 @@ from regroup.server.txn_runtime import TransactionRuntime
 from regroup.storage.coordinator_log import CoordinatorLog
 from regroup.storage.format import CorruptLogError, StorageError
 from regroup.storage.handles import DEFAULT_CAPACITY, capacity_for_limit
-from regroup.storage.partition_log import DEFAULT_SEGMENT_BYTES
 from regroup.storage.record_log import FsyncPolicy, LogLockedError
-from regroup.storage.topic_config import DEFAULT_MESSAGE_MAX_BYTES
+from regroup.storage.topic_config import DEFAULT_MESSAGE_MAX_BYTES, DEFAULT_SEGMENT_BYTES
 from regroup.storage.transaction_log import TransactionLog
 from regroup.transactions.results import TxnConfig
 

@@ -48,13 +48,11 @@ from typing import IO, Any
 from regroup.assignors.registry import server_side_name
 from regroup.client.config import ConfigError, rebalance_protocol
 from regroup.client.embedded import assigned_partitions
-from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupState
-from regroup.coordinator.classic.rebalance import assignment_stored, classic_state_changed
-from regroup.coordinator.consumer.group import ConsumerGroup
-from regroup.coordinator.consumer.report import state_changed
+from regroup.coordinator.classic.group import ClassicGroup
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.events import (
     AssignmentStored,
+    Event,
     GroupStateChanged,
     MemberJoined,
     MemberLeft,
@@ -101,10 +99,11 @@ class GroupEvents:
     def __call__(self, coordinator: GroupCoordinator, result: Result, now_ms: int) -> None:
         if not self._primed:
             self._primed = True
-            self._loaded(coordinator, now_ms)
-        if not result.events:
-            return
-        for event in result.events:
+            self._events(coordinator, coordinator.loaded_events, now_ms)  # how the groups stood at load
+        self._events(coordinator, result.events, now_ms)
+
+    def _events(self, coordinator: GroupCoordinator, events: list[Event], now_ms: int) -> None:
+        for event in events:
             if isinstance(event, GroupStateChanged):
                 if event.group_type == "classic":
                     self._classic_state(coordinator, event, now_ms)
@@ -138,22 +137,6 @@ class GroupEvents:
             self._file = None
 
     # ------------------------------------------------------------------------------------------ internals
-    def _loaded(self, coordinator: GroupCoordinator, now: int) -> None:
-        """The groups loaded from the log, as they are: their members, state and stored assignment."""
-        for group in coordinator.groups.of_type(ClassicGroup):
-            group_id = group.group_id
-            for member_id, member in group.members.items():
-                self._member_state(now, group_id, member_id, member.client_id, group.generation, "Joined")
-            self._classic_state(coordinator, classic_state_changed(group), now)
-            if group.state is ClassicGroupState.STABLE:
-                self._assignment_rows(assignment_stored(group), now)
-        default_assignor = coordinator.config.consumer_group_assignors[0]
-        for cgroup in coordinator.groups.of_type(ConsumerGroup):
-            group_id = cgroup.group_id
-            for member_id, cmember in cgroup.members.items():
-                self._member_state(now, group_id, member_id, cmember.client_id, cgroup.group_epoch, "Joined")
-            self._consumer_state(state_changed(cgroup, cgroup.state(), default_assignor), now)
-
     def _classic_state(self, coordinator: GroupCoordinator, event: GroupStateChanged, now: int) -> None:
         group_id = event.group_id
         log.info(

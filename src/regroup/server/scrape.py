@@ -1,14 +1,15 @@
 """One metrics scrape: the request metrics plus what is read from the server's state at scrape time —
 connections, groups by state and type (the coordinator's own ListGroups answer, so every group type it
-knows is included), group members by group type, rebalances, the coordinator log and the topics."""
+knows is included), group members by group type, share groups' lag, rebalances, the coordinator log and the
+topics."""
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
-from regroup.coordinator.group_types import GROUP_TYPES, type_of
 from regroup.protocol.admin import ListGroupsRequest, ListGroupsResponse
 from regroup.server.errors import CoordinatorUnavailable
 from regroup.server.failures import FailureLog
@@ -62,6 +63,7 @@ async def scrape(src: ScrapeSources) -> str:
         refused.add(src.connections_refused.get(reason, 0), {"reason": reason})
     families.append(refused)
     families.extend(await _groups(src.runtime))
+    families.append(await _share_lag(src.runtime, src.topics))
     families.append(
         Family("regroup_rebalances_started_total", "counter", "Classic groups entering PreparingRebalance.").add(
             src.rebalances.rebalances_started
@@ -99,13 +101,46 @@ async def _groups(runtime: CoordinatorRuntime) -> list[Family]:
     counts = Counter((g.state, g.group_type, g.protocol_type) for g in listed.groups)
     for (state, group_type, protocol_type), n in sorted(counts.items()):
         groups.add(n, {"state": state, "type": group_type, "protocol_type": protocol_type})
-    members = Counter({kind.name: 0 for kind in GROUP_TYPES.values()})
-    for group in runtime.coordinator.groups.values():
-        members[type_of(group).name] += len(group.members)
+    members = runtime.coordinator.members_by_type()
     family = Family("regroup_group_members", "gauge", "Members of groups, by group type.")
     for group_type, n in sorted(members.items()):
         family.add(n, {"type": group_type})
     return [groups, family]
+
+
+async def _share_lag(runtime: CoordinatorRuntime, topics: TopicStore) -> Family:
+    """KIP-1226's share lag, summed per share group and topic: records between each share partition's start
+    offset and its log end that are not acknowledged or archived yet."""
+    family = Family(
+        "regroup_share_group_lag",
+        "gauge",
+        "Records of a share group's partitions of a topic not yet acknowledged or archived (KIP-1226's lag).",
+    )
+    names = {info.topic_id: info.name for info in topics.topics().values()}
+    try:
+        listed: ListGroupsResponse = await runtime.call(
+            lambda c, key, now: c.list_groups(ListGroupsRequest(types=("share",)), key, now)
+        )
+        for listed_group in listed.groups:
+            group_id = listed_group.group_id
+
+            def op(c: Any, key: Any, now: int, group_id: str = group_id) -> Any:
+                log_ends = {}
+                for tp in c.share_partitions(group_id):
+                    plog = topics.partition(names[tp[0]], tp[1]) if tp[0] in names else None
+                    if plog is not None:
+                        log_ends[tp] = plog.log_end_offset
+                return c.describe_share_group_offsets(group_id, log_ends, key, now)
+
+            found = await runtime.call(op)
+            per_topic: Counter[str] = Counter()
+            for (topic_id, _), (_, lag) in found.items() if isinstance(found, dict) else ():
+                per_topic[names[topic_id]] += lag
+            for topic, lag in sorted(per_topic.items()):
+                family.add(lag, {"group": group_id, "topic": topic})
+    except CoordinatorUnavailable:
+        pass  # shutting down
+    return family
 
 
 def _coordinator_log(src: ScrapeSources) -> list[Family]:

@@ -41,9 +41,9 @@ from regroup.server.api import TopicInfo
 from regroup.server.topic_configs import TopicConfigs, expected_in_topic_dir
 from regroup.storage.format import CorruptLogError, StorageError
 from regroup.storage.handles import DEFAULT_CAPACITY, HandleCache
-from regroup.storage.partition_log import DEFAULT_SEGMENT_BYTES, PartitionLog, fsync_dir
+from regroup.storage.partition_log import PartitionLog, fsync_dir
 from regroup.storage.record_log import FsyncPolicy, lock_directory
-from regroup.storage.topic_config import DEFAULT_MESSAGE_MAX_BYTES, BrokerLogDefaults
+from regroup.storage.topic_config import DEFAULT_MESSAGE_MAX_BYTES, DEFAULT_SEGMENT_BYTES, BrokerLogDefaults
 
 __all__ = [
     "DEFAULT_MAX_PARTITIONS",

@@ -5,10 +5,10 @@ on-disk format, the fsync policies and the recovery rules are described in ``doc
 """
 
 from regroup.storage.format import CorruptLogError, StorageError
-from regroup.storage.record_log import DEFAULT_SEGMENT_BYTES, FsyncPolicy, LogLockedError, RecordLog
+from regroup.storage.record_log import RECORD_LOG_SEGMENT_BYTES, FsyncPolicy, LogLockedError, RecordLog
 
 __all__ = [
-    "DEFAULT_SEGMENT_BYTES",
+    "RECORD_LOG_SEGMENT_BYTES",
     "CorruptLogError",
     "FsyncPolicy",
     "LogLockedError",

@@ -69,11 +69,11 @@ from regroup.storage.partition_txns import OpenTxn, PartitionTxns
 from regroup.storage.record_log import FsyncPolicy
 from regroup.storage.segment_dir import gap_name, list_dir, segment_name
 from regroup.storage.segment_swap import expected_name, read_log_start, recover, swap_in, write_log_start
+from regroup.storage.topic_config import DEFAULT_SEGMENT_BYTES
 
 __all__ = [
     "BATCHES",
     "DEFAULT_MAX_BATCH_BYTES",
-    "DEFAULT_SEGMENT_BYTES",
     "AppendInfo",
     "AppendRejected",
     "OffsetOutOfRange",
@@ -87,7 +87,6 @@ log = logging.getLogger(__name__)
 
 fsync_dir = _fsync_dir
 
-DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_BATCH_BYTES = 1024 * 1024 + 12  # Kafka's message.max.bytes default (1048588)
 DEFAULT_FSYNC_INTERVAL_MS = 100
 PRIVATE_HANDLES = 4  # a log opened without a shared cache gets one this size

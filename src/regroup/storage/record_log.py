@@ -58,11 +58,11 @@ from regroup.storage.segment_dir import gap_name, list_dir, segment_name
 if sys.platform != "win32":
     import fcntl
 
-__all__ = ["DEFAULT_SEGMENT_BYTES", "FsyncPolicy", "LogLockedError", "RecordLog"]
+__all__ = ["RECORD_LOG_SEGMENT_BYTES", "FsyncPolicy", "LogLockedError", "RecordLog"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
+RECORD_LOG_SEGMENT_BYTES = 64 * 1024 * 1024
 DEFAULT_FSYNC_INTERVAL_MS = 100
 LOCK_NAME = "LOCK"
 KEPT_SNAPSHOTS = 2
@@ -172,7 +172,7 @@ class RecordLog:
         directory: Path | str,
         *,
         fsync: FsyncPolicy = FsyncPolicy.ALWAYS,
-        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        segment_bytes: int = RECORD_LOG_SEGMENT_BYTES,
         fsync_interval_ms: float = DEFAULT_FSYNC_INTERVAL_MS,
         clock: Callable[[], float] = time.monotonic,
     ) -> RecordLog:

@@ -7,11 +7,13 @@ from __future__ import annotations
 from typing import Final
 
 from regroup.assignors.consumer_protocol import ProtocolDecodeError, decode_subscription
-from regroup.coordinator.classic import join, sync
-from regroup.coordinator.classic.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup, ClassicStates
+from regroup.coordinator.classic import join, rebalance, sync
+from regroup.coordinator.classic.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup, ClassicGroupState, ClassicStates
 from regroup.coordinator.classic.join import check_identity
 from regroup.coordinator.classic.rebalance import schedule_session
+from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.context import Ctx
+from regroup.coordinator.events import Event, MemberJoined
 from regroup.coordinator.groups import Groups
 from regroup.coordinator.result import RequestKey
 from regroup.model.cluster import ClusterImage
@@ -29,7 +31,7 @@ from regroup.protocol.classic import (
 )
 from regroup.protocol.offsets import OffsetCommitRequest, OffsetFetchRequest
 from regroup.records.builders import new_group_tombstone
-from regroup.records.model import OffsetCommitValue
+from regroup.records.model import OffsetCommitValue, Record
 
 
 class ClassicGroupType:
@@ -42,6 +44,34 @@ class ClassicGroupType:
     @property
     def group_class(self) -> type[ClassicGroup]:
         return ClassicGroup
+
+    # ------------------------------------------------------------------------------- records and loading
+    @property
+    def record_keys(self) -> tuple[type, ...]:
+        return ()  # its GroupMetadata record is the facade's (it shares a key space with the offsets)
+
+    def replay(self, groups: Groups, record: Record) -> None:
+        """(None of its records come here.)"""
+
+    def loaded(self, ctx: Ctx, groups: Groups, group: ClassicGroup) -> None:
+        """Members' sessions restart; a group over ``group.max.size`` (the setting was lowered) rebalances."""
+        for member in group.members.values():
+            ctx.event(MemberJoined(group.group_id, "classic", member.member_id, member.client_id, group.generation))
+        ctx.event(rebalance.classic_state_changed(group))
+        if group.state is ClassicGroupState.STABLE:
+            ctx.event(rebalance.assignment_stored(group))
+        for member in group.members.values():
+            ctx.timers.schedule(
+                rebalance.SessionTimer(group.group_id, member.member_id), ctx.now_ms + member.session_timeout_ms
+            )
+        if len(group.members) > ctx.config.group_max_size:
+            rebalance.prepare_rebalance(ctx, group)
+
+    def written(self, config: CoordinatorConfig, group: ClassicGroup, events: list[Event]) -> None:
+        """(A classic group says what changed as each transition happens.)"""
+
+    def topics_changed(self, group: ClassicGroup, changed: frozenset[str]) -> None:
+        """(The leader's assignor reads the topics at each rebalance.)"""
 
     # ------------------------------------------------------------------------------------------ state
     def state_name(self, group: ClassicGroup) -> str:

@@ -8,12 +8,18 @@ from __future__ import annotations
 from typing import Final
 
 from regroup.coordinator.classic import join
+from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.consumer import classic_members
-from regroup.coordinator.consumer.group import ConsumerGroup
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMemberState
 from regroup.coordinator.consumer.migration import drop_empty_consumer_group
+from regroup.coordinator.consumer.ops import session_timeout_ms
+from regroup.coordinator.consumer.replay import replay as replay_consumer
+from regroup.coordinator.consumer.report import report_state
 from regroup.coordinator.consumer.subscriptions import group_topic_names
+from regroup.coordinator.consumer.timers import MemberSessionTimer, RevocationTimer
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
+from regroup.coordinator.events import Event, MemberJoined
 from regroup.coordinator.groups import Groups
 from regroup.coordinator.result import RequestKey
 from regroup.model.cluster import ClusterImage
@@ -30,7 +36,8 @@ from regroup.protocol.classic import (
     SyncGroupResponse,
 )
 from regroup.protocol.offsets import OffsetCommitRequest, OffsetFetchRequest
-from regroup.records.model import OffsetCommitValue
+from regroup.records.consumer import CONSUMER_KEY_TYPES
+from regroup.records.model import OffsetCommitValue, Record
 
 
 def _check_member_epoch(group: ConsumerGroup, member_id: str, epoch: int) -> None:
@@ -52,6 +59,39 @@ class ConsumerGroupType:
     @property
     def group_class(self) -> type[ConsumerGroup]:
         return ConsumerGroup
+
+    # ------------------------------------------------------------------------------- records and loading
+    @property
+    def record_keys(self) -> tuple[type, ...]:
+        return CONSUMER_KEY_TYPES
+
+    def replay(self, groups: Groups, record: Record) -> None:
+        replay_consumer(groups, record)
+
+    def loaded(self, ctx: Ctx, groups: Groups, group: ConsumerGroup) -> None:
+        """Members' sessions restart, and the revocation timeouts of members still revoking; its state is known."""
+        for member in group.members.values():
+            timeout = session_timeout_ms(ctx, group.group_id, member)
+            ctx.timers.schedule(MemberSessionTimer(group.group_id, member.member_id), ctx.now_ms + timeout)
+            if member.classic is None and member.state is ConsumerGroupMemberState.UNREVOKED_PARTITIONS:
+                ctx.timers.schedule(
+                    RevocationTimer(group.group_id, member.member_id, member.member_epoch),
+                    ctx.now_ms + max(member.rebalance_timeout_ms, 0),
+                )
+        for member_id, member in group.members.items():
+            ctx.event(MemberJoined(group.group_id, "consumer", member_id, member.client_id, group.group_epoch))
+        report_state(group, ctx.config.consumer_group_assignors[0], ctx.result.events)
+
+    def written(self, config: CoordinatorConfig, group: ConsumerGroup, events: list[Event]) -> None:
+        report_state(group, config.consumer_group_assignors[0], events)
+
+    def topics_changed(self, group: ConsumerGroup, changed: frozenset[str]) -> None:
+        """Groups subscribed to a changed topic, or with regex subscriptions, refresh their subscription
+        metadata at their next heartbeat."""
+        if any(m.subscribed_topic_regex for m in group.members.values()) or any(
+            set(m.subscribed_topic_names) & changed for m in group.members.values()
+        ):
+            group.metadata_refresh_needed = True
 
     # ------------------------------------------------------------------------------------------ state
     def state_name(self, group: ConsumerGroup) -> str:

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from typing import Final, NoReturn
 
+from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.context import Ctx
+from regroup.coordinator.events import Event, MemberJoined
 from regroup.coordinator.groups import Groups
 from regroup.coordinator.result import RequestKey
 from regroup.coordinator.share.group import ShareGroup
-from regroup.coordinator.share.writes import ShareWrites
+from regroup.coordinator.share.replay import replay as replay_share
+from regroup.coordinator.share.timers import ShareSessionTimer
+from regroup.coordinator.share.writes import ShareWrites, report_state
 from regroup.model.cluster import ClusterImage
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.protocol.admin import ListedGroup
@@ -26,7 +30,8 @@ from regroup.protocol.classic import (
     SyncGroupResponse,
 )
 from regroup.protocol.offsets import OffsetCommitRequest, OffsetFetchRequest
-from regroup.records.model import OffsetCommitValue
+from regroup.records.model import OffsetCommitValue, Record
+from regroup.records.share import SHARE_KEY_TYPES
 
 
 def _not_a_consumer_group(group: ShareGroup) -> NoReturn:
@@ -47,6 +52,30 @@ class ShareGroupType:
     @property
     def group_class(self) -> type[ShareGroup]:
         return ShareGroup
+
+    # ------------------------------------------------------------------------------- records and loading
+    @property
+    def record_keys(self) -> tuple[type, ...]:
+        return SHARE_KEY_TYPES
+
+    def replay(self, groups: Groups, record: Record) -> None:
+        replay_share(groups, record)
+
+    def loaded(self, ctx: Ctx, groups: Groups, group: ShareGroup) -> None:
+        """Members' sessions restart (acquisition locks are not durable: nothing is acquired after a load);
+        its state is known."""
+        for member_id, member in group.members.items():
+            ctx.event(MemberJoined(group.group_id, "share", member_id, member.client_id, group.group_epoch))
+        report_state(group, ctx)
+        session_ms = ctx.share_session_timeout_ms(group.group_id)
+        for member_id in group.members:
+            ctx.timers.schedule(ShareSessionTimer(group.group_id, member_id), ctx.now_ms + session_ms)
+
+    def written(self, config: CoordinatorConfig, group: ShareGroup, events: list[Event]) -> None:
+        """(A share group says what changed as each write happens: ``writes.report_state``.)"""
+
+    def topics_changed(self, group: ShareGroup, changed: frozenset[str]) -> None:
+        """(Each heartbeat compares the subscribed topics with those the target was computed against.)"""
 
     def state_name(self, group: ShareGroup) -> str:
         return group.state().value

@@ -43,7 +43,7 @@ def validate(req: ShareGroupHeartbeatRequest) -> None:
         if not req.subscribed_topic_names:
             raise _invalid("SubscribedTopicNames must be set in first request.")
     elif req.member_epoch < LEAVE_EPOCH:
-        raise _invalid(f"MemberEpoch is invalid: {req.member_epoch}.")
+        raise _invalid("MemberEpoch is invalid.")
 
 
 def share_group_heartbeat(ctx: Ctx, groups: Groups, req: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:

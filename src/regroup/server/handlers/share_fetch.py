@@ -199,7 +199,7 @@ async def share_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     group_id = request.group_id or ""
     member_id = request.member_id or ""
     require(broker, ctx, AclOperation.READ, ResourceType.GROUP, group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    if not group_id or not member_id.strip() or len(member_id) > MAX_MEMBER_ID_LENGTH:
+    if not group_id or not member_id or len(member_id) > MAX_MEMBER_ID_LENGTH:
         return _fetch_error(ctx, request, ErrorCode.INVALID_REQUEST, "Invalid member id in the request.")
     renewing = bool(getattr(request, "is_renew_ack", False))
     if renewing and (request.max_bytes or request.min_bytes or request.max_records or request.max_wait):
@@ -329,7 +329,7 @@ async def share_acknowledge(broker: Broker, ctx: RequestContext, request: Any) -
     group_id = request.group_id or ""
     member_id = request.member_id or ""
     require(broker, ctx, AclOperation.READ, ResourceType.GROUP, group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    if not group_id or not member_id.strip() or len(member_id) > MAX_MEMBER_ID_LENGTH:
+    if not group_id or not member_id or len(member_id) > MAX_MEMBER_ID_LENGTH:
         return _ack_error(ctx, request, ErrorCode.INVALID_REQUEST, "Invalid member id in the request.")
     renewing = bool(getattr(request, "is_renew_ack", False))
     epoch = request.share_session_epoch

@@ -94,7 +94,7 @@ async def share_group_heartbeat(broker: Broker, ctx: RequestContext, request: An
     """READ on the Group; DESCRIBE on each subscribed Topic."""
     require_share_groups(broker)
     require(broker, ctx, AclOperation.READ, ResourceType.GROUP, request.group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    if len(request.member_id) > MAX_MEMBER_ID_LENGTH:
+    if not request.member_id or len(request.member_id) > MAX_MEMBER_ID_LENGTH:  # (Kafka's check, before any other)
         message = "Invalid member id in the request."
         return _heartbeat_response(
             ctx, ShareGroupHeartbeatResponse(error=ErrorCode.INVALID_REQUEST, error_message=message)

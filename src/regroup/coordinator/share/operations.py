@@ -1,0 +1,76 @@
+"""The share group's operations as the facade offers them, by group id: starting share partitions, acquiring
+for a ShareFetch, acknowledging, releasing a member's records, and the read-only views ShareFetch reads
+before it reads the log. A group id that names no share group has nothing to deliver."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from regroup.coordinator.context import Ctx
+from regroup.coordinator.groups import Groups
+from regroup.coordinator.share import delivery
+from regroup.coordinator.share.group import ShareGroup, TopicPartition
+from regroup.coordinator.share.partition import AckBatch, ShareError
+from regroup.protocol.share import ShareAcquisition
+
+
+def initialize(ctx: Ctx, groups: Groups, group_id: str, start_offsets: Mapping[TopicPartition, int]) -> None:
+    group = groups.typed(group_id, ShareGroup)
+    if group is not None:
+        delivery.initialize(ctx, groups, group, start_offsets)
+
+
+def next_available(groups: Groups, group_id: str, tp: TopicPartition, log_end: int) -> int | None:
+    group = groups.typed(group_id, ShareGroup)
+    partition = group.partitions.get(tp) if group is not None else None
+    return None if partition is None else partition.next_available(log_end)
+
+
+def uninitialized(groups: Groups, group_id: str, tps: Iterable[TopicPartition]) -> list[TopicPartition]:
+    group = groups.typed(group_id, ShareGroup)
+    return [] if group is None else [tp for tp in tps if tp not in group.partitions]
+
+
+def acquire(
+    ctx: Ctx,
+    groups: Groups,
+    group_id: str,
+    member_id: str,
+    wanted: Mapping[TopicPartition, tuple[int, int]],
+    max_records: int,
+) -> ShareAcquisition:
+    """At most ``max_records`` in all, partition by partition in ``wanted``'s order."""
+    lock_ms = ctx.share_record_lock_duration_ms(group_id)
+    group = groups.typed(group_id, ShareGroup)
+    acquired: dict[TopicPartition, tuple[tuple[int, int, int], ...]] = {}
+    left = max_records
+    for tp, (first, end) in wanted.items() if group is not None else ():
+        if left <= 0:
+            break
+        assert group is not None
+        runs = delivery.acquire(ctx, group, member_id, tp, first, end, left)
+        if runs:
+            acquired[tp] = tuple((r.first_offset, r.last_offset, r.delivery_count) for r in runs)
+            left -= sum(r.last_offset - r.first_offset + 1 for r in runs)
+    return ShareAcquisition(acquired=acquired, lock_ms=lock_ms)
+
+
+def acknowledge(
+    ctx: Ctx,
+    groups: Groups,
+    group_id: str,
+    member_id: str,
+    acknowledgements: Mapping[TopicPartition, tuple[AckBatch, ...]],
+) -> dict[TopicPartition, ShareError]:
+    group = groups.typed(group_id, ShareGroup)
+    if group is None:
+        return {tp: ShareError.INVALID_RECORD_STATE for tp in acknowledgements}
+    return {
+        tp: delivery.acknowledge(ctx, groups, group, member_id, tp, batches) for tp, batches in acknowledgements.items()
+    }
+
+
+def release(ctx: Ctx, groups: Groups, group_id: str, member_id: str) -> None:
+    group = groups.typed(group_id, ShareGroup)
+    if group is not None:
+        delivery.release_member(ctx, groups, group, member_id)
