@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint typecheck unit soak eos-soak fuzz librdkafka-tests bench bench-server bench-security bench-flood bench-kip848 bench-lab compiled bench-lab-compiled clean
+.PHONY: run test lint typecheck unit soak eos-soak fuzz librdkafka-tests bench bench-server bench-security bench-share bench-flood bench-kip848 bench-lab compiled bench-lab-compiled clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -74,6 +74,12 @@ bench-server: $(DEVSTAMP)
 # against none, connections per second with SASL/SCRAM against plain ones (docs/benchmarks.md); ARGS for options.
 bench-security: $(DEVSTAMP)
 	$(BIN)/python bench/security.py $(ARGS)
+
+# Share groups against consumer groups: records per second through ShareFetch + ShareAcknowledge against Fetch +
+# OffsetCommit for the same records, and the coordinator log's cost per acknowledgement (docs/benchmarks.md);
+# ARGS for options.
+bench-share: $(DEVSTAMP)
+	$(BIN)/python bench/share.py $(ARGS)
 
 # One connection floods the server while a healthy member heartbeats on another (docs/benchmarks.md); compare
 # with an older tree through ARGS, e.g. make bench-flood ARGS="--before /tmp/base/src --rounds 2".

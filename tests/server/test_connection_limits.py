@@ -9,7 +9,6 @@ all of 127/8 to the loopback interface)."""
 
 from __future__ import annotations
 
-import contextlib
 import re
 import socket
 import sys
@@ -168,16 +167,14 @@ def test_running_out_of_file_descriptors_neither_spins_nor_floods_and_recovers(
         cpu_before = cpu_seconds(server.proc.pid)
         time.sleep(3)  # asyncio retries accept() every second
         assert cpu_seconds(server.proc.pid) - cpu_before < 0.5  # no busy loop
-        if time.monotonic() - opened < METRICS_HEAD_TIMEOUT_S - 1:
+        if not uvloop and time.monotonic() - opened < METRICS_HEAD_TIMEOUT_S - 1:
             # still out of descriptors (the metrics endpoint drops a scrape connection whose request head has
-            # not arrived in 10 s, which gives descriptors back): nobody has answered the waiting client
+            # not arrived in 10 s, which gives descriptors back): nobody has answered the waiting client. (On
+            # uvloop the connection is accepted on a reserved descriptor and closed at once, or answered when a
+            # descriptor happens to be free by then: either way the client is not left hanging.)
             waiting.sock.settimeout(0.1)
-            if uvloop:  # accepted and closed (a reset when the request had arrived): the client reconnects
-                with contextlib.suppress(ConnectionResetError):
-                    assert waiting.sock.recv(1, socket.MSG_PEEK) == b""
-            else:
-                with pytest.raises(TimeoutError):
-                    waiting.sock.recv(1, socket.MSG_PEEK)
+            with pytest.raises(TimeoutError):
+                waiting.sock.recv(1, socket.MSG_PEEK)
     finally:
         for hog in hogs:
             hog.close()
@@ -185,8 +182,17 @@ def test_running_out_of_file_descriptors_neither_spins_nor_floods_and_recovers(
         waiting.sock.settimeout(20)
         assert waiting.receive().error_code == 0  # accepted and answered once descriptors were free again
     waiting.close()
-    with WireClient(server.port) as fresh:
-        assert fresh.call(API_VERSIONS, 2).error_code == 0
+    # the server closes the scrape connections as it reads their ends: until then descriptors may still be short,
+    # and uvloop turns a new connection away at once (a client reconnects, as this one does)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with WireClient(server.port) as fresh:
+                assert fresh.call(API_VERSIONS, 2).error_code == 0
+            break
+        except (ConnectionError, OSError):
+            assert uvloop and time.monotonic() < deadline
+            time.sleep(0.2)
     lines = [line for line in server.log().splitlines() if "cannot accept connections" in line]
     if uvloop:
         assert lines == []

@@ -1,7 +1,8 @@
 """``regroup simulate SCENARIO``: run a scenario file (or a bundled scenario by name) in the simulator and
 print a readable timeline with the per-rebalance summary, or (``--summary-json``) exactly one JSON
-document ``{"rebalances": [...], "violations": [...], "final_assignment": {...}}``. ``--events FILE``
-writes the JSON-lines event log (schema in docs/simulator.md)."""
+document ``{"rebalances": [...], "violations": [...], "final_assignment": {...}}`` (and ``"share": {...}`` for
+a scenario with share members). ``--events FILE`` writes the JSON-lines event log (schema in
+docs/simulator.md)."""
 
 from __future__ import annotations
 

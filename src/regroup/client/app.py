@@ -124,7 +124,10 @@ class AppModel:
 
     def batch_ms(self, draws: Draws | None) -> float:
         """The processing time of one full batch (``max_poll_records`` records)."""
-        n = self.max_poll_records
+        return self.records_ms(self.max_poll_records, draws)
+
+    def records_ms(self, n: int, draws: Draws | None) -> float:
+        """The processing time of ``n`` records (a sum of ``n`` draws, as ``batch_ms`` draws it)."""
         p = self.processing
         kind = p[0]
         if kind == "fixed" or draws is None:

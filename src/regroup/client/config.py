@@ -127,3 +127,47 @@ class ConsumerConfig:
             raise ConfigError("callback_delay_ms must not be negative")
         if self.callback_delay_ms >= self.rebalance_timeout_ms:
             raise ConfigError("callback_delay_ms must be lower than rebalance_timeout_ms")
+
+
+#: Kafka's bound on a share member's id (the client makes it; the coordinator refuses longer ones)
+SHARE_MEMBER_ID_MAX = 36
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShareConsumerConfig:
+    """A KIP-932 share consumer's configuration (``KafkaShareConsumer``).
+
+    The coordinator decides the heartbeat interval (``heartbeat_interval_ms`` is used only until its first
+    answer). ``member_id``: the id the client chose for itself (share members always choose theirs).
+    ``fetch_max_wait_ms``: how long a ShareFetch that finds nothing waits at the broker (``fetch.max.wait.ms``).
+    ``release_fraction`` / ``reject_fraction``: the chance that processing a record fails so that the application
+    releases it (delivered again, to any member, until the delivery count limit archives it) or rejects it (a
+    poison record: archived at once); every other record is accepted."""
+
+    group_id: str
+    client_id: str
+    topics: tuple[str, ...]
+    member_id: str
+    rack: str | None = None
+    heartbeat_interval_ms: int = 5_000
+    request_timeout_ms: int = 30_000
+    retry_backoff_ms: int = 100
+    fetch_max_wait_ms: int = 500
+    release_fraction: float = 0.0
+    reject_fraction: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.group_id:
+            raise ConfigError("group_id must not be empty")
+        if not self.topics:
+            raise ConfigError("a share consumer subscribes to at least one topic")
+        if not self.member_id or len(self.member_id) > SHARE_MEMBER_ID_MAX:
+            raise ConfigError(f"member_id must have 1 to {SHARE_MEMBER_ID_MAX} characters")
+        for name in ("heartbeat_interval_ms", "request_timeout_ms"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive")
+        if self.fetch_max_wait_ms < 0:
+            raise ConfigError("fetch_max_wait_ms must not be negative")
+        fractions = (self.release_fraction, self.reject_fraction)
+        if any(not 0.0 <= f <= 1.0 for f in fractions) or sum(fractions) > 1.0:
+            raise ConfigError("release_fraction and reject_fraction must be in [0, 1] and add up to at most 1")

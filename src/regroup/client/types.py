@@ -10,6 +10,8 @@ from typing import Any, Final
 from regroup.protocol.classic import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
 from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest
 from regroup.protocol.offsets import OffsetCommitRequest
+from regroup.protocol.share import ShareGroupHeartbeatRequest
+from regroup.protocol.share_fetch import ShareAcknowledgeRequest, ShareFetchRequest
 
 # The value types below are immutable by type: their fields are ``Final`` (mypy rejects any assignment
 # outside ``__init__``), and each has an explicit ``__init__`` rather than a frozen dataclass's generated
@@ -25,6 +27,9 @@ Request = (
     | LeaveGroupRequest
     | OffsetCommitRequest
     | ConsumerGroupHeartbeatRequest
+    | ShareGroupHeartbeatRequest
+    | ShareFetchRequest
+    | ShareAcknowledgeRequest
 )
 
 

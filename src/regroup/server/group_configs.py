@@ -14,8 +14,8 @@ and a session timeout not above its heartbeat interval are INVALID_CONFIG. The r
 ``group.consumer.min.session.timeout.ms`` to ``group.consumer.max.session.timeout.ms`` (45 s to 60 s),
 ``group.consumer.min.heartbeat.interval.ms`` to ``group.consumer.max.heartbeat.interval.ms`` (5 s to 15 s), the
 same for share groups, and 15 s to 60 s for the record lock; where a ``regroup serve`` flag sets the broker's
-own consumer session timeout or heartbeat interval outside its range, the range is widened to include it (a
-setting the broker runs with is one a group may have).
+own session timeout, heartbeat interval or record lock duration outside its range, the range is widened to
+include it (a setting the broker runs with is one a group may have).
 
 A shell module; :class:`GroupConfigStore` does the file I/O.
 """
@@ -76,9 +76,14 @@ class Ranges:
     @staticmethod
     def of(config: CoordinatorConfig) -> Ranges:
         session, heartbeat = config.consumer_group_session_timeout_ms, config.consumer_group_heartbeat_interval_ms
+        share_session, share_heartbeat = config.share_group_session_timeout_ms, config.share_group_heartbeat_interval_ms
+        lock = config.share_group_record_lock_duration_ms
         return Ranges(
             consumer_session=(min(45_000, session), max(60_000, session)),
             consumer_heartbeat=(min(5_000, heartbeat), max(15_000, heartbeat)),
+            share_session=(min(45_000, share_session), max(60_000, share_session)),
+            share_heartbeat=(min(5_000, share_heartbeat), max(15_000, share_heartbeat)),
+            share_lock=(min(15_000, lock), max(60_000, lock)),
         )
 
 
@@ -116,21 +121,21 @@ GROUP_KEYS: Final[Mapping[str, GroupKey]] = {
             SHARE_SESSION,
             ConfigType.INT,
             "The timeout to detect client failures when using the share group protocol.",
-            lambda c: "45000",
+            lambda c: str(c.share_group_session_timeout_ms),
             lambda r: r.share_session,
         ),
         GroupKey(
             SHARE_HEARTBEAT,
             ConfigType.INT,
             "The heartbeat interval given to the members of a share group.",
-            lambda c: "5000",
+            lambda c: str(c.share_group_heartbeat_interval_ms),
             lambda r: r.share_heartbeat,
         ),
         GroupKey(
             SHARE_LOCK,
             ConfigType.INT,
             "The record acquisition lock duration in milliseconds for share groups.",
-            lambda c: "30000",
+            lambda c: str(c.share_group_record_lock_duration_ms),
             lambda r: r.share_lock,
         ),
         GroupKey(

@@ -1,25 +1,28 @@
-"""The coordinator runtime: the asyncio shell that owns the sans-IO ``GroupCoordinator`` and its durable log.
+"""The coordinator runtime: the asyncio shell that owns the sans-IO ``GroupCoordinator`` (the share-group
+coordinator runs inside it) and its durable log. The clock, the timer and the group-commit writer are the
+shared machinery of ``core_runtime.py``; this module adds what is specific to the group coordinator.
 
 * **Serialised.** Every core call happens synchronously on the event loop thread, one at a time, so the
-  core needs no locks. ``now_ms`` is the wall clock (never allowed to go backwards between calls).
-* **Durable before visible.** Each call's ``Result`` is queued for the writer task, which appends the
-  records of everything queued so far in one batch (group commit: one fsync for many requests) on a single
-  worker thread and only then resolves the response futures of those results, in call order. A result
+  core needs no locks. ``now_ms`` is the wall clock (``MonotonicClock``: never going backwards).
+* **Durable before visible.** Each call's ``Result`` is submitted to the ``GroupCommitWriter``, which appends
+  the records of everything queued so far in one batch (group commit: one fsync for many requests) on a
+  single worker thread and only then resolves the response futures of those results, in call order. A result
   without records still waits for the appends queued before it, so nobody is told about state that a crash
   could take back. When nothing is queued or being written and a result has no records, its completions
   are handed out at once instead (the writer would resolve them next anyway, with nothing to wait for): the
   common Heartbeat/OffsetFetch answer costs no trip through the writer task. A failed append is fatal (as
   in docs/architecture.md): waiting requests fail with ``CoordinatorUnavailable`` and ``on_fatal`` is
-  called so the server stops; a restart replays the log.
+  called so the server stops; a restart replays the log. Under ``--fsync interval`` the writer also syncs
+  the log shortly after appends stop.
 * **Parked requests.** A request key is a counter; its future resolves with the completion carrying that
   key, possibly in the result of a later call (a parked JoinGroup). A key the core ``dropped`` (superseded by
   a newer request of the same member) fails with ``RequestDropped``; the connection layer then closes that
   connection, which is what its client did already (Kafka leaves such a request unanswered forever).
-* **Timers.** One ``call_later`` handle sleeps until ``next_deadline()`` and calls ``advance(now_ms)``; it
-  is re-armed after every core call.
+* **Timers.** One ``DeadlineTimer`` sleeps until ``next_deadline()`` and calls ``advance(now_ms)``; it is
+  re-armed after every core call.
 * **Cluster image.** ``update_metadata`` hands the coordinator the topics as the server knows them (at
   startup and after every topic change), so consumer groups assign exactly the topic ids Metadata reports.
-* **Snapshots.** When the queue is drained (the coordinator's state is exactly what the log holds),
+* **Snapshots.** When the writer's queue drains (the coordinator's state is exactly what the log holds),
   ``CoordinatorLog.maybe_snapshot`` compacts the log every ``snapshot_every`` records.
 """
 
@@ -28,11 +31,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import time
 import uuid
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from regroup.coordinator.config import CoordinatorConfig
@@ -42,6 +43,8 @@ from regroup.coordinator.ids import IdSource
 from regroup.coordinator.result import Completion, RequestKey, Result
 from regroup.model.cluster import ClusterImage
 from regroup.records.model import Record
+from regroup.server.core_runtime import DeadlineTimer, GroupCommitWriter, MonotonicClock
+from regroup.server.core_runtime import wall_ms as wall_ms
 from regroup.server.errors import CoordinatorUnavailable, RequestDropped
 from regroup.storage.coordinator_log import CoordinatorLog
 from regroup.storage.record_log import FsyncPolicy
@@ -50,11 +53,6 @@ log = logging.getLogger("regroup.server.runtime")
 
 CoreOp = Callable[[GroupCoordinator, RequestKey, int], Result]
 Observer = Callable[[GroupCoordinator, Result, int], None]
-INTERVAL_SYNC_S = 0.1
-
-
-def wall_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class Uuid4Ids:
@@ -66,13 +64,6 @@ class Uuid4Ids:
 
 class NoResponse(Exception):
     """A core call that must answer at once completed nothing for its key (a bug in the core)."""
-
-
-@dataclass(slots=True)
-class _Pending:
-    records: list[Record]
-    completions: list[Completion]
-    dropped: list[RequestKey] = field(default_factory=list)
 
 
 class CoordinatorRuntime:
@@ -88,23 +79,22 @@ class CoordinatorRuntime:
     ) -> None:
         self.coordinator = coordinator
         self._log = log_
-        self._clock = clock
+        self._clock = MonotonicClock(clock)
         self._on_fatal = on_fatal
         self._observers: list[Observer] = []
         self._keys = itertools.count(1)
         self._waiting: dict[RequestKey, asyncio.Future[Any]] = {}
-        self._queue: list[_Pending] = []
-        self._wake = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._idle.set()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="regroup-log")
-        self._writer: asyncio.Task[None] | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_deadline: int | None = None
-        self._sync_handle: asyncio.TimerHandle | None = None
-        self._sync_due = False
-        self._last_now = 0
-        self._failure: BaseException | None = None
+        interval = log_.log.fsync_policy is FsyncPolicy.INTERVAL
+        self._writer: GroupCommitWriter[Record] = GroupCommitWriter(
+            log_.append,
+            name="regroup-log",
+            logger=log,
+            what="coordinator log",
+            snapshot=self._snapshot,
+            on_failure=self._failed,
+            sync=log_.log.sync if interval else None,
+        )
+        self._timer = DeadlineTimer(clock, self._on_timer)
         self._closed = False
 
     # ---------------------------------------------------------------------------------------- lifecycle
@@ -129,7 +119,7 @@ class CoordinatorRuntime:
         self._observers.append(observer)
 
     def start(self) -> None:
-        self._writer = asyncio.get_running_loop().create_task(self._write_loop(), name="regroup-log-writer")
+        self._writer.start()
         self._arm_timer()
 
     async def close(self) -> None:
@@ -137,33 +127,27 @@ class CoordinatorRuntime:
         if self._closed:
             return
         self._closed = True
-        for handle in (self._timer, self._sync_handle):
-            if handle is not None:
-                handle.cancel()
-        if self._writer is not None and self._failure is None:
-            await self._idle.wait()
-        if self._writer is not None:
-            self._writer.cancel()
+        self._timer.cancel()
+        await self._writer.close()
         for future in self._waiting.values():
             if not future.done():
                 future.set_exception(CoordinatorUnavailable("the coordinator is shutting down"))
         self._waiting.clear()
-        self._executor.shutdown(wait=True)
         self._log.close()
 
     @property
     def failure(self) -> BaseException | None:
-        return self._failure
+        return self._writer.failure
 
     # ------------------------------------------------------------------------------------------ calls
     async def call(self, op: CoreOp, *, may_park: bool = False) -> Any:
         """Run ``op(coordinator, key, now_ms)`` and return the response completed for ``key`` once the records
         of this and every earlier call are durable. ``may_park``: the response may come from a later call."""
-        if self._closed or self._failure is not None:
+        if self._closed or self.failure is not None:
             raise CoordinatorUnavailable("the coordinator is not running")
         key = next(self._keys)
-        result = op(self.coordinator, key, self._now())
-        if not result.records and self._idle.is_set() and self._writer is not None:
+        result = op(self.coordinator, key, self._clock.now())
+        if not result.records and self._writer.started and self._writer.idle:
             # Fast path: nothing is queued or being written, so every earlier call is durable and answered, and
             # this result has nothing to make durable: its completions go out now, in the order the writer would
             # have used, without a trip through the writer task (and without a future for an immediate answer).
@@ -187,16 +171,14 @@ class CoordinatorRuntime:
         """Run ``op(coordinator, key, now_ms)``, an operation that answers no request (the transaction
         coordinator's markers completing a producer's pending offsets), and return once its records and every
         earlier call's are durable."""
-        if self._closed or self._failure is not None:
+        if self._closed or self.failure is not None:
             raise CoordinatorUnavailable("the coordinator is not running")
         key = next(self._keys)
-        result = op(self.coordinator, key, self._now())
+        result = op(self.coordinator, key, self._clock.now())
         future = self._wait_for(key)
         self._observe(result)
         done = Completion(key, None)  # resolved by the writer once everything queued so far is durable
-        self._queue.append(_Pending(list(result.records), [*result.completions, done], list(result.dropped)))
-        self._idle.clear()
-        self._wake.set()
+        self._submit(result, [*result.completions, done])
         self._arm_timer()
         await future
 
@@ -207,9 +189,9 @@ class CoordinatorRuntime:
     def update_metadata(self, image: ClusterImage) -> None:
         """Hand the coordinator a new cluster image (topics created, deleted or grown). Nobody waits for an
         answer; records the call produces (timers it fires) are written like any call's."""
-        if self._closed or self._failure is not None:
+        if self._closed or self.failure is not None:
             return
-        self._after(self.coordinator.update_metadata(image, self._now()))
+        self._after(self.coordinator.update_metadata(image, self._clock.now()))
 
     def _wait_for(self, key: RequestKey) -> asyncio.Future[Any]:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -234,111 +216,59 @@ class CoordinatorRuntime:
                 future.set_exception(RequestDropped(f"request {dropped} was superseded"))
         return found, response
 
-    def _now(self) -> int:
-        self._last_now = max(self._last_now, self._clock())
-        return self._last_now
-
     def _observe(self, result: Result) -> None:
         for observer in self._observers:
             try:
-                observer(self.coordinator, result, self._last_now)
+                observer(self.coordinator, result, self._clock.last)
             except Exception:
                 log.exception("observer failed")
 
     def _after(self, result: Result) -> None:
         self._observe(result)
         if result.records or result.completions or result.dropped:
-            self._queue.append(_Pending(list(result.records), list(result.completions), list(result.dropped)))
-            self._idle.clear()
-            self._wake.set()
+            self._submit(result, list(result.completions))
         self._arm_timer()
+
+    def _submit(self, result: Result, completions: list[Completion]) -> None:
+        """Hand ``result``'s records to the writer; ``completions`` and the dropped keys are resolved after."""
+        self._writer.submit(result.records, partial(self._resolve, completions, list(result.dropped)))
 
     # ------------------------------------------------------------------------------------------ timers
     def _arm_timer(self) -> None:
-        if self._closed:
-            return
-        deadline = self.coordinator.next_deadline()
-        if deadline == self._timer_deadline and self._timer is not None:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._timer_deadline = deadline
-        if deadline is not None:
-            delay_s = max(0, deadline - self._clock() + 1) / 1000
-            self._timer = asyncio.get_running_loop().call_later(delay_s, self._on_timer)
+        if not self._closed:
+            self._timer.arm(self.coordinator.next_deadline())
 
     def _on_timer(self) -> None:
-        self._timer = None
-        self._timer_deadline = None
-        if self._closed or self._failure is not None:
+        if self._closed or self.failure is not None:
             return
         try:
-            result = self.coordinator.advance(self._now())
+            result = self.coordinator.advance(self._clock.now())
         except Exception:
             log.exception("coordinator timers failed")
             result = Result()
         self._after(result)
 
     # ------------------------------------------------------------------------------------------ writer
-    async def _write_loop(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            try:
-                await self._drain()
-            except Exception as exc:
-                self._fail(exc)
-                return
-
-    async def _drain(self) -> None:
-        """The only place the log is touched after start: appends and interval syncs on the worker thread,
-        snapshots on the loop thread while nothing is queued (then the coordinator's state is the log's)."""
-        loop = asyncio.get_running_loop()
-        while self._queue or self._sync_due:
-            if self._queue:
-                batch, self._queue = self._queue, []
-                records = [r for p in batch for r in p.records]
-                if records:
-                    await loop.run_in_executor(self._executor, self._log.append, records)
-                    self._schedule_interval_sync()
-                for pending in batch:
-                    self._resolve(pending)
-            else:
-                self._sync_due = False
-                await loop.run_in_executor(self._executor, self._log.log.sync)
+    def _snapshot(self) -> None:
         self._log.maybe_snapshot(self.coordinator)
-        self._idle.set()
 
-    def _resolve(self, pending: _Pending) -> None:
-        for completion in pending.completions:
+    def _resolve(self, completions: list[Completion], dropped: list[RequestKey], error: BaseException | None) -> None:
+        """A submitted result is durable: answer its completions and fail its dropped keys, in order. (On a
+        failed write ``_failed`` fails every waiting request.)"""
+        if error is not None:
+            return
+        for completion in completions:
             future = self._waiting.get(completion.key)
             if future is not None and not future.done():
                 future.set_result(completion.response)
-        for key in pending.dropped:
+        for key in dropped:
             future = self._waiting.get(key)
             if future is not None and not future.done():
                 future.set_exception(RequestDropped(f"request {key} was superseded"))
 
-    def _fail(self, exc: BaseException) -> None:
-        log.critical("coordinator log write failed; stopping: %s", exc, exc_info=exc)
-        self._failure = exc
-        self._idle.set()
+    def _failed(self, exc: BaseException) -> None:
         for future in list(self._waiting.values()):
             if not future.done():
                 future.set_exception(CoordinatorUnavailable("the coordinator log failed"))
         if self._on_fatal is not None:
             self._on_fatal(exc)
-
-    def _schedule_interval_sync(self) -> None:
-        """Under ``--fsync interval`` bound the loss window when appends stop: sync once shortly after."""
-        if self._log.log.fsync_policy is not FsyncPolicy.INTERVAL or self._sync_handle is not None:
-            return
-
-        def due() -> None:
-            self._sync_handle = None
-            self._sync_due = True
-            self._idle.clear()
-            self._wake.set()
-
-        self._sync_handle = asyncio.get_running_loop().call_later(INTERVAL_SYNC_S, due)

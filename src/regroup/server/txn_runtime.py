@@ -1,32 +1,35 @@
 """The transaction runtime: the asyncio shell around the sans-IO ``TransactionCoordinator``, its durable log
-(``<data dir>/transactions/``) and the writer of its markers.
+(``<data dir>/transactions/``) and the writer of its markers. The clock, the timer and the group-commit writer
+are the machinery it shares with the group coordinator's runtime (``core_runtime.py``); this module adds what
+is specific to transactions.
 
 * **Serialised.** Every core call runs synchronously on the event loop thread, one at a time; ``now_ms`` is
-  the wall clock, never going backwards.
-* **Durable before answered.** A call's records are queued for the writer task, which appends everything
-  queued in one batch (one fsync under ``--fsync always``) on a worker thread and then releases the callers
-  in order. A call without records still waits for the records queued before it, so nobody is told about
-  state a crash could take back. A failed append is fatal: ``on_fatal`` stops the server; a restart replays
-  the log.
+  the wall clock (``MonotonicClock``: never going backwards).
+* **Durable before answered.** A call's records are submitted to the ``GroupCommitWriter``, which appends
+  everything queued in one batch (one fsync under ``--fsync always``) on a worker thread and then releases
+  the callers in order. A call without records still waits for the records queued before it (with nothing
+  queued it returns at once), so nobody is told about state a crash could take back. A failed append is
+  fatal: waiting callers fail with ``CoordinatorUnavailable``, ``on_fatal`` stops the server; a restart
+  replays the log.
 * **Markers after the records.** A result's ``MarkerJob``\\ s go to the ``MarkerWriter`` only once the
   result's records (the PrepareCommit/PrepareAbort) are durable; it reports back with ``markers_written``.
   A caller may wait for its markers (EndTxn answers once the transaction is complete).
-* **Timers.** One ``call_later`` handle sleeps until ``next_deadline()`` and calls ``advance(now_ms)``:
-  timed-out transactions are aborted, idle transactional ids expire.
+* **Timers.** One ``DeadlineTimer`` sleeps until ``next_deadline()`` (a day at most) and calls
+  ``advance(now_ms)``: timed-out transactions are aborted, idle transactional ids expire.
 * **Start-up.** The markers of every transaction found preparing are written again, and transactions open in
   a partition log that the coordinator does not cover get ABORT markers (``TransactionCoordinator.orphans``),
   before the server takes requests.
-* **Snapshots.** When nothing is queued, ``TransactionLog.maybe_snapshot`` compacts the log.
+* **Snapshots.** When the writer's queue drains, ``TransactionLog.maybe_snapshot`` compacts the log.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
+from regroup.server.core_runtime import DeadlineTimer, GroupCommitWriter, MonotonicClock, wall_ms
 from regroup.server.errors import CoordinatorUnavailable
 from regroup.server.topics import TopicStore
 from regroup.server.txn_markers import GroupCompletion, MarkerWriter
@@ -40,10 +43,7 @@ __all__ = ["StoreProducerIds", "TransactionRuntime", "TxnOp"]
 log = logging.getLogger("regroup.server.transactions")
 
 TxnOp = Callable[[TransactionCoordinator, int], TxnResult]
-
-
-def wall_ms() -> int:
-    return int(time.time() * 1000)
+MAX_TIMER_S = 86_400.0
 
 
 class StoreProducerIds:
@@ -72,19 +72,16 @@ class TransactionRuntime:
         self.coordinator = coordinator
         self._log = log_
         self._store = store
-        self._clock = clock
-        self._on_fatal = on_fatal
-        self._queue: list[tuple[list[TxnRecord], asyncio.Future[None]]] = []
-        self._tail: asyncio.Future[None] | None = None  # the last queued batch's future
-        self._wake = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._idle.set()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="regroup-txn-log")
-        self._writer: asyncio.Task[None] | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_deadline: int | None = None
-        self._last_now = 0
-        self._failure: BaseException | None = None
+        self._clock = MonotonicClock(clock)
+        self._writer: GroupCommitWriter[TxnRecord] = GroupCommitWriter(
+            log_.append,
+            name="regroup-txn-log",
+            logger=log,
+            what="transaction log",
+            snapshot=self._snapshot,
+            on_failure=on_fatal,
+        )
+        self._timer = DeadlineTimer(clock, self._on_timer, max_delay_s=MAX_TIMER_S)
         self._closed = False
         self.markers = MarkerWriter(store, self._complete, clock)
 
@@ -108,7 +105,7 @@ class TransactionRuntime:
 
     async def start(self) -> None:
         """Start the writer and the timer; write the markers of transactions left preparing and of orphans."""
-        self._writer = asyncio.get_running_loop().create_task(self._write_loop(), name="regroup-txn-log-writer")
+        self._writer.start()
         pending = self.coordinator.pending_markers()
         orphans = self.coordinator.orphans(self._open_in_partitions())
         for job in orphans:
@@ -129,31 +126,23 @@ class TransactionRuntime:
         if self._closed:
             return
         self._closed = True
-        if self._timer is not None:
-            self._timer.cancel()
+        self._timer.cancel()
         await self.markers.close()
-        if self._writer is not None and self._failure is None:
-            await self._idle.wait()
-        if self._writer is not None:
-            self._writer.cancel()
-        for _, future in self._queue:
-            if not future.done():
-                future.set_exception(CoordinatorUnavailable("the transaction coordinator is shutting down"))
-        self._executor.shutdown(wait=True)
+        await self._writer.close()
         self._log.close()
 
     @property
     def failure(self) -> BaseException | None:
-        return self._failure
+        return self._writer.failure
 
     # ------------------------------------------------------------------------------------------ calls
     async def call(self, op: TxnOp, *, wait_markers: bool = False) -> TxnResult:
         """Run ``op(coordinator, now_ms)``; return its result once its records (and every earlier call's) are
         durable. ``wait_markers``: also wait until the markers it asked for are written and the transaction
         completed (or their first attempt failed: they are retried in the background)."""
-        if self._closed or self._failure is not None:
+        if self._closed or self.failure is not None:
             raise CoordinatorUnavailable("the transaction coordinator is not running")
-        result = op(self.coordinator, self._now())
+        result = op(self.coordinator, self._clock.now())
         await self._durable(result.records)
         jobs = [self.markers.submit(job) for job in result.markers]
         self._arm_timer()
@@ -163,33 +152,33 @@ class TransactionRuntime:
 
     def now_ms(self) -> int:
         """The runtime's clock (wall time, never going backwards)."""
-        return self._now()
-
-    def _now(self) -> int:
-        self._last_now = max(self._last_now, self._clock())
-        return self._last_now
+        return self._clock.now()
 
     def _durable(self, records: tuple[TxnRecord, ...]) -> asyncio.Future[None]:
-        if not records:
-            tail = self._tail
-            if tail is None or tail.done():
-                done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-                done.set_result(None)
-                return done
-            return asyncio.shield(tail)
+        """A future resolved once ``records`` and everything queued before them are durable."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.append((list(records), future))
-        self._tail = future
-        self._idle.clear()
-        self._wake.set()
+        if not records and self._writer.idle:
+            future.set_result(None)
+        else:
+            self._writer.submit(records, partial(self._settle, future))
         return future
+
+    def _settle(self, future: asyncio.Future[None], error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is None:
+            future.set_result(None)
+        elif self.failure is not None:
+            future.set_exception(CoordinatorUnavailable("the transaction log failed"))
+        else:
+            future.set_exception(CoordinatorUnavailable("the transaction coordinator is shutting down"))
 
     def _complete(self, job: MarkerJob) -> asyncio.Future[None]:
         """The marker writer's report: every marker of ``job`` is durable. The coordinator completes the
         transaction at once; the future resolves when that record is durable."""
-        if self._closed or self._failure is not None:
+        if self._closed or self.failure is not None:
             raise CoordinatorUnavailable("the transaction coordinator is not running")
-        result = self.coordinator.markers_written(job, self._now())
+        result = self.coordinator.markers_written(job, self._clock.now())
         self._arm_timer()
         return self._durable(result.records)
 
@@ -202,23 +191,11 @@ class TransactionRuntime:
 
     # ------------------------------------------------------------------------------------------ timers
     def _arm_timer(self) -> None:
-        if self._closed or self._failure is not None:
-            return
-        deadline = self.coordinator.next_deadline()
-        if deadline == self._timer_deadline and self._timer is not None:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._timer_deadline = deadline
-        if deadline is not None:
-            delay_s = min(max(0, deadline - self._clock() + 1) / 1000, 86_400.0)
-            self._timer = asyncio.get_running_loop().call_later(delay_s, self._on_timer)
+        if not self._closed and self.failure is None:
+            self._timer.arm(self.coordinator.next_deadline())
 
     def _on_timer(self) -> None:
-        self._timer = None
-        self._timer_deadline = None
-        if self._closed or self._failure is not None:
+        if self._closed or self.failure is not None:
             return
         asyncio.get_running_loop().create_task(self._advance())
 
@@ -237,34 +214,7 @@ class TransactionRuntime:
         self._arm_timer()
 
     # ------------------------------------------------------------------------------------------ writer
-    async def _write_loop(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._queue:
-                batch, self._queue = self._queue, []
-                records = [r for rs, _ in batch for r in rs]
-                try:
-                    await loop.run_in_executor(self._executor, self._log.append, records)
-                except Exception as exc:
-                    self._fail(exc, [f for _, f in batch])
-                    return
-                for _, future in batch:
-                    if not future.done():
-                        future.set_result(None)
-            if self._log.maybe_snapshot(self.coordinator):
-                ids = len(self.coordinator.transactions)
-                log.info("transaction log compacted: snapshot of %d transactional id(s)", ids)
-            self._idle.set()
-
-    def _fail(self, exc: BaseException, futures: list[asyncio.Future[None]]) -> None:
-        log.critical("transaction log write failed; stopping: %s", exc, exc_info=exc)
-        self._failure = exc
-        self._idle.set()
-        for future in [*futures, *(f for _, f in self._queue)]:
-            if not future.done():
-                future.set_exception(CoordinatorUnavailable("the transaction log failed"))
-        self._queue.clear()
-        if self._on_fatal is not None:
-            self._on_fatal(exc)
+    def _snapshot(self) -> None:
+        if self._log.maybe_snapshot(self.coordinator):
+            ids = len(self.coordinator.transactions)
+            log.info("transaction log compacted: snapshot of %d transactional id(s)", ids)

@@ -21,6 +21,13 @@ from regroup.protocol.classic import (
 )
 from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, TopicPartitions
 from regroup.protocol.offsets import OffsetCommitRequest
+from regroup.protocol.share import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+from regroup.protocol.share_fetch import (
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse,
+    ShareFetchRequest,
+    ShareFetchResponse,
+)
 
 
 def request_ids(req: object) -> tuple[str | None, int | None]:
@@ -37,6 +44,10 @@ def request_ids(req: object) -> tuple[str | None, int | None]:
         return req.member_id, req.member_epoch
     if isinstance(req, LeaveGroupRequest):
         return (req.members[0].member_id if req.members else None), None
+    if isinstance(req, ShareGroupHeartbeatRequest):
+        return req.member_id, req.member_epoch
+    if isinstance(req, ShareFetchRequest | ShareAcknowledgeRequest):
+        return req.member_id, None
     return getattr(req, "member_id", None), getattr(req, "generation_id", None)
 
 
@@ -52,6 +63,11 @@ def response_fields(response: object) -> tuple[ErrorCode | None, int | None, str
     if isinstance(response, ConsumerGroupHeartbeatResponse):
         error = response.error
         return error, (response.member_epoch if error is ErrorCode.NONE else None), response.member_id or None
+    if isinstance(response, ShareGroupHeartbeatResponse):
+        error = response.error
+        return error, (response.member_epoch if error is ErrorCode.NONE else None), response.member_id or None
+    if isinstance(response, ShareFetchResponse | ShareAcknowledgeResponse):
+        return response.error, None, None
     found: ErrorCode | None = getattr(response, "error", None)
     return found, getattr(response, "generation_id", None), getattr(response, "member_id", None) or None
 
@@ -162,7 +178,24 @@ def request_detail(request: object, names: Mapping[object, str] | None = None) -
         return f"assignments={len(request.assignments)}"
     if isinstance(request, OffsetCommitRequest):
         return "partitions=" + labels((t, p.partition) for t, parts in request.topics for p in parts)
+    if isinstance(request, ShareGroupHeartbeatRequest):
+        parts = [f"epoch={request.member_epoch}"]
+        if request.subscribed_topic_names is not None:
+            parts.append("topics=" + ",".join(request.subscribed_topic_names))
+        return " ".join(parts)
+    if isinstance(request, ShareFetchRequest):
+        known = names or {}
+        fetched = labels((known.get(t, str(t)), p) for t, p in request.partitions)
+        return f"partitions={fetched} max_records={request.max_records} acks={_ack_count(request.acknowledgements)}"
+    if isinstance(request, ShareAcknowledgeRequest):
+        close = " close" if request.close_session else ""
+        return f"acks={_ack_count(request.acknowledgements)}{close}"
     return None
+
+
+def _ack_count(acks: tuple[tuple[object, tuple[tuple[int, int, int], ...]], ...]) -> int:
+    """How many records ``acks`` acknowledge."""
+    return sum(last - first + 1 for _, ranges in acks for first, last, _ in ranges)
 
 
 def response_detail(response: object, names: Mapping[object, str] | None = None) -> str | None:
@@ -176,4 +209,24 @@ def response_detail(response: object, names: Mapping[object, str] | None = None)
         return f"leader={response.leader} protocol={response.protocol_name} members={len(response.members)}"
     if isinstance(response, SyncGroupResponse):
         return f"assignment=[{assignment_labels(response.assignment)}]"
+    if isinstance(response, ShareGroupHeartbeatResponse):
+        if response.error is not ErrorCode.NONE:
+            return response.error_message
+        if response.assignment is None:
+            return None
+        return f"assignment=[{_named(response.assignment, names or {})}]"
+    if isinstance(response, ShareFetchResponse):
+        runs = [run for _, runs in response.acquired for run in runs]
+        acquired = sum(last - first + 1 for first, last, _ in runs)
+        again = sum(last - first + 1 for first, last, count in runs if count > 1)
+        detail = f"acquired={acquired} redelivered={again} lock_ms={response.lock_ms}"
+        return detail + _ack_errors(response.acknowledge_errors)
+    if isinstance(response, ShareAcknowledgeResponse):
+        return _ack_errors(response.acknowledge_errors).strip() or None
     return None
+
+
+def _ack_errors(errors: tuple[tuple[object, ErrorCode], ...]) -> str:
+    """`` ack_errors=NAME,...`` for acknowledgements refused (empty when none was)."""
+    refused = sorted({code.name for _, code in errors if code is not ErrorCode.NONE})
+    return f" ack_errors={','.join(refused)}" if refused else ""

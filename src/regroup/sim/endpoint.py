@@ -6,7 +6,8 @@ without events or records (a heartbeat that changed nothing) is not looked at. A
 ``group_state`` row comes from its last transition in the call and its ``group_assignment`` rows from the
 assignments the generation stored, so each call logs at most one ``group_state`` row, as the golden logs
 hold. A KIP-848 group is read after a write to it: its row carries the count of classic-protocol members,
-and the epoch each member holds is checked after every write, which the events do not say.
+and the epoch each member holds is checked after every write, which the events do not say. Share members'
+requests go to ``share`` (``share_endpoint.ShareEndpoint``, set by the simulator when a scenario has them).
 
 Reading ``coordinator.consumer_groups`` here is observation only (the sim is a shell and may look inside the
 core); nothing is changed except through the coordinator's operations.
@@ -27,10 +28,13 @@ from regroup.model.errors import ErrorCode
 from regroup.protocol.classic import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
 from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest
 from regroup.protocol.offsets import OffsetCommitRequest, OffsetCommitResponse
+from regroup.protocol.share import ShareGroupHeartbeatRequest
+from regroup.protocol.share_fetch import ShareAcknowledgeRequest, ShareFetchRequest
 from regroup.sim.checks import SafetyChecker
 from regroup.sim.describe import assigned_partitions, response_detail, response_fields
 from regroup.sim.eventlog import EventLog
 from regroup.sim.queue import ToMember
+from regroup.sim.share_endpoint import ShareEndpoint
 
 
 class CoordinatorEndpoint:
@@ -53,6 +57,8 @@ class CoordinatorEndpoint:
         self._kind = "classic"
         self._member_epochs: dict[str, int] = {}  # consumer group: member id -> epoch the coordinator holds
         self._names: tuple[object, dict[object, str]] = (None, {})
+        #: the share members' side, when the scenario has share members
+        self.share: ShareEndpoint | None = None
 
     def handle(self, member: str, incarnation: int, out: OutgoingRequest, now: int) -> list[ToMember]:
         """One request arrives at ``now``: run it and return the responses it completed."""
@@ -61,6 +67,9 @@ class CoordinatorEndpoint:
         self._keys[key] = (member, incarnation, out.request_id, out.api)
         self.log.emit(now, "request_received", member=member, api=out.api, request_id=out.request_id)
         req, c = out.request, self.coordinator
+        if isinstance(req, ShareGroupHeartbeatRequest | ShareFetchRequest | ShareAcknowledgeRequest):
+            assert self.share is not None, "a share request in a scenario without share members"
+            return self.share.handle(key, out, now)
         if isinstance(req, JoinGroupRequest):
             result = c.join_group(req, key, now)
         elif isinstance(req, SyncGroupRequest):
@@ -76,7 +85,10 @@ class CoordinatorEndpoint:
             fenced = self._fenced_reason(req)
             result = c.offset_commit(req, key, now)
             self._commit_outcome(now, member, req, result.response_for(key), fenced)
-        return self._route(result, now)
+        routed = self.route(result, now)
+        if self.share is not None:  # (an acknowledgement's release, or a timer, may let a waiting fetch go on)
+            routed += self.share.advance(now)
+        return routed
 
     def set_topics(self, topics: dict[str, int], now: int) -> list[ToMember]:
         """Hand the coordinator the cluster image of ``topics`` (ids from ``topic_id_for``)."""
@@ -84,41 +96,73 @@ class CoordinatorEndpoint:
             TopicImage(topic_id=topic_id_for(name), name=name, partitions=count)
             for name, count in sorted(topics.items())
         )
-        return self._route(self.coordinator.update_metadata(image, now), now)
+        if self.share is not None:
+            self.share.topics_changed(topics, now)
+        return self.route(self.coordinator.update_metadata(image, now), now)
 
     def advance(self, now: int) -> list[ToMember]:
-        """Fire the coordinator's due timers (session expiry, join and sync phase timeouts)."""
-        return self._route(self.coordinator.advance(now), now)
+        """Fire the coordinator's due timers (session expiry, join and sync phase timeouts, lapsed share locks);
+        waiting share fetches look again."""
+        if self.share is not None:
+            return self.share.advance(now)
+        return self.route(self.coordinator.advance(now), now)
 
     def next_deadline(self) -> int | None:
-        return self.coordinator.next_deadline()
+        deadline = self.coordinator.next_deadline()
+        if self.share is not None:
+            waiting = self.share.next_deadline()
+            if waiting is not None and (deadline is None or waiting < deadline):
+                return waiting
+        return deadline
+
+    def disconnect(self, member_id: str, now: int) -> list[ToMember]:
+        """A share member's connection dropped (its process crashed)."""
+        return [] if self.share is None else self.share.disconnect(member_id, now)
 
     # ------------------------------------------------------------------------------------- internals
-    def _route(self, result: Result, now: int) -> list[ToMember]:
+    def new_key(self) -> int:
+        """A request key for an operation the endpoint runs itself (its completion is not routed)."""
+        key = self._next_key
+        self._next_key += 1
+        return key
+
+    def forget(self, key: int) -> None:
+        """A request that will never be answered (its connection is gone)."""
+        self._keys.pop(key, None)
+
+    def route(self, result: Result, now: int) -> list[ToMember]:
+        """Observe what ``result`` changed and route the responses it completed."""
         if result.events or result.records:  # (a group changes only through records or with events)
             self._observe_group(now, result)
+            if self.share is not None:
+                self.share.observe(now, result)
         routed: list[ToMember] = []
         for completion in result.completions:
             assert isinstance(completion.key, int)
-            target = self._keys.pop(completion.key, None)
-            if target is None:
-                continue
-            member, incarnation, request_id, api = target
-            response = completion.response
-            error, generation, member_id = response_fields(response)
-            self.log.emit(
-                now,
-                "response_sent",
-                member=member,
-                api=api,
-                request_id=request_id,
-                generation=generation,
-                member_id=member_id,
-                error=error._name_ if error is not None else None,  # (``_name_``: no descriptor call)
-                detail=response_detail(response, self.topic_names()),
-            )
-            routed.append(ToMember(member, incarnation, request_id, api_name(response), response))
+            done = self.complete(completion.key, completion.response, now)
+            if done is not None:
+                routed.append(done)
         return routed
+
+    def complete(self, key: int, response: object, now: int) -> ToMember | None:
+        """Answer the request under ``key`` (None: nobody waits for it)."""
+        target = self._keys.pop(key, None)
+        if target is None:
+            return None
+        member, incarnation, request_id, api = target
+        error, generation, member_id = response_fields(response)
+        self.log.emit(
+            now,
+            "response_sent",
+            member=member,
+            api=api,
+            request_id=request_id,
+            generation=generation,
+            member_id=member_id,
+            error=error._name_ if error is not None else None,  # (``_name_``: no descriptor call)
+            detail=response_detail(response, self.topic_names()),
+        )
+        return ToMember(member, incarnation, request_id, api_name(response), response)
 
     def topic_names(self) -> dict[object, str]:
         """Topic id -> name in the coordinator's cluster image (rebuilt when the image is replaced)."""

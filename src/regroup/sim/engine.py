@@ -1,6 +1,6 @@
 """The simulator: a virtual clock and an event queue driving a real ``GroupCoordinator`` and one sans-IO
-member per scenario member (a ``ClassicClientMember``, or a KIP-848 ``ConsumerClientMember``) over the in-memory
-``Network``.
+member per scenario member (a ``ClassicClientMember``, a KIP-848 ``ConsumerClientMember``, or a KIP-932
+``ShareClientMember``) over the in-memory ``Network``.
 
 Everything is deterministic for a given scenario and seed: time is virtual, the only randomness is the
 seeded ``random.Random`` behind the network, member ids come from a counter, and ties in the queue are
@@ -25,6 +25,9 @@ from regroup.client import (
     ConsumerConfig,
     MemberConfig,
     OutgoingRequest,
+    ShareClientMember,
+    ShareClientState,
+    ShareConsumerConfig,
 )
 from regroup.client.consumer_member import ConsumerClientState
 from regroup.client.types import TopicPartition
@@ -38,8 +41,9 @@ from regroup.sim.describe import request_detail, request_ids, response_fields
 from regroup.sim.endpoint import CoordinatorEndpoint
 from regroup.sim.eventlog import EventLog
 from regroup.sim.network import TO_COORDINATOR, TO_MEMBER, Network
-from regroup.sim.queue import CoordinatorWake, EventQueue, Item, ToCoordinator, ToMember, Wake
+from regroup.sim.queue import CoordinatorWake, Disconnect, EventQueue, Item, ToCoordinator, ToMember, Wake
 from regroup.sim.scenario import MemberSpec, Scenario, ScenarioEvent
+from regroup.sim.share_endpoint import ShareEndpoint
 
 #: A run never needs this many events at one virtual instant; more means a machine keeps asking to be
 #: woken at a time it does not act on (a bug), and the simulator stops instead of spinning.
@@ -60,7 +64,7 @@ NOTE_TYPES: Final = {
     "commit_failed": "commit_failed",
 }
 
-Machine = ClassicClientMember | ConsumerClientMember
+Machine = ClassicClientMember | ConsumerClientMember | ShareClientMember
 
 _LEFT: Final = ClassicClientState.LEFT
 _CRASHED: Final = ClassicClientState.CRASHED
@@ -68,10 +72,13 @@ _FAILED: Final = ClassicClientState.FAILED
 _CONSUMER_LEFT: Final = ConsumerClientState.LEFT
 _CONSUMER_CRASHED: Final = ConsumerClientState.CRASHED
 _CONSUMER_FAILED: Final = ConsumerClientState.FAILED
+_SHARE_LEFT: Final = ShareClientState.LEFT
+_SHARE_CRASHED: Final = ShareClientState.CRASHED
+_SHARE_FAILED: Final = ShareClientState.FAILED
 
 
 def stopped(state: object) -> bool:
-    """``not state.running`` for a state of either protocol's member, by identity alone (no property call,
+    """``not state.running`` for a state of any protocol's member, by identity alone (no property call,
     and no equality calls as ``in`` a tuple makes for every state it does not hold)."""
     return (
         state is _LEFT
@@ -80,6 +87,9 @@ def stopped(state: object) -> bool:
         or state is _CONSUMER_LEFT
         or state is _CONSUMER_CRASHED
         or state is _CONSUMER_FAILED
+        or state is _SHARE_LEFT
+        or state is _SHARE_CRASHED
+        or state is _SHARE_FAILED
     )
 
 
@@ -97,6 +107,10 @@ class Slot:
     last_view: tuple[object, str, int] = (None, "", -1)  # (state, member id, generation) last logged
     #: a bounce waiting for the old process to close: the protocol of the next process ("" = unchanged)
     start_when_closed: str | None = None
+    #: a share member (in the share group, outside the consumer group's checks and quiescence)
+    share: bool = False
+    #: a share member: the partitions of its assignment last logged
+    share_assigned: frozenset[TopicPartition] = frozenset()
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # tests and benchmarks subclass it, also when compiled
@@ -113,9 +127,12 @@ class Simulator:
         self.coordinator = GroupCoordinator(scenario.coordinator_config(), CountingIds())
         self.network = Network(scenario.network, random.Random(seed))
         self.topics = dict(scenario.topics)
-        self.slots = {m.name: Slot(m, protocol=m.protocol) for m in scenario.members}
+        self.slots = {m.name: Slot(m, protocol=m.protocol, share=m.protocol == "share") for m in scenario.members}
+        self._share_names = frozenset(m.name for m in scenario.members if m.protocol == "share")
         self.names_by_id: dict[str, str] = {}
         self.endpoint = CoordinatorEndpoint(self.coordinator, self.group_id, self.log, self.checker, self.names_by_id)
+        if self._share_names:
+            self.endpoint.share = ShareEndpoint(self.endpoint, scenario.share, scenario.share_group_id, self.topics)
         self.now = 0
         self._queue = EventQueue()
         self._coordinator_wake: int | None = None
@@ -171,6 +188,10 @@ class Simulator:
         return True
 
     def finish(self) -> None:
+        share = self.endpoint.share
+        if share is not None:
+            topics = {t for name in sorted(self._share_names) for t in self.slots[name].spec.topics}
+            share.finish(self.now, {t: self.topics[t] for t in sorted(topics)})
         self.log.emit(self.now, "sim_end", value=len(self.checker.violations))
 
     def schedule(self, event: ScenarioEvent) -> None:
@@ -191,6 +212,8 @@ class Simulator:
             self._respond(self.endpoint.advance(self.now))
         elif isinstance(item, ToCoordinator):
             self._deliver_request(item)
+        elif isinstance(item, Disconnect):
+            self._respond(self.endpoint.disconnect(item.member_id, self.now))
         else:
             self._deliver_response(item)
 
@@ -227,6 +250,10 @@ class Simulator:
                 return
             if event.action == "leave":
                 slot.machine.leave(self.now)
+            elif isinstance(slot.machine, ShareClientMember):
+                slot.machine.crash()
+                if self.scenario.share.crash_disconnects:
+                    self._disconnect(slot.spec.name, slot.machine.member_id)
             else:
                 self.log.emit_partitions(
                     self.now,
@@ -257,13 +284,18 @@ class Simulator:
     def _start(self, slot: Slot) -> None:
         spec = slot.spec
         slot.start_when_closed = None
-        if slot.protocol == "consumer":
+        slot.share_assigned = frozenset()
+        machine: Machine
+        if slot.protocol == "share":
+            machine = self._share_member(slot)
+            protocol = "share"
+        elif slot.protocol == "consumer":
             coordinator = self.coordinator.config
             draws = self._draws(slot)
             member_id = f"{spec.name}-{slot.incarnation + 1}"  # chosen by the client (KIP-1082)
             if draws is not None:  # as real clients do, at random (the server assignors order members by id)
                 member_id = f"{draws.getrandbits(64):016x}-{member_id}"
-            machine: Machine = ConsumerClientMember(
+            machine = ConsumerClientMember(
                 ConsumerConfig(
                     group_id=self.group_id,
                     client_id=spec.name,
@@ -320,19 +352,58 @@ class Simulator:
         slot.wake_at = None
         self._poll(spec.name)
 
+    def _share_member(self, slot: Slot) -> ShareClientMember:
+        """A new share consumer process; its member id is its own (Kafka's client draws one at random)."""
+        spec = slot.spec
+        draws = self._draws(slot)
+        member_id = f"{spec.name}-{slot.incarnation + 1}"
+        if draws is not None:
+            member_id = f"{draws.getrandbits(64):016x}-{member_id}"[:36]
+        config = ShareConsumerConfig(
+            group_id=self.scenario.share_group_id,
+            client_id=spec.name,
+            topics=spec.topics,
+            member_id=member_id,
+            rack=spec.rack,
+            heartbeat_interval_ms=self.coordinator.config.share_group_heartbeat_interval_ms,
+            request_timeout_ms=spec.request_timeout_ms,
+            fetch_max_wait_ms=spec.fetch_max_wait_ms,
+            release_fraction=spec.release_fraction,
+            reject_fraction=spec.reject_fraction,
+        )
+        self.names_by_id[member_id] = spec.name
+        topic_ids = {topic: topic_id_for(topic) for topic in sorted(self.topics)}
+        return ShareClientMember(config, topic_ids, self.now, spec.app, draws)
+
+    def _disconnect(self, name: str, member_id: str) -> None:
+        """The crashed process's connection closes: the coordinator's side learns it one link latency later,
+        unless the link is cut (or loses the message): then what the process held waits for its locks."""
+        sent = self.network.transmit(name, TO_COORDINATOR, self.now)
+        if sent.dropped is not None:
+            self.log.emit(
+                self.now,
+                "message_dropped",
+                member=name,
+                state=TO_COORDINATOR,
+                detail=f"{sent.dropped}: connection close",
+            )
+            return
+        self._queue.push(sent.deliveries[0], Disconnect(name, member_id))
+
     def _draws(self, slot: Slot) -> random.Random | None:
         """The random source of the process about to start: its own, seeded by the run's seed, the member and
         the incarnation (so one process's draws never shift another's); None when its application draws
         nothing."""
-        if not slot.spec.app.random():
+        if not slot.spec.draws_needed:
             return None
         return random.Random(f"{self.seed}/{slot.spec.name}/{slot.incarnation + 1}")
 
     # ------------------------------------------------------------------------------------ the members
     def _poll(self, name: str) -> None:
-        self._polled.add(name)
-        self._held.pop(name, None)
         slot = self.slots[name]
+        if not slot.share:
+            self._polled.add(name)
+            self._held.pop(name, None)
         machine = slot.machine
         if machine is None:
             return
@@ -388,11 +459,15 @@ class Simulator:
         self._poll(item.member)
 
     def _observe_member(self, name: str, slot: Slot, machine: Machine) -> None:
-        notes, callbacks = machine.notes, machine.callbacks
+        notes = machine.notes
         if len(notes) > slot.seen_notes:
             for note in notes[slot.seen_notes :]:
                 self.log.emit(note.at_ms, NOTE_TYPES.get(note.kind, note.kind), member=name, detail=note.detail)
             slot.seen_notes = len(notes)
+        if isinstance(machine, ShareClientMember):
+            self._observe_share_member(name, slot, machine)
+            return
+        callbacks = machine.callbacks
         if len(callbacks) > slot.seen_callbacks:
             for cb in callbacks[slot.seen_callbacks :]:
                 kind = cb.kind._value_
@@ -429,6 +504,31 @@ class Simulator:
                 state=machine.state._value_,
             )
         self.checker.set_owned(self.now, name, machine.owned)
+
+    def _observe_share_member(self, name: str, slot: Slot, machine: ShareClientMember) -> None:
+        """A share member's state, id and epoch, and the partitions it fetches from (none once it stopped)."""
+        last = slot.last_view
+        if machine.state is not last[0] or machine.member_id != last[1] or machine.generation != last[2]:
+            slot.last_view = (machine.state, machine.member_id, machine.generation)
+            self.log.emit(
+                self.now,
+                "member_state",
+                member=name,
+                member_id=machine.member_id,
+                generation=machine.generation,
+                state=machine.state._value_,
+            )
+        assigned = machine.assigned if machine.state.running else frozenset()
+        before = slot.share_assigned
+        if assigned != before:
+            slot.share_assigned = assigned
+            epoch = machine.generation
+            self.log.emit_partitions(
+                self.now, "share_unassigned", sorted(before - assigned), member=name, generation=epoch
+            )
+            self.log.emit_partitions(
+                self.now, "share_assigned", sorted(assigned - before), member=name, generation=epoch
+            )
 
     # -------------------------------------------------------------------------------- the coordinator
     def _deliver_request(self, item: ToCoordinator) -> None:
@@ -560,6 +660,7 @@ class Simulator:
         return True
 
     def _consumer_member_settled(self, machine: Machine, held: ConsumerGroupMember) -> bool:
+        assert not isinstance(machine, ShareClientMember)  # (share members are in a group of their own)
         if machine.generation != held.member_epoch or machine.owned != self._assigned_names(held.assigned):
             return False
         return machine.settled()
@@ -581,7 +682,7 @@ class Simulator:
         """Make the next quiescence check examine every member afresh (after changes made outside steps)."""
         self._classic_view = None
         self._held.clear()
-        self._polled = set(self.slots)
+        self._polled = set(self.slots) - self._share_names
 
     def quiescent(self) -> bool:
         self.forget_quiescence()

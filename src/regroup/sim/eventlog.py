@@ -6,7 +6,8 @@ constants below (``row[TYPE]``). Rows are what the simulator appends and what th
 metrics read; ``events`` gives the same events as dicts (the JSON objects), built on demand.
 
 Events that differ only in their partition (a callback's ``assigned`` / ``revoked`` / ``lost`` /
-``stopped`` events, a member's ``group_assignment`` events) are appended as one *batch row*: its ``topic``
+``stopped`` events, a member's ``group_assignment`` events, a share member's ``share_assigned`` /
+``share_unassigned`` events) are appended as one *batch row*: its ``topic``
 is None and its ``partition`` holds the ``(topic, partition)`` pairs in order; its ``seq`` is the first
 event's. It stands for exactly those events (``expand``), so lines and dicts are the same as if each had
 been appended alone; readers of rows take a row's partitions with ``partitions_of``.

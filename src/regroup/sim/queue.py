@@ -43,7 +43,15 @@ class ToMember:
     response: Any
 
 
-Item = ScenarioEvent | Wake | CoordinatorWake | ToCoordinator | ToMember
+@dataclass(slots=True)
+class Disconnect:
+    """The connection of a crashed share member's process closes: the coordinator's side learns it now."""
+
+    member: str
+    member_id: str
+
+
+Item = ScenarioEvent | Wake | CoordinatorWake | ToCoordinator | ToMember | Disconnect
 
 
 class EventQueue:

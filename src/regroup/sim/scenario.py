@@ -22,8 +22,16 @@ MEMBER_ACTIONS = frozenset({"join", "leave", "crash", "restart", "bounce", "isol
 #: actions that start a process, and may switch the member's protocol for it (and later ones)
 START_ACTIONS = frozenset({"join", "restart", "bounce"})
 COORDINATOR_FIELDS = tuple(f.name for f in fields(CoordinatorConfig))
-#: ``classic`` (eager or cooperative, as the strategies say) or ``consumer`` (KIP-848)
+#: the protocols a start action may switch a member to: ``classic`` (eager or cooperative, as the strategies say)
+#: or ``consumer`` (KIP-848)
 PROTOCOLS = ("classic", "consumer")
+#: a member's protocol: one of ``PROTOCOLS``, or ``share`` (a KIP-932 share consumer, in the scenario's share group;
+#: a share member stays one)
+MEMBER_PROTOCOLS = (*PROTOCOLS, "share")
+#: where a share partition starts when it is first assigned (``share.auto.offset.reset``)
+SHARE_RESETS = ("earliest", "latest")
+#: the longest scenario id a share member may have (its member id, ``<id>-<incarnation>``, has at most 36 characters)
+SHARE_MEMBER_NAME_MAX = 30
 
 
 class ScenarioError(ValueError):
@@ -63,6 +71,15 @@ class MemberSpec:
     assignor: str | None = None  # KIP-848 members: the server-side assignor they ask for
     callback_delay_ms: int = 0  # KIP-848 members: time until the rebalance callbacks of an assignment run
     app: AppModel = DEFAULT_APP  # the application around the member (client.app)
+    fetch_max_wait_ms: int = 500  # share members: how long a ShareFetch that finds nothing waits
+    release_fraction: float = 0.0  # share members: records whose processing fails and that are released
+    reject_fraction: float = 0.0  # share members: records whose processing fails for good (rejected)
+
+    @property
+    def draws_needed(self) -> bool:
+        """Whether the member's processes draw random numbers (their application, or failed records)."""
+        failing = self.protocol == "share" and (self.release_fraction > 0 or self.reject_fraction > 0)
+        return self.app.random() or failing
 
 
 @dataclass(slots=True, kw_only=True, unsafe_hash=True)
@@ -78,6 +95,29 @@ class ScenarioEvent:
 
 #: the network of a scenario that gives none (LinkSpec is immutable: one shared instance)
 DEFAULT_NETWORK: Final = LinkSpec()
+
+
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
+class ShareSpec:
+    """The share group of a scenario's share members and the log they read (docs/simulator.md, "Share
+    members"): every partition of every topic holds ``backlog`` records at the start (partitions added later
+    start empty) and gets ``rate_per_s`` more per second from ``produce_from_ms`` (or its creation) until
+    ``produce_until_ms`` (None: the end of the run)."""
+
+    group_id: Final[str | None] = None  # None: the scenario's group id
+    auto_offset_reset: Final[str] = "earliest"
+    backlog: Final[int] = 0
+    rate_per_s: Final[int] = 0
+    produce_from_ms: Final[int] = 0
+    produce_until_ms: Final[int | None] = None
+    #: a crashed process's connection closes, and the broker releases what it held at once (else: locks lapse)
+    crash_disconnects: Final[bool] = True
+    #: the run ends quietly: every record must be acknowledged or archived by the end (a check)
+    expect_drained: Final[bool] = False
+
+
+#: the share settings of a scenario that gives none (immutable: one shared instance)
+DEFAULT_SHARE: Final = ShareSpec()
 
 
 def default_coordinator() -> dict[str, Any]:
@@ -97,9 +137,19 @@ class Scenario:
     events: Final[tuple[ScenarioEvent, ...]]
     network: Final[LinkSpec] = DEFAULT_NETWORK
     coordinator: Final[dict[str, Any]] = field(default_factory=default_coordinator)
+    share: Final[ShareSpec] = DEFAULT_SHARE
 
     def member(self, name: str) -> MemberSpec:
         return next(m for m in self.members if m.name == name)
+
+    @property
+    def share_group_id(self) -> str:
+        """The group the share members are in."""
+        return self.share.group_id or self.group_id
+
+    @property
+    def has_share_members(self) -> bool:
+        return any(m.protocol == "share" for m in self.members)
 
     def coordinator_config(self) -> CoordinatorConfig:
         settings: dict[str, Any] = dict(self.coordinator)
@@ -211,6 +261,7 @@ class _Reader:
             "member_defaults",
             "members",
             "events",
+            "share",
         )
         doc = self.obj(doc, "", allowed)
         for required in ("duration_ms", "topics", "members", "events"):
@@ -234,10 +285,17 @@ class _Reader:
         names = [m.name for m in members]
         if len(set(names)) != len(names):
             raise self.fail("members", "member ids must be unique")
+        group_id = self.str_(doc.get("group_id", "g"), "group_id") or "g"
+        share = self.share(doc.get("share", {}))
+        if (share.group_id or group_id) == group_id and {m.protocol == "share" for m in members} == {True, False}:
+            raise self.fail("share.group_id", "share members need a group of their own beside the consumer group")
         events_doc = doc["events"]
         if not isinstance(events_doc, list):
             raise self.fail("events", "must be a list")
-        events = tuple(self.event(e, f"events[{i}]", set(names), topics, duration) for i, e in enumerate(events_doc))
+        share_names = {m.name for m in members if m.protocol == "share"}
+        events = tuple(
+            self.event(e, f"events[{i}]", set(names), topics, duration, share_names) for i, e in enumerate(events_doc)
+        )
         counts = dict(topics)
         for i in sorted(range(len(events)), key=lambda i: events[i].at_ms):
             event = events[i]
@@ -248,7 +306,7 @@ class _Reader:
         return Scenario(
             name=name,
             description=str(doc.get("description", "")),
-            group_id=self.str_(doc.get("group_id", "g"), "group_id") or "g",
+            group_id=group_id,
             duration_ms=duration,
             measure_from_ms=measure,
             topics=topics,
@@ -256,7 +314,32 @@ class _Reader:
             events=tuple(sorted(events, key=lambda e: e.at_ms)),
             network=self.link(doc.get("network", {}), "network", LinkSpec()),
             coordinator=coordinator_cfg,
+            share=share,
         )
+
+    def share(self, value: Any) -> ShareSpec:
+        doc = self.obj(value, "share", tuple(f.name for f in fields(ShareSpec)))
+        out: dict[str, Any] = {}
+        if "group_id" in doc:
+            out["group_id"] = self.str_(doc["group_id"], "share.group_id")
+        if "auto_offset_reset" in doc:
+            if doc["auto_offset_reset"] not in SHARE_RESETS:
+                raise self.fail("share.auto_offset_reset", f"must be one of {', '.join(SHARE_RESETS)}")
+            out["auto_offset_reset"] = doc["auto_offset_reset"]
+        for key in ("backlog", "rate_per_s", "produce_from_ms"):
+            if key in doc:
+                out[key] = self.int_(doc[key], f"share.{key}")
+        if doc.get("produce_until_ms") is not None:
+            out["produce_until_ms"] = self.int_(doc["produce_until_ms"], "share.produce_until_ms")
+        for key in ("crash_disconnects", "expect_drained"):
+            if key in doc:
+                if not isinstance(doc[key], bool):
+                    raise self.fail(f"share.{key}", "must be true or false")
+                out[key] = doc[key]
+        spec = ShareSpec(**out)
+        if spec.produce_until_ms is not None and spec.produce_until_ms < spec.produce_from_ms:
+            raise self.fail("share.produce_until_ms", "must not be before produce_from_ms")
+        return spec
 
     def coordinator_value(self, key: str, value: Any) -> Any:
         where = f"coordinator.{key}"
@@ -281,9 +364,9 @@ class _Reader:
             raise self.fail(where, f"unknown server-side assignor {name!r} (known: {known}; range = server-range)")
         return registry.wire_name(ours)
 
-    def protocol(self, value: Any, where: str) -> str:
-        if value not in PROTOCOLS:
-            raise self.fail(where, f"must be one of {', '.join(PROTOCOLS)}")
+    def protocol(self, value: Any, where: str, allowed: tuple[str, ...] = PROTOCOLS) -> str:
+        if value not in allowed:
+            raise self.fail(where, f"must be one of {', '.join(allowed)}")
         return str(value)
 
     def member(self, value: Any, where: str, defaults: dict[str, Any], topics: dict[str, int]) -> MemberSpec:
@@ -318,7 +401,7 @@ class _Reader:
             if key in doc:
                 out[key] = self.int_(doc[key], f"{where}.{key}", minimum=1)
         if "protocol" in doc:
-            out["protocol"] = self.protocol(doc["protocol"], f"{where}.protocol")
+            out["protocol"] = self.protocol(doc["protocol"], f"{where}.protocol", MEMBER_PROTOCOLS)
         if "assignor" in doc:
             assignor = self.str_(doc["assignor"], f"{where}.assignor", nullable=True)
             out["assignor"] = None if assignor is None else self.server_assignor(assignor, f"{where}.assignor")
@@ -329,14 +412,38 @@ class _Reader:
                 raise self.fail(f"{where}.auto_commit", "must be true or false")
             out["auto_commit"] = doc["auto_commit"]
         out["app"] = read_app(doc, where, self.fail)
+        if "fetch_max_wait_ms" in doc:
+            out["fetch_max_wait_ms"] = self.int_(doc["fetch_max_wait_ms"], f"{where}.fetch_max_wait_ms")
+        for key in ("release_fraction", "reject_fraction"):
+            if key in doc:
+                out[key] = self.prob(doc[key], f"{where}.{key}")
         spec = MemberSpec(**out)
+        if spec.protocol == "share":
+            self.share_member(spec, where)
         if spec.heartbeat_interval_ms >= spec.session_timeout_ms:
             raise self.fail(f"{where}.heartbeat_interval_ms", "must be lower than session_timeout_ms")
         if spec.callback_delay_ms >= spec.rebalance_timeout_ms:
             raise self.fail(f"{where}.callback_delay_ms", "must be lower than rebalance_timeout_ms")
         return spec
 
-    def event(self, value: Any, where: str, names: set[str], topics: dict[str, int], duration: int) -> ScenarioEvent:
+    def share_member(self, spec: MemberSpec, where: str) -> None:
+        """What a share member cannot have."""
+        if len(spec.name) > SHARE_MEMBER_NAME_MAX:
+            raise self.fail(f"{where}.id", f"a share member's id has at most {SHARE_MEMBER_NAME_MAX} characters")
+        if spec.group_instance_id is not None:
+            raise self.fail(f"{where}.group_instance_id", "share groups have no static members")
+        if spec.release_fraction + spec.reject_fraction > 1.0:
+            raise self.fail(f"{where}.reject_fraction", "release_fraction + reject_fraction must be at most 1")
+
+    def event(
+        self,
+        value: Any,
+        where: str,
+        names: set[str],
+        topics: dict[str, int],
+        duration: int,
+        share_names: set[str] | frozenset[str] = frozenset(),
+    ) -> ScenarioEvent:
         link_fields = tuple(f.name for f in fields(LinkSpec))
         doc = self.obj(value, where, ("at_ms", "action", "member", "topic", "count", "protocol", *link_fields))
         if "at_ms" not in doc:
@@ -370,6 +477,8 @@ class _Reader:
             if action not in START_ACTIONS:
                 raise self.fail(f"{where}.protocol", f"only {', '.join(sorted(START_ACTIONS))} switch protocols")
             protocol = self.protocol(doc["protocol"], f"{where}.protocol")
+            if member in share_names:
+                raise self.fail(f"{where}.protocol", "a share member stays a share member")
         return ScenarioEvent(
             at_ms=at, action=action, member=member, topic=topic, count=count, link=link, protocol=protocol
         )
@@ -392,6 +501,9 @@ _MEMBER_FIELDS = (
     "protocol",
     "assignor",
     "callback_delay_ms",
+    "fetch_max_wait_ms",
+    "release_fraction",
+    "reject_fraction",
     *_MEMBER_INTS,
     *APP_FIELDS,
 )

@@ -18,6 +18,10 @@ group first). ``final_assignment`` is what every running member processes at the
 What the end of the log cut off (``Tail``): a rebalance still in progress (its start), the partition-milliseconds
 unowned after the last rebalance ended (a change whose rebalance had not ended, or a partition left unowned),
 and how many subscribed partitions had no owner at the end.
+
+Share members (``subscription`` rows with the state ``share``) are in a share group of their own: their rows
+go to the share summary (``share_summary``), which is ``share`` in a run that has any, and nothing of theirs
+counts above.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from regroup.sim.eventlog import (
     as_rows,
     partitions_of,
 )
+from regroup.sim.share_summary import SHARE_TYPES, ShareSummary, summarize_share
 
 OWNERSHIP_GAINED: Final = frozenset({"assigned"})
 OWNERSHIP_ENDED: Final = frozenset({"revoked", "lost", "stopped"})
@@ -85,13 +90,17 @@ class Summary:
     violations: list[str]
     final_assignment: dict[str, dict[str, list[int]]]
     tail: Tail = field(default_factory=Tail)
+    share: ShareSummary | None = None  # a run with share members
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "rebalances": [r.to_json() for r in self.rebalances],
             "violations": list(self.violations),
             "final_assignment": self.final_assignment,
         }
+        if self.share is not None:
+            doc["share"] = self.share.to_json()
+        return doc
 
 
 def _episodes(events: list[Row], tail: Tail | None = None) -> list[Rebalance]:
@@ -450,13 +459,22 @@ def summarize_rows(events: Sequence[Row], measure_from_ms: int = 0, details: boo
     assignments: list[Row] = []
     costs: list[Row] = []
     violations: list[Row] = []
+    shared: list[Row] = []
     into: dict[str, list[Row]] = dict.fromkeys(_COST_TYPES, costs)
     into.update(group_assignment=assignments, callback=callbacks, group_state=group_states, violation=violations)
+    into.update(dict.fromkeys(SHARE_TYPES, shared))
+    share_members: set[str] = set()
     rows: list[Row] = events if isinstance(events, list) else list(events)  # (a list is iterated directly)
     for e in rows:
         picked = into.get(e[TYPE])  # (one lookup per event, whatever its type)
-        if picked is not None:
-            picked.append(e)
+        if picked is None:
+            continue
+        if picked is costs and (share_members or e[STATE] == "share"):  # (a share member's own rows)
+            if e[STATE] == "share" and e[TYPE] == "subscription":
+                share_members.add(e[MEMBER])
+            if e[MEMBER] in share_members:
+                picked = shared
+        picked.append(e)
     tail = Tail()
     episodes = _episodes(group_states, tail)
     _settle(episodes, callbacks)
@@ -469,4 +487,5 @@ def summarize_rows(events: Sequence[Row], measure_from_ms: int = 0, details: boo
         violations=[e[DETAIL] if e[T] is None else f"{e[T]} ms: {e[DETAIL]}" for e in violations],
         final_assignment=final_assignment(costs) if details else {},
         tail=tail,
+        share=summarize_share(shared, events[-1][T]) if share_members else None,
     )

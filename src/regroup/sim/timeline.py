@@ -1,6 +1,6 @@
 """A readable rendering of a run for people: the notable events (actions, group states, callbacks,
-resets, timeouts, dropped messages, violations) and the per-rebalance summary. Heartbeats and other
-routine traffic stay in the JSON event log."""
+resets, timeouts, dropped messages, violations; the share group's states, members and released records) and
+the summary. Heartbeats, record-by-record share rows and other routine traffic stay in the JSON event log."""
 
 from __future__ import annotations
 
@@ -21,8 +21,13 @@ NOTABLE = frozenset(
         "message_dropped",
         "message_duplicated",
         "violation",
+        "share_group_state",
+        "share_member",
     }
 )
+
+#: how a share member's records went back, as the timeline says it
+_RELEASES = {"close": "share session closed", "disconnect": "connection dropped"}
 
 
 def _ownership_index(events: list[Event]) -> dict[tuple[str, str, int, int], list[str]]:
@@ -58,6 +63,15 @@ def _line(index: dict[tuple[str, str, int, int], list[str]], e: Event) -> str | 
         return f"{who}: {e['api']} {e['state']} #{e['request_id']} duplicated"
     if kind == "violation":
         return f"VIOLATION: {e['detail']}"
+    if kind == "share_group_state":
+        return f"share group -> {e['state']}, epoch {e['generation']} ({e['detail']} members={e['value']})"
+    if kind == "share_member":
+        state = e["state"]
+        if state == "joined":
+            return f"{who}: joined the share group"
+        if state == "left":
+            return f"{who}: left the share group ({e['detail']})"
+        return f"{who}: {_RELEASES.get(state, state)}, {e['value']} records released"
     return None
 
 
@@ -87,6 +101,31 @@ def render_summary(summary: Summary) -> Iterable[str]:
     for member, per_topic in summary.final_assignment.items():
         parts = "; ".join(f"{t}: {ps}" for t, ps in per_topic.items()) or "(nothing)"
         yield f"  {member}: {parts}"
+    if summary.share is not None:
+        yield from render_share(summary)
     yield f"violations: {len(summary.violations)}"
     for v in summary.violations:
         yield f"  {v}"
+
+
+def render_share(summary: Summary) -> Iterable[str]:
+    share = summary.share
+    if share is None:
+        return
+    yield "share group:"
+    yield (
+        f"  records {share.records}, delivered {share.delivered} ({share.deliveries} deliveries, "
+        f"{share.redeliveries} redeliveries), accepted {share.accepted}, released {share.released}, "
+        f"rejected {share.rejected}, archived {share.archived}, undone {share.undone}"
+    )
+    crash = share.delayed_by_crash
+    if crash.records:
+        yield (
+            f"  delayed by a crash: {crash.records} records, {crash.min_delay_ms}-{crash.max_delay_ms} ms "
+            f"(mean {crash.mean_delay_ms:g} ms)"
+        )
+    for member, stats in share.members.items():
+        yield (
+            f"  {member}: acquired {stats.acquired}, accepted {stats.accepted} in {stats.running_ms} ms "
+            f"({stats.records_per_s:g} records/s)"
+        )

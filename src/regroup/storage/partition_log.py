@@ -384,13 +384,22 @@ class PartitionLog:
 
     # ------------------------------------------------------------------ reading
 
-    def read(self, offset: int, max_bytes: int, *, min_one: bool = True, max_offset: int | None = None) -> bytes:
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        min_one: bool = True,
+        max_offset: int | None = None,
+        through_offset: int | None = None,
+    ) -> bytes:
         """Whole batches from the one containing ``offset``, at most ``max_bytes`` of them — but with
         ``min_one`` the first batch even if it is bigger (Kafka's rule, so a consumer always progresses).
         ``b""`` at the log end; :class:`OffsetOutOfRange` outside ``[log_start_offset, log_end_offset]``.
         Reads stay within one segment, like Kafka's. Batches read from an older segment are CRC-checked
         (:class:`CorruptLogError` if one does not match). ``max_offset``: no batch at or past it (a
-        read_committed fetch passes the last stable offset, a batch boundary)."""
+        read_committed fetch passes the last stable offset, a batch boundary). ``through_offset``: no batch after
+        the one holding it (a share fetch reads what the records it may acquire need, not ``max_bytes``)."""
         self._check_open()
         if not self.log_start_offset <= offset <= self._leo:
             raise OffsetOutOfRange(f"offset {offset} is outside [{self.log_start_offset}, {self._leo}]")
@@ -408,6 +417,8 @@ class PartitionLog:
                 if nxt - start > max_bytes and not (min_one and j == i):
                     break
                 end = nxt
+                if through_offset is not None and idx.lasts[j] >= through_offset:
+                    break
             if end == start:
                 return b""
             data = self._pread(seg, start, end - start)

@@ -7,18 +7,20 @@ from __future__ import annotations
 
 import pytest
 
-from regroup.client import ClassicClientMember, MemberConfig
+from regroup.client import ClassicClientMember, MemberConfig, ShareClientMember, ShareConsumerConfig
 from regroup.client.consumer_member import (
     CONSUMER_CLIENT_TRANSITIONS,
     ConsumerClientMember,
     ConsumerClientState,
     ConsumerConfig,
 )
+from regroup.client.share_member import SHARE_CLIENT_TRANSITIONS, ShareClientState
 from regroup.client.types import CLASSIC_CLIENT_TRANSITIONS, STOPPED, ClassicClientState, ClientStateError
 from regroup.model.cluster import topic_id_for
 
 ENDS_CLASSIC = {ClassicClientState.LEFT, ClassicClientState.CRASHED, ClassicClientState.FAILED}
 ENDS_CONSUMER = {ConsumerClientState.LEFT, ConsumerClientState.CRASHED, ConsumerClientState.FAILED}
+ENDS_SHARE = {ShareClientState.LEFT, ShareClientState.CRASHED, ShareClientState.FAILED}
 
 
 def test_every_state_has_an_entry_and_the_ends_are_final() -> None:
@@ -33,6 +35,11 @@ def test_every_state_has_an_entry_and_the_ends_are_final() -> None:
         assert (cnexts == frozenset()) == (cstate in ENDS_CONSUMER)
         if cstate not in ENDS_CONSUMER:
             assert cnexts >= ENDS_CONSUMER
+    assert set(SHARE_CLIENT_TRANSITIONS) == set(ShareClientState)
+    for sstate, snexts in SHARE_CLIENT_TRANSITIONS.items():
+        assert (snexts == frozenset()) == (sstate in ENDS_SHARE)
+        if sstate not in ENDS_SHARE:
+            assert snexts >= ENDS_SHARE
 
 
 def test_the_classic_protocol_order_is_kept() -> None:
@@ -42,6 +49,7 @@ def test_the_classic_protocol_order_is_kept() -> None:
     assert ClassicClientState.STABLE not in table[ClassicClientState.PREPARING_REBALANCE]
     assert ClassicClientState.COMPLETING_REBALANCE not in table[ClassicClientState.UNJOINED]
     assert ConsumerClientState.STABLE not in CONSUMER_CLIENT_TRANSITIONS[ConsumerClientState.JOINING]
+    assert ShareClientState.STABLE not in SHARE_CLIENT_TRANSITIONS[ShareClientState.UNJOINED]
 
 
 def _classic() -> ClassicClientMember:
@@ -69,3 +77,9 @@ def test_a_move_the_table_forbids_raises_and_changes_nothing() -> None:
     consumer.crash()
     with pytest.raises(ClientStateError):
         consumer.move(ConsumerClientState.JOINING)
+    share = ShareClientMember(ShareConsumerConfig(group_id="g", client_id="s0", topics=("t",), member_id="s0-1"), {}, 0)
+    with pytest.raises(ClientStateError, match="Unjoined -> Stable"):
+        share.move(ShareClientState.STABLE)
+    share.crash()
+    with pytest.raises(ClientStateError):
+        share.move(ShareClientState.JOINING)

@@ -36,6 +36,8 @@ from regroup.server.handlers._common import respond
 from regroup.server.handlers.share_groups import initialize_partitions, require_share_groups
 from regroup.server.share_sessions import FINAL_EPOCH, OPEN_EPOCH, SessionError, ShareSessions
 from regroup.server.topics import TopicStore
+from regroup.storage.format import StorageError
+from regroup.storage.partition_log import OffsetOutOfRange
 
 SHARE_FETCH, SHARE_ACKNOWLEDGE = 78, 79
 #: the version that brought RENEW acknowledgements (KIP-1222) and acquire modes (KIP-1206)
@@ -162,24 +164,28 @@ async def _acquire(
     def op(c: Any, key: Any, now: int) -> Any:
         missing.extend(c.share_uninitialized(group_id, [tp for tp, _ in partitions]))
         wanted: dict[TopicPartition, tuple[int, int]] = {}
-        budget = max_bytes
+        budget, left = max_bytes, max_records
         for tp, name in partitions:
             plog = store.partition(name, tp[1])
-            if plog is None or budget <= 0:
+            if plog is None or budget <= 0 or left <= 0:
                 continue
             end = plog.log_end_offset
             first = c.share_next_available(group_id, tp, end)
             if first is None:
                 continue
-            try:
-                data = plog.read(first, min(PARTITION_MAX_BYTES, budget), min_one=not reads)
-            except Exception:
+            try:  # (only the batches the records still wanted need: the acquisition is bounded by them)
+                data = plog.read(
+                    first, min(PARTITION_MAX_BYTES, budget), min_one=not reads, through_offset=first + left - 1
+                )
+            except (OffsetOutOfRange, OSError, StorageError):  # (the log start moved past it, or unreadable)
                 continue
             if not data:
                 continue
             budget -= len(data)
             reads[tp] = data
-            wanted[tp] = (first, min(end, _end_offset(data)))
+            covered = min(end, _end_offset(data))
+            wanted[tp] = (first, covered)
+            left -= covered - first  # at most that many acquired here (fewer when some are in flight)
         return c.share_acquire(group_id, member_id, wanted, max_records, key, now)
 
     outcome = await broker.coordinator.call(op)

@@ -1,0 +1,238 @@
+"""The runtimes' shared machinery on its own: the clock never goes backwards, the deadline timer re-arms and
+fires, the group-commit writer appends in order and in groups, waits record-less batches behind earlier
+ones, snapshots when drained, syncs after appends when asked, and fails every waiting batch when an append
+fails."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from regroup.server.core_runtime import DeadlineTimer, GroupCommitWriter, MonotonicClock, WriterClosed
+
+log = logging.getLogger("tests.core_runtime")
+
+
+def test_the_clock_never_goes_backwards() -> None:
+    readings = iter([100, 90, 120, 110])
+    clock = MonotonicClock(lambda: next(readings))
+    assert clock.last == 0
+    assert [clock.now() for _ in range(4)] == [100, 100, 120, 120]
+    assert clock.last == 120
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.ms = 1_000
+
+    def __call__(self) -> int:
+        return self.ms
+
+
+def test_the_timer_fires_once_after_its_deadline() -> None:
+    async def scenario() -> None:
+        now, fired = FakeTime(), asyncio.Event()
+        timer = DeadlineTimer(now, fired.set)
+        timer.arm(now.ms + 20)
+        assert timer.deadline == 1_020
+        await asyncio.wait_for(fired.wait(), 1)
+        assert timer.deadline is None
+
+    asyncio.run(scenario())
+
+
+def test_rearming_keeps_replaces_or_cancels_the_handle() -> None:
+    async def scenario() -> None:
+        now, fired = FakeTime(), []
+        timer = DeadlineTimer(now, lambda: fired.append(now.ms))
+        timer.arm(now.ms + 10_000)
+        handle = timer._handle
+        timer.arm(now.ms + 10_000)  # the same deadline: the same handle
+        assert timer._handle is handle
+        timer.arm(now.ms + 5)  # earlier: replaced
+        assert timer._handle is not handle and handle is not None and handle.cancelled()
+        await asyncio.sleep(0.05)
+        assert fired == [1_000] and timer.deadline is None
+        timer.arm(now.ms + 5)
+        timer.arm(None)  # nothing due
+        assert timer.deadline is None
+        timer.arm(now.ms + 5)
+        timer.cancel()
+        await asyncio.sleep(0.05)
+        assert fired == [1_000]
+
+    asyncio.run(scenario())
+
+
+def test_a_capped_timer_fires_early() -> None:
+    async def scenario() -> None:
+        now, fired = FakeTime(), asyncio.Event()
+        timer = DeadlineTimer(now, fired.set, max_delay_s=0.01)
+        timer.arm(now.ms + 86_400_000)
+        await asyncio.wait_for(fired.wait(), 1)
+
+    asyncio.run(scenario())
+
+
+class FakeLog:
+    """Records each ``append`` call's batch and thread; ``gate`` (when set) holds every append until released."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+        self.threads: set[str] = set()
+        self.gate: threading.Event | None = None
+        self.fail = False
+        self.syncs = 0
+        self.snapshots = 0
+
+    def append(self, records: Sequence[str]) -> None:
+        self.threads.add(threading.current_thread().name)
+        if self.gate is not None:
+            assert self.gate.wait(5)
+        if self.fail:
+            raise OSError(28, "No space left on device")
+        self.batches.append(list(records))
+
+    def sync(self) -> None:
+        self.syncs += 1
+
+    def snapshot(self) -> None:
+        self.snapshots += 1
+
+
+def writer(fake: FakeLog, **kwargs: Any) -> GroupCommitWriter[str]:
+    w: GroupCommitWriter[str] = GroupCommitWriter(
+        fake.append, name="test-log", logger=log, what="test log", snapshot=fake.snapshot, **kwargs
+    )
+    w.start()
+    return w
+
+
+def test_batches_are_appended_in_groups_and_completed_in_order() -> None:
+    async def scenario() -> None:
+        fake = FakeLog()
+        fake.gate = threading.Event()
+        w = writer(fake)
+        done: list[tuple[str, BaseException | None]] = []
+        w.submit(["a"], lambda e: done.append(("a", e)))
+        await asyncio.sleep(0.02)  # "a" is being written
+        w.submit(["b1", "b2"], lambda e: done.append(("b", e)))
+        w.submit([], lambda e: done.append(("empty", e)))  # waits for "b", queued before it
+        w.submit(["c"], lambda e: done.append(("c", e)))
+        assert not w.idle and done == []
+        fake.gate.set()
+        await asyncio.wait_for(w.wait_idle(), 2)
+        assert fake.batches == [["a"], ["b1", "b2", "c"]]
+        assert done == [("a", None), ("b", None), ("empty", None), ("c", None)]
+        assert fake.snapshots >= 1 and w.idle and w.failure is None
+        assert len(fake.threads) == 1 and next(iter(fake.threads)).startswith("test-log")
+        await w.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_batch_without_records_needs_no_append() -> None:
+    async def scenario() -> None:
+        fake = FakeLog()
+        w = writer(fake)
+        done: list[BaseException | None] = []
+        w.submit([], done.append)
+        await asyncio.wait_for(w.wait_idle(), 2)
+        assert done == [None] and fake.batches == [] and fake.snapshots == 1
+        await w.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_append_fails_every_waiting_batch_and_stops_the_writer(caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> None:
+        fake = FakeLog()
+        fake.gate, fake.fail = threading.Event(), True
+        failures: list[BaseException] = []
+        w = writer(fake, on_failure=failures.append)
+        done: list[tuple[str, BaseException | None]] = []
+        w.submit(["a"], lambda e: done.append(("a", e)))
+        await asyncio.sleep(0.02)
+        w.submit(["b"], lambda e: done.append(("b", e)))
+        fake.gate.set()
+        await asyncio.wait_for(w.wait_idle(), 2)
+        assert len(failures) == 1 and isinstance(failures[0], OSError) and w.failure is failures[0]
+        assert done == [("a", failures[0]), ("b", failures[0])]
+        with pytest.raises(RuntimeError):
+            w.submit(["c"])
+        await asyncio.wait_for(w.close(), 2)  # does not wait for a writer that stopped
+
+    with caplog.at_level(logging.CRITICAL, logger=log.name):
+        asyncio.run(scenario())
+    assert "test log write failed; stopping" in caplog.text
+
+
+def test_a_failing_callback_is_fatal_too() -> None:
+    async def scenario() -> None:
+        fake = FakeLog()
+        failures: list[BaseException] = []
+        w = writer(fake, on_failure=failures.append)
+
+        def boom(error: BaseException | None) -> None:
+            raise ValueError("bug")
+
+        done: list[BaseException | None] = []
+        w.submit(["a"], boom)
+        w.submit(["b"], done.append)
+        await asyncio.wait_for(w.wait_idle(), 2)
+        assert isinstance(w.failure, ValueError) and failures == [w.failure] and done == [w.failure]
+        await w.close()
+
+    asyncio.run(scenario())
+
+
+def test_sync_runs_shortly_after_appends_stop() -> None:
+    async def scenario() -> None:
+        fake = FakeLog()
+        w = writer(fake, sync=fake.sync, sync_after_s=0.01)
+        w.submit(["a"])
+        w.submit(["b"])
+        await asyncio.wait_for(w.wait_idle(), 2)
+        assert fake.syncs == 0
+        await asyncio.sleep(0.05)
+        await asyncio.wait_for(w.wait_idle(), 2)
+        assert fake.syncs == 1
+        await w.close()
+
+    asyncio.run(scenario())
+
+
+def test_close_makes_everything_queued_durable_first() -> None:
+    async def scenario() -> None:
+        fake = FakeLog()
+        fake.gate = threading.Event()
+        w = writer(fake)
+        done: list[BaseException | None] = []
+        w.submit(["a"], done.append)
+        closing = asyncio.create_task(w.close())
+        await asyncio.sleep(0.02)
+        assert not closing.done()
+        fake.gate.set()
+        await asyncio.wait_for(closing, 2)
+        assert done == [None] and fake.batches == [["a"]]
+        with pytest.raises(RuntimeError):
+            w.submit(["b"])
+
+    asyncio.run(scenario())
+
+
+def test_closing_a_writer_that_never_started_gives_up_its_batches() -> None:
+    async def scenario() -> None:
+        fake = FakeLog()
+        w: GroupCommitWriter[str] = GroupCommitWriter(fake.append, name="test-log", logger=log, what="test log")
+        done: list[BaseException | None] = []
+        w.submit(["a"], done.append)
+        await asyncio.wait_for(w.close(), 2)
+        assert len(done) == 1 and isinstance(done[0], WriterClosed) and fake.batches == []
+
+    asyncio.run(scenario())
