@@ -14,10 +14,10 @@ logs.
     python tests/librdkafka/run.py --security [--tests 0097,0142-producer,...]
     python tests/librdkafka/run.py --share [--tests 0170,0171,...]
 
-Needs git, a C/C++ compiler and make (libssl-dev and zlib1g-dev for TLS and gzip, optional; ``--security``
-needs librdkafka built with libssl-dev, for TLS and SCRAM). The default tests are the suite's consumer-group,
-offset and rebalance tests that use a real broker (the mock-cluster ones test librdkafka alone, and the runner
-leaves them out: ``-L``). docs/compatibility.md records the results and why each failure fails.
+Needs git, a C/C++ compiler and make (libssl-dev, zlib1g-dev and libzstd-dev for TLS, gzip and zstd,
+optional; ``--security`` needs librdkafka built with libssl-dev, for TLS and SCRAM). The default tests are the
+suite's consumer-group, offset and rebalance tests that use a real broker (the mock-cluster ones test librdkafka
+alone, and the runner leaves them out: ``-L``). docs/compatibility.md records the results and why each failure fails.
 
 ``--share`` runs the suite's share-consumer tests (KIP-932, ``SHARE_TESTS``) with ``TEST_KAFKA_VERSION`` 4.2.0,
 which they need.
@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -66,7 +67,8 @@ DEFAULT_TESTS = (
     "0018,0019,0026,0029,0030,0033,0040,0041,0042,0044,0045,0048,0050,0056,0069,0089,0091,0099,0102,"
     "0113,0118,0122,0125,0127,0130,0132,0137,0140"
 )
-CONFIGURE = ["./configure", "--no-download", "--disable-gssapi", "--disable-curl", "--disable-zstd"]
+#: zstd is built when libzstd-dev is installed (several share-consumer tests produce with it)
+CONFIGURE = ["./configure", "--no-download", "--disable-gssapi", "--disable-curl"]
 #: the suite's broker creates topics on first use with 4 partitions (its default scenario's num.partitions)
 AUTO_CREATED_PARTITIONS = 4
 START_TIMEOUT_S = 20.0
@@ -99,7 +101,8 @@ def build(cache: Path) -> Path:
     """The ``tests`` directory of a built librdkafka (cloned and built on first use)."""
     source = cache / "src"
     ref = os.environ.get("LIBRDKAFKA_REF", DEFAULT_REF)
-    stamp = cache / f"built-{ref}"
+    configured = hashlib.sha1(" ".join(CONFIGURE).encode()).hexdigest()[:8]  # a new configuration rebuilds
+    stamp = cache / f"built-{ref}-{configured}"
     if stamp.exists() and (source / "tests" / "test-runner").exists():
         return source / "tests"
     cache.mkdir(parents=True, exist_ok=True)

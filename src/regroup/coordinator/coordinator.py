@@ -313,7 +313,7 @@ class GroupCoordinator:
         return ctx.result
 
     # ------------------------------------------------------------------------------------- the requests
-    def _classic_protocol(self, group_id: str) -> tuple[GroupType, Group | None]:
+    def _classic_protocol(self, group_id: str) -> tuple[GroupType[Any], Group | None]:
         """Who serves a classic-protocol request (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) for
         ``group_id``: the type of the group it names; with no group, the classic type (a JoinGroup creates
         a classic group)."""

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 #: the types of group an event can name
-GroupType = Literal["classic", "consumer", "share"]
+GroupTypeName = Literal["classic", "consumer", "share"]
 
 #: why a member left a group
 LeaveReason = Literal[
@@ -55,19 +55,19 @@ Partitions = tuple[tuple[uuid.UUID, tuple[int, ...]], ...]
 @dataclass(slots=True, unsafe_hash=True)
 class GroupCreated:
     group_id: Final[str]
-    group_type: Final[GroupType]
+    group_type: Final[GroupTypeName]
 
 
 @dataclass(slots=True, unsafe_hash=True)
 class GroupDeleted:
     group_id: Final[str]
-    group_type: Final[GroupType]
+    group_type: Final[GroupTypeName]
 
 
 @dataclass(slots=True, unsafe_hash=True)
 class GroupStateChanged:
     group_id: Final[str]
-    group_type: Final[GroupType]
+    group_type: Final[GroupTypeName]
     #: classic: Empty, PreparingRebalance, CompletingRebalance, Stable; consumer: Empty, Assigning,
     #: Reconciling, Stable
     state: Final[str]
@@ -87,7 +87,7 @@ class GroupStateChanged:
 @dataclass(slots=True, unsafe_hash=True)
 class MemberJoined:
     group_id: Final[str]
-    group_type: Final[GroupType]
+    group_type: Final[GroupTypeName]
     member_id: Final[str]
     client_id: Final[str]
     #: classic: the group's generation; consumer: the group epoch
@@ -97,7 +97,7 @@ class MemberJoined:
 @dataclass(slots=True, unsafe_hash=True)
 class MemberLeft:
     group_id: Final[str]
-    group_type: Final[GroupType]
+    group_type: Final[GroupTypeName]
     member_id: Final[str]
     client_id: Final[str]
     #: classic: the group's generation; consumer: the group epoch

@@ -4,7 +4,7 @@ record key, ``RECORD_OWNERS``). Adding a group type (a streams group, say) means
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from regroup.coordinator.classic.group_type import CLASSIC
 from regroup.coordinator.consumer.group_type import CONSUMER
@@ -12,13 +12,16 @@ from regroup.coordinator.group_type import GroupType
 from regroup.coordinator.groups import Group
 from regroup.coordinator.share.group_type import SHARE
 
-#: every group type, by the class of its groups
-GROUP_TYPES: Final[dict[type, GroupType]] = {kind.group_class: kind for kind in (CLASSIC, CONSUMER, SHARE)}
+#: every group type, by the class of its groups (here, and only here, a group's type is looked up from the group:
+#: the registry holds types over different group classes, so its values are ``GroupType[Any]``)
+GROUP_TYPES: Final[dict[type, GroupType[Any]]] = {kind.group_class: kind for kind in (CLASSIC, CONSUMER, SHARE)}
 
 
 #: every group type, by the record key types it owns
-RECORD_OWNERS: Final[dict[type, GroupType]] = {key: kind for kind in GROUP_TYPES.values() for key in kind.record_keys}
+RECORD_OWNERS: Final[dict[type, GroupType[Any]]] = {
+    key: kind for kind in GROUP_TYPES.values() for key in kind.record_keys
+}
 
 
-def type_of(group: Group) -> GroupType:
+def type_of(group: Group) -> GroupType[Any]:
     return GROUP_TYPES[type(group)]

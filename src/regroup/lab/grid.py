@@ -56,6 +56,10 @@ class Settings:
     latency_ms: int = 5
     jitter_ms: int = 0
     metadata_bytes: int | None = None
+    #: share runs (protocol ``share``): records in each partition at the start, and records produced per second
+    #: per partition (None: derived from the workload, ``scenarios.share_rate_per_s``)
+    share_backlog: int = 0
+    share_rate_per_s: int | None = None
     #: the members' application model (``max_poll_records``, ``processing_ms``, ...: docs/simulator.md), as
     #: canonical JSON of the fields the grid set ("" = the defaults); a string keeps the settings hashable
     app_json: str = ""
@@ -355,10 +359,10 @@ class _Reader:
                 if not isinstance(v, bool):
                     raise self.fail(where, "must be true or false")
                 out[key] = v
-            elif key == "metadata_bytes" and v is None:
+            elif key in ("metadata_bytes", "share_rate_per_s") and v is None:
                 out[key] = None
             else:
-                out[key] = self.int_(v, where, 0 if key in ("jitter_ms", "warmup_ms") else 1)
+                out[key] = self.int_(v, where, 0 if key in ("jitter_ms", "warmup_ms", "share_backlog") else 1)
         settings = Settings(**out)
         if settings.heartbeat_interval_ms >= settings.session_timeout_ms:
             raise self.fail("settings.heartbeat_interval_ms", "must be lower than session_timeout_ms")

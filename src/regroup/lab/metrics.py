@@ -28,6 +28,7 @@ from typing import Any, Final
 from regroup.assignors import metrics as quality
 from regroup.assignors.registry import server_side_name
 from regroup.lab import payload
+from regroup.lab.share_metrics import first_delivery_waits, share_values
 from regroup.sim.eventlog import (
     API,
     DETAIL,
@@ -44,6 +45,7 @@ from regroup.sim.eventlog import (
     event_count,
     partitions_of,
 )
+from regroup.sim.scenario import ShareSpec
 from regroup.sim.summary import Rebalance, summarize_rows
 
 #: membership changes each scenario action makes (a bounce: the old process leaves, a new one joins)
@@ -53,6 +55,8 @@ MEMBERSHIP_ACTIONS: Final = frozenset(CHANGES)
 EMPTY_STATES: Final = frozenset({"Empty", "Dead"})
 #: the protocols whose rebalances are JoinGroup and SyncGroup rounds
 CLASSIC_PROTOCOLS: Final = frozenset({"eager", "cooperative"})
+#: KIP-932 share groups: no rebalances and no partition ownership, so none of the rebalance costs apply
+SHARE_PROTOCOL: Final = "share"
 AssignmentMap = dict[str, dict[str, list[int]]]
 SUMMED: Final = (
     "duration_ms",
@@ -78,6 +82,8 @@ class Context:
     measure_from_ms: int = 0
     metadata_bytes: int | None = None  # fixed metadata size per member (payload.join_bytes)
     axes: Mapping[str, Any] = field(default_factory=dict)  # the grid's values, for sweep runs
+    share_spec: ShareSpec | None = None  # a sweep's share run: its log's production schedule
+    rate_per_partition_s: int | None = None  # a sweep run: its workload's production rate
 
 
 def detail_fields(detail: str | None) -> dict[str, str]:
@@ -352,9 +358,17 @@ def analyze_rows(
     if settled is None:  # a log: nothing in progress at its end (and, with members, every partition owned)
         settled = tail.settled if seen.has_members else tail.open_since_ms is None
     run["settled"] = settled
-    run["cut_off_unowned_partition_ms"] = tail.unowned_partition_ms if seen.has_members else None
+    owned = seen.has_members and protocol != SHARE_PROTOCOL
+    run["cut_off_unowned_partition_ms"] = tail.unowned_partition_ms if owned else None
     if run["unowned_partition_ms"] is not None:
         run["unowned_partition_ms"] += tail.unowned_partition_ms
+    waits = None
+    if ctx.share_spec is not None and summary.share is not None:
+        waits = first_delivery_waits(events, ctx.share_spec, ctx.measure_from_ms)
+    if summary.share is not None or ctx.rate_per_partition_s is not None:  # (else every share column is null)
+        run.update(share_values(summary.share, waits, ctx.rate_per_partition_s))
+    if protocol == SHARE_PROTOCOL:  # a share group has nothing to settle: drained, every record done with
+        run["settled"] = run["share_undone"] == 0
     return run, rows
 
 
@@ -460,6 +474,8 @@ def _run(
 
 def _applies(key: str, protocol: str | None, seen: _Observed, ctx: Context) -> bool:
     """Whether a summed column has a value in a run of this kind (else it is null, also with no rebalance)."""
+    if protocol == SHARE_PROTOCOL:
+        return False
     if key in ("unowned_partition_ms", "revoked", "reassigned"):
         return seen.has_members
     if key in ("join_bytes_leader", "join_bytes_all"):

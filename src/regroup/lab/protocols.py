@@ -14,6 +14,10 @@ field, with the grid's strategy as their server-side ``assignor``; a run names t
 scenario layer's call: a one-member probe scenario is parsed with those fields, so a protocol (or a server
 assignor) the simulator learns becomes usable here without a change to the lab, and one it does not know
 is a grid error naming it.
+
+``share`` (KIP-932 share consumers) has no assignor to choose: the share group's coordinator assigns with its
+``simple`` assignor, so every strategy of a grid runs as ``simple`` under ``share`` (the first listed runs, the
+others are the same pair again), and the members get ``protocol: share`` alone.
 """
 
 from __future__ import annotations
@@ -29,8 +33,11 @@ from regroup.sim.scenario import ScenarioError, parse
 
 CLASSIC = {"eager": RebalanceProtocol.EAGER, "cooperative": RebalanceProtocol.COOPERATIVE}
 #: Names probed beyond the classic two (KIP-848's ``group.protocol=consumer``).
-CANDIDATES = ("consumer",)
+CANDIDATES = ("consumer", "share")
 FALLBACK_STRATEGY = "range"
+#: KIP-932 share consumers, and the one assignor their group has
+SHARE = "share"
+SHARE_ASSIGNOR = "simple"
 
 
 def strategy_name(protocol: str, strategy: str) -> str:
@@ -38,11 +45,15 @@ def strategy_name(protocol: str, strategy: str) -> str:
     ``range``) under a protocol other than the classic ones is its regroup name (``server-range``)."""
     if protocol in CLASSIC:
         return strategy
+    if protocol == SHARE:
+        return SHARE_ASSIGNOR
     return registry.server_side_name(strategy) or strategy
 
 
 def member_settings(protocol: str, strategy: str) -> dict[str, Any] | None:
     """Member fields that make ``strategy`` run under ``protocol``, or None if it cannot."""
+    if protocol == SHARE:
+        return {"protocol": SHARE} if _accepted((("protocol", SHARE),)) else None
     if protocol not in CLASSIC:
         settings = {"protocol": protocol, "assignor": strategy_name(protocol, strategy)}
         return dict(settings) if _accepted(tuple(sorted(settings.items()))) else None

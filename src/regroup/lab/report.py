@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from regroup.lab import checks, plots, tables
+from regroup.lab import checks, plots, share_section, tables
 from regroup.lab.errors import LabInputError
 from regroup.lab.jobs import Tables
 from regroup.lab.metrics import SUMMED
@@ -29,7 +29,17 @@ META_FILE = "lab.json"
 #: per-run columns summed over runs: counts, and the per-run sums of the churn phase (``metrics.SUMMED``)
 SUMS: Final = ("rebalances", *SUMMED)
 MEANS: Final = ("fraction_kept", "balance_spread", "balance_score")
-PROTOCOL_NAMES: Final = {"eager": "classic eager", "cooperative": "classic cooperative", "consumer": "KIP-848"}
+PROTOCOL_NAMES: Final = {
+    "eager": "classic eager",
+    "cooperative": "classic cooperative",
+    "consumer": "KIP-848",
+    "share": "share group (KIP-932)",
+}
+#: under a table with share-group rows: why their rebalance columns are "–"
+SHARE_NOTE: Final = (
+    "A share group (KIP-932) has no rebalances and no partition owners: its columns here are “–”; what a "
+    "change costs it is under “Moving a workload to a share group”."
+)
 #: churn patterns in report order: (name, heading, what one event is)
 PATTERNS: Final = (
     ("join", "Members joining (scale-out)", "member joining"),
@@ -137,6 +147,7 @@ def aggregates(t: Tables) -> dict[str, list[dict[str, Any]]]:
             F.avg("heartbeat_bytes").alias("kip848"),
         )
     )
+    share = _share_aggregate(runs, evented)
     unsettled = runs.where(F.col("settled") == F.lit(False))
     quiet = runs.where(~changed & (F.col("rebalances") > 0))
     return {
@@ -153,7 +164,36 @@ def aggregates(t: Tables) -> dict[str, list[dict[str, Any]]]:
         ],
         "unsettled_count": [{"n": unsettled.count()}],
         "quiet": [r.asDict() for r in quiet.select("run_id", "rebalances").orderBy("run_id").limit(20).collect()],
+        "share": share,
     }
+
+
+def _share_aggregate(runs: DataFrame, evented: Any) -> list[dict[str, Any]]:
+    """Per churn pattern and pair, the figures the share comparison reads; empty without share runs."""
+    from pyspark.sql import functions as F
+
+    if runs.where(F.col("protocol") == "share").limit(1).count() == 0:
+        return []
+    stalled = F.col("unowned_partition_ms") * F.col("rate_per_partition_s") / 1000
+    keys = ("churn", "strategy", "protocol")
+    frame = (
+        runs.where(evented)
+        .groupBy(*keys)
+        .agg(
+            F.count("*").alias("runs"),
+            F.sum("churn_events").alias("events"),
+            F.sum("unowned_partition_ms").alias("unowned_partition_ms"),
+            F.sum(stalled).alias("stalled_records"),
+            F.sum("share_delayed_records").alias("delayed"),
+            F.sum(F.col("share_delayed_records") * F.col("share_delay_mean_ms")).alias("delay_ms_total"),
+            F.max("share_delay_max_ms").alias("delay_max_ms"),
+            F.sum("share_redeliveries").alias("redeliveries"),
+            F.sum("share_late_records").alias("late"),
+            F.max("share_max_wait_ms").alias("max_wait_ms"),
+            F.avg("share_records_per_member_s").alias("per_member_s"),
+        )
+    )
+    return [r.asDict() for r in frame.orderBy(*keys).collect()]
 
 
 # ------------------------------------------------------------------------------------------- formatting
@@ -378,7 +418,8 @@ def _per_pattern(agg: Mapping[str, list[dict[str, Any]]]) -> str:
             paused = {label(p): _ratio(p["revoked"], p["events"]) for p in rows}
             parts.append(_headline(table, word, paused))
         table.sort(key=lambda r: (r[3] is None, r[3] if r[3] is not None else 0, r[0]))
-        parts.append(_table(columns, table))
+        note = SHARE_NOTE if any(p["protocol"] == "share" for p in rows) else ""
+        parts.append(_table(columns, table, note))
     parts.append(_pattern_figures(agg))
     return "\n".join(parts)
 
@@ -587,6 +628,7 @@ def render(t: Tables, meta: Mapping[str, Any]) -> str:
     parts.append(_model(meta))
     parts.append(_per_pattern(agg))
     parts.append(_over_all(agg))
+    parts.append(share_section.render(agg.get("share", []), _table, label))
     parts.append(_caveats(agg))
     parts.append(_sanity())
     body = "\n".join(p for p in parts if p)

@@ -10,6 +10,7 @@ from regroup.lab import scenarios, tables
 from regroup.lab.eventfiles import read_groups
 from regroup.lab.grid import RunSpec
 from regroup.lab.metrics import Context, analyze, analyze_rows
+from regroup.lab.protocols import SHARE
 from regroup.sim.engine import Simulator
 
 Rows = tuple[tuple[Any, ...], list[tuple[Any, ...]]]
@@ -62,18 +63,33 @@ def play_out(sim: Simulator, limit_ms: int) -> bool:
     return settled
 
 
+def play_out_share(sim: Simulator, limit_ms: int) -> None:
+    """Run a share run to ``limit_ms`` (a share group never rebalances, so there is no settling to wait for:
+    the limit leaves time to drain what was produced, ``scenarios.share_limit_ms``). The log then ends."""
+    sim.run(limit_ms)
+    sim.finish()
+
+
 def simulate_run(run: RunSpec) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Simulate one run, played out until its group settles, and compute its rows (as dicts)."""
+    """Simulate one run, played out until its group settles (a share run: until it has had time to drain), and
+    compute its rows (as dicts)."""
     scenario = scenarios.scenario(run)
     sim = Simulator(scenario, run.seed)
-    settled = play_out(sim, scenarios.settle_limit_ms(run))
+    share = run.protocol == SHARE
+    settled: bool | None = None
+    if share:
+        play_out_share(sim, scenarios.share_limit_ms(run))
+    else:
+        settled = play_out(sim, scenarios.settle_limit_ms(run))
     ctx = Context(
         run_id=run.run_id,
         source="sweep",
-        group_id=scenario.group_id,
+        group_id=scenario.share_group_id if share else scenario.group_id,
         measure_from_ms=scenario.measure_from_ms,
         metadata_bytes=run.settings.metadata_bytes,
         axes=axes(run),
+        share_spec=scenario.share if share else None,
+        rate_per_partition_s=scenarios.share_rate_per_s(run),
     )
     return analyze_rows(sim.log.rows, ctx, settled=settled)
 

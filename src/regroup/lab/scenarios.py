@@ -11,12 +11,23 @@ at most until that limit. Rebalances starting before ``warmup_ms`` are the *form
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from typing import Any, Final
 
 from regroup.lab import protocols
 from regroup.lab.grid import RunSpec
 from regroup.sim.scenario import Scenario, parse
+
+#: share runs: the share of the members' processing capacity the producers fill when the grid gives no rate
+SHARE_LOAD: Final = 0.5
+#: the application model's default per-record processing time, and the least a share rate is derived from
+DEFAULT_PROCESSING_MS: Final = 1.0
+MIN_PROCESSING_MS: Final = 0.1
+#: how long a share run goes on after production stopped (and a crashed member's session expired)
+SHARE_DRAIN_MS: Final = 5_000
+#: the application-model fields a share member uses (it has no callbacks or commits)
+SHARE_APP_FIELDS: Final = frozenset({"max_poll_records", "processing_ms", "heartbeat_phase", "startup_ms"})
 
 
 def topic_names(run: RunSpec) -> list[str]:
@@ -62,6 +73,15 @@ def settle_limit_ms(run: RunSpec) -> int:
     return duration_ms(run) + longest_session + s.rebalance_timeout_ms
 
 
+def share_limit_ms(run: RunSpec) -> int:
+    """Where a share run stops: production stops at ``duration_ms``; records a crashed member was the only one
+    assigned wait until its share session times out (the KIP-848 session setting), then ``SHARE_DRAIN_MS`` to
+    deliver what is left."""
+    s = run.settings
+    crashed = s.consumer_session_timeout_ms if run.churn == "crash" else 0
+    return duration_ms(run) + crashed + SHARE_DRAIN_MS
+
+
 def document(run: RunSpec) -> dict[str, Any]:
     """The scenario as the simulator's JSON document."""
     s = run.settings
@@ -71,6 +91,8 @@ def document(run: RunSpec) -> dict[str, Any]:
     total = run.members + (run.churn_events if run.churn == "join" else 0)
     members = [{"id": f"c{i}", "topics": subscription(run, i)} for i in range(total)]
     joins = [{"at_ms": 0, "action": "join", "member": f"c{i}"} for i in range(run.members)]
+    if run.protocol == protocols.SHARE:
+        return share_document(run, members, joins + churn_events(run))
     return {
         "name": run.run_id,
         "duration_ms": duration_ms(run),
@@ -91,6 +113,59 @@ def document(run: RunSpec) -> dict[str, Any]:
         },
         "members": members,
         "events": joins + churn_events(run),
+    }
+
+
+def mean_processing_ms(run: RunSpec) -> float:
+    """The mean per-record processing time of the grid's application model (its ``processing_ms``)."""
+    value = run.settings.app_fields().get("processing_ms", DEFAULT_PROCESSING_MS)
+    if not isinstance(value, dict):
+        return float(value)
+    kind = value["distribution"]
+    if kind == "fixed":
+        return float(value["value"])
+    if kind == "uniform":
+        return (float(value["min"]) + float(value["max"])) / 2
+    if kind == "exponential":
+        return float(value["mean"])
+    return float(value["median"]) * math.exp(float(value["sigma"]) ** 2 / 2)  # lognormal
+
+
+def share_rate_per_s(run: RunSpec) -> int:
+    """Records produced per second per partition in a share run: ``settings.share_rate_per_s``, or half of what
+    the group's members can process (``members`` x 1000 / mean processing ms per record) spread over every
+    partition, rounded up (at least 1)."""
+    if run.settings.share_rate_per_s is not None:
+        return run.settings.share_rate_per_s
+    per_member = 1000 / max(mean_processing_ms(run), MIN_PROCESSING_MS)
+    return max(1, math.ceil(SHARE_LOAD * run.members * per_member / (run.topics * run.partitions)))
+
+
+def share_document(run: RunSpec, members: list[dict[str, Any]], events: list[dict[str, Any]]) -> dict[str, Any]:
+    """A share run's scenario: the same members, topics and churn as a KIP-848 run of the same workload, the
+    members KIP-932 share consumers with the grid's application model, the share group's heartbeat and session
+    at the KIP-848 settings (both are the broker's), and a log of ``share_backlog`` records per partition plus
+    ``share_rate_per_s`` per second until the scenario's end (production stops there, so the run can drain)."""
+    s = run.settings
+    app = {k: v for k, v in s.app_fields().items() if k in SHARE_APP_FIELDS}
+    return {
+        "name": run.run_id,
+        "duration_ms": duration_ms(run),
+        "measure_from_ms": s.warmup_ms,
+        "network": {"latency_ms": s.latency_ms, "jitter_ms": s.jitter_ms},
+        "coordinator": {
+            "share_group_session_timeout_ms": s.consumer_session_timeout_ms,
+            "share_group_heartbeat_interval_ms": s.consumer_heartbeat_interval_ms,
+        },
+        "topics": {t: run.partitions for t in topic_names(run)},
+        "share": {
+            "backlog": s.share_backlog,
+            "rate_per_s": share_rate_per_s(run),
+            "produce_until_ms": duration_ms(run),
+        },
+        "member_defaults": {"protocol": protocols.SHARE, **app},
+        "members": members,
+        "events": events,
     }
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from regroup.lab.share_metrics import SHARE_COLUMNS
+
 #: (name, Spark SQL type)
 RUN_KEYS = [
     ("run_id", "string"),
@@ -67,6 +69,7 @@ RUN_COLUMNS = [
     ("settled", "boolean"),
     ("cut_off_unowned_partition_ms", "long"),
     *COST_COLUMNS,
+    *SHARE_COLUMNS,
 ]
 
 

@@ -23,6 +23,8 @@ GAP: Final = 0
 ACCEPT: Final = 1
 RELEASE: Final = 2
 REJECT: Final = 3
+#: KIP-1222: extend the lock (ShareFetch / ShareAcknowledge v2 with IsRenewAck)
+RENEW: Final = 4
 
 #: the acknowledge types by name, as logs write them
 ACK_TYPE_NAMES: Final = {GAP: "gap", ACCEPT: "accept", RELEASE: "release", REJECT: "reject"}

@@ -14,6 +14,7 @@ from regroup.coordinator.classic.rebalance import schedule_session
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.events import Event, MemberJoined
+from regroup.coordinator.group_type import GroupType
 from regroup.coordinator.groups import Groups
 from regroup.coordinator.result import RequestKey
 from regroup.model.cluster import ClusterImage
@@ -204,4 +205,4 @@ class ClassicGroupType:
         return sync.leave_group(ctx, group, req)
 
 
-CLASSIC: Final = ClassicGroupType()
+CLASSIC: Final[GroupType[ClassicGroup]] = ClassicGroupType()  # (mypy checks the type against the interface)

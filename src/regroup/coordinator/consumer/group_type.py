@@ -20,6 +20,7 @@ from regroup.coordinator.consumer.timers import MemberSessionTimer, RevocationTi
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.events import Event, MemberJoined
+from regroup.coordinator.group_type import GroupType
 from regroup.coordinator.groups import Groups
 from regroup.coordinator.result import RequestKey
 from regroup.model.cluster import ClusterImage
@@ -168,4 +169,4 @@ class ConsumerGroupType:
         return classic_members.leave_group(ctx, groups, group, req)
 
 
-CONSUMER: Final = ConsumerGroupType()
+CONSUMER: Final[GroupType[ConsumerGroup]] = ConsumerGroupType()  # (mypy checks the type against the interface)

@@ -10,6 +10,7 @@ from typing import Final, NoReturn
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.events import Event, MemberJoined
+from regroup.coordinator.group_type import GroupType
 from regroup.coordinator.groups import Groups
 from regroup.coordinator.result import RequestKey
 from regroup.coordinator.share.group import ShareGroup
@@ -134,4 +135,4 @@ class ShareGroupType:
         _other_protocol()
 
 
-SHARE: Final = ShareGroupType()
+SHARE: Final[GroupType[ShareGroup]] = ShareGroupType()  # (mypy checks the type against the interface)

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from regroup.protocol.share_fetch import ACCEPT, GAP, REJECT, RELEASE, RENEW
+
 # --- record states (Kafka's wire codes) ---
 AVAILABLE: Final = 0
 ACQUIRED: Final = 1
@@ -27,12 +29,6 @@ ARCHIVED: Final = 4
 #: the states a persisted state batch may carry (locks are not durable)
 PERSISTED_STATES: Final = frozenset({AVAILABLE, ACKNOWLEDGED, ARCHIVED})
 
-# --- acknowledge types (ShareAcknowledge / ShareFetch wire codes; RENEW is KIP-1222's) ---
-GAP: Final = 0
-ACCEPT: Final = 1
-RELEASE: Final = 2
-REJECT: Final = 3
-RENEW: Final = 4
 MAX_ACK_TYPE: Final = RENEW
 
 #: no lock held (the deadline of an offset that is not ACQUIRED)

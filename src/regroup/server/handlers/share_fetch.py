@@ -26,9 +26,10 @@ import uuid
 from typing import Any
 
 from regroup.coordinator.share.membership import MAX_MEMBER_ID_LENGTH
-from regroup.coordinator.share.partition import REJECT, RENEW, AckBatch
+from regroup.coordinator.share.partition import AckBatch
 from regroup.model.errors import ErrorCode
 from regroup.protocol.share import ShareAcquisition
+from regroup.protocol.share_fetch import REJECT, RENEW
 from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import NODE_ID, ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed, require
