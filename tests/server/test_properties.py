@@ -135,6 +135,8 @@ FLAG_FILE = {
     "group.share.session.timeout.ms": ("6000", 6000),
     "group.share.max.size": ("7", 7),
     "group.share.record.lock.duration.ms": ("2000", 2000),
+    "group.share.min.record.lock.duration.ms": ("1000", 1000),
+    "group.share.max.record.lock.duration.ms": ("40000", 40000),
     "group.share.delivery.count.limit": ("3", 3),
     "group.share.partition.max.record.locks": ("100", 100),
     "group.share.max.share.sessions": ("9", 9),

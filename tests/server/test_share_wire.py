@@ -147,6 +147,7 @@ def share_fetch(
     max_wait_ms: int = 0,
     max_records: int = 500,
     version: int = 1,
+    max_bytes: int = 1 << 20,
 ) -> Any:
     """ShareFetch naming ``partitions`` (with their acknowledgement batches)."""
     by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
@@ -160,7 +161,7 @@ def share_fetch(
         share_session_epoch=epoch,
         max_wait=max_wait_ms,
         min_bytes=1,
-        max_bytes=1 << 20,
+        max_bytes=max_bytes,
         max_records=max_records,
         batch_size=max_records,
         topics=[{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()],
@@ -494,6 +495,21 @@ def test_acquire_acknowledge_and_release(server: ServerProcess) -> None:
         assert ranges(again[tp]) == [(4, 4, 2)]
         assert records_in(again[tp].records) == [(0, 5)]
         assert share_offsets(one, group) == (E.none, {(topic, 0): (4, 1, E.none)})
+
+
+def test_max_bytes_zero_acquires_nothing(server: ServerProcess) -> None:
+    """ShareFetch with MaxBytes 0 reads nothing, so it acquires nothing (as Kafka answers it); the records stay
+    available for the next fetch, at delivery count 1."""
+    group, topic, a = unique("zero"), unique("zero-t"), member_id()
+    with WireClient(server.port) as one:
+        tid = new_topic(one, topic)
+        tp = (tid, 0)
+        set_group_config(one, group, "share.auto.offset.reset", "earliest")
+        assert produce(one, topic, make_batch([b"z0", b"z1"])) == 0
+        assert heartbeat(one, group, a, 0, [topic]).error_code == E.none
+        nothing = fetched(share_fetch(one, group, a, 0, {tp: []}, max_bytes=0))
+        assert ranges(nothing[tp]) == []
+        assert ranges(fetched(share_fetch(one, group, a, 1, {}, max_wait_ms=2000))[tp]) == [(0, 1, 1)]
 
 
 # ------------------------------------------------------------------------------------------- offsets admin

@@ -68,10 +68,33 @@ def test_bad_settings_say_why(configs: dict[str, str], message: str) -> None:
         validate_group_configs(configs, KAFKA)
 
 
-def test_share_settings_are_stored_but_give_the_coordinator_nothing() -> None:
+def test_share_reset_is_the_shells_and_share_timeouts_the_coordinators() -> None:
     checked = validate_group_configs({"share.auto.offset.reset": "EARLIEST"}, KAFKA)
     assert checked == {"share.auto.offset.reset": "earliest"}
-    assert core_group_config(checked) is None
+    assert core_group_config(checked) is None  # the shell resolves the reset when it starts a share partition
+    during = validate_group_configs({"share.auto.offset.reset": "by_duration:pt30m"}, KAFKA)
+    assert during == {"share.auto.offset.reset": "by_duration:PT30M"}
+    with pytest.raises(ConfigError, match="not an ISO 8601 duration"):
+        validate_group_configs({"share.auto.offset.reset": "by_duration:soon"}, KAFKA)
+    timeouts = validate_group_configs(
+        {"share.session.timeout.ms": "50000", "share.record.lock.duration.ms": "20000"}, KAFKA
+    )
+    assert core_group_config(timeouts) == GroupConfig(
+        share_session_timeout_ms=50_000, share_record_lock_duration_ms=20_000
+    )
+
+
+def test_the_broker_bounds_a_groups_record_lock() -> None:
+    """``group.share.min/max.record.lock.duration.ms`` bound a group's ``share.record.lock.duration.ms``."""
+    lenient = CoordinatorConfig(share_group_min_record_lock_duration_ms=1_000)
+    assert validate_group_configs({"share.record.lock.duration.ms": "3000"}, lenient) == {
+        "share.record.lock.duration.ms": "3000"
+    }
+    with pytest.raises(ConfigError, match="greater than or equal to 15000"):
+        validate_group_configs({"share.record.lock.duration.ms": "3000"}, KAFKA)
+    strict = CoordinatorConfig(share_group_max_record_lock_duration_ms=40_000)
+    with pytest.raises(ConfigError, match="less than or equal to 40000"):
+        validate_group_configs({"share.record.lock.duration.ms": "50000"}, strict)
 
 
 def test_the_store_round_trips_and_reports_damage(tmp_path: Path) -> None:

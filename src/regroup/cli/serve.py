@@ -59,6 +59,8 @@ KAFKA_NAMES = {
     "share_session_timeout_ms": "group.share.session.timeout.ms",
     "share_max_size": "group.share.max.size",
     "share_record_lock_duration_ms": "group.share.record.lock.duration.ms",
+    "share_min_record_lock_duration_ms": "group.share.min.record.lock.duration.ms",
+    "share_max_record_lock_duration_ms": "group.share.max.record.lock.duration.ms",
     "share_delivery_count_limit": "group.share.delivery.count.limit",
     "share_partition_max_record_locks": "group.share.partition.max.record.locks",
     "share_max_sessions": "group.share.max.share.sessions",
@@ -317,6 +319,22 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         help="group.share.record.lock.duration.ms: how long an acquired record stays locked (default 30000)",
     )
     share.add_argument(
+        "--share-min-record-lock-duration-ms",
+        type=_int_at_least(1000, 30_000),
+        default=15_000,
+        metavar="MS",
+        help="group.share.min.record.lock.duration.ms: the shortest share.record.lock.duration.ms a group may "
+        "set (default 15000)",
+    )
+    share.add_argument(
+        "--share-max-record-lock-duration-ms",
+        type=_int_at_least(30_000, 3_600_000),
+        default=60_000,
+        metavar="MS",
+        help="group.share.max.record.lock.duration.ms: the longest share.record.lock.duration.ms a group may "
+        "set (default 60000)",
+    )
+    share.add_argument(
         "--share-delivery-count-limit",
         type=_int_at_least(2, 10),
         default=5,
@@ -465,6 +483,8 @@ def _coordinator_config(args: argparse.Namespace) -> CoordinatorConfig:
         share_group_session_timeout_ms=args.share_session_timeout_ms,
         share_group_max_size=args.share_max_size,
         share_group_record_lock_duration_ms=args.share_record_lock_duration_ms,
+        share_group_min_record_lock_duration_ms=args.share_min_record_lock_duration_ms,
+        share_group_max_record_lock_duration_ms=args.share_max_record_lock_duration_ms,
         share_group_delivery_count_limit=args.share_delivery_count_limit,
         share_group_partition_max_record_locks=args.share_partition_max_record_locks,
         group_initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,

@@ -33,6 +33,9 @@ class CoordinatorConfig:
     share_group_heartbeat_interval_ms: int = 5_000
     share_group_max_size: int = 200
     share_group_record_lock_duration_ms: int = 30_000
+    #: the bounds of a group's own ``share.record.lock.duration.ms``
+    share_group_min_record_lock_duration_ms: int = 15_000
+    share_group_max_record_lock_duration_ms: int = 60_000
     share_group_delivery_count_limit: int = 5
     share_group_partition_max_record_locks: int = 2_000
 

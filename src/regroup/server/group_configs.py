@@ -83,7 +83,10 @@ class Ranges:
             consumer_heartbeat=(min(5_000, heartbeat), max(15_000, heartbeat)),
             share_session=(min(45_000, share_session), max(60_000, share_session)),
             share_heartbeat=(min(5_000, share_heartbeat), max(15_000, share_heartbeat)),
-            share_lock=(min(15_000, lock), max(60_000, lock)),
+            share_lock=(
+                min(config.share_group_min_record_lock_duration_ms, lock),
+                max(config.share_group_max_record_lock_duration_ms, lock),
+            ),
         )
 
 

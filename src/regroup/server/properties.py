@@ -338,6 +338,8 @@ FLAG_SETTINGS: Final[Mapping[str, Callable[[str, str], Any]]] = {
     "group.share.session.timeout.ms": _int(1),
     "group.share.max.size": _int(1, 1000),
     "group.share.record.lock.duration.ms": _int(1000, 3_600_000),
+    "group.share.min.record.lock.duration.ms": _int(1000, 30_000),
+    "group.share.max.record.lock.duration.ms": _int(30_000, 3_600_000),
     "group.share.delivery.count.limit": _int(2, 10),
     "group.share.partition.max.record.locks": _int(100, 10_000),
     "group.share.max.share.sessions": _int(1),

@@ -282,8 +282,8 @@ async def share_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(request.max_wait.total_seconds(), 0.0)
         max_records = max(int(request.max_records), 1)
-        max_bytes = max(int(request.max_bytes), 1)
-        while readable:
+        max_bytes = int(request.max_bytes)
+        while readable and max_bytes > 0:  # (MaxBytes 0: nothing is read, so nothing is acquired, as in Kafka)
             outcome, reads, missing = await _acquire(
                 broker, store, group_id, member_id, readable, max_records, max_bytes
             )
