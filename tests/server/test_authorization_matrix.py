@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode as E
 
+from tests.server import test_share_wire as share
 from tests.server.conftest import ServerProcess, assert_clean_log, configured, free_port
 from tests.server.wire import WireClient, create_topics
 from tests.server_data.batches import make_batch
@@ -802,6 +803,73 @@ ACL_FILTER_ALL = {
     "operation": 1,
     "permission_type": 1,
 }
+
+
+def test_share_group_apis(admin: WireClient, alice: WireClient, acls: KafkaAdminClient) -> None:
+    """READ on the group for the heartbeat, ShareFetch, ShareAcknowledge and AlterShareGroupOffsets, DESCRIBE on
+    the group (implied by READ) for the describes, DELETE for DeleteShareGroupOffsets, DESCRIBE on a subscribed
+    topic, READ on a fetched topic; each refusal is Kafka's error and changes nothing, and with the ACLs the
+    same requests succeed."""
+    group, topic, member = unique("az"), unique("az-t"), share.member_id()
+    tid = share.new_topic(admin, topic)
+    tp = (tid, 0)
+    share.set_group_config(admin, group, "share.auto.offset.reset", "earliest")
+    share.produce(admin, topic, make_batch([b"a", b"b", b"c"]))
+
+    # nothing granted: every share API is refused for the group
+    assert share.heartbeat(alice, group, member, 0, [topic]).error_code == E.group_authorization_failed
+    assert share.share_fetch(alice, group, member, 0, {tp: []}).error_code == E.group_authorization_failed
+    assert share.share_ack(alice, group, member, 1, {tp: share.batches((0, 0, share.ACCEPT))}).error_code == (
+        E.group_authorization_failed
+    )
+    assert share.alter_offsets(alice, group, topic, {0: 1}).error_code == E.group_authorization_failed
+    assert share.delete_offsets(alice, group, [topic]).error_code == E.group_authorization_failed
+    assert share.described(alice, group).error_code == E.group_authorization_failed
+    assert share.share_offsets(alice, group) == (E.group_authorization_failed, {})
+    assert share.described(admin, group).error_code == E.group_id_not_found
+    assert group not in share.listed(admin, [])
+
+    # READ on the group: the subscribed topic needs DESCRIBE, the fetched one READ
+    grant(acls, acl("group", group, "READ"))
+    topic_refused = share.heartbeat(alice, group, member, 0, [topic])
+    assert (topic_refused.error_code, topic_refused.assignment) == (E.topic_authorization_failed, None)
+    assert share.described(admin, group).error_code == E.group_id_not_found
+    assert share.share_fetch(alice, group, member, 1, {}).error_code == E.share_session_not_found  # none was opened
+    refused = share.fetched(share.share_fetch(alice, group, member, 0, {tp: []}))[tp]
+    assert (refused.error_code, share.ranges(refused), refused.records) == (E.topic_authorization_failed, [], b"")
+    assert share.delete_offsets(alice, group, [topic]).error_code == E.group_authorization_failed  # READ is not DELETE
+
+    grant(acls, acl("topic", topic, "DESCRIBE"))
+    joined = share.heartbeat(alice, group, member, 0, [topic])
+    assert (joined.error_code, joined.member_epoch, share.assignment(joined)) == (E.none, 1, {tid: [0]})
+    still = share.fetched(share.share_fetch(alice, group, member, 0, {tp: []}))[tp]  # DESCRIBE is not READ
+    assert (still.error_code, share.ranges(still)) == (E.topic_authorization_failed, [])
+    assert share.share_offsets(admin, group) == (E.none, {(topic, 0): (0, 3, E.none)})
+
+    grant(acls, acl("topic", topic, "READ"))
+    got = share.fetched(share.share_fetch(alice, group, member, 0, {tp: []}, max_wait_ms=2000))[tp]
+    assert (got.error_code, share.ranges(got)) == (E.none, [(0, 2, 1)])
+    assert share.acked(share.share_ack(alice, group, member, 1, {tp: share.batches((0, 2, share.ACCEPT))})) == {
+        tp: E.none
+    }
+    assert share.heartbeat(alice, group, member, -1).error_code == E.none
+    assert share.share_offsets(admin, group) == (E.none, {(topic, 0): (3, 0, E.none)})
+    assert share.alter_offsets(alice, group, topic, {0: 1}).error_code == E.none
+    assert share.share_offsets(admin, group) == (E.none, {(topic, 0): (1, 2, E.none)})
+
+    # DELETE on the group for DeleteShareGroupOffsets; DESCRIBE on it for the describes
+    assert share.delete_offsets(alice, group, [topic]).error_code == E.group_authorization_failed
+    assert share.share_offsets(admin, group) == (E.none, {(topic, 0): (1, 2, E.none)})
+    grant(acls, acl("group", group, "DELETE"))
+    deleted = share.delete_offsets(alice, group, [topic])
+    assert (deleted.error_code, [(t.topic_name, t.error_code) for t in deleted.responses]) == (
+        E.none,
+        [(topic, E.none)],
+    )
+    assert share.share_offsets(admin, group, {topic: [0]}) == (E.none, {(topic, 0): (-1, -1, E.none)})
+    # (READ on the group implies DESCRIBE, as in Kafka: the describes are allowed now)
+    assert (share.described(alice, group).error_code, share.described(alice, group).group_state) == (E.none, "Empty")
+    assert share.share_offsets(alice, group, {topic: [0]}) == (E.none, {(topic, 0): (-1, -1, E.none)})
 
 
 def scram_upsertion(user: str) -> dict[str, Any]:

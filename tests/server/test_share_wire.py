@@ -1,8 +1,8 @@
 """KIP-932 share groups over the Kafka wire, against real ``regroup serve`` processes: the advertised versions,
 ShareGroupHeartbeat (joining, Kafka's validation errors and messages, epochs, leaving, group ids of another
 type), ShareGroupDescribe and the classic group APIs on a share group, share sessions of ShareFetch and
-ShareAcknowledge (acquiring, acknowledging, the owner check, closing and releasing), the offsets admin APIs,
-``--no-share-groups``, and Kafka's ACLs for the share APIs (refused requests change nothing).
+ShareAcknowledge (acquiring, acknowledging, the owner check, closing and releasing), the offsets admin APIs and
+``--no-share-groups``. Their ACLs are in the authorization matrix (``test_authorization_matrix.py``).
 
 Expectations are Kafka 4.2's (``docs/share-groups.md``), with regroup's documented difference that a new
 member's partitions are initialized (and assigned) by its first heartbeat, where Kafka assigns them one
@@ -11,7 +11,6 @@ Every server's log is checked for tracebacks and errors at its end."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import struct
 import uuid
@@ -22,7 +21,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode as E
 
-from tests.server.conftest import ServerProcess, assert_clean_log, configured, free_port, served
+from tests.server.conftest import ServerProcess, served
 from tests.server.wire import API_VERSIONS, DELETE, DESCRIBE, JOIN, LIST, WireClient, create_topics
 from tests.server_data.batches import make_batch
 
@@ -573,141 +572,3 @@ def test_share_groups_disabled(tmp_path: Path) -> None:
         assert delete_offsets(client, group, [topic]).error_code == E.unsupported_version
         assert share_offsets(client, group) == (E.unsupported_version, {})
         assert group not in listed(client, [])
-
-
-# ------------------------------------------------------------------------------------------- authorization
-PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret"}
-
-
-@pytest.fixture(scope="module")
-def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """SASL/PLAIN with the StandardAuthorizer; ``admin`` is a super user, ``alice`` has only what tests grant."""
-    base = tmp_path_factory.mktemp("share-authz")
-    port = free_port()
-    jaas = (
-        "org.apache.kafka.common.security.plain.PlainLoginModule required "
-        + " ".join(f'user_{user}="{password}"' for user, password in PASSWORDS.items())
-        + ";"
-    )
-    proc = configured(
-        base,
-        f"listeners=SASL_PLAINTEXT://127.0.0.1:{port}\n"
-        "sasl.enabled.mechanisms=PLAIN\n"
-        f"listener.name.sasl_plaintext.plain.sasl.jaas.config={jaas}\n"
-        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
-        "super.users=User:admin\n",
-        port,
-    )
-    try:
-        yield proc
-    finally:
-        proc.kill()
-    assert_clean_log(proc)
-
-
-def signed_in(port: int, user: str) -> WireClient:
-    client = WireClient(port, client_id=f"{user}-wire")
-    assert client.call(SASL_HANDSHAKE, 1, mechanism="PLAIN").error_code == E.none
-    token = b"\0" + user.encode() + b"\0" + PASSWORDS[user].encode()
-    assert client.call(SASL_AUTHENTICATE, 2, auth_bytes=token).error_code == E.none
-    return client
-
-
-@contextlib.contextmanager
-def acl_admin(port: int) -> Iterator[Any]:
-    kafka_admin = pytest.importorskip("kafka.admin")
-    client = kafka_admin.KafkaAdminClient(
-        bootstrap_servers=f"127.0.0.1:{port}",
-        security_protocol="SASL_PLAINTEXT",
-        sasl_mechanism="PLAIN",
-        sasl_plain_username="admin",
-        sasl_plain_password=PASSWORDS["admin"],
-    )
-    try:
-        yield client
-    finally:
-        client.close()
-
-
-def grant(admin_client: Any, kind: str, name: str, operation: str) -> None:
-    from kafka.admin import ACL, ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourcePattern, ResourceType
-
-    binding = ACL(
-        "User:alice",
-        "*",
-        ACLOperation[operation],
-        ACLPermissionType.ALLOW,
-        ResourcePattern(ResourceType[kind], name, ACLResourcePatternType.LITERAL),
-    )
-    result = admin_client.create_acls([binding])
-    assert not result["failed"] and len(result["succeeded"]) == 1, result
-
-
-def test_share_apis_need_kafkas_acls(secured: ServerProcess) -> None:
-    """READ on the group for the heartbeat, ShareFetch, ShareAcknowledge and AlterShareGroupOffsets, DESCRIBE on
-    the group (implied by READ) for the describes, DELETE for DeleteShareGroupOffsets, DESCRIBE on a subscribed
-    topic, READ on a fetched topic; each refusal is Kafka's error and changes nothing, and with the ACLs the
-    same requests succeed."""
-    group, topic, member = unique("az"), unique("az-t"), member_id()
-    with (
-        signed_in(secured.port, "admin") as admin,
-        signed_in(secured.port, "alice") as alice,
-        acl_admin(secured.port) as acls,
-    ):
-        tid = new_topic(admin, topic)
-        tp = (tid, 0)
-        set_group_config(admin, group, "share.auto.offset.reset", "earliest")
-        produce(admin, topic, make_batch([b"a", b"b", b"c"]))
-
-        # nothing granted: every share API is refused for the group
-        assert heartbeat(alice, group, member, 0, [topic]).error_code == E.group_authorization_failed
-        assert share_fetch(alice, group, member, 0, {tp: []}).error_code == E.group_authorization_failed
-        assert share_ack(alice, group, member, 1, {tp: batches((0, 0, ACCEPT))}).error_code == (
-            E.group_authorization_failed
-        )
-        assert alter_offsets(alice, group, topic, {0: 1}).error_code == E.group_authorization_failed
-        assert delete_offsets(alice, group, [topic]).error_code == E.group_authorization_failed
-        assert described(alice, group).error_code == E.group_authorization_failed
-        assert share_offsets(alice, group) == (E.group_authorization_failed, {})
-        assert described(admin, group).error_code == E.group_id_not_found
-        assert group not in listed(admin, [])
-
-        # READ on the group: the subscribed topic needs DESCRIBE, the fetched one READ
-        grant(acls, "GROUP", group, "READ")
-        topic_refused = heartbeat(alice, group, member, 0, [topic])
-        assert (topic_refused.error_code, topic_refused.assignment) == (E.topic_authorization_failed, None)
-        assert described(admin, group).error_code == E.group_id_not_found
-        assert share_fetch(alice, group, member, 1, {}).error_code == E.share_session_not_found  # none was opened
-        refused = fetched(share_fetch(alice, group, member, 0, {tp: []}))[tp]
-        assert (refused.error_code, ranges(refused), refused.records) == (E.topic_authorization_failed, [], b"")
-        assert delete_offsets(alice, group, [topic]).error_code == E.group_authorization_failed  # READ is not DELETE
-
-        grant(acls, "TOPIC", topic, "DESCRIBE")
-        joined = heartbeat(alice, group, member, 0, [topic])
-        assert (joined.error_code, joined.member_epoch, assignment(joined)) == (E.none, 1, {tid: [0]})
-        still = fetched(share_fetch(alice, group, member, 0, {tp: []}))[tp]  # DESCRIBE is not READ
-        assert (still.error_code, ranges(still)) == (E.topic_authorization_failed, [])
-        assert share_offsets(admin, group) == (E.none, {(topic, 0): (0, 3, E.none)})
-
-        grant(acls, "TOPIC", topic, "READ")
-        got = fetched(share_fetch(alice, group, member, 0, {tp: []}, max_wait_ms=2000))[tp]
-        assert (got.error_code, ranges(got)) == (E.none, [(0, 2, 1)])
-        assert acked(share_ack(alice, group, member, 1, {tp: batches((0, 2, ACCEPT))})) == {tp: E.none}
-        assert heartbeat(alice, group, member, -1).error_code == E.none
-        assert share_offsets(admin, group) == (E.none, {(topic, 0): (3, 0, E.none)})
-        assert alter_offsets(alice, group, topic, {0: 1}).error_code == E.none
-        assert share_offsets(admin, group) == (E.none, {(topic, 0): (1, 2, E.none)})
-
-        # DELETE on the group for DeleteShareGroupOffsets; DESCRIBE on it for the describes
-        assert delete_offsets(alice, group, [topic]).error_code == E.group_authorization_failed
-        assert share_offsets(admin, group) == (E.none, {(topic, 0): (1, 2, E.none)})
-        grant(acls, "GROUP", group, "DELETE")
-        deleted = delete_offsets(alice, group, [topic])
-        assert (deleted.error_code, [(t.topic_name, t.error_code) for t in deleted.responses]) == (
-            E.none,
-            [(topic, E.none)],
-        )
-        assert share_offsets(admin, group, {topic: [0]}) == (E.none, {(topic, 0): (-1, -1, E.none)})
-        # (READ on the group implies DESCRIBE, as in Kafka: the describes are allowed now)
-        assert (described(alice, group).error_code, described(alice, group).group_state) == (E.none, "Empty")
-        assert share_offsets(alice, group, {topic: [0]}) == (E.none, {(topic, 0): (-1, -1, E.none)})

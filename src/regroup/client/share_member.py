@@ -40,6 +40,7 @@ from typing import Final
 
 from regroup.client.app import INSTANT_APP, AppModel, Draws
 from regroup.client.config import ShareConsumerConfig
+from regroup.client.consumer_member import FENCED  # (the same errors send a share member back to epoch 0)
 from regroup.client.types import ClientStateError, Inflight, MemberNote, OutgoingRequest, Request, api_name
 from regroup.model.errors import ErrorCode
 from regroup.protocol.classic import ClientInfo
@@ -75,7 +76,6 @@ FATAL: Final = frozenset(
         E.GROUP_ID_NOT_FOUND,
     }
 )
-FENCED: Final = frozenset({E.FENCED_MEMBER_EPOCH, E.UNKNOWN_MEMBER_ID})
 
 
 class ShareClientState(enum.Enum):

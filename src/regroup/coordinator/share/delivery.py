@@ -30,11 +30,13 @@ def _schedule_locks(ctx: Ctx, group_id: str, tp: TopicPartition, partition: Shar
 def _put(
     ctx: Ctx, groups: Groups, group: ShareGroup, tp: TopicPartition, old: SharePartition | None, new: SharePartition
 ) -> None:
-    """``new`` replaces ``old``; its state is written when it differs from what was last written."""
-    if old is not None and old.state_batches() == new.state_batches() and old.start_offset == new.start_offset:
+    """``new`` replaces ``old``; its state is written when it differs from what was last written (the runs
+    are computed once per side: this runs on every acknowledgement)."""
+    batches = new.state_batches()
+    if old is not None and old.start_offset == new.start_offset and old.state_batches() == batches:
         ctx.journal.put(group.partitions, tp, new)
     else:
-        ShareWrites(ctx, groups).partition_state(group.group_id, tp, new)
+        ShareWrites(ctx, groups).partition_state(group.group_id, tp, new, batches)
     _schedule_locks(ctx, group.group_id, tp, new)
 
 

@@ -29,7 +29,7 @@ from regroup.coordinator.share.group import (
     TopicPartition,
     to_tuple,
 )
-from regroup.coordinator.share.partition import SharePartition
+from regroup.coordinator.share.partition import SharePartition, StateBatch
 from regroup.coordinator.share.replay import replay
 from regroup.model.errors import CoordinatorBug
 from regroup.records.model import Record
@@ -77,12 +77,15 @@ def report_state(group: ShareGroup, ctx: Ctx) -> None:
         ctx.event(state_changed(group, state))
 
 
-def state_record(group_id: str, tp: TopicPartition, partition: SharePartition) -> Record:
+def state_record(
+    group_id: str, tp: TopicPartition, partition: SharePartition, runs: tuple[StateBatch, ...] | None = None
+) -> Record:
+    """The partition's state record (``runs``: its ``state_batches()``, when the caller has them already)."""
     batches = tuple(
         SharePartitionStateBatch(
             first_offset=b.first_offset, last_offset=b.last_offset, state=int(b.state), delivery_count=b.delivery_count
         )
-        for b in partition.state_batches()
+        for b in (partition.state_batches() if runs is None else runs)
     )
     key = SharePartitionStateKey(group_id=group_id, topic_id=tp[0], partition=tp[1])
     return Record(key, SharePartitionStateValue(start_offset=partition.start_offset, batches=batches))
@@ -147,12 +150,14 @@ class ShareWrites:
         )
         self._write(Record(ShareGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=m.member_id), value))
 
-    def partition_state(self, group_id: str, tp: TopicPartition, partition: SharePartition) -> None:
+    def partition_state(
+        self, group_id: str, tp: TopicPartition, partition: SharePartition, runs: tuple[StateBatch, ...] | None = None
+    ) -> None:
         """``partition`` (a changed copy of the group's, or a new one) becomes the group's, and its state is
-        written."""
+        written (``runs``: its ``state_batches()``, when the caller has them already)."""
         group = self._existing(group_id)
         self.ctx.journal.put(group.partitions, tp, partition)
-        self.ctx.emit(state_record(group_id, tp, partition))
+        self.ctx.emit(state_record(group_id, tp, partition, runs))
 
     def partition_tombstone(self, group_id: str, tp: TopicPartition) -> None:
         key = SharePartitionStateKey(group_id=group_id, topic_id=tp[0], partition=tp[1])

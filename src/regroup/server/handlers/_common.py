@@ -4,8 +4,12 @@ identity. (Failures inside a handler become the API's error response in the disp
 
 from __future__ import annotations
 
+import sys
+import typing
+from functools import cache
 from typing import Any
 
+from regroup.model.errors import ErrorCode
 from regroup.network.codec import response_class
 from regroup.protocol.classic import ClientInfo
 from regroup.server.api import RequestContext
@@ -23,3 +27,25 @@ def client_info(ctx: RequestContext) -> ClientInfo:
     """KIP-40's client id and host as Kafka reports them: a null client id is "", the host is
     ``InetAddress.toString()`` of the peer, i.e. ``/127.0.0.1``."""
     return ClientInfo(client_id=ctx.client_id or "", client_host=f"/{ctx.client_host}" if ctx.client_host else "")
+
+
+#: Kafka's default texts (``Errors.message()``) for the errors the KIP-848 and KIP-932 heartbeats and describes
+#: answer outside the group logic (the group logic's own errors carry the core's message)
+DEFAULT_MESSAGES: dict[ErrorCode, str] = {
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
+    ErrorCode.UNKNOWN_SERVER_ERROR: "The server experienced an unexpected error when processing the request.",
+    ErrorCode.INVALID_REQUEST: (
+        "This most likely occurs because of a request being malformed by the client library or the message was "
+        "sent to an incompatible broker. See the broker logs for more details."
+    ),
+}
+
+
+@cache
+def assignment_class(api_key: int, version: int) -> type[Any]:
+    """The kio ``Assignment`` entity of that API's response (a struct, not an array, so ``build`` cannot infer
+    it): ConsumerGroupHeartbeat/Describe's and ShareGroupHeartbeat/Describe's."""
+    cls = response_class(api_key, version)
+    return typing.cast(type[Any], sys.modules[cls.__module__].Assignment)

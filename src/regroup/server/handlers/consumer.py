@@ -23,13 +23,9 @@ ConsumerGroupDescribe needs DESCRIBE on each Group: a group without it is answer
 
 from __future__ import annotations
 
-import sys
-import typing
-from functools import cache
 from typing import Any
 
 from regroup.model.errors import ErrorCode
-from regroup.network.codec import response_class
 from regroup.protocol.consumer import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -41,7 +37,7 @@ from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import ZERO_UUID, ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed, require
 from regroup.server.entities import build, ms
-from regroup.server.handlers._common import client_info, respond
+from regroup.server.handlers._common import DEFAULT_MESSAGES, assignment_class, client_info, respond
 from regroup.server.handlers.authorized import GROUP_OPERATIONS, authorized_operations
 from regroup.server.handlers.authorized import NOT_REQUESTED as OPERATIONS_NOT_REQUESTED
 
@@ -49,32 +45,13 @@ CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 CLIENT_MEMBER_ID_FROM = 1
 CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1
 
-#: Kafka's default texts (``Errors.message()``) for the errors a heartbeat can get outside the group logic
-DEFAULT_MESSAGES = {
-    ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
-    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
-    ErrorCode.UNKNOWN_SERVER_ERROR: "The server experienced an unexpected error when processing the request.",
-    ErrorCode.INVALID_REQUEST: (
-        "This most likely occurs because of a request being malformed by the client library or the message was "
-        "sent to an incompatible broker. See the broker logs for more details."
-    ),
-}
-
-
-@cache
-def _assignment_class(api_key: int, version: int) -> type[Any]:
-    """The kio ``Assignment`` entity (a struct, not an array, so ``build`` cannot infer it) of the response
-    of that API and version."""
-    cls = response_class(api_key, version)
-    return typing.cast(type[Any], sys.modules[cls.__module__].Assignment)
-
 
 # ---------------------------------------------------------------------------------- ConsumerGroupHeartbeat
 def _heartbeat_response(ctx: RequestContext, resp: ConsumerGroupHeartbeatResponse) -> Any:
     assignment = None
     if resp.assignment is not None:
         assignment = build(
-            _assignment_class(ctx.api_key, ctx.api_version),
+            assignment_class(ctx.api_key, ctx.api_version),
             topic_partitions=[{"topic_id": t, "partitions": ps} for t, ps in resp.assignment],
         )
     message = resp.error_message
@@ -141,7 +118,7 @@ def _partitions(rows: tuple[DescribedTopicPartitions, ...]) -> dict[str, Any]:
 
 
 def _described(ctx: RequestContext, group: DescribedConsumerGroup, operations: int) -> dict[str, Any]:
-    assignment_cls = _assignment_class(ctx.api_key, ctx.api_version)
+    assignment_cls = assignment_class(ctx.api_key, ctx.api_version)
     return {
         "error_code": group.error,
         "error_message": group.error_message,

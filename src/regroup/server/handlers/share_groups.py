@@ -16,15 +16,11 @@ one without it, nothing of it disclosed).
 from __future__ import annotations
 
 import datetime
-import sys
-import typing
 import uuid
-from functools import cache
 from typing import Any
 
 from regroup.coordinator.share.membership import MAX_MEMBER_ID_LENGTH
 from regroup.model.errors import ApiError, ErrorCode
-from regroup.network.codec import response_class
 from regroup.protocol.share import (
     DescribedShareGroup,
     DescribedSharePartitions,
@@ -37,24 +33,11 @@ from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed, require
 from regroup.server.entities import build
 from regroup.server.group_configs import BY_DURATION, SHARE_RESET, parse_duration_ms
-from regroup.server.handlers._common import client_info, respond
+from regroup.server.handlers._common import DEFAULT_MESSAGES, assignment_class, client_info, respond
 from regroup.server.handlers.authorized import GROUP_OPERATIONS, authorized_operations
 from regroup.server.handlers.authorized import NOT_REQUESTED as OPERATIONS_NOT_REQUESTED
 
 SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE = 76, 77
-
-DEFAULT_MESSAGES = {
-    ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
-    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
-    ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
-    ErrorCode.UNKNOWN_SERVER_ERROR: "The server experienced an unexpected error when processing the request.",
-}
-
-
-@cache
-def _assignment_class(api_key: int, version: int) -> type[Any]:
-    cls = response_class(api_key, version)
-    return typing.cast(type[Any], sys.modules[cls.__module__].Assignment)
 
 
 def require_share_groups(broker: Broker) -> None:
@@ -69,7 +52,7 @@ def _heartbeat_response(ctx: RequestContext, resp: ShareGroupHeartbeatResponse) 
     assignment = None
     if resp.assignment is not None:
         assignment = build(
-            _assignment_class(ctx.api_key, ctx.api_version),
+            assignment_class(ctx.api_key, ctx.api_version),
             topic_partitions=[{"topic_id": t, "partitions": ps} for t, ps in resp.assignment],
         )
     message = resp.error_message
@@ -171,7 +154,7 @@ def _partitions(rows: tuple[DescribedSharePartitions, ...]) -> dict[str, Any]:
 
 
 def _described(ctx: RequestContext, group: DescribedShareGroup, operations: int) -> dict[str, Any]:
-    assignment_cls = _assignment_class(ctx.api_key, ctx.api_version)
+    assignment_cls = assignment_class(ctx.api_key, ctx.api_version)
     return {
         "error_code": group.error,
         "error_message": group.error_message,
