@@ -18,10 +18,19 @@ import pytest
 START_TIMEOUT_S = 15.0
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port nothing listens on now and that this process has not handed out before (the kernel may give a
+    just-closed port again, and a test asking for several ports at once needs them distinct)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 class ServerProcess:

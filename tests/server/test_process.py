@@ -8,16 +8,18 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from regroup.model.eventlog import FIELDS
-from tests.server.conftest import ServerProcess, free_port
+from tests.server.conftest import ServerProcess, assert_clean_log, configured, free_port
 from tests.server.test_groups import assignment, join_v9
 from tests.server.test_offsets_admin import commit
-from tests.server.wire import DESCRIBE, HEARTBEAT, OFFSET_FETCH, SYNC, WireClient, create_topics
+from tests.server.wire import API_VERSIONS, DESCRIBE, HEARTBEAT, OFFSET_FETCH, SYNC, WireClient, create_topics
 
 MakeServer = Callable[..., ServerProcess]
 
@@ -140,3 +142,45 @@ def test_events_file_uses_the_simulator_schema(make_server: MakeServer, tmp_path
     assert [(r["member"], r["member_id"], r["state"]) for r in joined] == [("ev", member_id, "Joined")]
     assigned = [(r["member_id"], r["topic"], r["partition"]) for r in rows if r["type"] == "group_assignment"]
     assert assigned == [(member_id, "t", 0), (member_id, "t", 1)]
+
+
+def test_connections_arriving_during_start_find_every_listener_serving(tmp_path: Path) -> None:
+    """Clients knocking on every listener's port while the server opens them (as a client that retries its
+    bootstrap servers does): once the server is up, each listener still accepts and answers ApiVersions, and
+    nothing was logged with a traceback (a connection accepted before the server could take it once closed
+    its listener for good)."""
+    ports = [free_port() for _ in range(4)]
+    names = ["ONE", "TWO", "THREE", "FOUR"]
+    properties = (
+        "listeners=" + ",".join(f"{n}://127.0.0.1:{p}" for n, p in zip(names, ports, strict=True)) + "\n"
+        "listener.security.protocol.map=" + ",".join(f"{n}:PLAINTEXT" for n in names) + "\n"
+    )
+    stop = threading.Event()
+    accepted = [0] * len(ports)
+
+    def knock(index: int) -> None:
+        while not stop.is_set():
+            try:
+                socket.create_connection(("127.0.0.1", ports[index]), timeout=0.5).close()
+                accepted[index] += 1
+            except OSError:
+                time.sleep(0.0005)
+
+    knockers = [threading.Thread(target=knock, args=(i,), daemon=True) for i in range(len(ports))]
+    for thread in knockers:
+        thread.start()
+    try:
+        server = configured(tmp_path, properties, ports[0])
+        time.sleep(0.3)
+    finally:
+        stop.set()
+        for thread in knockers:
+            thread.join()
+    try:
+        assert all(accepted), accepted
+        for port in ports:
+            with WireClient(port) as client:
+                assert client.call(API_VERSIONS, 2).error_code == 0
+        assert_clean_log(server)
+    finally:
+        server.kill()

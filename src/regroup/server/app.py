@@ -290,6 +290,7 @@ class Server:
                     listener.port,
                     reuse_address=True,
                     ssl=security.ssl_context,
+                    start_serving=False,  # no connection before the dispatcher exists (see below)
                 )
             except OSError as exc:
                 raise StartupError(
@@ -334,6 +335,12 @@ class Server:
             cleaner.run_forever(cfg.log_retention_check_interval_ms, wall_ms)
         )
         groups = len(self._runtime.coordinator.groups)
+        # Every listener accepts only now that connections have somewhere to go: a connection accepted while a
+        # later listener was still being opened would meet no dispatcher, and an event loop whose protocol
+        # factory raises closes that listener for good. The first listener opens last, so a client that sees
+        # it accept finds all the others accepting too.
+        for server in self._listeners[1:] + self._listeners[:1]:
+            await server.start_serving()
         for security in listeners[1:]:
             listener = security.config
             host, port = endpoints[listener.name]
