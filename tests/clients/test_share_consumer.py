@@ -1,7 +1,8 @@
 """KIP-932 share groups with confluent-kafka's ShareConsumer (librdkafka 2.16) against ``regroup serve``:
 implicit and explicit acknowledgement (ACCEPT / RELEASE / REJECT), the delivery count limit, record locks that
 lapse, several members sharing one partition, a member killed -9 while it holds records, the server killed -9
-between acknowledged and unacknowledged records, and share groups switched off.
+between acknowledged and unacknowledged records, ``share.isolation.level=read_committed`` with a transactional
+producer, and share groups switched off.
 
 Every topic starts its share group at the beginning of the log (``share.auto.offset.reset=earliest`` set
 before the first member subscribes). "Nothing more arrives" is always shown by a record produced afterwards
@@ -379,6 +380,57 @@ def test_server_killed_between_accepted_and_held_records(long_lock_server: Serve
         assert {(d.partition, d.offset) for d in got} == set(later.values())
         assert not after.ack_failures, after.ack_failures
     sender.close()
+
+
+def set_isolation_level(server: ServerProcess, group: str, level: str) -> None:
+    """Set the share group's ``share.isolation.level`` (a GROUP config)."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    admin = AdminClient({"bootstrap.servers": bootstrap(server)})
+    entry = ConfigEntry("share.isolation.level", level, incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource("GROUP", group, incremental_configs=[entry])
+    admin.incremental_alter_configs([resource])[resource].result(timeout=15)
+
+
+def test_read_committed_share_group_with_a_transactional_producer(server: ServerProcess) -> None:
+    """``share.isolation.level=read_committed`` with confluent-kafka's transactional Producer: of a committed
+    transaction (offsets 0-4, marker 5), an aborted one (6-10, marker 11) and an open one (12-14), the member gets
+    the committed records, never the aborted ones, and the open transaction's only once it commits (marker 15),
+    each once at delivery count 1, with every acknowledgement confirmed; nothing else ever arrives."""
+    topic = group = "share-read-committed"
+    prepare(server, topic, 1, group)
+    set_isolation_level(server, group, "read_committed")
+    producer = ck.Producer({"bootstrap.servers": bootstrap(server), "transactional.id": "share-rc-txn"})
+    producer.init_transactions(15)
+    batches = {kind: [f"{kind}-{i}".encode() for i in range(n)] for kind, n in (("c", 5), ("a", 5), ("o", 3))}
+    for kind in ("c", "a", "o"):
+        producer.begin_transaction()
+        for value in batches[kind]:
+            producer.produce(topic, value=value, partition=0)
+        producer.flush(15)
+        if kind == "c":
+            producer.commit_transaction(15)
+        elif kind == "a":
+            producer.abort_transaction(15)
+    sender = Sender(server, topic)
+    with Member(server, group, topic, mode="implicit", name="committed") as member:
+        poll_until(member, lambda: set(member.values()) >= set(batches["c"]), 15, "the committed records")
+        poll_for(member, LOCK_S + 0.5)  # the open transaction's records wait; the aborted ones never come
+        assert member.values() == batches["c"], summary(member.deliveries)
+
+        producer.commit_transaction(15)
+        poll_until(member, lambda: set(member.values()) >= set(batches["o"]), 15, "the open transaction's records")
+        member.commit()
+        assert_drained(member, sender, 0, quiet_s=LOCK_S + 0.5)
+
+        deliveries = member.deliveries[:-1]  # without the sentinel
+        expected = [(0, offset, value, 1) for offset, value in [*enumerate(batches["c"]), *enumerate(batches["o"], 12)]]
+        assert summary(deliveries) == expected
+        assert not member.ack_failures, member.ack_failures
+        assert {offset for _, offset in member.confirmed} >= {0, 1, 2, 3, 4, 12, 13, 14}
+        assert not {offset for _, offset in member.confirmed} & set(range(6, 11))
+    sender.close()
+    producer.flush(5)
 
 
 def test_share_groups_switched_off(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import struct
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,14 +23,22 @@ import pytest
 from kio.schema.errors import ErrorCode as E
 
 from tests.server.conftest import ServerProcess, served
+from tests.server.test_transactions_wire import add as txn_add
+from tests.server.test_transactions_wire import end as txn_end
+from tests.server.test_transactions_wire import init as txn_init
+from tests.server.test_transactions_wire import latest as txn_latest
+from tests.server.test_transactions_wire import txn_batch
 from tests.server.wire import API_VERSIONS, DELETE, DESCRIBE, JOIN, LIST, WireClient, create_topics
 from tests.server_data.batches import make_batch
 
-PRODUCE, METADATA, SASL_HANDSHAKE, SASL_AUTHENTICATE, INCREMENTAL_ALTER, CG_HEARTBEAT = 0, 3, 17, 36, 44, 68
+PRODUCE, METADATA, DESCRIBE_CONFIGS, SASL_HANDSHAKE, SASL_AUTHENTICATE, INCREMENTAL_ALTER = 0, 3, 32, 17, 36, 44
+CG_HEARTBEAT = 68
 SHARE_HEARTBEAT, SHARE_DESCRIBE, SHARE_FETCH, SHARE_ACK = 76, 77, 78, 79
 DESCRIBE_OFFSETS, ALTER_OFFSETS, DELETE_OFFSETS = 90, 91, 92
 SHARE_API_VERSIONS = {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 90: (0, 1), 91: (0, 0), 92: (0, 0)}
 GROUP_RESOURCE = 32
+#: the attribute bit of a control batch (a transaction marker)
+CONTROL_BATCH = 0x20
 GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
 #: the broker's record lock in these tests (not Kafka's 30 s default, so the response's value is the server's)
 LOCK_MS = 45_000
@@ -551,6 +560,136 @@ def test_share_group_offsets_apis(client: WireClient) -> None:
     row = listed(client, ["share"])[created]
     assert (row.group_type, row.group_state) == ("share", "Empty")
     assert share_offsets(client, created) == (E.none, {(topic, 0): (4, 1, E.none)})
+
+
+# ------------------------------------------------------------------------------------ share.isolation.level
+def describe_group_configs(client: WireClient, group: str) -> dict[str, tuple[str, int]]:
+    """DescribeConfigs v4 of the GROUP resource: name -> (value, source)."""
+    response = client.call(
+        DESCRIBE_CONFIGS,
+        4,
+        resources=[{"resource_type": GROUP_RESOURCE, "resource_name": group, "configuration_keys": None}],
+        include_synonyms=False,
+        include_documentation=False,
+    )
+    (result,) = response.results
+    assert result.error_code == E.none, result
+    return {c.name: (c.value, c.config_source) for c in result.configs}
+
+
+def alter_group_config(client: WireClient, group: str, key: str, value: str) -> tuple[E, str | None]:
+    response = client.call(
+        INCREMENTAL_ALTER,
+        1,
+        resources=[
+            {
+                "resource_type": GROUP_RESOURCE,
+                "resource_name": group,
+                "configs": [{"name": key, "config_operation": 0, "value": value}],
+            }
+        ],
+        validate_only=False,
+    )
+    (result,) = response.responses
+    return result.error_code, result.error_message
+
+
+def transaction(client: WireClient, topic: str, values: list[bytes]) -> tuple[str, int, int]:
+    """A transactional producer that wrote ``values`` to partition 0 of ``topic`` in an open transaction:
+    (transactional id, producer id, epoch)."""
+    txn_id = unique("share-txn")
+    started = txn_init(client, txn_id)
+    pid, epoch = started.producer_id, started.producer_epoch
+    assert txn_add(client, txn_id, pid, epoch, {topic: [0]}) == [(topic, 0, E.none)]
+    written = client.call(
+        PRODUCE,
+        9,
+        transactional_id=txn_id,
+        acks=-1,
+        timeout=10_000,
+        topic_data=[{"name": topic, "partition_data": [{"index": 0, "records": txn_batch(pid, epoch, 0, values)}]}],
+    )
+    assert written.responses[0].partition_responses[0].error_code == E.none
+    return txn_id, pid, epoch
+
+
+def finish(client: WireClient, topic: str, txn: tuple[str, int, int], committed: bool, log_end: int) -> None:
+    """End the transaction and wait until its marker is in the log (which then ends at ``log_end``)."""
+    assert txn_end(client, *txn, committed) == E.none
+    deadline = time.monotonic() + 10
+    while txn_latest(client, topic, 0) < log_end:
+        assert time.monotonic() < deadline, f"the marker never reached {topic}"
+        time.sleep(0.02)
+
+
+def data_offsets(partition: Any) -> list[int]:
+    """The offsets of the records a client is handed: those of data batches inside the acquired ranges."""
+    acquired = [(r.first_offset, r.last_offset) for r in partition.acquired_records]
+    out, pos, data = [], 0, partition.records
+    while pos < len(data):
+        base, length = struct.unpack_from(">qi", data, pos)
+        attributes, last_delta = struct.unpack_from(">hi", data, pos + 21)
+        if not attributes & CONTROL_BATCH:
+            out += [o for o in range(base, base + last_delta + 1) if any(f <= o <= la for f, la in acquired)]
+        pos += 12 + length
+    return out
+
+
+def test_share_isolation_level_is_a_group_config(client: WireClient) -> None:
+    """``share.isolation.level`` is described with Kafka's default (read_uncommitted, DEFAULT_CONFIG), then the
+    group's own value (GROUP_CONFIG); only Kafka's two values, in lower case, are accepted (INVALID_CONFIG
+    otherwise, nothing changed)."""
+    group = unique("iso-cfg")
+    assert describe_group_configs(client, group)["share.isolation.level"] == ("read_uncommitted", 5)
+    for bad in ("READ_COMMITTED", "committed", ""):
+        error, message = alter_group_config(client, group, "share.isolation.level", bad)
+        assert error == E.invalid_config, bad
+        assert message == (
+            f"Invalid value {bad} for configuration share.isolation.level: "
+            "String must be one of: read_committed, read_uncommitted"
+        )
+    assert describe_group_configs(client, group)["share.isolation.level"] == ("read_uncommitted", 5)
+    assert alter_group_config(client, group, "share.isolation.level", " read_committed ") == (E.none, None)
+    assert describe_group_configs(client, group)["share.isolation.level"] == ("read_committed", 8)
+
+
+def test_read_committed_delivers_committed_records_only(server: ServerProcess) -> None:
+    """The log holds a committed transaction (0-1, COMMIT marker 2), an aborted one (3-5, ABORT marker 6) and an
+    open one (7-8). A read_committed share group acquires up to the last stable offset (7) and archives the
+    aborted records: it is handed 0-1 (with the markers' offsets to acknowledge as gaps), never 3-5, and 7-8
+    only once their transaction commits (marker 9). A read_uncommitted group is handed every record, the open
+    transaction's included."""
+    committed_group, uncommitted_group, topic = unique("iso-rc"), unique("iso-ru"), unique("iso-t")
+    a, b = member_id(), member_id()
+    with WireClient(server.port) as one, WireClient(server.port) as two:
+        tid = new_topic(one, topic)
+        tp = (tid, 0)
+        for group, level in ((committed_group, "read_committed"), (uncommitted_group, "read_uncommitted")):
+            set_group_config(one, group, "share.auto.offset.reset", "earliest")
+            set_group_config(one, group, "share.isolation.level", level)
+        finish(one, topic, transaction(one, topic, [b"c0", b"c1"]), True, 3)
+        finish(one, topic, transaction(one, topic, [b"x0", b"x1", b"x2"]), False, 7)
+        still_open = transaction(one, topic, [b"o0", b"o1"])
+        assert (txn_latest(one, topic, 0), txn_latest(one, topic, 1)) == (9, 7)
+
+        assert heartbeat(one, committed_group, a, 0, [topic]).error_code == E.none
+        first = fetched(share_fetch(one, committed_group, a, 0, {tp: []}, max_wait_ms=2000))[tp]
+        assert ranges(first) == [(0, 2, 1), (6, 6, 1)]
+        assert data_offsets(first) == [0, 1]
+        gaps = batches((0, 1, ACCEPT), (2, 2, GAP), (6, 6, GAP))
+        nothing = fetched(share_fetch(one, committed_group, a, 1, {tp: gaps}, max_wait_ms=300))[tp]
+        assert (nothing.acknowledge_error_code, ranges(nothing)) == (E.none, [])
+        assert share_offsets(one, committed_group) == (E.none, {(topic, 0): (7, 2, E.none)})
+
+        assert heartbeat(two, uncommitted_group, b, 0, [topic]).error_code == E.none
+        everything = fetched(share_fetch(two, uncommitted_group, b, 0, {tp: []}, max_wait_ms=2000))[tp]
+        assert ranges(everything) == [(0, 8, 1)]
+        assert data_offsets(everything) == [0, 1, 3, 4, 5, 7, 8]
+
+        finish(one, topic, still_open, True, 10)
+        later = fetched(share_fetch(one, committed_group, a, 2, {}, max_wait_ms=2000))[tp]
+        assert ranges(later) == [(7, 9, 1)]
+        assert data_offsets(later) == [7, 8]
 
 
 # ---------------------------------------------------------------------------------------- --no-share-groups

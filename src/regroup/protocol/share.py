@@ -71,10 +71,26 @@ class DescribedShareGroup:
     members: tuple[DescribedShareMember, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class ShareRead:
+    """What ShareFetch read of one partition, for the coordinator to acquire from: the offsets
+    ``[first_offset, end_offset)``, where ``end_offset`` is never past the read's last batch nor, under
+    ``share.isolation.level=read_committed``, past the last stable offset; and under read_committed the
+    ``(first, last)`` offsets of each batch of the read that belongs to an aborted transaction, ascending (the
+    shell finds them with ``coordinator.share.isolation.aborted_batches``)."""
+
+    first_offset: int
+    end_offset: int
+    aborted: tuple[tuple[int, int], ...] = ()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ShareAcquisition:
     """What ShareFetch acquired: per partition, runs of ``(first offset, last offset, delivery count)``, and how
-    long the locks last (the group's ``share.record.lock.duration.ms``)."""
+    long the locks last (the group's ``share.record.lock.duration.ms``); ``archived``: how many records of
+    aborted transactions it archived instead (read_committed), which moved the partitions on although nothing
+    was delivered."""
 
     acquired: dict[tuple[uuid.UUID, int], tuple[tuple[int, int, int], ...]]
     lock_ms: int
+    archived: int = 0

@@ -6,11 +6,13 @@ The settings are Kafka's (``GroupConfig``). ``consumer.session.timeout.ms`` and
 ``consumer.heartbeat.interval.ms`` override the broker's for the group's consumer-protocol members, and the
 coordinator acts on them (``coordinator/group_config.py``; docs/protocol.md, K22). ``share.session.timeout.ms``,
 ``share.heartbeat.interval.ms`` and ``share.record.lock.duration.ms`` do the same for share groups;
-``share.auto.offset.reset`` is read by the shell when it initializes a share partition.
+``share.auto.offset.reset`` is read by the shell when it initializes a share partition, and
+``share.isolation.level`` by ShareFetch on every read (so a change applies from the group's next fetch).
 
 Checks, as Kafka's ``GroupConfig.validate`` makes them on the group's whole configuration after the change: a
-name Kafka does not define, a value that is not an integer (for the integer settings) or outside its range,
-and a session timeout not above its heartbeat interval are INVALID_CONFIG. The ranges are the broker's:
+name Kafka does not define, a value that is not an integer (for the integer settings) or outside its range, a
+string that is not one of its values (``share.isolation.level`` in lower case only, as Kafka's validator has
+it), and a session timeout not above its heartbeat interval are INVALID_CONFIG. The ranges are the broker's:
 ``group.consumer.min.session.timeout.ms`` to ``group.consumer.max.session.timeout.ms`` (45 s to 60 s),
 ``group.consumer.min.heartbeat.interval.ms`` to ``group.consumer.max.heartbeat.interval.ms`` (5 s to 15 s), the
 same for share groups, and 15 s to 60 s for the record lock; where a ``regroup serve`` flag sets the broker's
@@ -59,6 +61,9 @@ SHARE_SESSION: Final = "share.session.timeout.ms"
 SHARE_HEARTBEAT: Final = "share.heartbeat.interval.ms"
 SHARE_LOCK: Final = "share.record.lock.duration.ms"
 SHARE_RESET: Final = "share.auto.offset.reset"
+SHARE_ISOLATION: Final = "share.isolation.level"
+READ_COMMITTED: Final = "read_committed"
+READ_UNCOMMITTED: Final = "read_uncommitted"
 #: ``share.auto.offset.reset=by_duration:<ISO 8601 duration>``: start at the first record no older than that
 BY_DURATION: Final = "by_duration:"
 
@@ -101,6 +106,9 @@ class GroupKey:
     bounds: Callable[[Ranges], tuple[int, int]] | None = None
     #: the values a string setting may take
     choices: tuple[str, ...] = ()
+    #: whether a string setting's value must be one of ``choices`` as written (Kafka's ``in`` validator), not in
+    #: any case (its case-insensitive one)
+    exact_case: bool = False
 
 
 GROUP_KEYS: Final[Mapping[str, GroupKey]] = {
@@ -148,6 +156,16 @@ GROUP_KEYS: Final[Mapping[str, GroupKey]] = {
             lambda c: "latest",
             choices=("latest", "earliest", "by_duration:<ISO 8601 duration>"),
         ),
+        GroupKey(
+            SHARE_ISOLATION,
+            ConfigType.STRING,
+            "How the share group reads records written in transactions: read_committed delivers only those of "
+            "committed transactions, read_uncommitted every record, aborted ones too. Records written outside a "
+            "transaction are delivered either way.",
+            lambda c: READ_UNCOMMITTED,
+            choices=(READ_COMMITTED, READ_UNCOMMITTED),
+            exact_case=True,
+        ),
     )
 }
 
@@ -159,31 +177,40 @@ def group_defaults(config: CoordinatorConfig) -> dict[str, str]:
 
 def _normalised(key: GroupKey, value: str, ranges: Ranges) -> str:
     if key.bounds is not None:
-        text = value.strip()
-        try:
-            number = int(text)
-        except ValueError:
-            raise ConfigError(f"Invalid value {value} for configuration {key.name}: Not a number of type INT") from None
-        if not -(2**31) <= number <= MAX_INT:
-            raise ConfigError(f"Invalid value {value} for configuration {key.name}: Not a number of type INT")
-        if number < 1:
-            raise ConfigError(f"Invalid value {number} for configuration {key.name}: Value must be at least 1")
-        low, high = key.bounds(ranges)
-        if number < low:
-            raise ConfigError(f"{key.name} must be greater than or equal to {low}")
-        if number > high:
-            raise ConfigError(f"{key.name} must be less than or equal to {high}")
-        return str(number)
-    lowered = value.strip().lower()
-    if key.name == SHARE_RESET and lowered.startswith(BY_DURATION):
-        if parse_duration_ms(value.strip()[len(BY_DURATION) :]) is None:
+        return _integer(key, key.bounds(ranges), value)
+    return _choice(key, value)
+
+
+def _integer(key: GroupKey, bounds: tuple[int, int], value: str) -> str:
+    text = value.strip()
+    try:
+        number = int(text)
+    except ValueError:
+        raise ConfigError(f"Invalid value {value} for configuration {key.name}: Not a number of type INT") from None
+    if not -(2**31) <= number <= MAX_INT:
+        raise ConfigError(f"Invalid value {value} for configuration {key.name}: Not a number of type INT")
+    if number < 1:
+        raise ConfigError(f"Invalid value {number} for configuration {key.name}: Value must be at least 1")
+    low, high = bounds
+    if number < low:
+        raise ConfigError(f"{key.name} must be greater than or equal to {low}")
+    if number > high:
+        raise ConfigError(f"{key.name} must be less than or equal to {high}")
+    return str(number)
+
+
+def _choice(key: GroupKey, value: str) -> str:
+    text = value.strip()
+    normal = text if key.exact_case else text.lower()
+    if key.name == SHARE_RESET and normal.startswith(BY_DURATION):
+        if parse_duration_ms(text[len(BY_DURATION) :]) is None:
             raise ConfigError(f"Invalid value {value} for configuration {key.name}: not an ISO 8601 duration")
-        return BY_DURATION + value.strip()[len(BY_DURATION) :].upper()
-    if lowered not in key.choices:
+        return BY_DURATION + text[len(BY_DURATION) :].upper()
+    if normal not in key.choices:
         raise ConfigError(
             f"Invalid value {value} for configuration {key.name}: String must be one of: {', '.join(key.choices)}"
         )
-    return lowered
+    return normal
 
 
 _DURATION: Final = re.compile(

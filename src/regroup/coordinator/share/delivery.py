@@ -1,5 +1,6 @@
 """Delivering a share group's records (KIP-932): initializing a share partition at its start offset, acquiring
-records for a member (ShareFetch), acknowledging them (ShareFetch or ShareAcknowledge), and releasing what a
+records for a member (ShareFetch; under read_committed, archiving those of aborted transactions instead of
+delivering them), acknowledging them (ShareFetch or ShareAcknowledge), and releasing what a
 member held when it leaves or its locks lapse.
 
 Each operation works on a copy of the partition and puts the copy in place through the journal, so a refused
@@ -17,6 +18,7 @@ from regroup.coordinator.share.group import ShareGroup, TopicPartition
 from regroup.coordinator.share.partition import AckBatch, Acquired, ShareError, SharePartition
 from regroup.coordinator.share.timers import ShareLocksTimer, locks_key
 from regroup.coordinator.share.writes import ShareWrites
+from regroup.protocol.share import ShareRead
 
 
 def _schedule_locks(ctx: Ctx, group_id: str, tp: TopicPartition, partition: SharePartition) -> None:
@@ -55,20 +57,28 @@ def initialize(ctx: Ctx, groups: Groups, group: ShareGroup, start_offsets: Mappi
 
 
 def acquire(
-    ctx: Ctx, group: ShareGroup, member_id: str, tp: TopicPartition, first: int, end: int, max_records: int
-) -> list[Acquired]:
-    """Acquire up to ``max_records`` available records of ``[first, end)`` for the member (none when the group
-    has no state for the partition yet)."""
+    ctx: Ctx, group: ShareGroup, member_id: str, tp: TopicPartition, read: ShareRead, max_records: int
+) -> tuple[list[Acquired], int]:
+    """Acquire up to ``max_records`` available records of ``read`` for the member (none when the group has no
+    state for the partition yet), then archive those of aborted transactions (read_committed): the records
+    delivered, and how many were archived. As in Kafka, the archive is not written here: the partition's next
+    state write carries it, and until then a restart only means the records are archived again when next
+    acquired."""
     old = group.partitions.get(tp)
     if old is None or max_records <= 0:
-        return []
+        return [], 0
     new = old.copy()
     lock_ms = ctx.share_record_lock_duration_ms(group.group_id)
-    acquired = new.acquire(member_id, end, max_records, ctx.now_ms, lock_ms, min_offset=first)
+    acquired = new.acquire(member_id, read.end_offset, max_records, ctx.now_ms, lock_ms, min_offset=read.first_offset)
+    delivered = new.archive_acquired(acquired, read.aborted) if read.aborted else acquired
     if acquired:
         ctx.journal.put(group.partitions, tp, new)
         _schedule_locks(ctx, group.group_id, tp, new)
-    return acquired
+    return delivered, _count(acquired) - _count(delivered)
+
+
+def _count(runs: Sequence[Acquired]) -> int:
+    return sum(run.last_offset - run.first_offset + 1 for run in runs)
 
 
 def acknowledge(

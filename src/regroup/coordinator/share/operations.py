@@ -11,7 +11,7 @@ from regroup.coordinator.groups import Groups
 from regroup.coordinator.share import delivery
 from regroup.coordinator.share.group import ShareGroup, TopicPartition
 from regroup.coordinator.share.partition import AckBatch, ShareError
-from regroup.protocol.share import ShareAcquisition
+from regroup.protocol.share import ShareAcquisition, ShareRead
 
 
 def initialize(ctx: Ctx, groups: Groups, group_id: str, start_offsets: Mapping[TopicPartition, int]) -> None:
@@ -36,23 +36,31 @@ def acquire(
     groups: Groups,
     group_id: str,
     member_id: str,
-    wanted: Mapping[TopicPartition, tuple[int, int]],
+    wanted: Mapping[TopicPartition, tuple[int, int] | ShareRead],
     max_records: int,
 ) -> ShareAcquisition:
-    """At most ``max_records`` in all, partition by partition in ``wanted``'s order."""
+    """At most ``max_records`` delivered in all, partition by partition in ``wanted``'s order; each partition's
+    read is ``(first offset, end offset)`` or a ``ShareRead`` (which may name aborted transactions' batches:
+    those records are archived, and count against the partition's own acquisition only, as in Kafka)."""
     lock_ms = ctx.share_record_lock_duration_ms(group_id)
     group = groups.typed(group_id, ShareGroup)
     acquired: dict[TopicPartition, tuple[tuple[int, int, int], ...]] = {}
+    archived = 0
     left = max_records
-    for tp, (first, end) in wanted.items() if group is not None else ():
+    for tp, read in wanted.items() if group is not None else ():
         if left <= 0:
             break
         assert group is not None
-        runs = delivery.acquire(ctx, group, member_id, tp, first, end, left)
+        runs, dropped = delivery.acquire(ctx, group, member_id, tp, _as_read(read), left)
+        archived += dropped
         if runs:
             acquired[tp] = tuple((r.first_offset, r.last_offset, r.delivery_count) for r in runs)
             left -= sum(r.last_offset - r.first_offset + 1 for r in runs)
-    return ShareAcquisition(acquired=acquired, lock_ms=lock_ms)
+    return ShareAcquisition(acquired=acquired, lock_ms=lock_ms, archived=archived)
+
+
+def _as_read(read: tuple[int, int] | ShareRead) -> ShareRead:
+    return read if isinstance(read, ShareRead) else ShareRead(read[0], read[1])
 
 
 def acknowledge(

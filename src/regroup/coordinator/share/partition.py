@@ -228,6 +228,33 @@ class SharePartition:
             runs.add(end, grow_to - 1, 1)
         return runs.done()
 
+    def archive_acquired(self, runs: Sequence[Acquired], aborted: Sequence[tuple[int, int]]) -> list[Acquired]:
+        """Archive the offsets of ``runs`` (what ``acquire`` just returned) that lie in one of the ``aborted``
+        ranges (``(first, last)`` offsets of batches of aborted transactions, ascending): under read_committed
+        they are not delivered, and keep the delivery their acquisition counted. Returns ``runs`` without them;
+        the SPSO moves past the leading offsets now done."""
+        kept = _Runs()
+        changed = False
+        ranges = iter(aborted)
+        current = next(ranges, None)
+        for run in runs:
+            for offset in range(run.first_offset, run.last_offset + 1):
+                while current is not None and current[1] < offset:
+                    current = next(ranges, None)
+                if current is not None and current[0] <= offset and self._holds(offset):
+                    self._finish(offset - self._start, ARCHIVED)
+                    changed = True
+                else:
+                    kept.add(offset, offset, run.delivery_count)
+        if changed:
+            self._advance()
+        return kept.done()
+
+    def _holds(self, offset: int) -> bool:
+        """Whether ``offset`` is in the window and ACQUIRED."""
+        i = offset - self._start
+        return 0 <= i < len(self._states) and self._states[i] == ACQUIRED
+
     # --- acknowledging ---
 
     def acknowledge(self, member_id: str, batches: Sequence[AckBatch], now_ms: int, lock_ms: int) -> ShareError:

@@ -14,6 +14,12 @@ returned (offsets without a record, such as transaction markers, are the client'
 ``max_wait`` for an append to one of its partitions (and looks again every 100 ms: records released by an
 expired lock or another member become available without an append).
 
+``share.isolation.level=read_committed`` (the group's own setting, read on every fetch): the handler reads
+below the partition's last stable offset only, so records of open transactions wait for their marker, and
+hands the coordinator the batches of aborted transactions it read (found from the log's aborted-transaction
+index, as Kafka's ``SharePartition`` finds them); the coordinator archives their records instead of
+delivering them. A pass that only archived such records looks again at once.
+
 Authorization (Kafka's ``KafkaApis``): READ on the Group, else the whole request is GROUP_AUTHORIZATION_FAILED;
 READ on each Topic, else its partitions are TOPIC_AUTHORIZATION_FAILED (not fetched, not acknowledged).
 """
@@ -25,20 +31,24 @@ import datetime
 import uuid
 from typing import Any
 
+from regroup.coordinator.share.isolation import LogBatch, aborted_batches
 from regroup.coordinator.share.membership import MAX_MEMBER_ID_LENGTH
 from regroup.coordinator.share.partition import AckBatch
 from regroup.model.errors import ErrorCode
-from regroup.protocol.share import ShareAcquisition
+from regroup.protocol.share import ShareAcquisition, ShareRead
 from regroup.protocol.share_fetch import REJECT, RENEW
 from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import NODE_ID, ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed, require
+from regroup.server.group_configs import READ_COMMITTED, SHARE_ISOLATION
 from regroup.server.handlers._common import respond
 from regroup.server.handlers.share_groups import initialize_partitions, require_share_groups
 from regroup.server.share_sessions import FINAL_EPOCH, OPEN_EPOCH, SessionError, ShareSessions
 from regroup.server.topics import TopicStore
+from regroup.storage.batches import HEADER, parse_header
 from regroup.storage.format import StorageError
-from regroup.storage.partition_log import OffsetOutOfRange
+from regroup.storage.markers import CONTROL, TRANSACTIONAL, read_marker
+from regroup.storage.partition_log import OffsetOutOfRange, PartitionLog
 
 SHARE_FETCH, SHARE_ACKNOWLEDGE = 78, 79
 #: the version that brought RENEW acknowledgements (KIP-1222) and acquire modes (KIP-1206)
@@ -148,6 +158,38 @@ def _end_offset(records: bytes) -> int:
     return end
 
 
+def _read_committed(broker: Broker, group_id: str) -> bool:
+    """Whether the group's ``share.isolation.level`` is read_committed (its own setting; Kafka's default is
+    read_uncommitted)."""
+    configs = getattr(broker, "group_configs", None)
+    value = None if configs is None else configs.overrides(group_id).get(SHARE_ISOLATION)
+    return value == READ_COMMITTED
+
+
+def _log_batches(records: bytes) -> list[LogBatch]:
+    """The batches of a read of the log, as the read_committed walk needs them."""
+    found: list[LogBatch] = []
+    pos = 0
+    while pos + HEADER.size <= len(records):
+        h = parse_header(records, pos)
+        marker = read_marker(records, pos, h) if h.attributes & CONTROL else None
+        transactional = bool(h.attributes & TRANSACTIONAL)
+        aborts = marker is not None and not marker.committed
+        found.append(LogBatch(h.base_offset, h.last_offset, h.producer_id, transactional, aborts))
+        pos += h.size
+    return found
+
+
+def _share_read(plog: PartitionLog, first: int, data: bytes, end: int, committed: bool) -> ShareRead:
+    """What the coordinator may acquire of ``data``, read from ``first``: up to ``end`` (the log end, or the last
+    stable offset under read_committed), and under read_committed the batches of aborted transactions."""
+    covered = min(end, _end_offset(data))
+    if not committed:
+        return ShareRead(first, covered)
+    aborted = plog.aborted_transactions(first, covered)
+    return ShareRead(first, covered, aborted_batches(_log_batches(data), aborted) if aborted else ())
+
+
 async def _acquire(
     broker: Broker,
     store: TopicStore,
@@ -158,25 +200,31 @@ async def _acquire(
     max_bytes: int,
 ) -> tuple[ShareAcquisition | ErrorCode, dict[TopicPartition, bytes], list[TopicPartition]]:
     """One pass: read where each partition's next available record is and acquire what was read; also the
-    partitions the group has no state for yet."""
+    partitions the group has no state for yet. Under read_committed only below the last stable offset, and the
+    records of aborted transactions read are archived, not acquired."""
     reads: dict[TopicPartition, bytes] = {}
     missing: list[TopicPartition] = []
+    committed = _read_committed(broker, group_id)
 
     def op(c: Any, key: Any, now: int) -> Any:
         missing.extend(c.share_uninitialized(group_id, [tp for tp, _ in partitions]))
-        wanted: dict[TopicPartition, tuple[int, int]] = {}
+        wanted: dict[TopicPartition, ShareRead] = {}
         budget, left = max_bytes, max_records
         for tp, name in partitions:
             plog = store.partition(name, tp[1])
             if plog is None or budget <= 0 or left <= 0:
                 continue
-            end = plog.log_end_offset
+            end = plog.last_stable_offset if committed else plog.log_end_offset
             first = c.share_next_available(group_id, tp, end)
             if first is None:
                 continue
             try:  # (only the batches the records still wanted need: the acquisition is bounded by them)
                 data = plog.read(
-                    first, min(PARTITION_MAX_BYTES, budget), min_one=not reads, through_offset=first + left - 1
+                    first,
+                    min(PARTITION_MAX_BYTES, budget),
+                    min_one=not reads,
+                    max_offset=end if committed else None,
+                    through_offset=first + left - 1,
                 )
             except (OffsetOutOfRange, OSError, StorageError):  # (the log start moved past it, or unreadable)
                 continue
@@ -184,9 +232,8 @@ async def _acquire(
                 continue
             budget -= len(data)
             reads[tp] = data
-            covered = min(end, _end_offset(data))
-            wanted[tp] = (first, covered)
-            left -= covered - first  # at most that many acquired here (fewer when some are in flight)
+            wanted[tp] = _share_read(plog, first, data, end, committed)
+            left -= wanted[tp].end_offset - first  # at most that many acquired here (fewer when some are in flight)
         return c.share_acquire(group_id, member_id, wanted, max_records, key, now)
 
     outcome = await broker.coordinator.call(op)
@@ -306,6 +353,8 @@ async def share_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any:
             remaining = deadline - loop.time()
             if outcome.acquired or remaining <= 0:
                 break
+            if outcome.archived:  # (aborted records were passed over: what follows them may be acquirable now)
+                continue
             await store.wait_for_append([(name, tp[1]) for tp, name in readable], min(remaining, RECHECK_S))
     if epoch != FINAL_EPOCH:  # the first response of a session names every partition, later ones the new ones
         for tp in session.partitions if epoch == OPEN_EPOCH else added:
