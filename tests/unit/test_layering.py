@@ -22,6 +22,7 @@ SHELL_IMPORTS: dict[str, frozenset[str]] = {
     "network": frozenset(),
     "server": frozenset({"storage", "network"}),
     "lab": frozenset({"sim"}),
+    "adapters": frozenset(),
     "cli": frozenset({"storage", "sim", "server", "lab", "network"}),
 }
 SHELLS = sorted(SHELL_IMPORTS)
