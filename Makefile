@@ -109,7 +109,7 @@ $(CBIN)/python:
 $(CSTAMP): $(CBIN)/python pyproject.toml setup.py $(shell find src tools -name '*.py')
 	$(CBIN)/python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
 		print(*p['dependencies'], *p['optional-dependencies']['lab'], sep='\n')" > $(CVENV)/requirements.txt
-	$(CBIN)/pip install -q -r $(CVENV)/requirements.txt 'setuptools>=68' wheel 'mypy>=1.11' 'types-PyYAML>=6.0'
+	$(CBIN)/pip install -q -r $(CVENV)/requirements.txt 'setuptools>=77' wheel 'mypy>=1.11' 'types-PyYAML>=6.0'
 	rm -rf build/lib.* build/bdist.*  # no stale modules from an earlier build in the wheel
 	REGROUP_COMPILE=1 $(CBIN)/pip install --no-build-isolation .
 	touch $@
