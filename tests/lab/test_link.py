@@ -99,3 +99,32 @@ def test_nothing_listening_upstream_closes_the_connection() -> None:
             assert sock.recv(1) == b""
     finally:
         link.close()
+
+
+def _upstream_sees_the_end(hold_open: bool) -> bool:
+    """Whether a server behind the relay sees the end of a connection whose client closed."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    link = DelayLink(listener.getsockname()[1], latency_ms=2, hold_open=hold_open).start()
+    try:
+        client = socket.create_connection(("127.0.0.1", link.port))
+        conn, _ = listener.accept()
+        with conn:
+            client.sendall(b"x")
+            client.close()
+            conn.settimeout(0.5)
+            assert conn.recv(1) == b"x"
+            try:
+                return conn.recv(1) == b""
+            except TimeoutError:
+                return False
+    finally:
+        link.close()
+        listener.close()
+
+
+def test_a_held_open_link_leaves_the_server_side_open_when_the_client_goes() -> None:
+    """A host that vanished: its process is gone, its connections stay open at the server (``hold_open``)."""
+    assert _upstream_sees_the_end(hold_open=False)
+    assert not _upstream_sees_the_end(hold_open=True)

@@ -8,6 +8,9 @@ processing time) would be measured on a network the prediction does not use.
 The relay runs its own event loop on a daemon thread of the validating process; the server advertises the
 relay's port (``serve --advertised-port``), so every connection a client opens after bootstrap goes
 through it too.
+
+``hold_open``: a client's connection ending does not end the relay's connection to the server (a host that
+vanished: its connections stay half-open at the server, as the simulator's ``share.crash_disconnects: false``).
 """
 
 from __future__ import annotations
@@ -25,8 +28,11 @@ class DelayLink:
     """A relay on ``127.0.0.1:port`` to ``upstream``, delaying each direction by ``latency_ms`` plus a
     uniform draw in ``[0, jitter_ms]`` per chunk (seeded)."""
 
-    def __init__(self, upstream_port: int, *, latency_ms: int, jitter_ms: int = 0, seed: int = 0) -> None:
+    def __init__(
+        self, upstream_port: int, *, latency_ms: int, jitter_ms: int = 0, seed: int = 0, hold_open: bool = False
+    ) -> None:
         self.upstream_port = upstream_port
+        self.hold_open = hold_open
         self.latency_s = latency_ms / 1000
         self.jitter_ms = jitter_ms
         self.rng = random.Random(seed)
@@ -38,6 +44,7 @@ class DelayLink:
         self.thread = threading.Thread(target=self._run, name="regroup-delay-link", daemon=True)
         self.server: asyncio.base_events.Server | None = None
         self.ready = threading.Event()
+        self.writers: set[asyncio.StreamWriter] = set()  # both sides of every open connection
 
     def start(self) -> DelayLink:
         self.thread.start()
@@ -61,9 +68,14 @@ class DelayLink:
         self.ready.set()
         try:
             self.loop.run_forever()
-        finally:
+        finally:  # every connection closed: each relay task sees its ends and finishes
             self.server.close()
-            for task in asyncio.all_tasks(self.loop):
+            for writer in self.writers:
+                writer.close()
+            tasks = asyncio.all_tasks(self.loop)
+            if tasks:
+                self.loop.run_until_complete(asyncio.wait(tasks, timeout=2))
+            for task in tasks:
                 task.cancel()
             self.loop.run_until_complete(asyncio.sleep(0))
             self.loop.close()
@@ -74,11 +86,23 @@ class DelayLink:
         except OSError:
             writer.close()
             return
-        await asyncio.gather(self._pump(reader, up_writer), self._pump(up_reader, writer), return_exceptions=True)
+        except asyncio.CancelledError:  # (the relay is closing)
+            writer.close()
+            return
+        self.writers |= {writer, up_writer}
+        upward = self._pump(reader, up_writer, close=not self.hold_open)
+        try:
+            await asyncio.gather(upward, self._pump(up_reader, writer), return_exceptions=True)
+        except asyncio.CancelledError:  # (the relay is closing)
+            pass
+        finally:
+            self.writers -= {writer, up_writer}
+            if self.hold_open:  # (the server's side of a client that went stays open until the relay closes)
+                self.writers.add(up_writer)
 
-    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, close: bool = True) -> None:
         """Copy ``reader`` to ``writer``, each chunk delivered at its due time, in order; end (and close the
-        other side) after the last chunk once the reader is at its end."""
+        other side, unless not to ``close``) after the last chunk once the reader is at its end."""
         loop = asyncio.get_running_loop()
         last_due = 0.0
         try:
@@ -87,11 +111,13 @@ class DelayLink:
                 # strictly increasing due times keep the timer heap in reading order
                 last_due = max(loop.time() + self.delay(), last_due + 1e-6)
                 if not chunk:
-                    loop.call_at(last_due, _close, writer)
+                    if close:
+                        loop.call_at(last_due, _close, writer)
                     return
                 loop.call_at(last_due, _write, writer, chunk)
         except (OSError, asyncio.IncompleteReadError):
-            loop.call_at(max(loop.time(), last_due + 1e-6), _close, writer)
+            if close:
+                loop.call_at(max(loop.time(), last_due + 1e-6), _close, writer)
 
 
 def _write(writer: asyncio.StreamWriter, chunk: bytes) -> None:

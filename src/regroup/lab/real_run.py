@@ -13,6 +13,12 @@ The members reach the server through ``lab.link``'s relay, which holds every chu
 one-way latency and jitter (``network``), so round trips cost what they cost in the simulator; the server
 advertises the relay's port.
 
+Share members (KIP-932) are ``ShareConsumer`` processes (``lab.real_share_member``) in a share group that
+starts at the log start; the scenario's workload is produced into the topics (``lab.share_workload``: the
+backlog before time 0, then the production schedule), the coordinator's share settings become ``serve``
+flags, the relay keeps a killed member's connections open at the server when ``share.crash_disconnects`` is
+false, and the timeline is rebuilt from the members' output (``lab.real_share``).
+
 Only member actions are played (``join``, ``leave``, ``crash``, ``restart``, ``bounce``); scenarios with
 network faults, a lossy or duplicating link, partition growth or protocol switches are refused
 (``RealRunError``).
@@ -35,7 +41,9 @@ from typing import Any, Final
 
 from regroup.client.app import AppModel
 from regroup.client.config import rebalance_protocol
+from regroup.lab import real_share
 from regroup.lab.link import DelayLink
+from regroup.lab.share_workload import ShareWorkload
 from regroup.model.eventlog import FIELDS
 from regroup.sim.scenario import MemberSpec, Scenario
 
@@ -50,6 +58,7 @@ SERVE_FLAGS: Final = {
     "consumer_group_heartbeat_interval_ms": "--consumer-heartbeat-interval-ms",
     "consumer_group_session_timeout_ms": "--consumer-session-timeout-ms",
     "consumer_group_assignors": "--consumer-assignors",
+    **real_share.SHARE_SERVE_FLAGS,
 }
 
 
@@ -58,9 +67,9 @@ class RealRunError(Exception):
 
 
 def style(member: MemberSpec) -> str:
-    """``eager``, ``cooperative`` or ``consumer``: the rebalance protocol a member's real client speaks."""
-    if member.protocol == "consumer":
-        return "consumer"
+    """``eager``, ``cooperative``, ``consumer`` or ``share``: the protocol a member's real client speaks."""
+    if member.protocol in ("consumer", "share"):
+        return member.protocol
     return "cooperative" if rebalance_protocol(member.strategies).name == "COOPERATIVE" else "eager"
 
 
@@ -83,11 +92,14 @@ def check(scenario: Scenario) -> str:
         if key not in SERVE_FLAGS:
             raise RealRunError(f"coordinator.{key}: `regroup serve` has no flag for it")
     for member in scenario.members:
-        if style(member) != "consumer" and strategy(member) is None:
+        if style(member) not in ("consumer", "share") and strategy(member) is None:
             raise RealRunError(
                 f"members {member.name}: librdkafka has none of the strategies {', '.join(member.strategies)}"
             )
     (only,) = styles
+    why = real_share.refusal(scenario) if only == "share" else None
+    if why is not None:
+        raise RealRunError(why)
     return only
 
 
@@ -112,9 +124,9 @@ def free_port() -> int:
 class Process:
     member: str
     incarnation: int
-    proc: subprocess.Popen[bytes]
     out: Path
     start_s: float  # scenario time of its start
+    proc: subprocess.Popen[bytes] = field(init=False)
     ended_at: float | None = None  # wall clock
     how: str = ""  # "leave" / "crash" once ended
 
@@ -144,14 +156,17 @@ class Player:
         self.incarnations: dict[str, int] = {}
         self.t0 = 0.0
         self.notes: list[str] = []
+        self.workload: ShareWorkload | None = None
 
     # ------------------------------------------------------------------------------------------ server
     def start_server(self) -> None:
         network = self.scenario.network
-        if network.latency_ms > 0 or network.jitter_ms > 0:
+        hold_open = self.style == "share" and not self.scenario.share.crash_disconnects
+        if network.latency_ms > 0 or network.jitter_ms > 0 or hold_open:
             self.link = DelayLink(
-                self.port, latency_ms=network.latency_ms, jitter_ms=network.jitter_ms, seed=self.seed
-            ).start()
+                self.port, latency_ms=network.latency_ms, jitter_ms=network.jitter_ms, seed=self.seed,
+                hold_open=hold_open,
+            ).start()  # fmt: skip
             self.link_port = self.link.port
         args = [
             sys.executable,
@@ -189,11 +204,17 @@ class Player:
                     raise RealRunError("regroup serve did not start listening within 30 s") from None
                 time.sleep(0.05)
         self.create_topics()
+        if self.style == "share":
+            bootstrap = f"127.0.0.1:{self.link_port}"
+            real_share.prepare_group(bootstrap, self.scenario.share_group_id)
+            scenario = self.scenario
+            self.workload = ShareWorkload(bootstrap, scenario.share, scenario.topics, scenario.duration_ms)
+            self.workload.backlog()
 
     def create_topics(self) -> None:
         from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{self.link_port}"})
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{self.link_port}", "log_level": 4})
         futures = admin.create_topics(
             [
                 NewTopic(topic, num_partitions=count, replication_factor=1)
@@ -212,6 +233,12 @@ class Player:
         incarnation = self.incarnations.get(name, 0) + 1
         self.incarnations[name] = incarnation
         out = self.workdir / f"member-{name}-{incarnation}.jsonl"
+        if self.style == "share":
+            config = real_share.member_config(
+                self.scenario, member, f"127.0.0.1:{self.link_port}", f"{self.seed}/{name}/{incarnation}",
+                self.workdir / f"go-{name}-{incarnation}", out,
+            )  # fmt: skip
+            return self.start_process("regroup.lab.real_share_member", config, Process(name, incarnation, out, start_s))
         app: AppModel = member.app
         config = {
             "bootstrap": f"127.0.0.1:{self.link_port}",
@@ -238,13 +265,15 @@ class Player:
             "go_file": str(self.workdir / f"go-{name}-{incarnation}"),
             "out": str(out),
         }
-        path = self.workdir / f"member-{name}-{incarnation}.json"
+        return self.start_process("regroup.lab.real_member", config, Process(name, incarnation, out, start_s))
+
+    def start_process(self, module: str, config: dict[str, Any], process: Process) -> Process:
+        """Start ``process``'s member process: ``python -m module CONFIG.json``."""
+        stem = self.workdir / f"member-{process.member}-{process.incarnation}"
+        path = stem.with_suffix(".json")
         path.write_text(json.dumps(config), encoding="utf-8")
-        log = (self.workdir / f"member-{name}-{incarnation}.log").open("wb")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "regroup.lab.real_member", str(path)], stdout=log, stderr=log, env=_env()
-        )
-        process = Process(name, incarnation, proc, out, start_s)
+        log = stem.with_suffix(".log").open("wb")
+        process.proc = subprocess.Popen([sys.executable, "-m", module, str(path)], stdout=log, stderr=log, env=_env())
         self.processes.append(process)
         return process
 
@@ -287,6 +316,8 @@ class Player:
             }
             self.wait_ready(list(starts.values()))
             self.t0 = time.time() + 0.2
+            if self.workload is not None:
+                self.workload.start(self.t0)
             for i, (at, action, name, effective) in enumerate(plan):
                 if not effective:
                     self.notes.append(f"{at * 1000:.0f} ms: {action} {name}: ignored")
@@ -304,6 +335,7 @@ class Player:
             for process in list(self.running.values()):
                 self.end(process, "leave")
             self.wait_all()
+            self.stop_workload()
             return RealRun(self.timeline(), self.notes, time.monotonic() - started)
         finally:
             self.shutdown()
@@ -354,7 +386,18 @@ class Player:
                 process.proc.kill()
                 process.proc.wait()
 
+    def stop_workload(self) -> None:
+        workload = self.workload
+        if workload is not None:
+            workload.stop()
+            if workload.lateness_ms > 100:
+                self.notes.append(f"the producer fell up to {workload.lateness_ms:.0f} ms behind the schedule")
+            if workload.failed:
+                self.notes.append(f"{len(workload.failed)} records not produced: {workload.failed[0]}")
+
     def shutdown(self) -> None:
+        if self.workload is not None:
+            self.workload.stopping.set()
         for process in self.processes:
             if process.proc.poll() is None:
                 process.proc.kill()
@@ -375,11 +418,17 @@ class Player:
         rows: list[dict[str, Any]] = [_row(0, "sim_start", value=self.seed, detail=f"{self.scenario.name} (real run)")]
         for topic, count in sorted(self.scenario.topics.items()):
             rows.append(_row(0, "topic", topic=topic, value=count))
+        if self.style == "share":
+            return self.finish(rows + self.share_rows())
         states = self.server_rows()
         rows += states
         generations = [(r["t"], r["generation"]) for r in states if r["type"] == "group_state"]
         for process in self.processes:
             rows += self.member_rows(process, generations)
+        return self.finish(rows)
+
+    def finish(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The rows in time order, cut at the scenario's duration, numbered."""
         rows.sort(key=lambda r: (r["t"], _ORDER.get(r["type"], 5)))
         duration = self.scenario.duration_ms
         cut = [r for r in rows if r["t"] <= duration]
@@ -387,6 +436,15 @@ class Player:
         for seq, row in enumerate(cut):
             row["seq"] = seq
         return cut
+
+    def share_rows(self) -> list[dict[str, Any]]:
+        logs = []
+        for p in self.processes:
+            crashed = self.ms(p.ended_at * 1000) if p.how == "crash" and p.ended_at is not None else None
+            logs.append(real_share.process_log(self.scenario.member(p.member), p.incarnation, p.out, crashed, self.ms))
+        assert self.workload is not None
+        ends = self.workload.ends(self.scenario.duration_ms)
+        return real_share.timeline_rows(logs, self.scenario, ends, self.notes)
 
     def server_rows(self) -> list[dict[str, Any]]:
         path = self.workdir / "server-events.jsonl"

@@ -11,6 +11,13 @@ start at or after ``measure_from_ms`` and end by the scenario's duration) it sum
 * ``moved``: partitions whose owner changed;
 * ``revoked``: partitions revoked or lost.
 
+A scenario of KIP-932 share members (``protocol`` ``share``) has no rebalances: its metrics are the queue's
+(``lab.share_validate``: records accepted, accepted records per second per member, redeliveries, records a
+crashed member held and their mean delay until delivered again, the time the initial backlog took to drain),
+its real run produces the scenario's workload (``lab.share_workload``) and its real members are confluent-kafka
+``ShareConsumer`` processes (``lab.real_share_member``). A metric that does not apply to a run (no crash: no
+delay) is left out of its mean; a metric that applies on neither side is not reported.
+
 ``DIR/validation.json`` is ``{"scenario": NAME, "rows": [{"protocol", "metric", "predicted", "measured",
 ...}], ...}`` (``measured`` the mean over the real runs, each run's value in ``runs``), with the targets and
 whether each row meets its target; ``DIR/validation.html`` shows the same; the real runs' timelines are kept
@@ -29,6 +36,7 @@ from typing import Any, Final
 
 from regroup.client.app import AppModel
 from regroup.lab.real_run import RealRun, check, play
+from regroup.lab.share_validate import CENSORED, SHARE_METRICS, share_measure
 from regroup.sim import simulate
 from regroup.sim.eventlog import as_rows
 from regroup.sim.scenario import MemberSpec, Scenario
@@ -40,6 +48,12 @@ TARGETS: Final = {
     "unowned_partition_ms": ("relative", 0.35),
     "rebalances": ("absolute", 1.0),
     "moved": ("relative", 0.25),
+    "accepted": ("relative", 0.10),
+    "records_per_member_s": ("relative", 0.10),
+    "redeliveries": ("relative", 0.10),
+    "delayed_records": ("relative", 0.10),
+    "delay_mean_ms": ("relative", 0.10),
+    "drained_ms": ("relative", 0.10),
 }
 DEFAULT_SEEDS: Final = 20
 #: how soon after its join a real run's member sends its first request: its process and its consumer (the
@@ -73,8 +87,16 @@ def _librdkafka(member: MemberSpec) -> MemberSpec:
     return dataclasses.replace(member, app=model, auto_commit=False)
 
 
-def measure(rows: Sequence[Any], scenario: Scenario) -> dict[str, float]:
-    """The metrics of one timeline (rows) over the scenario's measured window."""
+def metrics_of(protocol: str) -> tuple[str, ...]:
+    """The metrics validated for a scenario of ``protocol``."""
+    return SHARE_METRICS if protocol == "share" else METRICS
+
+
+def measure(rows: Sequence[Any], scenario: Scenario) -> dict[str, float | None]:
+    """The metrics of one timeline (rows): a share group's over the whole scenario, a consumer group's over its
+    measured window."""
+    if scenario.has_share_members:
+        return share_measure(rows, scenario)
     summary = summarize_rows(list(rows), scenario.measure_from_ms, details=False)
     window = [r for r in summary.rebalances if r.end_ms <= scenario.duration_ms]
     return {
@@ -85,7 +107,7 @@ def measure(rows: Sequence[Any], scenario: Scenario) -> dict[str, float]:
     }
 
 
-def predict(scenario: Scenario, seeds: int) -> list[dict[str, float]]:
+def predict(scenario: Scenario, seeds: int) -> list[dict[str, float | None]]:
     """The metrics of ``seeds`` simulator runs (seeds 0 .. seeds-1) of the librdkafka-modelled scenario."""
     modelled = as_librdkafka(scenario)
     out = []
@@ -95,15 +117,19 @@ def predict(scenario: Scenario, seeds: int) -> list[dict[str, float]]:
     return out
 
 
-def mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
+def mean(values: Sequence[float | None]) -> float | None:
+    """The mean of the values that are not None (None: there are none)."""
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
 
 
-def within(metric: str, predicted: float, measured: float) -> bool | None:
-    """Whether a prediction meets its metric's target (None: no target)."""
+def within(metric: str, predicted: float | None, measured: float | None) -> bool | None:
+    """Whether a prediction meets its metric's target (None: no target; False when one side has no value)."""
     target = TARGETS.get(metric)
     if target is None:
         return None
+    if predicted is None or measured is None:
+        return False
     kind, bound = target
     if kind == "absolute":
         return abs(predicted - measured) <= bound
@@ -127,7 +153,7 @@ def validate(
     say(f"simulating {scenario.name}: {seeds} seeds")
     predictions = predict(scenario, seeds)
     simulated_s = time.monotonic() - started
-    runs: list[dict[str, float]] = []
+    runs: list[dict[str, float | None]] = []
     notes: list[str] = []
     real_seconds: list[float] = []
     for n in range(repeat):
@@ -138,28 +164,37 @@ def validate(
         notes += [f"real run {n + 1}: {note}" for note in real.notes]
         real_seconds.append(round(real.seconds, 1))
     rows = []
-    for metric in METRICS:
-        predicted = mean([p[metric] for p in predictions])
-        measured = mean([r[metric] for r in runs])
+    for metric in metrics_of(protocol):
+        sides = side_values(metric, predictions, scenario), side_values(metric, runs, scenario)
+        predicted, measured = mean(sides[0]), mean(sides[1])
+        if predicted is None or measured is None:
+            if predicted is not None or measured is not None:
+                only = "the simulator" if measured is None else "the real runs"
+                notes.append(
+                    f"{metric}: only {only} gave a value ({_fmt(predicted if measured is None else measured)})"
+                )
+            continue
         rows.append(
             {
                 "protocol": protocol,
                 "metric": metric,
                 "predicted": round(predicted, 3),
                 "measured": round(measured, 3),
-                "runs": [r[metric] for r in runs],
+                "runs": sides[1],
                 "within_target": within(metric, predicted, measured),
             }
         )
+    reported = {row["metric"] for row in rows}
     document = {
         "scenario": scenario.name,
         "rows": rows,
-        "targets": {m: {"kind": k, "bound": b} for m, (k, b) in TARGETS.items()},
+        "targets": {m: {"kind": k, "bound": b} for m, (k, b) in TARGETS.items() if m in reported},
         "seeds": seeds,
         "repeat": repeat,
         "measure_from_ms": scenario.measure_from_ms,
         "duration_ms": scenario.duration_ms,
-        "model": "simulator members modelled as librdkafka clients (client: librdkafka)",
+        "model": "simulator members modelled as librdkafka clients (client: librdkafka)"
+        + (", the real members confluent-kafka ShareConsumers" if protocol == "share" else ""),
         "seconds": {"simulator": round(simulated_s, 1), "real_runs": real_seconds,
                     "total": round(time.monotonic() - started, 1)},
         "notes": notes,
@@ -170,8 +205,35 @@ def validate(
     return document
 
 
-def _fmt(value: float) -> str:
+def side_values(metric: str, found: Sequence[dict[str, float | None]], scenario: Scenario) -> list[float | None]:
+    """One side's values of ``metric``; a metric censored at the scenario's end that some run reached has the
+    scenario's duration where it was not reached by then."""
+    values = [f[metric] for f in found]
+    if metric in CENSORED and any(v is not None for v in values):
+        values = [float(scenario.duration_ms) if v is None else v for v in values]
+    return values
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "–"
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def _measured_what(document: dict[str, Any]) -> str:
+    """What the metrics are, in a sentence or two."""
+    if any(row["protocol"] == "share" for row in document["rows"]):
+        return (
+            f"A share group's queue from 0 to {document['duration_ms']} ms: records accepted, accepted records per "
+            "second of each member's running time (mean over the members), redeliveries, records a crashed member "
+            "held that were delivered again and their mean delay from the crash, and when the initial backlog was "
+            "all accepted (drained_ms)."
+        )
+    return (
+        f"Sums over the rebalances that start at or after {document['measure_from_ms']} ms and end by "
+        f"{document['duration_ms']} ms. Unowned partition-time: partition-milliseconds a subscribed partition had "
+        "nobody processing it (lower is better)."
+    )
 
 
 def page(document: dict[str, Any], scenario: Scenario) -> str:
@@ -201,9 +263,7 @@ table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.3em .6em}
 <p>{html.escape(scenario.description)}</p>
 <p>Predicted: the simulator, mean over {document["seeds"]} seeds, its members modelled as librdkafka clients.
 Measured: <code>regroup serve</code> with one confluent-kafka process per member, mean over
-{document["repeat"]} run(s). Sums over the rebalances that start at or after {document["measure_from_ms"]} ms and
-end by {document["duration_ms"]} ms. Unowned partition-time: partition-milliseconds a subscribed partition had
-nobody processing it (lower is better).</p>
+{document["repeat"]} run(s). {_measured_what(document)}</p>
 <table><tr><th>protocol</th><th>metric</th><th>predicted</th><th>measured (mean)</th><th>each real run</th>
 <th>target</th><th>verdict</th></tr>
 {"".join(lines)}</table>

@@ -88,10 +88,12 @@ class ShareSessions:
             session = found
         session.connection_id = connection_id
         if epoch != FINAL_EPOCH:
-            for tp in forgotten:
-                session.partitions.pop(tp, None)
+            # added first, then forgotten, as Kafka's share session does: a request that acknowledges records
+            # of a partition and forgets it in the same breath leaves the partition out of the session
             for tp in added:
                 session.partitions[tp] = None
+            for tp in forgotten:
+                session.partitions.pop(tp, None)
         return session
 
     def close(self, group_id: str, member_id: str) -> None:
