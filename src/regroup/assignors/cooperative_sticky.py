@@ -1,9 +1,10 @@
 """``cooperative-sticky`` (KIP-429): sticky, but a partition never moves directly between two members.
 
 The assignment is computed like ``sticky`` from the owned partitions and generation the subscription
-carries (v2+; older subscriptions carry the generation in this assignor's user data). Then every partition
-that would go to a new owner while another present member still lists it as owned is withheld: the old
-owner sees it revoked after SyncGroup, rejoins, and the follow-up rebalance hands it out.
+carries (v2+; older subscriptions carry the generation in this assignor's user data), rack-aware as Kafka
+does when Kafka would (``rack_sticky``). Then every partition that would go to a new owner while another
+present member still lists it as owned is withheld: the old owner sees it revoked after SyncGroup, rejoins,
+and the follow-up rebalance hands it out.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from regroup.assignors.base import MetadataInput, PartitionAssignor
 from regroup.assignors.consumer_protocol import decode_cooperative_user_data, encode_cooperative_user_data
 from regroup.assignors.homogeneous import assign_small
 from regroup.assignors.layout import IntArray
+from regroup.assignors.rack_sticky import assign_rack_aware
+from regroup.assignors.racks import sticky_racks
 from regroup.assignors.spec import NO_GENERATION, Assignment, GroupSpec, MemberSubscription, RebalanceProtocol
-from regroup.assignors.sticky import EngineRun, OwnedClaim, localized, run_engine
+from regroup.assignors.sticky import EngineRun, OwnedClaim, run_engine
 
 
 def withhold_transfers(run: EngineRun) -> tuple[IntArray, ...]:
@@ -47,6 +50,11 @@ class CooperativeStickyAssignor(PartitionAssignor):
     name = "cooperative-sticky"
     supported_protocols = (RebalanceProtocol.EAGER, RebalanceProtocol.COOPERATIVE)
 
+    def __init__(self, *, prefer_rack_aware_logic: bool = False) -> None:
+        #: Take the rack-aware path whenever racks overlap, even when every rack holds every partition.
+        #: Kafka keeps this switch for its own tests; it is off in production.
+        self.prefer_rack_aware_logic = prefer_rack_aware_logic
+
     def metadata(self, state: MetadataInput) -> bytes | None:
         return encode_cooperative_user_data(state.generation)
 
@@ -60,8 +68,11 @@ class CooperativeStickyAssignor(PartitionAssignor):
 
     def assign(self, spec: GroupSpec) -> Assignment:
         claims = {m: self.member_claim(sub) for m, sub in spec.members.items()}
+        racks = sticky_racks(spec, prefer_rack_aware_logic=self.prefer_rack_aware_logic)
+        if racks is not None:
+            return assign_rack_aware(spec, claims, racks, cooperative=True)
         assignment = assign_small(spec, claims, withhold=True)
         if assignment is None:
             run = run_engine(spec, claims)
             assignment = run.layout.to_assignment(withhold_transfers(run))
-        return localized(spec, assignment, claims)
+        return assignment

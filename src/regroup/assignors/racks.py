@@ -1,15 +1,16 @@
 """Rack helpers shared by the rack-aware (KIP-881) client-side assignors.
 
 Owns: what counts as a member's rack, the per-partition replica racks of one topic as seen by an assignor,
-and Kafka's rule for when rack-aware assignment is worth doing at all (``AbstractPartitionAssignor``'s
-``useRackAwareAssignment``).
+Kafka's rule for when rack-aware assignment is worth doing at all (``AbstractPartitionAssignor``'s
+``useRackAwareAssignment``), and the group-wide rack view of the sticky assignors (``sticky_racks``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
-from regroup.assignors.spec import MemberSubscription, PartitionRacks
+from regroup.assignors.spec import GroupSpec, MemberSubscription, PartitionRacks
 
 _NO_RACKS: frozenset[str] = frozenset()
 
@@ -58,3 +59,48 @@ def use_rack_aware_assignment(
     if prefer_rack_aware_logic:
         return True
     return any(racks != all_racks for racks in racks_per_partition)
+
+
+@dataclass(frozen=True, slots=True)
+class StickyRacks:
+    """Member racks and replica racks of the subscribed partitions, for a group assigned rack-aware.
+
+    ``member_racks`` holds only members with a rack; ``partition_racks`` every subscribed topic (one
+    frozenset per partition, empty when no replica has a rack); ``members_on_rack`` counts the members
+    (subscribed to anything or not) on each rack.
+    """
+
+    member_racks: Mapping[str, str]
+    partition_racks: Mapping[str, tuple[frozenset[str], ...]]
+    members_on_rack: Mapping[str, int]
+
+    def mismatched(self, member: str, topic: str, partition: int) -> bool:
+        """The member has a rack and no replica of the partition is on it."""
+        rack = self.member_racks.get(member)
+        return rack is not None and rack not in self.partition_racks[topic][partition]
+
+    def matched_members(self, topic: str, partition: int) -> int:
+        """How many members sit on a rack holding a replica of the partition."""
+        return sum(self.members_on_rack.get(r, 0) for r in self.partition_racks[topic][partition])
+
+
+def sticky_racks(spec: GroupSpec, *, prefer_rack_aware_logic: bool = False) -> StickyRacks | None:
+    """The rack view when Kafka's sticky assignors would assign this group rack-aware, else None.
+
+    ``prefer_rack_aware_logic`` is Kafka's switch for its own tests: take the rack-aware path whenever a
+    member rack holds some replica, even if every partition is on every replica rack.
+    """
+    member_racks = {m: rack for m, sub in spec.members.items() if (rack := member_rack(sub)) is not None}
+    if not member_racks or spec.partition_racks is None:
+        return None
+    subscribed = sorted({t for sub in spec.members.values() for t in sub.topics if spec.topics.get(t, 0) > 0})
+    partition_racks = {t: topic_partition_racks(spec.partition_racks, t, spec.topics[t]) for t in subscribed}
+    every_partition = [racks for t in subscribed for racks in partition_racks[t]]
+    if not use_rack_aware_assignment(
+        member_racks.values(), every_partition, prefer_rack_aware_logic=prefer_rack_aware_logic
+    ):
+        return None
+    members_on_rack: dict[str, int] = {}
+    for rack in member_racks.values():
+        members_on_rack[rack] = members_on_rack.get(rack, 0) + 1
+    return StickyRacks(member_racks=member_racks, partition_racks=partition_racks, members_on_rack=members_on_rack)

@@ -4,8 +4,10 @@ The sticky assignor carries each member's previous assignment and generation in 
 data (Kafka's StickyAssignorUserData v1; v0 has no generation). Conflicting claims are resolved by
 generation (see ``ownership``). The assignment itself comes from the optimal engine in ``balance``: its
 balance is the best achievable for any subscription pattern and, among the best-balanced assignments, it
-keeps the most partitions where they were. ``optimal`` is the same engine reading the owned partitions
-straight from the subscription (like ``cooperative-sticky``) without the cooperative revocation step.
+keeps the most partitions where they were. When Kafka would assign the group rack-aware (KIP-881), ``sticky``
+follows Kafka's rack rules instead (``rack_sticky``). ``optimal`` is the same engine reading the owned
+partitions straight from the subscription (like ``cooperative-sticky``) without the cooperative revocation
+step; it places moved partitions rack-locally afterwards (``rack_locality``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from regroup.assignors.homogeneous import assign_small
 from regroup.assignors.layout import IntArray, Layout, build_layout
 from regroup.assignors.ownership import resolve_claims
 from regroup.assignors.rack_locality import localize
+from regroup.assignors.rack_sticky import assign_rack_aware
+from regroup.assignors.racks import sticky_racks
 from regroup.assignors.spec import NO_GENERATION, Assignment, GroupSpec, MemberSubscription, RebalanceProtocol
 
 OwnedClaim = tuple[Mapping[str, tuple[int, ...]], int]
@@ -49,10 +53,15 @@ def run_engine(spec: GroupSpec, claims: Mapping[str, OwnedClaim]) -> EngineRun:
 
 def assign_balanced(spec: GroupSpec, claims: Mapping[str, OwnedClaim]) -> Assignment:
     """``run_engine`` as a plain assignment, moved partitions placed rack-locally where racks are known."""
+    return localized(spec, engine_assignment(spec, claims), claims)
+
+
+def engine_assignment(spec: GroupSpec, claims: Mapping[str, OwnedClaim]) -> Assignment:
+    """``run_engine`` as a plain assignment (racks not considered)."""
     assignment = assign_small(spec, claims, withhold=False)
     if assignment is None:
         assignment = run_engine(spec, claims).to_assignment()
-    return localized(spec, assignment, claims)
+    return assignment
 
 
 def localized(spec: GroupSpec, assignment: Assignment, claims: Mapping[str, OwnedClaim]) -> Assignment:
@@ -68,6 +77,11 @@ class StickyAssignor(PartitionAssignor):
     name = "sticky"
     supported_protocols = (RebalanceProtocol.EAGER,)
 
+    def __init__(self, *, prefer_rack_aware_logic: bool = False) -> None:
+        #: Take the rack-aware path whenever racks overlap, even when every rack holds every partition.
+        #: Kafka keeps this switch for its own tests; it is off in production.
+        self.prefer_rack_aware_logic = prefer_rack_aware_logic
+
     def metadata(self, state: MetadataInput) -> bytes | None:
         if not state.owned and state.generation == NO_GENERATION:
             return None
@@ -82,7 +96,10 @@ class StickyAssignor(PartitionAssignor):
 
     def assign(self, spec: GroupSpec) -> Assignment:
         claims = {m: self.member_claim(sub) for m, sub in spec.members.items()}
-        return assign_balanced(spec, claims)
+        racks = sticky_racks(spec, prefer_rack_aware_logic=self.prefer_rack_aware_logic)
+        if racks is not None:
+            return assign_rack_aware(spec, claims, racks, cooperative=False)
+        return engine_assignment(spec, claims)
 
     def with_previous(self, spec: GroupSpec) -> GroupSpec:
         members = {}
