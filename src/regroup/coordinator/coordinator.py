@@ -20,7 +20,10 @@ from regroup.coordinator.classic.group_type import CLASSIC
 from regroup.coordinator.classic.rebalance import classic_state_changed
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.consumer.describe import describe_consumer_group
+from regroup.coordinator.consumer.group import ConsumerGroup
 from regroup.coordinator.consumer.heartbeat import consumer_group_heartbeat
+from regroup.coordinator.consumer.report import ConsumerGroupSummary
+from regroup.coordinator.consumer.report import summary as consumer_summary
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.events import Event, GroupDeleted
 from regroup.coordinator.group_config import GroupConfig
@@ -118,7 +121,8 @@ class GroupCoordinator:
         self.persisted_groups: dict[Any, Any] = {}
         self.journal = Journal()  # the running operation's changes, taken back if it is refused
         #: how the groups stood when the coordinator was rebuilt from its records, as events (``from_records``):
-        #: each member joined, each group's state, each stable classic group's assignments
+        #: each member joined (a consumer group's with its current assignment), each group's state, each stable
+        #: classic group's assignments
         self.loaded_events: list[Event] = []
         #: the groups' own settings (``group_config.py``), as the shell last set them
         self.group_configs: dict[str, GroupConfig] = {}
@@ -270,13 +274,6 @@ class GroupCoordinator:
         coordinator._apply_live(ctx.result.records, None)
         return coordinator
 
-    def members_by_type(self) -> dict[str, int]:
-        """A read-only view for metrics: members of groups, by group type (every registered type, 0 included)."""
-        counts = {kind.name: 0 for kind in GROUP_TYPES.values()}
-        for group in self.groups.values():
-            counts[type_of(group).name] += len(group.members)
-        return counts
-
     def replay(self, record: Record) -> None:
         """Apply one record as the load path does."""
         self._apply(record, loading=True)
@@ -299,6 +296,28 @@ class GroupCoordinator:
                 for p, by_group in sorted(self.offsets.pending.items())
             },
         }
+
+    # --------------------------------------------------------------------------------- read-only views
+    # (What the events do not say, or not cheaply, in plain values: nothing a shell could change a group through.)
+    def consumer_group_summary(self, group_id: str) -> ConsumerGroupSummary | None:
+        """A read-only view: the consumer group ``group_id`` as it stands now (None: no consumer group has the
+        id), with the assignor its members prefer and how many of them speak the classic protocol."""
+        group = self.groups.typed(group_id, ConsumerGroup)
+        return None if group is None else consumer_summary(group, self.config.consumer_group_assignors[0])
+
+    def awaits_metadata_refresh(self, group_id: str) -> bool:
+        """A read-only view: whether the consumer group ``group_id`` refreshes its subscription metadata at its
+        next heartbeat (a topic it subscribes to changed since it last did): soft state that ``update_metadata``
+        sets without a write, so no event says it."""
+        group = self.groups.typed(group_id, ConsumerGroup)
+        return group is not None and group.metadata_refresh_needed
+
+    def members_by_type(self) -> dict[str, int]:
+        """A read-only view for metrics: members of groups, by group type (every registered type, 0 included)."""
+        counts = {kind.name: 0 for kind in GROUP_TYPES.values()}
+        for group in self.groups.values():
+            counts[type_of(group).name] += len(group.members)
+        return counts
 
     # ------------------------------------------------------------------------------------------- timers
     def next_deadline(self) -> int | None:

@@ -5,6 +5,9 @@ Shells (the server's event log, metrics and rebalance log; the simulator's obser
 from these instead of comparing the core's state before and after a call. An event is plain data: ids,
 names, numbers and tuples, nothing a shell could change the core through. A refused request has no
 events (they are dropped with its records); a timer's events are in the result of the call that fired it.
+How the groups stood when the coordinator was rebuilt from its records is said the same way
+(``GroupCoordinator.loaded_events``): each member joined (a consumer group's with its current assignment),
+each group's state, each stable classic group's assignments.
 Events are built on every write, so, like the core's other value types, they are dataclasses that are not
 frozen (the compiled build compiles their constructors, written out from the fields: docs/architecture.md);
 their ``Final`` fields keep them immutable for mypy, ``unsafe_hash`` keeps the field-based hash.
@@ -17,10 +20,17 @@ their ``Final`` fields keep them immutable for mypy, ``unsafe_hash`` keeps the f
   members, so it is reported once per write (a request or a timer firing), not per record.
 * ``MemberJoined`` / ``MemberLeft`` — a member entered or left a group; ``MemberLeft.reason`` says why
   (``LeaveReason``: a fenced member's reason is the timeout or the fencing that removed it).
+  ``MemberJoined.protocols`` names the protocols (assignors) a member of the classic protocol listed.
+* ``MemberProtocolsChanged`` — a member still in its group lists other protocols: a classic member rejoined
+  with another list, or a consumer group's member moved between the classic and the consumer protocol.
 * ``AssignmentStored`` — a classic generation's assignments, stored by the leader's SyncGroup (or carried
   over when a consumer group converts back to classic).
 * ``TargetComputed`` — a consumer group's new target assignment: its epoch, the assignor and every member's
   target.
+* ``MemberAssignmentChanged`` — a consumer group's member has a new current assignment: its member epoch and
+  state, the partitions assigned to it and those it still has to revoke, at every write of it (a reconciliation
+  step, an epoch bump with nothing to move, a rejoin that starts over at epoch 0, a static member's
+  replacement, a conversion).
 * ``PartitionsAssigned`` / ``PartitionsRevoked`` — reconciliation on the coordinator's side: partitions a
   member now holds (assigned, or still to be revoked) that it did not hold before, and the reverse.
 * ``OffsetsCommitted`` — offsets a commit stored.
@@ -92,6 +102,9 @@ class MemberJoined:
     client_id: Final[str]
     #: classic: the group's generation; consumer: the group epoch
     generation: Final[int]
+    #: a member of the classic protocol: the protocols (assignors) its JoinGroup listed, in its order; empty for
+    #: a member of the consumer or share protocol
+    protocols: Final[tuple[str, ...]] = ()
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -103,6 +116,18 @@ class MemberLeft:
     #: classic: the group's generation; consumer: the group epoch
     generation: Final[int]
     reason: Final[LeaveReason]
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class MemberProtocolsChanged:
+    """A member still in its group lists other protocols than when it joined or last changed them: a classic
+    member's JoinGroup listed other protocols, or a consumer group's member moved between the protocols
+    (``protocols`` empty: it speaks the consumer protocol now)."""
+
+    group_id: Final[str]
+    group_type: Final[GroupTypeName]
+    member_id: Final[str]
+    protocols: Final[tuple[str, ...]]
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -126,6 +151,22 @@ class TargetComputed:
     assignment_epoch: Final[int]
     assignor: Final[str]
     targets: Final[tuple[tuple[str, str, Partitions], ...]]
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class MemberAssignmentChanged:
+    """A consumer group's member's current assignment as the coordinator now holds it, at every write of it:
+    its member epoch, its reconciliation state, the partitions assigned to it and those it still has to revoke
+    (it still holds them)."""
+
+    group_id: Final[str]
+    member_id: Final[str]
+    client_id: Final[str]
+    member_epoch: Final[int]
+    #: Kafka's member states: ``stable``, ``unrevoked_partitions``, ``unreleased_partitions``
+    state: Final[str]
+    assigned: Final[Partitions]
+    pending_revocation: Final[Partitions]
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -169,8 +210,10 @@ Event = (
     | GroupStateChanged
     | MemberJoined
     | MemberLeft
+    | MemberProtocolsChanged
     | AssignmentStored
     | TargetComputed
+    | MemberAssignmentChanged
     | PartitionsAssigned
     | PartitionsRevoked
     | OffsetsCommitted

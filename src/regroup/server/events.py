@@ -3,14 +3,16 @@ core's events (``coordinator/events.py``: what happened, in order) into info log
 members joining and leaving) and, with ``--events FILE``, JSON lines in the simulator's event schema
 (docs/simulator.md). At startup it writes the groups loaded from the log as they are (their state, members
 and stored assignment), as a first look at them. A call that changed nothing (a heartbeat) has no events
-and costs nothing here.
+and costs nothing here. What it knows of a group it learnt from those events: the core's groups are not read.
 
 * ``group_state`` — one per transition of the group (Empty when it is created; Dead when it is deleted or
   converted to a consumer group), ``state``, ``generation``, ``detail`` = ``group=<id> type=classic
   protocol=<name> [rebalance=eager|cooperative] leader=<member id>``: ``protocol`` is the selected assignor as
   the group holds it at that transition (``None`` until a generation selects one), ``rebalance`` the style the
   members' clients use, as they choose it (the highest rebalance protocol every assignor a member lists
-  supports), given when every member lists known assignors only and they agree;
+  supports), given when the group has members, every member lists known assignors only and they agree (the
+  members as of that transition, with the assignors their last JoinGroup listed: ``MemberJoined.protocols``,
+  ``MemberProtocolsChanged``);
 * ``member_state`` — ``member`` (the client id), ``member_id``, ``generation``, ``state`` = ``Joined`` or
   ``Left``, ``detail`` = ``group=<id>``;
 * ``group_assignment`` — one row per partition of each member's assignment when a generation becomes Stable
@@ -42,20 +44,22 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
 from regroup.assignors.registry import server_side_name
 from regroup.client.config import ConfigError, rebalance_protocol
 from regroup.client.embedded import assigned_partitions
-from regroup.coordinator.classic.group import ClassicGroup
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.events import (
     AssignmentStored,
     Event,
+    GroupDeleted,
     GroupStateChanged,
     MemberJoined,
     MemberLeft,
+    MemberProtocolsChanged,
     Partitions,
     PartitionsAssigned,
     PartitionsRevoked,
@@ -68,22 +72,24 @@ from regroup.model.eventlog import FIELDS
 log = logging.getLogger("regroup.server.events")
 
 
-def rebalance_style(group: ClassicGroup | None, known: dict[tuple[str, ...], str | None]) -> str | None:
-    """``eager`` or ``cooperative``: the rebalance protocol a consumer group's members use, as their clients choose
-    it from the assignors they list (the highest one all of them support); None when a member lists an assignor
-    this server does not know, or the members differ. ``known`` caches the answer per list of names."""
-    if group is None or group.protocol_type != "consumer" or not group.members:
+def rebalance_style(
+    protocol_type: str | None, members: Iterable[tuple[str, ...]], known: dict[tuple[str, ...], str | None]
+) -> str | None:
+    """``eager`` or ``cooperative``: the rebalance protocol a classic group's consumers use, as their clients
+    choose it from the assignors they list (``members``: each member's list; the highest one all of them
+    support); None when the group's protocol type is not ``consumer``, it has no members, a member lists an
+    assignor this server does not know, or the members differ. ``known`` caches the answer per list of names."""
+    if protocol_type != "consumer":
         return None
     styles: set[str | None] = set()
-    for member in group.members.values():
-        names = tuple(name for name, _ in member.protocols)
+    for names in members:
         if names not in known:
             try:
                 known[names] = rebalance_protocol(names).name.lower()
             except ConfigError:
                 known[names] = None
         styles.add(known[names])
-    return styles.pop() if len(styles) == 1 else None
+    return styles.pop() if len(styles) == 1 else None  # (none: no members)
 
 
 class GroupEvents:
@@ -91,6 +97,8 @@ class GroupEvents:
 
     def __init__(self, path: Path | None = None) -> None:
         self._styles: dict[tuple[str, ...], str | None] = {}  # rebalance style by the assignors a member lists
+        #: classic group id -> member id -> the assignors the member listed (from the events)
+        self._protocols: dict[str, dict[str, tuple[str, ...]]] = {}
         self._names: tuple[ClusterImage | None, dict[uuid.UUID, str]] = (None, {})  # topic names of an image
         self._primed = False
         self._seq = 0
@@ -106,13 +114,23 @@ class GroupEvents:
         for event in events:
             if isinstance(event, GroupStateChanged):
                 if event.group_type == "classic":
-                    self._classic_state(coordinator, event, now_ms)
+                    self._classic_state(event, now_ms)
                 else:
                     self._consumer_state(event, now_ms)
             elif isinstance(event, MemberJoined):
+                if event.group_type == "classic":
+                    self._protocols.setdefault(event.group_id, {})[event.member_id] = event.protocols
                 self._member_state(now_ms, event.group_id, event.member_id, event.client_id, event.generation, "Joined")
             elif isinstance(event, MemberLeft):
+                if event.group_type == "classic":
+                    self._protocols.get(event.group_id, {}).pop(event.member_id, None)
                 self._member_state(now_ms, event.group_id, event.member_id, event.client_id, event.generation, "Left")
+            elif isinstance(event, MemberProtocolsChanged):
+                if event.group_type == "classic":
+                    self._protocols.setdefault(event.group_id, {})[event.member_id] = event.protocols
+            elif isinstance(event, GroupDeleted):
+                if event.group_type == "classic":
+                    self._protocols.pop(event.group_id, None)
             elif isinstance(event, AssignmentStored):
                 self._assignment_rows(event, now_ms)
             elif isinstance(event, TargetComputed):
@@ -137,7 +155,7 @@ class GroupEvents:
             self._file = None
 
     # ------------------------------------------------------------------------------------------ internals
-    def _classic_state(self, coordinator: GroupCoordinator, event: GroupStateChanged, now: int) -> None:
+    def _classic_state(self, event: GroupStateChanged, now: int) -> None:
         group_id = event.group_id
         log.info(
             "group=%s state=%s generation=%d protocol=%s leader=%s members=%d",
@@ -150,9 +168,10 @@ class GroupEvents:
         )
         if self._file is None:
             return
+        members = self._protocols.get(group_id)
         style = (
-            rebalance_style(coordinator.groups.typed(group_id, ClassicGroup), self._styles)
-            if event.state != "Dead"
+            rebalance_style(event.protocol_type, members.values(), self._styles)
+            if event.state != "Dead" and members
             else None
         )
         rebalance = f" rebalance={style}" if style else ""

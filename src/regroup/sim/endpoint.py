@@ -1,16 +1,18 @@
 """The coordinator's side of the simulated network: hands each arriving request to the real
 ``GroupCoordinator`` under a fresh request key, fires its timers, routes the completed responses back to
 the member that sent them, and observes the group for the event log and the safety checker: the outcome of
-every offset commit, and what the core's result says changed (``coordinator/events.py``). An operation
-without events or records (a heartbeat that changed nothing) is not looked at. A classic group's
-``group_state`` row comes from its last transition in the call and its ``group_assignment`` rows from the
-assignments the generation stored, so each call logs at most one ``group_state`` row, as the golden logs
-hold. A KIP-848 group is read after a write to it: its row carries the count of classic-protocol members,
-and the epoch each member holds is checked after every write, which the events do not say. Share members'
+every offset commit, and what the core's result says changed (``coordinator/events.py``), folded into
+``group`` (``observed.ObservedGroup``: the group's type, state, generation, members and their epochs and
+assignments). An operation without events or records (a heartbeat that changed nothing) is not looked at.
+A classic group's ``group_state`` row comes from its last transition in the call and its ``group_assignment``
+rows from the assignments the generation stored, so each call logs at most one ``group_state`` row, as the
+golden logs hold. A KIP-848 group's row comes from its last state event in the call, with the assignor its
+members prefer and its count of classic-protocol members read from the facade's read-only summary, and the
+epoch the coordinator holds for each member is checked after every call that changed one. Share members'
 requests go to ``share`` (``share_endpoint.ShareEndpoint``, set by the simulator when a scenario has them).
 
-Reading ``coordinator.consumer_groups`` here is observation only (the sim is a shell and may look inside the
-core); nothing is changed except through the coordinator's operations.
+The simulator is a shell: it changes the coordinator only through its operations and reads it only through
+its events and its read-only views.
 """
 
 from __future__ import annotations
@@ -18,8 +20,6 @@ from __future__ import annotations
 from regroup.assignors.registry import server_side_name
 from regroup.client import OutgoingRequest
 from regroup.client.types import TopicPartition, api_name
-from regroup.coordinator.classic.group import ClassicGroup
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.events import AssignmentStored, GroupStateChanged
 from regroup.coordinator.result import Result
@@ -33,6 +33,7 @@ from regroup.protocol.share_fetch import ShareAcknowledgeRequest, ShareFetchRequ
 from regroup.sim.checks import SafetyChecker
 from regroup.sim.describe import assigned_partitions, response_detail, response_fields
 from regroup.sim.eventlog import EventLog
+from regroup.sim.observed import ObservedGroup
 from regroup.sim.queue import ToMember
 from regroup.sim.share_endpoint import ShareEndpoint
 
@@ -53,6 +54,8 @@ class CoordinatorEndpoint:
         self.names_by_id = names_by_id
         self._keys: dict[int, tuple[str, int, int, str]] = {}
         self._next_key = 1
+        #: the scenario's group as the core's events describe it
+        self.group = ObservedGroup(group_id)
         self._group_view: tuple[str, int] = ("", -1)
         self._kind = "classic"
         self._member_epochs: dict[str, int] = {}  # consumer group: member id -> epoch the coordinator holds
@@ -173,17 +176,17 @@ class CoordinatorEndpoint:
 
     def _fenced_reason(self, req: OffsetCommitRequest) -> str | None:
         """Why the committing member is fenced right now (None when it is a member of the current
-        generation): computed from the group before the coordinator handles the commit."""
-        cgroup = self.coordinator.groups.typed(req.group_id, ConsumerGroup)
-        if cgroup is not None:
-            cmember = cgroup.members.get(req.member_id)
-            if cmember is None:
+        generation): from the group as the events before the coordinator handles the commit describe it."""
+        group = self.group
+        kind = group.kind if req.group_id == self.group_id else ""
+        if kind == "consumer":
+            held = group.members.get(req.member_id)
+            if held is None:
                 return f"member id {req.member_id!r} is not in the consumer group"
-            if req.generation_id != cmember.member_epoch:
-                return f"epoch {req.generation_id} is not the member's {cmember.member_epoch}"
+            if req.generation_id != held.member_epoch:
+                return f"epoch {req.generation_id} is not the member's {held.member_epoch}"
             return None
-        group = self.coordinator.groups.typed(req.group_id, ClassicGroup)
-        if group is None or req.member_id not in group.members:
+        if kind != "classic" or req.member_id not in group.members:
             return f"member id {req.member_id!r} is not in the group"
         if req.generation_id != group.generation:
             return f"generation {req.generation_id} is not the group's {group.generation}"
@@ -231,7 +234,30 @@ class CoordinatorEndpoint:
         self.checker.commit(now, member, fenced, accepted)
 
     def _observe_group(self, now: int, result: Result) -> None:
-        kind = "consumer" if self.coordinator.groups.typed(self.group_id, ConsumerGroup) is not None else "classic"
+        group = self.group
+        # the group as this call left it, and what the call said of it: a classic group's last transition and
+        # the assignments its generation stored (a call that made it Stable stored them), a consumer group's
+        # last state, and the members whose epoch or presence changed
+        changed: GroupStateChanged | None = None
+        changed_consumer: GroupStateChanged | None = None
+        stored: AssignmentStored | None = None
+        touched: set[str] | None = None
+        group_id = self.group_id
+        for event in result.events:
+            member_id = group.apply(event)
+            if member_id is not None:
+                if touched is None:
+                    touched = set()
+                touched.add(member_id)
+            elif isinstance(event, GroupStateChanged):
+                if event.group_id == group_id:
+                    if event.group_type == "classic":
+                        changed = event
+                    elif event.group_type == "consumer":
+                        changed_consumer = event
+            elif isinstance(event, AssignmentStored) and event.group_id == group_id:
+                stored = event
+        kind = "consumer" if group.kind == "consumer" else "classic"
         if kind != self._kind:
             # An empty group of one type is replaced by a new group of the other type, which starts over at
             # generation/epoch 0 (docs/protocol.md, X04 and X16); a non-empty one is converted and keeps
@@ -240,19 +266,9 @@ class CoordinatorEndpoint:
                 self.checker.group_replaced()
             self._kind = kind
         if kind == "consumer":
-            self._observe_consumer_group(now)
+            self._observe_consumer_group(now, changed_consumer, touched)
             return
         self._member_epochs.clear()
-        # a classic group's state, generation, protocol and leader as of its last transition in this call, and
-        # the assignments its generation stored (a call that made it Stable stored them)
-        changed: GroupStateChanged | None = None
-        stored: AssignmentStored | None = None
-        for event in result.events:
-            if isinstance(event, GroupStateChanged):
-                if event.group_id == self.group_id and event.group_type == "classic":
-                    changed = event
-            elif isinstance(event, AssignmentStored) and event.group_id == self.group_id:
-                stored = event
         if changed is None:
             return
         view = (changed.state, changed.generation)
@@ -282,40 +298,46 @@ class CoordinatorEndpoint:
                 generation=stored.generation,
             )
 
-    def _observe_consumer_group(self, now: int) -> None:
-        """A KIP-848 group: its state (Empty/Assigning/Reconciling/Stable) and group epoch; the epoch the
-        coordinator holds for each member (never lower unless the member starts over at 0 or is removed);
-        each member's current assignment once the group is Stable."""
-        group = self.coordinator.groups.typed(self.group_id, ConsumerGroup)
-        assert group is not None
-        epochs = {member_id: m.member_epoch for member_id, m in group.members.items()}
-        for member_id, epoch in sorted(epochs.items()):
-            last = self._member_epochs.get(member_id)
-            if last is not None and 0 < epoch < last:
-                name = self.names_by_id.get(member_id, member_id)
-                self.checker.violation(
-                    now, ("coordinator-epoch", member_id, epoch), f"the coordinator moved {name} back to epoch {epoch}"
-                )
-        self._member_epochs = epochs
-        state = group.state()
-        view = (state._value_, group.group_epoch)
+    def _observe_consumer_group(self, now: int, changed: GroupStateChanged | None, touched: set[str] | None) -> None:
+        """A KIP-848 group: the epoch the coordinator holds for each member whose epoch changed (never lower
+        unless the member starts over at 0 or is removed); its state (Empty/Assigning/Reconciling/Stable) and
+        group epoch when they changed; each member's current assignment once the group is Stable."""
+        members = self.group.members
+        if touched is not None:
+            epochs = self._member_epochs
+            for member_id in sorted(touched):
+                held = members.get(member_id)
+                if held is None:
+                    epochs.pop(member_id, None)
+                    continue
+                epoch = held.member_epoch
+                last = epochs.get(member_id)
+                if last is not None and 0 < epoch < last:
+                    name = self.names_by_id.get(member_id, member_id)
+                    why = f"the coordinator moved {name} back to epoch {epoch}"
+                    self.checker.violation(now, ("coordinator-epoch", member_id, epoch), why)
+                epochs[member_id] = epoch
+        if changed is None:
+            return  # (its state and epochs are as the last state event said)
+        view = (changed.state, changed.generation)
         if view == self._group_view:
             return
         self._group_view = view
         self.checker.group_generation(now, view[1])
-        assignor = group.preferred_assignor(self.coordinator.config.consumer_group_assignors[0])
-        classic = group.classic_member_count()
+        summary = self.coordinator.consumer_group_summary(self.group_id)
+        assert summary is not None
+        assignor, classic = summary.assignor, summary.classic_members
         detail = f"type=consumer assignor={server_side_name(assignor) or assignor} classic_members={classic}"
         self.log.emit(now, "group_state", state=view[0], generation=view[1], detail=detail)
-        if state is not ConsumerGroupState.STABLE:
+        if changed.state != "Stable":
             return
         names_of = self.topic_names()
-        for member_id, member in group.members.items():
+        for member_id, held in members.items():
             self.log.emit_partitions(
                 now,
                 "group_assignment",
-                sorted((names_of[t], p) for t, ps in member.assigned.items() if t in names_of for p in ps),
+                sorted((names_of[t], p) for t, ps in held.assigned if t in names_of for p in ps),
                 member=self.names_by_id.get(member_id, member_id),
                 member_id=member_id,
-                generation=group.group_epoch,
+                generation=view[1],
             )

@@ -11,8 +11,6 @@ violations, and (``summary``) a per-rebalance summary computed from the log alon
 from __future__ import annotations
 
 import random
-import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -31,9 +29,8 @@ from regroup.client import (
 )
 from regroup.client.consumer_member import ConsumerClientState
 from regroup.client.types import TopicPartition
-from regroup.coordinator.classic.group import ClassicGroup, ClassicStates
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupState
 from regroup.coordinator.coordinator import GroupCoordinator
+from regroup.coordinator.events import MemberAssignmentChanged, Partitions
 from regroup.coordinator.ids import CountingIds
 from regroup.model.cluster import topic_id_for
 from regroup.sim.checks import SafetyChecker
@@ -41,6 +38,7 @@ from regroup.sim.describe import request_detail, request_ids, response_fields
 from regroup.sim.endpoint import CoordinatorEndpoint
 from regroup.sim.eventlog import EventLog
 from regroup.sim.network import TO_COORDINATOR, TO_MEMBER, Network
+from regroup.sim.observed import ObservedGroup
 from regroup.sim.queue import CoordinatorWake, Disconnect, EventQueue, Item, ToCoordinator, ToMember, Wake
 from regroup.sim.scenario import MemberSpec, Scenario, ScenarioEvent
 from regroup.sim.share_endpoint import ShareEndpoint
@@ -141,16 +139,16 @@ class Simulator:
         self._topics_version = 0
         self._slot_list = list(self.slots.values())
         self._expected: tuple[int, int, frozenset[TopicPartition]] | None = None  # (live and topics versions, ...)
-        # the classic group as the last quiescence check saw it, the members polled since, and, as of that
-        # check, the running members and those of them not (yet) settled in the group's generation
-        # (group, generation, its members dict, its ``membership_changes``)
-        self._classic_view: tuple[object, int, object, int] | None = None
+        # the classic group as the last quiescence check saw it (the observed group's version: it counts changes
+        # of the group, its generation and its members), the members polled since, and, as of that check, the
+        # running members and those of them not (yet) settled in the group's generation
+        self._classic_view: int | None = None
         self._polled: set[str] = set()
         self._live: set[str] = set()
         self._live_version = 0  # counts changes to ``_live``
         self._unsettled: set[str] = set()
-        # consumer group: per running member, the record it was last examined against and the answer
-        self._held: dict[str, tuple[ConsumerGroupMember, int, bool]] = {}
+        # consumer group: per running member, the current assignment it was last examined against and the answer
+        self._held: dict[str, tuple[MemberAssignmentChanged, int, bool]] = {}
         self._assigned_cache: dict[int, tuple[object, int, frozenset[TopicPartition]]] = {}
         self.log.emit(0, "sim_start", detail=scenario.name, value=seed)
         for topic, count in sorted(self.topics.items()):
@@ -571,11 +569,12 @@ class Simulator:
         """The subscribed partitions if the group is quiescent now, else None.
 
         Runs after every step, so it is incremental. A member machine changes only when the simulator polls
-        it, and the coordinator replaces a consumer group's member records rather than changing them: so the
-        running members are updated from the members polled since the last check; while a classic group keeps
-        its generation and members only those members are examined again; and a consumer-group member is
-        examined again only when it was polled or its record was replaced. The answer is a cached frozenset,
-        the same object while the running members and the topic sizes stay the same."""
+        it, and the group only as the coordinator's events say (``endpoint.group``, which replaces a consumer
+        group member's current assignment rather than changing it): so the running members are updated from
+        the members polled since the last check; while a classic group keeps its generation and members only
+        those members are examined again; and a consumer-group member is examined again only when it was polled
+        or its current assignment was replaced. The answer is a cached frozenset, the same object while the
+        running members and the topic sizes stay the same."""
         polled: set[str] = self._polled
         if polled:
             self._polled = set()
@@ -589,25 +588,16 @@ class Simulator:
                 elif name in live:
                     live.discard(name)
                     self._live_version += 1
-        cgroup = self.coordinator.groups.typed(self.group_id, ConsumerGroup)
-        if cgroup is None:
+        group = self.endpoint.group
+        if group.kind != "consumer":
             self._held.clear()
-            group = self.coordinator.groups.typed(self.group_id, ClassicGroup)
-            if group is None or group.state is not ClassicStates.STABLE:
+            if group.kind != "classic" or group.state != "Stable":
                 self._classic_view = None
                 return None
-            last = self._classic_view
-            # (members compared by the dict's identity and the group's count of joins and leaves: the same
-            # members after a leave and a rejoin count as a change, and every member is examined again,
-            # which gives the same answer, only slower)
-            if (
-                last is None
-                or last[0] is not group
-                or last[1] != group.generation
-                or last[2] is not group.members
-                or last[3] != group.membership_changes
-            ):
-                self._classic_view = (group, group.generation, group.members, group.membership_changes)
+            # (the same members after a leave and a rejoin count as a change, and every member is examined
+            # again, which gives the same answer, only slower)
+            if self._classic_view != group.version:
+                self._classic_view = group.version
                 self._unsettled.clear()
                 polled = self._live
             for name in polled:
@@ -616,7 +606,7 @@ class Simulator:
                 return None
         else:
             self._classic_view = None
-            if not self._live or not self._consumer_group_quiescent(cgroup):
+            if not self._live or not self._consumer_group_quiescent(group):
                 return None
         cached = self._expected
         if cached is None or cached[0] != self._live_version or cached[1] != self._topics_version:
@@ -625,7 +615,7 @@ class Simulator:
             self._expected = cached = (self._live_version, self._topics_version, partitions)
         return cached[2]
 
-    def _classify(self, name: str, group: ClassicGroup) -> None:
+    def _classify(self, name: str, group: ObservedGroup) -> None:
         """Whether running member ``name`` is settled in the classic ``group``'s generation."""
         machine = self.slots[name].machine
         settled = name not in self._live or (
@@ -636,10 +626,10 @@ class Simulator:
         )
         (self._unsettled.discard if settled else self._unsettled.add)(name)
 
-    def _consumer_group_quiescent(self, group: ConsumerGroup) -> bool:
+    def _consumer_group_quiescent(self, group: ObservedGroup) -> bool:
         """Stable at the coordinator, its members exactly the running processes, each of them owning
         exactly what the coordinator assigned it, at the member's epoch, with nothing pending."""
-        if group.state() is not ConsumerGroupState.STABLE or group.metadata_refresh_needed:
+        if group.state != "Stable" or self.coordinator.awaits_metadata_refresh(self.group_id):
             return False  # (a topic grew: the group learns it on its next heartbeat)
         if len(group.members) != len(self._live):
             return False
@@ -659,20 +649,20 @@ class Simulator:
                 return False
         return True
 
-    def _consumer_member_settled(self, machine: Machine, held: ConsumerGroupMember) -> bool:
+    def _consumer_member_settled(self, machine: Machine, held: MemberAssignmentChanged) -> bool:
         assert not isinstance(machine, ShareClientMember)  # (share members are in a group of their own)
         if machine.generation != held.member_epoch or machine.owned != self._assigned_names(held.assigned):
             return False
         return machine.settled()
 
-    def _assigned_names(self, assigned: Mapping[uuid.UUID, frozenset[int]]) -> frozenset[TopicPartition]:
-        """A coordinator assignment (by topic id) as topic-name partitions; cached per assignment object,
-        which the coordinator replaces rather than mutates."""
+    def _assigned_names(self, assigned: Partitions) -> frozenset[TopicPartition]:
+        """A coordinator assignment (by topic id) as topic-name partitions; cached per assignment object (each
+        current assignment the coordinator reports is a new one)."""
         cached = self._assigned_cache.get(id(assigned))
         if cached is not None and cached[0] is assigned and cached[1] == self._topics_version:
             return cached[2]
         names = self.endpoint.topic_names()
-        out = frozenset((names[t], p) for t, ps in assigned.items() if t in names for p in ps)
+        out = frozenset((names[t], p) for t, ps in assigned if t in names for p in ps)
         if len(self._assigned_cache) > 4 * len(self._slot_list) + 64:
             self._assigned_cache.clear()
         self._assigned_cache[id(assigned)] = (assigned, self._topics_version, out)

@@ -103,9 +103,6 @@ class ClassicGroup:
     # given new protocols through this class since (``add``, ``remove``, ``set_protocols``)
     _protocols_synced: dict[str, ClassicGroupMember] | None = field(default=None, init=False, repr=False, compare=False)
     _protocols_dirty: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
-    #: counts ``add`` and ``remove`` calls: observers compare it (with the identity of ``members``) to tell
-    #: whether the membership may have changed without comparing every member id
-    membership_changes: int = field(default=0, init=False, repr=False, compare=False)
 
     # --- state -----------------------------------------------------------------------------------------
     def transition(self, to: ClassicGroupState, now_ms: int) -> None:
@@ -124,7 +121,6 @@ class ClassicGroup:
             self.protocol_type = member.protocol_type
         self.members[member.member_id] = member
         self._protocols_dirty.add(member.member_id)
-        self.membership_changes += 1
         if member.group_instance_id is not None:
             self.static_members[member.group_instance_id] = member.member_id
         if self.leader_id is None:
@@ -133,7 +129,6 @@ class ClassicGroup:
     def remove(self, member_id: str) -> ClassicGroupMember | None:
         member = self.members.pop(member_id, None)
         self._protocols_dirty.add(member_id)
-        self.membership_changes += 1
         self.pending_sync_members.discard(member_id)
         instance = member.group_instance_id if member is not None else None
         if instance is not None and self.static_members.get(instance) == member_id:

@@ -13,7 +13,7 @@ from regroup.coordinator.classic.join import check_identity
 from regroup.coordinator.classic.rebalance import schedule_session
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.context import Ctx
-from regroup.coordinator.events import Event, MemberJoined
+from regroup.coordinator.events import Event
 from regroup.coordinator.group_type import GroupType
 from regroup.coordinator.groups import Groups
 from regroup.coordinator.result import RequestKey
@@ -57,7 +57,7 @@ class ClassicGroupType:
     def loaded(self, ctx: Ctx, groups: Groups, group: ClassicGroup) -> None:
         """Members' sessions restart; a group over ``group.max.size`` (the setting was lowered) rebalances."""
         for member in group.members.values():
-            ctx.event(MemberJoined(group.group_id, "classic", member.member_id, member.client_id, group.generation))
+            rebalance.member_joined(ctx, group, member)
         ctx.event(rebalance.classic_state_changed(group))
         if group.state is ClassicGroupState.STABLE:
             ctx.event(rebalance.assignment_stored(group))

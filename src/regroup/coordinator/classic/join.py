@@ -12,6 +12,7 @@ from regroup.coordinator.classic.rebalance import (
     member_left,
     persist,
     prepare_rebalance,
+    protocols_changed,
     schedule_session,
     try_complete_join,
 )
@@ -170,6 +171,7 @@ def _update_member(
     if member.awaiting_join_key is not None and member.awaiting_join_key != key:
         # a newer JoinGroup supersedes the parked one (the client retried): like Kafka, replace it silently
         ctx.drop(member.awaiting_join_key)
+    protocols_changed(ctx, group, member, req.protocols)
     group.set_protocols(member, req.protocols)
     member.rebalance_timeout_ms = req.rebalance_timeout_ms
     member.session_timeout_ms = req.session_timeout_ms

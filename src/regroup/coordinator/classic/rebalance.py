@@ -16,6 +16,7 @@ from regroup.coordinator.events import (
     LeaveReason,
     MemberJoined,
     MemberLeft,
+    MemberProtocolsChanged,
 )
 from regroup.coordinator.groups import Groups
 from regroup.model.errors import ErrorCode
@@ -121,8 +122,35 @@ def assignment_stored(group: ClassicGroup) -> AssignmentStored:
     )
 
 
+def protocol_names(protocols: tuple[tuple[str, bytes], ...]) -> tuple[str, ...]:
+    """The names of the protocols a JoinGroup lists, in its order."""
+    return tuple([name for name, _ in protocols])
+
+
 def member_joined(ctx: Ctx, group: ClassicGroup, member: ClassicGroupMember) -> None:
-    ctx.event(MemberJoined(group.group_id, "classic", member.member_id, member.client_id, group.generation))
+    ctx.event(
+        MemberJoined(
+            group.group_id,
+            "classic",
+            member.member_id,
+            member.client_id,
+            group.generation,
+            protocol_names(member.protocols),
+        )
+    )
+
+
+def protocols_changed(
+    ctx: Ctx, group: ClassicGroup, member: ClassicGroupMember, protocols: tuple[tuple[str, bytes], ...]
+) -> None:
+    """A known member's JoinGroup lists ``protocols``: say so when their names are not the ones it listed before
+    (``member.protocols``, not yet replaced)."""
+    before = member.protocols
+    if before is protocols:
+        return
+    if len(before) == len(protocols) and all(before[i][0] == protocols[i][0] for i in range(len(before))):
+        return
+    ctx.event(MemberProtocolsChanged(group.group_id, "classic", member.member_id, protocol_names(protocols)))
 
 
 def member_left(ctx: Ctx, group: ClassicGroup, member: ClassicGroupMember, reason: LeaveReason) -> None:

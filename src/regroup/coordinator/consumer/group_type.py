@@ -10,7 +10,7 @@ from typing import Final
 from regroup.coordinator.classic import join
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.consumer import classic_members
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMemberState
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMemberState, to_tuple
 from regroup.coordinator.consumer.migration import drop_empty_consumer_group
 from regroup.coordinator.consumer.ops import session_timeout_ms
 from regroup.coordinator.consumer.replay import replay as replay_consumer
@@ -19,7 +19,7 @@ from regroup.coordinator.consumer.subscriptions import group_topic_names
 from regroup.coordinator.consumer.timers import MemberSessionTimer, RevocationTimer
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
-from regroup.coordinator.events import Event, MemberJoined
+from regroup.coordinator.events import Event, MemberAssignmentChanged, MemberJoined
 from regroup.coordinator.group_type import GroupType
 from regroup.coordinator.groups import Groups
 from regroup.coordinator.result import RequestKey
@@ -70,7 +70,8 @@ class ConsumerGroupType:
         replay_consumer(groups, record)
 
     def loaded(self, ctx: Ctx, groups: Groups, group: ConsumerGroup) -> None:
-        """Members' sessions restart, and the revocation timeouts of members still revoking; its state is known."""
+        """Members' sessions restart, and the revocation timeouts of members still revoking; its state is known,
+        and said: each member joined with its current assignment, then the group's state."""
         for member in group.members.values():
             timeout = session_timeout_ms(ctx, group.group_id, member)
             ctx.timers.schedule(MemberSessionTimer(group.group_id, member.member_id), ctx.now_ms + timeout)
@@ -79,8 +80,13 @@ class ConsumerGroupType:
                     RevocationTimer(group.group_id, member.member_id, member.member_epoch),
                     ctx.now_ms + max(member.rebalance_timeout_ms, 0),
                 )
+        gid = group.group_id
         for member_id, member in group.members.items():
-            ctx.event(MemberJoined(group.group_id, "consumer", member_id, member.client_id, group.group_epoch))
+            protocols = member.classic_protocol_names()
+            ctx.event(MemberJoined(gid, "consumer", member_id, member.client_id, group.group_epoch, protocols))
+            epoch, state = member.member_epoch, member.state.value
+            assigned, pending = to_tuple(member.assigned), to_tuple(member.pending_revocation)
+            ctx.event(MemberAssignmentChanged(gid, member_id, member.client_id, epoch, state, assigned, pending))
         report_state(group, ctx.config.consumer_group_assignors[0], ctx.result.events)
 
     def written(self, config: CoordinatorConfig, group: ConsumerGroup, events: list[Event]) -> None:

@@ -1,7 +1,8 @@
 """Writing consumer-group records: each helper builds a record (``records.builders``), applies it to the
 in-memory group (so the live state is, by construction, what replaying the records gives) and emits it on
-the context, with the events it makes happen (``events.py``): a member joined or left, a new target,
-partitions a member now holds or no longer holds, the group deleted."""
+the context, with the events it makes happen (``events.py``): a member joined or left (or moved between the
+protocols), a new target, a member's new current assignment and the partitions it now holds or no longer holds,
+the group deleted."""
 
 from __future__ import annotations
 
@@ -22,8 +23,10 @@ from regroup.coordinator.context import Ctx
 from regroup.coordinator.events import (
     GroupDeleted,
     LeaveReason,
+    MemberAssignmentChanged,
     MemberJoined,
     MemberLeft,
+    MemberProtocolsChanged,
     PartitionsAssigned,
     PartitionsRevoked,
     TargetComputed,
@@ -73,11 +76,16 @@ class ConsumerWrites:
 
     def member_metadata(self, group_id: str, m: ConsumerGroupMember) -> None:
         group = self.groups.typed(group_id, ConsumerGroup)
-        joined = group is None or m.member_id not in group.members
+        old = group.members.get(m.member_id) if group is not None else None
         self._write(new_consumer_group_member_metadata_record(group_id, m.member_id, m.metadata_value()))
-        if joined:
+        if old is None:
             epoch = self._existing(group_id).group_epoch
-            self.ctx.event(MemberJoined(group_id, "consumer", m.member_id, m.client_id, epoch))
+            protocols = m.classic_protocol_names()
+            self.ctx.event(MemberJoined(group_id, "consumer", m.member_id, m.client_id, epoch, protocols))
+        elif old.classic is not m.classic:
+            protocols = m.classic_protocol_names()
+            if protocols != old.classic_protocol_names():
+                self.ctx.event(MemberProtocolsChanged(group_id, "consumer", m.member_id, protocols))
 
     def regex(self, group_id: str, regex: str, topics: tuple[str, ...]) -> None:
         """What ``regex`` resolved to, now."""
@@ -102,16 +110,20 @@ class ConsumerWrites:
         group = self.groups.typed(group_id, ConsumerGroup)
         old = group.members.get(m.member_id) if group is not None else None
         self._held_changes(group_id, old, m)
+        state, assigned, pending = m.state.value, to_tuple(m.assigned), to_tuple(m.pending_revocation)
         self._write(
             new_consumer_group_current_assignment_record(
                 group_id,
                 m.member_id,
                 member_epoch=m.member_epoch,
                 previous_member_epoch=m.previous_member_epoch,
-                state=m.state.value,
-                assigned=to_tuple(m.assigned),
-                pending_revocation=to_tuple(m.pending_revocation),
+                state=state,
+                assigned=assigned,
+                pending_revocation=pending,
             )
+        )
+        self.ctx.event(
+            MemberAssignmentChanged(group_id, m.member_id, m.client_id, m.member_epoch, state, assigned, pending)
         )
 
     def _held_changes(self, group_id: str, old: ConsumerGroupMember | None, new: ConsumerGroupMember) -> None:
