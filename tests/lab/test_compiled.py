@@ -31,6 +31,7 @@ CHECK = r"""
 import hashlib, json, sys
 from regroup.lab import grid, runner, scenarios
 from regroup.sim import bundled_names, load, simulate
+from regroup.sim.summary import summarize_rows
 
 MODULES = [
     "regroup.model.cluster", "regroup.records.serde", "regroup.protocol.classic", "regroup.client.classic_member",
@@ -45,8 +46,10 @@ def digest(text):
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def sim_digest(sim):
-    return {"log": digest(sim.log.text()), "events": len(sim.log.events), "violations": list(sim.checker.violations)}
+def sim_digest(sim, measure_from_ms=0):
+    summary = json.dumps(summarize_rows(sim.log.rows, measure_from_ms).to_json(), sort_keys=True)
+    return {"log": digest(sim.log.text()), "events": len(sim.log.events), "violations": list(sim.checker.violations),
+            "summary": digest(summary)}
 
 
 out = {"files": {}, "runs": {}, "scenarios": {}}
@@ -65,7 +68,8 @@ for run in grid.expand(grid.load(sys.argv[1])):
 # The bundled scenarios, two seeds each.
 for name in bundled_names():
     for seed in (0, 1):
-        out["scenarios"][f"{name} seed {seed}"] = sim_digest(simulate(load(name), seed))
+        scenario = load(name)
+        out["scenarios"][f"{name} seed {seed}"] = sim_digest(simulate(scenario, seed), scenario.measure_from_ms)
 
 # An interpreted plug-in: compiled code must see its class attributes.
 from regroup.assignors.base import PartitionAssignor

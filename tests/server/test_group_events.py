@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from regroup.coordinator.events import GroupStateChanged
 from regroup.coordinator.result import Result
 from regroup.server.events import GroupEvents
 from tests.coordinator.harness import GroupHarness
@@ -75,3 +76,22 @@ def test_a_restarted_server_knows_the_loaded_members_assignors(tmp_path: Path) -
     observer(h.coordinator, Result(), h.now_ms)  # the first call writes the groups as loaded
     observer.close()
     assert styles(path) == [("Stable", "cooperative")]
+
+
+def test_a_share_group_s_state_rows_say_share(tmp_path: Path) -> None:
+    """Groups with epochs and a server-side assignor each name their own type in the events file: a share
+    group's rows say ``type=share`` with its ``simple`` assignor, a consumer group's ``type=consumer``."""
+    path = tmp_path / "events.jsonl"
+    observer = GroupEvents(path)
+    result = Result()
+    for group_type, assignor in (("share", "simple"), ("consumer", "uniform")):
+        result.events.append(
+            GroupStateChanged(f"g-{group_type}", group_type, "Stable", 3, assignor, None, None, 3, 2)  # type: ignore[arg-type]
+        )
+    observer(GroupHarness().coordinator, result, 1_000)
+    observer.close()
+    details = [json.loads(line)["detail"] for line in path.read_text().splitlines()]
+    assert details == [
+        "group=g-share type=share protocol=simple assignment_epoch=3",
+        "group=g-consumer type=consumer protocol=uniform assignment_epoch=3",
+    ]

@@ -81,6 +81,7 @@ from regroup.protocol.share import (
     ShareAcquisition,
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
+    ShareRead,
 )
 from regroup.records.builders import new_group_metadata_record
 from regroup.records.model import (
@@ -492,13 +493,14 @@ class GroupCoordinator:
         self,
         group_id: str,
         member_id: str,
-        wanted: Mapping[TopicPartition, tuple[int, int]],
+        wanted: Mapping[TopicPartition, tuple[int, int] | ShareRead],
         max_records: int,
         key: RequestKey | None,
         now_ms: int,
     ) -> Result:
-        """ShareFetch's acquisition: for each partition in order, ``(first offset, end offset)`` -> the records
-        of ``[first, end)`` acquired for the member, at most ``max_records`` in all (the response: a
+        """ShareFetch's acquisition: for each partition in order, ``(first offset, end offset)`` or a
+        ``ShareRead`` (which also names the aborted transactions' batches read, archived instead of delivered)
+        -> the records of ``[first, end)`` acquired for the member, at most ``max_records`` in all (the response: a
         ``ShareAcquisition``; a partition the group has no state for gets none). Writes no record. As in Kafka,
         the member id is not checked against the group."""
 

@@ -9,7 +9,7 @@ each rebalance produced (balance, fraction kept), re-assignments, the trigger, a
 A log that never shows member processes (no ``subscription`` events, e.g. ``regroup serve --events``) has
 no processing ownership, so ``revoked``, ``reassigned`` and ``unowned_partition_ms`` are null there, as are
 join payloads unless a fixed metadata size is given; its protocol, strategy and group type come from the
-``group_state`` details the server writes (``type=consumer``, ``protocol=``, ``rebalance=``).
+``group_state`` details the server writes (``type=consumer`` or ``share``, ``protocol=``, ``rebalance=``).
 
 A rebalance that ends with the group empty (every member left, e.g. the clients closing at the end of a run)
 is the ``emptied`` phase, not counted with the churn phase's rebalances. Membership changes count each
@@ -263,7 +263,9 @@ class _Observed:
     def _group_state(self, e: Row, metadata_bytes: int | None) -> None:
         self.states.append((e[T], e[STATE]))
         fields = detail_fields(e[DETAIL])
-        kip848 = fields.get("type") == "consumer" or "assignor" in fields  # a server's / the simulator's detail
+        # a server's detail (``type=``; a share group's epochs and server-side assignor read as KIP-848's) or the
+        # simulator's (``assignor=``)
+        kip848 = fields.get("type") in ("consumer", "share") or "assignor" in fields
         self.group_type = "consumer" if kip848 else "classic"
         chosen = fields.get("protocol") or fields.get("assignor")  # classic / KIP-848 groups
         # (an empty group names only the default assignor: the one in use is that of the last group with members)

@@ -116,7 +116,7 @@ class GroupEvents:
                 if event.group_type == "classic":
                     self._classic_state(event, now_ms)
                 else:
-                    self._consumer_state(event, now_ms)
+                    self._epoch_state(event, now_ms)
             elif isinstance(event, MemberJoined):
                 if event.group_type == "classic":
                     self._protocols.setdefault(event.group_id, {})[event.member_id] = event.protocols
@@ -178,11 +178,13 @@ class GroupEvents:
         detail = f"group={group_id} type=classic protocol={event.protocol}{rebalance} leader={event.leader}"
         self._emit(now, "group_state", state=event.state, generation=event.generation, detail=detail)
 
-    def _consumer_state(self, event: GroupStateChanged, now: int) -> None:
+    def _epoch_state(self, event: GroupStateChanged, now: int) -> None:
+        """A group with epochs and a server-side assignor (a KIP-848 consumer group, a share group)."""
         assignor = event.protocol or ""
         log.info(
-            "group=%s type=consumer state=%s group_epoch=%d assignment_epoch=%d assignor=%s members=%d",
+            "group=%s type=%s state=%s group_epoch=%d assignment_epoch=%d assignor=%s members=%d",
             event.group_id,
+            event.group_type,
             event.state,
             event.generation,
             event.assignment_epoch or 0,
@@ -190,7 +192,10 @@ class GroupEvents:
             event.members,
         )
         name = server_side_name(assignor) or assignor
-        detail = f"group={event.group_id} type=consumer protocol={name} assignment_epoch={event.assignment_epoch or 0}"
+        detail = (
+            f"group={event.group_id} type={event.group_type} protocol={name} "
+            f"assignment_epoch={event.assignment_epoch or 0}"
+        )
         self._emit(now, "group_state", state=event.state, generation=event.generation, detail=detail)
 
     def _target_rows(self, coordinator: GroupCoordinator, event: TargetComputed, now: int) -> None:

@@ -78,7 +78,7 @@ def summarize_share(rows: Sequence[Row], end_ms: int) -> ShareSummary:
     dead: dict[str, int] = {}  # member -> when its last process crashed (until the next one starts)
     for e in rows:
         kind = e[TYPE]
-        member: str = e[MEMBER]
+        member: str = e[MEMBER] or ""  # (a partition's rows name no member)
         if kind == "subscription":
             started_at[member] = e[T]
             dead.pop(member, None)
