@@ -92,9 +92,9 @@ def _best_local(spec: GroupSpec, assignment: Assignment) -> int:
 
 @settings(max_examples=150, deadline=None)
 @given(specs())
-def test_uniform_keeps_balance_and_stickiness_and_is_most_local(spec: GroupSpec) -> None:
-    with_racks = get_assignor("uniform").assign(spec)
-    without = get_assignor("uniform").assign(GroupSpec(topics=spec.topics, members=spec.members))
+def test_optimal_keeps_balance_and_stickiness_and_is_most_local(spec: GroupSpec) -> None:
+    with_racks = get_assignor("optimal").assign(spec)
+    without = get_assignor("optimal").assign(GroupSpec(topics=spec.topics, members=spec.members))
     counts = {m: sum(len(ps) for ps in per.values()) for m, per in without.items()}
     assert {m: sum(len(ps) for ps in per.values()) for m, per in with_racks.items()} == counts
     assert _kept(spec, with_racks) == _kept(spec, without)

@@ -1,8 +1,9 @@
-"""Rack helpers shared by the rack-aware (KIP-881) client-side assignors.
+"""Rack helpers shared by the rack-aware assignors: the client-side ones of KIP-881 and the server-side ones.
 
 Owns: what counts as a member's rack, the per-partition replica racks of one topic as seen by an assignor,
 Kafka's rule for when rack-aware assignment is worth doing at all (``AbstractPartitionAssignor``'s
-``useRackAwareAssignment``), and the group-wide rack view of the sticky assignors (``sticky_racks``).
+``useRackAwareAssignment``), and the group-wide rack view of the sticky assignors (``sticky_racks``) and of
+the server-side ``uniform`` (``uniform_racks``).
 """
 
 from __future__ import annotations
@@ -104,3 +105,16 @@ def sticky_racks(spec: GroupSpec, *, prefer_rack_aware_logic: bool = False) -> S
     for rack in member_racks.values():
         members_on_rack[rack] = members_on_rack.get(rack, 0) + 1
     return StickyRacks(member_racks=member_racks, partition_racks=partition_racks, members_on_rack=members_on_rack)
+
+
+def uniform_racks(spec: GroupSpec) -> StickyRacks | None:
+    """The rack view of the server-side ``uniform`` assignor, or None when racks cannot matter.
+
+    Racks count whenever some member's rack holds a replica of some subscribed partition: Kafka's sticky test
+    without its last condition. Even when every partition is on every replica rack, a member on a rack holding
+    no replica is cross-rack for all of them, so who takes the larger shares still decides how many placements
+    are rack-local.
+    """
+    if spec.partition_racks is None:
+        return None
+    return sticky_racks(spec, prefer_rack_aware_logic=True)

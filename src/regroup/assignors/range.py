@@ -109,34 +109,61 @@ class RangeAssignor(PartitionAssignor):
 
     def assign(self, spec: GroupSpec) -> Assignment:
         subs = topic_subscribers(spec)
+        on_racks = rack_aware_ranges(spec, subs, prefer_rack_aware_logic=self.prefer_rack_aware_logic)
+        if on_racks is not None:
+            return on_racks
         order = subs.order
-        topics = sorted(subs.topic_group)
         out: Assignment = {m: {} for m in spec.members}
-
-        racks = [member_rack(spec.members[m]) for m in order]
-        if spec.partition_racks is not None and any(r is not None for r in racks):
-            consumers = [
-                _Consumers(group, [order[pos] for pos in positions], [racks[pos] for pos in positions])
-                for group, positions in enumerate(subs.groups)
-            ]
-            states = [
-                _TopicState(
-                    topic,
-                    spec.topics[topic],
-                    consumers[subs.topic_group[topic]],
-                    spec.partition_racks,
-                    self.prefer_rack_aware_logic,
-                )
-                for topic in topics
-            ]
-            if any(state.needs_rack_aware for state in states):
-                _assign_rack_aware(states, out)
-                return out
-
-        for topic in topics:
+        for topic in sorted(subs.topic_group):
             positions = subs.groups[subs.topic_group[topic]]
             _assign_plain_ranges(topic, spec.topics[topic], positions, order, out)
         return out
+
+
+def may_need_racks(spec: GroupSpec) -> bool:
+    """Whether ``rack_aware_ranges`` could apply: replica racks are given and some member has a rack."""
+    return spec.partition_racks is not None and any(member_rack(sub) is not None for sub in spec.members.values())
+
+
+def rack_aware_ranges(
+    spec: GroupSpec, subs: TopicSubscribers, *, prefer_rack_aware_logic: bool = False
+) -> Assignment | None:
+    """Kafka's rack-aware range assignment (KIP-881) of ``spec``, or None when no topic is assigned rack-aware
+    (then the plain ranges are the assignment). Shared by the client-side ``range`` and the server-side
+    ``server-range``, whose plain ranges are the same.
+
+    A topic is assigned rack-aware when one of its subscribers has a rack, some subscriber's rack holds a
+    replica of it and some of its partitions are not on every rack holding its replicas (or always, with
+    ``prefer_rack_aware_logic``, once a subscriber's rack holds a replica). Each subscriber still gets
+    ``P // n`` or ``P // n + 1`` partitions of a topic, as many of each size as without racks; partitions are
+    first matched to subscribers on a replica rack (in member order, up to those counts; topics with the same
+    subscribers and partition count partition by partition together, so they stay co-partitioned), and the
+    rest are handed out in range order.
+    """
+    if not may_need_racks(spec):
+        return None
+    assert spec.partition_racks is not None
+    order = subs.order
+    racks = [member_rack(spec.members[m]) for m in order]
+    consumers = [
+        _Consumers(group, [order[pos] for pos in positions], [racks[pos] for pos in positions])
+        for group, positions in enumerate(subs.groups)
+    ]
+    states = [
+        _TopicState(
+            topic,
+            spec.topics[topic],
+            consumers[subs.topic_group[topic]],
+            spec.partition_racks,
+            prefer_rack_aware_logic,
+        )
+        for topic in sorted(subs.topic_group)
+    ]
+    if not any(state.needs_rack_aware for state in states):
+        return None
+    out: Assignment = {m: {} for m in spec.members}
+    _assign_rack_aware(states, out)
+    return out
 
 
 def _assign_plain_ranges(topic: str, count: int, positions: list[int], order: list[str], out: Assignment) -> None:

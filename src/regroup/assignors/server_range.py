@@ -2,9 +2,9 @@
 ``org.apache.kafka.coordinator.group.assignor.RangeAssignor`` as rewritten in Kafka 3.9 (KAFKA-16944).
 
 Owns: the server-side range strategy. It reuses the classic assignors' member order (``range.member_sort_key``)
-because Kafka's coordinator orders members the same way.
+because Kafka's coordinator orders members the same way, and the client-side range's rack-aware assignment.
 
-Kafka's semantics, which this module reproduces exactly:
+Kafka's semantics, which this module reproduces exactly when racks play no part:
 
 * Members are put in one order: static members (those with an instance id) first, by instance id, then dynamic
   members by member id; strings compare as Java's ``String.compareTo`` does (UTF-16 code units). Two members
@@ -17,11 +17,17 @@ Kafka's semantics, which this module reproduces exactly:
   pair of topics with equal partition counts. Kafka's separate homogeneous and heterogeneous code paths compute
   the same thing, so there is a single path here.
 * No stickiness to the current target: the assignment is recomputed from the member order every time, and
-  ``owned`` (the member's current target) is ignored, as are racks and generations. Stability comes only from
+  ``owned`` (the member's current target) is ignored, as are generations. Stability comes only from
   the order: static members keep their share across restarts with new member ids as long as the set of
   members, their subscriptions and the partition counts stay the same. When a member joins or leaves, every
   subscriber of its topics that sorts after it has its ranges shifted, and the others' range sizes change with
   ``n`` — whatever the formula gives is what a member keeps.
+* Rack-aware where Kafka's server-side range is not (it never read racks): when members have racks (the
+  ``RackId`` of their heartbeats) and the replica racks say a topic's partitions are not on every rack, the
+  topic is assigned as the client-side ``range`` assigns it under KIP-881 (``range.rack_aware_ranges``, the
+  one implementation of both): the same per-member counts, partitions matched to subscribers on a replica
+  rack first, co-partitioning kept. Without racks both compute the same ranges; this module keeps its own
+  faster path for that case.
 * Topics a member subscribes to that do not exist are ignored (the coordinator only hands existing topics to
   the assignor; Kafka's assignor would throw otherwise). Every member of the spec appears in the output, with
   an empty mapping when it gets nothing; topics with no partitions for a member are left out.
@@ -32,7 +38,7 @@ from __future__ import annotations
 from itertools import chain
 
 from regroup.assignors.base import PartitionAssignor
-from regroup.assignors.range import member_sort_key
+from regroup.assignors.range import may_need_racks, member_sort_key, rack_aware_ranges, topic_subscribers
 from regroup.assignors.spec import Assignment, GroupSpec, RebalanceProtocol
 
 #: (member id, its partitions) for every subscriber that gets a non-empty range, in member order.
@@ -69,6 +75,10 @@ class ServerRangeAssignor(PartitionAssignor):
         out: Assignment = {m: {} for m in spec.members}
         if not spec.members:
             return out
+        if may_need_racks(spec):
+            on_racks = rack_aware_ranges(spec, topic_subscribers(spec))
+            if on_racks is not None:
+                return on_racks
         members = spec.members
         order = sorted(members, key=lambda m: member_sort_key(m, members[m].instance_id))
 

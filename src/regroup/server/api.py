@@ -98,6 +98,12 @@ class Broker(Protocol):
         ...
 
 
+def broker_rack(broker: Broker) -> str | None:
+    """The broker's ``broker.rack`` (None: none; handlers' test doubles may not carry one)."""
+    rack: str | None = getattr(broker, "rack", None)
+    return rack
+
+
 Handler = Callable[[Any, RequestContext, Any], Awaitable[Any]]
 #: ``error_response(ctx, request, code)``: the API's response carrying ``code`` in every error slot (Kafka's
 #: ``AbstractRequest.getErrorResponse``); ``code`` is one of regroup's ``ErrorCode``s

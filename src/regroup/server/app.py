@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import itertools
 import logging
+import shutil
 import signal
 import socket
 from collections.abc import Callable, Mapping
@@ -71,6 +72,10 @@ class StartupError(Exception):
     """The server cannot start with what it was given (port in use, unusable data directory, ...)."""
 
 
+class DataDirInUseError(StartupError):
+    """Another process holds the data directory's lock."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerConfig:
     host: str = "127.0.0.1"
@@ -104,6 +109,8 @@ class ServerConfig:
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     #: log.retention.check.interval.ms: how often retention, segment.ms and compaction run
     log_retention_check_interval_ms: int = DEFAULT_CHECK_INTERVAL_MS
+    #: broker.rack: this broker's rack, so every replica's (None: no rack)
+    broker_rack: str | None = None
     coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
     transactions: TxnConfig = field(default_factory=TxnConfig)
     #: serve share groups (``group.share.enable``; off: every share-group request is UNSUPPORTED_VERSION)
@@ -151,6 +158,8 @@ class ServerBroker:
     share_sessions: ShareSessions = field(default_factory=ShareSessions)
     #: share groups are served (``group.share.enable``)
     share_groups: bool = True
+    #: ``broker.rack`` (Metadata and DescribeCluster report it)
+    rack: str | None = None
 
     def endpoint(self, listener: str) -> tuple[str, int]:
         """The broker's address as clients that came in through ``listener`` must reach it."""
@@ -202,11 +211,15 @@ class Server:
         self.metrics_port: int | None = None
 
     async def start(self) -> None:
-        """Open everything and listen; raises ``StartupError`` (after undoing what it opened)."""
+        """Open everything and listen; raises ``StartupError`` after undoing what it opened, and after removing
+        the data directory when this start created it (never one that existed, nor one another process holds)."""
+        created = _outermost_missing(self.config.data_dir)
         try:
             await self._start()
-        except BaseException:
+        except BaseException as exc:
             await self.close()
+            if created is not None and not isinstance(exc, DataDirInUseError):
+                shutil.rmtree(created, ignore_errors=True)
             raise
 
     async def _start(self) -> None:
@@ -323,6 +336,7 @@ class Server:
             scram=self._scram,
             acls=self._acls,
             authorizer=None if self._acls is None else self._acls.authorizer,
+            rack=cfg.broker_rack,
         )
         self._dispatcher = Dispatcher(broker, broker.api_specs, request_metrics, cfg.id_limits)
         if self._scrape_sources is not None:
@@ -452,7 +466,7 @@ class Server:
         """Give the coordinator the topics as they are now (at startup and after every topic change)."""
         if self._runtime is not None and self._topics is not None:
             try:
-                self._runtime.update_metadata(cluster_image(self._topics.topics()))
+                self._runtime.update_metadata(cluster_image(self._topics.topics(), self.config.broker_rack))
             except Exception:
                 log.exception("cannot hand the coordinator the new cluster image")
 
@@ -540,11 +554,22 @@ def _open_coordinator_log(cfg: ServerConfig) -> CoordinatorLog:
         cfg.data_dir.mkdir(parents=True, exist_ok=True)
         return CoordinatorLog.open(directory, fsync=cfg.fsync, snapshot_every=cfg.snapshot_every)
     except LogLockedError:
-        raise StartupError(f"data dir {cfg.data_dir} is in use by another regroup process") from None
+        raise DataDirInUseError(f"data dir {cfg.data_dir} is in use by another regroup process") from None
     except StorageError as exc:
         raise StartupError(f"cannot open the coordinator log in {directory}: {exc}{_repair_hint(cfg, exc)}") from None
     except OSError as exc:
         raise StartupError(f"cannot use data dir {cfg.data_dir}: {exc.strerror or exc}") from None
+
+
+def _outermost_missing(path: Path) -> Path | None:
+    """The outermost directory a start would create for ``path`` (``path`` itself or a missing ancestor of it);
+    None when ``path`` exists."""
+    missing = None
+    for candidate in (path, *path.parents):
+        if candidate.exists() or candidate.is_symlink():
+            break
+        missing = candidate
+    return missing
 
 
 def _guard_startup(what: str, open_: Callable[[], T], hint: Callable[[BaseException], str] | None = None) -> T:

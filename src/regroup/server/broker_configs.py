@@ -262,6 +262,8 @@ def broker_config_entries(settings: Any) -> dict[str, BrokerConfigEntry]:
         ("auto.create.topics.enable", settings.auto_create_topics, defaults.auto_create_topics, ConfigType.BOOLEAN,
          "Whether Metadata creates a topic a client asks for and does not exist (--[no-]auto-create-topics)."),
         ("default.replication.factor", 1, 1, ConfigType.INT, "Replicas of each partition (one broker)."),
+        ("broker.rack", settings.broker_rack, defaults.broker_rack, ConfigType.STRING,
+         "The rack of this broker and of every replica; KIP-848 assignors match it to client.rack."),
         ("socket.request.max.bytes", settings.max_frame_bytes, defaults.max_frame_bytes, ConfigType.INT,
          "Largest request accepted; a bigger one closes the connection (--max-frame-bytes)."),
         ("connections.max.idle.ms", settings.connections_max_idle_ms, defaults.connections_max_idle_ms,

@@ -39,6 +39,9 @@ What a file may set:
   ``unsecuredValidator*`` JAAS options) or, with ``sasl.oauthbearer.jwks.endpoint.url`` (a ``file:`` URL only),
   signed JWTs against that key set (``sasl.oauthbearer.expected.issuer``, ``...expected.audience``,
   ``...clock.skew.seconds``, ``...sub.claim.name``, ``...scope.claim.name``).
+- ``broker.rack``: the rack of this broker, hence of every replica (one node: every partition has its one
+  replica here). Metadata and DescribeCluster report it, and KIP-848 groups' server-side assignors match it
+  against the members' ``client.rack``. Trimmed, as Kafka trims it; empty means no rack.
 - ``authorizer.class.name`` (Kafka's ``org.apache.kafka.metadata.authorizer.StandardAuthorizer`` or
   ``kafka.security.authorizer.AclAuthorizer``; empty: no authorization), ``super.users`` (``User:a;User:b``),
   ``allow.everyone.if.no.acl.found``, ``connections.max.reauth.ms``.
@@ -452,7 +455,7 @@ class ServerSettings:
     #: Kafka name -> value, for the settings a ``regroup serve`` flag also sets (``FLAG_SETTINGS``)
     flag_values: dict[str, Any] = field(default_factory=dict)
     #: ``ServerConfig`` fields no flag sets: ``listeners``, ``authorizer``, ``super_users``,
-    #: ``allow_everyone_if_no_acl_found``, ``segment_bytes`` (only those the file gives)
+    #: ``allow_everyone_if_no_acl_found``, ``segment_bytes``, ``broker_rack`` (only those the file gives)
     fields: dict[str, Any] = field(default_factory=dict)
     #: one line per setting regroup does not support, naming it (never its value)
     warnings: tuple[str, ...] = ()
@@ -507,6 +510,9 @@ def server_settings(props: Mapping[str, str]) -> ServerSettings:
     if raw is not None:
         fields["segment_bytes"] = _integer("log.segment.bytes", raw, 14, INT_MAX)
         configured.add("log.segment.bytes")
+    raw = reader.raw("broker.rack")
+    if raw is not None:
+        fields["broker_rack"] = raw.strip() or None
     _authorization(reader, fields)
     _node_identity(reader)
     _pinned(reader)

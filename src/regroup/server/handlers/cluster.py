@@ -2,9 +2,9 @@
 (v0, KIP-966).
 
 **DescribeCluster** answers with the cluster id, node 0 as the controller and the one broker at the
-advertised host and port (no rack, never fenced), and — when asked — the cluster's authorized operations
-(KIP-430: those the principal may do, every one without an authorizer). From v1 the request names an
-endpoint type: brokers (1) are described; controllers (2) get MISMATCHED_ENDPOINT_TYPE, as from a Kafka
+advertised host and port (with its ``broker.rack``, if any; never fenced), and — when asked — the cluster's
+authorized operations (KIP-430: those the principal may do, every one without an authorizer). From v1 the
+request names an endpoint type: brokers (1) are described; controllers (2) get MISMATCHED_ENDPOINT_TYPE, as from a Kafka
 broker; any other value UNSUPPORTED_ENDPOINT_TYPE. v2's ``include_fenced_brokers`` changes nothing (no broker
 is fenced).
 
@@ -42,7 +42,16 @@ from regroup.model.errors import ApiError
 from regroup.model.errors import ErrorCode as CoreErrorCode
 from regroup.network.limits import TOPIC_NAME
 from regroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
-from regroup.server.api import CLUSTER_ID, NODE_ID, ZERO_UUID, ApiSpec, Broker, RequestContext, TopicInfo
+from regroup.server.api import (
+    CLUSTER_ID,
+    NODE_ID,
+    ZERO_UUID,
+    ApiSpec,
+    Broker,
+    RequestContext,
+    TopicInfo,
+    broker_rack,
+)
 from regroup.server.handlers._common import respond
 from regroup.server.handlers.authorized import (
     CLUSTER_OPERATIONS,
@@ -80,7 +89,7 @@ async def handle_describe_cluster(broker: Broker, ctx: RequestContext, request: 
             else 0
         )
     host, port = broker.endpoint(ctx.listener)
-    node = {"broker_id": NODE_ID, "host": host, "port": port, "rack": None, "is_fenced": False}
+    node = {"broker_id": NODE_ID, "host": host, "port": port, "rack": broker_rack(broker), "is_fenced": False}
     return respond(
         ctx,
         error_code=ErrorCode.none,

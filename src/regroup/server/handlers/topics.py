@@ -48,7 +48,7 @@ from kio.schema.errors import ErrorCode
 
 from regroup.network.limits import TOPIC_NAME
 from regroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
-from regroup.server.api import CLUSTER_ID, NODE_ID, ZERO_UUID, ApiSpec, Broker, RequestContext, TopicInfo
+from regroup.server.api import CLUSTER_ID, NODE_ID, ZERO_UUID, ApiSpec, Broker, RequestContext, TopicInfo, broker_rack
 from regroup.server.authz import allowed
 from regroup.server.config_view import Described, describe_topic, topic_configs_of_request
 from regroup.server.handlers.authorized import (
@@ -168,7 +168,7 @@ async def handle_metadata(broker: Broker, ctx: RequestContext, request: Any) -> 
             else 0
         )
     host, port = broker.endpoint(ctx.listener)
-    node = build(mod, "MetadataResponseBroker", node_id=NODE_ID, host=host, port=port, rack=None)
+    node = build(mod, "MetadataResponseBroker", node_id=NODE_ID, host=host, port=port, rack=broker_rack(broker))
     return build(
         mod,
         "MetadataResponse",
