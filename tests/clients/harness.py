@@ -56,6 +56,11 @@ STRANDED_S = 2.0
 COMMIT_TIMEOUT_S = 5.0
 RECONNECT_BACKOFF_MAX_MS = 500
 STABLE_HOLD_S = 0.6  # a group counts as stable once it has not changed for this long (3 heartbeats)
+#: the deadline of every wait for the group, the records or the commits to catch up. Generous on purpose: after a
+#: kill -9 a slow machine may take tens of seconds (the server's start, the clients' reconnect backoff, a member
+#: whose session expired while it was not polling rejoining as a new member). A passing run never waits for it:
+#: every wait ends as soon as its condition holds.
+CATCH_UP_S = 120.0
 
 
 def eventually(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.05) -> T:
@@ -393,6 +398,10 @@ class Member(threading.Thread):
         self.params = params
         self.assigned: frozenset[int] = frozenset()
         self.polls = 0
+        #: when the poll under way began, and when the last one returned (``time.monotonic()``): a failure's
+        #: report tells a member stuck inside its client's poll from one that polls and is still out of step
+        self.poll_began: float | None = None
+        self.poll_returned: float | None = None
         self.error: BaseException | None = None
         self.adapter: Consumer | None = None
         self._stop_requested = threading.Event()
@@ -405,7 +414,9 @@ class Member(threading.Thread):
             self.adapter = consumer
             pending: dict[int, int] = {}
             while not self._stop_requested.is_set():
+                self.poll_began = time.monotonic()
                 records = consumer.poll()
+                self.poll_began, self.poll_returned = None, time.monotonic()
                 self.ledger.record(self.member, records)
                 for partition, offset, _ in records:
                     pending[partition] = max(offset + 1, pending.get(partition, 0))
@@ -428,7 +439,14 @@ class Member(threading.Thread):
                     log.exception("member %s failed to close", self.member)
                     self.error = self.error or exc
 
-    def stop(self, timeout: float = 20.0) -> None:
+    def polling(self) -> str:
+        """Where the member's loop is: inside a poll since when, or when its last poll returned."""
+        now, began, returned = time.monotonic(), self.poll_began, self.poll_returned
+        if began is not None:
+            return f"in poll() for {now - began:.1f}s"
+        return "not polled yet" if returned is None else f"last poll() returned {now - returned:.1f}s ago"
+
+    def stop(self, timeout: float = 60.0) -> None:
         """Stop polling and close the client (a LeaveGroup); raises if the member failed."""
         self._stop_requested.set()
         self.join(timeout)
@@ -445,7 +463,7 @@ def member_stacks(members: list[Member]) -> str:
     for m in members:
         frame = frames.get(m.ident) if m.ident is not None else None
         describe = getattr(m.adapter, "describe", None)
-        state = f" ({describe()})" if describe is not None else ""
+        state = f" ({m.polling()}{'; ' + describe() if describe is not None else ''})"
         if frame is not None:
             out.append(f"--- {m.member}{state}\n" + "".join(traceback.format_stack(frame)[-8:]))
     mine = {m.ident for m in members} | {threading.get_ident()}
@@ -465,7 +483,7 @@ def members_stopped_at_exit(members: list[Member]) -> Iterator[list[Member]]:
         for m in members:
             m._stop_requested.set()
         for m in members:
-            m.join(20)
+            m.join(60)
 
 
 # -------------------------------------------------------------------------------------------- producers
@@ -590,7 +608,7 @@ class Inspector:
 
         return self._admin(fetch)
 
-    def wait_stable(self, group: str, members: list[Member], timeout: float = 30.0) -> GroupView:
+    def wait_stable(self, group: str, members: list[Member], timeout: float = CATCH_UP_S) -> GroupView:
         """Wait until the server says Stable with exactly these members and every member's own view of its
         assignment equals the server's, the assignments being disjoint and covering every partition — and
         still the same ``STABLE_HOLD_S`` later: a kafka-python leader rebalances once more right after its
@@ -633,14 +651,16 @@ class Inspector:
             stacks = member_stacks(members)
             raise AssertionError(f"{exc}; server's last view {last}, the members' own views {seen}\n{stacks}") from None
 
-    def wait_committed_to_end(self, group: str, timeout: float = 20.0) -> dict[int, int]:
+    def wait_committed_to_end(self, group: str, timeout: float = CATCH_UP_S) -> dict[int, int]:
         end = self.end_offsets()
         return eventually(
             lambda: end if self.committed(group) == end else None, timeout, f"{group}'s commits to reach {end}"
         )
 
 
-def read_topic(bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 20.0) -> Counter[bytes]:
+def read_topic(
+    bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = CATCH_UP_S
+) -> Counter[bytes]:
     """Every value in the topic's log (assigned partitions, no group), read until ``expected`` are in."""
     import kafka
     from kafka.structs import TopicPartition

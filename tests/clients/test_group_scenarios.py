@@ -15,6 +15,7 @@ from collections import Counter
 import pytest
 
 from tests.clients.harness import (
+    CATCH_UP_S,
     CLIENTS,
     MODULES,
     STRATEGIES,
@@ -59,7 +60,7 @@ def test_group_reads_everything_through_joins_leaves_and_a_kill_9(
         return member
 
     def read_everything(what: str) -> None:
-        eventually(lambda: True if not ledger.missing(produced) else None, 30, what)
+        eventually(lambda: True if not ledger.missing(produced) else None, CATCH_UP_S, what)
 
     def kill_and_restart() -> None:
         """kill -9 and start again on the same port and data directory: every commit acknowledged before the
@@ -80,7 +81,7 @@ def test_group_reads_everything_through_joins_leaves_and_a_kill_9(
         publish("b", 100)  # while the group rebalances for m3
         # kill -9 in the middle of that rebalance (if it has not finished yet): the restarted server knows the
         # group as its last stored generation, and the members find their way to one with m3 in it
-        eventually(lambda: True if inspector.group(group).state != "Stable" or m3.assigned else None, 10, "m3")
+        eventually(lambda: True if inspector.group(group).state != "Stable" or m3.assigned else None, CATCH_UP_S, "m3")
         kill_and_restart()
         view = inspector.wait_stable(group, [m1, m2, m3])
         assert view.protocol == strategy
@@ -109,7 +110,7 @@ def test_group_reads_everything_through_joins_leaves_and_a_kill_9(
         f_values = publish("f", 30)  # a new member resumes from the committed offsets
         fresh = join("fresh")
         inspector.wait_stable(group, [fresh])
-        eventually(lambda: True if not ledger.missing(f_values) else None, 20, "the new member to read phase f")
+        eventually(lambda: True if not ledger.missing(f_values) else None, CATCH_UP_S, "the new member to read phase f")
         time.sleep(0.3)  # anything older would have come with phase f
         fresh_reads = Counter(r.value for r in ledger.reads() if r.member == "fresh")
         assert fresh_reads == Counter(f_values)

@@ -1,11 +1,14 @@
-"""What a new user meets first, run as a user runs it (subprocesses): without Java every lab command says what
-to install; without the ``lab`` extra the server, the assignors and the simulator work and ``regroup lab`` says
-what to install; Ctrl-C during a sweep prints one line and leaves no process behind; a failed Spark job is one
+"""What a new user meets first, run as a user runs it (subprocesses): without Java every lab command that starts
+Spark says what to install, and ``lab report`` and a small ``lab analyze`` need no Java at all; without the ``lab``
+extra the server, the assignors and the simulator work and ``regroup lab`` says what to install; Ctrl-C during a
+sweep, while Spark starts or while it runs, prints one line and leaves no process behind; a failed Spark job is one
 line."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,13 +19,15 @@ from typing import Any
 import pytest
 
 from regroup.lab import failures, preflight
+from tests.lab.logs import eager_story
 from tests.lab.test_cli import REGROUP, ROOT
 
-LAB_COMMANDS = (
+#: the commands that start Spark (an analyze given a master does)
+SPARK_COMMANDS = (
     ("sweep", "examples/lab/quick.yaml", "--out", "OUT"),
-    ("analyze", "some.jsonl", "--out", "OUT"),
-    ("report", "OUT"),
+    ("analyze", "some.jsonl", "--out", "OUT", "--master", "local[1]"),
 )
+LAB_COMMANDS = (*SPARK_COMMANDS, ("report", "OUT"))
 
 
 def _env(**changes: str | None) -> dict[str, str]:
@@ -42,7 +47,7 @@ def one_line(proc: subprocess.CompletedProcess[str], code: int) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("command", LAB_COMMANDS, ids=[c[0] for c in LAB_COMMANDS])
+@pytest.mark.parametrize("command", SPARK_COMMANDS, ids=[c[0] for c in SPARK_COMMANDS])
 def test_without_java_every_lab_command_says_what_to_install(tmp_path: Path, command: tuple[str, ...]) -> None:
     args = [a.replace("OUT", str(tmp_path / "out")) for a in command]
     no_java = _env(PATH=str(Path(sys.executable).parent), JAVA_HOME=None)  # the venv's scripts, and nothing else
@@ -52,6 +57,26 @@ def test_without_java_every_lab_command_says_what_to_install(tmp_path: Path, com
     with_bad_home = _env(JAVA_HOME=str(tmp_path))
     line = one_line(subprocess.run([str(REGROUP), "lab", *args], env=with_bad_home, cwd=ROOT, **_RUN), 2)
     assert line == f"regroup: {preflight.JAVA_HINT} (JAVA_HOME={tmp_path} has no bin/java)"
+
+
+def test_report_and_a_small_analysis_need_no_java_and_start_no_spark(tmp_path: Path) -> None:
+    (tmp_path / "story.jsonl").write_text(eager_story().text(), encoding="utf-8")
+    no_java = _env(PATH=str(Path(sys.executable).parent), JAVA_HOME=None)
+    out = tmp_path / "out"
+    for args in (("analyze", "story.jsonl", "--out", str(out), "--measure-from-ms", "50"), ("report", str(out))):
+        proc = subprocess.run([str(REGROUP), "lab", *args], env=no_java, cwd=tmp_path, **_RUN)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == f"{out / 'report.html'}\n"
+        assert all(line.startswith("regroup lab: ") for line in proc.stderr.splitlines()), proc.stderr
+    analyzed = subprocess.run(
+        [str(REGROUP), "lab", "analyze", "story.jsonl", "--out", str(out)], env=no_java, cwd=tmp_path, **_RUN
+    ).stderr.splitlines()
+    assert analyzed[0] == "regroup lab: analyze: 1 files, in this process"
+    assert re.fullmatch(r"regroup lab: analyze: 1/1 files analysed in \d+\.\d s", analyzed[1])
+    assert re.fullmatch(r"regroup lab: done in \d+\.\d s of wall time in all", analyzed[-1])
+    assert not (out / "spark.log").exists()
+    meta = json.loads((out / "lab.json").read_text(encoding="utf-8"))
+    assert meta["master"] == "none (in this process)" and re.fullmatch(r"\d+\.\d s", meta["analysed in"])
 
 
 @pytest.mark.skipif(preflight.java_problem() is not None, reason="the lab checks for Java first")
@@ -78,14 +103,15 @@ from importlib.abc import MetaPathFinder
 
 class NotInstalled(MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("pyspark", "py4j", "matplotlib", "confluent_kafka"):
+        if name.split(".")[0] in ("pyspark", "py4j", "matplotlib", "confluent_kafka", "pyarrow"):
             raise ModuleNotFoundError(f"No module named {name!r}")
         return None
 
 sys.meta_path.insert(0, NotInstalled())
 from regroup.cli.main import main
 code = main(sys.argv[1:])
-assert not any(m.split(".")[0] in ("pyspark", "matplotlib") for m in sys.modules), "the lab extra was imported"
+extra = ("pyspark", "matplotlib", "pyarrow")
+assert not any(m.split(".")[0] in extra for m in sys.modules), "the lab extra was imported"
 sys.exit(code)
 """
 
@@ -106,7 +132,7 @@ def test_without_the_lab_extra_the_rest_works_and_the_lab_says_what_to_install(t
     for command in LAB_COMMANDS:
         args = [a.replace("OUT", str(tmp_path / "out")) for a in command]
         line = one_line(without_extra("lab", *args), 2)
-        assert line == f"regroup: {preflight.EXTRA_HINT} (missing: pyspark, matplotlib)"
+        assert line == f"regroup: {preflight.EXTRA_HINT} (missing: pyspark, matplotlib, pyarrow)"
 
 
 # --------------------------------------------------------------------------------------------- with Spark
@@ -138,7 +164,15 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process tree from /proc")
 @pytest.mark.skipif(preflight.java_problem() is not None, reason="the lab needs Java")
-def test_ctrl_c_ends_a_sweep_with_one_line_and_leaves_nothing_running(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "when",
+    [
+        "regroup lab: starting Spark",  # while the JVM starts (PySpark's launcher has it ignore SIGINT)
+        " tasks (~",  # while the sweep's tasks run
+    ],
+    ids=["while-spark-starts", "while-tasks-run"],
+)
+def test_ctrl_c_ends_a_sweep_with_one_line_and_leaves_nothing_running(tmp_path: Path, when: str) -> None:
     grid = tmp_path / "long.yaml"  # long enough that Ctrl-C comes while the sweep runs
     grid.write_text(
         "members: [10, 20]\ntopics: [4]\npartitions: [64]\nchurn: [{pattern: rolling, events: 6}]\n"
@@ -161,8 +195,10 @@ def test_ctrl_c_ends_a_sweep_with_one_line_and_leaves_nothing_running(tmp_path: 
             line = proc.stderr.readline()
             assert line, f"the sweep ended before it was interrupted: {before}"
             before.append(line)
-            if " tasks (~" in line:  # the sweep's tasks are running
+            if when in line:
                 break
+        while not _descendants(proc.pid) and time.monotonic() < deadline:  # (the JVM is being launched)
+            time.sleep(0.05)
         family = _descendants(proc.pid)
         assert family, "Spark's JVM runs as a child of the command"
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does

@@ -146,6 +146,6 @@ def test_the_first_bad_file_in_path_order_is_reported(spark: Any, tmp_path: Path
         jobs.analyze(spark, [str(first), str(second)], show_progress=False)
 
 
-def test_report_needs_the_tables(spark: Any, tmp_path: Path) -> None:
+def test_report_needs_the_tables(tmp_path: Path) -> None:
     with pytest.raises(LabInputError, match="no runs/ table"):
-        report.load(spark, tmp_path)
+        report.load(tmp_path)

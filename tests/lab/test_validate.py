@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from regroup.cli.lab import validate_line
 from regroup.lab.real_run import RealRunError, check, strategy
-from regroup.lab.validate import as_librdkafka, measure, within
+from regroup.lab.validate import as_librdkafka, measure, page, within
 from regroup.sim import simulate
 from regroup.sim.scenario import parse
 
@@ -64,8 +66,19 @@ def test_a_short_scenario_is_predicted_and_measured(tmp_path: Path) -> None:
     assert rows["moved"]["predicted"] == rows["moved"]["measured"] > 0
     assert rows["revoked"]["predicted"] == rows["revoked"]["measured"] == 6
     assert rows["unowned_partition_ms"]["predicted"] > 0 and rows["unowned_partition_ms"]["measured"] > 0
-    page = (tmp_path / "out" / "validation.html").read_text()
-    assert "short-eager-join" in page and "unowned_partition_ms" in page
+    shown = (tmp_path / "out" / "validation.html").read_text()
+    assert "short-eager-join" in shown and "unowned_partition_ms" in shown
+    # the command's output is its own lines: librdkafka's log lines go to the run's files (clients.log, ...)
+    lines = proc.stderr.splitlines()
+    assert all(line.startswith("regroup lab: ") for line in lines), proc.stderr
+    revoked = rows["revoked"]
+    assert "regroup lab: eager revoked: predicted 6, measured 6: no target" in lines
+    assert any(
+        line.startswith("regroup lab: eager unowned_partition_ms: predicted ")
+        and line.endswith("its target (within 35 % of the measured mean)")
+        for line in lines
+    ), lines
+    assert revoked["within_target"] is None and "no target" in shown
     timeline = [json.loads(line) for line in (tmp_path / "out" / "real-1.jsonl").read_text().splitlines()]
     assert {e["member"] for e in timeline if e["type"] == "subscription"} == {"c0", "c1", "c2"}
 
@@ -77,6 +90,40 @@ def test_the_real_timeline_is_measured_as_the_simulator_measures_its_own() -> No
     metrics = measure(sim.log.rows, scenario)
     assert metrics["rebalances"] == 1 and metrics["revoked"] == 6
     assert all(m.app.client == "librdkafka" for m in as_librdkafka(scenario).members)
+
+
+def test_the_page_and_the_command_say_what_a_target_is_relative_to() -> None:
+    scenario = parse(json.dumps(SHORT), "short.json")
+    rows = [
+        {"protocol": "eager", "metric": "unowned_partition_ms", "predicted": 1380.0, "measured": 1916.0,
+         "runs": [1311.0, 1568.0, 2870.0], "within_target": True},
+        {"protocol": "eager", "metric": "rebalances", "predicted": 2.0, "measured": 4.0, "runs": [4.0],
+         "within_target": False},
+        {"protocol": "eager", "metric": "revoked", "predicted": 24.0, "measured": 24.0, "runs": [24.0],
+         "within_target": None},
+    ]  # fmt: skip
+    assert [validate_line(row) for row in rows] == [
+        "eager unowned_partition_ms: predicted 1380, measured 1916: "
+        "meets its target (within 35 % of the measured mean)",
+        "eager rebalances: predicted 2, measured 4: misses its target (within 1 of the measured mean)",
+        "eager revoked: predicted 24, measured 24: no target",
+    ]
+    document = {
+        "scenario": "short-eager-join", "rows": rows, "seeds": 20, "repeat": 3, "measure_from_ms": 3000,
+        "duration_ms": 12000, "notes": [], "seconds": {"simulator": 1.0, "real_runs": [12.0], "total": 14.0},
+        "targets": {"unowned_partition_ms": {"kind": "relative", "bound": 0.35},
+                    "rebalances": {"kind": "absolute", "bound": 1.0}},
+    }  # fmt: skip
+    text = page(document, scenario)
+    cells = re.findall(r"<td>([^<]*)</td><td class='(\w+)'>([^<]*)</td></tr>", text)
+    assert cells == [
+        ("±35 % of the measured mean", "ok", "meets the target"),
+        ("±1", "bad", "misses the target"),
+        ("none (reported, not judged)", "plain", "no target"),
+    ]
+    assert "Notes" not in text and "none</li>" not in text
+    noted = page({**document, "notes": ["real run 1: a note"]}, scenario)
+    assert "<h2>Notes</h2><ul><li>real run 1: a note</li></ul>" in noted
 
 
 def test_targets() -> None:

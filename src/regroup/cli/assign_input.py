@@ -2,7 +2,8 @@
 
 Errors are ``InputError`` with a one-line message naming the field; the CLI prints it and exits 2.
 Kafka's tolerant behaviour is kept where Kafka has one: owned partitions of unknown topics are dropped
-and subscriptions to unknown topics are ignored (by the assignors themselves).
+and subscriptions to unknown topics are ignored (by the assignors themselves). An owned partition a known
+topic does not have (partition 7 of a 3-partition topic) is an error.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def parse_document(text: str) -> tuple[GroupSpec, dict[str, dict[str, list[int]]
     members: dict[str, MemberSubscription] = {}
     previous: dict[str, dict[str, list[int]]] = {}
     for member_id, raw in members_raw.items():
-        sub, owned = _parse_member(member_id, raw)
+        sub, owned = _parse_member(member_id, raw, topics)
         members[member_id] = sub
         previous[member_id] = owned
     racks = _parse_partition_racks(doc.get("partition_racks"))
@@ -55,7 +56,9 @@ def parse_document(text: str) -> tuple[GroupSpec, dict[str, dict[str, list[int]]
     return spec, previous
 
 
-def _parse_member(member_id: str, raw: Any) -> tuple[MemberSubscription, dict[str, list[int]]]:
+def _parse_member(
+    member_id: str, raw: Any, topics_known: dict[str, int]
+) -> tuple[MemberSubscription, dict[str, list[int]]]:
     where = f"members.{member_id}"
     _require(isinstance(raw, dict), f"{where}: must be an object")
     topics = raw.get("topics", [])
@@ -72,6 +75,13 @@ def _parse_member(member_id: str, raw: Any) -> tuple[MemberSubscription, dict[st
             f"{where}.owned.{topic}: must be a list of partition numbers",
         )
         _require(all(p >= 0 for p in partitions), f"{where}.owned.{topic}: partition numbers must not be negative")
+        count = topics_known.get(topic)
+        beyond = [p for p in partitions if count is not None and p >= count]
+        _require(
+            not beyond,
+            f"{where}.owned.{topic}: partition {min(beyond, default=0)} does not exist "
+            f"(topic {topic} has {count} partition{'' if count == 1 else 's'})",
+        )
         owned[topic] = sorted(set(partitions))
     generation = raw.get("generation", NO_GENERATION)
     if generation is None:

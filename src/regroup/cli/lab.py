@@ -1,14 +1,16 @@
 """``regroup lab``: the PySpark rebalance lab (docs/lab.md).
 
 * ``regroup lab sweep GRID --out DIR [--master URL]`` simulates every run of a scenario grid on Spark;
-* ``regroup lab analyze EVENTS... --out DIR [--master URL]`` reads event logs (simulator or server);
-* ``regroup lab report DIR [--master URL]`` renders ``DIR/report.html`` again from the Parquet tables;
+* ``regroup lab analyze EVENTS... --out DIR [--master URL]`` reads event logs (simulator or server): in this
+  process, without Spark, when no ``--master`` is given and the files are small (``jobs.IN_PROCESS_BYTES``);
+* ``regroup lab report DIR`` renders ``DIR/report.html`` again from the Parquet tables (pyarrow, no Spark);
 * ``regroup lab validate SCENARIO --out DIR [--repeat N]`` checks a scenario's predictions against real
   clients (``lab.validate``; no Spark).
 
 sweep and analyze write ``DIR/runs/`` and ``DIR/rebalances/`` (Parquet), ``DIR/lab.json`` and
 ``DIR/report.html``. Every command first checks what the lab needs (its ``lab`` extra, Java 17 or newer) and
-says what to install. Input problems are checked before Spark starts where possible and print one line
+says what to install (Java only when the command starts Spark). The Spark JVM's own output goes to
+``DIR/spark.log``. Input problems are checked before Spark starts where possible and print one line
 (``regroup: <file>: <what is wrong>``), exit 2; a failed Spark job is one line too, exit 1; Ctrl-C cancels
 the Spark jobs, stops Spark and prints ``regroup: interrupted``, exit 130. Progress goes to stderr, the
 report's path to stdout.
@@ -44,7 +46,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         help="the PySpark rebalance lab: sweep a scenario grid, analyze event logs, render the report",
         description="Measure what strategies, protocols, group sizes and churn cost (docs/lab.md).",
     )
-    commands = parser.add_subparsers(dest="lab_command", required=True, parser_class=type(parser))
+    # (a missing command is reported with the usage: `cli.main.missing_command`)
+    commands = parser.add_subparsers(dest="lab_command", required=False, parser_class=type(parser))
     sweep = commands.add_parser("sweep", help="simulate every run of a scenario grid (YAML or JSON)")
     sweep.add_argument("grid", help="grid file (YAML or JSON)")
     sweep.add_argument("--out", required=True, metavar="DIR", help="output directory")
@@ -60,9 +63,9 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="MS",
         help="rebalances starting earlier are the formation phase, left out of the run totals (default 0)",
     )
-    report = commands.add_parser("report", help="render DIR/report.html again from DIR's tables")
+    report = commands.add_parser("report", help="render DIR/report.html again from DIR's tables (no Spark)")
     report.add_argument("dir", metavar="DIR", help="a directory written by sweep or analyze")
-    _spark_options(report)
+    _spark_options(report, hidden=True)  # accepted as before, unused: the report reads the tables without Spark
     validate = commands.add_parser(
         "validate", help="run a simulator scenario in the simulator and with real clients, and compare the metrics"
     )
@@ -72,14 +75,20 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     validate.add_argument("--seeds", type=_positive, default=20, metavar="K", help="simulator seeds (default 20)")
 
 
-def _spark_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+def _spark_options(parser: argparse.ArgumentParser, hidden: bool = False) -> None:
+    parser.add_argument(
+        "--master",
+        default=None,
+        help=argparse.SUPPRESS
+        if hidden
+        else "Spark master URL (default local[*]; analyze without it reads small inputs in this process, no Spark)",
+    )
     parser.add_argument(
         "--conf",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a Spark setting, e.g. spark.executor.memory=2g (repeatable)",
+        help=argparse.SUPPRESS if hidden else "a Spark setting, e.g. spark.executor.memory=2g (repeatable)",
     )
 
 
@@ -120,13 +129,18 @@ def _validate(args: argparse.Namespace) -> int:
     except RealRunError as exc:
         raise LabError(f"{args.scenario}: {exc}") from None
     for row in document["rows"]:
-        verdict = {True: "meets its target", False: "misses its target", None: ""}[row["within_target"]]
-        _say(
-            f"{row['protocol']} {row['metric']}: predicted {row['predicted']:g}, measured {row['measured']:g} {verdict}"
-        )
-    _say(f"done in {time.monotonic() - started:.1f} s")
+        _say(validate_line(row))
+    _say(f"done in {time.monotonic() - started:.1f} s of wall time in all")
     print(out / "validation.html")
     return 0
+
+
+def validate_line(row: dict[str, Any]) -> str:
+    """A row of ``validation.json`` as the command prints it, with its verdict in words."""
+    from regroup.lab.validate import verdict_words
+
+    verdict = verdict_words(row["metric"], row["within_target"])
+    return f"{row['protocol']} {row['metric']}: predicted {row['predicted']:g}, measured {row['measured']:g}: {verdict}"
 
 
 def _out_dir(path: str) -> Path:
@@ -140,6 +154,10 @@ def _out_dir(path: str) -> Path:
     return out
 
 
+#: where the Spark JVM's own output goes, in the output directory
+SPARK_LOG = "spark.log"
+
+
 def _say(text: str) -> None:
     print(f"regroup lab: {text}", file=sys.stderr, flush=True)
 
@@ -148,8 +166,8 @@ def run(args: argparse.Namespace) -> int:
     from regroup.lab import preflight
     from regroup.lab.errors import LabInputError
 
-    # validate runs no Spark job, so it needs the lab's extra but not Java
-    missing = preflight.extra_problem() if args.lab_command == "validate" else preflight.problem()
+    # validate, report and a small analyze run no Spark job: they need the lab's extra but not Java
+    missing = preflight.problem() if _uses_spark(args) else preflight.extra_problem()
     if missing is not None:
         raise LabError(missing)
     warnings.filterwarnings("ignore", module="pyspark")  # e.g. pandas version notes; not the user's concern
@@ -157,19 +175,48 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.lab_command == "validate":
             return _validate(args)
+        if args.lab_command == "report":
+            return _report(args)
         return _run(args)
     except LabInputError as exc:
         raise LabError(str(exc)) from None
-    except KeyboardInterrupt:  # before Spark runs (Interrupts covers the jobs)
+    except KeyboardInterrupt:  # outside a Spark job (Interrupts covers the jobs)
         raise LabInterrupted() from None
 
 
+def _uses_spark(args: argparse.Namespace) -> bool:
+    """sweep always; analyze with ``--master`` or more than ``jobs.IN_PROCESS_BYTES`` of event files."""
+    if args.lab_command == "sweep":
+        return True
+    if args.lab_command == "analyze":
+        from regroup.lab import jobs
+
+        return args.master is not None or jobs.input_bytes(args.events) > jobs.IN_PROCESS_BYTES
+    return False
+
+
+def _report(args: argparse.Namespace) -> int:
+    """``lab report``: the tables read with pyarrow, no Spark."""
+    from regroup.lab import report
+
+    started = time.monotonic()
+    out = Path(args.dir)
+    if not out.is_dir():
+        raise LabError(f"{args.dir}: no such directory")
+    found, meta = report.load(out)
+    target = report.write(found, meta, out)
+    _say(f"report rendered in {time.monotonic() - started:.1f} s")
+    print(target)
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
-    from regroup.lab import failures, grid, jobs, report, session
+    from regroup.lab import failures, frames, grid, jobs, report, session
     from regroup.lab.errors import LabInputError
 
     conf = _conf(args.conf)
     started = time.monotonic()
+    master = args.master or session.DEFAULT_MASTER
     meta: dict[str, Any]
     if args.lab_command == "sweep":
         g = grid.load(args.grid)
@@ -185,50 +232,46 @@ def _run(args: argparse.Namespace) -> int:
             "skipped (strategy/protocol cannot run)": [
                 f"{s}/{p}" if why == "cannot run" else f"{s}/{p} ({why})" for (s, p), why in g.skipped() if why
             ],
-            "master": args.master,
+            "master": master,
             "axes": g.describe_axes(),
             "settings": g.settings.to_json(),
         }
-    elif args.lab_command == "analyze":
+    else:
         jobs.precheck(args.events)
         out = _out_dir(args.out)
-        meta = {
-            "title": f"{len(args.events)} event log(s)",
-            "source": args.events,
-            "master": args.master,
-            "measure_from_ms": args.measure_from_ms,
-        }
-    else:
-        out = Path(args.dir)
-        if not out.is_dir():
-            raise LabError(f"{args.dir}: no such directory")
-        for name in ("runs", "rebalances"):
-            if not (out / name).is_dir():
-                raise LabError(f"{args.dir}: no {name}/ table (run `regroup lab sweep` or `regroup lab analyze` first)")
-        meta = {}
-    _say(f"starting Spark on {args.master}")
+        meta = {"title": f"{len(args.events)} event log(s)", "source": args.events}
+        if not _uses_spark(args):
+            found = jobs.analyze_here(args.events, measure_from_ms=args.measure_from_ms)
+            _say(f"writing {out}/runs and {out}/rebalances")
+            frames.write(found, out)
+            meta |= {"master": "none (in this process)", "measure_from_ms": args.measure_from_ms}
+            meta["analysed in"] = f"{found.seconds:.1f} s"
+            target = report.write(found, meta, out)
+            _done(started, target)
+            return 0
+        meta |= {"master": master, "measure_from_ms": args.measure_from_ms}
+    _say(f"starting Spark on {master} (its output: {out / SPARK_LOG})")
     try:
-        spark = session.start(args.master, conf=conf)
+        spark = session.start(master, conf=conf, log_file=out / SPARK_LOG)
     except Exception as exc:  # a bad --master, a JVM that exits, ...: one line, not the JVM's stack trace
-        raise LabFailure(f"cannot start Spark on {args.master}: {failures.one_line(exc)}") from None
+        raise LabFailure(f"cannot start Spark on {master}: {failures.one_line(exc)} (see {out / SPARK_LOG})") from None
     try:
         with session.Interrupts(spark) as interrupts:
             try:
-                if args.lab_command == "report":
-                    tables, meta = report.load(spark, out)
-                else:
-                    if args.lab_command == "sweep":
-                        tables = jobs.sweep(spark, runs)
-                    else:
-                        tables = jobs.analyze(spark, args.events, measure_from_ms=args.measure_from_ms)
-                    if interrupts.interrupted:
-                        raise LabInterrupted()
-                    _say(f"writing {out}/runs and {out}/rebalances")
-                    jobs.write(tables, out)
-                    meta["seconds"] = round(time.monotonic() - started, 1)
                 if interrupts.interrupted:
                     raise LabInterrupted()
-                target = report.write(tables, meta, out)
+                if args.lab_command == "sweep":
+                    tables = jobs.sweep(spark, runs)
+                    meta["simulated in"] = f"{tables.seconds:.1f} s"
+                else:
+                    tables = jobs.analyze(spark, args.events, measure_from_ms=args.measure_from_ms)
+                    meta["analysed in"] = f"{tables.seconds:.1f} s"
+                if interrupts.interrupted:
+                    raise LabInterrupted()
+                _say(f"writing {out}/runs and {out}/rebalances")
+                jobs.write(tables, out)
+                if interrupts.interrupted:
+                    raise LabInterrupted()
             except (LabInterrupted, LabInputError):
                 raise
             except Exception as exc:
@@ -237,6 +280,12 @@ def _run(args: argparse.Namespace) -> int:
                 raise LabFailure(f"the Spark job failed: {failures.one_line(exc)}") from None
     finally:
         session.stop(spark)
-    _say(f"done in {time.monotonic() - started:.1f} s")
-    print(target)
+    found, _ = report.load(out)  # the tables as written; the report needs no Spark
+    target = report.write(found, meta, out)
+    _done(started, target)
     return 0
+
+
+def _done(started: float, target: Path) -> None:
+    _say(f"done in {time.monotonic() - started:.1f} s of wall time in all")
+    print(target)

@@ -34,18 +34,34 @@ EXIT_USAGE = 2
 
 
 class UsageError(Exception):
-    """A problem with what the user gave us; reported as one line, exit 2."""
+    """A problem with what the user gave us; reported as one line (after the usage, when given), exit 2."""
+
+    def __init__(self, message: str, usage: str | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
+        for action in self._actions:  # "argument lab_command: invalid choice ..." names no internal dest
+            if isinstance(action, argparse._SubParsersAction):
+                for name in (action.metavar, action.dest):
+                    if isinstance(name, str):
+                        message = message.replace(f"argument {name}: ", _where(self))
         raise UsageError(message)
+
+
+def _where(parser: argparse.ArgumentParser) -> str:
+    """``"lab: "`` for ``regroup lab``'s parser, ``""`` for ``regroup``'s own."""
+    where = parser.prog.removeprefix("regroup").strip()
+    return f"{where}: " if where else ""
 
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="regroup", description="Kafka consumer-group coordination, assignors and rebalance lab.")
     parser.add_argument("--version", action="version", version=f"regroup {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    # a missing command is reported by ``missing_command``, with the usage (argparse would name the dest)
+    sub = parser.add_subparsers(dest="command", required=False, parser_class=_Parser)
 
     assign = sub.add_parser("assign", help="compute a partition assignment from a JSON group description")
     assign.add_argument("--strategy", required=True, help="assignment strategy name (see `regroup strategies`)")
@@ -60,6 +76,20 @@ def _build_parser() -> argparse.ArgumentParser:
     add_repair_parser(sub)
     add_users_parser(sub)
     return parser
+
+
+def missing_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> UsageError | None:
+    """The error of a command line that stops before a command ``parser`` (or a command's own parser) needs:
+    it names the commands to choose from and carries the usage of the parser that stopped."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = getattr(args, action.dest, None)
+            if chosen is None:
+                commands = ", ".join(action.choices)
+                return UsageError(f"{_where(parser)}missing command (one of {commands})", usage=parser.format_usage())
+            subparser: argparse.ArgumentParser = action.choices[chosen]
+            return missing_command(subparser, args)
+    return None
 
 
 def _read_input(path: str | None) -> str:
@@ -153,8 +183,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)
+        missing = missing_command(parser, args)
+        if missing is not None:
+            raise missing
         return COMMANDS[args.command](args)
     except UsageError as exc:
+        if exc.usage is not None:
+            sys.stderr.write(exc.usage)
         print(f"regroup: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except LabFailure as exc:

@@ -146,7 +146,9 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     parser = sub.add_parser(
         "serve",
         help="run the Kafka-wire group coordinator server",
-        description="Serve the Kafka protocol (group coordination, offsets, embedded topics) on one node.",
+        usage="%(prog)s [-h] [--config FILE] [OPTION ...]",
+        description="Serve the Kafka protocol (group coordination, offsets, embedded topics) on one node. "
+        "Every setting has a default; --config FILE gives them under Kafka's names.",
     )
     parser.register("action", None, _GivenStore)
     parser.register("action", "store", _GivenStore)
@@ -159,81 +161,38 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "file, --host/--port given replace the first listener's host and port, --advertised-host/"
         "--advertised-port its advertised ones",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument(
-        "--port", type=_int_at_least(0, 65535), default=9092, help="port to listen on (default 9092; 0 = any free)"
-    )
-    parser.add_argument("--advertised-host", help="host name FindCoordinator/Metadata tell clients (default: --host)")
-    parser.add_argument(
-        "--advertised-port",
-        type=_int_at_least(1, 65535),
-        help="port FindCoordinator/Metadata tell clients, e.g. a proxy's (default: the port listened on)",
-    )
-    parser.add_argument("--data-dir", default="./regroup-data", help="where the logs live (default ./regroup-data)")
-    parser.add_argument(
-        "--fsync",
-        choices=("always", "interval", "never"),
-        default="always",
-        help="when appended records reach stable storage (default always: before any response)",
-    )
-    parser.add_argument("--events", metavar="FILE", help="append group state changes as JSON lines to FILE")
-    parser.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="logging level (default info)")
-    parser.add_argument(
-        "--event-loop",
-        choices=("auto", "uvloop", "asyncio"),
-        default="auto",
-        help="the event loop serving connections: uvloop (markedly cheaper TLS and small requests), asyncio's own, "
-        "or auto: uvloop where installed (default auto)",
-    )
-    parser.add_argument(
+    _listener_options(parser)
+    _connection_options(parser)
+    _storage_options(parser)
+    _logging_options(parser)
+    classic = parser.add_argument_group("classic groups")
+    classic.add_argument(
         "--initial-rebalance-delay-ms",
         type=_int_at_least(0),
         default=3000,
-        help="group.initial.rebalance.delay.ms: wait for more members before a new group's first rebalance",
-    )
-    parser.add_argument(
-        "--max-frame-bytes",
-        type=_int_at_least(1),
-        default=100 * 1024 * 1024,
-        help="largest request accepted (socket.request.max.bytes); bigger closes the connection",
-    )
-    parser.add_argument(
-        "--connections-max-idle-ms",
-        type=_int_at_least(1),
-        default=600_000,
         metavar="MS",
-        help="close connections idle longer than this (connections.max.idle.ms; default 600000)",
+        help="group.initial.rebalance.delay.ms: wait this long for more members before a new group's first "
+        "rebalance (default 3000)",
     )
-    parser.add_argument(
-        "--max-connections",
+    _consumer_group_options(parser)
+    _share_group_options(parser)
+    _topic_options(parser)
+    txns = parser.add_argument_group("transactions")
+    txns.add_argument(
+        "--transaction-max-timeout-ms",
         type=_int_at_least(1),
-        default=10_000,
-        metavar="N",
-        help="max.connections: most client connections open at once; more are closed when accepted "
-        "(default 10000, capped by the open-file limit)",
+        default=900_000,
+        metavar="MS",
+        help="transaction.max.timeout.ms: the longest transaction timeout a producer may ask for; longer is "
+        "INVALID_TRANSACTION_TIMEOUT (default 900000)",
     )
-    parser.add_argument(
-        "--max-connections-per-ip",
+    txns.add_argument(
+        "--transactional-id-expiration-ms",
         type=_int_at_least(1),
-        default=5_000,
-        metavar="N",
-        help="max.connections.per.ip: most client connections open from one address (default 5000)",
-    )
-    parser.add_argument(
-        "--connection-max-in-flight",
-        type=_int_at_least(1),
-        default=64,
-        metavar="N",
-        help="requests of one connection waiting for a parked or earlier request; at the limit the server "
-        "stops reading that connection (default 64)",
-    )
-    parser.add_argument(
-        "--connection-max-queued-bytes",
-        type=_int_at_least(1),
-        default=1024 * 1024,
-        metavar="BYTES",
-        help="response bytes of one connection not yet taken by its socket; past it the server stops reading "
-        "that connection until its client reads (default 1048576)",
+        default=604_800_000,
+        metavar="MS",
+        help="transactional.id.expiration.ms: a transactional id with no transaction open is forgotten after "
+        "this long without use (default 604800000, 7 days)",
     )
     limits = parser.add_argument_group(
         "identifier limits", "longer identifiers in a request are answered with INVALID_REQUEST (docs/operations.md)"
@@ -246,6 +205,132 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
             metavar="N",
             help=f"longest {kind} accepted, in UTF-8 bytes (default {DEFAULT_LIMITS[kind]})",
         )
+
+
+def _listener_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "listeners and security",
+        "one PLAINTEXT listener from these flags; several listeners, TLS, SASL and ACLs come from --config "
+        "(see docs/security.md)",
+    )
+    group.add_argument("--host", default="127.0.0.1", metavar="HOST", help="address to listen on (default 127.0.0.1)")
+    group.add_argument(
+        "--port",
+        type=_int_at_least(0, 65535),
+        default=9092,
+        metavar="PORT",
+        help="port to listen on (default 9092; 0 = any free)",
+    )
+    group.add_argument(
+        "--advertised-host", metavar="HOST", help="host name FindCoordinator/Metadata tell clients (default: --host)"
+    )
+    group.add_argument(
+        "--advertised-port",
+        type=_int_at_least(1, 65535),
+        metavar="PORT",
+        help="port FindCoordinator/Metadata tell clients, e.g. a proxy's (default: the port listened on)",
+    )
+
+
+def _connection_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("connections and their limits")
+    group.add_argument(
+        "--event-loop",
+        choices=("auto", "uvloop", "asyncio"),
+        default="auto",
+        help="the event loop serving connections: uvloop (markedly cheaper TLS and small requests), asyncio's own, "
+        "or auto: uvloop where installed (default auto)",
+    )
+    group.add_argument(
+        "--max-frame-bytes",
+        type=_int_at_least(1),
+        default=100 * 1024 * 1024,
+        metavar="BYTES",
+        help="socket.request.max.bytes: largest request accepted; bigger closes the connection (default 104857600)",
+    )
+    group.add_argument(
+        "--connections-max-idle-ms",
+        type=_int_at_least(1),
+        default=600_000,
+        metavar="MS",
+        help="connections.max.idle.ms: close connections idle longer than this (default 600000)",
+    )
+    group.add_argument(
+        "--max-connections",
+        type=_int_at_least(1),
+        default=10_000,
+        metavar="N",
+        help="max.connections: most client connections open at once; more are closed when accepted "
+        "(default 10000, capped by the open-file limit)",
+    )
+    group.add_argument(
+        "--max-connections-per-ip",
+        type=_int_at_least(1),
+        default=5_000,
+        metavar="N",
+        help="max.connections.per.ip: most client connections open from one address (default 5000)",
+    )
+    group.add_argument(
+        "--connection-max-in-flight",
+        type=_int_at_least(1),
+        default=64,
+        metavar="N",
+        help="requests of one connection waiting for a parked or earlier request; at the limit the server "
+        "stops reading that connection (default 64)",
+    )
+    group.add_argument(
+        "--connection-max-queued-bytes",
+        type=_int_at_least(1),
+        default=1024 * 1024,
+        metavar="BYTES",
+        help="response bytes of one connection not yet taken by its socket; past it the server stops reading "
+        "that connection until its client reads (default 1048576)",
+    )
+
+
+def _storage_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("storage")
+    group.add_argument(
+        "--data-dir",
+        default="./regroup-data",
+        metavar="DIR",
+        help="log.dirs: where the logs live, created if missing (default ./regroup-data)",
+    )
+    group.add_argument(
+        "--fsync",
+        choices=("always", "interval", "never"),
+        default="always",
+        help="when appended records reach stable storage (default always: before any response)",
+    )
+
+
+def _logging_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("logging and metrics", "see docs/operations.md")
+    group.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="logging level (default info)")
+    group.add_argument(
+        "--events", metavar="FILE", help="append group state changes as JSON lines to FILE (default: none)"
+    )
+    group.add_argument(
+        "--stats-interval",
+        type=_int_at_least(1),
+        default=60,
+        metavar="SECONDS",
+        help="log request counts and rates per API every SECONDS (default 60)",
+    )
+    group.add_argument(
+        "--metrics-port",
+        type=_int_at_least(0, 65535),
+        metavar="PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off; 0 = any free port)",
+    )
+    group.add_argument(
+        "--metrics-host",
+        metavar="HOST",
+        help="address of the metrics endpoint (default 127.0.0.1: loopback, whatever the listeners)",
+    )
+
+
+def _consumer_group_options(parser: argparse.ArgumentParser) -> None:
     consumer = parser.add_argument_group("KIP-848 consumer groups")
     consumer.add_argument(
         "--consumer-heartbeat-interval-ms",
@@ -282,10 +367,13 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         help="group.consumer.migration.policy: online conversion between classic and consumer groups "
         "(default bidirectional)",
     )
-    share = parser.add_argument_group("KIP-932 share groups")
+
+
+def _share_group_options(parser: argparse.ArgumentParser) -> None:
+    share = parser.add_argument_group("KIP-932 share groups", "see docs/share-groups.md")
     share.add_argument(
         "--share-groups",
-        action=argparse.BooleanOptionalAction,
+        action=_GivenBoolean,
         default=True,
         help="group.share.enable: serve share groups (default on, as a Kafka 4.2 cluster with share.version=1; "
         "off: every share-group request is UNSUPPORTED_VERSION)",
@@ -355,7 +443,31 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="N",
         help="group.share.max.share.sessions: share sessions open on the broker at once (default 2000)",
     )
-    topics = parser.add_argument_group("embedded topics")
+
+
+def _topic_options(parser: argparse.ArgumentParser) -> None:
+    topics = parser.add_argument_group("embedded topics", "see docs/topic-data.md")
+    topics.add_argument(
+        "--num-partitions",
+        type=_int_at_least(1),
+        default=1,
+        metavar="N",
+        help="num.partitions: partitions of a topic created automatically or without a count (default 1)",
+    )
+    topics.add_argument(
+        "--auto-create-topics",
+        action=_GivenBoolean,
+        default=True,
+        help="auto.create.topics.enable: Metadata creates a missing topic a client asks for (default on)",
+    )
+    topics.add_argument(
+        "--message-max-bytes",
+        type=_int_at_least(0),
+        default=1024 * 1024 + 12,
+        metavar="BYTES",
+        help="message.max.bytes: largest record batch a topic without max.message.bytes accepts "
+        "(default 1048588; at most --max-frame-bytes)",
+    )
     topics.add_argument(
         "--max-partitions-per-topic",
         type=_int_at_least(1),
@@ -371,27 +483,6 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         help="most partitions of all topics together; a creation over it gets POLICY_VIOLATION (default 100000)",
     )
     topics.add_argument(
-        "--num-partitions",
-        type=_int_at_least(1),
-        default=1,
-        metavar="N",
-        help="num.partitions: partitions of a topic created automatically or without a count (default 1)",
-    )
-    topics.add_argument(
-        "--auto-create-topics",
-        action=_GivenBoolean,
-        default=True,
-        help="auto.create.topics.enable: Metadata creates a missing topic a client asks for (default: on)",
-    )
-    topics.add_argument(
-        "--message-max-bytes",
-        type=_int_at_least(0),
-        default=1024 * 1024 + 12,
-        metavar="BYTES",
-        help="message.max.bytes: largest record batch a topic without max.message.bytes accepts "
-        "(default 1048588; at most --max-frame-bytes)",
-    )
-    topics.add_argument(
         "--log-retention-check-interval-ms",
         type=_int_at_least(1),
         default=300_000,
@@ -405,41 +496,6 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="N",
         help="segment files held open at once, least recently used closed first (default 256; never more than a "
         "quarter of the open-file limit)",
-    )
-    txns = parser.add_argument_group("transactions")
-    txns.add_argument(
-        "--transaction-max-timeout-ms",
-        type=_int_at_least(1),
-        default=900_000,
-        metavar="MS",
-        help="transaction.max.timeout.ms: the longest transaction timeout a producer may ask for; longer is "
-        "INVALID_TRANSACTION_TIMEOUT (default 900000)",
-    )
-    txns.add_argument(
-        "--transactional-id-expiration-ms",
-        type=_int_at_least(1),
-        default=604_800_000,
-        metavar="MS",
-        help="transactional.id.expiration.ms: a transactional id with no transaction open is forgotten after "
-        "this long without use (default 604800000, 7 days)",
-    )
-    parser.add_argument(
-        "--metrics-port",
-        type=_int_at_least(0, 65535),
-        metavar="PORT",
-        help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off; 0 = any free port)",
-    )
-    parser.add_argument(
-        "--metrics-host",
-        metavar="HOST",
-        help="address of the metrics endpoint (default 127.0.0.1: loopback, whatever the listeners)",
-    )
-    parser.add_argument(
-        "--stats-interval",
-        type=_int_at_least(1),
-        default=60,
-        metavar="SECONDS",
-        help="log request counts and rates per API every SECONDS (default 60)",
     )
 
 
@@ -591,6 +647,8 @@ def server_config(args: argparse.Namespace) -> tuple[ServerConfig, tuple[str, ..
         configured=frozenset(configured),
         **extra,
     )
+    if config.data_dir.exists() and not config.data_dir.is_dir():
+        raise ServeError(f"{_label(args, 'data_dir')} {args.data_dir}: not a directory")
     if args.message_max_bytes > args.max_frame_bytes:
         raise ServeError(
             f"{_label(args, 'message_max_bytes')} ({args.message_max_bytes}) must not exceed "

@@ -9,11 +9,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import Any, Final
 
 
 class SimulateError(Exception):
     """A problem with what the user gave (scenario, seed, output file); one line, exit 2."""
+
+
+_THIRD_MEMBER = (
+    'why eager pauses less than cooperative and KIP-848 here: docs/simulator.md, "Findings and limits", '
+    '"A third member joins"'
+)
+#: bundled scenarios whose results look wrong at first sight, and where they are explained
+EXPLAINED: Final = {f"third-member-joins-{p}": _THIRD_MEMBER for p in ("eager", "cooperative", "consumer")}
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
@@ -52,5 +60,8 @@ def run(args: argparse.Namespace) -> int:
         json.dump(summary.to_json(), sys.stdout, sort_keys=False)
         sys.stdout.write("\n")
     else:
-        print(render(sim.log.events, summary, scenario.name, args.seed))
+        print(render(sim.log.events, summary, scenario.name, args.seed, scenario.measure_from_ms))
+        why = EXPLAINED.get(scenario.name)
+        if why is not None:
+            print(why)
     return 0

@@ -46,7 +46,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
             "directory. Only salted credentials are stored, never passwords."
         ),
     )
-    actions = parser.add_subparsers(dest="users_command", required=True, metavar="{add,list,delete}")
+    # (a missing command is reported with the usage: `cli.main.missing_command`)
+    actions = parser.add_subparsers(dest="users_command", required=False, metavar="{add,list,delete}")
     mechanisms = ", ".join(MECHANISMS)
 
     add = actions.add_parser("add", help="add a user's credential, or replace it")

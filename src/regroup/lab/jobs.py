@@ -11,13 +11,16 @@ them, or the report's aggregates, needs no Python worker.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from regroup.lab import runner, tables
+from regroup.lab import progress, runner, tables
 from regroup.lab.errors import LabInputError
 from regroup.lab.eventfiles import check
 from regroup.lab.grid import RunSpec
@@ -27,7 +30,13 @@ if TYPE_CHECKING:
     from pyspark import RDD
     from pyspark.sql import DataFrame, SparkSession
 
+    from regroup.lab import frames
+
 RUNS_PER_TASK = 25
+#: ``analyze`` without ``--master`` reads event files adding up to at most this many bytes in the command's own
+#: process, without Spark: a log's rows cost about 0.1 s of one core per MB, so this is about 6 s, less than the
+#: JVM's start-up alone; bigger inputs go to Spark's executors, one task per file
+IN_PROCESS_BYTES = 64 * 1024 * 1024
 
 #: one run's rows as one row of the cached DataFrame: ``runner.Rows`` as it is
 RUN_AND_REBALANCES = (
@@ -41,6 +50,8 @@ FILE_OUTCOME = f"file long, error string, {RUN_AND_REBALANCES}"
 class Tables:
     runs: DataFrame
     rebalances: DataFrame
+    #: how long the job that computed them took (the progress line's time)
+    seconds: float | None = None
 
 
 def slices(count: int, parallelism: int) -> int:
@@ -60,13 +71,13 @@ def _cached(spark: SparkSession, rows: RDD[Any], ddl: str) -> DataFrame:
     return spark.createDataFrame(rows, ddl, verifySchema=False).persist()
 
 
-def _tables(combined: DataFrame) -> Tables:
+def _tables(combined: DataFrame, shown: Progress | None) -> Tables:
     """The two tables as projections of the cached rows (no Python)."""
     from pyspark.sql import functions as F
 
     runs = combined.select("run.*")
     rebalances = combined.select(F.explode("rebalances").alias("r")).select("r.*")
-    return Tables(runs=runs, rebalances=rebalances)
+    return Tables(runs=runs, rebalances=rebalances, seconds=shown.seconds if shown is not None else None)
 
 
 def sweep(spark: SparkSession, runs: list[RunSpec], show_progress: bool = True) -> Tables:
@@ -76,9 +87,9 @@ def sweep(spark: SparkSession, runs: list[RunSpec], show_progress: bool = True) 
     parts = slices(len(runs), sc.defaultParallelism)
     docs = interleave([r.to_json() for r in runs], parts)
     combined = _cached(spark, sc.parallelize(docs, parts).map(runner.sweep_task), RUN_AND_REBALANCES)
-    with _maybe_progress(sc, "sweep", len(runs), "runs", show_progress):
+    with _maybe_progress(sc, "sweep", len(runs), "runs", show_progress, "simulated") as shown:
         combined.count()
-    return _tables(combined)
+    return _tables(combined, shown)
 
 
 def precheck(paths: list[str]) -> None:
@@ -118,13 +129,46 @@ def analyze(spark: SparkSession, paths: list[str], show_progress: bool = True, m
     sc = spark.sparkContext
     files = sc.parallelize(list(enumerate(paths)), len(paths))
     combined = _cached(spark, files.flatMap(lambda f: file_outcome(f[0], f[1], measure_from_ms)), FILE_OUTCOME)
-    with _maybe_progress(sc, "analyze", len(paths), "files", show_progress):
+    with _maybe_progress(sc, "analyze", len(paths), "files", show_progress, "analysed") as shown:
         combined.count()
     errors = combined.where("error IS NOT NULL").select("file", "error").collect()
     if errors:
         combined.unpersist()
         raise LabInputError(str(min(errors, key=lambda e: int(e["file"]))["error"]))
-    return _tables(combined)
+    return _tables(combined, shown)
+
+
+def input_bytes(paths: list[str]) -> int:
+    """What the event files add up to (a file that cannot be read counts 0: ``precheck`` reports it)."""
+    total = 0
+    for path in paths:
+        with contextlib.suppress(OSError):
+            total += Path(path).stat().st_size
+    return total
+
+
+def analyze_here(paths: list[str], measure_from_ms: int = 0, show_progress: bool = True) -> frames.Frames:
+    """``analyze`` in this process, no Spark: the same rows, file by file in path order (the first bad file is
+    the ``LabInputError``)."""
+    from regroup.lab import frames
+
+    precheck(paths)
+    started = time.monotonic()
+    say = progress.say if show_progress else (lambda what, text: None)
+    say("analyze", f"{len(paths)} files, in this process")
+    runs: list[tuple[Any, ...]] = []
+    rebalances: list[tuple[Any, ...]] = []
+    for path in paths:
+        outcome = runner.analyze_task(path, measure_from_ms)
+        if isinstance(outcome, str):
+            raise LabInputError(outcome)
+        for run, rows in outcome:
+            runs.append(run)
+            rebalances.extend(rows)
+    found = frames.from_rows(runs, rebalances)
+    seconds = round(time.monotonic() - started, 1)
+    say("analyze", f"{len(paths)}/{len(paths)} files analysed in {seconds:.1f} s")
+    return dataclasses.replace(found, seconds=seconds)
 
 
 def write(result: Tables, out: Path) -> None:
@@ -141,5 +185,5 @@ class _Quiet:
         return None
 
 
-def _maybe_progress(sc: Any, what: str, items: int, unit: str, show: bool) -> Progress | _Quiet:
-    return Progress(sc, what, items, unit) if show else _Quiet()
+def _maybe_progress(sc: Any, what: str, items: int, unit: str, show: bool, done: str) -> Progress | _Quiet:
+    return Progress(sc, what, items, unit, done=done) if show else _Quiet()

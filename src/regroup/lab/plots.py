@@ -120,8 +120,8 @@ def panels(
             ax.set_xlabel(xlabel)
             ax.set_ylabel(ylabel, fontsize="small")
             ax.set_title(name, fontsize="medium")
-        if log_y:
-            ax.set_yscale("log")
+        if log_y:  # the values' axis: x for bars (horizontal), y for lines
+            ax.set_xscale("log") if len(xs) == 1 else ax.set_yscale("log")
         ax.grid(True, alpha=0.3)
     for ax in list(axes.flat)[len(drawn) :]:
         ax.set_visible(False)

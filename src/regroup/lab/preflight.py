@@ -1,10 +1,10 @@
 """What the lab needs before Spark starts, checked first by every ``regroup lab`` command: its Python extra
-(PySpark and matplotlib: ``pip install 'regroup[lab]'``) and a Java runtime, 17 or newer (Spark 4's
+(PySpark, matplotlib and pyarrow: ``pip install 'regroup[lab]'``) and a Java runtime, 17 or newer (Spark 4's
 minimum). Each missing piece is one line that says what to install, instead of PySpark's ``JAVA_HOME is not
 set`` and ``[JAVA_GATEWAY_EXITED]``.
 
 Java is found as PySpark's launcher finds it: ``$JAVA_HOME/bin/java`` when ``JAVA_HOME`` is set, else ``java``
-on the ``PATH``. This module imports neither PySpark nor matplotlib.
+on the ``PATH``. This module imports none of the extra's modules.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ JAVA_MINIMUM: Final = 17
 JAVA_HINT: Final = f"the lab needs Java {JAVA_MINIMUM} or newer, e.g. apt-get install openjdk-17-jre-headless"
 EXTRA_HINT: Final = "the lab needs its extra dependencies: pip install 'regroup[lab]'"
 #: the modules of the ``lab`` extra the lab's driver imports
-EXTRA_MODULES: Final = ("pyspark", "matplotlib")
+EXTRA_MODULES: Final = ("pyspark", "matplotlib", "pyarrow")
 
 
 def missing_extra() -> list[str]:

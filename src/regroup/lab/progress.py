@@ -1,7 +1,8 @@
 """Progress of a long Spark job on stderr: a background thread polls Spark's status tracker and prints
 ``regroup lab: <what>: <done>/<total> tasks (~<runs> runs), <seconds> s`` when another 5 % of the tasks
 are done, or at least every ``10 * interval`` seconds while tasks complete (it polls every ``interval``),
-so a 10,000-run sweep is neither silent nor a flood."""
+so a 10,000-run sweep is neither silent nor a flood. The last line says what was done and how long the job took
+(``108/108 runs simulated in 13.6 s``: the Spark job, not Spark's start-up); ``seconds`` keeps that time."""
 
 from __future__ import annotations
 
@@ -26,8 +27,11 @@ class Progress:
         unit: str = "runs",
         interval: float = 2.0,
         out: IO[str] | None = None,
+        done: str = "done",
     ) -> None:
         self.sc, self.what, self.items, self.unit, self.interval = sc, what, items, unit, interval
+        self.done = done
+        self.seconds: float | None = None
         self.out = out or sys.stderr
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="regroup-lab-progress", daemon=True)
@@ -47,10 +51,11 @@ class Progress:
         self._stop.set()
         self._thread.join()
         if kind is None:
-            self.line(f"{self.items}/{self.items} {self.unit} done in {time.monotonic() - self._started:.1f} s")
+            self.seconds = round(time.monotonic() - self._started, 1)
+            self.line(f"{self.items}/{self.items} {self.unit} {self.done} in {self.seconds:.1f} s")
 
     def line(self, text: str) -> None:
-        print(f"regroup lab: {self.what}: {text}", file=self.out, flush=True)
+        say(self.what, text, self.out)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
@@ -78,3 +83,8 @@ class Progress:
                 done += info.numCompletedTasks
                 total += info.numTasks
         return done, total
+
+
+def say(what: str, text: str, out: IO[str] | None = None) -> None:
+    """One progress line: ``regroup lab: <what>: <text>`` on stderr."""
+    print(f"regroup lab: {what}: {text}", file=out or sys.stderr, flush=True)

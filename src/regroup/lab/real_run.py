@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import socket
@@ -157,6 +158,7 @@ class Player:
         self.t0 = 0.0
         self.notes: list[str] = []
         self.workload: ShareWorkload | None = None
+        self.client_log = client_logger(workdir)
 
     # ------------------------------------------------------------------------------------------ server
     def start_server(self) -> None:
@@ -206,15 +208,18 @@ class Player:
         self.create_topics()
         if self.style == "share":
             bootstrap = f"127.0.0.1:{self.link_port}"
-            real_share.prepare_group(bootstrap, self.scenario.share_group_id)
+            real_share.prepare_group(bootstrap, self.scenario.share_group_id, self.client_log)
             scenario = self.scenario
-            self.workload = ShareWorkload(bootstrap, scenario.share, scenario.topics, scenario.duration_ms)
+            self.workload = ShareWorkload(
+                bootstrap, scenario.share, scenario.topics, scenario.duration_ms, logger=self.client_log
+            )
             self.workload.backlog()
 
     def create_topics(self) -> None:
         from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{self.link_port}", "log_level": 4})
+        config: dict[str, Any] = {"bootstrap.servers": f"127.0.0.1:{self.link_port}", "logger": self.client_log}
+        admin = AdminClient(config)
         futures = admin.create_topics(
             [
                 NewTopic(topic, num_partitions=count, replication_factor=1)
@@ -407,6 +412,8 @@ class Player:
             self.server.wait()
         if self.link is not None:
             self.link.close()
+        for handler in self.client_log.handlers:
+            handler.close()
 
     # ---------------------------------------------------------------------------------------- timeline
     def ms(self, wall_ms: float) -> int:
@@ -527,6 +534,22 @@ def _row(t: int, kind: str, **fields: Any) -> dict[str, Any]:
     row: dict[str, Any] = dict.fromkeys(FIELDS)
     row.update(t=t, type=kind, **fields)
     return row
+
+
+def client_logger(workdir: Path) -> logging.Logger:
+    """Where librdkafka's log lines of this process's own clients (the admin client, the share workload's producer)
+    go: ``workdir/clients.log``, never the command's output (the member processes and the server log to their own
+    files)."""
+    logger = logging.getLogger(f"regroup.lab.clients.{workdir}")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    for handler in list(logger.handlers):  # (a workdir played again)
+        logger.removeHandler(handler)
+        handler.close()
+    handler = logging.FileHandler(workdir / "clients.log", delay=True, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    return logger
 
 
 def _env() -> dict[str, str]:

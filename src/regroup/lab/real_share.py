@@ -10,6 +10,7 @@ that starts at the log end (``latest``), whose start offsets the clients' side c
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -38,7 +39,7 @@ def refusal(scenario: Scenario) -> str | None:
     return None
 
 
-def prepare_group(bootstrap: str, group_id: str) -> None:
+def prepare_group(bootstrap: str, group_id: str, logger: logging.Logger | None = None) -> None:
     """The share group starts at the log start: its ``share.auto.offset.reset`` set before any member joins."""
     from confluent_kafka.admin import (  # type: ignore[attr-defined]
         AdminClient,
@@ -47,7 +48,8 @@ def prepare_group(bootstrap: str, group_id: str) -> None:
         ConfigResource,
     )
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap, **({"logger": logger} if logger else {"log_level": 4})}
+    admin = AdminClient(config)
     entry = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
     resource = ConfigResource("GROUP", group_id, incremental_configs=[entry])
     admin.incremental_alter_configs([resource])[resource].result(timeout=30)

@@ -15,26 +15,20 @@ import html
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-from regroup.lab import checks, plots, share_section, tables
-from regroup.lab.errors import LabInputError
+from regroup.lab import checks, frames, plots, share_section
 from regroup.lab.jobs import Tables
-from regroup.lab.metrics import SUMMED
-
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
 
 META_FILE = "lab.json"
-#: per-run columns summed over runs: counts, and the per-run sums of the churn phase (``metrics.SUMMED``)
-SUMS: Final = ("rebalances", *SUMMED)
-MEANS: Final = ("fraction_kept", "balance_spread", "balance_score")
 PROTOCOL_NAMES: Final = {
     "eager": "classic eager",
     "cooperative": "classic cooperative",
     "consumer": "KIP-848",
     "share": "share group (KIP-932)",
 }
+#: protocols without JoinGroup: their "JoinGroup rounds" are "–" (not applicable)
+NO_JOIN_GROUP: Final = frozenset({"consumer", "share"})
 #: under a table with share-group rows: why their rebalance columns are "–"
 SHARE_NOTE: Final = (
     "A share group (KIP-932) has no rebalances and no partition owners: its columns here are “–”; what a "
@@ -64,32 +58,25 @@ SETTING_WORDS: Final = {
     "latency_ms": "one-way network latency between a member and the coordinator",
     "jitter_ms": "random extra latency, 0 to this (what makes seeds differ)",
     "metadata_bytes": "if set, every member's JoinGroup metadata counts as this many bytes",
+    "commit_on_revoke": "members commit in their revocation callback (the application model: docs/simulator.md; "
+    "its other fields, unless listed here, have their defaults)",
 }
 
 
 # ------------------------------------------------------------------------------------------------ loading
-def load(spark: SparkSession, out: Path) -> tuple[Tables, dict[str, Any]]:
-    """The tables and metadata a sweep or analyze left in ``out`` (tables written by an older version get
-    the columns they lack as nulls)."""
-    for name in ("runs", "rebalances"):
-        if not (out / name).is_dir():
-            raise LabInputError(f"{out}: no {name}/ table (run `regroup lab sweep` or `regroup lab analyze` first)")
+def load(out: Path) -> tuple[frames.Frames, dict[str, Any]]:
+    """The tables and metadata a sweep or analyze left in ``out``, read without Spark (tables written by an
+    older version get the columns they lack as nulls)."""
+    found = frames.read(out)
     try:
         meta = json.loads((out / META_FILE).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         meta = {}
-    runs = _complete(spark.read.parquet(str(out / "runs")), tables.RUN_COLUMNS)
-    rebalances = _complete(spark.read.parquet(str(out / "rebalances")), tables.REBALANCE_COLUMNS)
-    return Tables(runs=runs, rebalances=rebalances), meta
+    return found, meta
 
 
-def _complete(frame: DataFrame, columns: list[tuple[str, str]]) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    for name, kind in columns:
-        if name not in frame.columns:
-            frame = frame.withColumn(name, F.lit(None).cast(kind))
-    return frame
+def _frames(t: frames.Frames | Tables) -> frames.Frames:
+    return t if isinstance(t, frames.Frames) else frames.from_spark(t)
 
 
 # -------------------------------------------------------------------------------------------- aggregates
@@ -98,102 +85,9 @@ def label(row: Mapping[str, Any]) -> str:
     return f"{row['strategy'] or 'strategy unknown'} / {PROTOCOL_NAMES.get(protocol, protocol or 'protocol unknown')}"
 
 
-def aggregates(t: Tables) -> dict[str, list[dict[str, Any]]]:
-    """Small aggregates, computed by Spark: per churn pattern and pair (and group size), per pair over every
-    pattern, payload per group size, and the runs that did not settle or had no membership change."""
-    from pyspark.sql import functions as F
-
-    runs = t.runs.withColumn("churn", F.coalesce(F.col("churn"), F.lit("unknown")))
-    evented = F.col("churn_events") > 0
-    changed = F.col("changes") > 0
-
-    def sums(when: Any) -> list[Any]:
-        return [F.sum(F.when(when, F.col(c))).alias(c) for c in SUMS]
-
-    common = [
-        F.count("*").alias("runs"),
-        *[F.avg(c).alias(c) for c in MEANS],
-        F.sum("violations").alias("violations"),
-        F.sum(F.when(F.col("settled") == F.lit(False), 1).otherwise(0)).alias("unsettled"),
-    ]
-    pattern_keys = ("churn", "strategy", "protocol")
-    by_pattern = runs.groupBy(*pattern_keys).agg(
-        F.sum("churn_events").alias("events"),
-        F.sum(F.when(evented, 1).otherwise(0)).alias("evented_runs"),
-        *sums(evented | (F.col("churn") == "none")),
-        *common,
-    )
-    by_size = (
-        runs.where(evented)
-        .groupBy(*pattern_keys, "members")
-        .agg(
-            F.sum("churn_events").alias("events"),
-            *[F.sum(c).alias(c) for c in ("unowned_partition_ms", "moved", "duration_ms", "rebalances")],
-        )
-    )
-    by_pair = runs.groupBy("strategy", "protocol").agg(F.sum("changes").alias("changes"), *sums(changed), *common)
-    payload = (
-        t.rebalances.where(
-            (F.col("phase") != "emptied")
-            & F.col("group_size").isNotNull()
-            & (F.col("join_bytes_leader").isNotNull() | F.col("heartbeat_bytes").isNotNull())
-        )
-        .groupBy("group_size")
-        .agg(
-            F.avg("join_bytes_leader").alias("leader"),
-            F.avg("join_bytes_all").alias("everyone"),
-            F.avg(F.col("join_bytes_leader") + F.col("sync_bytes")).alias("leader_sync"),
-            F.avg(F.col("join_bytes_all") + F.col("sync_bytes")).alias("everyone_sync"),
-            F.avg("heartbeat_bytes").alias("kip848"),
-        )
-    )
-    share = _share_aggregate(runs, evented)
-    unsettled = runs.where(F.col("settled") == F.lit(False))
-    quiet = runs.where(~changed & (F.col("rebalances") > 0))
-    return {
-        "patterns": [r.asDict() for r in by_pattern.orderBy(*pattern_keys).collect()],
-        "sizes": [r.asDict() for r in by_size.collect()],
-        "pairs": [r.asDict() for r in by_pair.orderBy("strategy", "protocol").collect()],
-        "payload": [r.asDict() for r in payload.orderBy("group_size").collect()],
-        "unsettled": [
-            r.asDict()
-            for r in unsettled.select("run_id", "end_ms", "cut_off_unowned_partition_ms")
-            .orderBy("run_id")
-            .limit(20)
-            .collect()
-        ],
-        "unsettled_count": [{"n": unsettled.count()}],
-        "quiet": [r.asDict() for r in quiet.select("run_id", "rebalances").orderBy("run_id").limit(20).collect()],
-        "share": share,
-    }
-
-
-def _share_aggregate(runs: DataFrame, evented: Any) -> list[dict[str, Any]]:
-    """Per churn pattern and pair, the figures the share comparison reads; empty without share runs."""
-    from pyspark.sql import functions as F
-
-    if runs.where(F.col("protocol") == "share").limit(1).count() == 0:
-        return []
-    stalled = F.col("unowned_partition_ms") * F.col("rate_per_partition_s") / 1000
-    keys = ("churn", "strategy", "protocol")
-    frame = (
-        runs.where(evented)
-        .groupBy(*keys)
-        .agg(
-            F.count("*").alias("runs"),
-            F.sum("churn_events").alias("events"),
-            F.sum("unowned_partition_ms").alias("unowned_partition_ms"),
-            F.sum(stalled).alias("stalled_records"),
-            F.sum("share_delayed_records").alias("delayed"),
-            F.sum(F.col("share_delayed_records") * F.col("share_delay_mean_ms")).alias("delay_ms_total"),
-            F.max("share_delay_max_ms").alias("delay_max_ms"),
-            F.sum("share_redeliveries").alias("redeliveries"),
-            F.sum("share_late_records").alias("late"),
-            F.max("share_max_wait_ms").alias("max_wait_ms"),
-            F.avg("share_records_per_member_s").alias("per_member_s"),
-        )
-    )
-    return [r.asDict() for r in frame.orderBy(*keys).collect()]
+def aggregates(t: frames.Frames | Tables) -> dict[str, list[dict[str, Any]]]:
+    """The report's small aggregates (``frames.aggregates``), of tables read from Parquet or of Spark's."""
+    return frames.aggregates(_frames(t))
 
 
 # ------------------------------------------------------------------------------------------- formatting
@@ -228,7 +122,8 @@ def _table(columns: Sequence[Column], rows: Sequence[Sequence[Any]], note: str =
         if direction and len(values) > 1 and len(set(values)) > 1:
             best[i] = min(values) if direction < 0 else max(values)
     arrows = {-1: " ↓", 1: " ↑", 0: ""}
-    head = "".join(f"<th>{html.escape(h)}{arrows[d]}</th>" for h, d in columns)
+    heads = "".join(f"<th>{html.escape(h)}{arrows[d]}</th>" for h, d in columns)
+    head = f"<thead><tr>{heads}</tr></thead>" if any(h for h, _ in columns) else ""  # no row of empty headers
     body = []
     for row in rows:
         cells = []
@@ -238,7 +133,7 @@ def _table(columns: Sequence[Column], rows: Sequence[Sequence[Any]], note: str =
         body.append("<tr>" + "".join(cells) + "</tr>")
     caption = f"<caption>{note}</caption>" if note else ""
     rows_html = "".join(body)
-    return f"<div class='scroll'><table>{caption}<thead><tr>{head}</tr></thead><tbody>{rows_html}</tbody></table></div>"
+    return f"<div class='scroll'><table>{caption}{head}<tbody>{rows_html}</tbody></table></div>"
 
 
 def _figure(plot: plots.Plot | None, caption: str, missing: str) -> str:
@@ -295,7 +190,7 @@ def _model(meta: Mapping[str, Any]) -> str:
             "clients, driven on a virtual clock against regroup's coordinator; docs/simulator.md says what they "
             "do):</p>"
         )
-        rows = [(name, _plain(value), SETTING_WORDS.get(name, "")) for name, value in settings.items()]
+        rows = [(name, _plain(value), SETTING_WORDS.get(name, "")) for name, value in _settings_shown(settings).items()]
         parts.append(_table([("setting", 0), ("value", 0), ("meaning", 0)], rows))
         warmup = settings.get("warmup_ms")
         interval = settings.get("interval_ms")
@@ -315,6 +210,16 @@ def _model(meta: Mapping[str, Any]) -> str:
             + "A server's log does not show which consumer processed what, so the ownership costs are – there.</p>"
         )
     return "\n".join(parts)
+
+
+def _settings_shown(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings as the model section lists them: the members' application model (``app_json``, canonical JSON
+    of what the grid set) as one row per field, over the lab's default of no commit in the revocation callback."""
+    shown = {name: value for name, value in settings.items() if name != "app_json"}
+    if "app_json" in settings:
+        app = json.loads(settings["app_json"]) if settings["app_json"] else {}
+        shown |= {"commit_on_revoke": False, **app}
+    return shown
 
 
 def _plain(value: Any) -> str:
@@ -517,7 +422,7 @@ def _over_all(agg: Mapping[str, list[dict[str, Any]]]) -> str:
                 p["runs"],
                 ch,
                 _ratio(p["rebalances"], ch),
-                _ratio(p["rounds"], ch),
+                None if p["protocol"] in NO_JOIN_GROUP else _ratio(p["rounds"], ch),
                 _ratio(p["unowned_partition_ms"], ch, scale=1000),
                 _ratio(p["revoked"], ch),
                 p["violations"],
@@ -609,7 +514,7 @@ def _sanity() -> str:
         "owner through each example's change, round-robin against sticky) and the arithmetic of JoinGroup "
         "payloads (100 members with 100 KB of metadata each).</p>",
         _table(
-            [("check", 0), ("expected", 0), ("measured", 0), ("", 0)],
+            [("check", 0), ("expected", 0), ("measured", 0), ("result", 0)],
             [(c.name, c.expected, c.measured, "ok" if c.ok else "FAILED") for c in checks.run_all()],
         ),
         _table(
@@ -620,7 +525,7 @@ def _sanity() -> str:
     return "\n".join(parts)
 
 
-def render(t: Tables, meta: Mapping[str, Any]) -> str:
+def render(t: frames.Frames | Tables, meta: Mapping[str, Any]) -> str:
     agg = aggregates(t)
     parts: list[str] = [f"<h1>Rebalance lab: {html.escape(str(meta.get('title', 'report')))}</h1>"]
     parts.append(_facts(meta))
@@ -646,7 +551,7 @@ _CSS = (
 )
 
 
-def write(t: Tables, meta: Mapping[str, Any], out: Path) -> Path:
+def write(t: frames.Frames | Tables, meta: Mapping[str, Any], out: Path) -> Path:
     (out / META_FILE).write_text(json.dumps(dict(meta), indent=2) + "\n", encoding="utf-8")
     target = out / "report.html"
     target.write_text(render(t, meta), encoding="utf-8")

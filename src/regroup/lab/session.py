@@ -7,9 +7,13 @@ On a local master the Python workers run this interpreter. On any other master (
 (``executor_env``) through ``spark.archives``, unpacked into each executor's working directory and put on its
 Python workers' path; the executors run ``python3`` (or ``spark.pyspark.python`` / ``PYSPARK_PYTHON``).
 
+The JVM's own output (its start-up lines, Spark's logs when ``spark.log.level`` asks for them, the Python
+workers' stderr) goes to ``log_file`` when one is given (the command's ``DIR/spark.log``), not to the terminal.
+
 ``Interrupts`` turns Ctrl-C into a cancellation of the running Spark jobs (PySpark's own handler raises in the
 middle of a call to the JVM, and every layer then prints its traceback), so the command can stop Spark and say
-one line.
+one line. While Spark starts and stops, Ctrl-C is held back (``deferred_sigint``) and handled once that is done:
+PySpark's launcher ignores SIGINT in the JVM it starts, so an interrupted start would leave that JVM running.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from importlib import resources
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -39,8 +44,10 @@ def start(
     app: str = "regroup-lab",
     shuffle_partitions: int = 4,
     conf: Mapping[str, str] | None = None,
+    log_file: Path | None = None,
 ) -> SparkSession:
-    """A new session (or the running one) on ``master``; ``conf``: more Spark settings (they win)."""
+    """A new session (or the running one) on ``master``; ``conf``: more Spark settings (they win); ``log_file``:
+    where the JVM's stdout and stderr go (None: this process's)."""
     log_config = resources.files("regroup.lab") / "log4j2.properties"
     settings: dict[str, str] = {
         "spark.ui.enabled": "false",
@@ -55,15 +62,36 @@ def start(
     else:
         settings.update(executor_settings(conf or {}))
     settings.update(conf or {})
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master(master).appName(app)
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    # Spark's own errors (a failed task's stack trace, ...) stay quiet: the command reports a failure in one line;
-    # ``--conf spark.log.level=WARN`` shows them
-    spark.sparkContext.setLogLevel(settings.get("spark.log.level", "FATAL"))
+    spark: SparkSession | None = None
+    try:
+        with deferred_sigint():
+            if SparkContext._gateway is None:  # the JVM, started as PySpark starts it, its output where we want it
+                launch = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+                with contextlib.ExitStack() as files:
+                    popen: dict[str, Any] = {}
+                    if log_file is not None:
+                        log = files.enter_context(log_file.open("ab"))
+                        popen = {"stdout": log, "stderr": log}
+                    gateway = launch_gateway(  # type: ignore[no-untyped-call]
+                        launch.setMaster(master).setAppName(app), popen_kwargs=popen
+                    )
+                SparkContext._gateway = gateway
+                SparkContext._jvm = gateway.jvm
+            builder = SparkSession.builder.master(master).appName(app)
+            for key, value in settings.items():
+                builder = builder.config(key, value)
+            spark = builder.getOrCreate()
+            # Spark's own errors (a failed task's stack trace, ...) stay quiet: the command reports a failure in
+            # one line; ``--conf spark.log.level=WARN`` shows them
+            spark.sparkContext.setLogLevel(settings.get("spark.log.level", "FATAL"))
+    except KeyboardInterrupt:  # held back during the start, delivered as it ended
+        if spark is not None:
+            stop(spark)
+        raise
     return spark
 
 
@@ -78,8 +106,32 @@ def executor_settings(conf: Mapping[str, str]) -> dict[str, str]:
     return {"spark.archives": archives, "spark.executorEnv.PYTHONPATH": path}
 
 
+@contextlib.contextmanager
+def deferred_sigint() -> Iterator[None]:
+    """Ctrl-C (SIGINT) is held back while the block runs and delivered after it, to the handler that was in
+    place before (PySpark's ``SparkContext`` installs its own, which calls the JVM from inside the signal handler,
+    in the middle of the main thread's call to it). On the main thread only; elsewhere the block just runs."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    handler = signal.getsignal(signal.SIGINT)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        if handler is not None:
+            signal.signal(signal.SIGINT, handler)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def stop(spark: SparkSession) -> None:
-    """Stop Spark and the JVM pyspark started for it (nothing is left running)."""
+    """Stop Spark and the JVM pyspark started for it (nothing is left running); Ctrl-C meanwhile is handled
+    once it has stopped."""
+    with deferred_sigint():
+        _stop(spark)
+
+
+def _stop(spark: SparkSession) -> None:
     from pyspark import SparkContext
 
     with contextlib.suppress(Exception):  # a JVM that is gone already: what follows ends its process

@@ -8,6 +8,7 @@ real timeline's end offsets are the simulator's), ``lateness_ms`` how far behind
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Mapping
@@ -20,14 +21,22 @@ VALUE: Final = b"regroup-lab-validate-record"
 
 
 class ShareWorkload:
-    def __init__(self, bootstrap: str, spec: ShareSpec, topics: Mapping[str, int], until_ms: int) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        spec: ShareSpec,
+        topics: Mapping[str, int],
+        until_ms: int,
+        logger: logging.Logger | None = None,
+    ) -> None:
         from confluent_kafka import Producer
 
         self.spec = spec
         self.topics = dict(topics)
         self.until_ms = until_ms if spec.produce_until_ms is None else min(until_ms, spec.produce_until_ms)
         self.log = ShareLog(spec, topics)
-        self.producer: Any = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "log_level": 4})
+        logs = {"logger": logger} if logger is not None else {"log_level": 4}  # librdkafka's lines: to the run's log
+        self.producer: Any = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, **logs})
         self.failed: list[str] = []
         self.lateness_ms = 0.0
         self.stopping = threading.Event()

@@ -123,6 +123,25 @@ def mean(values: Sequence[float | None]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
+def target_words(metric: str) -> str:
+    """The metric's target in words: ``within 35 % of the measured mean``, ``within 1 of the measured mean``, or
+    ``no target``."""
+    target = TARGETS.get(metric)
+    if target is None:
+        return "no target"
+    kind, bound = target
+    amount = f"{bound * 100:.0f} %" if kind == "relative" else f"{bound:g}"
+    return f"within {amount} of the measured mean"
+
+
+def verdict_words(metric: str, verdict: bool | None) -> str:
+    """A row's verdict as the command prints it: ``meets its target (within 35 % of the measured mean)``, ``misses
+    its target (...)``, or ``no target`` (the metric is reported, not judged)."""
+    if verdict is None:
+        return "no target"
+    return f"{'meets' if verdict else 'misses'} its target ({target_words(metric)})"
+
+
 def within(metric: str, predicted: float | None, measured: float | None) -> bool | None:
     """Whether a prediction meets its metric's target (None: no target; False when one side has no value)."""
     target = TARGETS.get(metric)
@@ -241,34 +260,42 @@ def page(document: dict[str, Any], scenario: Scenario) -> str:
     lines = []
     for row in document["rows"]:
         verdict = row["within_target"]
-        mark = "–" if verdict is None else ("meets the target" if verdict else "misses the target")
+        mark = "no target" if verdict is None else ("meets the target" if verdict else "misses the target")
         target = document["targets"].get(row["metric"])
-        bound = "–"
+        bound = "none (reported, not judged)"
         if target is not None:
-            bound = f"±{target['bound'] * 100:.0f} %" if target["kind"] == "relative" else f"±{target['bound']:g}"
+            bound = (
+                f"±{target['bound'] * 100:.0f} % of the measured mean"
+                if target["kind"] == "relative"
+                else f"±{target['bound']:g}"
+            )
         runs = ", ".join(_fmt(v) for v in row["runs"])
+        style = "plain" if verdict is None else "ok" if verdict else "bad"
         lines.append(
             f"<tr><td>{html.escape(row['protocol'])}</td><td>{html.escape(row['metric'])}</td>"
             f"<td class=n>{_fmt(row['predicted'])}</td><td class=n>{_fmt(row['measured'])}</td>"
-            f"<td class=n>{runs}</td><td>{bound}</td><td class='{'ok' if verdict else 'bad'}'>{mark}</td></tr>"
+            f"<td class=n>{runs}</td><td>{bound}</td><td class='{style}'>{mark}</td></tr>"
         )
-    notes = "".join(f"<li>{html.escape(n)}</li>" for n in document["notes"]) or "<li>none</li>"
+    items = "".join(f"<li>{html.escape(n)}</li>" for n in document["notes"])
+    notes = f"<h2>Notes</h2><ul>{items}</ul>\n" if items else ""
     seconds = document["seconds"]
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>regroup lab validate: {html.escape(document["scenario"])}</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:1em auto;padding:0 1em}}
 table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.3em .6em}}.n{{text-align:right}}
-.ok{{color:#070}}.bad{{color:#b00}}</style></head><body>
+.ok{{color:#070}}.bad{{color:#b00}}.plain{{color:#555}}</style></head><body>
 <h1>Predictions checked against real clients: {html.escape(document["scenario"])}</h1>
 <p>{html.escape(scenario.description)}</p>
 <p>Predicted: the simulator, mean over {document["seeds"]} seeds, its members modelled as librdkafka clients.
 Measured: <code>regroup serve</code> with one confluent-kafka process per member, mean over
 {document["repeat"]} run(s). {_measured_what(document)}</p>
+<p>A prediction meets its target when it is that close to the measured mean: a relative target (a percentage)
+is a share of the measured mean, an absolute one a difference from it. A metric without a target is reported,
+not judged.</p>
 <table><tr><th>protocol</th><th>metric</th><th>predicted</th><th>measured (mean)</th><th>each real run</th>
 <th>target</th><th>verdict</th></tr>
 {"".join(lines)}</table>
-<h2>Notes</h2><ul>{notes}</ul>
-<p>Wall time: simulator {seconds["simulator"]} s, real runs {", ".join(str(s) for s in seconds["real_runs"])} s,
+{notes}<p>Wall time: simulator {seconds["simulator"]} s, real runs {", ".join(str(s) for s in seconds["real_runs"])} s,
 total {seconds["total"]} s.</p>
 </body></html>
 """

@@ -75,19 +75,26 @@ def _line(index: dict[tuple[str, str, int, int], list[str]], e: Event) -> str | 
     return None
 
 
-def render(events: list[Event], summary: Summary, scenario_name: str, seed: int) -> str:
+def render(events: list[Event], summary: Summary, scenario_name: str, seed: int, measure_from_ms: int = 0) -> str:
+    """The timeline, then the summary; ``measure_from_ms``: the scenario's, said above the rebalance table."""
     out = [f"scenario {scenario_name}, seed {seed}", ""]
     index = _ownership_index(events)
     for e in events:
         if e["type"] in NOTABLE and (text := _line(index, e)) is not None:
             out.append(f"{e['t']:>9} ms  {text}")
     out.append("")
-    out.extend(render_summary(summary))
+    out.extend(render_summary(summary, measure_from_ms))
     return "\n".join(out)
 
 
-def render_summary(summary: Summary) -> Iterable[str]:
-    yield "rebalances:"
+def render_summary(summary: Summary, measure_from_ms: int = 0) -> Iterable[str]:
+    if measure_from_ms > 0:
+        yield (
+            f"rebalances: (from {measure_from_ms} ms, the scenario's measure_from_ms; those starting earlier, "
+            "while the group formed, are left out)"
+        )
+    else:
+        yield "rebalances:"
     if not summary.rebalances:
         yield "  (none)"
     header = ("generation", "start_ms", "end_ms", "rounds", "moved", "revoked", "unowned_partition_ms")

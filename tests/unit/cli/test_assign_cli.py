@@ -168,3 +168,16 @@ def test_consistent_hash_reports_its_imbalance() -> None:
     imbalance = out["metrics"]["imbalance"]
     assert imbalance["partitions"] == 5
     assert imbalance["max_mean_ratio"] >= 1.0
+
+
+@pytest.mark.parametrize(
+    ("owned", "expected"),
+    [
+        ([7], "members.a.owned.t: partition 7 does not exist (topic t has 3 partitions)"),
+        ([1, 9, 3], "members.a.owned.t: partition 3 does not exist (topic t has 3 partitions)"),
+    ],
+)
+def test_an_owned_partition_the_topic_does_not_have_is_refused(owned: list[int], expected: str) -> None:
+    doc = {"topics": {"t": 3}, "members": {"a": {"topics": ["t"], "owned": {"t": owned}, "generation": 1}}}
+    proc = regroup("assign", "--strategy", "sticky", stdin=json.dumps(doc))
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", f"regroup: {expected}\n")
