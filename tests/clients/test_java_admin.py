@@ -5,32 +5,21 @@ Skipped where Kafka's Java client or a JDK is not installed."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.clients.harness import Inspector
+from tests.clients.java_tools import kafka_classpath
 from tests.server.conftest import ServerProcess
 
 pytestmark = pytest.mark.timeout(180)
 
-ROOT = Path(__file__).resolve().parents[2]
-JAVA = Path(os.environ.get("REGROUP_KAFKA_JAVA", ROOT.parent / "shared" / "java"))
-
-
-def _classpath() -> str | None:
-    jars = [JAVA / "kafka-clients.jar", *sorted((JAVA / "lib").glob("*.jar"))]
-    if not jars[0].is_file() or shutil.which("java") is None or shutil.which("javac") is None:
-        return None
-    return ":".join(str(j) for j in jars)
-
 
 @pytest.fixture(scope="module")
 def checks(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
-    classpath = _classpath()
+    classpath = kafka_classpath()
     if classpath is None:
         pytest.skip("Kafka's Java client or a JDK is not installed (../shared/java)")
     out = tmp_path_factory.mktemp("java")

@@ -21,8 +21,6 @@ Skipped where Kafka's Java client or a JDK is not installed."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -30,13 +28,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.clients.java_tools import java_program
 from tests.server.certs import Authority
 from tests.server.conftest import ServerProcess, assert_clean_log, configured, free_port
 
 pytestmark = pytest.mark.timeout(180)
 
-ROOT = Path(__file__).resolve().parents[2]
-JAVA = Path(os.environ.get("REGROUP_KAFKA_JAVA", ROOT.parent / "shared" / "java"))
 SOURCE = Path(__file__).with_name("java") / "SecurityChecks.java"
 
 ADMIN_PW, ALICE_PW, CAROL_PW, DAVE_PW = "admin-pw-3c9e", "alice-pw-b71d", "carol-pw-6a20", "dave-pw-e415"
@@ -49,22 +46,10 @@ REAUTH_MS = 1500
 RUN_MS = 5000
 
 
-def _classpath() -> str | None:
-    jars = [JAVA / "kafka-clients.jar", *sorted((JAVA / "lib").glob("*.jar"))]
-    if not jars[0].is_file() or shutil.which("java") is None or shutil.which("javac") is None:
-        return None
-    return os.pathsep.join(str(j) for j in jars)
-
-
 @pytest.fixture(scope="module")
 def java(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """The command that runs SecurityChecks (compiled once for the module)."""
-    classpath = _classpath()
-    if classpath is None:
-        pytest.skip("Kafka's Java client or a JDK is not installed (../shared/java)")
-    out = tmp_path_factory.mktemp("java")
-    subprocess.run(["javac", "-cp", classpath, "-d", str(out), str(SOURCE)], check=True, timeout=120)
-    return ["java", "-cp", f"{out}{os.pathsep}{classpath}", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"]
+    return java_program(SOURCE, tmp_path_factory.mktemp("java"))
 
 
 @pytest.fixture(scope="module")

@@ -8,13 +8,13 @@ Skipped where Java or the jars are absent."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
 
+from tests.clients.java_tools import kafka_classpath
 from tests.server.conftest import ServerProcess
 
 pytestmark = pytest.mark.timeout(180)
@@ -22,16 +22,8 @@ pytestmark = pytest.mark.timeout(180)
 SOURCE = Path(__file__).with_name("java") / "TxnCheck.java"
 
 
-def _classpath() -> str | None:
-    root = Path(os.environ.get("REGROUP_KAFKA_JAVA", Path(__file__).resolve().parents[2].parent / "shared" / "java"))
-    jars = [root / "kafka-clients.jar", *sorted((root / "lib").glob("*.jar"))]
-    if not jars[0].is_file() or shutil.which("java") is None or shutil.which("javac") is None:
-        return None
-    return os.pathsep.join(str(j) for j in jars)
-
-
 def test_the_java_client_transactions_and_admin_views(tmp_path: Path) -> None:
-    classpath = _classpath()
+    classpath = kafka_classpath()
     if classpath is None:
         pytest.skip("Kafka's Java client (../shared/java) or a JDK is not installed")
     classes = tmp_path / "classes"

@@ -31,18 +31,33 @@ _BUILTIN: dict[str, str] = {
 
 _custom: dict[str, Callable[[], PartitionAssignor]] = {}
 
-#: KIP-848's server-side assignors: regroup's strategy name (the one name used everywhere: ``regroup strategies``,
-#: grids, scenarios, ``serve --consumer-assignors``, reports) -> the name Kafka's clients send as
-#: ``group.remote.assignor`` and brokers list in ``group.consumer.assignors``, accepted as an alias where only a
-#: server-side assignor can be meant
-SERVER_SIDE: dict[str, str] = {"uniform": "uniform", "server-range": "range"}
+#: The strategies KIP-848 groups can use server-side: regroup's strategy name (the one name used everywhere:
+#: ``regroup strategies``, grids, scenarios, ``serve --consumer-assignors``, reports) -> the name Kafka's clients
+#: send as ``group.remote.assignor`` and brokers list in ``group.consumer.assignors``, accepted as an alias where
+#: only a server-side assignor can be meant. ``uniform`` and ``server-range`` exist only server-side (their
+#: ``server_side`` is set); ``optimal`` and ``consistent-hash`` are also client-side strategies of the classic
+#: protocol, run server-side on each member's current target.
+SERVER_SIDE: dict[str, str] = {
+    "uniform": "uniform",
+    "server-range": "range",
+    "optimal": "optimal",
+    "consistent-hash": "consistent-hash",
+}
+
+#: Kafka's broker also takes its built-in assignors by class name in ``group.consumer.assignors``
+KAFKA_SERVER_CLASSES: dict[str, str] = {
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "server-range",
+}
 
 
 def server_side_name(name: str) -> str | None:
-    """regroup's name of the KIP-848 server-side assignor ``name`` stands for (``range`` → ``server-range``),
-    or None if it names none."""
+    """regroup's name of the KIP-848 server-side assignor ``name`` stands for (``range`` → ``server-range``;
+    Kafka's class names of its two), or None if it names none."""
     if name in SERVER_SIDE:
         return name
+    if name in KAFKA_SERVER_CLASSES:
+        return KAFKA_SERVER_CLASSES[name]
     for ours, kafkas in SERVER_SIDE.items():
         if kafkas == name:
             return ours
@@ -50,7 +65,8 @@ def server_side_name(name: str) -> str | None:
 
 
 def wire_name(name: str) -> str:
-    """The name a client sends for the server-side assignor ``name`` (either name; ``server-range`` → ``range``)."""
+    """The name a client sends for the server-side assignor ``name`` (any of its names; ``server-range`` →
+    ``range``)."""
     ours = server_side_name(name)
     if ours is None:
         raise UnknownAssignorError(name)

@@ -358,7 +358,8 @@ def _consumer_group_options(parser: argparse.ArgumentParser) -> None:
         default="uniform,server-range",
         metavar="NAMES",
         help="group.consumer.assignors: server-side assignors clients may name, the first is the default "
-        "(default uniform,server-range; Kafka's name range is accepted for server-range)",
+        "(default uniform,server-range; also optimal, consistent-hash; Kafka's name range is accepted for "
+        "server-range)",
     )
     consumer.add_argument(
         "--migration-policy",

@@ -11,6 +11,7 @@ from regroup.coordinator.consumer.fence import remove_members
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState
 from regroup.coordinator.consumer.ops import (
     ensure_target,
+    rack_change_bumps,
     reconcile_and_write,
     refresh_subscriptions,
     replace_static_member,
@@ -99,9 +100,15 @@ def join_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: JoinGroupReq
     subscription_changed = old is None or old.subscribed_topic_names != updated.subscribed_topic_names
     if old is None or old != updated:
         writes.member_metadata(group.group_id, updated)
-    if subscription_changed or group.metadata_refresh_needed:
+    rack_bump = rack_change_bumps(ctx, group, old, updated.rack_id)
+    if subscription_changed or rack_bump or group.metadata_refresh_needed:
         refresh_subscriptions(
-            writes, group, list(group.members.values()), groups.image, group.group_epoch, subscription_changed
+            writes,
+            group,
+            list(group.members.values()),
+            groups.image,
+            group.group_epoch,
+            subscription_changed or rack_bump,
         )
     ensure_target(ctx, writes, group)
     owned = migration.ids_of(dict(sub.owned), groups.image)

@@ -1,5 +1,5 @@
 """ConsumerGroupHeartbeat (KIP-848): validation, joining (epoch 0), static replacement, the epoch check,
-subscription and group-epoch updates, target computation, reconciliation, and leaving (epochs -1 and -2)."""
+subscription, rack and group-epoch updates, target computation, reconciliation, and leaving (epochs -1 and -2)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMembe
 from regroup.coordinator.consumer.ops import (
     ensure_target,
     group_full,
+    rack_change_bumps,
     reconcile_and_write,
     refresh_subscriptions,
     replace_static_member,
@@ -73,7 +74,11 @@ def validate(ctx: Ctx, req: ConsumerGroupHeartbeatRequest) -> None:
     else:
         raise _invalid(f"MemberEpoch is invalid: {epoch}.")
     if req.server_assignor is not None and req.server_assignor not in ctx.config.consumer_group_assignors:
-        raise ApiError(ErrorCode.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {req.server_assignor} is not supported.")
+        supported = ", ".join(ctx.config.consumer_group_assignors)
+        raise ApiError(
+            ErrorCode.UNSUPPORTED_ASSIGNOR,
+            f"ServerAssignor {req.server_assignor} is not supported. Supported assignors: {supported}.",
+        )
 
 
 def consumer_group_heartbeat(
@@ -198,9 +203,10 @@ def _heartbeat(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> 
         writes.member_metadata(group.group_id, updated)
     if old is not None and (updated.member_epoch != old.member_epoch or updated.assigned != old.assigned):
         writes.current_assignment(group.group_id, updated)  # a rejoin that starts over
-    if names_changed or regex_changed or regex_bump or group.metadata_refresh_needed:
+    rack_bump = rack_change_bumps(ctx, group, old, updated.rack_id)
+    if names_changed or regex_changed or regex_bump or rack_bump or group.metadata_refresh_needed:
         members = list(group.members.values())
-        bump = names_changed or regex_bump
+        bump = names_changed or regex_bump or rack_bump
         refresh_subscriptions(writes, group, members, groups.image, group.group_epoch, bump)
     ensure_target(ctx, writes, group)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState, Partitions
 from regroup.coordinator.consumer.reconcile import Owned, reconcile
 from regroup.coordinator.consumer.subscriptions import group_topic_names, subscription_metadata
-from regroup.coordinator.consumer.target import compute_target
+from regroup.coordinator.consumer.target import RACK_AWARE_SERVER_ASSIGNORS, compute_target
 from regroup.coordinator.consumer.timers import MEMBER_TIMER_KEYS, MemberSessionTimer, RevocationTimer, revocation_key
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
@@ -114,6 +114,19 @@ def refresh_subscriptions(
         writes.group_epoch(group.group_id, group_epoch)
     writes.ctx.journal.set(group, "metadata_refresh_needed", False)
     return group_epoch
+
+
+def rack_change_bumps(ctx: Ctx, group: ConsumerGroup, old: ConsumerGroupMember | None, rack_id: str | None) -> bool:
+    """Whether a member of ``group`` moving from ``old``'s rack to ``rack_id`` needs a new target: its rack
+    changed (an empty rack is no rack; a joining member bumps anyway), some subscribed partition has replica
+    racks (in the subscription metadata of the records; without any, no rack-aware assignor reads member
+    racks) and the group's assignor reads racks. Everything it reads is in the group's records (and the
+    broker's default assignor), so a restarted coordinator decides the same."""
+    if old is None or (old.rack_id or None) == (rack_id or None):
+        return False
+    if not any(racks for topic in group.subscribed_topics.values() for racks in topic.racks):
+        return False
+    return group.preferred_assignor(ctx.config.consumer_group_assignors[0]) in RACK_AWARE_SERVER_ASSIGNORS
 
 
 def ensure_target(ctx: Ctx, writes: ConsumerWrites, group: ConsumerGroup) -> None:

@@ -8,16 +8,30 @@ import uuid
 from collections.abc import Mapping
 
 from regroup.assignors.base import PartitionAssignor
+from regroup.assignors.consistent_hash import ConsistentHashAssignor
 from regroup.assignors.server_range import ServerRangeAssignor
 from regroup.assignors.spec import AssignmentError, GroupSpec, MemberSubscription
+from regroup.assignors.sticky import OptimalAssignor
 from regroup.assignors.uniform import UniformAssignor
 from regroup.coordinator.consumer.group import ConsumerGroup
 from regroup.coordinator.consumer.subscriptions import member_topics
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.model.errors import ApiError, ErrorCode
 
-#: the server-side assignors by the names clients send in ServerAssignor (Kafka's names)
-SERVER_ASSIGNORS: Mapping[str, PartitionAssignor] = {"uniform": UniformAssignor(), "range": ServerRangeAssignor()}
+#: the server-side assignors by the names clients send in ServerAssignor (``group.remote.assignor``): Kafka's two
+#: (``uniform``, ``range``) and regroup's ``optimal`` (the balanced-sticky engine, sticky to the current target,
+#: never moving a partition for its rack) and ``consistent-hash`` (a hash ring, stateless). Each gives every
+#: subscribed partition exactly one owner, as a KIP-848 target must. ``range`` is regroup's ``server-range``.
+SERVER_ASSIGNORS: Mapping[str, PartitionAssignor] = {
+    "uniform": UniformAssignor(),
+    "range": ServerRangeAssignor(),
+    "optimal": OptimalAssignor(),
+    "consistent-hash": ConsistentHashAssignor(),
+}
+
+#: the server-side assignors whose target depends on the members' racks and the partitions' replica racks: a
+#: member's rack changing bumps the group epoch of a group using one of them (``ops.rack_change_bumps``)
+RACK_AWARE_SERVER_ASSIGNORS: frozenset[str] = frozenset({"uniform", "range", "optimal"})
 
 
 def compute_target(writes: ConsumerWrites, group: ConsumerGroup, assignor_name: str) -> None:
