@@ -80,8 +80,8 @@ def rebalance_protocol(strategies: tuple[str, ...]) -> RebalanceProtocol:
     return max(common)
 
 
-#: Server-side assignors a KIP-848 member may name (``group.remote.assignor``).
-SERVER_ASSIGNORS = ("uniform", "range")
+#: Server-side assignors a KIP-848 member may name (``group.remote.assignor``), as it sends them.
+SERVER_ASSIGNOR_NAMES: Final = tuple(registry.SERVER_SIDE.values())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,8 +117,8 @@ class ConsumerConfig:
             raise ConfigError("group_id must not be empty")
         if not self.topics:
             raise ConfigError("a consumer subscribes to at least one topic")
-        if self.server_assignor is not None and self.server_assignor not in SERVER_ASSIGNORS:
-            known = ", ".join(SERVER_ASSIGNORS)
+        if self.server_assignor is not None and self.server_assignor not in SERVER_ASSIGNOR_NAMES:
+            known = ", ".join(SERVER_ASSIGNOR_NAMES)
             raise ConfigError(f"unknown server assignor {self.server_assignor!r} (known: {known})")
         for name in ("session_timeout_ms", "heartbeat_interval_ms", "rebalance_timeout_ms", "request_timeout_ms"):
             if getattr(self, name) <= 0:

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from regroup.assignors import registry
 from regroup.client.app import DEFAULT_APP, AppModel
-from regroup.client.config import SERVER_ASSIGNORS, ConfigError, rebalance_protocol
+from regroup.client.config import SERVER_ASSIGNOR_NAMES, ConfigError, rebalance_protocol
 from regroup.coordinator.config import MIGRATION_POLICIES, CoordinatorConfig
 from regroup.sim.appspec import APP_FIELDS, read_app
 
@@ -359,7 +359,7 @@ class _Reader:
         """A KIP-848 server-side assignor by regroup's name (``uniform``, ``server-range``) or Kafka's (``range``),
         as the name members send and the coordinator knows."""
         ours = registry.server_side_name(name)
-        if ours is None or registry.wire_name(ours) not in SERVER_ASSIGNORS:
+        if ours is None or registry.wire_name(ours) not in SERVER_ASSIGNOR_NAMES:
             known = ", ".join(registry.SERVER_SIDE)
             raise self.fail(where, f"unknown server-side assignor {name!r} (known: {known}; range = server-range)")
         return registry.wire_name(ours)

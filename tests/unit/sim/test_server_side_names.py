@@ -87,3 +87,18 @@ def test_serve_takes_either_name() -> None:
     for bad in ("server-range,range", "uniform,sticky", ","):
         with pytest.raises(ServeError, match="--consumer-assignors"):
             _serve_config(bad)
+
+
+@pytest.mark.parametrize("name", ["optimal", "consistent-hash"])
+def test_kip848_members_may_name_the_other_server_side_assignors(name: str) -> None:
+    """The coordinator offers what the broker's ``group.consumer.assignors`` lists, regroup's own among them."""
+    parsed = parse(
+        scenario(
+            member_defaults={"protocol": "consumer", "assignor": name}, coordinator={"consumer_group_assignors": [name]}
+        )
+    )
+    assert {m.assignor for m in parsed.members} == {name}
+    sim = simulate(parsed)
+    states = [e["detail"] for e in sim.log.events if e["type"] == "group_state"]
+    assert states and all(f"assignor={name} " in d for d in states), states
+    assert not sim.checker.violations
