@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -120,14 +120,23 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def number_topics(
+    topics: Mapping[str, int], names: Iterable[str]
+) -> tuple[list[str], dict[str, int], IntArray, IntArray]:
+    """The topics of ``names`` that have partitions, sorted, numbered from 0; their partition counts; and each
+    one's first global partition index (``offsets``, one more entry: the total)."""
+    numbered = sorted({t for t in names if topics.get(t, 0) > 0})
+    topic_index = {t: i for i, t in enumerate(numbered)}
+    counts = np.fromiter((topics[t] for t in numbered), dtype=np.int64, count=len(numbered))
+    offsets = np.zeros(len(numbered) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return numbered, topic_index, counts, offsets
+
+
 def build_layout(spec: GroupSpec) -> Layout:
     """Number the spec's topics and members."""
     distinct = {sub.topics for sub in spec.members.values()}
-    subscribed = sorted({t for topics in distinct for t in topics if spec.topics.get(t, 0) > 0})
-    topic_index = {t: i for i, t in enumerate(subscribed)}
-    counts = np.fromiter((spec.topics[t] for t in subscribed), dtype=np.int64, count=len(subscribed))
-    offsets = np.zeros(len(subscribed) + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
+    subscribed, topic_index, counts, offsets = number_topics(spec.topics, (t for topics in distinct for t in topics))
     member_names = tuple(sorted(spec.members))
     by_topics = {
         topics: np.array(sorted({topic_index[t] for t in topics if t in topic_index}), dtype=np.int64)

@@ -7,14 +7,13 @@ nothing prints a traceback.
 from __future__ import annotations
 
 import argparse
-import json
+import gc
 import sys
 from collections.abc import Sequence
 
 from regroup import __version__
-from regroup.assignors import metrics, registry
+from regroup.assignors import registry
 from regroup.assignors.spec import AssignmentError
-from regroup.cli.assign_input import InputError, parse_document
 from regroup.cli.lab import LabError, LabFailure, LabInterrupted
 from regroup.cli.lab import add_parser as add_lab_parser
 from regroup.cli.lab import run as run_lab
@@ -67,6 +66,11 @@ def _build_parser() -> argparse.ArgumentParser:
     assign.add_argument("--strategy", required=True, help="assignment strategy name (see `regroup strategies`)")
     assign.add_argument("--input", help="JSON file to read (default: standard input)")
     assign.add_argument("--indent", type=int, default=None, help="pretty-print the output JSON")
+    assign.add_argument(
+        "--explain",
+        action="store_true",
+        help="say why each partition whose owner changed moved: lost owner, balance or rack (docs/assignors.md)",
+    )
 
     sub.add_parser("strategies", help="list the known assignment strategies")
     sub.add_parser("demo", help="KIP-54's worked examples, round-robin and sticky side by side")
@@ -92,36 +96,67 @@ def missing_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     return None
 
 
-def _read_input(path: str | None) -> str:
+def _read_input(path: str | None) -> bytes:
     if path is None:
-        return sys.stdin.read()
+        binary = getattr(sys.stdin, "buffer", None)  # a text stream in place of stdin has none
+        return binary.read() if binary is not None else sys.stdin.read().encode("utf-8")
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, "rb") as fh:
             return fh.read()
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"cannot read {path}: not UTF-8 text") from None
 
 
 def _cmd_assign(args: argparse.Namespace) -> int:
+    # millions of acyclic ints, lists and dicts from reading the input to writing the output: the cyclic
+    # collector would only rescan them, over and over
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _assign(args)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _assign(args: argparse.Namespace) -> int:
+    # imported here: NumPy and the JSON reader are the assign command's alone
+    from regroup.assignors import metrics
+    from regroup.cli.assign_explain import ExplainError, explain
+    from regroup.cli.assign_input import InputError, NotUtf8Error, parse_document
+    from regroup.cli.assign_run import assignment_of, render
+
     try:
         assignor = registry.get(args.strategy)
     except (registry.UnknownAssignorError, registry.AssignorLoadError) as exc:
         raise UsageError(str(exc)) from None
+    data = _read_input(args.input)
     try:
-        spec, previous = parse_document(_read_input(args.input))
+        spec, previous = parse_document(data)
+    except NotUtf8Error as exc:
+        raise UsageError(f"cannot read {args.input}: not UTF-8 text" if args.input else str(exc)) from None
     except InputError as exc:
         raise UsageError(str(exc)) from None
     try:
-        assignment = assignor.assign(assignor.with_previous(spec))
+        assignment = assignment_of(assignor, spec)
     except AssignmentError as exc:
         raise UsageError(f"{args.strategy}: {exc}") from None
     report = metrics.summary(spec, assignment, previous)
     report.update(assignor.extra_metrics(spec, assignment))
-    doc = {"assignment": {m: dict(pt) for m, pt in assignment.items()}, "metrics": report}
-    json.dump(doc, sys.stdout, indent=args.indent, sort_keys=False)
-    sys.stdout.write("\n")
+    doc: dict[str, object] = {"assignment": {m: dict(pt) for m, pt in assignment.items()}, "metrics": report}
+    if args.explain:
+        try:
+            doc["explain"] = explain(spec, assignment)
+        except ExplainError as exc:
+            raise UsageError(f"--explain: {exc}") from None
+    out = render(doc, args.indent)
+    binary = getattr(sys.stdout, "buffer", None)  # a text stream in place of stdout has none
+    if binary is None:
+        sys.stdout.write(out.decode("utf-8"))
+    else:
+        sys.stdout.flush()
+        binary.write(out)
+        binary.flush()
     return 0
 
 
