@@ -116,12 +116,18 @@ def deferred_sigint() -> Iterator[None]:
         return
     handler = signal.getsignal(signal.SIGINT)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    interrupted = False
     try:
         yield
     finally:
+        # a Ctrl-C that came meanwhile waits, blocked: take it here and raise it ourselves, so it is neither
+        # lost nor left to whatever handler a library installed in the block
+        interrupted = signal.SIGINT in signal.sigpending() and signal.sigtimedwait({signal.SIGINT}, 0) is not None
         if handler is not None:
             signal.signal(signal.SIGINT, handler)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    if interrupted:
+        raise KeyboardInterrupt
 
 
 def stop(spark: SparkSession) -> None:
