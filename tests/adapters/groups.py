@@ -19,13 +19,14 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
+
+from tests.clients.harness import eventually
 
 log = logging.getLogger("tests.adapters")
 
-T = TypeVar("T")
 TP = tuple[str, int]
 
 SESSION_MS = 6_000  # the smallest session the coordinator accepts
@@ -36,22 +37,6 @@ KAFKA_PYTHON_POLL_MS = 1_000
 AIOKAFKA_POLL_MS = 100
 HOLD_S = 0.6  # a group counts as settled once nothing changed for this long (3 heartbeats)
 SETTLE_S = 45.0  # generous: a loaded two-core machine
-
-
-def eventually(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.05) -> T:
-    """Call ``check`` until it returns something other than None (exceptions count as None)."""
-    deadline = time.monotonic() + timeout
-    last_error: BaseException | None = None
-    while True:
-        try:
-            result = check()
-        except Exception as exc:
-            last_error, result = exc, None
-        if result is not None:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what} (last error: {last_error!r})")
-        time.sleep(interval)
 
 
 # ------------------------------------------------------------------------------------------------ records
