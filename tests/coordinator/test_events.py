@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from regroup.coordinator.consumer.group import to_tuple
 from regroup.coordinator.consumer.report import ConsumerGroupSummary
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.events import (
@@ -68,7 +69,7 @@ def brief(events: list[Event]) -> list[tuple[Any, ...]]:
         elif isinstance(e, AssignmentStored):
             out.append(("stored", e.generation, tuple((m, a) for m, _, a in e.assignments)))
         elif isinstance(e, TargetComputed):
-            out.append(("target", e.assignment_epoch, e.assignor, tuple((m, t) for m, _, t in e.targets)))
+            out.append(("target", e.assignment_epoch, e.assignor, tuple((m, to_tuple(t)) for m, _, t in e.targets)))
         elif isinstance(e, (PartitionsAssigned, PartitionsRevoked)):
             kind = "assigned" if isinstance(e, PartitionsAssigned) else "revoked"
             out.append((kind, e.member_id, e.member_epoch, e.partitions))

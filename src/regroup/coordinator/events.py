@@ -39,6 +39,7 @@ their ``Final`` fields keep them immutable for mypy, ``unsafe_hash`` keeps the f
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -60,6 +61,9 @@ LeaveReason = Literal[
 
 #: partitions by topic id, sorted: ((topic id, (partition, ...)), ...)
 Partitions = tuple[tuple[uuid.UUID, tuple[int, ...]], ...]
+
+#: a member's target as the group holds it: topic id -> partitions (never changed once held)
+TargetPartitions = Mapping[uuid.UUID, frozenset[int]]
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -143,14 +147,16 @@ class AssignmentStored:
     assignments: Final[tuple[tuple[str, str, bytes], ...]]
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@dataclass(slots=True)
 class TargetComputed:
-    """A consumer group's new target assignment: (member id, client id, its target) per member."""
+    """A consumer group's new target assignment: (member id, client id, its target) per member. The targets
+    are the group's own (immutable) mappings, not sorted copies: a new target costs the coordinator what
+    changed, and only a reader of the event that wants them sorted pays for sorting them."""
 
     group_id: Final[str]
     assignment_epoch: Final[int]
     assignor: Final[str]
-    targets: Final[tuple[tuple[str, str, Partitions], ...]]
+    targets: Final[tuple[tuple[str, str, TargetPartitions], ...]]
 
 
 @dataclass(slots=True, unsafe_hash=True)

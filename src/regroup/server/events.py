@@ -60,7 +60,6 @@ from regroup.coordinator.events import (
     MemberJoined,
     MemberLeft,
     MemberProtocolsChanged,
-    Partitions,
     PartitionsAssigned,
     PartitionsRevoked,
     TargetComputed,
@@ -203,7 +202,7 @@ class GroupEvents:
             return
         where = f"group={event.group_id}"
         for member_id, client_id, target in sorted(event.targets):
-            for topic, partition in self._partitions(coordinator, target):
+            for topic, partition in self._partitions(coordinator, target.items()):
                 self._emit(
                     now,
                     "group_assignment",
@@ -215,7 +214,9 @@ class GroupEvents:
                     detail=where,
                 )
 
-    def _partitions(self, coordinator: GroupCoordinator, partitions: Partitions) -> list[tuple[str, int]]:
+    def _partitions(
+        self, coordinator: GroupCoordinator, partitions: Iterable[tuple[uuid.UUID, Iterable[int]]]
+    ) -> list[tuple[str, int]]:
         """(topic name, partition) of each partition, by topic name then partition."""
         image = coordinator.image
         if self._names[0] is not image:

@@ -11,7 +11,7 @@ import uuid
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from regroup.model.cluster import ClusterImage
 from regroup.model.errors import CoordinatorBug
@@ -23,6 +23,9 @@ from regroup.records.consumer import (
     PartitionSet,
     SubscribedTopic,
 )
+
+if TYPE_CHECKING:
+    from regroup.coordinator.consumer.kept_target import KeptTarget
 
 #: a regular expression as the group resolved it: the topics it matched and when
 ResolvedRegex = ConsumerGroupRegularExpressionValue
@@ -135,6 +138,8 @@ class ConsumerGroup:
     regex_image: ClusterImage | None = field(default=None, compare=False, repr=False)
     #: (state, group epoch, assignment epoch) as last reported in a ``GroupStateChanged`` event (report.py)
     reported: tuple[ConsumerGroupState, int, int] | None = field(default=None, compare=False, repr=False)
+    #: the target assignment kept between computations (``kept_target``; rebuilt from the targets when stale)
+    kept_target: KeptTarget | None = field(default=None, compare=False, repr=False)
 
     # --- derived ---------------------------------------------------------------------------------------
     def state(self) -> ConsumerGroupState:

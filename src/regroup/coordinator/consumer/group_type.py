@@ -11,6 +11,7 @@ from regroup.coordinator.classic import join
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.consumer import classic_members
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMemberState, to_tuple
+from regroup.coordinator.consumer.kept_target import keep_loaded_target
 from regroup.coordinator.consumer.migration import drop_empty_consumer_group
 from regroup.coordinator.consumer.ops import session_timeout_ms
 from regroup.coordinator.consumer.replay import replay as replay_consumer
@@ -88,6 +89,7 @@ class ConsumerGroupType:
             assigned, pending = to_tuple(member.assigned), to_tuple(member.pending_revocation)
             ctx.event(MemberAssignmentChanged(gid, member_id, member.client_id, epoch, state, assigned, pending))
         report_state(group, ctx.config.consumer_group_assignors[0], ctx.result.events)
+        keep_loaded_target(group, group.preferred_assignor(ctx.config.consumer_group_assignors[0]))
 
     def written(self, config: CoordinatorConfig, group: ConsumerGroup, events: list[Event]) -> None:
         report_state(group, config.consumer_group_assignors[0], events)

@@ -14,6 +14,7 @@ from regroup.assignors.spec import AssignmentError, GroupSpec, MemberSubscriptio
 from regroup.assignors.sticky import OptimalAssignor
 from regroup.assignors.uniform import UniformAssignor
 from regroup.coordinator.consumer.group import ConsumerGroup
+from regroup.coordinator.consumer.kept_target import kept_topics, update_kept_target
 from regroup.coordinator.consumer.subscriptions import member_topics
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.model.errors import ApiError, ErrorCode
@@ -36,7 +37,18 @@ RACK_AWARE_SERVER_ASSIGNORS: frozenset[str] = frozenset({"uniform", "range", "op
 
 def compute_target(writes: ConsumerWrites, group: ConsumerGroup, assignor_name: str) -> None:
     """Compute and write the target for the group's current epoch from its members, their current targets
-    and its subscribed topics."""
+    and its subscribed topics: from the kept target where it applies, in full otherwise."""
+    topics = kept_topics(group, assignor_name)
+    if topics is not None:
+        update_kept_target(writes, group, topics)
+        writes.target_epoch(group.group_id, group.group_epoch, assignor_name)
+        return
+    group.kept_target = None
+    _compute_in_full(writes, group, assignor_name)
+
+
+def _compute_in_full(writes: ConsumerWrites, group: ConsumerGroup, assignor_name: str) -> None:
+    """Run the assignor over every member's subscription and current target."""
     group_epoch = group.group_epoch
     members = group.members
     topics = group.subscribed_topics

@@ -101,9 +101,8 @@ class ConsumerWrites:
         """The new target is complete: its epoch, computed by ``assignor`` (Kafka's name)."""
         self._write(new_consumer_group_target_assignment_epoch_record(group_id, epoch))
         group = self._existing(group_id)
-        targets = tuple(
-            (member_id, m.client_id, to_tuple(group.target_of(member_id))) for member_id, m in group.members.items()
-        )
+        target_of = group.target_of
+        targets = tuple((member_id, m.client_id, target_of(member_id)) for member_id, m in group.members.items())
         self.ctx.event(TargetComputed(group_id, epoch, assignor, targets))
 
     def current_assignment(self, group_id: str, m: ConsumerGroupMember) -> None:

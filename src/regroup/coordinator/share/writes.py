@@ -130,9 +130,8 @@ class ShareWrites:
         key = ShareGroupTargetAssignmentMetadataKey(group_id=group_id)
         self._write(Record(key, ShareGroupTargetAssignmentMetadataValue(assignment_epoch=epoch)))
         group = self._existing(group_id)
-        targets = tuple(
-            (member_id, m.client_id, to_tuple(group.target_of(member_id))) for member_id, m in group.members.items()
-        )
+        target_of = group.target_of
+        targets = tuple((member_id, m.client_id, target_of(member_id)) for member_id, m in group.members.items())
         self.ctx.event(TargetComputed(group_id, epoch, SIMPLE_ASSIGNOR, targets))
 
     def current_assignment(self, group_id: str, m: ShareGroupMember) -> None:
