@@ -71,6 +71,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from regroup.assignors import metrics, registry
+from regroup.assignors.array_assignment import ArrayAssignment
 from regroup.assignors.base import PartitionAssignor
 from regroup.assignors.cooperative_sticky import CooperativeStickyAssignor, withhold_transfers
 from regroup.assignors.spec import NO_GENERATION, Assignment, GroupSpec, MemberSubscription
@@ -197,7 +198,9 @@ def fresh_spec(topology: Topology) -> GroupSpec:
 
 
 def changed_spec(fresh: GroupSpec, change: Change, previous: Assignment) -> GroupSpec:
-    """``fresh`` after ``change``, every remaining member owning its previous partitions (generation 1)."""
+    """``fresh`` after ``change``, every remaining member owning its previous partitions (generation 1). A
+    previous result in arrays (``ArrayAssignment``) goes back in as it is, each member's ``owned`` a view of it,
+    as a caller holding the previous result passes it."""
     members = dict(fresh.members)
     if change.kind == "leave":
         del members[change.member]
@@ -205,6 +208,11 @@ def changed_spec(fresh: GroupSpec, change: Change, previous: Assignment) -> Grou
         members[change.member] = MemberSubscription(topics=tuple(sorted(fresh.topics)))
     out: dict[str, MemberSubscription] = {}
     for m, sub in members.items():
+        if isinstance(previous, ArrayAssignment):
+            if m in previous:
+                sub = dataclasses.replace(sub, owned=previous.owned(m), generation=PREVIOUS_GENERATION)
+            out[m] = sub
+            continue
         owned = previous.get(m)
         if owned:
             sub = dataclasses.replace(
@@ -319,7 +327,12 @@ def phase_times(assignor: PartitionAssignor, spec: GroupSpec, repeat: int) -> di
     engine_times = timed(lambda: run_engine(spec, claims), repeat, time.perf_counter() - start)
     out["engine_s"] = statistics.median(engine_times)
     out["phase_repeats"] = len(engine_times)
-    convert: Callable[[], Assignment] = run.to_assignment
+
+    # (assign() returns the arrays; this is what reading every member's view costs, when someone does)
+    def convert_all() -> Assignment:
+        return run.layout.to_assignment(run.per_member)
+
+    convert: Callable[[], Assignment] = convert_all
     out["conversion_label"] = "to_assignment"
     if isinstance(assignor, CooperativeStickyAssignor):
 
@@ -606,6 +619,71 @@ def failed(case: Case, strategy: str, status: str, outcome: ChildOutcome | None 
     return row
 
 
+class JavaBench:
+    """Kafka's own assignors on the same cases (``../shared/java/assignor-bench``'s ``AssignorBench``), compiled
+    once and run case by case beside regroup's: one JVM per case, JIT warm-up, the median of ``repeat`` calls."""
+
+    def __init__(self, directory: Path, repeat: int) -> None:
+        self.repeat = repeat
+        self.java_dir = Path(__file__).resolve().parents[1].parent / "shared" / "java"
+        self.classes = directory / "java-classes"
+        self.classpath = ""
+        self.why_not: str | None = None
+        sources = sorted((self.java_dir / "assignor-bench").glob("*.java"))
+        if not sources or shutil.which("javac") is None or shutil.which("java") is None:
+            self.why_not = f"Java side skipped: no javac/java or no {self.java_dir / 'assignor-bench'}"
+            return
+        jars = [self.java_dir / "kafka-clients.jar", self.java_dir / "kafka-server-assignors.jar"]
+        jars += sorted((self.java_dir / "lib").glob("*.jar"))
+        self.classpath = ":".join(str(j) for j in jars)
+        self.classes.mkdir(parents=True, exist_ok=True)
+        built = subprocess.run(
+            ["javac", "-nowarn", "-cp", self.classpath, "-d", str(self.classes), *map(str, sources)],
+            capture_output=True,
+            text=True,
+        )
+        if built.returncode != 0:
+            self.why_not = f"Java side skipped: javac failed: {built.stderr.strip().splitlines()[-1:]}"
+
+    def run(self, case: Case, strategies: Sequence[str]) -> dict[str, float]:
+        """Median seconds per strategy for ``case`` (strategies Kafka lacks, or that failed, are absent)."""
+        if self.why_not is not None:
+            return {}
+        command = [
+            "java",
+            "-Xmx8g",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-cp",
+            f"{self.classes}:{self.classpath}",
+            "AssignorBench",
+            "--case",
+            case.key,
+            "--strategies",
+            ",".join(strategies),
+            "--warmup",
+            "2",
+            "--repeat",
+            str(self.repeat),
+            "--budget-s",
+            str(JAVA_BUDGET_S),
+        ]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=JAVA_BUDGET_S * 4 * len(strategies))
+        except subprocess.TimeoutExpired:
+            return {}
+        out: dict[str, float] = {}
+        for line in done.stdout.splitlines():
+            if line.startswith("RESULT "):
+                row = json.loads(line.removeprefix("RESULT "))
+                if "median_ms" in row and "error" not in row:
+                    out[row["strategy"]] = row["median_ms"] / 1000
+        return out
+
+
+#: Kafka's sticky assignors take minutes on the heterogeneous cases: each Java strategy gets this many seconds
+JAVA_BUDGET_S = 120
+
+
 def measure(case: Case, strategy: str, repeat: int, previous: Previous) -> dict[str, Any]:
     source = "sticky" if strategy == KAFKA_PYTHON else strategy
     argv = ["--single", f"{case.key}:{strategy}", "--repeat", str(repeat)]
@@ -670,7 +748,7 @@ def timing_table(results: Sequence[Mapping[str, Any]]) -> str:
     rows = []
     for r in regroup_rows:
         phases = r.get("phases") or {}
-        java = JAVA_S.get((r["case"], r["strategy"]))
+        java = r.get("java_s", JAVA_S.get((r["case"], r["strategy"])))
         kp = kafka.get(r["case"]) if r["strategy"] == "sticky" else None
         if kp is None:
             kp_cell, kp_ratio = "-", "-"
@@ -826,6 +904,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", metavar="OUT", help="write machine-readable results to OUT")
     parser.add_argument("--profile", metavar="CASE:STRATEGY", help="cProfile one assign() call and exit")
     parser.add_argument("--top", type=int, default=25, help="rows of profile output (with --profile)")
+    parser.add_argument(
+        "--java",
+        action="store_true",
+        help="also time Kafka's Java assignors on each case right after regroup's (needs ../shared/java and a JDK)",
+    )
     parser.add_argument("--single", metavar="CASE:STRATEGY", help=argparse.SUPPRESS)
     parser.add_argument("--prepare", metavar="CASE:STRATEGY", help=argparse.SUPPRESS)
     parser.add_argument("--prev", help=argparse.SUPPRESS)
@@ -861,13 +944,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, why in sorted(missing.items()):
             notes.append(f"strategy {name!r} skipped: registry.get failed ({why})")
         results: list[dict[str, Any]] = []
+        java = JavaBench(Path(directory), args.repeat) if args.java else None
+        if java is not None and java.why_not is not None:
+            notes.append(java.why_not)
         for case in cases:
+            rows = []
             for strategy in case.strategies:
                 if strategy in missing:
                     continue
                 row = measure(case, strategy, args.repeat, previous)
-                results.append(row)
+                rows.append(row)
                 print(f"  {case.key:9} {strategy:20} {row_time(row)}", file=sys.stderr, flush=True)
+            if java is not None:  # the same case in Kafka's assignors, right after regroup's
+                measured = java.run(case, [r["strategy"] for r in rows])
+                for row in rows:
+                    row["java_s"] = measured.get(row["strategy"])
+                    print(f"  {case.key:9} {row['strategy']:20} Java {fmt_s(row['java_s'])}", file=sys.stderr)
+            results.extend(rows)
 
         kafka_check: dict[str, Any] | None = None
         if args.kafka_python:

@@ -42,7 +42,7 @@ def test_small_path_equals_the_numpy_path(case: tuple[GroupSpec, Claims]) -> Non
         assert not any(spec.topics.get(t, 0) for t in next(iter(spec.members.values())).topics)
         return
     run = run_engine(spec, claims)
-    assert repr(small) == repr(run.to_assignment())
+    assert repr(small) == repr(run.layout.to_assignment(run.per_member))
     assert repr(small_withheld) == repr(run.layout.to_assignment(withhold_transfers(run)))
 
 

@@ -23,8 +23,8 @@ The assignors send small homogeneous groups (up to ``homogeneous.SMALL_GROUP_PAR
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from ortools.graph.python import min_cost_flow
@@ -35,11 +35,29 @@ from regroup.assignors.ownership import Claims
 _INITIAL_BOX = 2
 
 
-@dataclass(frozen=True, slots=True)
 class Outcome:
-    """Per member, the global partition indices assigned."""
+    """Per member, the global partition indices assigned: given per member, or as one owner array (global
+    index -> member, -1 for none) split per member only when someone asks (``per_member``)."""
 
-    per_member: tuple[IntArray, ...]
+    def __init__(
+        self, members: int, *, per_member: Sequence[IntArray] | None = None, owner: IntArray | None = None
+    ) -> None:
+        self.members = members
+        self._per_member = tuple(per_member) if per_member is not None else None
+        self.owner = owner
+
+    @property
+    def per_member(self) -> tuple[IntArray, ...]:
+        if self._per_member is None:
+            assert self.owner is not None
+            self._per_member = split_by_owner(self.owner, self.members)
+        return self._per_member
+
+    def loads(self) -> IntArray:
+        """How many partitions each member has."""
+        if self._per_member is None and self.owner is not None:
+            return np.bincount(self.owner[self.owner >= 0], minlength=self.members).astype(np.int64)
+        return np.fromiter((len(p) for p in self.per_member), dtype=np.int64, count=self.members)
 
 
 def is_homogeneous(layout: Layout) -> bool:
@@ -55,9 +73,9 @@ def is_homogeneous(layout: Layout) -> bool:
 def assign(layout: Layout, claims: Claims) -> Outcome:
     """Optimal balanced, then maximally sticky, assignment, given the resolved previous ownership."""
     if not layout.member_names:
-        return Outcome(per_member=())
+        return Outcome(0, per_member=())
     if layout.partition_total == 0:
-        return Outcome(per_member=tuple(np.empty(0, dtype=np.int64) for _ in layout.member_names))
+        return Outcome(len(layout.member_names), owner=np.empty(0, dtype=np.int64))
     if is_homogeneous(layout):
         return _assign_homogeneous(layout, claims)
     return _assign_heterogeneous(layout, claims.per_member())
@@ -72,6 +90,8 @@ def _assign_homogeneous(layout: Layout, claims: Claims) -> Outcome:
     m = len(layout.member_names)
     quota, extra = divmod(n, m)
     sizes = claims.sizes()
+    if not sizes.any():  # nothing owned: the hand-out below deals the partitions round-robin in global order
+        return Outcome(m, owner=np.arange(n, dtype=np.int64) % m)
     caps = np.full(m, quota, dtype=np.int64)
     # the ceil(N/M) slots go, in member order, to members that owned at least that many
     big_owners = np.flatnonzero(sizes >= quota + 1)[:extra]
@@ -79,14 +99,21 @@ def _assign_homogeneous(layout: Layout, claims: Claims) -> Outcome:
     slots_used = len(big_owners)
 
     owner = np.full(n, -1, dtype=np.int64)
-    if sizes.sum():
-        claim, claim_member = claims.parts, claims.members
+    claim, claim_member = claims.parts, claims.members
+    over = sizes > caps
+    if not over.any():
+        owner[claim] = claim_member
+    else:  # only the members over their quota are cut: the others keep every partition they are credited with
+        trimmed = over[claim_member]
+        owner[claim[~trimmed]] = claim_member[~trimmed]
+        claim, claim_member = claim[trimmed], claim_member[trimmed]
         topics = np.searchsorted(layout.offsets, claim, side="right") - 1
         local = claim - layout.offsets[topics]
         # keep order within a member: by partition number, then topic (Kafka's order when trimming)
         order = np.lexsort((topics, local, claim_member))
         claim, claim_member = claim[order], claim_member[order]
-        rank = np.arange(len(claim), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        over_sizes = sizes[over]
+        rank = np.arange(len(claim), dtype=np.int64) - np.repeat(np.cumsum(over_sizes) - over_sizes, over_sizes)
         kept = rank < caps[claim_member]
         owner[claim[kept]] = claim_member[kept]
     counts = np.bincount(owner[owner >= 0], minlength=m).astype(np.int64)
@@ -100,16 +127,18 @@ def _assign_homogeneous(layout: Layout, claims: Claims) -> Outcome:
         levels = starts + np.arange(len(members), dtype=np.int64)
         order = stable_argsort(levels)  # (level, member): members are already ascending
         owner[unassigned] = members[order[: len(unassigned)]]
-    return _split_by_owner(owner, m)
+    return Outcome(m, owner=owner)
 
 
-def _split_by_owner(owner: IntArray, m: int) -> Outcome:
+def split_by_owner(owner: IntArray, m: int) -> tuple[IntArray, ...]:
+    """Per member ``0..m-1``, the ascending global indices ``owner`` gives it (views into one array)."""
     assigned = np.flatnonzero(owner >= 0)
     who = owner[assigned]
-    order = stable_argsort(who)
-    counts = np.bincount(who, minlength=m)
-    parts = np.split(assigned[order].astype(np.int64), np.cumsum(counts)[:-1])
-    return Outcome(per_member=tuple(parts))
+    flat = assigned[stable_argsort(who)].astype(np.int64)
+    bounds = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(np.bincount(who, minlength=m), out=bounds[1:])
+    cuts = bounds.tolist()
+    return tuple(flat[a:b] for a, b in itertools.pairwise(cuts))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -287,4 +316,4 @@ def _place(
         lo, hi = int(layout.offsets[t]), int(layout.offsets[t + 1])
         free = np.flatnonzero(owner[lo:hi] < 0) + lo
         owner[free] = np.repeat(arc_member[arcs_t], flows_normal[arcs_t])
-    return _split_by_owner(owner, m)
+    return Outcome(m, owner=owner)

@@ -36,7 +36,7 @@ from typing import Any
 
 from regroup.assignors.base import PartitionAssignor
 from regroup.assignors.metrics import loads
-from regroup.assignors.spec import Assignment, AssignmentError, GroupSpec, add_partition, normalized
+from regroup.assignors.spec import Assignment, AssignmentDict, AssignmentError, GroupSpec, add_partition, normalized
 
 DEFAULT_VNODES = 100
 MAX_VNODES = 10_000
@@ -109,7 +109,7 @@ class ConsistentHashAssignor(PartitionAssignor):
                 subscribers.setdefault(t, []).append(m)
 
         rings: dict[tuple[str, ...], _Ring] = {}  # topics with the same subscribers share a ring
-        out: Assignment = {m: {} for m in spec.members}
+        out: AssignmentDict = {m: {} for m in spec.members}
         for topic in sorted(subscribers):
             members = tuple(subscribers[topic])
             ring = rings.get(members)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from regroup.assignors.array_assignment import ArrayAssignment
+from regroup.assignors.balance import Outcome
 from regroup.assignors.base import MetadataInput, PartitionAssignor
 from regroup.assignors.consumer_protocol import decode_cooperative_user_data, encode_cooperative_user_data
 from regroup.assignors.homogeneous import assign_small
@@ -74,5 +76,9 @@ class CooperativeStickyAssignor(PartitionAssignor):
         assignment = assign_small(spec, claims, withhold=True)
         if assignment is None:
             run = run_engine(spec, claims)
-            assignment = run.layout.to_assignment(withhold_transfers(run))
+            if not any(len(c) for c in run.raw_claims):
+                return run.to_assignment()  # nobody owned anything: nothing to withhold
+            assignment = ArrayAssignment(
+                run.layout, Outcome(len(run.layout.member_names), per_member=withhold_transfers(run))
+            )
         return assignment

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from regroup.assignors.base import PartitionAssignor
-from regroup.assignors.spec import Assignment, AssignmentError, GroupSpec, add_partition, normalized
+from regroup.assignors.spec import Assignment, AssignmentDict, AssignmentError, GroupSpec, add_partition, normalized
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +168,7 @@ class CopartitionedAssignor(PartitionAssignor):
         # Phase 3: single-unit moves while one strictly lowers the sum of squared loads.
         self._balance(units, members, load, owner, held, previous)
 
-        out: Assignment = {m: {} for m in members}
+        out: AssignmentDict = {m: {} for m in members}
         for i, unit in enumerate(units):
             m = owner[i]
             assert m is not None

@@ -26,7 +26,7 @@ from bisect import bisect_right
 from collections.abc import Mapping
 from typing import Final
 
-from regroup.assignors.spec import NO_GENERATION, Assignment, GroupSpec
+from regroup.assignors.spec import NO_GENERATION, Assignment, AssignmentDict, GroupSpec
 
 #: Larger groups keep the NumPy path. Up to this bound the plain loops were measured faster, interpreted:
 #: 0.3-0.6 of the NumPy path's time for 500 to 20,000 partitions (sticky's engine and cooperative-sticky,
@@ -60,6 +60,9 @@ def assign_small(
     members = sorted(spec.members)
     if not members:
         return None
+    sizes = spec.topics
+    if sum(sizes.get(t, 0) for t in set(spec.members[members[0]].topics)) > SMALL_GROUP_PARTITIONS:
+        return None  # (too large, whatever the others subscribe to: this many are the first member's alone)
     topics = shared_topics(spec, members)
     if topics is None:
         return None
@@ -233,7 +236,7 @@ def _to_assignment(
     owner: list[int], members: list[str], topics: list[str], counts: list[int], offsets: list[int]
 ) -> Assignment:
     """Member -> topic -> ascending partitions, members and topics in sorted order (``Layout.to_assignment``)."""
-    out: Assignment = {member: {} for member in members}
+    out: AssignmentDict = {member: {} for member in members}
     per_member = [out[member] for member in members]
     # each member's list for the topic being filled, valid while its topic stamp is that topic
     current: list[list[int]] = [[]] * len(members)

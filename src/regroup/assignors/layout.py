@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from regroup.assignors.spec import Assignment, GroupSpec
+from regroup.assignors.spec import AssignmentDict, GroupSpec
 
 IntArray = npt.NDArray[np.int64]
 
@@ -81,11 +81,11 @@ class Layout:
         bounds = np.searchsorted(member_of, np.arange(len(owned) + 1))
         return tuple(glob[bounds[i] : bounds[i + 1]] for i in range(len(owned)))
 
-    def to_assignment(self, per_member: Sequence[IntArray]) -> Assignment:
+    def to_assignment(self, per_member: Sequence[IntArray]) -> AssignmentDict:
         """Per-member global index arrays (any order) -> member -> topic -> sorted partitions."""
         names = self.topic_names
         sizes = np.fromiter((len(a) for a in per_member), dtype=np.int64, count=len(per_member))
-        out: Assignment = {m: {} for m in self.member_names}
+        out: AssignmentDict = {m: {} for m in self.member_names}
         if sizes.sum() == 0:
             return out
         member_of = np.repeat(np.arange(len(per_member), dtype=np.int64), sizes)
@@ -135,14 +135,19 @@ def number_topics(
 
 def build_layout(spec: GroupSpec) -> Layout:
     """Number the spec's topics and members."""
-    distinct = {sub.topics for sub in spec.members.values()}
+    # members usually share their topics tuple: distinct objects first (by identity: a tuple of a hundred
+    # names hashes its hundred names every time), then distinct values
+    objects = {id(sub.topics): sub.topics for sub in spec.members.values()}
+    distinct = set(objects.values())
     subscribed, topic_index, counts, offsets = number_topics(spec.topics, (t for topics in distinct for t in topics))
     member_names = tuple(sorted(spec.members))
     by_topics = {
         topics: np.array(sorted({topic_index[t] for t in topics if t in topic_index}), dtype=np.int64)
         for topics in distinct
     }
-    member_topics = tuple(by_topics[spec.members[m].topics] for m in member_names)
+    by_object = {key: by_topics[topics] for key, topics in objects.items()}
+    members = spec.members
+    member_topics = tuple(by_object[id(members[m].topics)] for m in member_names)
     return Layout(
         topic_names=tuple(subscribed),
         topic_index=topic_index,

@@ -42,6 +42,8 @@ class Claims:
 def _subscribed_mask(layout: Layout, members: IntArray, topics: IntArray) -> np.ndarray:
     first = layout.member_topics[0] if layout.member_topics else None
     if first is not None and all(t is first for t in layout.member_topics):
+        if len(first) == len(layout.topic_names):  # everyone subscribes to every topic of the layout
+            return np.ones(len(topics), dtype=bool)
         return np.isin(topics, first)
     m, t = len(layout.member_names), len(layout.topic_names)
     if m * t <= 50_000_000:
@@ -73,20 +75,29 @@ def resolve_claims(layout: Layout, raw: Sequence[IntArray], generations: Sequenc
     parts = np.concatenate(raw)
     topics = np.searchsorted(layout.offsets, parts, side="right") - 1
     keep = _subscribed_mask(layout, members, topics)
-    members, parts = members[keep], parts[keep]
-    gens = np.asarray(generations, dtype=np.int64)[members]
-
-    # Highest generation per partition, and how many claimers reached it.
-    best = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
-    np.maximum.at(best, parts, gens)
-    at_best = gens == best[parts]
-    winners_per_partition = np.bincount(parts[at_best], minlength=n)
-    valid = at_best & (winners_per_partition[parts] == 1)
+    if not keep.all():
+        members, parts = members[keep], parts[keep]
+    levels = np.asarray(generations, dtype=np.int64)
+    if len(levels) and (levels == levels[0]).all():  # one generation (a server-side target): every claim counts
+        winners_per_partition = np.bincount(parts, minlength=n)
+        valid = winners_per_partition[parts] == 1
+    else:
+        gens = levels[members]
+        # Highest generation per partition, and how many claimers reached it.
+        best = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+        np.maximum.at(best, parts, gens)
+        at_best = gens == best[parts]
+        winners_per_partition = np.bincount(parts[at_best], minlength=n)
+        valid = at_best & (winners_per_partition[parts] == 1)
     contested = np.flatnonzero(winners_per_partition > 1).astype(np.int64)
 
-    parts, members = parts[valid], members[valid]
-    order = np.lexsort((parts, members))
-    parts, members = parts[order], members[order]
+    if not valid.all():
+        parts, members = parts[valid], members[valid]
+    # by member, then partition (members are already grouped: each one's claims ascending skip the sort)
+    key = members * n + parts
+    if len(key) > 1 and not (key[1:] > key[:-1]).all():
+        order = np.argsort(key, kind="stable")
+        parts, members = parts[order], members[order]
     bounds = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(np.bincount(members, minlength=m), out=bounds[1:])
     return Claims(parts=parts, members=members, bounds=bounds, contested=contested)

@@ -163,7 +163,7 @@ class _Problem:
         members = np.repeat(np.arange(len(eligible), dtype=np.int64), sizes)
         claims = Claims(parts=parts, members=members, bounds=bounds, contested=np.empty(0, dtype=np.int64))
         outcome = balance.assign(layout, claims)
-        return np.fromiter((len(p) for p in outcome.per_member), dtype=np.int64, count=len(outcome.per_member))
+        return outcome.loads()
 
     def solve(self, cost_limit: int) -> tuple[IntArray, ...]:
         loads = self.engine_loads

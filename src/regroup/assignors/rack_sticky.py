@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from regroup.assignors.rack_flow import assign_by_flow
 from regroup.assignors.racks import StickyRacks
 from regroup.assignors.range import java_string_key
-from regroup.assignors.spec import NO_GENERATION, Assignment, GroupSpec
+from regroup.assignors.spec import NO_GENERATION, Assignment, AssignmentDict, GroupSpec
 
 #: member -> (partitions it says it owned, generation), as the sticky assignors read them.
 Claims = Mapping[str, tuple[Mapping[str, Sequence[int]], int]]
@@ -95,7 +95,7 @@ def withhold_claimed_elsewhere(spec: GroupSpec, assignment: Assignment, claims: 
         for topic, partitions in owned.items():
             for p in partitions:
                 claimers.setdefault((topic, p), set()).add(member)
-    out: Assignment = {}
+    out: AssignmentDict = {}
     for member, per_topic in assignment.items():
         kept: dict[str, list[int]] = {}
         for topic, partitions in per_topic.items():
@@ -352,7 +352,7 @@ def assign_same_subscriptions(spec: GroupSpec, claims: Claims, racks: StickyRack
         elif count == max_quota:
             current_over += 1
 
-    out: Assignment = {m: {} for m in spec.members}
+    out: AssignmentDict = {m: {} for m in spec.members}
     for member, partitions in held.items():
         per_topic = out[member]
         for topic, p in partitions:

@@ -20,6 +20,7 @@ from regroup.assignors.base import PartitionAssignor
 from regroup.assignors.racks import member_rack, topic_partition_racks, use_rack_aware_assignment
 from regroup.assignors.spec import (
     Assignment,
+    AssignmentDict,
     GroupSpec,
     MemberSubscription,
     PartitionRacks,
@@ -113,7 +114,7 @@ class RangeAssignor(PartitionAssignor):
         if on_racks is not None:
             return on_racks
         order = subs.order
-        out: Assignment = {m: {} for m in spec.members}
+        out: AssignmentDict = {m: {} for m in spec.members}
         for topic in sorted(subs.topic_group):
             positions = subs.groups[subs.topic_group[topic]]
             _assign_plain_ranges(topic, spec.topics[topic], positions, order, out)
@@ -161,7 +162,7 @@ def rack_aware_ranges(
     ]
     if not any(state.needs_rack_aware for state in states):
         return None
-    out: Assignment = {m: {} for m in spec.members}
+    out: AssignmentDict = {m: {} for m in spec.members}
     _assign_rack_aware(states, out)
     return out
 

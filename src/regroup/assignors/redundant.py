@@ -38,7 +38,7 @@ from typing import Any
 
 from regroup.assignors import metrics
 from regroup.assignors.base import PartitionAssignor
-from regroup.assignors.spec import Assignment, AssignmentError, GroupSpec, normalized
+from regroup.assignors.spec import Assignment, AssignmentDict, AssignmentError, GroupSpec, normalized
 
 DEFAULT_REPLICAS = 2
 
@@ -151,7 +151,7 @@ class RedundantAssignor(PartitionAssignor):
         self._fill(spec, state, subscribers, wanted)
         self._balance(state)
 
-        out: Assignment = {m: {t: sorted(ps) for t, ps in state.held[m].items()} for m in state.members}
+        out: AssignmentDict = {m: {t: sorted(ps) for t, ps in state.held[m].items()} for m in state.members}
         return normalized(out, spec)
 
     @staticmethod

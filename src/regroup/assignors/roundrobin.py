@@ -13,7 +13,7 @@ from bisect import bisect_left
 
 from regroup.assignors.base import PartitionAssignor
 from regroup.assignors.range import java_string_key, topic_subscribers
-from regroup.assignors.spec import Assignment, GroupSpec, RebalanceProtocol
+from regroup.assignors.spec import Assignment, AssignmentDict, GroupSpec, RebalanceProtocol
 
 
 class RoundRobinAssignor(PartitionAssignor):
@@ -25,7 +25,7 @@ class RoundRobinAssignor(PartitionAssignor):
     def assign(self, spec: GroupSpec) -> Assignment:
         subs = topic_subscribers(spec)
         order = subs.order
-        out: Assignment = {m: {} for m in spec.members}
+        out: AssignmentDict = {m: {} for m in spec.members}
         # Position in ``order`` of the next member the cycle will consider.
         next_position = 0
         for topic in sorted(subs.topic_group, key=java_string_key):

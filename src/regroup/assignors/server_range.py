@@ -39,7 +39,7 @@ from itertools import chain
 
 from regroup.assignors.base import PartitionAssignor
 from regroup.assignors.range import may_need_racks, member_sort_key, rack_aware_ranges, topic_subscribers
-from regroup.assignors.spec import Assignment, GroupSpec, RebalanceProtocol
+from regroup.assignors.spec import Assignment, AssignmentDict, GroupSpec, RebalanceProtocol
 
 #: (member id, its partitions) for every subscriber that gets a non-empty range, in member order.
 Ranges = list[tuple[str, list[int]]]
@@ -72,7 +72,7 @@ class ServerRangeAssignor(PartitionAssignor):
     server_side = True
 
     def assign(self, spec: GroupSpec) -> Assignment:
-        out: Assignment = {m: {} for m in spec.members}
+        out: AssignmentDict = {m: {} for m in spec.members}
         if not spec.members:
             return out
         if may_need_racks(spec):

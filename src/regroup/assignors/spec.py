@@ -11,8 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-#: member id -> topic -> sorted partition numbers. Every member of the spec appears (possibly empty).
-Assignment = dict[str, dict[str, list[int]]]
+#: member id -> topic -> sorted partition numbers. Every member of the spec appears (possibly empty). What an
+#: assignor returns: a plain dict, or an ``array_assignment.ArrayAssignment`` that builds each member's view when
+#: it is read.
+Assignment = Mapping[str, dict[str, list[int]]]
+
+#: an ``Assignment`` being built: member id -> topic -> partitions
+AssignmentDict = dict[str, dict[str, list[int]]]
 
 #: topic -> partition -> ids of the racks holding a replica of that partition.
 PartitionRacks = Mapping[str, tuple[frozenset[str], ...]]
@@ -88,14 +93,14 @@ class AssignmentError(ValueError):
     """The spec cannot be assigned by this strategy (bad options, contradictory input)."""
 
 
-def add_partition(assignment: Assignment, member: str, topic: str, partition: int) -> None:
+def add_partition(assignment: AssignmentDict, member: str, topic: str, partition: int) -> None:
     """Append one partition to a member's assignment (callers sort at the end)."""
     assignment.setdefault(member, {}).setdefault(topic, []).append(partition)
 
 
-def normalized(assignment: Mapping[str, Mapping[str, list[int]]], spec: GroupSpec) -> Assignment:
+def normalized(assignment: Mapping[str, Mapping[str, list[int]]], spec: GroupSpec) -> AssignmentDict:
     """Every member present, topics without partitions dropped, partitions sorted."""
-    out: Assignment = {}
+    out: AssignmentDict = {}
     for member in spec.members:
         per_topic = assignment.get(member, {})
         out[member] = {t: sorted(ps) for t, ps in sorted(per_topic.items()) if ps}

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from regroup.assignors import balance
+from regroup.assignors.array_assignment import ArrayAssignment, claims_from_views
 from regroup.assignors.base import MetadataInput, PartitionAssignor
 from regroup.assignors.consumer_protocol import decode_sticky_user_data, encode_sticky_user_data
 from regroup.assignors.homogeneous import assign_small
@@ -35,20 +36,27 @@ class EngineRun:
 
     layout: Layout
     raw_claims: tuple[IntArray, ...]  # per member: existing partitions it listed as owned
-    per_member: tuple[IntArray, ...]  # per member: global partition indices assigned
+    outcome: balance.Outcome
+
+    @property
+    def per_member(self) -> tuple[IntArray, ...]:
+        """Per member: the global partition indices assigned."""
+        return self.outcome.per_member
 
     def to_assignment(self) -> Assignment:
-        return self.layout.to_assignment(self.per_member)
+        """The result as a mapping whose member views are built when read (``array_assignment``)."""
+        return ArrayAssignment(self.layout, self.outcome)
 
 
 def run_engine(spec: GroupSpec, claims: Mapping[str, OwnedClaim]) -> EngineRun:
     """Run the optimal engine on ``claims``: member -> (partitions it says it owned, generation)."""
     layout = build_layout(spec)
-    raw = layout.claims_of([claims[m][0] if m in claims else {} for m in layout.member_names])
+    owned = [claims[m][0] if m in claims else {} for m in layout.member_names]
+    raw = claims_from_views(layout, owned) or layout.claims_of(owned)
     generations = [claims[m][1] if m in claims else NO_GENERATION for m in layout.member_names]
     resolved = resolve_claims(layout, raw, generations)
     outcome = balance.assign(layout, resolved)
-    return EngineRun(layout=layout, raw_claims=raw, per_member=outcome.per_member)
+    return EngineRun(layout=layout, raw_claims=raw, outcome=outcome)
 
 
 def assign_balanced(spec: GroupSpec, claims: Mapping[str, OwnedClaim]) -> Assignment:

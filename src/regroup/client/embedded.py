@@ -24,7 +24,7 @@ from regroup.assignors.consumer_protocol import (
     encode_topic_list,
     encode_topic_partitions,
 )
-from regroup.assignors.spec import AssignmentError, GroupSpec, MemberSubscription
+from regroup.assignors.spec import Assignment, AssignmentError, GroupSpec, MemberSubscription
 from regroup.client.types import TopicPartition
 from regroup.protocol.classic import JoinGroupMember
 
@@ -305,9 +305,7 @@ def _ascending(partitions: tuple[int, ...]) -> bool:
     return all(partitions[i - 1] <= partitions[i] for i in range(1, len(partitions)))
 
 
-def _validate_cooperative(
-    subscriptions: dict[str, ConsumerProtocolSubscription], assignment: dict[str, dict[str, list[int]]]
-) -> None:
+def _validate_cooperative(subscriptions: dict[str, ConsumerProtocolSubscription], assignment: Assignment) -> None:
     """Topic by topic, on partition numbers (no (topic, partition) pair per partition): what each member
     gains, what the group revokes, and the first member (by id) that gains a revoked partition."""
     revoked: dict[str, set[int]] = {}

@@ -1,0 +1,143 @@
+"""An assignment kept in the optimal engine's arrays and read as ``member -> topic -> partitions`` only where
+someone reads it.
+
+The engine computes per member an array of global partition indices (``layout``). Turning a million of them
+into Python lists and dicts costs several times the assignment itself, and most readers want a few members
+(a coordinator writing the targets that changed, a leader encoding one member's answer at a time) or the
+arrays themselves (metrics, the next run's claims, ``regroup assign``'s JSON). ``ArrayAssignment`` is a
+read-only ``Mapping`` over the spec's members: a member's view is built on first read and kept; reading every
+member at once (``items``, ``values``, equality) builds all of them in one vectorised pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
+
+import numpy as np
+from mypy_extensions import mypyc_attr
+
+from regroup.assignors.balance import Outcome
+from regroup.assignors.layout import IntArray, Layout
+from regroup.assignors.spec import AssignmentDict
+
+
+@mypyc_attr(native_class=False)  # (a Mapping: kept a Python class when compiled)
+class ArrayAssignment(Mapping[str, dict[str, list[int]]]):
+    """member -> topic -> ascending partitions, over ``layout``'s members, from per-member global indices."""
+
+    def __init__(self, layout: Layout, outcome: Outcome) -> None:
+        self.layout = layout
+        self.outcome = outcome
+        self._all: AssignmentDict | None = None
+        self._read: dict[str, dict[str, list[int]]] = {}
+        self._position: dict[str, int] | None = None
+
+    def __getitem__(self, member: str) -> dict[str, list[int]]:
+        if self._all is not None:
+            return self._all[member]
+        view = self._read.get(member)
+        if view is None:
+            view = self._read[member] = self._view(self._index()[member])
+        return view
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.layout.member_names)
+
+    def __len__(self) -> int:
+        return len(self.layout.member_names)
+
+    def __contains__(self, member: object) -> bool:
+        return member in self._index()
+
+    def __repr__(self) -> str:
+        return f"ArrayAssignment({self.to_dict()!r})"
+
+    def items(self) -> ItemsView[str, dict[str, list[int]]]:
+        return self.to_dict().items()
+
+    def values(self) -> ValuesView[dict[str, list[int]]]:
+        return self.to_dict().values()
+
+    def to_dict(self) -> AssignmentDict:
+        """Every member's view, built in one pass (and kept: do not change it)."""
+        if self._all is None:
+            self._all = self.layout.to_assignment(self.outcome.per_member)
+        return self._all
+
+    def owned(self, member: str) -> OwnedView:
+        """The member's partitions as the ``owned`` of its next subscription (``OwnedView``)."""
+        return OwnedView(self, member)
+
+    def member_array(self, member: str) -> IntArray:
+        """The member's partitions as global indices (``layout``), in any order."""
+        return self.outcome.per_member[self._index()[member]]
+
+    def _index(self) -> dict[str, int]:
+        if self._position is None:
+            self._position = {name: i for i, name in enumerate(self.layout.member_names)}
+        return self._position
+
+    def _view(self, i: int) -> dict[str, list[int]]:
+        parts = np.sort(self.outcome.per_member[i])
+        if not len(parts):
+            return {}
+        offsets = self.layout.offsets
+        topics = np.searchsorted(offsets, parts, side="right") - 1
+        local = (parts - offsets[topics]).tolist()
+        cuts = [0, *(np.flatnonzero(np.diff(topics)) + 1).tolist(), len(local)]
+        names = self.layout.topic_names
+        first = topics[cuts[:-1]].tolist()
+        return {names[t]: local[a:b] for t, a, b in zip(first, cuts, cuts[1:], strict=False)}
+
+
+@mypyc_attr(native_class=False)  # (a Mapping: kept a Python class when compiled)
+class OwnedView(Mapping[str, tuple[int, ...]]):
+    """One member's partitions in an ``ArrayAssignment`` as a spec's ``owned`` (topic -> ascending partitions),
+    built when read. The next engine run over the same topics reads the array itself (``claims_from_views``):
+    the previous result goes back in without a partition being converted either way."""
+
+    def __init__(self, source: ArrayAssignment, member: str) -> None:
+        self.source = source
+        self.member = member
+        self._read: dict[str, tuple[int, ...]] | None = None
+
+    def _view(self) -> dict[str, tuple[int, ...]]:
+        if self._read is None:
+            self._read = {t: tuple(ps) for t, ps in self.source[self.member].items()}
+        return self._read
+
+    def __getitem__(self, topic: str) -> tuple[int, ...]:
+        return self._view()[topic]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._view())
+
+    def __len__(self) -> int:
+        return len(self._view())
+
+    def __repr__(self) -> str:
+        return f"OwnedView({self._view()!r})"
+
+
+def claims_from_views(layout: Layout, owned: Sequence[Mapping[str, Sequence[int]]]) -> tuple[IntArray, ...] | None:
+    """Each member's owned partitions as global indices of ``layout`` (what ``Layout.claims_of`` gives, in any
+    order) read straight from the arrays, when every non-empty ``owned`` is an ``OwnedView`` of one assignment
+    over the very same topics and partition counts; None otherwise."""
+    source: ArrayAssignment | None = None
+    for one in owned:
+        if isinstance(one, OwnedView):
+            if source is None:
+                source = one.source
+            elif one.source is not source:
+                return None
+        elif len(one):
+            return None
+    if source is None:
+        return None
+    before = source.layout
+    if before.topic_names != layout.topic_names or not np.array_equal(before.counts, layout.counts):
+        return None
+    per_member = source.outcome.per_member
+    position = source._index()
+    empty = np.empty(0, dtype=np.int64)
+    return tuple(per_member[position[one.member]] if isinstance(one, OwnedView) else empty for one in owned)
