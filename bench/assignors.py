@@ -137,7 +137,7 @@ _S1 = Topology(2_000, 200, 5_000)
 _S4 = Topology(500, 100, 200, lambda i, j: (i + j) % 3 != 0)
 _S5 = Topology(2_000, 200, 1_000, lambda i, j: (7 * i + j) % 5 != 0)
 _S6 = Topology(10_000, 100, 1_000)
-_BALANCED = ("sticky", "cooperative-sticky", "uniform")
+_BALANCED = ("sticky", "cooperative-sticky", "uniform", "range", "roundrobin")
 _SERVER = ("uniform", "server-range")
 
 CASES: tuple[Case, ...] = (
