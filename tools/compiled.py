@@ -8,7 +8,11 @@ from pathlib import Path
 COMPILED_PACKAGES = ("model", "records", "protocol", "client", "coordinator", "sim", "assignors")
 #: Modules of those packages left interpreted: kio's entity dataclasses with ClassVar fields do not compile, so
 #: they and the kio fallbacks of the consumer protocol live in their own module (its struct fast paths compile).
-INTERPRETED = frozenset({"assignors/consumer_protocol_kio.py"})
+#: kept interpreted: kio's generated classes, and the assignors' lazy ``Mapping`` results (a compiled class cannot
+#: derive from ``collections.abc.Mapping``)
+INTERPRETED = frozenset(
+    {"assignors/consumer_protocol_kio.py", "assignors/array_assignment.py", "assignors/range_assignment.py"}
+)
 #: The lab's per-run modules (what a Spark task runs); the Spark side stays interpreted.
 COMPILED_LAB = ("metrics", "payload", "protocols", "scenarios", "grid", "tables", "runner")
 

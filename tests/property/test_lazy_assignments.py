@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from regroup.assignors.array_assignment import ArrayAssignment, OwnedView
 from regroup.assignors.base import PartitionAssignor
 from regroup.assignors.cooperative_sticky import CooperativeStickyAssignor
-from regroup.assignors.server_range import RangeAssignment, ServerRangeAssignor
+from regroup.assignors.range_assignment import RangeAssignment
+from regroup.assignors.server_range import ServerRangeAssignor
 from regroup.assignors.spec import Assignment, GroupSpec, MemberSubscription
 from regroup.assignors.sticky import OptimalAssignor
 from regroup.assignors.uniform import UniformAssignor

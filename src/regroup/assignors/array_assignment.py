@@ -7,6 +7,8 @@ into Python lists and dicts costs several times the assignment itself, and most 
 arrays themselves (metrics, the next run's claims, ``regroup assign``'s JSON). ``ArrayAssignment`` is a
 read-only ``Mapping`` over the spec's members: a member's view is built on first read and kept; reading every
 member at once (``items``, ``values``, equality) builds all of them in one vectorised pass.
+
+Interpreted in the compiled build (``tools/compiled.py``): a ``Mapping`` subclass cannot be a compiled class.
 """
 
 from __future__ import annotations
@@ -14,14 +16,16 @@ from __future__ import annotations
 from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
 
 import numpy as np
-from mypy_extensions import mypyc_attr
 
 from regroup.assignors.balance import Outcome
 from regroup.assignors.layout import IntArray, Layout
 from regroup.assignors.spec import AssignmentDict
 
 
-@mypyc_attr(native_class=False)  # (a Mapping: kept a Python class when compiled)
+#: members read one at a time before the rest are built in one pass (a reader walking every member)
+_READ_ONE_BY_ONE = 16
+
+
 class ArrayAssignment(Mapping[str, dict[str, list[int]]]):
     """member -> topic -> ascending partitions, over ``layout``'s members, from per-member global indices."""
 
@@ -37,6 +41,8 @@ class ArrayAssignment(Mapping[str, dict[str, list[int]]]):
             return self._all[member]
         view = self._read.get(member)
         if view is None:
+            if len(self._read) >= _READ_ONE_BY_ONE:  # a reader going through every member: build them all
+                return self.to_dict()[member]
             view = self._read[member] = self._view(self._index()[member])
         return view
 
@@ -61,7 +67,9 @@ class ArrayAssignment(Mapping[str, dict[str, list[int]]]):
     def to_dict(self) -> AssignmentDict:
         """Every member's view, built in one pass (and kept: do not change it)."""
         if self._all is None:
-            self._all = self.layout.to_assignment(self.outcome.per_member)
+            views = self.layout.to_assignment(self.outcome.per_member)
+            views.update(self._read)  # (a view already handed out stays the one object for its member)
+            self._all = views
         return self._all
 
     def owned(self, member: str) -> OwnedView:
@@ -90,7 +98,6 @@ class ArrayAssignment(Mapping[str, dict[str, list[int]]]):
         return {names[t]: local[a:b] for t, a, b in zip(first, cuts, cuts[1:], strict=False)}
 
 
-@mypyc_attr(native_class=False)  # (a Mapping: kept a Python class when compiled)
 class OwnedView(Mapping[str, tuple[int, ...]]):
     """One member's partitions in an ``ArrayAssignment`` as a spec's ``owned`` (topic -> ascending partitions),
     built when read. The next engine run over the same topics reads the array itself (``claims_from_views``):

@@ -71,12 +71,13 @@ def assign_small(
     if n > SMALL_GROUP_PARTITIONS:
         return None
     offsets = _offsets(counts)
+    index = {topic: t for t, topic in enumerate(topics)}
     raw: list[list[int]] = []
     generations: list[int] = []
     seen = [-1] * n
     for member in members:
         claim = claims.get(member)
-        raw.append(_claims_of(claim[0] if claim is not None else None, topics, counts, offsets, seen, len(raw)))
+        raw.append(_claims_of(claim[0] if claim is not None else None, index, counts, offsets, seen, len(raw)))
         generations.append(claim[1] if claim is not None else NO_GENERATION)
     winner = _resolve(raw, generations, n)
     owner, kept = _keep_quota(raw, winner, topics, offsets, n)
@@ -97,22 +98,21 @@ def _offsets(counts: list[int]) -> list[int]:
 
 def _claims_of(
     owned: Mapping[str, tuple[int, ...]] | None,
-    topics: list[str],
+    index: dict[str, int],
     counts: list[int],
     offsets: list[int],
     seen: list[int],
     member: int,
 ) -> list[int]:
     """Global indices of the member's owned partitions that exist, duplicates dropped (in claim order);
-    ``seen[g] == member`` marks the partitions already taken from this member's claim."""
+    ``seen[g] == member`` marks the partitions already taken from this member's claim. ``index``: topic ->
+    its number (the member's owned topics are walked, not every topic of the group)."""
     out: list[int] = []
     if not owned:
         return out
-    # (claims decoded from a subscription are a dict: looked up as one, not as any Mapping)
-    by_topic: dict[str, tuple[int, ...]] = owned if isinstance(owned, dict) else dict(owned)
-    for t in range(len(topics)):
-        partitions = by_topic.get(topics[t])
-        if not partitions:
+    for topic, partitions in owned.items():
+        t = index.get(topic)
+        if t is None or not partitions:
             continue
         count = counts[t]
         base = offsets[t]

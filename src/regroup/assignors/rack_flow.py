@@ -31,6 +31,7 @@ import numpy as np
 from ortools.graph.python import min_cost_flow
 
 from regroup.assignors import balance
+from regroup.assignors.array_assignment import ArrayAssignment
 from regroup.assignors.layout import IntArray, Layout, build_layout
 from regroup.assignors.ownership import Claims, resolve_claims
 from regroup.assignors.racks import StickyRacks
@@ -57,8 +58,39 @@ def assign_by_flow(
     raw = layout.claims_of([claims[m][0] if m in claims else {} for m in members])
     generations = [claims[m][1] if m in claims else NO_GENERATION for m in members]
     credited = resolve_claims(layout, raw, generations).per_member()
-    problem = _Problem(layout, racks, credited)
-    return layout.to_assignment(problem.solve(cost_limit))
+    if balance.is_homogeneous(layout) and len(layout.topic_names) > 1:
+        problem = _Problem(*_one_topic(layout, racks), credited)
+    else:
+        problem = _Problem(layout, racks, credited)
+    return ArrayAssignment(layout, balance.Outcome(len(members), per_member=problem.solve(cost_limit)))
+
+
+#: the one topic of ``_one_topic``'s layout
+_ALL_TOPICS = ""
+
+
+def _one_topic(layout: Layout, racks: StickyRacks) -> tuple[Layout, StickyRacks]:
+    """The same group with its topics seen as one (partitions keep their global indices), for a homogeneous
+    group: when every member subscribes to every topic, no cost depends on a partition's topic, only on its
+    replica racks, so the flow over (topic, replica racks) pools and (topic, member rack) doors has the
+    optimum of the flow over (replica racks) pools and (member rack) doors, a network as many times smaller as
+    there are topics. Ties between topics are then broken by partition order, which every priority allows."""
+    total = layout.partition_total
+    whole = np.zeros(1, dtype=np.int64)
+    one = Layout(
+        topic_names=(_ALL_TOPICS,),
+        topic_index={_ALL_TOPICS: 0},
+        counts=np.array([total], dtype=np.int64),
+        offsets=np.array([0, total], dtype=np.int64),
+        member_names=layout.member_names,
+        member_topics=tuple(whole for _ in layout.member_names),
+    )
+    merged = tuple(s for t in layout.topic_names for s in racks.partition_racks[t])
+    return one, StickyRacks(
+        member_racks=racks.member_racks,
+        partition_racks={_ALL_TOPICS: merged},
+        members_on_rack=racks.members_on_rack,
+    )
 
 
 class _Problem:

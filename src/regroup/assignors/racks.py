@@ -94,7 +94,9 @@ def sticky_racks(spec: GroupSpec, *, prefer_rack_aware_logic: bool = False) -> S
     member_racks = {m: rack for m, sub in spec.members.items() if (rack := member_rack(sub)) is not None}
     if not member_racks or spec.partition_racks is None:
         return None
-    subscribed = sorted({t for sub in spec.members.values() for t in sub.topics if spec.topics.get(t, 0) > 0})
+    # (distinct subscriptions first: members usually share one tuple, or at least equal ones)
+    lists = set({id(sub.topics): sub.topics for sub in spec.members.values()}.values())
+    subscribed = sorted({t for topics in lists for t in topics if spec.topics.get(t, 0) > 0})
     partition_racks = {t: topic_partition_racks(spec.partition_racks, t, spec.topics[t]) for t in subscribed}
     every_partition = [racks for t in subscribed for racks in partition_racks[t]]
     if not use_rack_aware_assignment(

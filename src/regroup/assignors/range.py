@@ -46,11 +46,15 @@ def member_sort_key(member_id: str, instance_id: str | None) -> tuple[int, bytes
     return (1, java_string_key(member_id), b"")
 
 
+#: the first UTF-16 surrogate code unit: strings of characters below it sort alike in Java and Python
+_FIRST_SURROGATE = 0xD800
+
+
 def kafka_member_order(members: Mapping[str, MemberSubscription]) -> list[str]:
     """Member ids sorted in Kafka's member order (see ``member_sort_key``)."""
     statics = [(sub.instance_id, m) for m, sub in members.items() if sub.instance_id is not None]
     names = "".join(members) + "".join(instance for instance, _ in statics)
-    if not names or max(names) < "\ud800":  # no surrogate and nothing above: Python's order is Java's
+    if not names or ord(max(names)) < _FIRST_SURROGATE:  # nothing Java orders differently: Python's order is Java's
         dynamic = sorted(m for m, sub in members.items() if sub.instance_id is None)
         return [m for _, m in sorted(statics)] + dynamic
     return sorted(members, key=lambda m: member_sort_key(m, members[m].instance_id))

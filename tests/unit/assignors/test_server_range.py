@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from regroup.assignors import registry
 from regroup.assignors.metrics import partitions_moved, validity_errors
-from regroup.assignors.server_range import ServerRangeAssignor, topic_ranges
+from regroup.assignors.range_assignment import topic_ranges
+from regroup.assignors.server_range import ServerRangeAssignor
 from regroup.assignors.spec import Assignment, GroupSpec, MemberSubscription, RebalanceProtocol
 
 Expected = dict[str, dict[str, list[int]]]
