@@ -21,7 +21,6 @@ from regroup.assignors.balance import Outcome
 from regroup.assignors.layout import IntArray, Layout
 from regroup.assignors.spec import AssignmentDict
 
-
 #: members read one at a time before the rest are built in one pass (a reader walking every member)
 _READ_ONE_BY_ONE = 16
 
