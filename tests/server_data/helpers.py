@@ -15,6 +15,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32Timedelta
 
 from regroup.server.api import RequestContext
+from regroup.server.encoded import PreEncoded, response_type
 from regroup.server.handlers.topics import build
 from regroup.server.topics import TopicStore
 
@@ -50,7 +51,10 @@ def request_module(api: str, version: int) -> Any:
 
 
 def wire(entity: Any) -> Any:
-    """``entity`` encoded and decoded again by kio (what a handler gets from the connection layer)."""
+    """``entity`` encoded and decoded again by kio (what a handler gets from the connection layer); a response
+    the handler encoded itself (``PreEncoded``) decoded."""
+    if isinstance(entity, PreEncoded):
+        return entity.decode()
     buffer = io.BytesIO()
     entity_writer(type(entity))(buffer, entity)
     decoded, size = entity_reader(type(entity))(buffer.getvalue(), 0)
@@ -72,7 +76,8 @@ def call(
         connection_id=1,
     )
     response = asyncio.run(handler(broker, ctx, wire(request)))
-    assert type(response).__version__ == version and type(response).__module__.endswith(".response")
+    cls = response_type(response)
+    assert cls.__version__ == version and cls.__module__.endswith(".response")
     return wire(response)
 
 

@@ -318,6 +318,16 @@ def _logging_options(parser: argparse.ArgumentParser) -> None:
         help="log request counts and rates per API every SECONDS (default 60)",
     )
     group.add_argument(
+        "--stall-warn-ms",
+        type=_int_at_least(0),
+        default=100,
+        metavar="MS",
+        help=(
+            "log (warning) and count every turn of the event loop longer than MS, naming the request that held "
+            "it (default 100; 0 = off)"
+        ),
+    )
+    group.add_argument(
         "--metrics-port",
         type=_int_at_least(0, 65535),
         metavar="PORT",
@@ -630,6 +640,7 @@ def server_config(args: argparse.Namespace) -> tuple[ServerConfig, tuple[str, ..
         metrics_port=args.metrics_port,
         metrics_host=args.metrics_host,
         stats_interval_s=float(args.stats_interval),
+        stall_warn_ms=args.stall_warn_ms,
         id_limits=_id_limits(args),
         max_partitions_per_topic=args.max_partitions_per_topic,
         max_partitions=args.max_partitions,

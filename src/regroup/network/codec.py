@@ -159,6 +159,21 @@ def encode_response(correlation_id: int, response: Any) -> bytes:
     return _SIZE_AND_CORRELATION_ID.pack(size, correlation_id) + header_tail + body
 
 
+def frame_response(correlation_id: int, response_cls: type[Any], body: bytes) -> bytes:
+    """The framed bytes of a response of ``response_cls`` whose body is ``body``, encoded already."""
+    plan = _RESPONSE_PLANS.get(response_cls)
+    if plan is None:
+        plan = _RESPONSE_PLANS[response_cls] = _response_plan(response_cls)
+    header_tail = plan[0]
+    if header_tail is None:
+        buffer = io.BytesIO()
+        header_cls = response_cls.__header_schema__
+        entity_writer(header_cls)(buffer, header_cls(correlation_id=i32(correlation_id)))
+        return frame(buffer.getvalue() + body)
+    size = _SIZE_AND_CORRELATION_ID.size - 4 + len(header_tail) + len(body)
+    return b"".join((_SIZE_AND_CORRELATION_ID.pack(size, correlation_id), header_tail, body))
+
+
 def _encode_response_generic(correlation_id: int, response: Any) -> bytes:
     response_cls = type(response)
     header_cls = response_cls.__header_schema__

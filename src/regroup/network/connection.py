@@ -31,6 +31,10 @@ requests by order and correlation id).
   re-arms itself for the remainder when it fires.
 * **Admission.** ``admit`` (the server's connection limits, ``network/admission.py``) is asked once the peer
   address is known; a refused connection is closed at once, before anything is read.
+* **Stalls.** With a ``StallObserver`` (the server's stall watchdog), every request's synchronous handling is
+  timed (from the end of the one before: cutting its frame, decoding, the handler's first step, encoding) with
+  the clock reading the turn budget takes anyway, and so is each later step of a handler that suspended; a
+  step of at least ``notable_s`` is reported with its request.
 
 Anything the peer gets wrong (bad frame, unknown API, undecodable request) closes this connection only, after
 the responses already complete in front of it are written. On end of stream or a reset the connection's
@@ -67,6 +71,19 @@ SASL_MAX_RECEIVE_BYTES = 524_288
 SECONDS_PER_TURN = 0.005
 
 Response = bytes | None
+
+
+class StallObserver(Protocol):
+    """Told which requests held the event loop long (the server's stall watchdog)."""
+
+    @property
+    def notable_s(self) -> float:
+        """Steps at least this long (seconds) are reported."""
+        ...
+
+    def request_step(self, seconds: float, request: DecodedRequest, connection: Connection) -> None:
+        """A step of ``request``'s handling on ``connection`` held the loop ``seconds``."""
+        ...
 
 
 class Responder(Protocol):
@@ -112,6 +129,7 @@ class Connection(asyncio.Protocol):
         admit: Callable[[Connection], bool] | None = None,
         on_close: Callable[[Connection], None] | None = None,
         new_session: Callable[[asyncio.Transport], Session] | None = None,
+        stalls: StallObserver | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.connection_id = connection_id
@@ -140,6 +158,9 @@ class Connection(asyncio.Protocol):
         #: who the peer is and what it may send now (``network/session.py``); PLAINTEXT and anonymous until made
         self.session = Session(listener="PLAINTEXT", monotonic_ms=self._monotonic_ms, wall_ms=_wall_ms)
         self._close_when_written = False  # the session failed: close once the responses before are written
+        self._stalls = stalls
+        self._notable_s = float("inf") if stalls is None else stalls.notable_s
+        self._on_step = None if stalls is None else self._late_step
 
     # ------------------------------------------------------------------------------ asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -209,7 +230,9 @@ class Connection(asyncio.Protocol):
         queued = self._held_bytes + transport.get_write_buffer_size()  # before this turn's responses
         handled = 0
         clock = time.perf_counter
-        turn_ends = clock() + SECONDS_PER_TURN
+        now = clock()  # (after each request: its handling is timed from the end of the one before)
+        turn_ends = now + SECONDS_PER_TURN
+        notable = self._notable_s
         try:
             while not self._closing and not self._writing_paused and len(slots) < max_in_flight:
                 if queued + out_bytes > max_queued:
@@ -219,7 +242,7 @@ class Connection(asyncio.Protocol):
                     out_bytes = 0
                     queued = self._held_bytes + transport.get_write_buffer_size()
                     continue
-                if handled >= FRAMES_PER_TURN or clock() >= turn_ends:
+                if handled >= FRAMES_PER_TURN or now >= turn_ends:
                     if frames.buffered:
                         self._next_turn = self._loop.call_soon(self._turn)
                     break
@@ -249,8 +272,13 @@ class Connection(asyncio.Protocol):
                 started: Started[Response] = start(
                     self.dispatcher.respond(
                         request, client_host=self.client_host, connection_id=self.connection_id, session=session
-                    )
+                    ),
+                    self._on_step,
+                    request,
                 )
+                began, now = now, clock()
+                if now - began >= notable:
+                    self._late_step(now - began, request)
                 if session.state is SessionState.FAILED:
                     self._close_when_written = True
                 if started.done and not slots:
@@ -298,6 +326,11 @@ class Connection(asyncio.Protocol):
             self._close()
             return
         out.append(len(reply).to_bytes(4, "big") + reply)
+
+    def _late_step(self, seconds: float, request: DecodedRequest) -> None:
+        """A step of ``request``'s handling took ``seconds``: the stall observer hears of a notable one."""
+        if self._stalls is not None and seconds >= self._notable_s:
+            self._stalls.request_step(seconds, request, self)
 
     def _monotonic_ms(self) -> float:
         return self._loop.time() * 1000

@@ -11,13 +11,15 @@ inside the coroutine exactly where it awaited; cancelling the continuation cance
 throws ``CancelledError`` into the coroutine, as cancelling a task does (without waiting for the awaited future
 to wind down: its late outcome is read and dropped, so asyncio never reports it as unretrieved). During the
 eager step there is no current task (``asyncio.current_task()`` is None); after a suspension the continuation
-task is current.
+task is current. The continuation can report how long each of its steps held the event loop (``on_step``: the
+server's stall watchdog); the eager step is timed by the caller.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+import time
+from collections.abc import Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -35,8 +37,14 @@ class Started(Generic[T]):
         self.task: asyncio.Task[T] | None = None
 
 
-def start(coro: Coroutine[Any, Any, T]) -> Started[T]:
-    """Run ``coro`` until it finishes or first suspends; in the second case ``task`` finishes it."""
+#: told how long each step of a continuation held the loop: ``on_step(seconds, context)``
+OnStep = Callable[[float, Any], None]
+
+
+def start(coro: Coroutine[Any, Any, T], on_step: OnStep | None = None, context: Any = None) -> Started[T]:
+    """Run ``coro`` until it finishes or first suspends; in the second case ``task`` finishes it, and tells
+    ``on_step`` (when given) how long each of its later steps took, with ``context``. (Timing the first step
+    is the caller's: it runs inside this call.)"""
     started: Started[T] = Started()
     try:
         waiting = coro.send(None)
@@ -46,12 +54,13 @@ def start(coro: Coroutine[Any, Any, T]) -> Started[T]:
     except BaseException as exc:  # the coroutine failed before suspending; the caller decides what it means
         started.done, started.error = True, exc
         return started
-    started.task = asyncio.get_running_loop().create_task(_finish(coro, waiting))
+    started.task = asyncio.get_running_loop().create_task(_finish(coro, waiting, on_step, context))
     return started
 
 
-async def _finish(coro: Coroutine[Any, Any, T], waiting: Any) -> T:
+async def _finish(coro: Coroutine[Any, Any, T], waiting: Any, on_step: OnStep | None, context: Any) -> T:
     loop = asyncio.get_running_loop()
+    clock = time.perf_counter
     while True:
         try:
             if waiting is None:  # a bare yield (asyncio.sleep(0)): run again on the next loop turn
@@ -68,15 +77,23 @@ async def _finish(coro: Coroutine[Any, Any, T], waiting: Any) -> T:
                 # The coroutine is told at once; the future may still finish later (a gather completes once its
                 # children have wound down) with an outcome nobody reads: mark it read so asyncio does not log it.
                 waiting.add_done_callback(_consume)
+            began = clock()
             try:
                 waiting = coro.throw(cancelled)
             except StopIteration as stop:
                 return stop.value  # type: ignore[no-any-return]
+            finally:
+                if on_step is not None:
+                    on_step(clock() - began, context)
             continue
+        began = clock()
         try:
             waiting = coro.send(None)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
+        finally:
+            if on_step is not None:
+                on_step(clock() - began, context)
 
 
 def _consume(future: asyncio.Future[Any]) -> None:

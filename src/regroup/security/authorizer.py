@@ -122,6 +122,8 @@ class Authorizer:
         #: A member heartbeats with the same question every few seconds, so most checks are one lookup; any
         #: change to the ACLs empties it, and so does reaching ``DECISIONS_CACHED``
         self._decisions: dict[tuple[str, str, AclOperation, ResourceType, str], bool] = {}
+        #: counts the changes to the ACLs: a decision made at one generation holds while it is the same
+        self.generation = 0
 
     def __len__(self) -> int:
         return len(self._all)
@@ -150,6 +152,7 @@ class Authorizer:
             self._all[binding] = self._next
             self._next += 1
             added += 1
+            self.generation += 1
             self._decisions.clear()
             bucket = self._bucket_for_add(binding)
             bucket.setdefault(binding.principal, {})[binding] = None
@@ -184,6 +187,7 @@ class Authorizer:
 
     def _discard(self, binding: AclBinding) -> None:
         del self._all[binding]
+        self.generation += 1
         self._decisions.clear()
         if binding.pattern_type == PatternType.PREFIXED:
             prefixes = self._prefixed[binding.resource_type]

@@ -52,6 +52,7 @@ from regroup.server.share_sessions import ShareSessions
 from regroup.server.topics import DEFAULT_MAX_PARTITIONS, DEFAULT_MAX_PARTITIONS_PER_TOPIC
 from regroup.server.topics import TopicStore as PartitionTopicStore
 from regroup.server.txn_runtime import TransactionRuntime
+from regroup.server.watchdog import DEFAULT_STALL_WARN_MS, StallWatchdog
 from regroup.storage.coordinator_log import CoordinatorLog
 from regroup.storage.format import CorruptLogError, StorageError
 from regroup.storage.handles import DEFAULT_CAPACITY, capacity_for_limit
@@ -92,6 +93,8 @@ class ServerConfig:
     connection_max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     connection_max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES
     stats_interval_s: float = 60.0
+    #: a turn of the event loop longer than this is logged and counted (``server/watchdog.py``); 0: not watched
+    stall_warn_ms: int = DEFAULT_STALL_WARN_MS
     metrics_port: int | None = None  # None: no metrics endpoint
     metrics_host: str | None = None  # None: the --host address
     snapshot_every: int = 100_000
@@ -205,6 +208,7 @@ class Server:
         self._admission: Admission | None = None
         self._accept_errors: AcceptErrors | None = None
         self._share_sessions = ShareSessions(config.share_max_sessions)
+        self._watchdog = StallWatchdog(config.stall_warn_ms) if config.stall_warn_ms > 0 else None
         #: releases of share members whose connection dropped, running
         self._background: set[asyncio.Task[None]] = set()
         self.port = config.port
@@ -279,6 +283,7 @@ class Server:
                 coordinator_log=clog,
                 topics=self._topics,
                 records_at_start=clog.log.next_offset,
+                watchdog=self._watchdog,
             )
             metrics_host = cfg.metrics_host or LOOPBACK
             self._metrics = MetricsEndpoint(self._scrape, metrics_host, cfg.metrics_port)
@@ -342,6 +347,8 @@ class Server:
         if self._scrape_sources is not None:
             self._scrape_sources.failures = self._dispatcher.failures
         self._runtime.start()
+        if self._watchdog is not None:
+            self._watchdog.start()
         self._stats = asyncio.get_running_loop().create_task(self._log_stats())
         if cfg.fsync is FsyncPolicy.INTERVAL:
             self._syncer = asyncio.get_running_loop().create_task(self._sync_topics())
@@ -369,7 +376,8 @@ class Server:
             )
         log.info(
             "serving host=%s port=%d advertised=%s:%d data_dir=%s fsync=%s groups_loaded=%d topics=%d partitions=%d "
-            "open_segment_files_max=%d apis=%d metrics=%s listener=%s protocol=%s authorizer=%s event_loop=%s",
+            "open_segment_files_max=%d apis=%d metrics=%s listener=%s protocol=%s authorizer=%s event_loop=%s "
+            "stall_warn_ms=%s",
             listeners[0].config.host,
             self.port,
             broker.host,
@@ -386,6 +394,7 @@ class Server:
             listeners[0].config.protocol.value,
             "off" if self._acls is None else "on",
             type(asyncio.get_running_loop()).__module__.split(".")[0],  # uvloop or asyncio
+            cfg.stall_warn_ms or "off",
         )
 
     async def _start_transactions(self, topics: PartitionTopicStore) -> TransactionRuntime:
@@ -428,6 +437,7 @@ class Server:
             admit=self._admit,
             on_close=self._closed,
             new_session=security.new_session,
+            stalls=self._watchdog,
         )
 
     def _admit(self, connection: Connection) -> bool:
@@ -525,6 +535,8 @@ class Server:
         for task in [self._stats, self._syncer, self._cleaner]:
             if task is not None:
                 task.cancel()
+        if self._watchdog is not None:
+            await self._watchdog.close()
         handlers = [task for connection in list(self._connections) for task in connection.close()]
         await asyncio.gather(*handlers, return_exceptions=True)
         for listener in self._listeners:

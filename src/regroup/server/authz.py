@@ -24,6 +24,16 @@ def authorizer_of(broker: Any) -> Authorizer | None:
     return getattr(broker, "authorizer", None)
 
 
+def decisions_stamp(broker: Any) -> object | None:
+    """What every decision for a principal and host depends on, to compare with a later one: equal stamps, same
+    decisions. None: the decisions cannot be remembered (an authorizer that does not count its changes)."""
+    authorizer = authorizer_of(broker)
+    if authorizer is None:
+        return ()
+    generation = getattr(authorizer, "generation", None)
+    return None if generation is None else (id(authorizer), generation)
+
+
 def allowed(broker: Any, ctx: RequestContext, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
     authorizer = authorizer_of(broker)
     if authorizer is None:

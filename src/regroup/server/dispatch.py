@@ -1,6 +1,7 @@
 """From a decoded request to the bytes of its response: finds the handler, builds the ``RequestContext``,
-checks that the handler answered with the response entity of the requested version, encodes it, counts
-requests per API for the periodic log line and, with ``--metrics-port``, feeds ``RequestMetrics``.
+checks that the handler answered with the response entity of the requested version (or with the body of one,
+encoded already: ``encoded.PreEncoded``), encodes it, counts requests per API for the periodic log line and,
+with ``--metrics-port``, feeds ``RequestMetrics``.
 
 It is also the one place where a request that cannot be served normally becomes an answer: an ``ApiError``
 from the handler is the API's error response with that code, a stopped coordinator COORDINATOR_NOT_AVAILABLE,
@@ -21,12 +22,13 @@ from typing import Any
 from kio.schema.index import api_key_map
 
 from regroup.model.errors import ApiError, ErrorCode
-from regroup.network.codec import API_VERSIONS_KEY, DecodedRequest, encode_response, response_class
+from regroup.network.codec import API_VERSIONS_KEY, DecodedRequest, encode_response, frame_response, response_class
 from regroup.network.errors import ProtocolError
 from regroup.network.limits import Limits
 from regroup.network.session import Session
 from regroup.security.acl import ANONYMOUS
 from regroup.server.api import ApiSpec, Broker, RequestContext
+from regroup.server.encoded import PreEncoded, response_type
 from regroup.server.entities import build
 from regroup.server.errors import CoordinatorUnavailable, RequestDropped
 from regroup.server.failures import FailureLog
@@ -134,7 +136,7 @@ class Dispatcher:
         if request.api_key == PRODUCE_KEY and getattr(request.body, "acks", 1) == 0:
             return None, response  # the producer expects no answer; a response would break its correlation ids
         try:
-            return encode_response(request.correlation_id, response), response
+            return _encode(request.correlation_id, response), response
         except Exception as exc:  # a value the response schema cannot carry: a bug in the handler
             self.failures.handler_failed(name, ctx.api_version, exc)
             response = self._error_response(spec, ctx, request.body, ErrorCode.UNKNOWN_SERVER_ERROR, name)
@@ -157,8 +159,8 @@ class Dispatcher:
         except Exception as exc:
             self.failures.handler_failed(name, ctx.api_version, exc)
             return self._error_response(spec, ctx, body, ErrorCode.UNKNOWN_SERVER_ERROR, name)
-        if type(response) is not response_class(ctx.api_key, ctx.api_version):
-            failure = HandlerContractError(f"the handler returned {type(response).__name__}")
+        if response_type(response) is not response_class(ctx.api_key, ctx.api_version):
+            failure = HandlerContractError(f"the handler returned {response_type(response).__name__}")
             self.failures.handler_failed(name, ctx.api_version, failure)
             return self._error_response(spec, ctx, body, ErrorCode.UNKNOWN_SERVER_ERROR, name)
         return response
@@ -173,7 +175,7 @@ class Dispatcher:
         except Exception as exc:
             self.failures.no_error_response(name, ctx.api_version, exc)
             raise HandlerFailed(f"{name} v{ctx.api_version}: its error response failed: {exc}") from exc
-        if type(response) is not response_class(ctx.api_key, ctx.api_version):
+        if response_type(response) is not response_class(ctx.api_key, ctx.api_version):
             self.failures.no_error_response(name, ctx.api_version, None)
             raise HandlerFailed(f"{name} v{ctx.api_version}: its error response is a {type(response).__name__}")
         return response
@@ -192,3 +194,10 @@ class Dispatcher:
         """Requests per API since the last call (for the periodic stats line)."""
         counts, self.counts = dict(self.counts), Counter()
         return counts
+
+
+def _encode(correlation_id: int, response: Any) -> bytes:
+    """The framed response: a kio entity encoded, a ``PreEncoded`` body framed as it is."""
+    if isinstance(response, PreEncoded):
+        return frame_response(correlation_id, response.response_class, response.body)
+    return encode_response(correlation_id, response)

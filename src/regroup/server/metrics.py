@@ -23,6 +23,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode as KafkaErrorCode
 
+from regroup.server.encoded import PreEncoded
+
 #: latency bucket bounds in seconds (le="+Inf" is implied)
 LATENCY_BUCKETS_S = (
     0.0001,
@@ -102,13 +104,17 @@ class RequestMetrics:
         self.request_bytes[api] += size
 
     def answered(self, api: str, seconds: float, response: Any, size: int) -> None:
-        """``response`` is the kio response entity (None: nothing to inspect), ``size`` its encoded bytes."""
+        """``response`` is the kio response entity or a ``PreEncoded`` one (None: nothing to inspect), ``size``
+        its encoded bytes."""
         histogram = self.latency.get(api)
         if histogram is None:
             histogram = self.latency[api] = Histogram()
         histogram.observe(seconds)
         self.response_bytes[api] += size
-        if response is not None:
+        if isinstance(response, PreEncoded):
+            for code in response.error_codes:
+                self.errors[(api, code)] += 1
+        elif response is not None:
             _count_errors(response, api, self.errors)
 
     def families(self) -> list[Family]:

@@ -1,7 +1,7 @@
 """One metrics scrape: the request metrics plus what is read from the server's state at scrape time —
 connections, groups by state and type (the coordinator's own ListGroups answer, so every group type it
-knows is included), group members by group type, share groups' lag, rebalances, the coordinator log and the
-topics."""
+knows is included), group members by group type, share groups' lag, rebalances, the coordinator log, the
+topics and the stall watchdog's counts."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from regroup.server.metrics import Family, RequestMetrics, exposition
 from regroup.server.rebalances import RebalanceLog
 from regroup.server.runtime import CoordinatorRuntime
 from regroup.server.topics import TopicStore
+from regroup.server.watchdog import StallWatchdog
 from regroup.storage.coordinator_log import CoordinatorLog
 
 log = logging.getLogger("regroup.server.metrics")
@@ -31,6 +32,7 @@ class ScrapeSources:
     topics: TopicStore
     records_at_start: int
     failures: FailureLog | None = None
+    watchdog: StallWatchdog | None = None
     connections_open: int = 0
     connections_opened: int = 0
     connections_refused: dict[str, int] = field(default_factory=dict)  # reason -> count
@@ -87,6 +89,8 @@ async def scrape(src: ScrapeSources) -> str:
             src.topics.open_files
         )
     )
+    if src.watchdog is not None:
+        families.extend(src.watchdog.families())
     return exposition(families)
 
 

@@ -25,6 +25,7 @@ The store enforces the partition limits (per topic, and in total) on every creat
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -153,6 +154,11 @@ class TopicStore:
         self.configs = TopicConfigs(BrokerLogDefaults(segment_bytes=segment_bytes), sync=fsync is not FsyncPolicy.NEVER)
         #: called after every topic created, grown or deleted (the server refreshes the coordinator's cluster image)
         self.on_change: Callable[[], None] | None = None
+        #: counts the topics' changes (created, grown, deleted): what was derived from the topics at one
+        #: generation still holds while it is the same (``server/topic_answers.py``)
+        self.generation = 0
+        self._batching = 0  # inside batched(): on_change waits for its end
+        self._change_pending = False
 
     @classmethod
     def open(
@@ -486,8 +492,26 @@ class TopicStore:
 
     # ------------------------------------------------------------------ internals
 
+    @contextlib.contextmanager
+    def batched(self) -> Iterator[None]:
+        """Changes made inside call ``on_change`` once, at the end (as Kafka's controller publishes one request's
+        topic changes in one metadata delta): a request creating or deleting many topics hands the coordinator
+        one new cluster image, not one per topic."""
+        self._batching += 1
+        try:
+            yield
+        finally:
+            self._batching -= 1
+            if not self._batching and self._change_pending:
+                self._change_pending = False
+                if self.on_change is not None:
+                    self.on_change()
+
     def _changed(self) -> None:
-        if self.on_change is not None:
+        self.generation += 1
+        if self._batching:
+            self._change_pending = True
+        elif self.on_change is not None:
             self.on_change()
 
     @property
@@ -533,6 +557,7 @@ class TopicStore:
         shutil.rmtree(trash, ignore_errors=True)
 
     def _register(self, info: TopicInfo) -> list[PartitionLog | None]:
+        self.generation += 1
         logs: list[PartitionLog | None] = [None] * info.partitions
         self._logs[info.name] = logs
         self._topics[info.name] = info

@@ -34,12 +34,17 @@ Authorization, as Kafka's broker checks it:
 
 from __future__ import annotations
 
+import bisect
+import itertools
+import sys
+from collections.abc import Iterable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from regroup.model.errors import ApiError
 from regroup.model.errors import ErrorCode as CoreErrorCode
+from regroup.network.codec import response_class
 from regroup.network.limits import TOPIC_NAME
 from regroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from regroup.server.api import (
@@ -49,9 +54,9 @@ from regroup.server.api import (
     ApiSpec,
     Broker,
     RequestContext,
-    TopicInfo,
     broker_rack,
 )
+from regroup.server.encoded import PreEncoded, splice
 from regroup.server.handlers._common import respond
 from regroup.server.handlers.authorized import (
     CLUSTER_OPERATIONS,
@@ -59,10 +64,12 @@ from regroup.server.handlers.authorized import (
     TOPIC_OPERATIONS,
     authorized_operations,
 )
-from regroup.server.handlers.topics import UNAUTHORIZED, may, may_on_cluster, store_of
+from regroup.server.handlers.topics import METADATA_PARTITION, UNAUTHORIZED, may, may_on_cluster, store_of
+from regroup.server.topic_answers import answers_of, java_order
+from regroup.server.topic_entries import format_for
 from regroup.server.topics import InvalidTopicError, validate_topic_name
 
-__all__ = ["DESCRIBE_CLUSTER", "DESCRIBE_TOPIC_PARTITIONS", "SPECS"]
+__all__ = ["DESCRIBED_PARTITION", "DESCRIBE_CLUSTER", "DESCRIBE_TOPIC_PARTITIONS", "SPECS", "java_order"]
 
 DESCRIBE_CLUSTER, DESCRIBE_TOPIC_PARTITIONS = 60, 75
 BROKERS_ENDPOINT, CONTROLLERS_ENDPOINT = 1, 2
@@ -113,105 +120,88 @@ def _describe_cluster_error(ctx: RequestContext, request: Any, code: CoreErrorCo
 # ---------------------------------------------------------------------- DescribeTopicPartitions
 
 
-def java_order(name: str) -> bytes:
-    """A sort key ordering names as Java's ``String.compareTo`` does (by UTF-16 code unit)."""
-    return name.encode("utf-16-be", errors="surrogatepass")
+#: every partition as DescribeTopicPartitions describes it (but its index): Metadata's, and no eligible leader
+#: replicas beyond the ISR
+DESCRIBED_PARTITION: dict[str, Any] = {
+    **METADATA_PARTITION,
+    "eligible_leader_replicas": (),
+    "last_known_elr": (),
+}
 
 
 async def handle_describe_topic_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    """DESCRIBE on each Topic."""
+    """DESCRIBE on each Topic.
+
+    Answered from the store's cached topic heads and the shared run of encoded partitions
+    (``server/topic_answers.py``): a page costs the topics and partitions it holds, and the topics' order is
+    kept between changes."""
     store = store_of(broker)
+    answers = answers_of(store)
+    response_cls = response_class(ctx.api_key, ctx.api_version)
+    mod = sys.modules[response_cls.__module__]
+    fmt = format_for(
+        mod.DescribeTopicPartitionsResponseTopic, mod.DescribeTopicPartitionsResponsePartition, DESCRIBED_PARTITION
+    )
     cursor = request.cursor
     start_key = java_order(cursor.topic_name) if cursor is not None else b""
     everything = not request.topics
-    candidates = store.topics() if everything else {t.name for t in request.topics}
-    names = sorted((n for n in candidates if java_order(n) >= start_key), key=java_order)
-    if cursor is not None and not everything and cursor.topic_name not in names:
-        raise ApiError(CoreErrorCode.INVALID_REQUEST, "the cursor's topic must be one of the topics requested")
+    names: Iterable[str]
+    refused: list[str] = []
+    if everything:  # (those the principal may not DESCRIBE are left out silently, as they come)
+        keys, infos = answers.by_java_order()
+        names = (info.name for info in itertools.islice(infos, bisect.bisect_left(keys, start_key), None))
+    else:
+        asked = sorted((n for n in {t.name for t in request.topics} if java_order(n) >= start_key), key=java_order)
+        if cursor is not None and cursor.topic_name not in asked:
+            raise ApiError(CoreErrorCode.INVALID_REQUEST, "the cursor's topic must be one of the topics requested")
+        refused = [name for name in asked if not may(broker, ctx, AclOperation.DESCRIBE, name)]
+        denied = set(refused)
+        names = [name for name in asked if name not in denied]
     if cursor is not None and cursor.partition_index < 0:
         raise ApiError(CoreErrorCode.INVALID_REQUEST, "the cursor's partition must not be negative")
     remaining = max(min(MAX_PARTITIONS_PER_RESPONSE, request.response_partition_limit), 1)
-    refused = [name for name in names if not may(broker, ctx, AclOperation.DESCRIBE, name)]
-    if refused:
-        denied = set(refused)
-        names = [name for name in names if name not in denied]
-    topics: list[dict[str, Any]] = []
+    pieces: list[bytes] = []
+    errors: list[int] = []
     next_cursor: dict[str, Any] | None = None
     for name in names:
+        if everything and not may(broker, ctx, AclOperation.DESCRIBE, name):
+            continue
         if remaining == 0:  # the previous topic used the limit up exactly: continue with this one
             next_cursor = {"topic_name": name, "partition_index": 0}
             break
+        operations = authorized_operations(broker, ctx, ResourceType.TOPIC, name, TOPIC_OPERATIONS)
         info = store.topic(name)
         if info is None:
             if not everything:
-                topics.append(_unknown_topic(name))
+                code = _unknown_topic_code(name)
+                pieces.append(fmt.encode(**_no_topic(name, code), topic_authorized_operations=operations))
+                errors.append(code)
             continue
         first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         end = min(info.partitions, first + remaining)
-        topics.append(_topic(info, range(first, end)))
+        pieces.append(answers.head(fmt, info) + fmt.partitions(first, end) + fmt.tail(operations))
         if end < info.partitions:
             next_cursor = {"topic_name": name, "partition_index": end}
             break
         remaining -= max(0, end - first)
-    for topic in topics:
-        topic["topic_authorized_operations"] = authorized_operations(
-            broker, ctx, ResourceType.TOPIC, topic["name"], TOPIC_OPERATIONS
-        )
-    if not everything:
-        topics.extend(_unauthorized_topic(name) for name in refused)
-    return respond(ctx, topics=topics, next_cursor=next_cursor)
+    for name in refused:  # named topics the principal may not DESCRIBE, after the described ones
+        pieces.append(fmt.encode(**_no_topic(name, UNAUTHORIZED), topic_authorized_operations=NOT_REQUESTED))
+        errors.append(UNAUTHORIZED)
+    skeleton = respond(ctx, topics=[], next_cursor=next_cursor)
+    return PreEncoded(response_cls, splice(skeleton, "topics", len(pieces), pieces), tuple(errors))
 
 
-def _unauthorized_topic(name: str) -> dict[str, Any]:
-    """A named topic the principal may not DESCRIBE: nothing of it disclosed."""
-    return {
-        "error_code": UNAUTHORIZED,
-        "name": name,
-        "topic_id": ZERO_UUID,
-        "is_internal": False,
-        "partitions": [],
-        "topic_authorized_operations": NOT_REQUESTED,
-    }
+def _no_topic(name: str, code: int) -> dict[str, Any]:
+    """A named topic described by its error alone: nothing of it disclosed."""
+    return {"error_code": code, "name": name, "topic_id": ZERO_UUID, "is_internal": False, "partitions": ()}
 
 
-def _topic(info: TopicInfo, partitions: range) -> dict[str, Any]:
-    return {
-        "error_code": ErrorCode.none,
-        "name": info.name,
-        "topic_id": info.topic_id,
-        "is_internal": False,
-        "partitions": [
-            {
-                "error_code": ErrorCode.none,
-                "partition_index": p,
-                "leader_id": NODE_ID,
-                "leader_epoch": -1,
-                "replica_nodes": [NODE_ID],
-                "isr_nodes": [NODE_ID],
-                "eligible_leader_replicas": [],
-                "last_known_elr": [],
-                "offline_replicas": [],
-            }
-            for p in partitions
-        ],
-        "topic_authorized_operations": TOPIC_OPERATIONS,
-    }
-
-
-def _unknown_topic(name: str) -> dict[str, Any]:
+def _unknown_topic_code(name: str) -> ErrorCode:
     try:
         validate_topic_name(name)
-        code = ErrorCode.unknown_topic_or_partition
     except InvalidTopicError:
-        code = ErrorCode.invalid_topic_exception
-    return {
-        "error_code": code,
-        "name": name,
-        "topic_id": ZERO_UUID,
-        "is_internal": False,
-        "partitions": [],
-        "topic_authorized_operations": TOPIC_OPERATIONS,
-    }
+        return ErrorCode.invalid_topic_exception
+    return ErrorCode.unknown_topic_or_partition
 
 
 def _describe_topic_partitions_error(ctx: RequestContext, request: Any, code: CoreErrorCode) -> Any:

@@ -52,6 +52,11 @@ def _result(name: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
 
 async def handle_create_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """ALTER on each Topic."""
+    with store_of(broker).batched():  # one new cluster image for the coordinator, not one per topic
+        return _create_partitions(broker, ctx, request)
+
+
+def _create_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     store = store_of(broker)
     named = Counter(topic.name for topic in request.topics)
     results: list[dict[str, Any]] = []

@@ -49,18 +49,22 @@ from kio.schema.errors import ErrorCode
 from regroup.network.limits import TOPIC_NAME
 from regroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from regroup.server.api import CLUSTER_ID, NODE_ID, ZERO_UUID, ApiSpec, Broker, RequestContext, TopicInfo, broker_rack
-from regroup.server.authz import allowed
+from regroup.server.authz import allowed, authorizer_of, decisions_stamp
 from regroup.server.config_view import Described, describe_topic, topic_configs_of_request
+from regroup.server.encoded import PreEncoded, splice
 from regroup.server.handlers.authorized import (
     CLUSTER_OPERATIONS,
     NOT_REQUESTED,
     TOPIC_OPERATIONS,
     authorized_operations,
 )
+from regroup.server.topic_answers import TopicAnswers, answers_of
+from regroup.server.topic_entries import EntryFormat, format_for
 from regroup.server.topics import InvalidTopicError, PartitionLimitError, TopicExistsError, TopicStore
 from regroup.storage.topic_config import ConfigError
 
 __all__ = [
+    "METADATA_PARTITION",
     "NO_THROTTLE",
     "SPECS",
     "ZERO_UUID",
@@ -121,45 +125,37 @@ def store_of(broker: Broker) -> TopicStore:
 
 # ---------------------------------------------------------------------- Metadata
 
+#: every partition as Metadata describes it (but its index): led by node 0, replicas = ISR = [0], epoch unknown
+METADATA_PARTITION: dict[str, Any] = {
+    "error_code": ErrorCode.none,
+    "leader_id": NODE_ID,
+    "leader_epoch": -1,
+    "replica_nodes": (NODE_ID,),
+    "isr_nodes": (NODE_ID,),
+    "offline_replicas": (),
+}
+
 
 async def handle_metadata(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """DESCRIBE on each Topic; auto-creation: CREATE on the Cluster or the Topic; cluster operations: DESCRIBE
-    on the Cluster."""
+    on the Cluster.
+
+    Answered from the store's cached topic entries (``server/topic_answers.py``): an existing topic's entry is
+    encoded once per encoding and reused until the topic changes, an all-topics answer is one array kept
+    until the topics (or the ACLs) change; only error entries are encoded per request."""
     mod = response_module(request)
     store = store_of(broker)
+    answers = answers_of(store)
+    fmt = format_for(mod.MetadataResponseTopic, mod.MetadataResponsePartition, METADATA_PARTITION)
     version = ctx.api_version
-    topics: list[Any] = []
+    with_ops = version >= 8 and request.include_topic_authorized_operations
+    errors: list[int] = []
     if request.topics is None or (version == 0 and not request.topics):
-        topics = [
-            _topic_entry(mod, info)
-            for name, info in sorted(store.topics().items())
-            if may(broker, ctx, AclOperation.DESCRIBE, name)
-        ]
+        count, entries = _all_topics(broker, ctx, answers, fmt, with_ops)
     else:
-        auto = broker.auto_create_topics and getattr(request, "allow_auto_topic_creation", True)
-        seen: set[object] = set()
-        for wanted in request.topics:
-            topic_id = getattr(wanted, "topic_id", None) if version >= 12 else None  # ids: v12+ (as in Kafka)
-            key = wanted.name if wanted.name is not None else topic_id
-            if key in seen:
-                continue
-            seen.add(key)
-            if wanted.name is None and version < 12:
-                topics.append(_topic_error(mod, "", ErrorCode.invalid_request))
-                continue
-            topics.append(_lookup(mod, store, broker, ctx, wanted.name, topic_id, auto))
-    if version >= 8 and request.include_topic_authorized_operations:
-        topics = [
-            t
-            if t.name is None or t.error_code == UNAUTHORIZED
-            else dataclasses.replace(
-                t,
-                topic_authorized_operations=authorized_operations(
-                    broker, ctx, ResourceType.TOPIC, t.name, TOPIC_OPERATIONS
-                ),
-            )
-            for t in topics
-        ]
+        with store.batched():  # topics auto-created: one new cluster image
+            pieces = _named_topics(broker, ctx, request, answers, fmt, with_ops, errors)
+        count, entries = len(pieces), b"".join(pieces)
     cluster_operations = NOT_REQUESTED
     if 8 <= version <= 10 and request.include_cluster_authorized_operations:
         cluster_operations = (
@@ -169,78 +165,130 @@ async def handle_metadata(broker: Broker, ctx: RequestContext, request: Any) -> 
         )
     host, port = broker.endpoint(ctx.listener)
     node = build(mod, "MetadataResponseBroker", node_id=NODE_ID, host=host, port=port, rack=broker_rack(broker))
-    return build(
+    skeleton = build(
         mod,
         "MetadataResponse",
         throttle_time=NO_THROTTLE,
         brokers=(node,),
         cluster_id=CLUSTER_ID,
         controller_id=NODE_ID,
-        topics=tuple(topics),
+        topics=(),
         error_code=ErrorCode.none,
         cluster_authorized_operations=cluster_operations,
     )
+    return PreEncoded(type(skeleton), splice(skeleton, "topics", count, entries), tuple(errors))
+
+
+def _all_topics(
+    broker: Broker, ctx: RequestContext, answers: TopicAnswers, fmt: EntryFormat, with_ops: bool
+) -> tuple[int, bytes]:
+    """(how many, the entries of) every topic the principal may DESCRIBE, by name: one array remembered until
+    the topics change, per encoding and, with an authorizer, per principal and host until the ACLs change."""
+    filtered = authorizer_of(broker) is not None
+    tail = fmt.tail(TOPIC_OPERATIONS if with_ops else NOT_REQUESTED)
+
+    def make() -> tuple[int, bytes]:
+        pieces: list[bytes] = []
+        for info in answers.by_name():
+            if not filtered:
+                pieces += (answers.body(fmt, info), tail)
+            elif may(broker, ctx, AclOperation.DESCRIBE, info.name):
+                own = fmt.tail(_topic_operations(broker, ctx, info.name)) if with_ops else tail
+                pieces += (answers.body(fmt, info), own)
+        return len(pieces) // 2, b"".join(pieces)
+
+    stamp = decisions_stamp(broker)
+    if stamp is None:
+        return make()
+    key = (fmt, with_ops, ctx.principal, ctx.client_host) if filtered else (fmt, with_ops)
+    return answers.joined(key, stamp, make)
+
+
+def _named_topics(
+    broker: Broker,
+    ctx: RequestContext,
+    request: Any,
+    answers: TopicAnswers,
+    fmt: EntryFormat,
+    with_ops: bool,
+    errors: list[int],
+) -> list[bytes]:
+    """The entries of the topics ``request`` names, in its order (each once), auto-creating missing ones where
+    allowed; the error codes of error entries are added to ``errors``."""
+    store = store_of(broker)
+    version = ctx.api_version
+    auto = broker.auto_create_topics and getattr(request, "allow_auto_topic_creation", True)
+    seen: set[object] = set()
+    pieces: list[bytes] = []
+    for wanted in request.topics:
+        topic_id = getattr(wanted, "topic_id", None) if version >= 12 else None  # ids: v12+ (as in Kafka)
+        key = wanted.name if wanted.name is not None else topic_id
+        if key in seen:
+            continue
+        seen.add(key)
+        found: TopicInfo | _TopicError
+        if wanted.name is None and version < 12:
+            found = _TopicError("", ErrorCode.invalid_request)
+        else:
+            found = _lookup(store, broker, ctx, wanted.name, topic_id, auto)
+        if isinstance(found, TopicInfo):
+            operations = _topic_operations(broker, ctx, found.name) if with_ops else NOT_REQUESTED
+            pieces.append(answers.body(fmt, found) + fmt.tail(operations))
+            continue
+        operations = NOT_REQUESTED
+        if with_ops and found.name is not None and found.code != UNAUTHORIZED:
+            operations = _topic_operations(broker, ctx, found.name)
+        entry = {"error_code": found.code, "name": found.name, "topic_id": found.topic_id or ZERO_UUID}
+        pieces.append(fmt.encode(**entry, partitions=(), topic_authorized_operations=operations))
+        errors.append(found.code)
+    return pieces
+
+
+def _topic_operations(broker: Broker, ctx: RequestContext, name: str) -> int:
+    return authorized_operations(broker, ctx, ResourceType.TOPIC, name, TOPIC_OPERATIONS)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _TopicError:
+    """A Metadata topic entry that is an error: the name and id it shows (each may be withheld) and the code."""
+
+    name: str | None
+    code: ErrorCode
+    topic_id: uuid.UUID | None = None
 
 
 def _lookup(
-    mod: ModuleType,
     store: TopicStore,
     broker: Broker,
     ctx: RequestContext,
     name: str | None,
     topic_id: uuid.UUID | None,
     auto: bool,
-) -> Any:
+) -> TopicInfo | _TopicError:
     if name is None:
         info = store.topic_by_id(topic_id) if topic_id is not None else None
         if info is None:
-            return _topic_error(mod, None, ErrorCode.unknown_topic_id, topic_id)
+            return _TopicError(None, ErrorCode.unknown_topic_id, topic_id)
         if not may(broker, ctx, AclOperation.DESCRIBE, info.name):
-            return _topic_error(mod, None, UNAUTHORIZED, topic_id)
-        return _topic_entry(mod, info)
+            return _TopicError(None, UNAUTHORIZED, topic_id)
+        return info
     if not may(broker, ctx, AclOperation.DESCRIBE, name):
-        return _topic_error(mod, name, UNAUTHORIZED)
+        return _TopicError(name, UNAUTHORIZED)
     info = store.topic(name)
     if info is None and auto:
         if not (may_on_cluster(broker, ctx, AclOperation.CREATE) or may(broker, ctx, AclOperation.CREATE, name)):
-            return _topic_error(mod, name, UNAUTHORIZED)
+            return _TopicError(name, UNAUTHORIZED)
         try:
             info = store.create_topic(name, broker.default_partitions)
         except InvalidTopicError:
-            return _topic_error(mod, name, ErrorCode.invalid_topic_exception)
+            return _TopicError(name, ErrorCode.invalid_topic_exception)
         except TopicExistsError:  # '.'/'_' collision with an existing topic
-            return _topic_error(mod, name, ErrorCode.invalid_topic_exception)
+            return _TopicError(name, ErrorCode.invalid_topic_exception)
         except PartitionLimitError as exc:
-            return _topic_error(mod, name, exc.code)
+            return _TopicError(name, exc.code)
     if info is None:
-        return _topic_error(mod, name, ErrorCode.unknown_topic_or_partition)
-    return _topic_entry(mod, info)
-
-
-def _topic_entry(mod: ModuleType, info: TopicInfo) -> Any:
-    partitions = tuple(
-        build(
-            mod,
-            "MetadataResponsePartition",
-            error_code=ErrorCode.none,
-            partition_index=p,
-            leader_id=NODE_ID,
-            leader_epoch=-1,
-            replica_nodes=(NODE_ID,),
-            isr_nodes=(NODE_ID,),
-            offline_replicas=(),
-        )
-        for p in range(info.partitions)
-    )
-    return build(
-        mod,
-        "MetadataResponseTopic",
-        error_code=ErrorCode.none,
-        name=info.name,
-        topic_id=info.topic_id,
-        is_internal=False,
-        partitions=partitions,
-    )
+        return _TopicError(name, ErrorCode.unknown_topic_or_partition)
+    return info
 
 
 def _topic_error(mod: ModuleType, name: str | None, code: ErrorCode, topic_id: uuid.UUID | None = None) -> Any:
@@ -254,6 +302,11 @@ def _topic_error(mod: ModuleType, name: str | None, code: ErrorCode, topic_id: u
 
 async def handle_create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """CREATE on the Cluster or on each Topic; DESCRIBE_CONFIGS on a Topic to see its configuration."""
+    with store_of(broker).batched():  # one new cluster image for the coordinator, not one per topic
+        return _create_topics(broker, ctx, request)
+
+
+def _create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     mod = response_module(request)
     store = store_of(broker)
     named = Counter(t.name for t in request.topics)
@@ -418,6 +471,11 @@ def _created(
 
 async def handle_delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """DELETE on the Cluster or on each Topic (DESCRIBE on it decides what a refusal discloses)."""
+    with store_of(broker).batched():  # one new cluster image for the coordinator, not one per topic
+        return _delete_topics(broker, ctx, request)
+
+
+def _delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     mod = response_module(request)
     store = store_of(broker)
     on_cluster = may_on_cluster(broker, ctx, AclOperation.DELETE)

@@ -1,0 +1,144 @@
+"""One client's expensive requests must not stall the others: while one connection asks for the Metadata of every
+topic (40,000 partitions) in a loop, another client's ApiVersions round trips stay fast, and the stall
+watchdog's metrics are served.
+
+Before Metadata was answered from cached encoded entries, each of those answers held the event loop for about
+a second on a loaded two-core machine, and the healthy client's p99 was about that. The bound here is
+generous (``P99_BOUND_S``): what it catches is the server being blocked for a whole answer, not a slow
+machine. Both clients send raw frames and check only correlation ids, so the test process's own CPU (and the
+GIL) stays out of the healthy client's measurement."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable
+
+from tests.server.conftest import ServerProcess, free_port
+from tests.server.test_metrics import scrape, value
+from tests.server.wire import API_VERSIONS, WireClient, create_topics, encode_request
+
+MakeServer = Callable[..., ServerProcess]
+METADATA = 3
+TOPICS = {f"stall-{i:02d}": 2_000 for i in range(20)}  # 40,000 partitions
+#: how long the healthy client measures while the heavy one loops
+MEASURE_S = 4.0
+#: between two healthy round trips
+PAUSE_S = 0.005
+P99_BOUND_S = 0.2
+
+
+def read_frame(sock: socket.socket) -> bytes:
+    """One response frame, read without quadratic copying (Metadata answers here are ~1 MB)."""
+    size = struct.unpack(">i", _read(sock, 4))[0]
+    return _read(sock, size)
+
+
+def _read(sock: socket.socket, n: int) -> bytes:
+    buffer = bytearray(n)
+    view, got = memoryview(buffer), 0
+    while got < n:
+        received = sock.recv_into(view[got:], n - got)
+        if not received:
+            raise ConnectionError(f"connection closed after {got} of {n} bytes")
+        got += received
+    return bytes(buffer)
+
+
+def heavy_loop(port: int, stop: threading.Event, answered: list[int]) -> None:
+    """All-topics Metadata v12, one in flight, until ``stop``; counts the answers."""
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+        correlation_id = 0
+        while not stop.is_set():
+            correlation_id += 1
+            sock.sendall(
+                encode_request(
+                    METADATA,
+                    12,
+                    correlation_id,
+                    "heavy",
+                    topics=None,
+                    allow_auto_topic_creation=False,
+                    include_topic_authorized_operations=False,
+                )
+            )
+            frame = read_frame(sock)
+            assert struct.unpack_from(">i", frame)[0] == correlation_id
+            answered.append(len(frame))
+
+
+def healthy_round_trips(port: int, seconds: float) -> list[float]:
+    """ApiVersions v3 round trips for ``seconds``: the latency of each."""
+    latencies: list[float] = []
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        deadline = time.monotonic() + seconds
+        correlation_id = 0
+        while time.monotonic() < deadline:
+            correlation_id += 1
+            request = encode_request(
+                API_VERSIONS,
+                3,
+                correlation_id,
+                "healthy",
+                client_software_name="regroup-tests",
+                client_software_version="1",
+            )
+            began = time.perf_counter()
+            sock.sendall(request)
+            frame = read_frame(sock)
+            latencies.append(time.perf_counter() - began)
+            assert struct.unpack_from(">i", frame)[0] == correlation_id
+            time.sleep(PAUSE_S)
+    return latencies
+
+
+def test_a_heavy_metadata_loop_does_not_stall_other_clients(make_server: MakeServer) -> None:
+    metrics_port = free_port()
+    server = make_server("--fsync", "never", "--metrics-port", str(metrics_port))
+    with WireClient(server.port, timeout=60) as admin:
+        names = sorted(TOPICS)
+        for first in range(0, len(names), 5):  # (at most 10,000 partitions per CreateTopics)
+            create_topics(admin, {name: TOPICS[name] for name in names[first : first + 5]})
+    stop = threading.Event()
+    answered: list[int] = []
+    heavy = threading.Thread(target=heavy_loop, args=(server.port, stop, answered), daemon=True)
+    heavy.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not answered and time.monotonic() < deadline:  # the loop is running (and the cache is warm)
+            time.sleep(0.01)
+        assert answered, "no all-topics Metadata answered within 60 s"
+        latencies = sorted(healthy_round_trips(server.port, MEASURE_S))
+    finally:
+        stop.set()
+        heavy.join(timeout=120)
+    assert len(answered) >= 5, f"the heavy client got only {len(answered)} answers: no load to speak of"
+    assert answered[-1] > sum(TOPICS.values()) * 20  # (each answer held every partition)
+    p99 = latencies[int(len(latencies) * 0.99)]
+    assert p99 < P99_BOUND_S, (
+        f"healthy ApiVersions p99 {p99 * 1000:.0f} ms (max {latencies[-1] * 1000:.0f} ms, n={len(latencies)}) "
+        f"beside {len(answered)} all-topics Metadata answers"
+    )
+    text, samples = scrape(metrics_port)
+    assert "# HELP regroup_event_loop_stalls_total " in text
+    assert "# TYPE regroup_event_loop_longest_turn_seconds gauge" in text
+    assert value(samples, "regroup_event_loop_stall_threshold_seconds") == 0.1
+    assert 0 < value(samples, "regroup_event_loop_longest_turn_seconds") < 60
+
+
+def test_a_request_holding_the_loop_is_logged_and_counted_under_its_api(make_server: MakeServer) -> None:
+    """CreateTopics of 1,000 topics writes and renames 1,000 directories on the event loop: well over 20 ms."""
+    metrics_port = free_port()
+    server = make_server("--fsync", "never", "--metrics-port", str(metrics_port), "--stall-warn-ms", "20")
+    with WireClient(server.port, timeout=60) as admin:
+        create_topics(admin, {f"many-{i}": 1 for i in range(1_000)})
+    _, samples = scrape(metrics_port)
+    assert value(samples, "regroup_event_loop_stalls_total", api="CreateTopics") >= 1
+    assert value(samples, "regroup_event_loop_longest_turn_seconds") >= 0.02
+    lines = [line for line in server.log().splitlines() if "regroup.server.watchdog" in line]
+    assert any(" by CreateTopics v7 correlation_id=1 client_id='wire-test' connection=" in line for line in lines), (
+        lines
+    )

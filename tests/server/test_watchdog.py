@@ -1,0 +1,97 @@
+"""The stall watchdog's bookkeeping (``server/watchdog.py``): which steps are stalls, what they are counted and
+logged under, lateness that no request explains, the one-line-a-second limit, and its metric families."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from regroup.network.codec import DecodedRequest
+from regroup.server.metrics import exposition
+from regroup.server.watchdog import NO_REQUEST, StallWatchdog
+
+METADATA, HEARTBEAT = 3, 12
+
+
+def request(api_key: int, correlation_id: int = 7) -> DecodedRequest:
+    return DecodedRequest(api_key, 12, correlation_id, "the-client", None, 100)
+
+
+CONNECTION = SimpleNamespace(connection_id=4, peer="127.0.0.1:5555")
+
+
+def test_a_step_over_the_threshold_is_a_stall_named_by_its_request(caplog: pytest.LogCaptureFixture) -> None:
+    watchdog = StallWatchdog(100)
+    assert watchdog.notable_s == 0.025
+    with caplog.at_level(logging.WARNING, "regroup.server.watchdog"):
+        watchdog.request_step(0.05, request(HEARTBEAT), CONNECTION)  # notable, not a stall
+        watchdog.request_step(0.4, request(METADATA), CONNECTION)
+    assert watchdog.stalls == {"Metadata": 1}
+    assert watchdog.longest_s == 0.4
+    [line] = caplog.messages
+    assert line == (
+        "event loop held 400 ms by Metadata v12 correlation_id=7 client_id='the-client' connection=4 "
+        "peer=127.0.0.1:5555 (threshold 100 ms)"
+    )
+
+
+def test_lateness_no_request_explains_is_a_stall_of_none(caplog: pytest.LogCaptureFixture) -> None:
+    watchdog = StallWatchdog(100)
+    with caplog.at_level(logging.WARNING, "regroup.server.watchdog"):
+        watchdog.late(0.01, time.perf_counter())  # on time: nothing
+        watchdog.request_step(0.03, request(HEARTBEAT), CONNECTION)
+        watchdog.late(0.3, time.perf_counter())
+    assert watchdog.stalls == {NO_REQUEST: 1}
+    assert "no single request over the threshold (the slowest request step: 30 ms, Heartbeat v12" in caplog.text
+    # a stall a request step already reported is not counted again by the lateness it caused
+    due = time.perf_counter()
+    watchdog.request_step(0.2, request(METADATA), CONNECTION)
+    watchdog.late(0.2, due)
+    assert watchdog.stalls == {NO_REQUEST: 1, "Metadata": 1}
+
+
+def test_at_most_one_line_a_second_and_the_next_says_how_many_were_not_logged(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    watchdog = StallWatchdog(100)
+    with caplog.at_level(logging.WARNING, "regroup.server.watchdog"):
+        for _ in range(5):
+            watchdog.request_step(0.2, request(METADATA), CONNECTION)
+        now[0] += 1.5
+        watchdog.request_step(0.2, request(METADATA), CONNECTION)
+    assert watchdog.stalls == {"Metadata": 6}
+    assert len(caplog.messages) == 2
+    assert caplog.messages[1].endswith("(and 4 stall(s) not logged since the previous line)")
+
+
+def test_metric_families() -> None:
+    watchdog = StallWatchdog(250)
+    text = exposition(watchdog.families())
+    assert 'regroup_event_loop_stalls_total{api="none"} 0' in text
+    assert "regroup_event_loop_stall_threshold_seconds 0.25" in text
+    watchdog.request_step(0.5, request(METADATA), CONNECTION)
+    text = exposition(watchdog.families())
+    assert 'regroup_event_loop_stalls_total{api="Metadata"} 1' in text
+    assert "regroup_event_loop_longest_turn_seconds 0.5" in text
+    assert "# HELP regroup_event_loop_longest_turn_seconds " in text
+
+
+def test_the_monitor_notices_a_blocked_loop() -> None:
+    async def block() -> StallWatchdog:
+        watchdog = StallWatchdog(20)
+        watchdog.start()
+        await asyncio.sleep(0.03)
+        time.sleep(0.15)  # the loop held, by no request
+        await asyncio.sleep(0.03)
+        await watchdog.close()
+        return watchdog
+
+    watchdog = asyncio.run(block())
+    assert watchdog.stalls[NO_REQUEST] == 1
+    assert watchdog.longest_s >= 0.1
