@@ -14,6 +14,9 @@ from collections.abc import Sequence
 from regroup import __version__
 from regroup.assignors import registry
 from regroup.assignors.spec import AssignmentError
+from regroup.cli.groups import GroupsUsageError
+from regroup.cli.groups import add_parser as add_groups_parser
+from regroup.cli.groups import run as run_groups
 from regroup.cli.lab import LabError, LabFailure, LabInterrupted
 from regroup.cli.lab import add_parser as add_lab_parser
 from regroup.cli.lab import run as run_lab
@@ -79,6 +82,7 @@ def _build_parser() -> argparse.ArgumentParser:
     add_lab_parser(sub)
     add_repair_parser(sub)
     add_users_parser(sub)
+    add_groups_parser(sub)
     return parser
 
 
@@ -201,6 +205,13 @@ def _cmd_repair(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
 
 
+def _cmd_groups(args: argparse.Namespace) -> int:
+    try:
+        return run_groups(args)
+    except GroupsUsageError as exc:
+        raise UsageError(str(exc)) from None
+
+
 COMMANDS = {
     "assign": _cmd_assign,
     "strategies": _cmd_strategies,
@@ -210,6 +221,7 @@ COMMANDS = {
     "lab": _cmd_lab,
     "repair": _cmd_repair,
     "users": run_users,
+    "groups": _cmd_groups,
 }
 
 

@@ -26,7 +26,7 @@ def test_no_command_prints_the_usage_and_the_commands_to_choose_from() -> None:
     assert (proc.returncode, proc.stdout) == (2, "")
     *usage, error = proc.stderr.splitlines()
     assert usage[0].startswith("usage: regroup [-h] [--version]")
-    assert error == "regroup: missing command (one of assign, strategies, demo, simulate, serve, lab, repair, users)"
+    assert error == "regroup: missing command (one of assign, strategies, demo, simulate, serve, lab, repair, users, groups)"
 
 
 @pytest.mark.parametrize(
@@ -53,7 +53,7 @@ def test_a_command_without_its_subcommand_prints_its_usage(command: str, expecte
     ("argv", "expected"),
     [
         (["nope"], "regroup: invalid choice: 'nope' (choose from 'assign', 'strategies', 'demo', 'simulate', "
-                   "'serve', 'lab', 'repair', 'users')\n"),
+                   "'serve', 'lab', 'repair', 'users', 'groups')\n"),
         (["lab", "nope"], "regroup: lab: invalid choice: 'nope' (choose from 'sweep', 'analyze', 'report', "
                           "'validate')\n"),
         (["users", "nope"], "regroup: users: invalid choice: 'nope' (choose from 'add', 'list', 'delete')\n"),
