@@ -38,6 +38,7 @@ Cases (``--cases``; ``--quick`` runs the first three at a tenth of the size):
 - ``offset-commit-10k``: OffsetCommit v9 of the 10,000 partitions of one topic (a group with no members);
 - ``list-offsets-10k``: ListOffsets v8 (latest) of the 10,000 partitions of one topic;
 - ``offset-fetch-10k``: OffsetFetch v9 of every partition the group of ``offset-commit-10k`` committed (10,000).
+- ``offset-fetch-named-10k``: OffsetFetch v9 of the same 10,000 partitions, each named in the request.
 
 ``--micro`` measures instead what one all-topics Metadata v12 answer costs the server, in process CPU time
 (handler and encoding, the way the dispatcher runs them, with no network), for each tree in a child process of
@@ -173,6 +174,12 @@ def offset_fetch_all(size: int) -> list[bytes]:
     return [bytes(sb.encode_request(OFFSET_FETCH, 9, 0, groups=[group], require_stable=False))]
 
 
+def offset_fetch_named(size: int) -> list[bytes]:
+    topics = [{"name": "bench-stall-big", "partition_indexes": list(range(size))}]
+    group = {"group_id": HEAVY_GROUP, "member_id": None, "member_epoch": -1, "topics": topics}
+    return [bytes(sb.encode_request(OFFSET_FETCH, 9, 0, groups=[group], require_stable=False))]
+
+
 def cases(scale: float) -> list[Case]:
     """Every case at ``scale`` (1 full size; ``--quick`` a tenth)."""
 
@@ -188,6 +195,12 @@ def cases(scale: float) -> list[Case]:
         Case("create-topics-10k", {}, lambda _: create_and_delete(n(10_000))),
         Case("list-offsets-10k", big, lambda _: list_offsets(n(10_000))),
         Case("offset-fetch-10k", big, lambda _: offset_fetch_all(0), prepare=lambda _: offset_commit(n(10_000))),
+        Case(
+            "offset-fetch-named-10k",
+            big,
+            lambda _: offset_fetch_named(n(10_000)),
+            prepare=lambda _: offset_commit(n(10_000)),
+        ),
     ]
 
 

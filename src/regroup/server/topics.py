@@ -334,6 +334,16 @@ class TopicStore:
             plog = logs[index] = self._open_partition(name, index)
         return plog
 
+    def opened_partition(self, name: str, index: int) -> PartitionLog | bool:
+        """Partition ``index`` of ``name`` without opening it: its log if opened, ``True`` if it exists but was
+        never opened (never written: an empty log without files, all of its offsets 0), ``False`` if either
+        does not exist. (ListOffsets over thousands of partitions need not open thousands of empty logs.)"""
+        logs = self._logs.get(name)
+        if logs is None or not 0 <= index < len(logs):
+            return False
+        plog = logs[index]
+        return True if plog is None else plog
+
     def loaded_partitions(self) -> Iterator[tuple[tuple[str, int], PartitionLog]]:
         """``((topic, partition), log)`` of every partition log opened so far — all those with data on disk
         are opened when the store opens."""

@@ -24,7 +24,9 @@ earliest transaction still open in the partition (or the log end offset).
 - **ListOffsets**: -2 earliest, -1 latest, -3 max timestamp, -4 earliest local (= earliest), -5 latest tiered
   (-1: no tiered storage), otherwise the first offset whose timestamp is ≥ the target (-1 if none). With
   read_committed, latest is the last stable offset and a timestamp lookup finding an offset at or past it
-  answers -1, as Kafka.
+  answers -1, as Kafka. A partition never opened (never written since the store opened) is answered as the
+  empty log it is, without opening it. Every offset is read in the request's first step; the answer is then
+  encoded by hand, ``CHUNK`` partitions between two yields to the event loop (``server/offset_answers.py``).
 
 Authorization, as Kafka's ``KafkaApis`` checks it, before any partition is touched:
 
@@ -45,7 +47,7 @@ import asyncio
 import datetime
 import logging
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -53,6 +55,7 @@ from regroup.network.limits import TOPIC_NAME
 from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed, authorizer_of
+from regroup.server.encoded import PreEncoded, response_type, splice
 from regroup.server.handlers.topics import (
     NO_THROTTLE,
     UNAUTHORIZED,
@@ -63,6 +66,7 @@ from regroup.server.handlers.topics import (
     store_of,
 )
 from regroup.server.handlers.transactions import produce_refusal, transactional_producers
+from regroup.server.offset_answers import CHUNK, Pacer, list_offsets_partitions, list_offsets_topic, pause
 from regroup.server.topics import TopicStore
 from regroup.storage.compaction import has_keyless_record
 from regroup.storage.format import StorageError
@@ -329,37 +333,77 @@ def _end_offset(records: bytes) -> int:
 
 
 async def handle_list_offsets(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    """DESCRIBE on each Topic."""
+    """DESCRIBE on each Topic.
+
+    Encoded by hand (``server/offset_answers.py``), ``CHUNK`` partitions between two yields to the event loop;
+    a partition never opened is answered as the empty log it is, without opening it."""
     mod = response_module(request)
     store = store_of(broker)
     committed_only = getattr(request, "isolation_level", 0) == 1
-    topics = []
+    version = ctx.api_version
+    pacer = Pacer()
+    parts: list[bytes] = []
+    errors: list[int] = []
+    # every offset is read before the first pause: a request behind this one on the connection (a Produce) must
+    # not show in its answer, as it cannot in Kafka's, where a connection's requests are handled one at a time
+    answers: list[tuple[str, list[tuple[int, int, int, int]]]] = []
     for topic in request.topics:
-        described = may(broker, ctx, AclOperation.DESCRIBE, topic.name)
-        partitions = []
+        name = topic.name
+        missing = UNKNOWN_TOPIC if may(broker, ctx, AclOperation.DESCRIBE, name) else UNAUTHORIZED
+        rows: list[tuple[int, int, int, int]] = []
         for p in topic.partitions:
-            plog = store.partition(topic.name, p.partition_index) if described else None
-            code, found = (
-                (UNKNOWN_TOPIC if described else UNAUTHORIZED, (-1, -1))
-                if plog is None
-                else (ErrorCode.none, _offset_for(plog, p.timestamp, committed_only))
-            )
-            partitions.append(
-                build(
-                    mod,
-                    "ListOffsetsPartitionResponse",
-                    partition_index=p.partition_index,
-                    error_code=code,
-                    timestamp=found[0],
-                    offset=found[1],
-                    leader_epoch=-1,
-                )
-            )
-        topics.append(build(mod, "ListOffsetsTopicResponse", name=topic.name, partitions=tuple(partitions)))
-    return build(mod, "ListOffsetsResponse", throttle_time=NO_THROTTLE, topics=tuple(topics))
+            index = p.partition_index
+            plog = store.opened_partition(name, index) if missing is UNKNOWN_TOPIC else False
+            if plog is False:
+                rows.append((index, missing, -1, -1))
+                continue
+            found = _offset_for(_EMPTY_LOG if isinstance(plog, bool) else plog, p.timestamp, committed_only)
+            rows.append((index, 0, found[0], found[1]))
+        answers.append((name, rows))
+    for name, rows in answers:
+        head, tail = list_offsets_topic(name, len(rows), version)
+        parts.append(head)
+        for start in range(0, len(rows), CHUNK):
+            chunk = rows[start : start + CHUNK]
+            if pacer.due(len(chunk)):
+                await pause()
+            parts.append(list_offsets_partitions(chunk, version, errors))
+        parts.append(tail)
+    empty = build(mod, "ListOffsetsResponse", throttle_time=NO_THROTTLE, topics=())
+    return PreEncoded(
+        response_type(empty), splice(empty, "topics", len(request.topics), b"".join(parts)), tuple(errors)
+    )
 
 
-def _offset_for(plog: PartitionLog, timestamp: int, committed_only: bool = False) -> tuple[int, int]:
+class _Offsets(Protocol):
+    """What ListOffsets reads of a partition log."""
+
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def log_end_offset(self) -> int: ...
+    @property
+    def last_stable_offset(self) -> int: ...
+    def max_timestamp(self) -> tuple[int, int] | None: ...
+    def offset_for_timestamp(self, target: int) -> tuple[int, int] | None: ...
+
+
+class _EmptyLog:
+    """A partition never opened: no records, every offset 0 (``TopicStore.opened_partition``)."""
+
+    log_start_offset = log_end_offset = last_stable_offset = 0
+
+    def max_timestamp(self) -> tuple[int, int] | None:
+        return None
+
+    def offset_for_timestamp(self, target: int) -> tuple[int, int] | None:
+        return None
+
+
+_EMPTY_LOG = _EmptyLog()
+
+
+def _offset_for(plog: _Offsets, timestamp: int, committed_only: bool = False) -> tuple[int, int]:
     """``(timestamp, offset)`` to answer for a ListOffsets target (read_committed: nothing at or past the LSO)."""
     fetchable = plog.last_stable_offset if committed_only else plog.log_end_offset
     if timestamp == LATEST:

@@ -13,6 +13,11 @@ when none remain the coordinator is not asked at all (so no group error is repor
 create topics. Versions 0-1 of OffsetCommit and 0 of OffsetFetch are not served (kio has no schema for them;
 every client in use negotiates a newer one).
 
+OffsetCommit and OffsetFetch answers are encoded by hand, a chunk of partitions at a time with the event loop
+given back between chunks (``server/offset_answers.py``), after the coordinator's call: its outcome is fixed
+when the request's first step ends, so a later request on the connection sees the commit, and a fetch answers
+the offsets as they were when it was asked. Error answers built by the dispatcher stay kio entities.
+
 Authorization, in Kafka's order (``KafkaApis``), always before the coordinator is asked, so a refused request
 or partition changes nothing:
 
@@ -50,6 +55,7 @@ from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed, authorizer_of, require
 from regroup.server.entities import ms
 from regroup.server.handlers._common import respond
+from regroup.server.offset_answers import FetchTopic, commit_topics, fetch_groups, fetch_topics
 
 OFFSET_COMMIT, OFFSET_FETCH, OFFSET_DELETE = 8, 9, 47
 RETENTION_VERSIONS = range(2, 5)
@@ -110,14 +116,11 @@ async def offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> An
     _require_group(broker, ctx, AclOperation.READ, request.group_id)
     valid, refused = _split_refused(broker, ctx, request.topics)
     # as Kafka's response builder: the refused partitions first, then the coordinator's answers merged by topic
-    rows: dict[str, list[dict[str, Any]]] = {
-        name: [{"partition_index": p, "error_code": code} for p, code in partitions]
-        for name, partitions in refused.items()
-    }
+    rows: dict[str, list[tuple[int, int]]] = {name: list(partitions) for name, partitions in refused.items()}
     if valid:
         for topic, partitions in await _commit_valid(broker, ctx, request, valid):
-            rows.setdefault(topic, []).extend({"partition_index": p, "error_code": code} for p, code in partitions)
-    return respond(ctx, topics=[{"name": name, "partitions": partitions} for name, partitions in rows.items()])
+            rows.setdefault(topic, []).extend(partitions)
+    return await commit_topics(respond(ctx, topics=[]), list(rows.items()))
 
 
 async def _commit_valid(
@@ -151,21 +154,24 @@ async def _commit_valid(
 
 
 # ---------------------------------------------------------------------------------------- OffsetFetch
-def _partition_rows(rows: tuple[FetchedOffset, ...], error: ErrorCode | None = None) -> list[dict[str, Any]]:
+def _fetch_rows(resp: OffsetFetchResponse, partition_error: ErrorCode | None = None) -> list[FetchTopic]:
+    """The answer's topics as ``offset_answers`` encodes them (``partition_error``: set on every partition)."""
     return [
-        {
-            "partition_index": r.partition,
-            "committed_offset": r.offset,
-            "committed_leader_epoch": r.leader_epoch,
-            "metadata": r.metadata,
-            "error_code": error if error is not None else r.error,
-        }
-        for r in rows
+        (
+            name,
+            [
+                (
+                    r.partition,
+                    r.offset,
+                    r.leader_epoch,
+                    r.metadata,
+                    r.error if partition_error is None else partition_error,
+                )
+                for r in rows
+            ],
+        )
+        for name, rows in resp.topics
     ]
-
-
-def _topic_rows(resp: OffsetFetchResponse, partition_error: ErrorCode | None = None) -> list[dict[str, Any]]:
-    return [{"name": t, "partitions": _partition_rows(rows, partition_error)} for t, rows in resp.topics]
 
 
 def _requested(topics: Any) -> tuple[tuple[str, tuple[int, ...]], ...] | None:
@@ -174,11 +180,35 @@ def _requested(topics: Any) -> tuple[tuple[str, tuple[int, ...]], ...] | None:
     return tuple((t.name, tuple(t.partition_indexes)) for t in topics)
 
 
-def _single_group_response(ctx: RequestContext, resp: OffsetFetchResponse) -> Any:
+async def _single_group_response(ctx: RequestContext, resp: OffsetFetchResponse) -> Any:
     if ctx.api_version < FETCH_TOP_LEVEL_ERROR_FROM:
         on_partitions = resp.error if resp.error is not ErrorCode.NONE else None
-        return respond(ctx, topics=_topic_rows(resp, on_partitions))
-    return respond(ctx, topics=_topic_rows(resp), error_code=resp.error)
+        return await fetch_topics(respond(ctx, topics=[]), _fetch_rows(resp, on_partitions), ctx.api_version)
+    return await fetch_topics(respond(ctx, topics=[], error_code=resp.error), _fetch_rows(resp), ctx.api_version)
+
+
+def _fetch_error_entity(ctx: RequestContext, resp: OffsetFetchResponse) -> Any:
+    """A v1-7 error answer as a kio entity (the dispatcher's error responses are synchronous; they are small)."""
+    on_partitions = resp.error if ctx.api_version < FETCH_TOP_LEVEL_ERROR_FROM else None
+    topics = [
+        {
+            "name": name,
+            "partitions": [
+                {
+                    "partition_index": r.partition,
+                    "committed_offset": r.offset,
+                    "committed_leader_epoch": r.leader_epoch,
+                    "metadata": r.metadata,
+                    "error_code": on_partitions if on_partitions is not None else r.error,
+                }
+                for r in rows
+            ],
+        }
+        for name, rows in resp.topics
+    ]
+    if on_partitions is not None:
+        return respond(ctx, topics=topics)
+    return respond(ctx, topics=topics, error_code=resp.error)
 
 
 def _fetch_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
@@ -186,7 +216,7 @@ def _fetch_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
         return respond(ctx, groups=[{"group_id": g.group_id, "topics": [], "error_code": code} for g in request.groups])
     requested = _requested(request.topics) or ()
     topics = tuple((t, tuple(FetchedOffset(partition=p) for p in ps)) for t, ps in requested)
-    return _single_group_response(ctx, OffsetFetchResponse(group_id=request.group_id, error=code, topics=topics))
+    return _fetch_error_entity(ctx, OffsetFetchResponse(group_id=request.group_id, error=code, topics=topics))
 
 
 async def _fetch_one(broker: Broker, req: OffsetFetchRequest) -> OffsetFetchResponse:
@@ -232,7 +262,7 @@ async def offset_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any
         req = OffsetFetchRequest(
             group_id=request.group_id, topics=_requested(request.topics), require_stable=require_stable
         )
-        return _single_group_response(ctx, await _fetch_described(broker, ctx, req))
+        return await _single_group_response(ctx, await _fetch_described(broker, ctx, req))
     requests = [
         OffsetFetchRequest(
             group_id=g.group_id,
@@ -244,10 +274,7 @@ async def offset_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any
         for g in request.groups
     ]
     responses = await asyncio.gather(*(_fetch_group(broker, ctx, r) for r in requests))
-    return respond(
-        ctx,
-        groups=[{"group_id": r.group_id, "topics": _topic_rows(r), "error_code": r.error} for r in responses],
-    )
+    return await fetch_groups(respond(ctx, groups=[]), [(r.group_id, _fetch_rows(r), r.error) for r in responses])
 
 
 async def _fetch_group(broker: Broker, ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse:

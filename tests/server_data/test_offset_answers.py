@@ -1,0 +1,296 @@
+"""OffsetCommit, OffsetFetch and ListOffsets answers encoded by hand (``server/offset_answers.py``) are byte for
+byte kio's encoding of the straightforward entities, for every served version and random contents (names,
+metadata strings, error codes, layouts over ``CHUNK`` partitions, so the paused paths run); and the ListOffsets
+handler, which answers partitions never opened without opening them, answers as the straightforward handler
+(every log opened) over random topic layouts, data, targets, isolation levels and versions."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_writer
+
+from regroup.network.codec import response_class
+from regroup.server.api import RequestContext
+from regroup.server.encoded import PreEncoded
+from regroup.server.entities import build
+from regroup.server.handlers import data
+from regroup.server.handlers.topics import NO_THROTTLE, response_module
+from regroup.server.handlers.topics import build as build_versioned
+from regroup.server.offset_answers import CHUNK, commit_topics, fetch_groups, fetch_topics
+from regroup.server.topics import TopicStore
+from regroup.storage.partition_log import PartitionLog
+from regroup.storage.record_log import FsyncPolicy
+from tests.server_data.batches import BASE_TS, make_batch
+from tests.server_data.helpers import _ms, request_module
+
+T = TypeVar("T")
+LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH = 2, 8, 9
+NAMES = st.text(alphabet="ab._-é", min_size=0, max_size=4)
+METADATA = st.none() | st.sampled_from(["", "m"]) | st.text(max_size=5)
+ERRORS = st.sampled_from([0, 0, 0, 3, 29, 16, 87])
+INT32 = st.integers(-(2**31), 2**31 - 1)
+INT64 = st.integers(-(2**63), 2**63 - 1)
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+def encode(entity: Any) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    entity_writer(type(entity))(buffer, entity)
+    return buffer.getvalue()
+
+
+def ctx(api_key: int, version: int) -> RequestContext:
+    return RequestContext(api_key, version, 1, "test", "127.0.0.1", 1)
+
+
+def sizes(draw: st.DrawFn) -> int:
+    return draw(st.sampled_from([0, 1, 3, CHUNK, CHUNK + 1, 2 * CHUNK + 7]))
+
+
+# ---------------------------------------------------------------------------------------- OffsetCommit
+@st.composite
+def commit_layouts(draw: st.DrawFn) -> list[tuple[str, list[tuple[int, int]]]]:
+    topics = draw(st.lists(NAMES, max_size=3, unique=True))
+    return [(t, [(i, draw(ERRORS)) for i in range(sizes(draw))]) for t in topics]
+
+
+@settings(max_examples=60, deadline=None)
+@given(commit_layouts(), st.integers(2, 9))
+def test_commit_answer_is_kios_encoding(topics: list[tuple[str, list[tuple[int, int]]]], version: int) -> None:
+    cls = response_class(OFFSET_COMMIT, version)
+    expected = build(
+        cls,
+        throttle_time=0,
+        topics=[
+            {"name": t, "partitions": [{"partition_index": p, "error_code": e} for p, e in ps]} for t, ps in topics
+        ],
+    )
+    answer = run(commit_topics(build(cls, throttle_time=0, topics=[]), topics))
+    assert answer.body == encode(expected)
+    assert sorted(answer.error_codes) == sorted(e for _, ps in topics for _, e in ps if e)
+
+
+# ---------------------------------------------------------------------------------------- OffsetFetch
+@st.composite
+def fetch_layouts(draw: st.DrawFn) -> list[tuple[str, list[tuple[int, int, int, str | None, int]]]]:
+    topics = draw(st.lists(NAMES, max_size=3, unique=True))
+    out = []
+    for t in topics:
+        n = sizes(draw)
+        small = n <= 3
+        rows = [
+            (
+                i,
+                draw(INT64) if small else i * 7,
+                draw(INT32) if small else -1,
+                draw(METADATA) if small else ("" if i % 3 else None),
+                draw(ERRORS) if small else 0,
+            )
+            for i in range(n)
+        ]
+        out.append((t, rows))
+    return out
+
+
+def fetch_entity_topics(topics: list[tuple[str, list[tuple[int, int, int, str | None, int]]]]) -> list[Any]:
+    return [
+        {
+            "name": t,
+            "partitions": [
+                {
+                    "partition_index": p,
+                    "committed_offset": o,
+                    "committed_leader_epoch": le,
+                    "metadata": m,
+                    "error_code": e,
+                }
+                for p, o, le, m, e in ps
+            ],
+        }
+        for t, ps in topics
+    ]
+
+
+@settings(max_examples=60, deadline=None)
+@given(fetch_layouts(), st.integers(1, 7), ERRORS)
+def test_fetch_answer_is_kios_encoding(
+    topics: list[tuple[str, list[tuple[int, int, int, str | None, int]]]], version: int, top: int
+) -> None:
+    cls = response_class(OFFSET_FETCH, version)
+    expected = build(cls, throttle_time=0, error_code=top, topics=fetch_entity_topics(topics))
+    answer = run(fetch_topics(build(cls, throttle_time=0, error_code=top, topics=[]), topics, version))
+    assert answer.body == encode(expected)
+    if version >= 2:
+        assert answer.error_codes.count(top) >= (1 if top else 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(NAMES, fetch_layouts(), ERRORS), max_size=3), st.integers(8, 9))
+def test_batched_fetch_answer_is_kios_encoding(groups: list[Any], version: int) -> None:
+    cls = response_class(OFFSET_FETCH, version)
+    expected = build(
+        cls,
+        throttle_time=0,
+        groups=[{"group_id": g, "topics": fetch_entity_topics(ts), "error_code": e} for g, ts, e in groups],
+    )
+    answer = run(fetch_groups(build(cls, throttle_time=0, groups=[]), groups))
+    assert answer.body == encode(expected)
+
+
+# ---------------------------------------------------------------------------------------- ListOffsets
+class Broker:
+    auto_create_topics, default_partitions, host, port, rack, authorizer = False, 1, "127.0.0.1", 9092, None, None
+
+    def __init__(self, store: TopicStore) -> None:
+        self.topic_store = store
+
+    def endpoint(self, listener: str) -> tuple[str, int]:
+        return self.host, self.port
+
+
+def reference_list_offsets(store: TopicStore, request: Any, version: int) -> Any:
+    """The straightforward answer: one kio entity per partition, every log opened (no authorizer)."""
+    mod = response_module(request)
+    committed_only = getattr(request, "isolation_level", 0) == 1
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            plog: PartitionLog | None = store.partition(topic.name, p.partition_index)
+            code, found = (
+                (data.UNKNOWN_TOPIC, (-1, -1))
+                if plog is None
+                else (ErrorCode.none, data._offset_for(plog, p.timestamp, committed_only))
+            )
+            partitions.append(
+                build_versioned(
+                    mod,
+                    "ListOffsetsPartitionResponse",
+                    partition_index=p.partition_index,
+                    error_code=code,
+                    timestamp=found[0],
+                    offset=found[1],
+                    leader_epoch=-1,
+                )
+            )
+        topics.append(build_versioned(mod, "ListOffsetsTopicResponse", name=topic.name, partitions=tuple(partitions)))
+    return build_versioned(mod, "ListOffsetsResponse", throttle_time=NO_THROTTLE, topics=tuple(topics))
+
+
+TARGETS = st.sampled_from([-1, -2, -3, -4, -5, -6, 0, BASE_TS, BASE_TS + 1, BASE_TS + 5, BASE_TS + 100])
+
+
+@st.composite
+def list_cases(draw: st.DrawFn) -> tuple[dict[str, int], dict[tuple[str, int], list[int]], list[Any], int, int]:
+    layout = {name: draw(st.integers(1, 4)) for name in draw(st.lists(st.sampled_from("abc"), max_size=3, unique=True))}
+    written = {
+        (t, p): draw(st.lists(st.integers(0, 6), min_size=1, max_size=3))
+        for t, n in layout.items()
+        for p in range(n)
+        if draw(st.booleans())
+    }
+    names = [*layout, "missing"]
+    requested = [
+        (name, [(p, draw(TARGETS)) for p in draw(st.lists(st.integers(-1, 5), max_size=5))])
+        for name in draw(st.lists(st.sampled_from(names), max_size=4))
+    ]
+    return layout, written, requested, draw(st.integers(1, 11)), draw(st.sampled_from([0, 1]))
+
+
+def list_request(version: int, isolation: int, requested: list[Any]) -> Any:
+    mod = request_module("list_offsets", version)
+    topics = tuple(
+        build_versioned(
+            mod,
+            "ListOffsetsTopic",
+            name=name,
+            partitions=tuple(
+                build_versioned(
+                    mod,
+                    "ListOffsetsPartition",
+                    partition_index=p,
+                    current_leader_epoch=-1,
+                    timestamp=ts,
+                    max_num_offsets=1,
+                )
+                for p, ts in partitions
+            ),
+        )
+        for name, partitions in requested
+    )
+    return build_versioned(
+        mod, "ListOffsetsRequest", replica_id=-1, isolation_level=isolation, topics=topics, timeout=_ms(0)
+    )
+
+
+def answer_list_offsets(store: TopicStore, request: Any, version: int) -> bytes:
+    response = run(data.handle_list_offsets(Broker(store), ctx(LIST_OFFSETS, version), request))
+    assert isinstance(response, PreEncoded)
+    return response.body
+
+
+@settings(max_examples=60, deadline=None)
+@given(list_cases())
+def test_list_offsets_equals_the_straightforward_answer(case: Any) -> None:
+    layout, written, requested, version, isolation = case
+    request = list_request(version, isolation, requested)
+    with tempfile.TemporaryDirectory() as tmp:
+        store = TopicStore.open(tmp, fsync=FsyncPolicy.NEVER)
+        try:
+            for name, n in layout.items():
+                store.create_topic(name, n)
+            for (name, p), deltas in written.items():
+                plog = store.partition(name, p)
+                assert plog is not None
+                plog.append(make_batch([b"v"] * len(deltas), timestamps=[BASE_TS + d for d in deltas]))
+            optimized = answer_list_offsets(store, request, version)  # before the reference opens every log
+            assert optimized == encode(reference_list_offsets(store, request, version))
+        finally:
+            store.close()
+
+
+def test_list_offsets_of_many_partitions_opens_no_log_and_pauses() -> None:
+    n = 3 * CHUNK + 5
+    request = list_request(8, 0, [("big", [(p, -1 if p % 2 else -2) for p in range(n)])])
+    with tempfile.TemporaryDirectory() as tmp:
+        store = TopicStore.open(tmp, fsync=FsyncPolicy.NEVER)
+        try:
+            store.create_topic("big", n)
+            plog = store.partition("big", 7)
+            assert plog is not None
+            plog.append(make_batch([b"v"] * 3))
+
+            async def answer_counting_turns() -> tuple[bytes, int]:
+                turns = 0
+                done = False
+
+                async def count() -> None:
+                    nonlocal turns
+                    while not done:
+                        turns += 1
+                        await asyncio.sleep(0)
+
+                counter = asyncio.ensure_future(count())
+                response = await data.handle_list_offsets(Broker(store), ctx(LIST_OFFSETS, 8), request)
+                done = True
+                await counter
+                return response.body, turns
+
+            body, turns = run(answer_counting_turns())
+            assert turns >= 3  # the loop ran between chunks
+            assert sum(1 for _ in store.loaded_partitions()) == 1
+            assert body == encode(reference_list_offsets(store, request, 8))
+        finally:
+            store.close()
