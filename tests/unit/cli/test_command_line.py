@@ -26,7 +26,8 @@ def test_no_command_prints_the_usage_and_the_commands_to_choose_from() -> None:
     assert (proc.returncode, proc.stdout) == (2, "")
     *usage, error = proc.stderr.splitlines()
     assert usage[0].startswith("usage: regroup [-h] [--version]")
-    assert error == "regroup: missing command (one of assign, strategies, demo, simulate, serve, lab, repair, users, groups)"
+    commands = "assign, strategies, demo, simulate, serve, lab, repair, users, groups"
+    assert error == f"regroup: missing command (one of {commands})"
 
 
 @pytest.mark.parametrize(
