@@ -11,7 +11,13 @@ COMPILED_PACKAGES = ("model", "records", "protocol", "client", "coordinator", "s
 #: kept interpreted: kio's generated classes, and the assignors' lazy ``Mapping`` results (a compiled class cannot
 #: derive from ``collections.abc.Mapping``)
 INTERPRETED = frozenset(
-    {"assignors/consumer_protocol_kio.py", "assignors/array_assignment.py", "assignors/range_assignment.py"}
+    {
+        "assignors/consumer_protocol_kio.py",
+        "assignors/array_assignment.py",
+        "assignors/lazy_assignment.py",
+        "assignors/range_assignment.py",
+        "assignors/roundrobin_assignment.py",
+    }
 )
 #: The lab's per-run modules (what a Spark task runs); the Spark side stays interpreted.
 COMPILED_LAB = ("metrics", "payload", "protocols", "scenarios", "grid", "tables", "runner")

@@ -33,9 +33,9 @@ import bisect
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 
+from regroup.assignors.member_order import java_string_key
 from regroup.assignors.rack_flow import assign_by_flow
 from regroup.assignors.racks import StickyRacks
-from regroup.assignors.range import java_string_key
 from regroup.assignors.spec import NO_GENERATION, Assignment, AssignmentDict, GroupSpec
 
 #: member -> (partitions it says it owned, generation), as the sticky assignors read them.

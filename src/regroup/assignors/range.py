@@ -13,51 +13,19 @@ and partition count, without giving up co-partitioning); whatever is left is han
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from regroup.assignors.base import PartitionAssignor
+from regroup.assignors.member_order import kafka_member_order
 from regroup.assignors.racks import member_rack, topic_partition_racks, use_rack_aware_assignment
+from regroup.assignors.range_assignment import RangeAssignment
 from regroup.assignors.spec import (
     Assignment,
     AssignmentDict,
     GroupSpec,
-    MemberSubscription,
     PartitionRacks,
     RebalanceProtocol,
 )
-
-
-def java_string_key(value: str) -> bytes:
-    """A sort key ordering strings as Java's ``String.compareTo`` does (by UTF-16 code unit).
-
-    Python compares code points; the two orders differ only when characters outside the Basic
-    Multilingual Plane meet characters in U+E000..U+FFFF.
-    """
-    return value.encode("utf-16-be", "surrogatepass")
-
-
-def member_sort_key(member_id: str, instance_id: str | None) -> tuple[int, bytes, bytes]:
-    """Kafka's member order: static members (with an instance id) by instance id, before dynamic members
-    by member id. Two members claiming one instance id (which the coordinator does not allow) are put in
-    member id order, where Kafka would keep whatever order it received them in."""
-    if instance_id is not None:
-        return (0, java_string_key(instance_id), java_string_key(member_id))
-    return (1, java_string_key(member_id), b"")
-
-
-#: the first UTF-16 surrogate code unit: strings of characters below it sort alike in Java and Python
-_FIRST_SURROGATE = 0xD800
-
-
-def kafka_member_order(members: Mapping[str, MemberSubscription]) -> list[str]:
-    """Member ids sorted in Kafka's member order (see ``member_sort_key``)."""
-    statics = [(sub.instance_id, m) for m, sub in members.items() if sub.instance_id is not None]
-    names = "".join(members) + "".join(instance for instance, _ in statics)
-    if not names or ord(max(names)) < _FIRST_SURROGATE:  # nothing Java orders differently: Python's order is Java's
-        dynamic = sorted(m for m, sub in members.items() if sub.instance_id is None)
-        return [m for _, m in sorted(statics)] + dynamic
-    return sorted(members, key=lambda m: member_sort_key(m, members[m].instance_id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,16 +86,13 @@ class RangeAssignor(PartitionAssignor):
         self.prefer_rack_aware_logic = prefer_rack_aware_logic
 
     def assign(self, spec: GroupSpec) -> Assignment:
-        subs = topic_subscribers(spec)
-        on_racks = rack_aware_ranges(spec, subs, prefer_rack_aware_logic=self.prefer_rack_aware_logic)
-        if on_racks is not None:
-            return on_racks
-        order = subs.order
-        out: AssignmentDict = {m: {} for m in spec.members}
-        for topic in sorted(subs.topic_group):
-            positions = subs.groups[subs.topic_group[topic]]
-            _assign_plain_ranges(topic, spec.topics[topic], positions, order, out)
-        return out
+        if may_need_racks(spec):
+            on_racks = rack_aware_ranges(
+                spec, topic_subscribers(spec), prefer_rack_aware_logic=self.prefer_rack_aware_logic
+            )
+            if on_racks is not None:
+                return on_racks
+        return RangeAssignment(spec)  # the plain ranges, the server-side range's too
 
 
 def may_need_racks(spec: GroupSpec) -> bool:
@@ -174,17 +139,6 @@ def rack_aware_ranges(
     out: AssignmentDict = {m: {} for m in spec.members}
     _assign_rack_aware(states, out)
     return out
-
-
-def _assign_plain_ranges(topic: str, count: int, positions: list[int], order: list[str], out: Assignment) -> None:
-    quota, extra = divmod(count, len(positions))
-    start = 0
-    for i, position in enumerate(positions):
-        size = quota + 1 if i < extra else quota
-        if size == 0:
-            break
-        out[order[position]][topic] = list(range(start, start + size))
-        start += size
 
 
 class _Consumers:

@@ -7,10 +7,10 @@ cannot be a compiled class.
 
 from __future__ import annotations
 
-from collections.abc import ItemsView, Iterator, Mapping, ValuesView
 from itertools import chain
 
-from regroup.assignors.range import kafka_member_order
+from regroup.assignors.lazy_assignment import LazyAssignment
+from regroup.assignors.member_order import kafka_member_order
 from regroup.assignors.spec import AssignmentDict, GroupSpec
 
 #: (member id, its partitions) for every subscriber that gets a non-empty range, in member order.
@@ -36,13 +36,13 @@ def topic_ranges(partitions: int, subscribers: list[str]) -> Ranges:
     return out
 
 
-class RangeAssignment(Mapping[str, dict[str, list[int]]]):
+class RangeAssignment(LazyAssignment):
     """The plain ranges of a spec, member -> topic -> partitions, each member's built when read (reading all
     of them builds them in one pass). What is computed up front costs the members once and the distinct
     (subscribers, partition count) pairs, not the partitions."""
 
     def __init__(self, spec: GroupSpec) -> None:
-        self.spec = spec
+        super().__init__(spec)
         members = spec.members
         order = kafka_member_order(members)
 
@@ -98,56 +98,28 @@ class RangeAssignment(Mapping[str, dict[str, list[int]]]):
         self._raw_of = by_object
         self._existing_of = existing_of
         self._index_of: dict[tuple[int, ...], dict[str, int]] = {}
-        self._read: dict[str, dict[str, list[int]]] = {}
-        self._all: AssignmentDict | None = None
 
-    def __getitem__(self, member: str) -> dict[str, list[int]]:
-        if self._all is not None:
-            return self._all[member]
-        view = self._read.get(member)
-        if view is None:
-            topics = self.spec.members[member].topics  # (KeyError for a member not in the spec)
-            raw = self._raw_of.get(id(topics))
-            existing = self._existing_of[raw] if raw is not None else ()
-            view = {}
-            for topic in existing:
-                signature = self.topic_signature[topic]
-                index_of = self._index_of.get(signature)
-                if index_of is None:
-                    subscribers = self._subscribers_of[signature]
-                    index_of = self._index_of[signature] = dict(zip(subscribers, range(len(subscribers)), strict=True))
-                ranges = self.topic_ranges[topic]
-                i = index_of[member]
-                if i < len(ranges):
-                    view[topic] = ranges[i][1].copy()
-            self._read[member] = view
+    def build_one(self, member: str) -> dict[str, list[int]]:
+        topics = self.spec.members[member].topics
+        raw = self._raw_of.get(id(topics))
+        existing = self._existing_of[raw] if raw is not None else ()
+        view: dict[str, list[int]] = {}
+        for topic in existing:
+            signature = self.topic_signature[topic]
+            index_of = self._index_of.get(signature)
+            if index_of is None:
+                subscribers = self._subscribers_of[signature]
+                index_of = self._index_of[signature] = dict(zip(subscribers, range(len(subscribers)), strict=True))
+            ranges = self.topic_ranges[topic]
+            i = index_of[member]
+            if i < len(ranges):
+                view[topic] = ranges[i][1].copy()
         return view
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.spec.members)
-
-    def __len__(self) -> int:
-        return len(self.spec.members)
-
-    def __contains__(self, member: object) -> bool:
-        return member in self.spec.members
-
-    def __repr__(self) -> str:
-        return f"RangeAssignment({self.to_dict()!r})"
-
-    def items(self) -> ItemsView[str, dict[str, list[int]]]:
-        return self.to_dict().items()
-
-    def values(self) -> ValuesView[dict[str, list[int]]]:
-        return self.to_dict().values()
-
-    def to_dict(self) -> AssignmentDict:
-        """Every member's ranges, built in one pass (and kept: do not change it)."""
-        if self._all is None:
-            out: AssignmentDict = {m: {} for m in self.spec.members}
-            for topic, ranges in self.topic_ranges.items():
-                # Copying a shared list is much cheaper than building the partition numbers again.
-                for member, partitions in ranges:
-                    out[member][topic] = partitions.copy()
-            self._all = out
-        return self._all
+    def build_all(self) -> AssignmentDict:
+        out: AssignmentDict = {m: {} for m in self.spec.members}
+        for topic, ranges in self.topic_ranges.items():
+            # Copying a shared list is much cheaper than building the partition numbers again.
+            for member, partitions in ranges:
+                out[member][topic] = partitions.copy()
+        return out

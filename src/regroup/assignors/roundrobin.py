@@ -9,11 +9,9 @@ rack-aware variant (KIP-881 covers range and the sticky assignors only), so memb
 
 from __future__ import annotations
 
-from bisect import bisect_left
-
 from regroup.assignors.base import PartitionAssignor
-from regroup.assignors.range import java_string_key, topic_subscribers
-from regroup.assignors.spec import Assignment, AssignmentDict, GroupSpec, RebalanceProtocol
+from regroup.assignors.roundrobin_assignment import RoundRobinAssignment
+from regroup.assignors.spec import Assignment, GroupSpec, RebalanceProtocol
 
 
 class RoundRobinAssignor(PartitionAssignor):
@@ -23,24 +21,4 @@ class RoundRobinAssignor(PartitionAssignor):
     supported_protocols = (RebalanceProtocol.EAGER,)
 
     def assign(self, spec: GroupSpec) -> Assignment:
-        subs = topic_subscribers(spec)
-        order = subs.order
-        out: AssignmentDict = {m: {} for m in spec.members}
-        # Position in ``order`` of the next member the cycle will consider.
-        next_position = 0
-        for topic in sorted(subs.topic_group, key=java_string_key):
-            count = spec.topics[topic]
-            positions = subs.groups[subs.topic_group[topic]]
-            n_subs = len(positions)
-            # The first partition goes to the first subscriber at or after the cycle's position (wrapping
-            # round); every later partition of the topic to the subscriber after the previous one. So
-            # partition k goes to subscriber (first + k) mod n_subs.
-            first = bisect_left(positions, next_position)
-            if first == n_subs:
-                first = 0
-            for offset in range(min(n_subs, count)):
-                member = order[positions[(first + offset) % n_subs]]
-                out[member][topic] = list(range(offset, count, n_subs))
-            last = positions[(first + count - 1) % n_subs]
-            next_position = (last + 1) % len(order)
-        return out
+        return RoundRobinAssignment(spec)

@@ -1,7 +1,7 @@
 """``server-range``: the KIP-848 server-side range assignor, with the semantics of Kafka's
 ``org.apache.kafka.coordinator.group.assignor.RangeAssignor`` as rewritten in Kafka 3.9 (KAFKA-16944).
 
-Owns: the server-side range strategy. It reuses the classic assignors' member order (``range.member_sort_key``)
+Owns: the server-side range strategy. It reuses the classic assignors' member order (``member_order.member_sort_key``)
 because Kafka's coordinator orders members the same way, and the client-side range's rack-aware assignment.
 
 Kafka's semantics, which this module reproduces exactly when racks play no part:

@@ -11,9 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from regroup.assignors.member_order import java_string_key, kafka_member_order
 from regroup.assignors.metrics import validity_errors
 from regroup.assignors.racks import member_rack, topic_partition_racks, use_rack_aware_assignment
-from regroup.assignors.range import RangeAssignor, java_string_key, kafka_member_order
+from regroup.assignors.range import RangeAssignor
 from regroup.assignors.spec import GroupSpec, MemberSubscription, RebalanceProtocol
 
 Expected = dict[str, dict[str, list[int]]]
