@@ -13,63 +13,31 @@ Interpreted in the compiled build (``tools/compiled.py``): a ``Mapping`` subclas
 
 from __future__ import annotations
 
-from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
 from regroup.assignors.balance import Outcome
 from regroup.assignors.layout import IntArray, Layout
+from regroup.assignors.lazy_assignment import LazyAssignment
 from regroup.assignors.spec import AssignmentDict
 
-#: members read one at a time before the rest are built in one pass (a reader walking every member)
-_READ_ONE_BY_ONE = 16
 
-
-class ArrayAssignment(Mapping[str, dict[str, list[int]]]):
+class ArrayAssignment(LazyAssignment):
     """member -> topic -> ascending partitions, over ``layout``'s members, from per-member global indices."""
 
     def __init__(self, layout: Layout, outcome: Outcome) -> None:
+        #: member -> its index in ``layout.member_names`` (and in the outcome's arrays)
+        self.position: dict[str, int] = {name: i for i, name in enumerate(layout.member_names)}
+        super().__init__(self.position)
         self.layout = layout
         self.outcome = outcome
-        self._all: AssignmentDict | None = None
-        self._read: dict[str, dict[str, list[int]]] = {}
-        self._position: dict[str, int] | None = None
 
-    def __getitem__(self, member: str) -> dict[str, list[int]]:
-        if self._all is not None:
-            return self._all[member]
-        view = self._read.get(member)
-        if view is None:
-            if len(self._read) >= _READ_ONE_BY_ONE:  # a reader going through every member: build them all
-                return self.to_dict()[member]
-            view = self._read[member] = self._view(self._index()[member])
-        return view
+    def build_one(self, member: str) -> dict[str, list[int]]:
+        return self._view(self.position[member])
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.layout.member_names)
-
-    def __len__(self) -> int:
-        return len(self.layout.member_names)
-
-    def __contains__(self, member: object) -> bool:
-        return member in self._index()
-
-    def __repr__(self) -> str:
-        return f"ArrayAssignment({self.to_dict()!r})"
-
-    def items(self) -> ItemsView[str, dict[str, list[int]]]:
-        return self.to_dict().items()
-
-    def values(self) -> ValuesView[dict[str, list[int]]]:
-        return self.to_dict().values()
-
-    def to_dict(self) -> AssignmentDict:
-        """Every member's view, built in one pass (and kept: do not change it)."""
-        if self._all is None:
-            views = self.layout.to_assignment(self.outcome.per_member)
-            views.update(self._read)  # (a view already handed out stays the one object for its member)
-            self._all = views
-        return self._all
+    def build_all(self) -> AssignmentDict:
+        return self.layout.to_assignment(self.outcome.per_member)
 
     def owned(self, member: str) -> OwnedView:
         """The member's partitions as the ``owned`` of its next subscription (``OwnedView``)."""
@@ -77,12 +45,7 @@ class ArrayAssignment(Mapping[str, dict[str, list[int]]]):
 
     def member_array(self, member: str) -> IntArray:
         """The member's partitions as global indices (``layout``), in any order."""
-        return self.outcome.per_member[self._index()[member]]
-
-    def _index(self) -> dict[str, int]:
-        if self._position is None:
-            self._position = {name: i for i, name in enumerate(self.layout.member_names)}
-        return self._position
+        return self.outcome.per_member[self.position[member]]
 
     def _view(self, i: int) -> dict[str, list[int]]:
         parts = np.sort(self.outcome.per_member[i])
@@ -144,6 +107,6 @@ def claims_from_views(layout: Layout, owned: Sequence[Mapping[str, Sequence[int]
     if before.topic_names != layout.topic_names or not np.array_equal(before.counts, layout.counts):
         return None
     per_member = source.outcome.per_member
-    position = source._index()
+    position = source.position
     empty = np.empty(0, dtype=np.int64)
     return tuple(per_member[position[one.member]] if isinstance(one, OwnedView) else empty for one in owned)

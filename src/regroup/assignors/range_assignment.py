@@ -42,7 +42,8 @@ class RangeAssignment(LazyAssignment):
     (subscribers, partition count) pairs, not the partitions."""
 
     def __init__(self, spec: GroupSpec) -> None:
-        super().__init__(spec)
+        super().__init__(spec.members)
+        self.spec = spec
         members = spec.members
         order = kafka_member_order(members)
 

@@ -22,7 +22,8 @@ class RoundRobinAssignment(LazyAssignment):
     Kafka's member order, skipping members not subscribed to the partition's topic."""
 
     def __init__(self, spec: GroupSpec) -> None:
-        super().__init__(spec)
+        super().__init__(spec.members)
+        self.spec = spec
         subs = topic_subscribers(spec)
         self.order = subs.order
         self.groups = subs.groups
