@@ -213,9 +213,17 @@ def _assign_heterogeneous(layout: Layout, owned: Sequence[IntArray]) -> Outcome:
 
     estimate = _greedy_loads(layout)
     box = np.full(m, _INITIAL_BOX, dtype=np.int64)
+    # the first box also reaches the even share: the optimum is often there, and a box that holds it in its
+    # interior needs one solve where widening from the greedy estimate alone needs several
+    even = total // m if m else 0
+    first = True
     while True:
         lo = np.maximum(0, estimate - box)
         hi = np.minimum(eligible, estimate + box)
+        if first:
+            lo = np.maximum(0, np.minimum(lo, even - _INITIAL_BOX))
+            hi = np.minimum(eligible, np.maximum(hi, even + 1 + _INITIAL_BOX))
+            first = False
         flows_normal, flows_sticky, loads = _solve(layout, arc_topic, arc_member, sticky, lo, hi, total, big, served)
         touch_lo = (loads == lo) & (lo > 0)
         touch_hi = (loads == hi) & (hi < eligible)
