@@ -197,8 +197,15 @@ class GroupCoordinator:
         """Apply the records of one write (a request or a timer firing) to the persisted state; then each group
         the write touched says what changed about it (``result``: where to say so)."""
         touched: list[str] = []
+        offsets = self.offsets
         for record in records:
-            if self._apply(record, loading=False, result=result) and record.key.group_id not in touched:
+            key = record.key
+            if type(key) is OffsetCommitKey:  # the common record, by far: applied without the dispatch
+                value = record.value
+                assert value is None or isinstance(value, OffsetCommitValue)
+                offsets.apply(key, value)
+                continue
+            if self._apply(record, loading=False, result=result) and key.group_id not in touched:
                 touched.append(record.key.group_id)
         if result is not None:
             for group_id in touched:

@@ -6,8 +6,6 @@ The store changes only by replaying offset records (``apply``); handlers validat
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from regroup.coordinator.classic.group import ClassicGroup
 from regroup.coordinator.classic.rebalance import announce_group
 from regroup.coordinator.context import Ctx
@@ -132,15 +130,12 @@ def offset_commit(ctx: Ctx, groups: Groups, req: OffsetCommitRequest) -> OffsetC
     except ApiError as exc:
         return _refused(req.topics, exc.code)
     expire = ctx.now_ms + req.retention_ms if req.retention_ms != -1 else None
-    committed: list[tuple[str, int, int]] = []
-
-    def write(topic: str, partition: int, value: OffsetCommitValue) -> None:
-        ctx.emit(new_offset_commit_record(req.group_id, topic, partition, value))
-        committed.append((topic, partition, value.offset))
-
-    response = _commit_each(ctx, req.topics, expire, write)
-    if committed:
-        ctx.event(OffsetsCommitted(req.group_id, tuple(committed)))
+    response, accepted = _accept(ctx, req.topics, expire)
+    group_id = req.group_id
+    for topic, partition, value in accepted:
+        ctx.emit(new_offset_commit_record(group_id, topic, partition, value))
+    if accepted:
+        ctx.event(OffsetsCommitted(group_id, tuple((t, p, value.offset) for t, p, value in accepted)))
     return response
 
 
@@ -148,16 +143,17 @@ def _refused(topics: tuple[tuple[str, tuple[PartitionCommit, ...]], ...], code: 
     return OffsetCommitResponse(topics=tuple((t, tuple((p.partition, code) for p in parts)) for t, parts in topics))
 
 
-def _commit_each(
-    ctx: Ctx,
-    topics: tuple[tuple[str, tuple[PartitionCommit, ...]], ...],
-    expire: int | None,
-    write: Callable[[str, int, OffsetCommitValue], None],
-) -> OffsetCommitResponse:
-    """``write`` each partition's offset, answering NONE, or OFFSET_METADATA_TOO_LARGE for metadata over
-    ``offset.metadata.max.bytes`` (nothing written for that partition)."""
+def _accept(
+    ctx: Ctx, topics: tuple[tuple[str, tuple[PartitionCommit, ...]], ...], expire: int | None
+) -> tuple[OffsetCommitResponse, list[tuple[str, int, OffsetCommitValue]]]:
+    """(the answer: NONE for each partition, or OFFSET_METADATA_TOO_LARGE for metadata over
+    ``offset.metadata.max.bytes``; the ``(topic, partition, value)`` of every partition answered NONE, for
+    the caller to write). One pass per partition: a consumer committing every partition of a large
+    assignment is one call, and each step here is paid once per partition."""
     out: list[tuple[str, tuple[tuple[int, ErrorCode], ...]]] = []
-    limit = ctx.config.offset_metadata_max_bytes
+    accepted: list[tuple[str, int, OffsetCommitValue]] = []
+    limit, now_ms = ctx.config.offset_metadata_max_bytes, ctx.now_ms
+    ok, too_large = ErrorCode.NONE, ErrorCode.OFFSET_METADATA_TOO_LARGE
     for topic, partitions in topics:
         codes: list[tuple[int, ErrorCode]] = []
         for p in partitions:
@@ -165,19 +161,19 @@ def _commit_each(
             # Kafka compares Java's String.length(), i.e. UTF-16 code units, despite the setting's name (at most
             # two per character: only a string that might be too long is encoded)
             if 2 * len(metadata) > limit and len(metadata.encode("utf-16-le")) // 2 > limit:
-                codes.append((p.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
+                codes.append((p.partition, too_large))
                 continue
             value = OffsetCommitValue(
                 offset=p.offset,
                 leader_epoch=p.leader_epoch,
                 metadata=metadata,
-                commit_timestamp_ms=ctx.now_ms,
+                commit_timestamp_ms=now_ms,
                 expire_timestamp_ms=expire,
             )
-            write(topic, p.partition, value)
-            codes.append((p.partition, ErrorCode.NONE))
+            accepted.append((topic, p.partition, value))
+            codes.append((p.partition, ok))
         out.append((topic, tuple(codes)))
-    return OffsetCommitResponse(topics=tuple(out))
+    return OffsetCommitResponse(topics=tuple(out)), accepted
 
 
 def txn_offset_commit(ctx: Ctx, groups: Groups, req: TxnOffsetCommitRequest) -> OffsetCommitResponse:
@@ -207,10 +203,10 @@ def txn_offset_commit(ctx: Ctx, groups: Groups, req: TxnOffsetCommitRequest) -> 
     except ApiError as exc:
         return _refused(req.topics, exc.code)
 
-    def write(topic: str, partition: int, value: OffsetCommitValue) -> None:
+    response, accepted = _accept(ctx, req.topics, None)
+    for topic, partition, value in accepted:
         ctx.emit(new_pending_offset_record(req.producer_id, req.group_id, topic, partition, value))
-
-    return _commit_each(ctx, req.topics, None, write)
+    return response
 
 
 def complete_transaction(ctx: Ctx, store: OffsetStore, producer_id: int, committed: bool) -> None:
