@@ -1,0 +1,106 @@
+"""Large frames are decoded off the event loop (``network/connection.py``, ``DECODE_ASIDE_BYTES``) without
+changing what a client sees: requests pipelined behind a large one on the same connection are handled after
+it and answered in order, a large frame that does not decode closes the connection before anything behind it
+is handled, and many large requests in a row are all answered."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from regroup.network.connection import DECODE_ASIDE_BYTES
+from tests.server.conftest import ServerProcess
+from tests.server.wire import WireClient, create_topics, encode_request
+
+MakeServer = Callable[..., ServerProcess]
+OFFSET_COMMIT, OFFSET_FETCH, API_VERSIONS = 8, 9, 18
+TOPIC, PARTITIONS = "aside", 6_000
+
+
+def commit_fields(group: str, offset_of: Callable[[int], int]) -> dict[str, Any]:
+    return {
+        "group_id": group,
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "group_instance_id": None,
+        "topics": [
+            {
+                "name": TOPIC,
+                "partitions": [
+                    {
+                        "partition_index": p,
+                        "committed_offset": offset_of(p),
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": "",
+                    }
+                    for p in range(PARTITIONS)
+                ],
+            }
+        ],
+    }
+
+
+def fetch_fields(group: str) -> dict[str, Any]:
+    return {"groups": [{"group_id": group, "member_id": None, "member_epoch": -1, "topics": None}]}
+
+
+def test_the_commit_frame_is_large_enough_to_be_decoded_aside() -> None:
+    assert len(encode_request(OFFSET_COMMIT, 9, 1, "c", **commit_fields("g", lambda p: p))) >= DECODE_ASIDE_BYTES
+
+
+def test_requests_behind_a_large_one_are_handled_after_it(make_server: MakeServer) -> None:
+    server = make_server("--fsync", "never")
+    with WireClient(server.port, timeout=60) as client:
+        create_topics(client, {TOPIC: PARTITIONS})
+        # pipelined without reading: small fetch, large commit, small fetch, large commit, small fetch
+        client.send(OFFSET_FETCH, 9, **fetch_fields("order"), require_stable=False)
+        client.send(OFFSET_COMMIT, 9, **commit_fields("order", lambda p: p + 1))
+        client.send(OFFSET_FETCH, 9, **fetch_fields("order"), require_stable=False)
+        client.send(OFFSET_COMMIT, 9, **commit_fields("order", lambda p: 2 * p + 7))
+        client.send(OFFSET_FETCH, 9, **fetch_fields("order"), require_stable=False)
+        answers = [client.receive() for _ in range(5)]
+
+    def offsets(fetch: Any) -> dict[int, int]:
+        (group,) = fetch.groups
+        return {p.partition_index: p.committed_offset for t in group.topics for p in t.partitions}
+
+    assert offsets(answers[0]) == {}
+    for commit in (answers[1], answers[3]):
+        (topic,) = commit.topics
+        assert [p.error_code for p in topic.partitions] == [0] * PARTITIONS
+    assert offsets(answers[2]) == {p: p + 1 for p in range(PARTITIONS)}
+    assert offsets(answers[4]) == {p: 2 * p + 7 for p in range(PARTITIONS)}
+
+
+def test_a_large_frame_that_does_not_decode_closes_before_what_follows(make_server: MakeServer) -> None:
+    server = make_server("--fsync", "never")
+    good = encode_request(OFFSET_COMMIT, 9, 1, "c", **commit_fields("bad", lambda p: p))
+    # the same frame cut short inside its partitions array: its header is fine, its body is not
+    body = bytearray(good[4 : 4 + DECODE_ASIDE_BYTES + 100])
+    broken = len(body).to_bytes(4, "big") + bytes(body)
+    with WireClient(server.port, timeout=30) as client:
+        client.send(API_VERSIONS, 3, client_software_name="t", client_software_version="1")
+        client.send_raw(broken)
+        client.send(API_VERSIONS, 3, client_software_name="t", client_software_version="1")
+        assert client.receive().error_code == 0  # the one in front is answered
+        assert client.is_closed_by_server(timeout=10)
+    with WireClient(server.port, timeout=30) as other:  # the server goes on; nothing of the broken commit landed
+        answer = other.call(OFFSET_FETCH, 9, **fetch_fields("bad"), require_stable=False)
+        (group,) = answer.groups
+        assert [p for t in group.topics for p in t.partitions] == []
+
+
+def test_many_large_requests_in_a_row_are_all_answered(make_server: MakeServer) -> None:
+    server = make_server("--fsync", "never")
+    with WireClient(server.port, timeout=60) as client:
+        create_topics(client, {TOPIC: PARTITIONS})
+        for round_ in range(20):
+            client.send(OFFSET_COMMIT, 9, **commit_fields("many", lambda p, r=round_: p + r))
+        for _ in range(20):
+            (topic,) = client.receive().topics
+            assert len(topic.partitions) == PARTITIONS
+        answer = client.call(OFFSET_FETCH, 9, **fetch_fields("many"), require_stable=False)
+        (group,) = answer.groups
+        assert {p.partition_index: p.committed_offset for t in group.topics for p in t.partitions} == {
+            p: p + 19 for p in range(PARTITIONS)
+        }
