@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "regroup"
-CORE = ["model", "protocol", "records", "assignors", "coordinator", "client", "transactions", "security"]
+CORE = ["model", "protocol", "records", "assignors", "coordinator", "client", "transactions", "security", "history"]
 FORBIDDEN_MODULES = {"asyncio", "socket", "selectors", "threading", "time", "random", "pyspark", "subprocess"}
 FORBIDDEN_CALLS = {"uuid4", "monotonic", "perf_counter"}
 #: shell -> the other shells it may import. ``storage`` is the on-disk log the server writes; the lab runs the

@@ -14,10 +14,22 @@ and costs nothing here. What it knows of a group it learnt from those events: th
   members as of that transition, with the assignors their last JoinGroup listed: ``MemberJoined.protocols``,
   ``MemberProtocolsChanged``);
 * ``member_state`` — ``member`` (the client id), ``member_id``, ``generation``, ``state`` = ``Joined`` or
-  ``Left``, ``detail`` = ``group=<id>``;
+  ``Left``, ``detail`` = ``group=<id>``, and for ``Left`` ``reason=<why>`` (the core's ``LeaveReason`` with
+  ``-`` for spaces: ``leave``, ``session-timeout``, ``revocation-timeout``, ``join-timeout``, ``sync-timeout``,
+  ``group-max-size``, ``replaced``, ``group-deleted``, ``converted``);
 * ``group_assignment`` — one row per partition of each member's assignment when a generation becomes Stable
-  (the leader's SyncGroup stored it), right after that ``group_state`` row (consumer-protocol groups; other
-  protocols' assignments are opaque and produce no rows).
+  (the leader's SyncGroup stored it), right after that ``group_state`` row, ``detail`` = ``group=<id>``
+  (consumer-protocol groups; other protocols' assignments are opaque and produce no rows).
+
+A ``group_state`` row that starts a rebalance (a classic group entering PreparingRebalance; a consumer or share
+group's epoch rising) adds ``cause=<what>``: ``join`` or the leaving member's reason (as in ``member_state``)
+when a member joined or left in the same call (the first to; not the members a conversion moves to the group's
+other type), else for a classic group ``metadata`` (a known member rejoined with other metadata, or the leader
+rejoined), for a consumer group ``subscription`` / ``rack`` / ``assignor`` (a member's metadata record changed
+that: subscribed topics or regex, rack, server assignor; ``subscription`` when the member's earlier metadata is
+not known, after a restart; a regex resolved anew is ``subscription`` too), ``metadata`` (the group's
+subscription metadata changed: partitions or topics added or removed); no ``cause`` when the call says none of
+these (nor for the groups as loaded at start).
 
 KIP-848 consumer groups (``type=consumer`` in ``detail``) use the same types with the consumer protocol's
 numbers, so a run can be analysed like a classic one:
@@ -37,6 +49,9 @@ numbers, so a run can be analysed like a classic one:
 
 The server hosts many groups while a simulation has one, hence the group id in ``detail``; ``t`` is wall-clock
 milliseconds. Every line has all keys of the schema, in its order.
+
+Rows go to the events file, if there is one, and to every sink ``add_sink`` added (the rebalance timeline,
+``regroup.history``): each sink is handed every row, as a fresh dict, whether or not there is a file.
 """
 
 from __future__ import annotations
@@ -44,7 +59,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
@@ -67,8 +82,67 @@ from regroup.coordinator.events import (
 from regroup.coordinator.result import Result
 from regroup.model.cluster import ClusterImage
 from regroup.model.eventlog import FIELDS
+from regroup.records.consumer import (
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupRegularExpressionKey,
+)
+from regroup.records.model import Record
 
 log = logging.getLogger("regroup.server.events")
+
+#: a sink for the rows: called with each row (a fresh dict with the keys of ``FIELDS``, its own to keep), in order
+Sink = Callable[[dict[str, Any]], None]
+
+#: what a consumer group's member metadata says that a rebalance follows: subscription, rack, server assignor
+_MemberMark = tuple[tuple[tuple[str, ...], str | None], str | None, str | None]
+
+
+def _word(reason: str) -> str:
+    """A leave reason as one token: ``session timeout`` -> ``session-timeout``."""
+    return reason.replace(" ", "-")
+
+
+def _member_mark(value: ConsumerGroupMemberMetadataValue) -> _MemberMark:
+    return (tuple(value.subscribed_topic_names), value.subscribed_topic_regex), value.rack_id, value.server_assignor
+
+
+def _metadata_cause(
+    records: list[Record], group_id: str, marks: dict[str, dict[str, _MemberMark]], joined: set[str]
+) -> str | None:
+    """Why a consumer group's epoch rose in a call where no member joined or left, from the call's records
+    (remembering each member's metadata marks as they go by)."""
+    member_cause: str | None = None
+    regex = partitions = False
+    known = marks.setdefault(group_id, {})
+    for record in records:
+        key = record.key
+        if getattr(key, "group_id", None) != group_id:
+            continue
+        if isinstance(key, ConsumerGroupMemberMetadataKey):
+            value = record.value
+            if not isinstance(value, ConsumerGroupMemberMetadataValue):
+                known.pop(key.member_id, None)
+                continue
+            mark = _member_mark(value)
+            before = known.get(key.member_id)
+            known[key.member_id] = mark
+            if key.member_id in joined or member_cause is not None:
+                continue
+            if before is None or before[0] != mark[0]:
+                member_cause = "subscription"
+            elif before[1] != mark[1]:
+                member_cause = "rack"
+            elif before[2] != mark[2]:
+                member_cause = "assignor"
+        elif isinstance(key, ConsumerGroupRegularExpressionKey):
+            regex = True
+        elif isinstance(key, ConsumerGroupPartitionMetadataKey):
+            partitions = True
+    if member_cause is not None:
+        return member_cause
+    return "subscription" if regex else "metadata" if partitions else None
 
 
 def rebalance_style(
@@ -92,7 +166,8 @@ def rebalance_style(
 
 
 class GroupEvents:
-    """An observer for ``CoordinatorRuntime.add_observer``; ``close()`` closes the events file."""
+    """An observer for ``CoordinatorRuntime.add_observer``; ``close()`` closes the events file. Without a
+    ``path`` the rows go only to the sinks ``add_sink`` adds (none: no rows are built at all)."""
 
     def __init__(self, path: Path | None = None) -> None:
         self._styles: dict[tuple[str, ...], str | None] = {}  # rebalance style by the assignors a member lists
@@ -102,28 +177,82 @@ class GroupEvents:
         self._primed = False
         self._seq = 0
         self._file: IO[str] | None = path.open("a", encoding="utf-8", buffering=1) if path is not None else None
+        self._sinks: list[Sink] = []
+        #: consumer group id -> member id -> what its last metadata record said (the cause of an epoch bump)
+        self._marks: dict[str, dict[str, _MemberMark]] = {}
+        #: group id -> the epoch its last ``group_state`` row gave (consumer and share groups)
+        self._epochs: dict[str, int] = {}
+
+    @property
+    def _writing(self) -> bool:
+        return self._file is not None or bool(self._sinks)
+
+    def add_sink(self, sink: Sink) -> None:
+        """Hand every row written from now on to ``sink`` too (called in order, once per row)."""
+        self._sinks.append(sink)
 
     def __call__(self, coordinator: GroupCoordinator, result: Result, now_ms: int) -> None:
         if not self._primed:
             self._primed = True
-            self._events(coordinator, coordinator.loaded_events, now_ms)  # how the groups stood at load
-        self._events(coordinator, result.events, now_ms)
+            self._events(coordinator, coordinator.loaded_events, now_ms, None)  # how the groups stood at load
+        self._events(coordinator, result.events, now_ms, result.records)
 
-    def _events(self, coordinator: GroupCoordinator, events: list[Event], now_ms: int) -> None:
+    def _events(
+        self, coordinator: GroupCoordinator, events: list[Event], now_ms: int, records: list[Record] | None
+    ) -> None:
+        """``records``: the call's records (None: the groups as loaded, whose rows carry no ``cause``)."""
+        #: group id -> what the first member joining or leaving in this call did (``join`` or the leave reason)
+        moves: dict[str, str] = {}
+        joined: set[str] = set()
+        converted: set[str] = set()  # members that left a group as it changed type (and join its other side)
         for event in events:
             if isinstance(event, GroupStateChanged):
                 if event.group_type == "classic":
-                    self._classic_state(event, now_ms)
+                    cause = None
+                    if records is not None and event.state == "PreparingRebalance":
+                        cause = moves.get(event.group_id, "metadata")
+                    self._classic_state(event, now_ms, cause)
                 else:
-                    self._epoch_state(event, now_ms)
+                    cause = None
+                    before = self._epochs.get(event.group_id)
+                    if event.state == "Dead":
+                        self._epochs.pop(event.group_id, None)
+                        self._marks.pop(event.group_id, None)
+                    else:
+                        self._epochs[event.group_id] = event.generation
+                    if records is not None and event.state != "Dead" and event.generation > (before or 0):
+                        cause = moves.get(event.group_id)
+                        if event.group_type == "consumer" and self._writing:
+                            found = _metadata_cause(records, event.group_id, self._marks, joined)
+                            cause = cause or found
+                    self._epoch_state(event, now_ms, cause)
             elif isinstance(event, MemberJoined):
                 if event.group_type == "classic":
                     self._protocols.setdefault(event.group_id, {})[event.member_id] = event.protocols
+                if event.member_id in converted:  # (a member of a converted group, on its other side)
+                    converted.discard(event.member_id)
+                else:
+                    moves.setdefault(event.group_id, "join")
+                joined.add(event.member_id)
                 self._member_state(now_ms, event.group_id, event.member_id, event.client_id, event.generation, "Joined")
             elif isinstance(event, MemberLeft):
                 if event.group_type == "classic":
                     self._protocols.get(event.group_id, {}).pop(event.member_id, None)
-                self._member_state(now_ms, event.group_id, event.member_id, event.client_id, event.generation, "Left")
+                else:
+                    self._marks.get(event.group_id, {}).pop(event.member_id, None)
+                if event.reason == "converted":
+                    converted.add(event.member_id)
+                else:
+                    moves.setdefault(event.group_id, _word(event.reason))
+                self._member_state(
+                    now_ms,
+                    event.group_id,
+                    event.member_id,
+                    event.client_id,
+                    event.generation,
+                    "Left",
+                    _word(event.reason),
+                )
             elif isinstance(event, MemberProtocolsChanged):
                 if event.group_type == "classic":
                     self._protocols.setdefault(event.group_id, {})[event.member_id] = event.protocols
@@ -154,7 +283,7 @@ class GroupEvents:
             self._file = None
 
     # ------------------------------------------------------------------------------------------ internals
-    def _classic_state(self, event: GroupStateChanged, now: int) -> None:
+    def _classic_state(self, event: GroupStateChanged, now: int, cause: str | None) -> None:
         group_id = event.group_id
         log.info(
             "group=%s state=%s generation=%d protocol=%s leader=%s members=%d",
@@ -165,7 +294,7 @@ class GroupEvents:
             event.leader,
             event.members,
         )
-        if self._file is None:
+        if not self._writing:
             return
         members = self._protocols.get(group_id)
         style = (
@@ -175,9 +304,11 @@ class GroupEvents:
         )
         rebalance = f" rebalance={style}" if style else ""
         detail = f"group={group_id} type=classic protocol={event.protocol}{rebalance} leader={event.leader}"
+        if cause is not None:
+            detail += f" cause={cause}"
         self._emit(now, "group_state", state=event.state, generation=event.generation, detail=detail)
 
-    def _epoch_state(self, event: GroupStateChanged, now: int) -> None:
+    def _epoch_state(self, event: GroupStateChanged, now: int, cause: str | None) -> None:
         """A group with epochs and a server-side assignor (a KIP-848 consumer group, a share group)."""
         assignor = event.protocol or ""
         log.info(
@@ -195,10 +326,12 @@ class GroupEvents:
             f"group={event.group_id} type={event.group_type} protocol={name} "
             f"assignment_epoch={event.assignment_epoch or 0}"
         )
+        if cause is not None:
+            detail += f" cause={cause}"
         self._emit(now, "group_state", state=event.state, generation=event.generation, detail=detail)
 
     def _target_rows(self, coordinator: GroupCoordinator, event: TargetComputed, now: int) -> None:
-        if self._file is None:
+        if not self._writing:
             return
         where = f"group={event.group_id}"
         for member_id, client_id, target in sorted(event.targets):
@@ -225,7 +358,14 @@ class GroupEvents:
         return sorted((names.get(topic_id, str(topic_id)), p) for topic_id, ps in partitions for p in ps)
 
     def _member_state(
-        self, now: int, group_id: str, member_id: str, client_id: str, generation: int, state: str
+        self,
+        now: int,
+        group_id: str,
+        member_id: str,
+        client_id: str,
+        generation: int,
+        state: str,
+        reason: str | None = None,
     ) -> None:
         """A member joined or left: one log line and one ``member_state`` event."""
         verb = "joined" if state == "Joined" else "left"
@@ -237,12 +377,13 @@ class GroupEvents:
             member_id=member_id,
             generation=generation,
             state=state,
-            detail=f"group={group_id}",
+            detail=f"group={group_id}" if reason is None else f"group={group_id} reason={reason}",
         )
 
     def _assignment_rows(self, event: AssignmentStored, now: int) -> None:
-        if self._file is None or event.protocol_type != "consumer":
+        if not self._writing or event.protocol_type != "consumer":
             return
+        where = f"group={event.group_id}"
         for member_id, client_id, assignment in sorted(event.assignments):
             for topic, partition in sorted(assigned_partitions(assignment) or ()):
                 self._emit(
@@ -253,13 +394,17 @@ class GroupEvents:
                     generation=event.generation,
                     topic=topic,
                     partition=partition,
+                    detail=where,
                 )
 
     def _emit(self, t: int, type_: str, **values: Any) -> None:
-        if self._file is None:
+        if self._file is None and not self._sinks:
             return
         event: dict[str, Any] = dict.fromkeys(FIELDS)
         event.update(values)
         event.update(seq=self._seq, t=t, type=type_)
         self._seq += 1
-        self._file.write(json.dumps(event, separators=(",", ":")) + "\n")
+        if self._file is not None:
+            self._file.write(json.dumps(event, separators=(",", ":")) + "\n")
+        for sink in self._sinks:
+            sink(dict(event))
