@@ -4,8 +4,11 @@
 * ``regroup lab analyze EVENTS... --out DIR [--master URL]`` reads event logs (simulator or server): in this
   process, without Spark, when no ``--master`` is given and the files are small (``jobs.IN_PROCESS_BYTES``);
 * ``regroup lab report DIR`` renders ``DIR/report.html`` again from the Parquet tables (pyarrow, no Spark);
-* ``regroup lab validate SCENARIO --out DIR [--repeat N]`` checks a scenario's predictions against real
-  clients (``lab.validate``; no Spark).
+* ``regroup lab validate SCENARIO --out DIR [--repeat N] [--replay]`` checks a scenario's predictions against
+  real clients (``lab.validate``; no Spark); with ``--replay`` also the replays of the recorded server logs;
+* ``regroup lab replay EVENTS --out DIR [--group G] [--strategies ...] [--protocols ...]`` replays a recorded
+  group's churn under other strategies and protocols (``lab.replay``) on Spark (``--no-spark``: in this process)
+  and reports each one's costs against the recorded run's.
 
 sweep and analyze write ``DIR/runs/`` and ``DIR/rebalances/`` (Parquet), ``DIR/lab.json`` and
 ``DIR/report.html``. Every command first checks what the lab needs (its ``lab`` extra, Java 17 or newer) and
@@ -73,6 +76,42 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     validate.add_argument("--out", required=True, metavar="DIR", help="output directory")
     validate.add_argument("--repeat", type=_positive, default=3, metavar="N", help="real runs (default 3)")
     validate.add_argument("--seeds", type=_positive, default=20, metavar="K", help="simulator seeds (default 20)")
+    validate.add_argument(
+        "--replay",
+        action="store_true",
+        help="also replay each real run's server log under the same strategy and compare it with what was measured",
+    )
+    _replay_parser(commands)
+
+
+#: ``lab.replay_run``'s defaults, written out so that building the parser imports no lab module
+REPLAY_STRATEGIES = "range roundrobin sticky cooperative-sticky uniform"
+REPLAY_PROTOCOLS = "eager cooperative consumer"
+
+
+def _replay_parser(commands: argparse._SubParsersAction[Any]) -> None:
+    replay = commands.add_parser(
+        "replay", help="replay a recorded group's churn under other strategies and protocols, against what happened"
+    )
+    replay.add_argument("events", metavar="EVENTS", help="an event log from `serve --events` or `simulate --events`")
+    replay.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    replay.add_argument("--group", default=None, metavar="G", help="the group to replay (a server log with several)")
+    replay.add_argument(
+        "--strategies", nargs="+", default=None, metavar="S",
+        help=f"strategies to replay under (default: {REPLAY_STRATEGIES})",
+    )  # fmt: skip
+    replay.add_argument(
+        "--protocols", nargs="+", default=None, metavar="P",
+        help=f"protocols to replay under (default: {REPLAY_PROTOCOLS})",
+    )  # fmt: skip
+    replay.add_argument("--since-ms", type=int, default=None, metavar="N", help="window start, in the log's clock")
+    replay.add_argument("--until-ms", type=int, default=None, metavar="N", help="window end, in the log's clock")
+    replay.add_argument(
+        "--settings", default=None, metavar="FILE",
+        help="the members' settings (YAML or JSON: a grid's `settings` fields); default: the grid defaults",
+    )  # fmt: skip
+    replay.add_argument("--no-spark", action="store_true", help="simulate in this process, without Spark")
+    _spark_options(replay)
 
 
 def _spark_options(parser: argparse.ArgumentParser, hidden: bool = False) -> None:
@@ -125,22 +164,25 @@ def _validate(args: argparse.Namespace) -> int:
     out = _out_dir(args.out)
     started = time.monotonic()
     try:
-        document = validate(scenario, out, repeat=args.repeat, seeds=args.seeds, say=_say)
+        document = validate(scenario, out, repeat=args.repeat, seeds=args.seeds, say=_say, replay=args.replay)
     except RealRunError as exc:
         raise LabError(f"{args.scenario}: {exc}") from None
     for row in document["rows"]:
         _say(validate_line(row))
+    for row in document.get("replay_rows", []):
+        _say(validate_line(row, "replayed"))
     _say(f"done in {time.monotonic() - started:.1f} s of wall time in all")
     print(out / "validation.html")
     return 0
 
 
-def validate_line(row: dict[str, Any]) -> str:
-    """A row of ``validation.json`` as the command prints it, with its verdict in words."""
+def validate_line(row: dict[str, Any], side: str = "predicted") -> str:
+    """A row of ``validation.json`` as the command prints it, with its verdict in words (``side``: ``predicted``,
+    or ``replayed`` for a row of ``replay_rows``)."""
     from regroup.lab.validate import verdict_words
 
     verdict = verdict_words(row["metric"], row["within_target"])
-    return f"{row['protocol']} {row['metric']}: predicted {row['predicted']:g}, measured {row['measured']:g}: {verdict}"
+    return f"{row['protocol']} {row['metric']}: {side} {row[side]:g}, measured {row['measured']:g}: {verdict}"
 
 
 def _out_dir(path: str) -> Path:
@@ -177,6 +219,8 @@ def run(args: argparse.Namespace) -> int:
             return _validate(args)
         if args.lab_command == "report":
             return _report(args)
+        if args.lab_command == "replay":
+            return _replay(args)
         return _run(args)
     except LabInputError as exc:
         raise LabError(str(exc)) from None
@@ -188,11 +232,79 @@ def _uses_spark(args: argparse.Namespace) -> bool:
     """sweep always; analyze with ``--master`` or more than ``jobs.IN_PROCESS_BYTES`` of event files."""
     if args.lab_command == "sweep":
         return True
+    if args.lab_command == "replay":
+        return not args.no_spark
     if args.lab_command == "analyze":
         from regroup.lab import jobs
 
         return args.master is not None or jobs.input_bytes(args.events) > jobs.IN_PROCESS_BYTES
     return False
+
+
+def _replay(args: argparse.Namespace) -> int:
+    """``lab replay``: every input checked (and the recorded run measured) before Spark starts."""
+    from regroup.lab import failures, frames, jobs, replay_run, session
+    from regroup.lab.errors import LabInputError
+
+    conf = _conf(args.conf)
+    started = time.monotonic()
+    prepared = replay_run.prepare(
+        args.events,
+        group=args.group,
+        since_ms=args.since_ms,
+        until_ms=args.until_ms,
+        strategies=_names(args.strategies) or replay_run.DEFAULT_STRATEGIES,
+        protocol_names=_names(args.protocols) or replay_run.DEFAULT_PROTOCOLS,
+        settings=replay_run.read_settings(args.settings) if args.settings else None,
+    )
+    out = _out_dir(args.out)
+    plan = prepared.plan
+    _say(
+        f"replay: group {plan.group_id or '(simulator log)'}, {len(plan.members)} members, {len(plan.events)} "
+        f"changes in {plan.duration_ms} ms; {len(prepared.tasks)} alternatives"
+    )
+    if args.no_spark:
+        found = replay_run.here(prepared, _say)
+        meta = replay_run.meta_of(prepared, "none (in this process)")
+        meta["simulated in"] = f"{found.seconds or 0:.1f} s"
+        _say(f"writing {out}/runs and {out}/rebalances")
+        frames.write(found, out)
+        _done(started, replay_run.finish(found, prepared, out, meta).report)
+        return 0
+    master = args.master or session.DEFAULT_MASTER
+    meta = replay_run.meta_of(prepared, master)
+    _say(f"starting Spark on {master} (its output: {out / SPARK_LOG})")
+    try:
+        spark = session.start(master, conf=conf, log_file=out / SPARK_LOG)
+    except Exception as exc:
+        raise LabFailure(f"cannot start Spark on {master}: {failures.one_line(exc)} (see {out / SPARK_LOG})") from None
+    try:
+        with session.Interrupts(spark) as interrupts:
+            try:
+                if interrupts.interrupted:
+                    raise LabInterrupted()
+                computed = replay_run.on_spark(spark, prepared)
+                meta["simulated in"] = f"{computed.seconds or 0:.1f} s"
+                _say(f"writing {out}/runs and {out}/rebalances")
+                jobs.write(computed, out)
+                if interrupts.interrupted:
+                    raise LabInterrupted()
+            except (LabInterrupted, LabInputError):
+                raise
+            except Exception as exc:
+                if interrupts.interrupted:
+                    raise LabInterrupted() from None
+                raise LabFailure(f"the Spark job failed: {failures.one_line(exc)}") from None
+    finally:
+        session.stop(spark)
+    found = frames.read(out)
+    _done(started, replay_run.finish(found, prepared, out, meta).report)
+    return 0
+
+
+def _names(values: list[str] | None) -> tuple[str, ...]:
+    """``--strategies a b`` or ``--strategies a,b``."""
+    return tuple(name for value in values or () for name in value.split(",") if name)
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -18,6 +18,13 @@ its real run produces the scenario's workload (``lab.share_workload``) and its r
 ``ShareConsumer`` processes (``lab.real_share_member``). A metric that does not apply to a run (no crash: no
 delay) is left out of its mean; a metric that applies on neither side is not reported.
 
+With ``replay`` (``regroup lab validate --replay``), each real run's own server log
+(``DIR/real-<n>/server-events.jsonl``) is also replayed (``lab.replay_validate``: the joins and leaves the server
+logged, when it logged them, the topics its assignments name) in the simulator under the scenario's members, so
+the same strategy and settings, modelled as the prediction is, over the same seeds; ``replay_rows`` compares the
+mean of those replays with the measured mean under the same targets: what ``regroup lab replay`` computes for a
+recorded log's own strategy, checked against what the real clients did.
+
 ``DIR/validation.json`` is ``{"scenario": NAME, "rows": [{"protocol", "metric", "predicted", "measured",
 ...}], ...}`` (``measured`` the mean over the real runs, each run's value in ``runs``), with the targets and
 whether each row meets its target; ``DIR/validation.html`` shows the same; the real runs' timelines are kept
@@ -36,6 +43,8 @@ from typing import Any, Final
 
 from regroup.client.app import AppModel
 from regroup.lab.real_run import RealRun, check, play
+from regroup.lab.replay_validate import compare as compare_replays
+from regroup.lab.replay_validate import replay_real_run
 from regroup.lab.share_validate import CENSORED, SHARE_METRICS, share_measure
 from regroup.sim import simulate
 from regroup.sim.eventlog import as_rows
@@ -164,9 +173,10 @@ def validate(
     repeat: int = DEFAULT_REPEAT,
     seeds: int = DEFAULT_SEEDS,
     say: Callable[[str], None] = lambda _: None,
+    replay: bool = False,
 ) -> dict[str, Any]:
     """Predict, measure, compare; write ``out/validation.json`` and ``out/validation.html``; return the
-    document."""
+    document. With ``replay``, also replay each real run's server log and compare (``replay_rows``)."""
     protocol = check(scenario)
     started = time.monotonic()
     say(f"simulating {scenario.name}: {seeds} seeds")
@@ -175,12 +185,18 @@ def validate(
     runs: list[dict[str, float | None]] = []
     notes: list[str] = []
     real_seconds: list[float] = []
+    replays: list[dict[str, float | None]] = []
     for n in range(repeat):
         say(f"real run {n + 1}/{repeat}: {scenario.duration_ms / 1000:.0f} s of scenario time")
         real: RealRun = play(scenario, seed=n, workdir=out / f"real-{n + 1}")
         (out / f"real-{n + 1}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in real.events), encoding="utf-8")
         runs.append(measure(as_rows(real.events), scenario))
         notes += [f"real run {n + 1}: {note}" for note in real.notes]
+        if replay:
+            say(f"replaying real run {n + 1}'s server log: {seeds} seeds")
+            replayed, why = replay_real_run(scenario, out / f"real-{n + 1}", real.events, seeds)
+            replays.append(replayed)
+            notes += [f"real run {n + 1} replayed: {note}" for note in why]
         real_seconds.append(round(real.seconds, 1))
     rows = []
     for metric in metrics_of(protocol):
@@ -203,7 +219,8 @@ def validate(
                 "within_target": within(metric, predicted, measured),
             }
         )
-    reported = {row["metric"] for row in rows}
+    replay_rows = compare_replays(protocol, replays, runs, scenario) if replay else []
+    reported = {row["metric"] for row in rows} | {row["metric"] for row in replay_rows}
     document = {
         "scenario": scenario.name,
         "rows": rows,
@@ -218,6 +235,8 @@ def validate(
                     "total": round(time.monotonic() - started, 1)},
         "notes": notes,
     }  # fmt: skip
+    if replay:
+        document["replay_rows"] = replay_rows
     out.mkdir(parents=True, exist_ok=True)
     (out / "validation.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     (out / "validation.html").write_text(page(document, scenario), encoding="utf-8")
@@ -255,6 +274,33 @@ def _measured_what(document: dict[str, Any]) -> str:
     )
 
 
+def _replay_table(document: dict[str, Any]) -> str:
+    """With ``--replay``: each real run's server log replayed under the same strategy, against what was measured."""
+    if "replay_rows" not in document:
+        return ""
+    lines = []
+    for row in document["replay_rows"]:
+        verdict = row["within_target"]
+        mark = "no target" if verdict is None else ("meets the target" if verdict else "misses the target")
+        style = "plain" if verdict is None else "ok" if verdict else "bad"
+        each = ", ".join(f"{_fmt(r)} / {_fmt(m)}" for r, m in zip(row["runs_replayed"], row["runs"], strict=True))
+        lines.append(
+            f"<tr><td>{html.escape(row['protocol'])}</td><td>{html.escape(row['metric'])}</td>"
+            f"<td class=n>{_fmt(row['replayed'])}</td><td class=n>{_fmt(row['measured'])}</td>"
+            f"<td class=n>{each}</td><td>{html.escape(target_words(row['metric']))}</td>"
+            f"<td class='{style}'>{mark}</td></tr>"
+        )
+    return f"""<h2>Replays of the recorded server logs</h2>
+<p>Each real run's own <code>regroup serve --events</code> log replayed in the simulator under the same strategy
+(<code>regroup lab replay</code>'s plan: the joins and leaves the server logged, the topics its assignments name;
+the members' settings from the scenario, modelled as the prediction is, mean over {document["seeds"]} seeds),
+against what that run measured.</p>
+<table><tr><th>protocol</th><th>metric</th><th>replayed (mean)</th><th>measured (mean)</th>
+<th>each run: replayed / measured</th><th>target</th><th>verdict</th></tr>
+{"".join(lines)}</table>
+"""
+
+
 def page(document: dict[str, Any], scenario: Scenario) -> str:
     """A small self-contained HTML page with the comparison."""
     lines = []
@@ -276,6 +322,8 @@ def page(document: dict[str, Any], scenario: Scenario) -> str:
             f"<td class=n>{_fmt(row['predicted'])}</td><td class=n>{_fmt(row['measured'])}</td>"
             f"<td class=n>{runs}</td><td>{bound}</td><td class='{style}'>{mark}</td></tr>"
         )
+    replayed = _replay_table(document)
+    real_runs = ", ".join(str(s) for s in document["seconds"]["real_runs"])
     items = "".join(f"<li>{html.escape(n)}</li>" for n in document["notes"])
     notes = f"<h2>Notes</h2><ul>{items}</ul>\n" if items else ""
     seconds = document["seconds"]
@@ -295,7 +343,7 @@ not judged.</p>
 <table><tr><th>protocol</th><th>metric</th><th>predicted</th><th>measured (mean)</th><th>each real run</th>
 <th>target</th><th>verdict</th></tr>
 {"".join(lines)}</table>
-{notes}<p>Wall time: simulator {seconds["simulator"]} s, real runs {", ".join(str(s) for s in seconds["real_runs"])} s,
+{replayed}{notes}<p>Wall time: simulator {seconds["simulator"]} s, real runs {real_runs} s,
 total {seconds["total"]} s.</p>
 </body></html>
 """
