@@ -201,3 +201,13 @@ def test_a_restart_s_rows_of_the_loaded_group_change_nothing() -> None:
     timelines.observe_many([classic_state(5_000, "g", "Stable", 1), *assignment(5_000, "g", 1, "a", T0, T1)])
     timelines.observe_many(assignment(5_000, "g", 1, "b", T2, T3))
     assert timelines.timeline("g") == before
+
+
+def test_a_group_id_with_spaces_has_its_timeline() -> None:
+    rows = formed("eager") + b_times_out("eager")
+    renamed = [{**r, "detail": r["detail"].replace("group=g", "group=my  group/1", 1)} for r in rows]
+    expected, spaced = Timelines(60_000), Timelines(60_000)
+    expected.observe_many(rows)
+    spaced.observe_many(renamed)
+    assert spaced.group_ids() == ["my  group/1"]
+    assert spaced.timeline("my  group/1") == expected.timeline("g")

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from regroup.model.eventlog import detail_fields
+
 #: the row types the timeline reads
 GROUP_STATE: Final = "group_state"
 MEMBER_STATE: Final = "member_state"
@@ -43,14 +45,9 @@ def _str(value: Any) -> str | None:
 
 
 def tokens(detail: str | None) -> dict[str, str]:
-    """The ``key=value`` tokens of a ``detail`` string (a token without ``=`` is skipped; the first of a
-    repeated key wins)."""
-    out: dict[str, str] = {}
-    for token in (detail or "").split():
-        key, sep, value = token.partition("=")
-        if sep and key not in out:
-            out[key] = value
-    return out
+    """The ``key=value`` fields of a ``detail`` string (``model.eventlog.detail_fields``: values may hold
+    spaces; the first of a repeated key wins)."""
+    return detail_fields(detail)
 
 
 def parse(row: Mapping[str, Any]) -> Row | None:

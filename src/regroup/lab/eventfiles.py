@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from regroup.lab.errors import LabInputError
-from regroup.model.eventlog import FIELDS
+from regroup.model.eventlog import FIELDS, detail_fields
 from regroup.sim.eventlog import Event
 
 _KEYS = set(FIELDS)
@@ -38,11 +38,7 @@ def check(event: Any, where: str) -> Event:
 
 
 def _group_of(event: Event) -> str | None:
-    detail = event["detail"] or ""
-    for token in detail.split():
-        if token.startswith("group="):
-            return token[len("group=") :]
-    return None
+    return detail_fields(event["detail"]).get("group")
 
 
 def read_groups(path: str) -> list[tuple[str | None, list[Event]]]:

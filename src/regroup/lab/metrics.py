@@ -29,6 +29,7 @@ from regroup.assignors import metrics as quality
 from regroup.assignors.registry import server_side_name
 from regroup.lab import payload
 from regroup.lab.share_metrics import first_delivery_waits, share_values
+from regroup.model.eventlog import detail_fields
 from regroup.sim.eventlog import (
     API,
     DETAIL,
@@ -84,16 +85,6 @@ class Context:
     axes: Mapping[str, Any] = field(default_factory=dict)  # the grid's values, for sweep runs
     share_spec: ShareSpec | None = None  # a sweep's share run: its log's production schedule
     rate_per_partition_s: int | None = None  # a sweep run: its workload's production rate
-
-
-def detail_fields(detail: str | None) -> dict[str, str]:
-    """``key=value`` tokens of a ``detail`` string (``protocol=range leader=c0``)."""
-    out: dict[str, str] = {}
-    for token in (detail or "").split():
-        key, sep, value = token.partition("=")
-        if sep:
-            out[key] = value
-    return out
 
 
 def parse_labels(text: str) -> dict[str, list[int]]:

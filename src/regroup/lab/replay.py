@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from regroup.assignors.registry import server_side_name
 from regroup.lab.errors import LabInputError
-from regroup.lab.metrics import EMPTY_STATES, detail_fields
+from regroup.lab.metrics import EMPTY_STATES
+from regroup.model.eventlog import detail_fields
 
 if TYPE_CHECKING:
     from regroup.lab.replay_run import ReplayOutcome

@@ -4,6 +4,7 @@ lab that reads them: one flat JSON object per line with exactly these keys, in t
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 #: Every line has exactly these keys, in this order.
@@ -23,3 +24,24 @@ FIELDS: Final = (
     "value",
     "detail",
 )
+
+_KEY: Final = re.compile(r"[a-z_]+")
+
+
+def detail_fields(detail: str | None) -> dict[str, str]:
+    """The ``key=value`` fields of a row's ``detail`` (``group=orders type=classic protocol=range``). A value may
+    hold spaces — a group id, a client id inside a member id —: a space-separated piece that is not
+    ``key=value`` (a lowercase key) continues the value before it. The first of a repeated key wins."""
+    out: dict[str, str] = {}
+    current: str | None = None
+    for piece in (detail or "").split(" "):
+        name, sep, value = piece.partition("=")
+        if sep and _KEY.fullmatch(name):
+            if name in out:
+                current = None
+            else:
+                out[name] = value
+                current = name
+        elif current is not None:
+            out[current] += " " + piece
+    return out

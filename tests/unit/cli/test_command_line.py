@@ -35,8 +35,8 @@ def test_no_command_prints_the_usage_and_the_commands_to_choose_from() -> None:
     [
         (
             "lab",
-            "usage: regroup lab [-h] {sweep,analyze,report,validate} ...\n"
-            "regroup: lab: missing command (one of sweep, analyze, report, validate)\n",
+            "usage: regroup lab [-h] {sweep,analyze,report,validate,replay} ...\n"
+            "regroup: lab: missing command (one of sweep, analyze, report, validate, replay)\n",
         ),
         (
             "users",
@@ -56,7 +56,7 @@ def test_a_command_without_its_subcommand_prints_its_usage(command: str, expecte
         (["nope"], "regroup: invalid choice: 'nope' (choose from 'assign', 'strategies', 'demo', 'simulate', "
                    "'serve', 'lab', 'repair', 'users', 'groups')\n"),
         (["lab", "nope"], "regroup: lab: invalid choice: 'nope' (choose from 'sweep', 'analyze', 'report', "
-                          "'validate')\n"),
+                          "'validate', 'replay')\n"),
         (["users", "nope"], "regroup: users: invalid choice: 'nope' (choose from 'add', 'list', 'delete')\n"),
     ],
 )  # fmt: skip
