@@ -1,9 +1,10 @@
-"""``regroup groups list | describe | lag`` against ``regroup serve`` with real confluent-kafka consumers: a
+"""``regroup groups list | describe | lag | timeline`` against ``regroup serve`` with real confluent-kafka consumers: a
 classic group (``range``) and a KIP-848 consumer group (``group.protocol=consumer``), offsets committed by the
 members, more records produced afterwards so the lag is not zero; the JSON documents are checked field by
 field (members, assignments covering every partition, lag = log end offset - committed offset) and the tables
-for their columns. Errors (unknown group, no broker listening, bad arguments) are one line on stderr with a
-non-zero exit code, never a traceback.
+for their columns; ``timeline`` reads the rebalances of a group a member joined and left from the server's HTTP
+console, as a table and as JSON. Errors (unknown group, no broker listening, bad arguments) are one line on
+stderr with a non-zero exit code, never a traceback.
 
 The CLI runs in-process (``regroup.cli.main.main``) for the checks that wait on the group, and as a subprocess
 for the exit codes a shell sees."""
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +25,7 @@ import pytest
 from regroup.cli.main import main
 from tests.clients.harness import eventually
 from tests.clients.kip848 import consumer_config
-from tests.server.conftest import ServerProcess, free_port
+from tests.server.conftest import ServerProcess, free_port, served
 from tests.server.wire import WireClient, create_topics
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -298,7 +300,12 @@ def test_no_broker_listening_is_one_line_and_exit_1() -> None:
         (["list", "--bootstrap-server", "h:99999"], "regroup: --bootstrap-server: expected host:port, got 'h:99999'"),
         (["describe"], "regroup: the following arguments are required: group"),
         (["lag", "g", "--timeout", "0"], "regroup: --timeout: must be a positive number of seconds"),
-        (["nope"], "regroup: groups: invalid choice: 'nope' (choose from 'list', 'describe', 'lag')"),
+        (
+            ["nope"],
+            "regroup: groups: invalid choice: 'nope' (choose from 'list', 'describe', 'lag', 'timeline')",
+        ),
+        (["timeline", "g", "--http", "ftp://h:1"], "regroup: --http: expected http://host:port, got 'ftp://h:1'"),
+        (["timeline", "g", "--since-ms", "x"], "regroup: argument --since-ms: invalid int value: 'x'"),
     ],
 )
 def test_bad_arguments_are_one_line_and_exit_2(args: list[str], expected: str) -> None:
@@ -310,5 +317,50 @@ def test_bad_arguments_are_one_line_and_exit_2(args: list[str], expected: str) -
 def test_a_missing_subcommand_prints_the_usage() -> None:
     proc = regroup()
     assert (proc.returncode, proc.stdout) == (2, "")
-    assert proc.stderr.splitlines()[-1] == "regroup: groups: missing command (one of list, describe, lag)"
+    assert proc.stderr.splitlines()[-1] == "regroup: groups: missing command (one of list, describe, lag, timeline)"
     assert "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------------------------------------------ timeline
+def test_the_timeline_of_a_group_a_member_joined_and_left(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    http_port = free_port()
+    with served(tmp_path, "--http-port", str(http_port)) as proc:
+        setup_topic(proc.port)
+        url = f"http://127.0.0.1:{http_port}"
+        with consumers(proc.port, "tl-g", "classic", 1) as first:
+            settled(capsys, proc.port, "tl-g", first)
+            with consumers(proc.port, "tl-g", "classic", 2) as pair:
+                second = pair[1:]
+                pair[0].close()  # (only the second of this pair joins the first member)
+                settled(capsys, proc.port, "tl-g", first + second)
+            settled(capsys, proc.port, "tl-g", first)
+
+            code, out, err = cli(capsys, "timeline", "tl-g", "--http", url, "--json")
+            assert (code, err) == (0, "")
+            doc = json.loads(out)
+            assert set(doc) == {"group_id", "rebalances", "ownership"} and doc["group_id"] == "tl-g"
+            generations = [r["generation"] for r in doc["rebalances"]]
+            assert len(generations) >= 3 and generations == sorted(generations)
+            assert {i["partition"] for i in doc["ownership"]} == set(range(PARTITIONS))
+
+            code, out, err = cli(capsys, "timeline", "tl-g", "--http", url)
+            assert (code, err) == (0, "")
+            head, columns, *rows = out.splitlines()
+            assert head == f"group tl-g: {len(generations)} rebalances, {len(doc['ownership'])} ownership intervals"
+            assert columns.split() == ["START", "TOOK", "GENERATION", "REASON", "MEMBER", "MOVED", "UNOWNED_MS"]
+            assert [int(r.split()[2]) for r in rows] == generations
+            assert all(r.split()[0].endswith("Z") and r.split()[1].endswith("ms") for r in rows)
+
+            last = doc["rebalances"][-1]["start_ms"]
+            code, out, err = cli(capsys, "timeline", "tl-g", "--http", url, "--json", "--since-ms", str(last))
+            assert (code, err) == (0, "")
+            since = [r["generation"] for r in json.loads(out)["rebalances"]]
+            assert since[-1] == generations[-1] and since == generations[-len(since) :] and len(since) < 3
+
+        proc_ = regroup("timeline", "no-such-group", "--http", url)
+        assert (proc_.returncode, proc_.stdout) == (1, "")
+        assert one_line(proc_.stderr) == "regroup: unknown group 'no-such-group' (not in the rebalance history)"
+
+    proc_ = regroup("timeline", "tl-g", "--http", f"http://127.0.0.1:{free_port()}", "--timeout", "5")
+    assert (proc_.returncode, proc_.stdout) == (1, "")
+    assert one_line(proc_.stderr).startswith("regroup: cannot reach http://127.0.0.1:")

@@ -15,15 +15,18 @@ CORE = ["model", "protocol", "records", "assignors", "coordinator", "client", "t
 FORBIDDEN_MODULES = {"asyncio", "socket", "selectors", "threading", "time", "random", "pyspark", "subprocess"}
 FORBIDDEN_CALLS = {"uuid4", "monotonic", "perf_counter"}
 #: shell -> the other shells it may import. ``storage`` is the on-disk log the server writes; the lab runs the
-#: simulator; ``cli`` is the entry point and may reach every shell. Nothing else crosses between shells.
+#: simulator; ``console`` is the operator's HTTP console the server serves (it reads the server only through the
+#: view the server hands it); ``cli`` is the entry point and may reach every shell. Nothing else crosses between
+#: shells.
 SHELL_IMPORTS: dict[str, frozenset[str]] = {
     "storage": frozenset(),
     "sim": frozenset(),
     "network": frozenset(),
-    "server": frozenset({"storage", "network"}),
+    "server": frozenset({"storage", "network", "console"}),
+    "console": frozenset(),
     "lab": frozenset({"sim"}),
     "adapters": frozenset(),
-    "cli": frozenset({"storage", "sim", "server", "lab", "network"}),
+    "cli": frozenset({"storage", "sim", "server", "lab", "network", "console"}),
 }
 SHELLS = sorted(SHELL_IMPORTS)
 

@@ -7,7 +7,9 @@
   assignor and members with their assignments (a classic member's assignment decoded from the consumer
   embedded protocol);
 * ``group_lag``: per partition the committed offset (OffsetFetch on the coordinator), the log end offset
-  (ListOffsets ``latest`` on the partition's leader), their difference and the member that owns the partition.
+  (ListOffsets ``latest`` on the partition's leader), their difference and the member that owns the partition;
+* ``group_timeline``: a group's rebalances and partition ownership as ``regroup serve`` keeps them, read from its
+  HTTP console (``GET /api/groups/<id>/timeline``; Kafka has no API for it).
 
 Classic DescribeGroups carries no generation, so a classic group's ``generation`` is None. A group that no
 broker lists is a ``GroupsError``.
@@ -15,6 +17,7 @@ broker lists is a ``GroupsError``.
 
 from __future__ import annotations
 
+import urllib.parse
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -22,9 +25,18 @@ from typing import Any, Final
 
 from regroup.assignors.consumer_protocol import decode_assignment
 from regroup.assignors.consumer_protocol_types import ProtocolDecodeError
-from regroup.cli.groups_wire import Cluster, Connection, WireError, error_name
+from regroup.cli.groups_wire import Cluster, Connection, WireError, error_name, http_json
 
-__all__ = ["Group", "GroupsError", "Member", "PartitionLag", "describe_group", "group_lag", "list_groups"]
+__all__ = [
+    "Group",
+    "GroupsError",
+    "Member",
+    "PartitionLag",
+    "describe_group",
+    "group_lag",
+    "group_timeline",
+    "list_groups",
+]
 
 LIST_OFFSETS: Final = 2
 OFFSET_FETCH: Final = 9
@@ -110,6 +122,22 @@ def group_lag(cluster: Cluster, group_id: str) -> tuple[Group, list[PartitionLag
     if group.type == SHARE:
         raise GroupsError(f"group {group_id!r} is a share group: it has no committed offsets, so no lag")
     return group, _lag_rows(cluster, coordinator, group)
+
+
+def group_timeline(
+    base: urllib.parse.SplitResult, group_id: str, since_ms: int | None, until_ms: int | None, timeout: float
+) -> dict[str, Any]:
+    """The timeline document of ``group_id`` (``{"group_id", "rebalances", "ownership"}``) from the HTTP console
+    at ``base``; an unknown group, or any other refusal, is a ``GroupsError``."""
+    query = {name: str(value) for name, value in (("since_ms", since_ms), ("until_ms", until_ms)) if value is not None}
+    path = "/api/groups/" + urllib.parse.quote(group_id, safe="") + "/timeline"
+    status, doc = http_json(base, path + ("?" + urllib.parse.urlencode(query) if query else ""), timeout)
+    if status == 404 and isinstance(doc, dict) and "not found" in str(doc.get("error", "")):
+        raise GroupsError(f"unknown group {group_id!r} (not in the rebalance history)")
+    if status != 200 or not isinstance(doc, dict) or not isinstance(doc.get("rebalances"), list):
+        message = doc.get("error") if isinstance(doc, dict) else None
+        raise GroupsError(f"timeline of group {group_id!r}: HTTP {status}" + (f" ({message})" if message else ""))
+    return doc
 
 
 def _listed(broker: Connection) -> dict[str, str]:

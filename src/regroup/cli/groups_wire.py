@@ -12,14 +12,21 @@ It owns the transport and the routing, nothing about groups:
 
 Every failure — a broker that cannot be reached or closes the connection, a version range with nothing in
 common, an answer that does not decode — is a ``WireError`` whose message is one line.
+
+``http_json`` reads a JSON document from ``regroup serve``'s HTTP console (``--http-port``; ``regroup groups
+timeline``), HTTP Basic credentials taken from the URL's ``user:password@``; its failures are ``WireError`` too.
 """
 
 from __future__ import annotations
 
+import base64
+import http.client
 import io
+import json
 import socket
 import struct
 import time
+import urllib.parse
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
@@ -30,7 +37,7 @@ from kio.static.primitive import i16, i32
 
 from regroup.server.entities import build
 
-__all__ = ["Cluster", "Connection", "WireError", "error_name", "parse_bootstrap"]
+__all__ = ["Cluster", "Connection", "WireError", "error_name", "http_json", "parse_base_url", "parse_bootstrap"]
 
 API_VERSIONS: Final = 18
 METADATA: Final = 3
@@ -54,6 +61,49 @@ def error_name(code: int) -> str:
         return ErrorCode(code).name.upper()
     except ValueError:
         return f"error {code}"
+
+
+def parse_base_url(text: str) -> urllib.parse.SplitResult:
+    """An ``http://[user:password@]host[:port]`` URL of the HTTP console; ``ValueError`` (one line) otherwise."""
+    try:
+        url = urllib.parse.urlsplit(text.strip())
+        port = url.port
+    except ValueError:
+        raise ValueError(f"expected http://host:port, got {text!r}") from None
+    if url.scheme != "http" or not url.hostname or url.query or url.fragment or (port is not None and port <= 0):
+        raise ValueError(f"expected http://host:port, got {text!r}")
+    return url
+
+
+def http_json(base: urllib.parse.SplitResult, path: str, timeout: float) -> tuple[int, Any]:
+    """``GET base + path``: (status, the JSON document answered). A server that cannot be reached or does not
+    answer JSON is a ``WireError``."""
+    host, port = base.hostname or "", base.port or 80
+    where = f"{base.scheme}://{host}:{port}"
+    headers = {"Accept": "application/json"}
+    if base.username is not None:
+        user = urllib.parse.unquote(base.username)
+        password = urllib.parse.unquote(base.password or "")
+        headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    connection = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        connection.request("GET", base.path.rstrip("/") + path, headers=headers)
+        response = connection.getresponse()
+        status, body = response.status, response.read()
+    except (OSError, http.client.HTTPException) as exc:
+        raise WireError(f"cannot reach {where}: {_reason(exc)}") from None
+    finally:
+        connection.close()
+    if status == 401:
+        raise WireError(f"{where}: authentication required (give http://user:password@host:port)")
+    try:
+        return status, json.loads(body)
+    except ValueError:
+        raise WireError(f"{where}{path}: HTTP {status}, not a JSON answer") from None
+
+
+def _reason(exc: BaseException) -> str:
+    return (getattr(exc, "strerror", None) or str(exc) or type(exc).__name__).strip().splitlines()[0]
 
 
 def parse_bootstrap(text: str) -> list[tuple[str, int]]:

@@ -328,16 +328,44 @@ def _logging_options(parser: argparse.ArgumentParser) -> None:
         ),
     )
     group.add_argument(
+        "--http-port",
+        type=_int_at_least(0, 65535),
+        metavar="PORT",
+        help=(
+            "serve the HTTP console at http://HOST:PORT/: the dashboard, its JSON under /api/, the live group "
+            "events (/api/events) and Prometheus metrics (/metrics) (default: off; 0 = any free port)"
+        ),
+    )
+    group.add_argument(
+        "--http-host",
+        metavar="HOST",
+        help=(
+            "address of the HTTP console (default 127.0.0.1: loopback, whatever the listeners); another address "
+            "needs SASL on the listeners (the console then asks for HTTP Basic authentication) or --http-insecure"
+        ),
+    )
+    group.add_argument(
+        "--http-insecure",
+        action="store_true",
+        help="serve the HTTP console on an address that is not loopback although no listener uses SASL (default off)",
+    )
+    group.add_argument(
+        "--history-window",
+        type=duration_ms,
+        default="24h",  # (argparse applies the type to a string default)
+        metavar="DURATION",
+        help=(
+            "how long the HTTP console keeps each group's rebalance timeline, in memory and under the data "
+            "directory's history/: milliseconds, or a number with ms, s, m, h or d (default 24h; 0 = no history)"
+        ),
+    )
+    group.add_argument(
         "--metrics-port",
         type=_int_at_least(0, 65535),
         metavar="PORT",
-        help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off; 0 = any free port)",
+        help="the older name of --http-port (the same server; metrics at http://HOST:PORT/metrics)",
     )
-    group.add_argument(
-        "--metrics-host",
-        metavar="HOST",
-        help="address of the metrics endpoint (default 127.0.0.1: loopback, whatever the listeners)",
-    )
+    group.add_argument("--metrics-host", metavar="HOST", help="the older name of --http-host")
 
 
 def _consumer_group_options(parser: argparse.ArgumentParser) -> None:
@@ -608,6 +636,29 @@ def _listeners(args: argparse.Namespace, file: ServerSettings | None) -> tuple[L
     return (dataclasses.replace(first, **changes), *listeners[1:]) if changes else listeners
 
 
+_DURATION_UNITS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def duration_ms(text: str) -> int:
+    """A duration as milliseconds: ``90000``, ``500ms``, ``90s``, ``15m``, ``24h``, ``7d`` (argparse type)."""
+    raw = text.strip().lower()
+    unit = next((u for u in ("ms", "s", "m", "h", "d") if raw.endswith(u)), "")
+    number = raw[: len(raw) - len(unit)]
+    if not number.isdigit():
+        raise argparse.ArgumentTypeError(f"not a duration (milliseconds, or a number with ms, s, m, h or d): {text!r}")
+    return int(number) * _DURATION_UNITS.get(unit, 1)
+
+
+def _one_of(args: argparse.Namespace, dest: str, older: str) -> Any:
+    """The value of ``--http-...`` or of its older name ``--metrics-...``; both given and different is a
+    ``ServeError`` (one server has one port and one address)."""
+    value, old = getattr(args, dest), getattr(args, older)
+    if value is not None and old is not None and value != old:
+        flag, old_flag = "--" + dest.replace("_", "-"), "--" + older.replace("_", "-")
+        raise ServeError(f"{flag} {value} and {old_flag} {old} differ: {old_flag} is the older name of {flag}")
+    return value if value is not None else old
+
+
 def server_config(args: argparse.Namespace) -> tuple[ServerConfig, tuple[str, ...]]:
     """The server's settings from the flags and the configuration file (``--config``), and the file's warnings
     (one line each, for the caller to log once every check has passed); anything wrong is a ``ServeError``."""
@@ -637,8 +688,10 @@ def server_config(args: argparse.Namespace) -> tuple[ServerConfig, tuple[str, ..
         max_connections_per_ip=args.max_connections_per_ip,
         connection_max_in_flight=args.connection_max_in_flight,
         connection_max_queued_bytes=args.connection_max_queued_bytes,
-        metrics_port=args.metrics_port,
-        metrics_host=args.metrics_host,
+        http_port=_one_of(args, "http_port", "metrics_port"),
+        http_host=_one_of(args, "http_host", "metrics_host"),
+        http_insecure=args.http_insecure,
+        history_window_ms=args.history_window,
         stats_interval_s=float(args.stats_interval),
         stall_warn_ms=args.stall_warn_ms,
         id_limits=_id_limits(args),

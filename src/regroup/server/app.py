@@ -1,6 +1,7 @@
 """The server process: opens the data directory (coordinator log, partition log), rebuilds the coordinator,
 listens, serves every connection with the registered handlers, logs request rates periodically and rebalance
-events as they happen, serves Prometheus metrics with ``--metrics-port``, and shuts down cleanly (stop
+events as they happen, serves the operator's console — the dashboard, its JSON, the live group events and the
+Prometheus metrics — on ``--http-port`` (``--metrics-port`` is the same server), and shuts down cleanly (stop
 accepting, drop connections, flush and close the logs) when asked or when the log fails.
 
 Data directory layout: ``coordinator/`` holds the coordinator's record log (docs/storage.md), ``topics/`` the
@@ -14,6 +15,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import ipaddress
 import itertools
 import logging
 import shutil
@@ -24,6 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from regroup.console.auth import BasicAuth
+from regroup.console.http import HttpServer
+from regroup.console.routes import Console
+from regroup.console.sse import EventHub
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.result import Result
 from regroup.network.admission import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP, AcceptErrors, Admission
@@ -40,10 +46,11 @@ from regroup.server.dispatch import Dispatcher
 from regroup.server.events import GroupEvents
 from regroup.server.group_configs import GROUP_CONFIG_FILE, GroupConfigStore, core_group_configs
 from regroup.server.handlers.registry import load_specs
+from regroup.server.history_feed import DEFAULT_WINDOW_MS, HistoryFeed
 from regroup.server.image import cluster_image
 from regroup.server.log_cleaner import DEFAULT_CHECK_INTERVAL_MS, LogCleaner, log_report
 from regroup.server.metrics import RequestMetrics
-from regroup.server.metrics_http import MetricsEndpoint
+from regroup.server.operator_view import ServerView
 from regroup.server.rebalances import RebalanceLog
 from regroup.server.runtime import CoordinatorRuntime, Uuid4Ids, wall_ms
 from regroup.server.scram_store import SCRAM_CREDENTIALS_FILE, ScramStore
@@ -63,7 +70,7 @@ from regroup.transactions.results import TxnConfig
 
 log = logging.getLogger("regroup.server")
 
-#: where the metrics endpoint listens unless --metrics-host says otherwise
+#: where the HTTP console (and its /metrics) listens unless --http-host says otherwise
 LOOPBACK = "127.0.0.1"
 TOPIC_SYNC_INTERVAL_S = 0.1  # with --fsync interval: how often appended topic data is forced to disk
 T = TypeVar("T")
@@ -95,8 +102,19 @@ class ServerConfig:
     stats_interval_s: float = 60.0
     #: a turn of the event loop longer than this is logged and counted (``server/watchdog.py``); 0: not watched
     stall_warn_ms: int = DEFAULT_STALL_WARN_MS
-    metrics_port: int | None = None  # None: no metrics endpoint
-    metrics_host: str | None = None  # None: the --host address
+    #: the HTTP console's port (dashboard, /api, /metrics); None: no HTTP server, 0: any free port
+    http_port: int | None = None
+    #: its address (None: 127.0.0.1)
+    http_host: str | None = None
+    #: serve the console on an address that is not loopback although no listener authenticates (no SASL)
+    http_insecure: bool = False
+    #: how long the rebalance history (the console's timelines) is kept, in memory and under ``history/``; 0: no
+    #: history (with the HTTP console only)
+    history_window_ms: int = DEFAULT_WINDOW_MS
+    #: the older names of ``http_port`` and ``http_host`` (``--metrics-port``, ``--metrics-host``), used when those
+    #: are not set
+    metrics_port: int | None = None
+    metrics_host: str | None = None
     snapshot_every: int = 100_000
     auto_create_topics: bool = True
     default_partitions: int = 1
@@ -202,7 +220,9 @@ class Server:
         self._connections: set[Connection] = set()
         self._ids = itertools.count(1)
         self._stats: asyncio.Task[None] | None = None
-        self._metrics: MetricsEndpoint | None = None
+        self._http: HttpServer | None = None
+        self._event_hub: EventHub | None = None
+        self._history: HistoryFeed | None = None
         self._scrape_sources: ScrapeSources | None = None
         self._connections_opened = 0
         self._admission: Admission | None = None
@@ -212,7 +232,9 @@ class Server:
         #: releases of share members whose connection dropped, running
         self._background: set[asyncio.Task[None]] = set()
         self.port = config.port
-        self.metrics_port: int | None = None
+        #: the port the HTTP console listens on (None: none)
+        self.http_port: int | None = None
+        self.metrics_port: int | None = None  # (the same: /metrics is one of the console's paths)
 
     async def start(self) -> None:
         """Open everything and listen; raises ``StartupError`` after undoing what it opened, and after removing
@@ -228,6 +250,7 @@ class Server:
 
     async def _start(self) -> None:
         cfg = self.config
+        auth = http_auth(cfg)  # (refuses an exposed console without authentication before anything is opened)
         clog = _open_coordinator_log(cfg)  # (holds the data directory's lock from here)
         group_configs = GroupConfigStore(
             cfg.data_dir / GROUP_CONFIG_FILE, cfg.coordinator, sync=cfg.fsync is not FsyncPolicy.NEVER
@@ -266,16 +289,23 @@ class Server:
         cleaner = LogCleaner(self._topics, self._topics.configs.policy)
         log_report(cleaner.run_once(wall_ms()))
         self._transactions = await self._start_transactions(self._topics)
-        if cfg.events is not None:
+        http_port, http_host = http_address(cfg)
+        if cfg.events is not None or http_port is not None:
             events_path = cfg.events
             self._events = _guard_startup(f"cannot open {events_path}", lambda: GroupEvents(events_path))
             self._runtime.add_observer(self._events)
+            if http_port is not None:
+                if cfg.history_window_ms > 0:
+                    self._history = self._open_history()
+                    self._events.add_sink(self._history.sink)
+                self._event_hub = EventHub()
+                self._events.add_sink(self._event_hub.publish)
             self._events(self._runtime.coordinator, Result(), wall_ms())
-        rebalances = RebalanceLog(log_changes=cfg.events is None)  # an events file logs the changes itself
+        rebalances = RebalanceLog(log_changes=self._events is None)  # the group events log the changes themselves
         self._runtime.add_observer(rebalances)
         rebalances(self._runtime.coordinator, Result(), wall_ms())  # the groups loaded are no news
-        request_metrics = RequestMetrics() if cfg.metrics_port is not None else None
-        if request_metrics is not None and cfg.metrics_port is not None:  # up before the Kafka port accepts
+        request_metrics = RequestMetrics() if http_port is not None else None
+        if request_metrics is not None and http_port is not None:  # up before the Kafka port accepts
             self._scrape_sources = ScrapeSources(
                 requests=request_metrics,
                 runtime=self._runtime,
@@ -285,15 +315,16 @@ class Server:
                 records_at_start=clog.log.next_offset,
                 watchdog=self._watchdog,
             )
-            metrics_host = cfg.metrics_host or LOOPBACK
-            self._metrics = MetricsEndpoint(self._scrape, metrics_host, cfg.metrics_port)
+            view = ServerView(self._runtime, self._topics, None if self._history is None else self._history.timeline)
+            self._runtime.add_observer(view.observe)
+            view.observe(self._runtime.coordinator, Result(), wall_ms())
+            console = Console(view, scrape=self._scrape, events=self._event_hub, auth=auth(self._scram))
+            self._http = HttpServer(console, http_host, http_port)
             try:
-                await self._metrics.start()
+                await self._http.start()
             except OSError as exc:
-                raise StartupError(
-                    f"cannot listen on {metrics_host}:{cfg.metrics_port}: {exc.strerror or exc}"
-                ) from None
-            self.metrics_port = self._metrics.port
+                raise StartupError(f"cannot listen on {http_host}:{http_port}: {exc.strerror or exc}") from None
+            self.http_port = self.metrics_port = self._http.port
         listeners = [_security(listener, self._scram) for listener in listeners_of(cfg)]
         loop = asyncio.get_running_loop()
         self._accept_errors = AcceptErrors(loop.get_exception_handler())
@@ -376,8 +407,8 @@ class Server:
             )
         log.info(
             "serving host=%s port=%d advertised=%s:%d data_dir=%s fsync=%s groups_loaded=%d topics=%d partitions=%d "
-            "open_segment_files_max=%d apis=%d metrics=%s listener=%s protocol=%s authorizer=%s event_loop=%s "
-            "stall_warn_ms=%s",
+            "open_segment_files_max=%d apis=%d http=%s metrics=%s listener=%s protocol=%s authorizer=%s "
+            "event_loop=%s stall_warn_ms=%s",
             listeners[0].config.host,
             self.port,
             broker.host,
@@ -389,13 +420,30 @@ class Server:
             self._topics.partition_count,
             self._topics.open_files_max,
             len(broker.api_specs),
-            "off" if self._metrics is None else f"http://{self._metrics.host}:{self.metrics_port}/metrics",
+            "off" if self._http is None else f"{self._http.url}/",
+            "off" if self._http is None else f"{self._http.url}/metrics",
             first,
             listeners[0].config.protocol.value,
             "off" if self._acls is None else "on",
             type(asyncio.get_running_loop()).__module__.split(".")[0],  # uvloop or asyncio
             cfg.stall_warn_ms or "off",
         )
+
+    def _open_history(self) -> HistoryFeed:
+        """The rebalance history, its rows on disk within the window folded already."""
+        cfg = self.config
+        feed = _guard_startup(
+            "cannot open the rebalance history", lambda: HistoryFeed(cfg.data_dir, cfg.history_window_ms, wall_ms)
+        )
+        loaded = feed.load()
+        log.info(
+            "rebalance history window_ms=%d rows_loaded=%d groups=%d",
+            cfg.history_window_ms,
+            loaded,
+            len(feed.timelines.group_ids()),
+        )
+        feed.start()
+        return feed
 
     async def _start_transactions(self, topics: PartitionTopicStore) -> TransactionRuntime:
         """Load the transaction coordinator and finish what it left preparing, before the port opens."""
@@ -527,9 +575,11 @@ class Server:
 
     async def close(self) -> None:
         """Stop accepting, drop every connection, make queued records durable, close the logs. Idempotent."""
-        if self._metrics is not None:
-            await self._metrics.close()
-            self._metrics = None
+        if self._event_hub is not None:
+            self._event_hub.close()
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
         for listener in self._listeners:
             listener.close()
         for task in [self._stats, self._syncer, self._cleaner]:
@@ -555,9 +605,52 @@ class Server:
         if self._events is not None:
             self._events.close()
             self._events = None
+        if self._history is not None:
+            await self._history.close()
+            self._history = None
         if self._accept_errors is not None:
             asyncio.get_running_loop().set_exception_handler(self._accept_errors.previous)
             self._accept_errors = None
+
+
+def http_address(cfg: ServerConfig) -> tuple[int | None, str]:
+    """The HTTP console's port (None: no console) and address: ``--http-port``/``--http-host``, else their older
+    names ``--metrics-port``/``--metrics-host``."""
+    port = cfg.http_port if cfg.http_port is not None else cfg.metrics_port
+    return port, cfg.http_host or cfg.metrics_host or LOOPBACK
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def http_auth(cfg: ServerConfig) -> Callable[[ScramStore | None], BasicAuth | None]:
+    """How the console authenticates, once the SCRAM credentials are read: HTTP Basic against the SASL users when
+    a listener authenticates with SASL (PLAIN's users from the listeners' JAAS configurations, SCRAM's from the
+    credential store), else not at all — and then an address that is not loopback is a ``StartupError`` unless
+    ``http_insecure`` says to serve it anyway."""
+    port, host = http_address(cfg)
+    listeners = listeners_of(cfg)
+    mechanisms = {m for listener in listeners for m in listener.sasl_mechanisms}
+    if not mechanisms:
+        if port is not None and not is_loopback(host) and not cfg.http_insecure:
+            raise StartupError(
+                f"--http-host {host}: no listener authenticates clients (no SASL), so the HTTP console would be open "
+                "to anyone who can reach it; serve it on loopback, or pass --http-insecure to serve it anyway"
+            )
+        return lambda scram: None
+    plain: dict[str, str] = {}
+    if "PLAIN" in mechanisms:
+        for listener in listeners:
+            for user, password in listener.plain_users.items():
+                plain.setdefault(user, password)
+    with_scram = any(m.startswith("SCRAM-") for m in mechanisms)
+    return lambda scram: BasicAuth(plain, scram.lookup if with_scram and scram is not None else None)
 
 
 def _open_coordinator_log(cfg: ServerConfig) -> CoordinatorLog:

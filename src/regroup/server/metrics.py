@@ -8,7 +8,7 @@ server reads at scrape time and hands to :func:`exposition` as ``Family`` values
 
 Written by hand rather than with ``prometheus_client``: the text format is a few lines, every update happens
 on the event loop thread (plain integer and list updates, no locks), and the scrape endpoint is served from
-the same loop (``server/metrics_http.py``) instead of the library's HTTP server thread.
+the same loop (``console/http.py``, ``/metrics``) instead of the library's HTTP server thread.
 """
 
 from __future__ import annotations
