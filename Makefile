@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint typecheck unit soak eos-soak fuzz librdkafka-tests bench bench-server bench-security bench-share bench-flood bench-kip848 bench-lab compiled bench-lab-compiled clean
+.PHONY: run test lint typecheck unit chromium bench-dashboard soak eos-soak fuzz librdkafka-tests bench bench-server bench-security bench-share bench-flood bench-kip848 bench-lab compiled bench-lab-compiled clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +29,22 @@ lint: $(DEVSTAMP)
 typecheck: $(DEVSTAMP)
 	$(BIN)/mypy src tools
 
-unit: $(DEVSTAMP)
+# The dashboard's tests (tests/dashboard) drive Debian's Chromium through Playwright: installed here when it is
+# missing and apt-get can run as root; otherwise one line says so and those tests skip, saying what is missing.
+CHROMIUM := /usr/bin/chromium
+APT_CHROMIUM := DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium
+
+chromium:
+	@if [ -x $(CHROMIUM) ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing Debian's chromium for tests/dashboard"; \
+		$(APT_CHROMIUM) >/dev/null 2>&1 || { apt-get update -q >/dev/null && $(APT_CHROMIUM) >/dev/null; } || \
+			echo "chromium: '$(APT_CHROMIUM)' failed; tests/dashboard will fail until $(CHROMIUM) exists"; \
+	else \
+		echo "chromium: $(CHROMIUM) is missing and this machine cannot install it (needs root and apt-get); tests/dashboard skip"; \
+	fi
+
+unit: $(DEVSTAMP) chromium
 	$(BIN)/pytest
 
 test: lint typecheck unit
@@ -95,6 +110,11 @@ bench-kip848: $(DEVSTAMP)
 # Options through ARGS, e.g. make bench-lab ARGS="--skip-analyze --runs 200".
 bench-lab: $(DEVSTAMP)
 	$(BIN)/python bench/lab.py $(ARGS)
+
+# The dashboard's timeline in headless Chromium: a 1,000-member group with 100 rebalances, indexed and drawn (the
+# page's budget is 1 s), cooperative and eager histories (docs/operations.md, "The dashboard"); ARGS for options.
+bench-dashboard: $(DEVSTAMP) chromium
+	$(BIN)/python bench/dashboard.py $(ARGS)
 
 # Optional: the simulator's hot path compiled with mypyc (setup.py, REGROUP_COMPILE=1) into its own venv, installed
 # non-editable so the compiled modules live only in that venv's site-packages. Needs a C compiler and Python headers.
