@@ -16,6 +16,9 @@ Two paths:
   lexicographic: ``BIG * (sum of squared member counts) − (partitions kept)``. Convex member costs are
   modelled by unit arcs inside a box around a greedy estimate; if the optimum touches an artificial box
   edge, the box is widened and the flow solved again, so the result is the optimum of the unboxed problem.
+  When every member can keep all it owns with the counts within one of each other (a member leaving a
+  balanced group, most fresh groups), that assignment is an optimum already and no flow is solved
+  (``_kept_and_even``).
 
 The assignors send small homogeneous groups (up to ``homogeneous.SMALL_GROUP_PARTITIONS`` partitions) to
 ``homogeneous.assign_small`` instead: the same homogeneous path in plain loops, with identical results.
@@ -211,6 +214,10 @@ def _assign_heterogeneous(layout: Layout, owned: Sequence[IntArray]) -> Outcome:
     total = int(layout.counts[served].sum())
     big = int(sticky.sum()) + 1
 
+    kept_even = _kept_and_even(layout, arc_topic, arc_member, sticky, total, served)
+    if kept_even is not None:
+        return _place(layout, owned, arc_topic, arc_member, kept_even, sticky)
+
     estimate = _greedy_loads(layout)
     box = np.full(m, _INITIAL_BOX, dtype=np.int64)
     # the first box also reaches the even share: the optimum is often there, and a box that holds it in its
@@ -234,6 +241,40 @@ def _assign_heterogeneous(layout: Layout, owned: Sequence[IntArray]) -> Outcome:
         estimate = loads
 
     return _place(layout, owned, arc_topic, arc_member, flows_normal, flows_sticky)
+
+
+def _kept_and_even(
+    layout: Layout, arc_topic: IntArray, arc_member: IntArray, sticky: IntArray, total: int, served: np.ndarray
+) -> IntArray | None:
+    """The flows on the normal arcs of an assignment in which every member keeps all it owns and the counts
+    differ by at most one, when the greedy below finds one (None when it does not). Such an assignment is an
+    optimum of the flow's problem without solving it: counts within one of each other have the least sum of
+    squares any assignment of ``total`` partitions can have, and keeping everything keeps the most. (Among
+    optima the flow solver may pick another; this one is as deterministic.) The partitions nobody keeps go
+    topic by topic, those with the fewest subscribers first, each water-filled onto its least-loaded
+    subscribers (member order among equals). A member leaving a balanced group, or a fresh group whose
+    subscriptions let every member reach the even share, ends here."""
+    m = len(layout.member_names)
+    if m == 0:
+        return None
+    loads = np.bincount(arc_member, weights=sticky, minlength=m).astype(np.int64)
+    if int(loads.max()) > -(-total // m):
+        return None  # someone keeps more than the even share allows
+    t_count = len(layout.topic_names)
+    kept = np.bincount(arc_topic, weights=sticky, minlength=t_count).astype(np.int64)
+    orphans = np.where(served, layout.counts - kept, 0)
+    by_topic = np.argsort(arc_topic, kind="stable")
+    bounds = np.searchsorted(arc_topic[by_topic], np.arange(t_count + 1)).tolist()
+    flows = np.zeros(len(arc_topic), dtype=np.int64)
+    for t in sorted(np.flatnonzero(orphans).tolist(), key=lambda t: (bounds[t + 1] - bounds[t], t)):
+        arcs = by_topic[bounds[t] : bounds[t + 1]]
+        members = arc_member[arcs]
+        given = _water_fill(loads[members], int(orphans[t]))
+        loads[members] += given
+        flows[arcs] = given
+    if int(loads.max()) - int(loads.min()) > 1:
+        return None
+    return flows
 
 
 def _solve(
