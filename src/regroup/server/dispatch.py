@@ -96,9 +96,9 @@ class Dispatcher:
         if metrics is None:
             return (await self._respond(request, name, client_host, connection_id, session))[0]
         started = time.perf_counter()
-        metrics.received(name, request.size + 4)
+        stats = metrics.received(name, request.size + 4)
         data, response = await self._respond(request, name, client_host, connection_id, session)
-        metrics.answered(name, time.perf_counter() - started, response, 0 if data is None else len(data))
+        metrics.answered(name, stats, time.perf_counter() - started, response, 0 if data is None else len(data))
         return data
 
     async def _respond(

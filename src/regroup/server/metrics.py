@@ -89,45 +89,68 @@ class Histogram:
         yield "_count", labels, self.count
 
 
-class RequestMetrics:
-    """Per-API request counters and latency, fed by the dispatcher on the event loop thread."""
+class ApiStats:
+    """One API's request counters and latency: what the dispatcher updates on every request."""
+
+    __slots__ = ("latency", "request_bytes", "requests", "response_bytes")
 
     def __init__(self) -> None:
-        self.requests: Counter[str] = Counter()
-        self.latency: dict[str, Histogram] = {}
+        self.requests = 0
+        self.request_bytes = 0
+        self.response_bytes = 0
+        self.latency = Histogram()
+
+
+class RequestMetrics:
+    """Per-API request counters and latency, fed by the dispatcher on the event loop thread: ``received``
+    when a request is decoded (it returns the API's record), ``answered`` with that record once its response
+    is encoded. One dictionary lookup per request; a response's error codes are read by a plan made once per
+    response class (a flat one, as a heartbeat's, is one attribute read)."""
+
+    def __init__(self) -> None:
+        self.apis: dict[str, ApiStats] = {}
         self.errors: Counter[tuple[str, int]] = Counter()
-        self.request_bytes: Counter[str] = Counter()
-        self.response_bytes: Counter[str] = Counter()
 
-    def received(self, api: str, size: int) -> None:
-        self.requests[api] += 1
-        self.request_bytes[api] += size
+    def received(self, api: str, size: int) -> ApiStats:
+        stats = self.apis.get(api)
+        if stats is None:
+            stats = self.apis[api] = ApiStats()
+        stats.requests += 1
+        stats.request_bytes += size
+        return stats
 
-    def answered(self, api: str, seconds: float, response: Any, size: int) -> None:
+    def answered(self, api: str, stats: ApiStats, seconds: float, response: Any, size: int) -> None:
         """``response`` is the kio response entity or a ``PreEncoded`` one (None: nothing to inspect), ``size``
         its encoded bytes."""
-        histogram = self.latency.get(api)
-        if histogram is None:
-            histogram = self.latency[api] = Histogram()
-        histogram.observe(seconds)
-        self.response_bytes[api] += size
-        if isinstance(response, PreEncoded):
+        stats.latency.observe(seconds)
+        stats.response_bytes += size
+        if response is None:
+            return
+        if type(response) is PreEncoded:
             for code in response.error_codes:
                 self.errors[(api, code)] += 1
-        elif response is not None:
+            return
+        plan = _ERROR_PLANS.get(type(response))
+        if plan is None or plan[1]:
             _count_errors(response, api, self.errors)
+        elif plan[0]:
+            code = int(response.error_code)
+            if code:
+                self.errors[(api, code)] += 1
 
     def families(self) -> list[Family]:
+        apis = sorted(self.apis.items())
         requests = Family("regroup_requests_total", "counter", "Requests received, per API.")
-        for api, n in sorted(self.requests.items()):
-            requests.add(n, {"api": api})
+        for api, stats in apis:
+            requests.add(stats.requests, {"api": api})
         latency = Family(
             "regroup_request_duration_seconds",
             "histogram",
             "From a decoded request to its encoded response (parked JoinGroup/SyncGroup time included), per API.",
         )
-        for api, histogram in sorted(self.latency.items()):
-            latency.samples.extend(histogram.samples({"api": api}))
+        for api, stats in apis:
+            if stats.latency.count:
+                latency.samples.extend(stats.latency.samples({"api": api}))
         errors = Family(
             "regroup_response_errors_total",
             "counter",
@@ -136,11 +159,12 @@ class RequestMetrics:
         for (api, code), n in sorted(self.errors.items()):
             errors.add(n, {"api": api, "error": error_name(code)})
         request_bytes = Family("regroup_request_bytes_total", "counter", "Request frame bytes received, per API.")
-        for api, n in sorted(self.request_bytes.items()):
-            request_bytes.add(n, {"api": api})
+        for api, stats in apis:
+            request_bytes.add(stats.request_bytes, {"api": api})
         response_bytes = Family("regroup_response_bytes_total", "counter", "Response frame bytes sent, per API.")
-        for api, n in sorted(self.response_bytes.items()):
-            response_bytes.add(n, {"api": api})
+        for api, stats in apis:
+            if stats.latency.count:
+                response_bytes.add(stats.response_bytes, {"api": api})
         return [requests, latency, errors, request_bytes, response_bytes]
 
 
