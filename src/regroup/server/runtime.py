@@ -115,7 +115,9 @@ class CoordinatorRuntime:
         return cls(coordinator, log_, clock=clock, on_fatal=on_fatal)
 
     def add_observer(self, observer: Observer) -> None:
-        """``observer(coordinator, result, now_ms)`` runs right after every core call (events, logging)."""
+        """``observer(coordinator, result, now_ms)`` runs right after every core call that said something
+        happened (``result.events``: joins, state changes, assignments, commits; a heartbeat that changed nothing
+        has none and is not observed). An observer that needs the groups as loaded is called once directly."""
         self._observers.append(observer)
 
     def start(self) -> None:
@@ -217,6 +219,8 @@ class CoordinatorRuntime:
         return found, response
 
     def _observe(self, result: Result) -> None:
+        if not result.events:
+            return
         for observer in self._observers:
             try:
                 observer(self.coordinator, result, self._clock.last)
