@@ -1,12 +1,13 @@
 """The HTTP console of a ``regroup serve`` whose listener authenticates with SASL asks for HTTP Basic
 authentication against the same users: a PLAIN user of the listener's JAAS configuration and a SCRAM user of
 the credential store (``regroup users add``) get in with their passwords, anything else is a 401 that says how
-to authenticate — on every path, ``/metrics`` included; ``regroup groups timeline`` passes the URL's
+to authenticate — on every path, ``/metrics`` and a replay's POST included; ``regroup groups timeline`` passes the URL's
 credentials. With SASL the console may listen on an address that is not loopback."""
 
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import subprocess
 import sys
@@ -63,6 +64,17 @@ def test_basic_authentication_against_the_sasl_users(tmp_path: Path) -> None:
             status, _, body = console.get("/api/groups", basic(user, password))
             assert (status, json.loads(body)) == (200, {"groups": []}), user
         assert console.get("/metrics", basic("alice", SCRAM_PW))[0] == 200
+        # a replay's POST asks for it too
+        body = b'{"since_ms": 1, "until_ms": 2}'
+        for headers in ({}, basic("admin", "wrong")):
+            connection = http.client.HTTPConnection("127.0.0.1", http_port, timeout=10)
+            connection.request("POST", "/api/groups/g/replays", body=body, headers=headers)
+            assert connection.getresponse().status == 401
+            connection.close()
+        connection = http.client.HTTPConnection("127.0.0.1", http_port, timeout=10)
+        connection.request("POST", "/api/groups/g/replays", body=body, headers=basic("admin", PLAIN_PW))
+        assert connection.getresponse().status == 404  # (authenticated: no group g)
+        connection.close()
 
         def timeline(url: str) -> subprocess.CompletedProcess[str]:
             argv = [sys.executable, "-m", "regroup", "groups", "timeline", "g", "--http", url]

@@ -140,3 +140,9 @@ def test_without_history_the_timeline_is_a_404(tmp_path: Path) -> None:
         console = Console(proc, port)
         assert console.json("/api/groups/g/timeline", 404) == {"error": "this server keeps no rebalance history"}
         assert not (proc.data_dir / "history").exists()
+        # nor replays of it
+        answer = raw(
+            port, b'POST /api/groups/g/replays HTTP/1.1\r\nContent-Length: 30\r\n\r\n{"since_ms": 1, "until_ms": 2}'
+        )
+        assert answer.startswith(b"HTTP/1.1 404 ") and b"no rebalance history" in answer, answer
+        assert not (proc.data_dir / "replays").exists()

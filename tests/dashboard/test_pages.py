@@ -286,6 +286,44 @@ def test_group_page_shows_the_group_and_draws_its_timeline(
     assert f"reason: {last['reason']}" in text and "owns" in text, text
 
 
+def test_what_if_replays_the_visible_window(stack: Stack, groups: Members, open_page: Callable[[str], Watched]) -> None:
+    """The "What if…" control replays the visible window of the timeline (all of it after Fit) and shows the
+    comparison: the recorded run first, then each alternative, as the replay's API document has them, with the
+    report linked."""
+    page = open_page(f"{stack.url}/groups/{quoted(CLASSIC.group_id)}")
+    page.wait_for("() => document.querySelector('#timeline-canvas')?.dataset.drawn", None, PAGE_S)
+    page.page.locator('[data-act="fit"]').click()
+    page.page.locator("#whatif-run").click()
+    # "running…" while it runs (the button disabled), then the comparison
+    page.wait_for(
+        """() => document.querySelector('#whatif-status').textContent === 'running…'
+                 && document.querySelector('#whatif-run').disabled
+                 || document.querySelector('#whatif-table') !== null""",
+        None,
+        PAGE_S,
+    )
+    page.wait_for("() => document.querySelector('#whatif-table tbody tr') !== null", None, 60.0)
+    assert page.page.locator("#whatif-status").get_attribute("data-state") == "done"
+    assert not page.page.locator("#whatif-run").is_disabled()
+    href = page.page.locator("#whatif-report").get_attribute("href") or ""
+    assert href.startswith(f"/api/groups/{quoted(CLASSIC.group_id)}/replays/") and href.endswith("/report"), href
+    doc = stack.api(href.removesuffix("/report"))
+    assert doc["status"] == "done", doc
+    result = doc["result"]
+    rows = page.page.locator("#whatif-table tbody tr")
+    assert rows.count() == 1 + len(result["alternatives"]) and len(result["alternatives"]) >= 5
+    first = cells(page, "#whatif-table tbody tr:first-child td")
+    recorded = result["recorded"]
+    assert first[0] == recorded["strategy"] == "cooperative-sticky (recorded)", first
+    assert first[2:4] == [str(recorded["rebalances"]), str(recorded["moved"])], first
+    second = cells(page, "#whatif-table tbody tr:nth-child(2) td")
+    alternative = result["alternatives"][0]
+    assert second[:2] == [alternative["strategy"], alternative["protocol"]], second
+    delta = alternative["versus_recorded"]["rebalances"]
+    assert second[6] == ("0" if delta == 0 else f"{'+' if delta > 0 else '−'}{abs(delta)}"), second
+    assert get_status(stack.url, href) == 200
+
+
 def test_a_group_appears_grows_and_empties_live(stack: Stack, open_page: Callable[[str], Watched]) -> None:
     """The page of a group that does not exist yet says so, then shows it without a reload as members join
     (the id has a slash: URL-encoded as %2F), and shows it empty once they leave; the list page follows."""

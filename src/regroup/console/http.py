@@ -2,8 +2,11 @@
 ``MAX_HEAD_BYTES``, within ``HEAD_TIMEOUT_S``), answers GET and HEAD through a handler, and closes the connection
 (``Connection: close``: no keep-alive). A head too large, too slow or cut short closes the connection without an
 answer; one that is not an HTTP/1.x request head is a 400; another method is a 405; at most ``max_clients``
-connections are served at once, the next ones get a 503. A handler that raises is a 500 with a one-line body: any
-bytes a client sends end in an answer or a closed connection, never in a traceback sent back.
+connections are served at once, the next ones get a 503. ``POST`` is accepted only on the paths ``accepts_post``
+allows, with a body of at most ``MAX_BODY_BYTES`` announced by ``Content-Length`` (none: 411; larger: 413; a
+chunked body: 411) and read within the same ``HEAD_TIMEOUT_S`` (too slow or cut short: closed without an
+answer). A handler that raises is a 500 with a one-line body: any bytes a client sends end in an answer or a
+closed connection, never in a traceback sent back.
 
 A handler answers with a ``Response`` (a body known in full) or a ``Stream`` (a body written as its chunks come,
 for Server-Sent Events); a client too slow to take what is written within ``WRITE_TIMEOUT_S`` is dropped."""
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -24,17 +28,22 @@ log = logging.getLogger("regroup.console.http")
 
 MAX_HEAD_BYTES: Final = 16 * 1024
 MAX_HEADERS: Final = 100
+MAX_BODY_BYTES: Final = 16 * 1024
 HEAD_TIMEOUT_S: Final = 10.0
 WRITE_TIMEOUT_S: Final = 10.0
 DEFAULT_MAX_CLIENTS: Final = 256
 
 REASONS: Final = {
     200: "OK",
+    202: "Accepted",
     304: "Not Modified",
     400: "Bad Request",
     401: "Unauthorized",
     404: "Not Found",
     405: "Method Not Allowed",
+    411: "Length Required",
+    413: "Content Too Large",
+    429: "Too Many Requests",
     500: "Internal Server Error",
     503: "Service Unavailable",
 }
@@ -49,6 +58,8 @@ class Request:
     query: Mapping[str, str]
     #: header names lower-cased (the last value of each name)
     headers: Mapping[str, str]
+    #: a POST's body (empty for GET and HEAD)
+    body: bytes = b""
 
     @property
     def head_only(self) -> bool:
@@ -73,6 +84,8 @@ class Stream:
 
 
 Handler = Callable[[Request], Awaitable[Response | Stream]]
+#: whether a path takes POST requests
+PostPaths = Callable[[str], bool]
 
 
 def text(status: int, message: str, *headers: tuple[str, str]) -> Response:
@@ -93,8 +106,10 @@ class HttpServer:
         max_clients: int = DEFAULT_MAX_CLIENTS,
         head_timeout_s: float = HEAD_TIMEOUT_S,
         write_timeout_s: float = WRITE_TIMEOUT_S,
+        accepts_post: PostPaths | None = None,
     ) -> None:
         self._handler = handler
+        self._accepts_post = accepts_post
         self.host = host
         self.port = port
         self._max_clients = max_clients
@@ -156,7 +171,20 @@ class HttpServer:
         if request is None:
             await self._write(writer, _whole(text(400, "bad request"), False))
             return
-        if request.method not in ("GET", "HEAD"):
+        if request.method == "POST" and self._accepts_post is not None and self._accepts_post(request.path):
+            refused = _body_refused(request)
+            if refused is not None:
+                await self._write(writer, _whole(refused, False))
+                return
+            length = int(request.headers["content-length"])
+            if request.headers.get("expect", "").lower() == "100-continue" and length:
+                await self._write(writer, b"HTTP/1.1 100 Continue\r\n\r\n")
+            try:
+                body = await asyncio.wait_for(reader.readexactly(length), self._head_timeout_s)
+            except (asyncio.IncompleteReadError, TimeoutError):
+                return
+            request = dataclasses.replace(request, body=body)
+        elif request.method not in ("GET", "HEAD"):
             await self._write(writer, _whole(text(405, "GET or HEAD", ("Allow", "GET, HEAD")), False))
             return
         try:
@@ -214,6 +242,20 @@ def parse_head(head: bytes) -> Request | None:
     except (ValueError, UnicodeDecodeError):
         return None
     return Request(method, path, params, headers)
+
+
+def _body_refused(request: Request) -> Response | None:
+    """Why a POST's body is not read (None: ``Content-Length`` says a length within ``MAX_BODY_BYTES``)."""
+    if "transfer-encoding" in request.headers:
+        return text(411, "a body needs a Content-Length (no chunked bodies)")
+    raw = request.headers.get("content-length")
+    if raw is None:
+        return text(411, "a body needs a Content-Length")
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 12:
+        return text(400, "bad Content-Length")
+    if int(raw) > MAX_BODY_BYTES:
+        return text(413, f"a body is at most {MAX_BODY_BYTES} bytes")
+    return None
 
 
 def _head(status: int, content_type: str, length: int | None, headers: tuple[tuple[str, str], ...] = ()) -> bytes:

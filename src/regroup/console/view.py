@@ -1,5 +1,6 @@
 """What the console reads of the broker: plain values describing groups, and the interface the server
-implements to provide them (``server/operator_view.py``). The console turns them into JSON (``api.py``)."""
+implements to provide them (``server/operator_view.py``); the "what if" replays of a group's recorded window the
+server runs for it (``ReplayService``, ``server/replays.py``). The console turns them into JSON (``api.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["GroupDetail", "GroupSummary", "MemberDetail", "OperatorView"]
+__all__ = [
+    "GroupDetail",
+    "GroupSummary",
+    "MemberDetail",
+    "OperatorView",
+    "ReplayRefused",
+    "ReplayRequest",
+    "ReplayService",
+    "ReplayState",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,4 +81,58 @@ class OperatorView(Protocol):
     @property
     def has_timelines(self) -> bool:
         """Whether the server keeps a history of rebalances (``timeline`` answers)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplayRequest:
+    """A replay of one group's recorded window (``POST /api/groups/<id>/replays``)."""
+
+    group_id: str
+    since_ms: int
+    until_ms: int
+    #: the strategies and protocols to replay under (empty: the lab's defaults)
+    strategies: tuple[str, ...] = ()
+    protocols: tuple[str, ...] = ()
+    #: run the alternatives on a local Spark (one worker thread) instead of in the replay's own process
+    spark: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplayState:
+    """Where a replay is (``GET /api/groups/<id>/replays/<replay id>``)."""
+
+    replay_id: str
+    group_id: str
+    since_ms: int
+    until_ms: int
+    status: str  # running | done | failed
+    #: why it failed, in one line (None unless failed)
+    error: str | None
+    #: the replay's ``replay.json`` document once done
+    result: Mapping[str, Any] | None
+
+
+class ReplayRefused(Exception):
+    """A replay that is not started: ``status`` is the HTTP status to answer (400, 404, 429, 503)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class ReplayService(Protocol):
+    """The replays the server runs for the console, each in a child process of its own."""
+
+    async def start(self, request: ReplayRequest) -> ReplayState:
+        """Start a replay (``ReplayRefused`` when it cannot be)."""
+        ...
+
+    async def state(self, group_id: str, replay_id: str) -> ReplayState | None:
+        """A replay of that group (None: no such replay)."""
+        ...
+
+    async def report(self, group_id: str, replay_id: str) -> bytes | None:
+        """A finished replay's ``report.html`` (None: no such replay, or not done)."""
         ...

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import gc
 import ipaddress
 import itertools
 import logging
@@ -52,6 +53,7 @@ from regroup.server.log_cleaner import DEFAULT_CHECK_INTERVAL_MS, LogCleaner, lo
 from regroup.server.metrics import RequestMetrics
 from regroup.server.operator_view import ServerView
 from regroup.server.rebalances import RebalanceLog
+from regroup.server.replays import Replays
 from regroup.server.runtime import CoordinatorRuntime, Uuid4Ids, wall_ms
 from regroup.server.scram_store import SCRAM_CREDENTIALS_FILE, ScramStore
 from regroup.server.scrape import ScrapeSources, scrape
@@ -223,6 +225,7 @@ class Server:
         self._http: HttpServer | None = None
         self._event_hub: EventHub | None = None
         self._history: HistoryFeed | None = None
+        self._replays: Replays | None = None
         self._scrape_sources: ScrapeSources | None = None
         self._connections_opened = 0
         self._admission: Admission | None = None
@@ -318,8 +321,13 @@ class Server:
             view = ServerView(self._runtime, self._topics, None if self._history is None else self._history.timeline)
             self._runtime.add_observer(view.observe)
             view.observe(self._runtime.coordinator, Result(), wall_ms())
-            console = Console(view, scrape=self._scrape, events=self._event_hub, auth=auth(self._scram))
-            self._http = HttpServer(console, http_host, http_port)
+            if self._history is not None:
+                self._replays = Replays(cfg.data_dir, self._history.segments)
+                self._replays.open()
+            console = Console(
+                view, scrape=self._scrape, events=self._event_hub, auth=auth(self._scram), replays=self._replays
+            )
+            self._http = HttpServer(console, http_host, http_port, accepts_post=Console.accepts_post)
             try:
                 await self._http.start()
             except OSError as exc:
@@ -391,6 +399,10 @@ class Server:
         # later listener was still being opened would meet no dispatcher, and an event loop whose protocol
         # factory raises closes that listener for good. The first listener opens last, so a client that sees
         # it accept finds all the others accepting too.
+        # What was loaded (groups, topics, the rebalance history) lives as long as the process: out of the cyclic
+        # collector's sight, its collections of the young objects every request makes never walk it.
+        gc.collect()
+        gc.freeze()
         for server in self._listeners[1:] + self._listeners[:1]:
             await server.start_serving()
         for security in listeners[1:]:
@@ -580,6 +592,9 @@ class Server:
         if self._http is not None:
             await self._http.close()
             self._http = None
+        if self._replays is not None:
+            await self._replays.close()
+            self._replays = None
         for listener in self._listeners:
             listener.close()
         for task in [self._stats, self._syncer, self._cleaner]:

@@ -70,6 +70,12 @@ class HistoryFeed:
     def timeline(self, group_id: str, since_ms: int | None, until_ms: int | None) -> dict[str, Any] | None:
         return self.timelines.timeline(group_id, since_ms, until_ms)
 
+    def segments(self) -> list[Path]:
+        """The history's segment files, oldest first, every row handed so far written to them (empty when the
+        history is not kept on disk); read them with ``storage.history_log.read_rows``."""
+        self.flush()
+        return [] if self._log is None else self._log.segments()
+
     def flush(self) -> None:
         self._flush_scheduled = False
         rows, self._pending = self._pending, []

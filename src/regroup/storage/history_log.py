@@ -38,6 +38,26 @@ def _row_time(line: bytes) -> int | None:
     return t if type(t) is int else None
 
 
+def read_rows(paths: Sequence[Path]) -> Iterator[dict[str, Any]]:
+    """The rows of the segment files ``paths``, in order, from any thread: a file gone or unreadable (pruned
+    meanwhile) is passed over, and so is a line that is not a JSON object (torn by a crash, or still being
+    written)."""
+    for path in paths:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        for line in data.split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                row = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(row, dict):
+                yield row
+
+
 class HistoryLog:
     """Rows appended to ``directory``'s segments (``000000000001.jsonl``, ...), read back by ``load``.
 

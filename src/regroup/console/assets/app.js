@@ -2,7 +2,9 @@
 //   /              every group, live
 //   /groups/<id>   one group: header, rebalance timeline (canvas), members and their assignments, lag
 // It reads the server's JSON API (/api/groups, /api/groups/<id>, /api/groups/<id>/timeline) and follows the
-// event log through Server-Sent Events (/api/events); nothing else is fetched, from nowhere else.
+// event log through Server-Sent Events (/api/events); its "What if…" control starts a replay of the timeline's
+// visible window (POST /api/groups/<id>/replays) and polls it until the comparison is there; nothing else is
+// fetched, from nowhere else.
 
 const LIST_REFRESH_MS = 5000; // fallback refresh when no event arrives
 const GROUP_REFRESH_MS = 5000;
@@ -13,6 +15,7 @@ const TIMELINE_OVERLAP_MS = 10000; // how far back an update asks (late events, 
 const TIMELINE_MISSING_MS = 15000; // a timeline the server did not have is asked for again after this long
 const RETRY_MIN_MS = 1000;
 const RETRY_MAX_MS = 15000;
+const REPLAY_POLL_MS = 1000; // a running replay is asked about this often
 
 const main = document.getElementById("main");
 const crumb = document.getElementById("crumb");
@@ -290,6 +293,12 @@ function groupView(groupId) {
         <span><i class="rebalance"></i>rebalance (reason on top; hover for details)</span>
         <span>wheel: zoom · drag: pan · double-click: fit</span>
       </div>
+      <div class="toolbar whatif">
+        <button type="button" id="whatif-run"
+          title="replay the churn of the visible window under other strategies and protocols">What if…</button>
+        <span class="muted" id="whatif-status" role="status"></span>
+      </div>
+      <div id="whatif-result"></div>
       <h2 id="members-title">Members</h2>
       <div id="members"></div>
       <h2>Lag</h2>
@@ -301,6 +310,7 @@ function groupView(groupId) {
   const timeline = new Timeline(document.getElementById("timeline"), document.getElementById("timeline-tools"));
   const enc = encodeURIComponent(groupId);
   const timelineSource = new TimelineSource(`/api/groups/${enc}/timeline`);
+  whatIf(enc, timeline);
   let known = false; // the group was on the server's list (so asking for it does not answer 404)
 
   const showMessage = (html, kind = "") => {
@@ -353,6 +363,155 @@ function groupView(groupId) {
   );
   setInterval(refresh, GROUP_REFRESH_MS);
   refresh();
+}
+
+// ------------------------------------------------------------------------------------------------ what if
+
+/** POST a JSON document to the API: {status, body}, as getJSON. */
+async function postJSON(path, doc) {
+  let response;
+  try {
+    response = await fetch(path, {
+      method: "POST",
+      headers: { Accept: "application/json", "Content-Type": "application/json" },
+      body: JSON.stringify(doc),
+      cache: "no-store",
+    });
+  } catch (err) {
+    setConn("disconnected");
+    throw new Disconnected(String(err));
+  }
+  let body = null;
+  try {
+    body = await response.json();
+  } catch {
+    body = null;
+  }
+  return { status: response.status, body };
+}
+
+/**
+ * The "What if…" control: replays the timeline's visible window (the server runs `regroup lab replay` on the
+ * group's history), says "running…" while it runs, polls it, and shows the comparison: the recorded run, then
+ * each alternative with its differences from the recorded run, and a link to the full report.
+ */
+function whatIf(enc, timeline) {
+  const button = document.getElementById("whatif-run");
+  const status = document.getElementById("whatif-status");
+  const result = document.getElementById("whatif-result");
+  const say = (text, kind = "") => {
+    status.textContent = text;
+    status.className = kind === "error" ? "error-line" : "muted";
+    status.dataset.state = kind;
+  };
+  const done = () => {
+    button.disabled = false;
+  };
+
+  const poll = async (replayId) => {
+    let answer;
+    try {
+      answer = await getJSON(`/api/groups/${enc}/replays/${encodeURIComponent(replayId)}`);
+    } catch (err) {
+      if (err instanceof Disconnected) {
+        setTimeout(() => poll(replayId), REPLAY_POLL_MS * 2);
+        return;
+      }
+      say(`The replay failed: ${err}`, "error");
+      done();
+      return;
+    }
+    const doc = answer.body;
+    if (answer.status !== 200 || !doc) {
+      say(`The replay failed: ${(doc && doc.error) || `the server answered ${answer.status}`}`, "error");
+      done();
+      return;
+    }
+    if (doc.status === "running") {
+      setTimeout(() => poll(replayId), REPLAY_POLL_MS);
+      return;
+    }
+    if (doc.status === "failed" || !doc.result) {
+      say(`The replay failed: ${doc.error || "no result"}`, "error");
+      done();
+      return;
+    }
+    say(`Replayed ${fmtClock(doc.since_ms, true)} – ${fmtClock(doc.until_ms, true)}`, "done");
+    setHTML(result, comparisonHTML(doc.result, `/api/groups/${enc}/replays/${encodeURIComponent(replayId)}/report`));
+    done();
+  };
+
+  button.addEventListener("click", async () => {
+    if (!timeline.view) {
+      say("No timeline window to replay.", "error");
+      return;
+    }
+    const since = Math.max(0, Math.floor(timeline.view.t0));
+    const until = Math.min(Math.ceil(timeline.view.t1), Math.floor(nowMs()));
+    if (!(until > since)) {
+      say("The visible window is in the future: nothing to replay.", "error");
+      return;
+    }
+    button.disabled = true;
+    setHTML(result, "");
+    say("running…", "running");
+    let answer;
+    try {
+      answer = await postJSON(`/api/groups/${enc}/replays`, { since_ms: since, until_ms: until });
+    } catch (err) {
+      say(`The replay did not start: ${err instanceof Disconnected ? "the server cannot be reached" : err}`, "error");
+      done();
+      return;
+    }
+    if (answer.status !== 202 || !answer.body || !answer.body.replay_id) {
+      const why = (answer.body && answer.body.error) || `the server answered ${answer.status}`;
+      say(`The replay did not start: ${why}`, "error");
+      done();
+      return;
+    }
+    poll(answer.body.replay_id).catch((err) => {
+      say(`The replay failed: ${err}`, "error");
+      done();
+    });
+  });
+}
+
+const fmtSeconds = (ms) => (ms === null || ms === undefined ? "—" : (ms / 1000).toFixed(2));
+const fmtDelta = (value, format) => {
+  if (value === null || value === undefined) return "—";
+  const shown = format(Math.abs(value));
+  return value > 0 ? `+${shown}` : value < 0 ? `−${shown}` : "0";
+};
+
+/** The comparison table of a replay's `replay.json`: the recorded run first, then each alternative. */
+function comparisonHTML(doc, reportHref) {
+  const recorded = doc.recorded || {};
+  const alternatives = Array.isArray(doc.alternatives) ? doc.alternatives : [];
+  const cells = (run, versus) => {
+    const v = versus || {};
+    return `<td class="mono">${esc(run.strategy)}</td><td>${esc(run.protocol ?? "—")}</td>
+      <td class="num">${fmtInt(run.rebalances)}</td><td class="num">${fmtInt(run.moved)}</td>
+      <td class="num">${fmtSeconds(run.unowned_partition_ms)}</td><td class="num">${fmtSeconds(run.duration_ms)}</td>
+      <td class="num">${versus ? fmtDelta(v.rebalances, fmtInt) : ""}</td>
+      <td class="num">${versus ? fmtDelta(v.moved, fmtInt) : ""}</td>
+      <td class="num">${versus ? fmtDelta(v.unowned_partition_ms, fmtSeconds) : ""}</td>
+      <td class="num">${versus ? fmtDelta(v.duration_ms, fmtSeconds) : ""}</td>`;
+  };
+  const rows = [`<tr class="recorded">${cells(recorded, null)}</tr>`]
+    .concat(alternatives.map((a) => `<tr>${cells(a, a.versus_recorded)}</tr>`))
+    .join("");
+  const plan = doc.plan || {};
+  const changes = Array.isArray(plan.events) ? plan.events.length : 0;
+  const initial = Array.isArray(plan.initial) ? plan.initial.length : 0;
+  const skipped = Array.isArray(doc.skipped) && doc.skipped.length ? ` Skipped: ${esc(doc.skipped.join(", "))}.` : "";
+  return `<p class="muted">${fmtInt(initial)} members at the window's start, ${fmtInt(changes)} changes in it;
+    replayed under each strategy and protocol (the recorded run first; Δ: difference from it).${skipped}
+    <a id="whatif-report" href="${esc(reportHref)}" target="_blank" rel="noopener">Full report</a></p>
+    <div class="scroll"><table id="whatif-table"><thead><tr><th>Strategy</th><th>Protocol</th>
+    <th class="num">Rebalances</th><th class="num">Moved</th><th class="num">Unowned partition-s</th>
+    <th class="num">In rebalances s</th><th class="num">Δ rebalances</th><th class="num">Δ moved</th>
+    <th class="num">Δ unowned s</th><th class="num">Δ in rebalances s</th></tr></thead>
+    <tbody>${rows}</tbody></table></div>`;
 }
 
 /**
