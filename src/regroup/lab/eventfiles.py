@@ -41,8 +41,9 @@ def _group_of(event: Event) -> str | None:
     return detail_fields(event["detail"]).get("group")
 
 
-def read_groups(path: str) -> list[tuple[str | None, list[Event]]]:
-    """[(group id or None for a simulator log, its events in file order)]."""
+def read_events(path: str) -> list[Event]:
+    """Every event of the file, in file order, each checked against the log schema (``LabInputError`` naming
+    the file and the line; a file without events is an error too)."""
     events: list[Event] = []
     try:
         with open(path, encoding="utf-8") as fh:
@@ -61,6 +62,12 @@ def read_groups(path: str) -> list[tuple[str | None, list[Event]]]:
         raise LabInputError(f"{path}: cannot read: not UTF-8 text") from None
     if not events:
         raise LabInputError(f"{path}: no events")
+    return events
+
+
+def read_groups(path: str) -> list[tuple[str | None, list[Event]]]:
+    """[(group id or None for a simulator log, its events in file order)]."""
+    events = read_events(path)
     if events[0]["type"] == "sim_start":
         return [(None, events)]
     groups: dict[str, list[Event]] = {}

@@ -371,29 +371,9 @@ class _ServerLog:
 # ------------------------------------------------------------------------------------------ the whole
 def read_rows(path: str) -> list[dict[str, Any]]:
     """Every row of an event file, checked against the log schema (``LabInputError`` naming the line)."""
-    import json
+    from regroup.lab.eventfiles import read_events
 
-    from regroup.lab.eventfiles import check
-
-    rows: list[dict[str, Any]] = []
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for number, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                where = f"{path}: line {number}"
-                try:
-                    doc = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise LabInputError(f"{where}: invalid JSON: {exc.msg}") from None
-                rows.append(check(doc, where))
-    except OSError as exc:
-        raise LabInputError(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise LabInputError(f"{path}: cannot read: not UTF-8 text") from None
-    if not rows:
-        raise LabInputError(f"{path}: no events")
-    return rows
+    return read_events(path)
 
 
 def run_replay(path: str, out: Path, **options: Any) -> ReplayOutcome:

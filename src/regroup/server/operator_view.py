@@ -215,36 +215,15 @@ class ServerView:
 
 
 def _consumer(group: DescribedConsumerGroup) -> GroupDetail:
-    members = tuple(
-        sorted(
-            (
-                MemberDetail(
-                    member_id=m.member_id,
-                    client_id=m.client_id,
-                    host=m.client_host,
-                    instance_id=m.instance_id,
-                    rack=m.rack_id,
-                    assignment={t.topic_name: sorted(t.partitions) for t in sorted(m.assignment, key=_name)},
-                )
-                for m in group.members
-            ),
-            key=lambda m: m.member_id,
-        )
-    )
-    return GroupDetail(
-        group_id=group.group_id,
-        type=CONSUMER,
-        state=group.state,
-        generation=None,
-        epoch=group.group_epoch,
-        protocol=None,
-        assignor=group.assignor_name or None,
-        members=members,
-        lag=None,
-    )
+    return _epoch_group(group, CONSUMER, lambda m: m.instance_id)
 
 
 def _share(group: DescribedShareGroup) -> GroupDetail:
+    return _epoch_group(group, SHARE, lambda m: None)
+
+
+def _epoch_group(group: Any, kind: str, instance_of: Callable[[Any], str | None]) -> GroupDetail:
+    """A consumer or share group as ``/api/groups/<id>`` shows it (an epoch, an assignor, no lag here)."""
     members = tuple(
         sorted(
             (
@@ -252,7 +231,7 @@ def _share(group: DescribedShareGroup) -> GroupDetail:
                     member_id=m.member_id,
                     client_id=m.client_id,
                     host=m.client_host,
-                    instance_id=None,
+                    instance_id=instance_of(m),
                     rack=m.rack_id,
                     assignment={t.topic_name: sorted(t.partitions) for t in sorted(m.assignment, key=_name)},
                 )
@@ -263,7 +242,7 @@ def _share(group: DescribedShareGroup) -> GroupDetail:
     )
     return GroupDetail(
         group_id=group.group_id,
-        type=SHARE,
+        type=kind,
         state=group.state,
         generation=None,
         epoch=group.group_epoch,

@@ -83,9 +83,14 @@ class Disconnected extends Error {}
 
 /** GET a JSON document of the API: {status, body}; a network failure marks the page disconnected. */
 async function getJSON(path) {
+  return requestJSON(path, { headers: { Accept: "application/json" }, cache: "no-store" });
+}
+
+/** `fetch` with `init`, the answer read as JSON (`body` null when it is not); a failed fetch is `Disconnected`. */
+async function requestJSON(path, init) {
   let response;
   try {
-    response = await fetch(path, { headers: { Accept: "application/json" }, cache: "no-store" });
+    response = await fetch(path, init);
   } catch (err) {
     setConn("disconnected");
     throw new Disconnected(String(err));
@@ -369,25 +374,12 @@ function groupView(groupId) {
 
 /** POST a JSON document to the API: {status, body}, as getJSON. */
 async function postJSON(path, doc) {
-  let response;
-  try {
-    response = await fetch(path, {
-      method: "POST",
-      headers: { Accept: "application/json", "Content-Type": "application/json" },
-      body: JSON.stringify(doc),
-      cache: "no-store",
-    });
-  } catch (err) {
-    setConn("disconnected");
-    throw new Disconnected(String(err));
-  }
-  let body = null;
-  try {
-    body = await response.json();
-  } catch {
-    body = null;
-  }
-  return { status: response.status, body };
+  return requestJSON(path, {
+    method: "POST",
+    headers: { Accept: "application/json", "Content-Type": "application/json" },
+    body: JSON.stringify(doc),
+    cache: "no-store",
+  });
 }
 
 /**
