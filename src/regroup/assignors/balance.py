@@ -344,19 +344,8 @@ def _place(
     order to members with remaining need, in member order."""
     m = len(layout.member_names)
     n = layout.partition_total
-    topic_of = layout.topic_of
     owner = np.full(n, -1, dtype=np.int64)
-    keep_count: dict[tuple[int, int], int] = {}
-    for arc in np.flatnonzero(flows_sticky > 0).tolist():
-        keep_count[(int(arc_member[arc]), int(arc_topic[arc]))] = int(flows_sticky[arc])
-    for i, claim in enumerate(owned):
-        if len(claim) == 0:
-            continue
-        claim_topics = topic_of[claim]
-        for t in np.unique(claim_topics).tolist():
-            k = keep_count.get((i, t), 0)
-            if k:
-                owner[claim[claim_topics == t][:k]] = i
+    _keep(owner, layout, owned, arc_topic, arc_member, flows_sticky)
     need_arcs = np.flatnonzero(flows_normal > 0)
     order = np.lexsort((arc_member[need_arcs], arc_topic[need_arcs]))
     need_arcs = need_arcs[order]
@@ -366,3 +355,46 @@ def _place(
         free = np.flatnonzero(owner[lo:hi] < 0) + lo
         owner[free] = np.repeat(arc_member[arcs_t], flows_normal[arcs_t])
     return Outcome(m, owner=owner)
+
+
+def _keep(
+    owner: IntArray,
+    layout: Layout,
+    owned: Sequence[IntArray],
+    arc_topic: IntArray,
+    arc_member: IntArray,
+    flows_sticky: IntArray,
+) -> None:
+    """Give each member the first ``flows_sticky`` of its owned partitions of each topic (in its claim's
+    order), in one pass over every claim at once: each claim's rank within its (member, topic) is compared
+    with what the member keeps of that topic."""
+    m, t_count = len(layout.member_names), len(layout.topic_names)
+    lengths = np.fromiter((len(c) for c in owned), dtype=np.int64, count=m)
+    total = int(lengths.sum())
+    if total == 0:
+        return
+    if m * t_count > 50_000_000:  # pragma: no cover - only for gigantic groups: no dense member x topic table
+        keep_count = {
+            (int(arc_member[a]), int(arc_topic[a])): int(flows_sticky[a])
+            for a in np.flatnonzero(flows_sticky > 0).tolist()
+        }
+        for i, claim in enumerate(owned):
+            claim_topics = layout.topic_of[claim]
+            for t in np.unique(claim_topics).tolist():
+                k = keep_count.get((i, t), 0)
+                if k:
+                    owner[claim[claim_topics == t][:k]] = i
+        return
+    keeps = np.zeros((m, t_count), dtype=np.int64)
+    keeps[arc_member, arc_topic] = flows_sticky
+    parts = np.concatenate([np.asarray(c, dtype=np.int64) for c in owned])
+    members = np.repeat(np.arange(m, dtype=np.int64), lengths)
+    topics = layout.topic_of[parts]
+    order = np.lexsort((np.arange(total), topics, members))  # by member, topic, then claim order
+    members, topics, parts = members[order], topics[order], parts[order]
+    first = np.ones(total, dtype=bool)
+    first[1:] = (members[1:] != members[:-1]) | (topics[1:] != topics[:-1])
+    positions = np.arange(total)
+    rank = positions - np.maximum.accumulate(np.where(first, positions, 0))
+    kept = rank < keeps[members, topics]
+    owner[parts[kept]] = members[kept]
