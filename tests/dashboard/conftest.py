@@ -6,7 +6,7 @@ its console's URL read from the ``serving ... http=URL`` line of its log).
   Chromium missing fails the same way where it can be installed (root and apt-get: ``make test`` installs it) and
   skips where it cannot.
 * ``open_page(url)``: a fresh browser context and page whose console errors and warnings and uncaught exceptions
-  are collected; at teardown each page's screenshot is saved under the test's ``tmp_path`` and the test fails if
+  are collected; at teardown each page's screenshot is kept in ``test-output/dashboard/<test>/`` and the test fails if
   any page logged one (``allow`` on the returned ``Watched`` lists messages a test expects, e.g. a server it
   stopped on purpose).
 """
@@ -116,9 +116,15 @@ class Watched:
         return handle.json_value()
 
 
+#: where each test's screenshots are kept (``REGROUP_TEST_OUTPUT`` overrides; ignored by git)
+OUTPUT = Path(os.environ.get("REGROUP_TEST_OUTPUT", Path(__file__).resolve().parents[2] / "test-output"))
+
+
 @pytest.fixture
-def open_page(browser: Any, tmp_path: Path) -> Iterator[Callable[[str], Watched]]:
+def open_page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Callable[[str], Watched]]:
     opened: list[tuple[Any, Watched]] = []
+    shots = OUTPUT / "dashboard" / re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
+    shutil.rmtree(shots, ignore_errors=True)
 
     def open_(url: str) -> Watched:
         context = browser.new_context(viewport={"width": 1280, "height": 900}, device_scale_factor=2)
@@ -141,7 +147,8 @@ def open_page(browser: Any, tmp_path: Path) -> Iterator[Callable[[str], Watched]
     problems: list[str] = []
     for context, watched in opened:
         try:
-            watched.page.screenshot(path=str(tmp_path / f"{watched.name}.png"), full_page=True)
+            shots.mkdir(parents=True, exist_ok=True)
+            watched.page.screenshot(path=str(shots / f"{watched.name}.png"), full_page=True)
         finally:
             context.close()
         problems += [f"{watched.name}: {p}" for p in watched.unexpected()]
