@@ -9,7 +9,6 @@ a 1,000-member group is answered quickly."""
 from __future__ import annotations
 
 import contextlib
-import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -231,10 +230,11 @@ def test_a_kafka_python_group_and_the_404s(console: Console) -> None:
     assert set(console.json("/api/groups/%ff", 400)) == {"error"}
 
 
-def test_a_thousand_members_answer_quickly(tmp_path: Path) -> None:
+def test_a_thousand_member_group_is_described_whole(tmp_path: Path) -> None:
     """A KIP-848 group of 1,000 members (raw ConsumerGroupHeartbeats; the default 45 s session, so that the first
     members are still there on a slow machine once the last one joined): its document lists every member with
-    the partitions the coordinator last handed it, and is built in well under 100 ms."""
+    the partitions the coordinator last handed it. (Its time is not asserted here; docs/benchmarks.md, "The
+    operator's console", reports it.)"""
     http_port = free_port()
     with served(tmp_path, "--http-port", str(http_port), "--log-level", "warning") as proc:  # (1,000 joins: quiet)
         thousand_members(Console(proc, http_port))
@@ -258,16 +258,11 @@ def thousand_members(console: Console) -> None:
                 epochs[member] = answer.member_epoch
                 if answer.assignment is not None:
                     told[member] = sorted(p for t in answer.assignment.topic_partitions for p in t.partitions)
-    timings = []
-    for _ in range(3):
-        start = time.perf_counter()
-        doc = console.json(f"/api/groups/{group}")
-        timings.append(time.perf_counter() - start)
+    doc = console.json(f"/api/groups/{group}")
     assert len(doc["members"]) == size
     assert {m["member_id"]: m["assignment"].get(TOPIC, []) for m in doc["members"]} == {
         member: told.get(member, []) for member in epochs
     }
-    assert min(timings) < 0.1, timings
     listed = console.json("/api/groups")["groups"]
     assert [(g["group_id"], g["members"]) for g in listed] == [(group, size)]
 
