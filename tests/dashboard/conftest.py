@@ -2,9 +2,10 @@
 Playwright against a real ``regroup serve --http-port 0`` (the ``served`` process of ``tests/server/conftest.py``,
 its console's URL read from the ``serving ... http=URL`` line of its log).
 
-* ``browser``: one Chromium for the whole session. Playwright missing fails every test with how to install it;
-  Chromium missing fails the same way where it can be installed (root and apt-get: ``make test`` installs it) and
-  skips where it cannot.
+* ``browser``: one Chromium per test module (not per session: Playwright's synchronous API runs an event loop
+  in the main thread while it is open, and every later test calling ``asyncio.run`` would find it running).
+  Playwright missing fails every test with how to install it; Chromium missing fails the same way where it can
+  be installed (root and apt-get: ``make test`` installs it) and skips where it cannot.
 * ``open_page(url)``: a fresh browser context and page whose console errors and warnings and uncaught exceptions
   are collected; at teardown each page's screenshot is kept in ``test-output/dashboard/<test>/`` and the test fails if
   any page logged one (``allow`` on the returned ``Watched`` lists messages a test expects, e.g. a server it
@@ -79,7 +80,7 @@ def _chromium_missing() -> None:
     pytest.skip(f"{message}; this machine cannot (not root, or no apt-get)")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     try:
         from playwright.sync_api import sync_playwright

@@ -675,6 +675,7 @@ def server_config(args: argparse.Namespace) -> tuple[ServerConfig, tuple[str, ..
     extra = {} if file is None else {k: v for k, v in file.fields.items() if k != "listeners"}
     address: Any = listeners[0] if listeners else args  # the first listener's, or the flags'
     config = ServerConfig(
+        freeze_loaded=True,  # this process is the one server
         host=address.host,
         port=address.port,
         advertised_host=address.advertised_host,

@@ -117,6 +117,9 @@ class ServerConfig:
     #: are not set
     metrics_port: int | None = None
     metrics_host: str | None = None
+    #: move everything loaded at start out of the cyclic collector's sight (``gc.freeze``): for a process that
+    #: is this one server (``regroup serve``), not for one that starts servers and must collect their cycles
+    freeze_loaded: bool = False
     snapshot_every: int = 100_000
     auto_create_topics: bool = True
     default_partitions: int = 1
@@ -399,10 +402,11 @@ class Server:
         # later listener was still being opened would meet no dispatcher, and an event loop whose protocol
         # factory raises closes that listener for good. The first listener opens last, so a client that sees
         # it accept finds all the others accepting too.
-        # What was loaded (groups, topics, the rebalance history) lives as long as the process: out of the cyclic
-        # collector's sight, its collections of the young objects every request makes never walk it.
-        gc.collect()
-        gc.freeze()
+        if cfg.freeze_loaded:
+            # What was loaded (groups, topics, the rebalance history) lives as long as the process: out of the
+            # cyclic collector's sight, its collections of the young objects every request makes never walk it.
+            gc.collect()
+            gc.freeze()
         for server in self._listeners[1:] + self._listeners[:1]:
             await server.start_serving()
         for security in listeners[1:]:
