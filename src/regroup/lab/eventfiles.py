@@ -7,13 +7,15 @@ naming the file and the line."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
 from regroup.lab.errors import LabInputError
 from regroup.model.eventlog import FIELDS, detail_fields
 from regroup.sim.eventlog import Event
 
 _KEYS = set(FIELDS)
+R = TypeVar("R", bound=Mapping[str, Any])  # an event as a lab module holds it
 _INTS = ("seq", "t", "generation", "request_id", "partition", "value")
 _STRS = ("type", "member", "member_id", "api", "error", "state", "topic", "detail")
 
@@ -37,7 +39,7 @@ def check(event: Any, where: str) -> Event:
     return event
 
 
-def _group_of(event: Event) -> str | None:
+def _group_of(event: Mapping[str, Any]) -> str | None:
     return detail_fields(event["detail"]).get("group")
 
 
@@ -70,7 +72,16 @@ def read_groups(path: str) -> list[tuple[str | None, list[Event]]]:
     events = read_events(path)
     if events[0]["type"] == "sim_start":
         return [(None, events)]
-    groups: dict[str, list[Event]] = {}
+    groups = by_group(events)
+    if not groups:
+        raise LabInputError(f"{path}: no group events (neither a simulator log nor a server log)")
+    return sorted(groups.items())
+
+
+def by_group(events: Sequence[R]) -> dict[str, list[R]]:
+    """A server log's events per group, in file order: an event belongs to the group its ``detail`` names, a
+    ``group_assignment`` row without one to the group of the ``group_state`` row before it."""
+    groups: dict[str, list[R]] = {}
     current: str | None = None
     for event in events:
         group = _group_of(event)
@@ -80,6 +91,4 @@ def read_groups(path: str) -> list[tuple[str | None, list[Event]]]:
             group = current
         if group is not None:
             groups.setdefault(group, []).append(event)
-    if not groups:
-        raise LabInputError(f"{path}: no group events (neither a simulator log nor a server log)")
-    return sorted(groups.items())
+    return groups

@@ -117,26 +117,16 @@ def is_simulator_log(rows: Sequence[Row]) -> bool:
     return bool(rows) and rows[0]["type"] == "sim_start"
 
 
-def _group_token(row: Row) -> str | None:
-    return detail_fields(row["detail"]).get("group")
-
-
 def split_groups(rows: Sequence[Row]) -> dict[str | None, list[Row]]:
     """A log's rows per group: a simulator log is one group (None); in a server log a row belongs to the group
     its ``detail`` names, a ``group_assignment`` row without one to the group of the ``group_state`` before it
     (as ``lab.eventfiles`` reads them)."""
     if is_simulator_log(rows):
         return {None: list(rows)}
+    from regroup.lab.eventfiles import by_group
+
     groups: dict[str | None, list[Row]] = {}
-    current: str | None = None
-    for row in rows:
-        group = _group_token(row)
-        if row["type"] == "group_state":
-            current = group
-        if group is None and row["type"] == "group_assignment":
-            group = current
-        if group is not None:
-            groups.setdefault(group, []).append(row)
+    groups.update(by_group(rows))
     return groups
 
 
