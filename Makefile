@@ -44,8 +44,14 @@ chromium:
 		echo "chromium: $(CHROMIUM) is missing and this machine cannot install it (needs root and apt-get); tests/dashboard skip"; \
 	fi
 
+# The suite on TEST_WORKERS processes (pytest-xdist, one test file per worker at a time), then the latency-bound
+# tests (marked serial: stall and flood bounds on a healthy client's round trips) alone, so no other test's load
+# is in their numbers. TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 2
+
 unit: $(DEVSTAMP) chromium
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile -m "not serial"
+	$(BIN)/pytest -m serial
 
 test: lint typecheck unit
 

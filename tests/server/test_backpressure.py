@@ -168,6 +168,7 @@ class Flooder:
             del buffer[:offset]
 
 
+@pytest.mark.serial  # latency-bound: run alone, after the parallel run (`make unit`)
 @pytest.mark.parametrize("rate", [0, 512 * 1024], ids=["never-reads", "slow-reader"])
 def test_a_flood_on_one_connection_does_not_stall_another_clients_heartbeats(
     make_server: MakeServer, rate: int

@@ -16,9 +16,14 @@ import threading
 import time
 from collections.abc import Callable
 
+import pytest
+
 from tests.server.conftest import ServerProcess
 from tests.server.test_stall import healthy_round_trips, read_frame
 from tests.server.wire import WireClient, create_topics, encode_request
+
+#: latency-bound: run alone, after the parallel run (`make unit`)
+pytestmark = pytest.mark.serial
 
 MakeServer = Callable[..., ServerProcess]
 LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH = 2, 8, 9

@@ -16,9 +16,14 @@ import threading
 import time
 from collections.abc import Callable
 
+import pytest
+
 from tests.server.conftest import ServerProcess, free_port
 from tests.server.test_metrics import scrape, value
 from tests.server.wire import API_VERSIONS, WireClient, create_topics, encode_request
+
+#: latency-bound: run alone, after the parallel run (`make unit`)
+pytestmark = pytest.mark.serial
 
 MakeServer = Callable[..., ServerProcess]
 METADATA = 3
