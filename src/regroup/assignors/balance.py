@@ -148,17 +148,18 @@ def split_by_owner(owner: IntArray, m: int) -> tuple[IntArray, ...]:
 # heterogeneous
 
 
-def _greedy_loads(layout: Layout) -> IntArray:
+def _greedy_loads(layout: Layout, arc_topic: IntArray, arc_member: IntArray) -> IntArray:
     """A feasible load vector: topics with the fewest subscribers first, each water-filled onto its
     least-loaded subscribers. Only used to centre the solver's search box."""
     t_count = len(layout.topic_names)
-    subscribers: list[list[int]] = [[] for _ in range(t_count)]
-    for i, topics in enumerate(layout.member_topics):
-        for t in topics.tolist():
-            subscribers[t].append(i)
+    by_topic = np.argsort(arc_topic, kind="stable")  # each topic's subscribers in member order
+    subscribers = arc_member[by_topic]
+    bounds = np.zeros(t_count + 1, dtype=np.int64)
+    np.cumsum(np.bincount(arc_topic, minlength=t_count), out=bounds[1:])
+    cuts = bounds.tolist()
     loads = np.zeros(len(layout.member_names), dtype=np.int64)
-    for t in sorted(range(t_count), key=lambda t: (len(subscribers[t]), t)):
-        subs = np.asarray(subscribers[t], dtype=np.int64)
+    for t in sorted(range(t_count), key=lambda t: (cuts[t + 1] - cuts[t], t)):
+        subs = subscribers[cuts[t] : cuts[t + 1]]
         if len(subs) == 0:
             continue
         loads[subs] += _water_fill(loads[subs], int(layout.counts[t]))
@@ -194,9 +195,11 @@ def _assign_heterogeneous(layout: Layout, owned: Sequence[IntArray]) -> Outcome:
     owned_count = np.zeros((m, t_count), dtype=np.int64) if m * t_count <= 50_000_000 else None
     sticky_pairs: dict[tuple[int, int], int] = {}
     if owned_count is not None:
-        for i, claim in enumerate(owned):
-            if len(claim):
-                np.add.at(owned_count[i], topic_of[claim], 1)
+        sizes = np.fromiter(map(len, owned), dtype=np.int64, count=m)
+        if sizes.any():
+            claimed = np.concatenate([np.asarray(c, dtype=np.int64) for c in owned])
+            cells = np.repeat(np.arange(m, dtype=np.int64), sizes) * t_count + topic_of[claimed]
+            owned_count = np.bincount(cells, minlength=m * t_count).astype(np.int64).reshape(m, t_count)
         sticky = owned_count[arc_member, arc_topic]
     else:  # pragma: no cover - only for gigantic groups
         for i, claim in enumerate(owned):
@@ -218,7 +221,7 @@ def _assign_heterogeneous(layout: Layout, owned: Sequence[IntArray]) -> Outcome:
     if kept_even is not None:
         return _place(layout, owned, arc_topic, arc_member, kept_even, sticky)
 
-    estimate = _greedy_loads(layout)
+    estimate = _greedy_loads(layout, arc_topic, arc_member)
     box = np.full(m, _INITIAL_BOX, dtype=np.int64)
     # the first box also reaches the even share: the optimum is often there, and a box that holds it in its
     # interior needs one solve where widening from the greedy estimate alone needs several

@@ -26,6 +26,7 @@ from regroup.records.consumer import (
 
 if TYPE_CHECKING:
     from regroup.coordinator.consumer.kept_target import KeptTarget
+    from regroup.coordinator.consumer.last_target import LastTarget
 
 #: a regular expression as the group resolved it: the topics it matched and when
 ResolvedRegex = ConsumerGroupRegularExpressionValue
@@ -140,6 +141,8 @@ class ConsumerGroup:
     reported: tuple[ConsumerGroupState, int, int] | None = field(default=None, compare=False, repr=False)
     #: the target assignment kept between computations (``kept_target``; rebuilt from the targets when stale)
     kept_target: KeptTarget | None = field(default=None, compare=False, repr=False)
+    #: the last full target computation's inputs and result (``last_target``; trusted member by member)
+    last_target: LastTarget | None = field(default=None, compare=False, repr=False)
 
     # --- derived ---------------------------------------------------------------------------------------
     def state(self) -> ConsumerGroupState:

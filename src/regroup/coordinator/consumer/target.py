@@ -7,14 +7,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 
+from regroup.assignors.array_assignment import ArrayAssignment
 from regroup.assignors.base import PartitionAssignor
 from regroup.assignors.consistent_hash import ConsistentHashAssignor
 from regroup.assignors.server_range import ServerRangeAssignor
 from regroup.assignors.spec import AssignmentError, GroupSpec, MemberSubscription
 from regroup.assignors.sticky import OptimalAssignor
 from regroup.assignors.uniform import UniformAssignor
-from regroup.coordinator.consumer.group import ConsumerGroup
+from regroup.coordinator.consumer.group import ConsumerGroup, Partitions
 from regroup.coordinator.consumer.kept_target import kept_topics, update_kept_target
+from regroup.coordinator.consumer.last_target import LastTarget, MemberInput, TopicInputs, moved_members, owned_after
 from regroup.coordinator.consumer.subscriptions import member_topics
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.model.errors import ApiError, ErrorCode
@@ -40,6 +42,7 @@ def compute_target(writes: ConsumerWrites, group: ConsumerGroup, assignor_name: 
     and its subscribed topics: from the kept target where it applies, in full otherwise."""
     topics = kept_topics(group, assignor_name)
     if topics is not None:
+        group.last_target = None
         update_kept_target(writes, group, topics)
         writes.target_epoch(group.group_id, group.group_epoch, assignor_name)
         return
@@ -48,36 +51,79 @@ def compute_target(writes: ConsumerWrites, group: ConsumerGroup, assignor_name: 
 
 
 def _compute_in_full(writes: ConsumerWrites, group: ConsumerGroup, assignor_name: str) -> None:
-    """Run the assignor over every member's subscription and current target."""
+    """Run the assignor over every member's subscription and current target, converting only the members that
+    changed since the last computation (``last_target``), and write the targets that changed."""
     group_epoch = group.group_epoch
     members = group.members
-    topics = group.subscribed_topics
-    names = {t.topic_id: t.name for t in topics.values()}
-    ids = {t.name: t.topic_id for t in topics.values()}
+    targets = group.targets
+    resolved = group.resolved_regexes
+    last = group.last_target
+    group.last_target = None  # (stale until every write below is done)
+    source = tuple(group.subscribed_topics.values())
+    if last is not None and (last.assignor != assignor_name or last.topics.source != source):
+        last = None
+    topics = last.topics if last is not None else TopicInputs.of(source)
+    names, partitions = topics.names, topics.partitions
+    before = last.members if last is not None else {}
+    # whether every member's owned is what the last result gave it (or nothing, for a member without a target)
+    as_left = last is not None
     subs: dict[str, MemberSubscription] = {}
+    read: dict[str, Partitions | None] = {}  # each member's target as read
     for member_id, m in members.items():
-        previous = group.target_of(member_id)
-        owned = {names[t]: tuple(sorted(ps)) for t, ps in previous.items() if t in names}
+        wanted = member_topics(m, resolved)
+        target = read[member_id] = targets.get(member_id)
+        entry = before.get(member_id)
+        if (
+            entry is not None
+            and entry.target is target
+            and entry.rack == m.rack_id
+            and entry.instance_id == m.instance_id
+            and entry.names == wanted
+        ):
+            subs[member_id] = entry.subscription
+            continue
+        if target:
+            as_left = False
         subs[member_id] = MemberSubscription.of(
-            [t for t in member_topics(m, group.resolved_regexes) if t in topics],
-            owned,
+            [t for t in wanted if t in partitions],
+            {names[t]: tuple(ps) for t, ps in target.items() if t in names} if target else None,
             rack=m.rack_id,
             instance_id=m.instance_id,
         )
-    racks = {t.name: tuple(frozenset(r) for r in t.racks) for t in topics.values() if t.racks and any(t.racks)}
-    spec = GroupSpec(
-        topics={t.name: t.partitions for t in topics.values()}, members=subs, partition_racks=racks or None
-    )
+    spec = GroupSpec(topics=partitions, members=subs, partition_racks=topics.racks)
     try:
         result = SERVER_ASSIGNORS[assignor_name].assign(spec)
     except (AssignmentError, KeyError, ValueError) as exc:
         raise ApiError(
             ErrorCode.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for epoch {group_epoch}: {exc}"
         ) from None
-    for member_id in members:
-        new: dict[uuid.UUID, frozenset[int]] = {
-            ids[name]: frozenset(ps) for name, ps in result.get(member_id, {}).items() if ps
-        }
-        if member_id not in group.targets or group.targets[member_id] != new:
-            writes.target(group.group_id, member_id, new)
+    moved = moved_members(last.result, result) if as_left and last is not None else None
+    arrays = isinstance(result, ArrayAssignment)
+    ids = topics.ids
+    kept: dict[str, MemberInput] = {}
+    for member_id, m in members.items():
+        if moved is None or member_id in moved or member_id not in targets:
+            new: dict[uuid.UUID, frozenset[int]] = {
+                ids[name]: frozenset(ps) for name, ps in result.get(member_id, {}).items() if ps
+            }
+            if member_id not in targets or targets[member_id] != new:
+                writes.target(group.group_id, member_id, new)
+        sub = subs[member_id]
+        target = targets.get(member_id)
+        # (a target that did not change is what the assignor read, unless the result has arrays to read it from)
+        unchanged = not arrays and target is read[member_id]
+        owned = sub.owned if unchanged else owned_after(result, member_id, names, target)
+        kept[member_id] = MemberInput(
+            names=member_topics(m, resolved),
+            rack=m.rack_id,
+            instance_id=m.instance_id,
+            target=target,
+            subscription=MemberSubscription(
+                topics=sub.topics,
+                owned=owned,
+                rack=sub.rack,
+                instance_id=sub.instance_id,
+            ),
+        )
     writes.target_epoch(group.group_id, group_epoch, assignor_name)
+    group.last_target = LastTarget(assignor=assignor_name, topics=topics, members=kept, result=result)

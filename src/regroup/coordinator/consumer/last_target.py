@@ -1,0 +1,126 @@
+"""What a consumer group's last full target computation read and produced (``target._compute_in_full``: the
+path for heterogeneous subscriptions, racks and every assignor but the kept target's), kept so that the next
+one converts only the members whose subscription or target changed since, and writes only the targets that
+moved.
+
+Each member's entry holds its subscription as the assignor read it and, as ``owned``, the target the
+computation left it. An entry is trusted only while the member's target is the very object the group held
+after that computation, and the member's topics, rack and instance id read the same: a record replayed since
+(loading, another write, an operation rolled back by the journal) replaces the target object, and one identity
+check sees it. When every member's ``owned`` comes from the last result's arrays (``ArrayAssignment``), the
+engine reads the claims straight from them and the members whose targets moved are found by comparing the two
+results' owner arrays (``moved_members``) instead of converting every member's view.
+
+The state is soft: never in records, dropped whenever the group's subscribed topics or assignor change.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from regroup.assignors.array_assignment import ArrayAssignment
+from regroup.assignors.layout import IntArray
+from regroup.assignors.spec import Assignment, MemberSubscription, PartitionRacks
+from regroup.coordinator.consumer.group import Partitions
+from regroup.records.consumer import SubscribedTopic
+
+
+@dataclass(slots=True)
+class MemberInput:
+    """One member as the last computation read it, and the target it left the member with."""
+
+    #: the member's topics as ``subscriptions.member_topics`` gave them (names and resolved regex)
+    names: tuple[str, ...]
+    rack: str | None
+    instance_id: str | None
+    #: the member's target object after the computation (None: it had none)
+    target: Partitions | None
+    #: the assignor's subscription for the member, ``owned`` being the target above as the assignor reads it
+    subscription: MemberSubscription
+
+
+@dataclass(slots=True)
+class TopicInputs:
+    """The group's subscribed topics as every computation over them reads them."""
+
+    #: the group's subscribed-topic values the inputs were built from (compared object by object)
+    source: tuple[SubscribedTopic, ...]
+    names: dict[uuid.UUID, str]
+    ids: dict[str, uuid.UUID]
+    partitions: dict[str, int]
+    racks: PartitionRacks | None
+
+    @staticmethod
+    def of(source: tuple[SubscribedTopic, ...]) -> TopicInputs:
+        racks = {t.name: tuple(frozenset(r) for r in t.racks) for t in source if t.racks and any(t.racks)}
+        return TopicInputs(
+            source=source,
+            names={t.topic_id: t.name for t in source},
+            ids={t.name: t.topic_id for t in source},
+            partitions={t.name: t.partitions for t in source},
+            racks=racks or None,
+        )
+
+
+@dataclass(slots=True)
+class LastTarget:
+    """The last full computation of one group."""
+
+    assignor: str
+    topics: TopicInputs
+    members: dict[str, MemberInput]
+    result: Assignment
+
+
+def owned_after(
+    result: Assignment, member_id: str, names: Mapping[uuid.UUID, str], target: Partitions | None
+) -> Mapping[str, tuple[int, ...]]:
+    """What the next computation passes as the member's ``owned``: a view of the result's arrays when it has
+    them (the engine then reads the arrays themselves), else the target converted."""
+    if isinstance(result, ArrayAssignment) and member_id in result:
+        return result.owned(member_id)
+    if not target:
+        return {}
+    return {names[t]: tuple(sorted(ps)) for t, ps in target.items() if t in names}
+
+
+def moved_members(before: Assignment, after: Assignment) -> set[str] | None:
+    """The members of ``after`` whose partitions differ from what ``before`` gave them (a member absent from
+    ``before`` had none), computed on both results' owner arrays; None when either is not an
+    ``ArrayAssignment`` or they number the partitions differently."""
+    if not isinstance(before, ArrayAssignment) or not isinstance(after, ArrayAssignment):
+        return None
+    old, new = before.layout, after.layout
+    if old.topic_names != new.topic_names or not np.array_equal(old.counts, new.counts):
+        return None
+    n = new.partition_total
+    position = after.position
+    # before's member numbers as after's (-1: gone), with one more entry so that an owner of -1 maps to -1
+    renumber = np.fromiter(
+        (*(position.get(name, -1) for name in old.member_names), -1), dtype=np.int64, count=len(old.member_names) + 1
+    )
+    owner_before = renumber[_owner_array(before, n)]
+    owner_after = _owner_array(after, n)
+    differ = owner_before != owner_after
+    if not differ.any():
+        return set()
+    touched = np.unique(np.concatenate([owner_before[differ], owner_after[differ]]))
+    names = new.member_names
+    return {names[i] for i in touched.tolist() if i >= 0}
+
+
+def _owner_array(result: ArrayAssignment, n: int) -> IntArray:
+    """Global partition index -> member number in the result (-1: nobody)."""
+    outcome = result.outcome
+    if outcome.owner is not None and len(outcome.owner) == n:
+        return outcome.owner
+    owner = np.full(n, -1, dtype=np.int64)
+    per_member = outcome.per_member
+    sizes = np.fromiter((len(a) for a in per_member), dtype=np.int64, count=len(per_member))
+    if sizes.sum():
+        owner[np.concatenate(per_member)] = np.repeat(np.arange(len(per_member), dtype=np.int64), sizes)
+    return owner
