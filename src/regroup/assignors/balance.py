@@ -219,7 +219,7 @@ def _assign_heterogeneous(layout: Layout, owned: Sequence[IntArray]) -> Outcome:
 
     kept_even = _kept_and_even(layout, arc_topic, arc_member, sticky, total, served)
     if kept_even is not None:
-        return _place(layout, owned, arc_topic, arc_member, kept_even, sticky)
+        return _place(layout, owned, arc_topic, arc_member, *kept_even)
 
     estimate = _greedy_loads(layout, arc_topic, arc_member)
     box = np.full(m, _INITIAL_BOX, dtype=np.int64)
@@ -248,23 +248,34 @@ def _assign_heterogeneous(layout: Layout, owned: Sequence[IntArray]) -> Outcome:
 
 def _kept_and_even(
     layout: Layout, arc_topic: IntArray, arc_member: IntArray, sticky: IntArray, total: int, served: np.ndarray
-) -> IntArray | None:
-    """The flows on the normal arcs of an assignment in which every member keeps all it owns and the counts
-    differ by at most one, when the greedy below finds one (None when it does not). Such an assignment is an
-    optimum of the flow's problem without solving it: counts within one of each other have the least sum of
-    squares any assignment of ``total`` partitions can have, and keeping everything keeps the most. (Among
-    optima the flow solver may pick another; this one is as deterministic.) The partitions nobody keeps go
-    topic by topic, those with the fewest subscribers first, each water-filled onto its least-loaded
-    subscribers (member order among equals). A member leaving a balanced group, or a fresh group whose
-    subscriptions let every member reach the even share, ends here."""
+) -> tuple[IntArray, IntArray] | None:
+    """The flows on the normal and sticky arcs of an assignment in which the counts differ by at most one and
+    every member keeps as much as such counts allow, when the greedy below finds one (None when it does not).
+
+    Such an assignment is an optimum of the flow's problem without solving it. Counts within one of each other
+    have the least sum of squares any assignment of ``total`` partitions can have: ``q = total // m`` each and
+    ``r = total % m`` of them one more. Among those, at most ``min(owned, q)`` stay with each member, plus one
+    for each of ``r`` members owning more than ``q``: members keep up to ``q``, the first ``r`` (member order)
+    owning more keep ``q + 1``, and a member cut back gives up partitions of its most-subscribed topics first
+    (they are the easiest to place elsewhere). (Among optima the flow solver may pick another; this one is as
+    deterministic.) The partitions nobody keeps go topic by topic, those with the fewest subscribers first, each
+    water-filled onto its least-loaded subscribers (member order among equals); if the counts end more than one
+    apart, the flow decides. A member leaving a balanced group, a member joining one whose subscriptions let it
+    reach the even share, or a fresh group whose subscriptions let every member reach it, ends here."""
     m = len(layout.member_names)
     if m == 0:
         return None
-    loads = np.bincount(arc_member, weights=sticky, minlength=m).astype(np.int64)
-    if int(loads.max()) > -(-total // m):
-        return None  # someone keeps more than the even share allows
     t_count = len(layout.topic_names)
-    kept = np.bincount(arc_topic, weights=sticky, minlength=t_count).astype(np.int64)
+    loads = np.bincount(arc_member, weights=sticky, minlength=m).astype(np.int64)
+    quota, extra = divmod(total, m)
+    caps = np.full(m, quota, dtype=np.int64)
+    caps[np.flatnonzero(loads > quota)[:extra]] = quota + 1
+    kept_arcs = sticky
+    over = loads > caps
+    if over.any():
+        kept_arcs = _cut_back(arc_topic, arc_member, sticky, loads - caps, over, t_count)
+        loads = np.minimum(loads, caps)
+    kept = np.bincount(arc_topic, weights=kept_arcs, minlength=t_count).astype(np.int64)
     orphans = np.where(served, layout.counts - kept, 0)
     by_topic = np.argsort(arc_topic, kind="stable")
     bounds = np.searchsorted(arc_topic[by_topic], np.arange(t_count + 1)).tolist()
@@ -277,7 +288,30 @@ def _kept_and_even(
         flows[arcs] = given
     if int(loads.max()) - int(loads.min()) > 1:
         return None
-    return flows
+    return flows, kept_arcs
+
+
+def _cut_back(
+    arc_topic: IntArray, arc_member: IntArray, sticky: IntArray, excess: IntArray, over: np.ndarray, t_count: int
+) -> IntArray:
+    """``sticky`` less ``excess`` partitions of each member marked ``over``, taken from its arcs to the topics
+    with the most subscribers first (the higher topic first among equals)."""
+    subscribers = np.bincount(arc_topic, minlength=t_count)
+    arcs = np.flatnonzero(over[arc_member] & (sticky > 0))
+    order = np.lexsort((-arc_topic[arcs], -subscribers[arc_topic[arcs]], arc_member[arcs]))
+    arcs = arcs[order]
+    members = arc_member[arcs]
+    held = sticky[arcs]
+    # what the member's earlier arcs (in this order) give up before this one
+    before = np.cumsum(held) - held
+    first = np.ones(len(arcs), dtype=bool)
+    first[1:] = members[1:] != members[:-1]
+    start = np.maximum.accumulate(np.where(first, np.arange(len(arcs)), 0))
+    given_up_before = before - before[start]
+    drop = np.clip(excess[members] - given_up_before, 0, held)
+    out = sticky.copy()
+    out[arcs] = held - drop
+    return out
 
 
 def _solve(

@@ -17,7 +17,6 @@ The state is soft: never in records, dropped whenever the group's subscribed top
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,18 +73,6 @@ class LastTarget:
     topics: TopicInputs
     members: dict[str, MemberInput]
     result: Assignment
-
-
-def owned_after(
-    result: Assignment, member_id: str, names: Mapping[uuid.UUID, str], target: Partitions | None
-) -> Mapping[str, tuple[int, ...]]:
-    """What the next computation passes as the member's ``owned``: a view of the result's arrays when it has
-    them (the engine then reads the arrays themselves), else the target converted."""
-    if isinstance(result, ArrayAssignment) and member_id in result:
-        return result.owned(member_id)
-    if not target:
-        return {}
-    return {names[t]: tuple(sorted(ps)) for t, ps in target.items() if t in names}
 
 
 def moved_members(before: Assignment, after: Assignment) -> set[str] | None:

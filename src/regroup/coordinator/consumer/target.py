@@ -16,7 +16,7 @@ from regroup.assignors.sticky import OptimalAssignor
 from regroup.assignors.uniform import UniformAssignor
 from regroup.coordinator.consumer.group import ConsumerGroup, Partitions
 from regroup.coordinator.consumer.kept_target import kept_topics, update_kept_target
-from regroup.coordinator.consumer.last_target import LastTarget, MemberInput, TopicInputs, moved_members, owned_after
+from regroup.coordinator.consumer.last_target import LastTarget, MemberInput, TopicInputs, moved_members
 from regroup.coordinator.consumer.subscriptions import member_topics
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.model.errors import ApiError, ErrorCode
@@ -69,8 +69,9 @@ def _compute_in_full(writes: ConsumerWrites, group: ConsumerGroup, assignor_name
     as_left = last is not None
     subs: dict[str, MemberSubscription] = {}
     read: dict[str, Partitions | None] = {}  # each member's target as read
+    wanted_of: dict[str, tuple[str, ...]] = {}  # and its topics
     for member_id, m in members.items():
-        wanted = member_topics(m, resolved)
+        wanted = wanted_of[member_id] = member_topics(m, resolved)
         target = read[member_id] = targets.get(member_id)
         entry = before.get(member_id)
         if (
@@ -98,7 +99,7 @@ def _compute_in_full(writes: ConsumerWrites, group: ConsumerGroup, assignor_name
             ErrorCode.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for epoch {group_epoch}: {exc}"
         ) from None
     moved = moved_members(last.result, result) if as_left and last is not None else None
-    arrays = isinstance(result, ArrayAssignment)
+    views = result if isinstance(result, ArrayAssignment) else None
     ids = topics.ids
     kept: dict[str, MemberInput] = {}
     for member_id, m in members.items():
@@ -110,20 +111,19 @@ def _compute_in_full(writes: ConsumerWrites, group: ConsumerGroup, assignor_name
                 writes.target(group.group_id, member_id, new)
         sub = subs[member_id]
         target = targets.get(member_id)
-        # (a target that did not change is what the assignor read, unless the result has arrays to read it from)
-        unchanged = not arrays and target is read[member_id]
-        owned = sub.owned if unchanged else owned_after(result, member_id, names, target)
+        owned: Mapping[str, tuple[int, ...]]
+        if views is not None:  # (the next run reads the arrays themselves)
+            owned = views.owned(member_id)
+        elif target is read[member_id]:  # (unchanged: what the assignor read is what the member has)
+            owned = sub.owned
+        else:
+            owned = {names[t]: tuple(sorted(ps)) for t, ps in target.items() if t in names} if target else {}
         kept[member_id] = MemberInput(
-            names=member_topics(m, resolved),
+            names=wanted_of[member_id],
             rack=m.rack_id,
             instance_id=m.instance_id,
             target=target,
-            subscription=MemberSubscription(
-                topics=sub.topics,
-                owned=owned,
-                rack=sub.rack,
-                instance_id=sub.instance_id,
-            ),
+            subscription=MemberSubscription(topics=sub.topics, owned=owned, rack=sub.rack, instance_id=sub.instance_id),
         )
     writes.target_epoch(group.group_id, group_epoch, assignor_name)
     group.last_target = LastTarget(assignor=assignor_name, topics=topics, members=kept, result=result)
