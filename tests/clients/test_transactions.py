@@ -221,6 +221,42 @@ def test_kill_9_after_the_commit_was_decided_completes_it_after_restart(server: 
     assert "completing 1 transaction(s) found preparing" in log_text
 
 
+def test_a_transaction_with_offsets_decided_before_a_crash_completes_at_start(server: ServerProcess) -> None:
+    """As above, with consumer offsets sent to the transaction: completing it at start also completes the
+    group's pending offsets, through the group coordinator's writer, which runs before the port opens (the
+    server used to wait for it forever and never listened)."""
+    topic = create_topic(server)
+    tid, group = "tx-" + topic, "g-" + topic
+    producer = txn_producer(server, tid)
+    producer.init_transactions(20)
+    consumer = ck.Consumer({"bootstrap.servers": bootstrap(server), "group.id": group, "enable.auto.commit": False})
+    try:
+        producer.begin_transaction()
+        producer.produce(topic, b"out", partition=0)
+        offsets = [ck.TopicPartition(topic, 0, 7)]
+        producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 20)
+        assert producer.flush(20) == 0
+    finally:
+        consumer.close()
+    server.kill()
+    log = TransactionLog.open(server.data_dir / "transactions")
+    try:
+        m = log.load().get(tid)
+        assert m is not None and m.state is TxnState.ONGOING
+        log.append([new_txn_record(m.evolve(state=TxnState.PREPARE_COMMIT))])  # what EndTxn wrote before the crash
+    finally:
+        log.close()
+    server.start()
+    assert read_values(server, topic, "read_committed", expect=1) == [b"out"]
+    check = ck.Consumer({"bootstrap.servers": bootstrap(server), "group.id": group, "enable.auto.commit": False})
+    try:
+        [committed] = check.committed([ck.TopicPartition(topic, 0)], timeout=20)
+        assert committed.offset == 7
+    finally:
+        check.close()
+    assert "completing 1 transaction(s) found preparing" in server.log()
+
+
 def test_aiokafka_transactions_commit_and_abort(server: ServerProcess) -> None:
     aiokafka = pytest.importorskip("aiokafka")
     topic = create_topic(server)

@@ -294,6 +294,9 @@ class Server:
         self._topics.on_change = self._feed_image
         cleaner = LogCleaner(self._topics, self._topics.configs.policy)
         log_report(cleaner.run_once(wall_ms()))
+        # the group coordinator's writer runs from here: completing a transaction left preparing also completes the
+        # offsets it sent to groups, and waits for those records to be durable
+        self._runtime.start()
         self._transactions = await self._start_transactions(self._topics)
         http_port, http_host = http_address(cfg)
         if cfg.events is not None or http_port is not None:
@@ -388,7 +391,6 @@ class Server:
         self._dispatcher = Dispatcher(broker, broker.api_specs, request_metrics, cfg.id_limits)
         if self._scrape_sources is not None:
             self._scrape_sources.failures = self._dispatcher.failures
-        self._runtime.start()
         if self._watchdog is not None:
             self._watchdog.start()
         self._stats = asyncio.get_running_loop().create_task(self._log_stats())
