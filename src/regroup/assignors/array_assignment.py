@@ -60,19 +60,43 @@ class ArrayAssignment(LazyAssignment):
         return {names[t]: local[a:b] for t, a, b in zip(first, cuts, cuts[1:], strict=False)}
 
 
-class OwnedView(Mapping[str, tuple[int, ...]]):
-    """One member's partitions in an ``ArrayAssignment`` as a spec's ``owned`` (topic -> ascending partitions),
-    built when read. The next engine run over the same topics reads the array itself (``claims_from_views``):
-    the previous result goes back in without a partition being converted either way."""
+class LatestAssignment:
+    """The latest of a series of ``ArrayAssignment``s (a coordinator's successive targets of one group): the
+    ``OwnedView``s made from it read whichever is ``current``, so a member whose partitions did not change
+    between two results keeps the very same view (and the subscription holding it)."""
 
-    def __init__(self, source: ArrayAssignment, member: str) -> None:
-        self.source = source
+    __slots__ = ("current",)
+
+    def __init__(self, current: ArrayAssignment) -> None:
+        self.current = current
+
+    def owned(self, member: str) -> OwnedView:
+        return OwnedView(self, member)
+
+
+class OwnedView(Mapping[str, tuple[int, ...]]):
+    """One member's partitions in an ``ArrayAssignment`` (or the current one of a ``LatestAssignment``) as a
+    spec's ``owned`` (topic -> ascending partitions), built when read. The next engine run over the same topics
+    reads the array itself (``claims_from_views``): the previous result goes back in without a partition being
+    converted either way."""
+
+    def __init__(self, source: ArrayAssignment | LatestAssignment, member: str) -> None:
+        self._source = source
         self.member = member
         self._read: dict[str, tuple[int, ...]] | None = None
+        self._read_from: ArrayAssignment | None = None
+
+    @property
+    def source(self) -> ArrayAssignment:
+        """The assignment the view reads now."""
+        source = self._source
+        return source.current if isinstance(source, LatestAssignment) else source
 
     def _view(self) -> dict[str, tuple[int, ...]]:
-        if self._read is None:
-            self._read = {t: tuple(ps) for t, ps in self.source[self.member].items()}
+        source = self.source
+        if self._read is None or self._read_from is not source:
+            self._read = {t: tuple(ps) for t, ps in source[self.member].items()}
+            self._read_from = source
         return self._read
 
     def __getitem__(self, topic: str) -> tuple[int, ...]:

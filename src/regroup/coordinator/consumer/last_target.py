@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from regroup.assignors.array_assignment import ArrayAssignment
+from regroup.assignors.array_assignment import ArrayAssignment, LatestAssignment
 from regroup.assignors.layout import IntArray
 from regroup.assignors.spec import Assignment, MemberSubscription, PartitionRacks
 from regroup.coordinator.consumer.group import Partitions
@@ -73,6 +73,8 @@ class LastTarget:
     topics: TopicInputs
     members: dict[str, MemberInput]
     result: Assignment
+    #: when ``result`` has arrays: the cell every entry's ``owned`` view reads, pointing at ``result``
+    latest: LatestAssignment | None
 
 
 def moved_members(before: Assignment, after: Assignment) -> set[str] | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 
-from regroup.assignors.array_assignment import ArrayAssignment
+from regroup.assignors.array_assignment import ArrayAssignment, LatestAssignment
 from regroup.assignors.base import PartitionAssignor
 from regroup.assignors.consistent_hash import ConsistentHashAssignor
 from regroup.assignors.server_range import ServerRangeAssignor
@@ -100,6 +100,11 @@ def _compute_in_full(writes: ConsumerWrites, group: ConsumerGroup, assignor_name
         ) from None
     moved = moved_members(last.result, result) if as_left and last is not None else None
     views = result if isinstance(result, ArrayAssignment) else None
+    # the views every entry's owned reads when the result has arrays: kept from one computation to the next, so
+    # an entry whose member's target did not change stays as it is
+    latest = None
+    if views is not None:
+        latest = last.latest if last is not None and last.latest is not None else LatestAssignment(views)
     ids = topics.ids
     kept: dict[str, MemberInput] = {}
     for member_id, m in members.items():
@@ -111,9 +116,18 @@ def _compute_in_full(writes: ConsumerWrites, group: ConsumerGroup, assignor_name
                 writes.target(group.group_id, member_id, new)
         sub = subs[member_id]
         target = targets.get(member_id)
+        entry = before.get(member_id)
+        if (
+            entry is not None
+            and sub is entry.subscription
+            and target is entry.target
+            and (views is None) == (last is None or last.latest is None)
+        ):
+            kept[member_id] = entry  # (unchanged, and what it owns reads the same in the new result)
+            continue
         owned: Mapping[str, tuple[int, ...]]
-        if views is not None:  # (the next run reads the arrays themselves)
-            owned = views.owned(member_id)
+        if latest is not None:  # (the next run reads the arrays themselves)
+            owned = latest.owned(member_id)
         elif target is read[member_id]:  # (unchanged: what the assignor read is what the member has)
             owned = sub.owned
         else:
@@ -126,4 +140,6 @@ def _compute_in_full(writes: ConsumerWrites, group: ConsumerGroup, assignor_name
             subscription=MemberSubscription(topics=sub.topics, owned=owned, rack=sub.rack, instance_id=sub.instance_id),
         )
     writes.target_epoch(group.group_id, group_epoch, assignor_name)
-    group.last_target = LastTarget(assignor=assignor_name, topics=topics, members=kept, result=result)
+    if latest is not None and views is not None:
+        latest.current = views  # (only now: a computation that fails leaves the last one as it was)
+    group.last_target = LastTarget(assignor=assignor_name, topics=topics, members=kept, result=result, latest=latest)
