@@ -2,7 +2,8 @@
 against the same computation from scratch: two coordinators take the same random history of heartbeats (joins,
 leaves, reconciliation steps, heterogeneous subscriptions, rack changes, topics growing, racks appearing on
 replicas, a restart from the records) and write the very same records and answers, one keeping its last
-computation, the other forgetting it before every step."""
+computation (and its kept target, which starts the first full computation after a homogeneous spell), the
+other forgetting both before every step."""
 
 from __future__ import annotations
 
@@ -49,8 +50,9 @@ class Side:
     def forget(self) -> None:
         if not self.keeping:
             group = self.coordinator.groups.typed(GROUP, ConsumerGroup)
-            if group is not None:
+            if group is not None:  # (and the kept target, whose state seeds the first full computation)
                 group.last_target = None
+                group.kept_target = None
 
     def heartbeat(
         self, member: str, topics: tuple[str, ...] | None, now: int, *, rack: str | None = None, leave: bool = False

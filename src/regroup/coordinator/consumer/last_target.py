@@ -18,13 +18,17 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from itertools import chain, pairwise
 
 import numpy as np
 
 from regroup.assignors.array_assignment import ArrayAssignment, LatestAssignment
-from regroup.assignors.layout import IntArray
+from regroup.assignors.balance import Outcome
+from regroup.assignors.layout import IntArray, Layout
 from regroup.assignors.spec import Assignment, MemberSubscription, PartitionRacks
-from regroup.coordinator.consumer.group import Partitions
+from regroup.coordinator.consumer.group import ConsumerGroup, Partitions
+from regroup.coordinator.consumer.kept_target import KeptTarget
+from regroup.coordinator.consumer.subscriptions import member_topics
 from regroup.records.consumer import SubscribedTopic
 
 
@@ -75,6 +79,67 @@ class LastTarget:
     result: Assignment
     #: when ``result`` has arrays: the cell every entry's ``owned`` view reads, pointing at ``result``
     latest: LatestAssignment | None
+
+
+def from_kept(
+    group: ConsumerGroup, state: KeptTarget, assignor: str, source: tuple[SubscribedTopic, ...]
+) -> LastTarget | None:
+    """The last computation as the kept target of a homogeneous group says it was, for the group's first full
+    computation since (a member joining with other topics: a rolling change of subscription), so that it too
+    converts only the members that changed. None when the kept state no longer matches the group."""
+    layout = state.layout
+    topics = TopicInputs.of(source)
+    if any(
+        topics.ids.get(name) != topic_id or topics.partitions.get(name) != count for name, topic_id, count in layout
+    ):
+        return None
+    held = state.kept.held
+    targets = group.targets
+    written = state.written
+    member_names = tuple(sorted(held))
+    t_count = len(layout)
+    counts = np.fromiter((count for _, _, count in layout), dtype=np.int64, count=t_count)
+    offsets = np.zeros(t_count + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    sizes = np.fromiter((len(held[m]) for m in member_names), dtype=np.int64, count=len(member_names))
+    keys = np.fromiter(chain.from_iterable(held[m] for m in member_names), dtype=np.int64, count=int(sizes.sum()))
+    partition, topic = np.divmod(keys, t_count)
+    flat = offsets[topic] + partition
+    cuts = np.zeros(len(member_names) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=cuts[1:])
+    bounds = cuts.tolist()
+    names = tuple(name for name, _, _ in layout)
+    every_topic = np.arange(t_count, dtype=np.int64)
+    array_layout = Layout(
+        topic_names=names,
+        topic_index={name: t for t, name in enumerate(names)},
+        counts=counts,
+        offsets=offsets,
+        member_names=member_names,
+        member_topics=tuple(every_topic for _ in member_names),
+    )
+    outcome = Outcome(len(member_names), per_member=[flat[a:b] for a, b in pairwise(bounds)])
+    result = ArrayAssignment(array_layout, outcome)
+    latest = LatestAssignment(result)
+    resolved = group.resolved_regexes
+    entries: dict[str, MemberInput] = {}
+    for member_id, m in group.members.items():
+        target = targets.get(member_id)
+        if member_id not in held or member_id in state.dirty or written.get(member_id) is not target:
+            continue
+        wanted = member_topics(m, resolved)
+        if tuple(sorted({t for t in wanted if t in topics.partitions})) != names:
+            continue  # (its subscription changed since: converted afresh)
+        entries[member_id] = MemberInput(
+            names=wanted,
+            rack=m.rack_id,
+            instance_id=m.instance_id,
+            target=target,
+            subscription=MemberSubscription(
+                topics=names, owned=latest.owned(member_id), rack=m.rack_id, instance_id=m.instance_id
+            ),
+        )
+    return LastTarget(assignor=assignor, topics=topics, members=entries, result=result, latest=latest)
 
 
 def moved_members(before: Assignment, after: Assignment) -> set[str] | None:

@@ -16,7 +16,7 @@ from regroup.assignors.sticky import OptimalAssignor
 from regroup.assignors.uniform import UniformAssignor
 from regroup.coordinator.consumer.group import ConsumerGroup, Partitions
 from regroup.coordinator.consumer.kept_target import kept_topics, update_kept_target
-from regroup.coordinator.consumer.last_target import LastTarget, MemberInput, TopicInputs, moved_members
+from regroup.coordinator.consumer.last_target import LastTarget, MemberInput, TopicInputs, from_kept, moved_members
 from regroup.coordinator.consumer.subscriptions import member_topics
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.model.errors import ApiError, ErrorCode
@@ -46,7 +46,10 @@ def compute_target(writes: ConsumerWrites, group: ConsumerGroup, assignor_name: 
         update_kept_target(writes, group, topics)
         writes.target_epoch(group.group_id, group.group_epoch, assignor_name)
         return
-    group.kept_target = None
+    state, group.kept_target = group.kept_target, None
+    if state is not None and group.last_target is None:
+        # the group just stopped being homogeneous: its first full computation starts from the kept target
+        group.last_target = from_kept(group, state, assignor_name, tuple(group.subscribed_topics.values()))
     _compute_in_full(writes, group, assignor_name)
 
 
