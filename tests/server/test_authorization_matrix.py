@@ -509,11 +509,20 @@ def test_kafka_python_producer_and_consumer(server: ServerProcess, admin: WireCl
     topic, group = unique("kp"), unique("kp-group")
     create_topics(admin, {topic: 1})
     bootstrap = f"127.0.0.1:{server.port}"
-    producer = KafkaProducer(bootstrap_servers=bootstrap, max_block_ms=3000, **kafka_python("alice"))
+    # (not idempotent: an idempotent producer with no WRITE anywhere first asks for a producer id, which is
+    # refused with CLUSTER_AUTHORIZATION_FAILED, as Kafka refuses it, and that refusal is fatal to the producer)
+    plain = KafkaProducer(
+        bootstrap_servers=bootstrap, max_block_ms=3000, enable_idempotence=False, **kafka_python("alice")
+    )
     try:
         with pytest.raises(TopicAuthorizationFailedError):
-            producer.send(topic, b"refused").get(timeout=5)
-        grant(acls, acl("topic", topic, "WRITE"))
+            plain.send(topic, b"refused").get(timeout=5)
+    finally:
+        plain.close(timeout=5)
+    grant(acls, acl("topic", topic, "WRITE"))
+    # WRITE on a topic lets a producer be idempotent (KIP-679): the default producer asks for an id and gets one
+    producer = KafkaProducer(bootstrap_servers=bootstrap, max_block_ms=3000, **kafka_python("alice"))
+    try:
         deadline = time.monotonic() + 10
         while True:  # the producer keeps the refusal in its metadata until it refreshes
             try:
