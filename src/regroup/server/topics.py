@@ -16,6 +16,17 @@ new ``topic.json`` under ``staging/`` and renames it over the old one: the topic
 one, never a mix. A partition's directory appears with its first append. Deleting renames the topic into
 ``trash/`` first. Topic ids are random (uuid4): this is a shell.
 
+A request creating many topics reserves their names first (:meth:`TopicStore.reserve_topic`: a reserved name
+is taken for other creations but is no topic yet: Metadata, Produce and auto-creation do not see it), has the
+disk work done on the store's worker thread (:meth:`TopicStore.create_reserved`: the same staging directory and
+one rename per topic, one fsync of ``topics/`` per chunk) and registers each chunk on the event loop once its
+directories are in place. A directory renamed into ``topics/`` but never registered (the server stopped in
+between, before answering) is loaded as a topic at the next open, like any other. A request deleting many
+topics renames them into ``trash/`` on the event loop as one topic's deletion does (memory and ``topics/``
+agree at every turn), and makes the renames durable and empties ``trash/`` on the worker thread
+(:meth:`TopicStore.detach_topic`, :meth:`TopicStore.settle_deletes`). Closing the store stops the worker after
+the topic it is writing and waits for it.
+
 Partition logs are opened (and recovered) one at a time when the store opens, and hold no file descriptor
 between uses: they share one :class:`~regroup.storage.handles.HandleCache`, so the open files stay bounded
 however many partitions there are. A partition never written gets its (empty) log object on first use.
@@ -25,14 +36,17 @@ The store enforces the partition limits (per topic, and in total) on every creat
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import logging
 import os
 import re
 import shutil
+import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
@@ -50,6 +64,7 @@ __all__ = [
     "DEFAULT_MAX_PARTITIONS",
     "DEFAULT_MAX_PARTITIONS_PER_TOPIC",
     "InvalidTopicError",
+    "NewTopic",
     "PartitionLimitError",
     "TooManyPartitionsError",
     "TopicExistsError",
@@ -97,6 +112,24 @@ class TotalPartitionsError(PartitionLimitError):
     """The broker would hold more partitions in total than allowed."""
 
     code = ErrorCode.policy_violation
+
+
+@dataclass(frozen=True, slots=True)
+class NewTopic:
+    """A topic whose name is reserved (:meth:`TopicStore.reserve_topic`) and whose creation is under way."""
+
+    info: TopicInfo
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class _Written:
+    """What the worker thread did for one reserved topic: ``on_disk`` (its directory is in ``topics/``) and the
+    error, if any. On disk with an error: written, but not durably, and it could not be taken back (the topic
+    stays, unacknowledged, as :meth:`TopicStore.create_topic` leaves it). Neither: not attempted (closing)."""
+
+    on_disk: bool
+    error: OSError | None = None
 
 
 def validate_topic_name(name: str) -> None:
@@ -159,6 +192,13 @@ class TopicStore:
         self.generation = 0
         self._batching = 0  # inside batched(): on_change waits for its end
         self._change_pending = False
+        #: names reserved by creations under way (name -> partitions), and their '.'-as-'_' forms
+        self._reserved: dict[str, int] = {}
+        self._reserved_folded: dict[str, str] = {}
+        self._reserved_partitions = 0
+        #: the worker thread of the disk work done off the event loop (created on first use)
+        self._disk: concurrent.futures.ThreadPoolExecutor | None = None
+        self._disk_stop = threading.Event()  # set by close(): the worker attempts no more topics
 
     @classmethod
     def open(
@@ -229,20 +269,7 @@ class TopicStore:
             raise ValueError(f"a topic needs at least one partition, not {partitions}")
         self.check_new_topic(name, partitions)
         info = TopicInfo(name=name, topic_id=uuid.uuid4(), partitions=partitions)
-        staging = self._dir / "staging" / info.topic_id.hex  # (a name + suffix could pass NAME_MAX)
-        final = self._dir / "topics" / name
-        meta = {"name": name, "topic_id": str(info.topic_id), "partitions": partitions}
-        try:
-            staging.mkdir()
-            (staging / "topic.json").write_text(json.dumps(meta) + "\n", encoding="utf-8")
-            self.configs.write_new(staging, name, configs or {})
-            if self._sync_enabled:
-                _fsync_path(staging / "topic.json")
-                fsync_dir(staging)
-            os.rename(staging, final)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+        final = self._write_topic_dir(info, configs or {})
         if self._sync_enabled:
             try:
                 fsync_dir(final.parent)
@@ -291,10 +318,22 @@ class TopicStore:
 
     def delete_topic(self, name: str) -> bool:
         """Delete ``name`` and its data; ``False`` if there is no such topic. Long polls on it wake up."""
+        trash = self.detach_topic(name)
+        if trash is None:
+            return False
+        if self._sync_enabled:
+            fsync_dir(self._dir / "topics")
+        shutil.rmtree(trash, ignore_errors=True)
+        return True
+
+    def detach_topic(self, name: str) -> Path | None:
+        """The part of :meth:`delete_topic` done on the event loop: forget ``name`` and rename its directory
+        into ``trash/`` (one rename); returns that directory, or ``None`` if there is no such topic. The rename
+        is durable, and the data gone, once :meth:`settle_deletes` is done (the caller answers after it)."""
         self._check_open()
         info = self._topics.pop(name, None)
         if info is None:
-            return False
+            return None
         del self._by_id[info.topic_id]
         if self._folded.get(name.replace(".", "_")) == name:
             del self._folded[name.replace(".", "_")]
@@ -306,14 +345,69 @@ class TopicStore:
                 self._unsynced.discard(plog)
                 plog.close()
         trash = self._dir / "trash" / info.topic_id.hex
-        os.rename(self._dir / "topics" / name, trash)
+        try:
+            os.rename(self._dir / "topics" / name, trash)
+        finally:
+            for key in [key for key in self._waiters if key[0] == name]:
+                self._wake(key)
+            self._changed()
+        return trash
+
+    async def settle_deletes(self, trash: Sequence[Path]) -> None:
+        """Make the renames of :meth:`detach_topic` durable (one fsync of ``topics/``, on the worker thread)
+        and then remove ``trash`` there, without waiting for that (``trash/`` is emptied on open anyway).
+        Raises ``OSError`` when the fsync fails: the deletions are then not durable."""
+        if not trash:
+            return
+        self._check_open()
+        loop = asyncio.get_running_loop()
         if self._sync_enabled:
-            fsync_dir(self._dir / "topics")
-        shutil.rmtree(trash, ignore_errors=True)
-        for key in [key for key in self._waiters if key[0] == name]:
-            self._wake(key)
-        self._changed()
-        return True
+            await loop.run_in_executor(self._executor(), fsync_dir, self._dir / "topics")
+        if not self._closed:
+            self._executor().submit(_remove_trees, list(trash), self._disk_stop)
+
+    # ------------------------------------------------------------------ creating topics off the event loop
+
+    def reserve_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None) -> NewTopic:
+        """Reserve ``name`` for a creation under way: checked as :meth:`create_topic` checks it (same errors),
+        then taken (a reserved name is refused by :meth:`check_new_topic` as an existing one, and counts
+        towards the partition limit) but not a topic yet. Create it with :meth:`create_reserved`, or give it
+        back with :meth:`release`."""
+        self._check_open()
+        if partitions < 1:
+            raise ValueError(f"a topic needs at least one partition, not {partitions}")
+        self.check_new_topic(name, partitions)
+        self._reserved[name] = partitions
+        self._reserved_folded[name.replace(".", "_")] = name
+        self._reserved_partitions += partitions
+        return NewTopic(TopicInfo(name=name, topic_id=uuid.uuid4(), partitions=partitions), dict(configs or {}))
+
+    def release(self, topic: NewTopic) -> None:
+        """Give back a reservation (whether or not the topic was created meanwhile). Idempotent."""
+        name = topic.info.name
+        partitions = self._reserved.pop(name, None)
+        if partitions is None:
+            return
+        self._reserved_partitions -= partitions
+        if self._reserved_folded.get(name.replace(".", "_")) == name:
+            del self._reserved_folded[name.replace(".", "_")]
+
+    def is_reserved(self, name: str) -> bool:
+        """Is ``name`` being created (reserved, not yet a topic)?"""
+        return name in self._reserved
+
+    async def create_reserved(self, topics: Sequence[NewTopic]) -> list[TopicInfo | OSError]:
+        """Create the reserved ``topics``: their directories written and renamed into ``topics/`` on the
+        worker thread (one fsync of ``topics/`` for them all), then registered on the event loop (one change:
+        one new cluster image) and their reservations released. Per topic, its ``TopicInfo`` or the
+        ``OSError`` that kept it from being created (durably).
+
+        The registration happens even if the caller is cancelled meanwhile (a connection closed): the topics
+        on disk are the store's topics. Only a store closed first skips it (the next open loads them)."""
+        self._check_open()
+        loop = asyncio.get_running_loop()
+        job = loop.run_in_executor(self._executor(), self._write_reserved, list(topics))
+        return await asyncio.shield(loop.create_task(self._register_written(job, list(topics))))
 
     # ------------------------------------------------------------------ more for the handlers
 
@@ -383,11 +477,12 @@ class TopicStore:
 
     def check_new_topic(self, name: str, partitions: int | None = None) -> None:
         """What :meth:`create_topic` checks about the name and, given ``partitions``, the limits (for
-        CreateTopics' validate_only)."""
+        CreateTopics' validate_only). A name reserved by a creation under way counts as an existing topic."""
         validate_topic_name(name)
-        if name in self._topics:
+        if name in self._topics or name in self._reserved:
             raise TopicExistsError(f"Topic '{name}' already exists.")
-        other = self._folded.get(name.replace(".", "_"))
+        folded = name.replace(".", "_")
+        other = self._folded.get(folded) or self._reserved_folded.get(folded)
         if other is not None:
             raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {other}")
         if partitions is None:
@@ -397,9 +492,10 @@ class TopicStore:
                 f"Number of partitions {partitions} is above the limit of {self.max_partitions_per_topic} per topic "
                 "(regroup serve --max-partitions-per-topic)."
             )
-        if self._partition_total + partitions > self.max_partitions:
+        if self._partition_total + self._reserved_partitions + partitions > self.max_partitions:
+            total = self._partition_total + self._reserved_partitions + partitions
             raise TotalPartitionsError(
-                f"Creating {partitions} partition(s) would bring the broker to {self._partition_total + partitions} "
+                f"Creating {partitions} partition(s) would bring the broker to {total} "
                 f"partitions, above its limit of {self.max_partitions} (regroup serve --max-partitions)."
             )
 
@@ -416,9 +512,10 @@ class TopicStore:
                 "(regroup serve --max-partitions-per-topic)."
             )
         added = count - info.partitions
-        if self._partition_total + added > self.max_partitions:
+        if self._partition_total + self._reserved_partitions + added > self.max_partitions:
+            total = self._partition_total + self._reserved_partitions + added
             raise TotalPartitionsError(
-                f"Adding {added} partition(s) would bring the broker to {self._partition_total + added} "
+                f"Adding {added} partition(s) would bring the broker to {total} "
                 f"partitions, above its limit of {self.max_partitions} (regroup serve --max-partitions)."
             )
         return info
@@ -477,6 +574,9 @@ class TopicStore:
         if self._closed:
             return
         self._closed = True
+        self._disk_stop.set()
+        if self._disk is not None:  # the topic being written is finished; nothing else is begun
+            self._disk.shutdown(wait=True, cancel_futures=True)
         try:
             for logs in self._logs.values():
                 for plog in logs:
@@ -556,6 +656,88 @@ class TopicStore:
                 )
             logs[p] = self._open_partition(info.name, p)
 
+    def _executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._disk is None:
+            self._disk = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="topic-disk")
+        return self._disk
+
+    def _write_topic_dir(self, info: TopicInfo, configs: Mapping[str, str]) -> Path:
+        """Write ``info``'s directory under ``staging/`` (fsynced unless the policy is ``NEVER``) and rename it
+        into ``topics/``: the topic's one atomic step. Returns its final path; on failure nothing is left (the
+        staging directory is removed again, or on the next open). Touches no in-memory state: it runs on the
+        event loop (:meth:`create_topic`) or on the worker thread (:meth:`create_reserved`)."""
+        staging = self._dir / "staging" / info.topic_id.hex  # (a name + suffix could pass NAME_MAX)
+        final = self._dir / "topics" / info.name
+        meta = {"name": info.name, "topic_id": str(info.topic_id), "partitions": info.partitions}
+        try:
+            staging.mkdir()
+            (staging / "topic.json").write_text(json.dumps(meta) + "\n", encoding="utf-8")
+            self.configs.write_new(staging, info.name, configs)
+            if self._sync_enabled:
+                _fsync_path(staging / "topic.json")
+                fsync_dir(staging)
+            os.rename(staging, final)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return final
+
+    def _write_reserved(self, topics: list[NewTopic]) -> list[_Written]:
+        """The worker thread's part of :meth:`create_reserved`: each topic's directory, then one fsync of
+        ``topics/``; if that fails, every topic written is taken back (renamed into ``trash/``)."""
+        written: list[_Written] = []
+        for topic in topics:
+            if self._disk_stop.is_set():
+                written.append(_Written(on_disk=False))
+                continue
+            try:
+                self._write_topic_dir(topic.info, topic.configs)
+            except OSError as exc:
+                written.append(_Written(on_disk=False, error=exc))
+            else:
+                written.append(_Written(on_disk=True))
+        if self._sync_enabled and any(w.on_disk for w in written):
+            try:
+                fsync_dir(self._dir / "topics")
+            except OSError as exc:  # the names may not be durable: take them back, do not acknowledge them
+                for i, topic in enumerate(topics):
+                    if written[i].on_disk:
+                        trash = self._dir / "trash" / topic.info.topic_id.hex
+                        try:
+                            os.rename(self._dir / "topics" / topic.info.name, trash)
+                        except OSError:
+                            written[i] = _Written(on_disk=True, error=exc)
+                        else:
+                            shutil.rmtree(trash, ignore_errors=True)
+                            written[i] = _Written(on_disk=False, error=exc)
+        return written
+
+    async def _register_written(
+        self, job: asyncio.Future[list[_Written]], topics: list[NewTopic]
+    ) -> list[TopicInfo | OSError]:
+        """The event loop's part of :meth:`create_reserved`: register what the worker put in ``topics/``."""
+        try:
+            written = await job
+        except BaseException:
+            for topic in topics:
+                self.release(topic)
+            raise
+        outcomes: list[TopicInfo | OSError] = []
+        with self.batched():
+            for topic, done in zip(topics, written, strict=True):
+                self.release(topic)
+                if done.on_disk and not self._closed:
+                    self.configs.adopt(topic.info.name, topic.configs)
+                    self._register(topic.info)
+                    self._changed()
+                if done.error is not None:
+                    outcomes.append(done.error)
+                elif done.on_disk:
+                    outcomes.append(topic.info)
+                else:
+                    outcomes.append(OSError("the topic store closed before the topic was created"))
+        return outcomes
+
     def _take_back(self, final: Path, info: TopicInfo) -> None:
         """Undo a creation whose last step failed; if even that fails the topic stays (it exists on disk)."""
         trash = self._dir / "trash" / info.topic_id.hex
@@ -611,6 +793,15 @@ class _Waker:
             self.store._unsynced.add(self.plog)
         if self.key in self.store._waiters:
             self.store._wake(self.key)
+
+
+def _remove_trees(paths: list[Path], stop: threading.Event) -> None:
+    """Remove deleted topics' directories from ``trash/`` (on the worker thread; what is left when the store
+    closes is removed on the next open)."""
+    for path in paths:
+        if stop.is_set():
+            return
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _fsync_path(path: Path) -> None:

@@ -29,22 +29,42 @@ Authorization, as Kafka checks it (``KafkaApis.handleTopicMetadataRequest``, the
   DELETE TOPIC_AUTHORIZATION_FAILED. By id: an unknown id is UNKNOWN_TOPIC_ID; without DELETE the topic is
   TOPIC_AUTHORIZATION_FAILED, with its name only when the principal may DESCRIBE it.
 
+Large requests (more than ``SYNC_TOPICS`` topics) never hold the event loop for long. A CreateTopics checks what
+concerns the whole request first (duplicates, authorization, Kafka's bound on partitions per request), then each
+topic, with the same answers as a small request, ``CHECK_SLICE`` topics per turn of the loop, reserving each name
+it will create as it is checked (``TopicStore.reserve_topic``; a topic is checked and reserved in one turn, so a
+concurrent request either sees the reservation or came first): a CreateTopics of a reserved name from another
+connection gets TOPIC_ALREADY_EXISTS, as in Kafka, and Metadata does not show it (UNKNOWN_TOPIC_OR_PARTITION, or
+LEADER_NOT_AVAILABLE where it would auto-create it: Kafka's answer for a topic being created). The directories are
+then written in chunks of ``CREATE_CHUNK`` on the topic store's worker thread, each chunk registered on the loop
+when written (one new cluster image per chunk); a topic whose writing fails (``OSError``) is answered
+UNKNOWN_SERVER_ERROR, the others are unaffected. A DeleteTopics deletes ``DELETE_CHUNK`` topics per turn of the
+loop (each a rename, as a small one's; the coordinator gets one new cluster image when all are done) and makes
+them durable on the worker thread. Either answer is built and
+encoded ``ANSWER_SLICE`` topics per turn. validate_only requests write nothing.
+
 Also home of the small helpers the data handlers share: building a kio response entity of the request's
 version from keyword values (fields a version lacks are dropped) and reaching the concrete topic store.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime
 import functools
 import importlib
+import io
+import logging
 import uuid
 from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from kio.schema.errors import ErrorCode
+from kio.serial import entity_writer
 
 from regroup.network.limits import TOPIC_NAME
 from regroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
@@ -60,7 +80,7 @@ from regroup.server.handlers.authorized import (
 )
 from regroup.server.topic_answers import TopicAnswers, answers_of
 from regroup.server.topic_entries import EntryFormat, format_for
-from regroup.server.topics import InvalidTopicError, PartitionLimitError, TopicExistsError, TopicStore
+from regroup.server.topics import InvalidTopicError, NewTopic, PartitionLimitError, TopicExistsError, TopicStore
 from regroup.storage.topic_config import ConfigError
 
 __all__ = [
@@ -76,7 +96,20 @@ __all__ = [
     "store_of",
 ]
 
+log = logging.getLogger(__name__)
+
 NO_THROTTLE = datetime.timedelta(0)
+#: a CreateTopics or DeleteTopics of at most this many topics is handled in one step on the event loop (no
+#: thread hop; about 1 ms a topic); a larger one in chunks
+SYNC_TOPICS = 16
+#: topics of a large CreateTopics checked and reserved per turn of the event loop (about 12 µs a topic)
+CHECK_SLICE = 100
+#: topics written per job of the topic store's worker thread (and registered together: one cluster image)
+CREATE_CHUNK = 200
+#: topics a DeleteTopics deletes per turn of the event loop
+DELETE_CHUNK = 50
+#: topic results built and encoded per turn of the event loop
+ANSWER_SLICE = 100
 #: Kafka's controller refuses a CreateTopics asking for more partitions than this in all (POLICY_VIOLATION)
 MAX_PARTITIONS_PER_REQUEST = 10_000
 UNAUTHORIZED = ErrorCode.topic_authorization_failed
@@ -278,6 +311,8 @@ def _lookup(
     if info is None and auto:
         if not (may_on_cluster(broker, ctx, AclOperation.CREATE) or may(broker, ctx, AclOperation.CREATE, name)):
             return _TopicError(name, UNAUTHORIZED)
+        if store.is_reserved(name):  # a CreateTopics is creating it: Kafka's answer for a topic being created
+            return _TopicError(name, ErrorCode.leader_not_available)
         try:
             info = store.create_topic(name, broker.default_partitions)
         except InvalidTopicError:
@@ -302,6 +337,8 @@ def _topic_error(mod: ModuleType, name: str | None, code: ErrorCode, topic_id: u
 
 async def handle_create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """CREATE on the Cluster or on each Topic; DESCRIBE_CONFIGS on a Topic to see its configuration."""
+    if len(request.topics) > SYNC_TOPICS:
+        return await _create_topics_chunked(broker, ctx, request)
     with store_of(broker).batched():  # one new cluster image for the coordinator, not one per topic
         return _create_topics(broker, ctx, request)
 
@@ -309,59 +346,216 @@ async def handle_create_topics(broker: Broker, ctx: RequestContext, request: Any
 def _create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     mod = response_module(request)
     store = store_of(broker)
-    named = Counter(t.name for t in request.topics)
-    on_cluster = may_on_cluster(broker, ctx, AclOperation.CREATE)
-    # (a duplicate is refused below before its authorization is looked at, as in Kafka)
-    creatable = {name for name in named if on_cluster or may(broker, ctx, AclOperation.CREATE, name)}
-    wanted = [t for t in request.topics if t.name in creatable]
-    if _requested_partitions(wanted, broker.default_partitions) > MAX_PARTITIONS_PER_REQUEST:
-        message = "Excessively large number of partitions per request."
-        refused = tuple(
-            _created(mod, t.name, None, ErrorCode.policy_violation, message)
-            if t.name in creatable
-            else _created(mod, t.name, None, UNAUTHORIZED, "Authorization failed.")
-            for t in request.topics
-        )
+    named, creatable, too_many = _screen(broker, ctx, request)
+    if too_many:
+        refused = tuple(_too_many(mod, t.name, creatable) for t in request.topics)
         return build(mod, "CreateTopicsResponse", throttle_time=NO_THROTTLE, topics=refused)
     results = []
     for topic in request.topics:
-        if named[topic.name] > 1:
-            code, message = ErrorCode.invalid_request, "Found multiple entries for this topic."
-            results.append(_created(mod, topic.name, None, code, message))
+        checked = _check_topic(store, topic, named, creatable, broker.default_partitions)
+        if isinstance(checked, _Verdict):
+            results.append(_created(mod, topic.name, None, checked.code, checked.message))
             continue
-        if topic.name not in creatable:
-            results.append(_created(mod, topic.name, None, UNAUTHORIZED, "Authorization failed."))
-            continue
-        try:
-            count = _partition_count(topic, broker.default_partitions)
-            store.check_new_topic(topic.name, count)
-            configs = topic_configs_of_request((c.name, c.value) for c in topic.configs)
-        except ConfigError as exc:
-            results.append(_created(mod, topic.name, None, ErrorCode.invalid_config, str(exc)))
-            continue
-        except _Refused as refused:
-            results.append(_created(mod, topic.name, None, refused.code, str(refused)))
-            continue
-        except InvalidTopicError as exc:
-            results.append(_created(mod, topic.name, None, ErrorCode.invalid_topic_exception, str(exc)))
-            continue
-        except TopicExistsError as exc:
-            results.append(_created(mod, topic.name, None, ErrorCode.topic_already_exists, str(exc)))
-            continue
-        except PartitionLimitError as exc:
-            results.append(_created(mod, topic.name, None, exc.code, str(exc)))
-            continue
+        count, configs = checked
         info = (
             TopicInfo(topic.name, ZERO_UUID, count)
             if request.validate_only
             else store.create_topic(topic.name, count, configs)
         )
-        if may(broker, ctx, AclOperation.DESCRIBE_CONFIGS, topic.name):
-            described = describe_topic(store.configs.defaults, configs)
-            results.append(_created(mod, topic.name, info, ErrorCode.none, None, described))
-        else:  # created, but its configuration is not the principal's to see
-            results.append(_created(mod, topic.name, info, ErrorCode.none, None, configs_hidden=True))
+        results.append(_created_ok(broker, ctx, mod, store, info, configs))
     return build(mod, "CreateTopicsResponse", throttle_time=NO_THROTTLE, topics=tuple(results))
+
+
+async def _create_topics_chunked(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """A large CreateTopics: checked and reserved in one step, written in chunks on the topic store's worker
+    thread and registered chunk by chunk, answered in slices (see the module doc)."""
+    mod = response_module(request)
+    store = store_of(broker)
+    named, creatable, too_many = _screen(broker, ctx, request)
+    if too_many:
+        refusals = [functools.partial(_too_many, mod, t.name, creatable) for t in request.topics]
+        return await _answer_in_slices(mod, "CreateTopicsResponse", "topics", refusals)
+    answers: list[Callable[[], Any]] = []
+    described = _DescribedConfigs(mod, store)
+    reserved: list[NewTopic] = []
+    accepted: dict[str, tuple[TopicInfo, dict[str, str]]] = {}  # validate_only: what would be created
+    outcomes: dict[str, TopicInfo | OSError] = {}
+    submitted = 0  # reserved[:submitted] were handed to the store (which releases them)
+    try:
+        for i, topic in enumerate(request.topics):  # step 1: the checks, as a small request's; the reservations
+            if i and not i % CHECK_SLICE:
+                await asyncio.sleep(0)
+            name = topic.name
+            checked = _check_topic(store, topic, named, creatable, broker.default_partitions)
+            if not isinstance(checked, _Verdict) and not request.validate_only:
+                try:
+                    reserved.append(store.reserve_topic(name, *checked))
+                except (InvalidTopicError, TopicExistsError, PartitionLimitError) as exc:  # (checked just now)
+                    checked = _refusal(exc)
+            if isinstance(checked, _Verdict):
+                answers.append(functools.partial(_created, mod, name, None, checked.code, checked.message))
+                continue
+            if request.validate_only:
+                accepted[name] = (TopicInfo(name, ZERO_UUID, checked[0]), checked[1])
+            answers.append(functools.partial(_accepted_answer, broker, ctx, mod, described, name, accepted, outcomes))
+        while submitted < len(reserved):  # step 2: the disk work, chunk by chunk off the loop
+            chunk = reserved[submitted : submitted + CREATE_CHUNK]
+            submitted += len(chunk)
+            for new, outcome in zip(chunk, await store.create_reserved(chunk), strict=True):
+                outcomes[new.info.name] = outcome
+                if isinstance(outcome, TopicInfo):
+                    accepted[new.info.name] = (outcome, dict(new.configs))
+                else:
+                    log.warning("CreateTopics: topic %r not created: %s", new.info.name, outcome)
+    finally:
+        for new in reserved[submitted:]:
+            store.release(new)
+    return await _answer_in_slices(mod, "CreateTopicsResponse", "topics", answers)
+
+
+def _accepted_answer(
+    broker: Broker,
+    ctx: RequestContext,
+    mod: ModuleType,
+    described: _DescribedConfigs,
+    name: str,
+    accepted: dict[str, tuple[TopicInfo, dict[str, str]]],
+    outcomes: dict[str, TopicInfo | OSError],
+) -> Any:
+    """The result of a topic that passed the checks: created (or, validate_only, creatable), or its writing
+    failed. A result with its configurations comes encoded already (``bytes``)."""
+    failed = outcomes.get(name)
+    if isinstance(failed, OSError) or name not in accepted:
+        reason = failed.strerror or str(failed) if isinstance(failed, OSError) else "not created"
+        return _created(mod, name, None, ErrorCode.unknown_server_error, f"The topic could not be written: {reason}")
+    info, configs = accepted[name]
+    if not may(broker, ctx, AclOperation.DESCRIBE_CONFIGS, info.name):  # its configuration is not the
+        return _created(mod, info.name, info, ErrorCode.none, None, configs_hidden=True)  # principal's to see
+    return described.result(info, configs)
+
+
+class _DescribedConfigs:
+    """Created topics' results with their configurations, for one large CreateTopics: the topics mostly share
+    the same overrides (none), so each distinct set of overrides is described and encoded once and its bytes
+    spliced into each result (the same bytes ``_created`` would give)."""
+
+    def __init__(self, mod: ModuleType, store: TopicStore) -> None:
+        self._mod = mod
+        self._store = store
+        self._encoded: dict[tuple[tuple[str, str], ...], tuple[int, bytes]] = {}
+
+    def result(self, info: TopicInfo, configs: dict[str, str]) -> Any:
+        mod = self._mod
+        if not hasattr(mod, "CreatableTopicConfigs"):  # (before v5 a result has no configurations)
+            return _created(mod, info.name, info, ErrorCode.none, None)
+        key = tuple(sorted(configs.items()))
+        known = self._encoded.get(key)
+        if known is None:
+            entries = _created(
+                mod, info.name, info, ErrorCode.none, None, describe_topic(self._store.configs.defaults, configs)
+            ).configs
+            buffer = io.BytesIO()
+            writer = entity_writer(mod.CreatableTopicConfigs)
+            for entry in entries:
+                writer(buffer, entry)
+            known = self._encoded[key] = (len(entries), buffer.getvalue())
+        count, data = known
+        return splice(_created(mod, info.name, info, ErrorCode.none, None, []), "configs", count, data)
+
+
+def _created_ok(
+    broker: Broker, ctx: RequestContext, mod: ModuleType, store: TopicStore, info: TopicInfo, configs: dict[str, str]
+) -> Any:
+    if may(broker, ctx, AclOperation.DESCRIBE_CONFIGS, info.name):
+        described = describe_topic(store.configs.defaults, configs)
+        return _created(mod, info.name, info, ErrorCode.none, None, described)
+    # created, but its configuration is not the principal's to see
+    return _created(mod, info.name, info, ErrorCode.none, None, configs_hidden=True)
+
+
+def _screen(broker: Broker, ctx: RequestContext, request: Any) -> tuple[Counter[str], set[str], bool]:
+    """Each name's count in the request, the names the principal may create, and whether the request asks
+    for more partitions than Kafka's controller takes in one request."""
+    named = Counter(t.name for t in request.topics)
+    on_cluster = may_on_cluster(broker, ctx, AclOperation.CREATE)
+    # (a duplicate is refused below before its authorization is looked at, as in Kafka)
+    creatable = {name for name in named if on_cluster or may(broker, ctx, AclOperation.CREATE, name)}
+    wanted = [t for t in request.topics if t.name in creatable]
+    return named, creatable, _requested_partitions(wanted, broker.default_partitions) > MAX_PARTITIONS_PER_REQUEST
+
+
+def _too_many(mod: ModuleType, name: str, creatable: set[str]) -> Any:
+    if name in creatable:
+        return _created(
+            mod, name, None, ErrorCode.policy_violation, "Excessively large number of partitions per request."
+        )
+    return _created(mod, name, None, UNAUTHORIZED, "Authorization failed.")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Verdict:
+    """A topic of a CreateTopics refused: the code and message of its result."""
+
+    code: ErrorCode
+    message: str
+
+
+def _check_topic(
+    store: TopicStore, topic: Any, named: Counter[str], creatable: set[str], default_partitions: int
+) -> _Verdict | tuple[int, dict[str, str]]:
+    """Kafka's checks of one topic of a CreateTopics, in Kafka's order: its refusal, or (partitions, configs)."""
+    if named[topic.name] > 1:
+        return _Verdict(ErrorCode.invalid_request, "Found multiple entries for this topic.")
+    if topic.name not in creatable:
+        return _Verdict(UNAUTHORIZED, "Authorization failed.")
+    try:
+        count = _partition_count(topic, default_partitions)
+        store.check_new_topic(topic.name, count)
+        configs = topic_configs_of_request((c.name, c.value) for c in topic.configs)
+    except ConfigError as exc:
+        return _Verdict(ErrorCode.invalid_config, str(exc))
+    except _Refused as refused:
+        return _Verdict(refused.code, str(refused))
+    except (InvalidTopicError, TopicExistsError, PartitionLimitError) as exc:
+        return _refusal(exc)
+    return count, dict(configs)
+
+
+def _refusal(exc: InvalidTopicError | TopicExistsError | PartitionLimitError) -> _Verdict:
+    if isinstance(exc, InvalidTopicError):
+        return _Verdict(ErrorCode.invalid_topic_exception, str(exc))
+    if isinstance(exc, TopicExistsError):
+        return _Verdict(ErrorCode.topic_already_exists, str(exc))
+    return _Verdict(exc.code, str(exc))
+
+
+async def _answer_in_slices(
+    mod: ModuleType, response: str, field: str, items: Sequence[Callable[[], Any]], **values: Any
+) -> PreEncoded:
+    """The response ``response`` whose array ``field`` holds the entities ``items`` make (or their encodings,
+    for results without an error), built and encoded
+    ``ANSWER_SLICE`` at a time with a turn of the event loop between (a few thousand topic results with their
+    configurations take half a second to encode at once)."""
+    skeleton = build(mod, response, throttle_time=NO_THROTTLE, **values, **{field: ()})
+    parts: list[bytes] = []
+    errors: list[int] = []
+    writer: Callable[[io.BytesIO, Any], object] | None = None
+    for start in range(0, len(items), ANSWER_SLICE):
+        if start:
+            await asyncio.sleep(0)
+        buffer = io.BytesIO()
+        for make in items[start : start + ANSWER_SLICE]:
+            item = make()
+            if isinstance(item, bytes):  # encoded already (a success: no error code)
+                buffer.write(item)
+                continue
+            if writer is None:
+                writer = entity_writer(type(item))
+            writer(buffer, item)
+            if item.error_code:
+                errors.append(int(item.error_code))
+        parts.append(buffer.getvalue())
+    return PreEncoded(type(skeleton), splice(skeleton, field, len(items), parts), tuple(errors))
 
 
 def _requested_partitions(topics: Any, default_partitions: int) -> int:
@@ -471,14 +665,97 @@ def _created(
 
 async def handle_delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """DELETE on the Cluster or on each Topic (DESCRIBE on it decides what a refusal discloses)."""
+    if len(request.topics if hasattr(request, "topics") else request.topic_names) > SYNC_TOPICS:
+        return await _delete_topics_chunked(broker, ctx, request)
     with store_of(broker).batched():  # one new cluster image for the coordinator, not one per topic
         return _delete_topics(broker, ctx, request)
 
 
 def _delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     mod = response_module(request)
-    store = store_of(broker)
+    delete = store_of(broker).delete_topic
     on_cluster = may_on_cluster(broker, ctx, AclOperation.DELETE)
+    results = [_delete_one(broker, ctx, mod, on_cluster, one, delete) for one in _deletions(request)]
+    return build(mod, "DeleteTopicsResponse", throttle_time=NO_THROTTLE, responses=tuple(results))
+
+
+async def _delete_topics_chunked(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """A large DeleteTopics: ``DELETE_CHUNK`` topics per turn of the loop (each renamed into ``trash/`` as a
+    small request's are), made durable by one fsync on the topic store's worker thread before the answer."""
+    mod = response_module(request)
+    store = store_of(broker)
+    trash: list[Path] = []
+    deleted: list[int] = []  # indexes of the results of topics deleted
+
+    def detach(name: str) -> bool:
+        path = store.detach_topic(name)
+        if path is None:
+            return False
+        trash.append(path)
+        deleted.append(len(results))
+        return True
+
+    results: list[Any] = []
+    on_cluster = may_on_cluster(broker, ctx, AclOperation.DELETE)
+    wanted = _deletions(request)
+    with store.batched():  # one new cluster image for the request (it costs as much as 50 deletions)
+        for start in range(0, len(wanted), DELETE_CHUNK):
+            if start:
+                await asyncio.sleep(0)
+            for one in wanted[start : start + DELETE_CHUNK]:
+                results.append(_delete_one(broker, ctx, mod, on_cluster, one, detach))
+    try:
+        await store.settle_deletes(trash)
+    except OSError as exc:  # deleted, but not durably: not acknowledged
+        log.warning("DeleteTopics: the deletions could not be made durable: %s", exc)
+        for i in deleted:
+            results[i] = build(
+                mod,
+                "DeletableTopicResult",
+                name=results[i].name,
+                topic_id=results[i].topic_id,
+                error_code=ErrorCode.unknown_server_error,
+                error_message=f"The deletion could not be made durable: {exc.strerror or exc}",
+            )
+    return await _answer_in_slices(
+        mod, "DeleteTopicsResponse", "responses", [functools.partial(_given, r) for r in results]
+    )
+
+
+def _given(entity: Any) -> Any:
+    return entity
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Deletion:
+    """One topic of a DeleteTopics: as named, and how many times the request names it so."""
+
+    name: str | None
+    topic_id: uuid.UUID | None
+    times: int
+
+
+def _deletions(request: Any) -> list[_Deletion]:
+    wanted: list[tuple[str | None, uuid.UUID | None]]
+    if hasattr(request, "topics"):  # v6+: by name or by id
+        wanted = [(t.name, t.topic_id if t.topic_id != ZERO_UUID else None) for t in request.topics]
+    else:
+        wanted = [(name, None) for name in request.topic_names]
+    times_wanted = Counter(wanted)
+    return [_Deletion(name, topic_id, times_wanted[(name, topic_id)]) for name, topic_id in wanted]
+
+
+def _delete_one(
+    broker: Broker,
+    ctx: RequestContext,
+    mod: ModuleType,
+    on_cluster: bool,
+    wanted: _Deletion,
+    delete: Callable[[str], bool],
+) -> Any:
+    """One topic's DeleteTopics result (``on_cluster``: DELETE on the Cluster); ``delete`` deletes a topic
+    (``False``: there is none)."""
+    store = store_of(broker)
 
     def may_delete(topic: str) -> bool:
         return on_cluster or may(broker, ctx, AclOperation.DELETE, topic)
@@ -486,48 +763,39 @@ def _delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     def may_describe(topic: str) -> bool:
         return on_cluster or may(broker, ctx, AclOperation.DESCRIBE, topic)
 
-    wanted: list[tuple[str | None, uuid.UUID | None]]
-    if hasattr(request, "topics"):  # v6+: by name or by id
-        wanted = [(t.name, t.topic_id if t.topic_id != ZERO_UUID else None) for t in request.topics]
-    else:
-        wanted = [(name, None) for name in request.topic_names]
-    times_wanted = Counter(wanted)
-    results = []
-    for name, topic_id in wanted:
-        if name is not None and topic_id is not None:
-            code, message = ErrorCode.invalid_request, "You may not specify both topic name and topic id."
-        elif times_wanted[(name, topic_id)] > 1:
-            code, message = ErrorCode.invalid_request, "Duplicate topic name." if name else "Duplicate topic id."
-        elif name is None:
-            info = store.topic_by_id(topic_id) if topic_id is not None else None
-            name = info.name if info else None
-            code, message = ErrorCode.unknown_topic_id, "This server does not host this topic ID."
-            if info is not None and not may_delete(info.name):
-                code, message = UNAUTHORIZED, "Topic authorization failed."
-                name = info.name if may_describe(info.name) else None
-            elif info is not None and store.delete_topic(info.name):
-                code, message = ErrorCode.none, None
-        elif not may_describe(name):
+    name, topic_id = wanted.name, wanted.topic_id
+    message: str | None
+    if name is not None and topic_id is not None:
+        code, message = ErrorCode.invalid_request, "You may not specify both topic name and topic id."
+    elif wanted.times > 1:
+        code, message = ErrorCode.invalid_request, "Duplicate topic name." if name else "Duplicate topic id."
+    elif name is None:
+        info = store.topic_by_id(topic_id) if topic_id is not None else None
+        name = info.name if info else None
+        code, message = ErrorCode.unknown_topic_id, "This server does not host this topic ID."
+        if info is not None and not may_delete(info.name):
             code, message = UNAUTHORIZED, "Topic authorization failed."
-        else:
-            info = store.topic(name)
-            topic_id = info.topic_id if info else None
-            code, message = ErrorCode.unknown_topic_or_partition, "This server does not host this topic-partition."
-            if info is not None and not may_delete(name):
-                code, message, topic_id = UNAUTHORIZED, "Topic authorization failed.", None
-            elif store.delete_topic(name):
-                code, message = ErrorCode.none, None
-        results.append(
-            build(
-                mod,
-                "DeletableTopicResult",
-                name=name,
-                topic_id=topic_id or ZERO_UUID,
-                error_code=code,
-                error_message=message,
-            )
-        )
-    return build(mod, "DeleteTopicsResponse", throttle_time=NO_THROTTLE, responses=tuple(results))
+            name = info.name if may_describe(info.name) else None
+        elif info is not None and delete(info.name):
+            code, message = ErrorCode.none, None
+    elif not may_describe(name):
+        code, message = UNAUTHORIZED, "Topic authorization failed."
+    else:
+        info = store.topic(name)
+        topic_id = info.topic_id if info else None
+        code, message = ErrorCode.unknown_topic_or_partition, "This server does not host this topic-partition."
+        if info is not None and not may_delete(name):
+            code, message, topic_id = UNAUTHORIZED, "Topic authorization failed.", None
+        elif delete(name):
+            code, message = ErrorCode.none, None
+    return build(
+        mod,
+        "DeletableTopicResult",
+        name=name,
+        topic_id=topic_id or ZERO_UUID,
+        error_code=code,
+        error_message=message,
+    )
 
 
 # ---------------------------------------------------------------------- error responses (every slot)
