@@ -35,10 +35,19 @@ Cases (``--cases``; ``--quick`` runs the first three at a tenth of the size):
 - ``describe-topic-partitions``: DescribeTopicPartitions v0, all topics (the first page, 2,000 partitions) of
   the 100 x 100 layout;
 - ``create-topics-10k``: CreateTopics v7 of one topic of 10,000 partitions, then DeleteTopics v6 of it, again;
+- ``create-topics-3000``: CreateTopics v7 of 3,000 topics of one partition each (names no topic has when it is
+  sent), then DeleteTopics v6 of the 3,000 by name, again (the stalls column tells the two APIs apart);
 - ``offset-commit-10k``: OffsetCommit v9 of the 10,000 partitions of one topic (a group with no members);
 - ``list-offsets-10k``: ListOffsets v8 (latest) of the 10,000 partitions of one topic;
 - ``offset-fetch-10k``: OffsetFetch v9 of every partition the group of ``offset-commit-10k`` committed (10,000).
 - ``offset-fetch-named-10k``: OffsetFetch v9 of the same 10,000 partitions, each named in the request.
+- ``list-groups-10k``: ListGroups v5 of 10,000 groups (5,000 classic, 5,000 KIP-848 consumer groups, one member
+  each, loaded from the coordinator log at start: ``bench/kip848.py``'s records): every group, then the Stable
+  ones (states filter), then the consumer ones (types filter), in turn;
+- ``describe-groups-10k-members``: DescribeGroups v5 of one Stable classic group of 10,000 members (loaded);
+- ``describe-groups-1000x10``: DescribeGroups v5 of 1,000 Stable classic groups of 10 members, in one request;
+- ``consumer-group-describe-10k``: ConsumerGroupDescribe v1 of one consumer group of 10,000 members owning the
+  10,000 partitions of ``bench/kip848.py``'s topics (loaded).
 
 ``--micro`` measures instead what one all-topics Metadata v12 answer costs the server, in process CPU time
 (handler and encoding, the way the dispatcher runs them, with no network), for each tree in a child process of
@@ -111,6 +120,8 @@ class Case:
     requests: Callable[[int], list[bytes]]
     #: a request sent once before the window (OffsetFetch needs committed offsets), or None
     prepare: Callable[[int], list[bytes]] | None = None
+    #: writes the server's data directory before it starts (groups loaded from the coordinator log), or None
+    preload: Callable[[Path], None] | None = None
 
 
 def layout(topics: int, partitions: int, prefix: str = "bench-stall") -> dict[str, int]:
@@ -135,6 +146,16 @@ def create_and_delete(size: int) -> list[bytes]:
     delete = sb.encode_request(
         DELETE_TOPICS, 6, 0, topics=[{"name": CREATED_TOPIC, "topic_id": uuid.UUID(int=0)}], timeout=30_000
     )
+    return [bytes(create), bytes(delete)]
+
+
+def create_and_delete_many(count: int) -> list[bytes]:
+    names = [f"bench-stall-many-{i:05d}" for i in range(count)]
+    one = {"num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+    topics = [{"name": n, **one} for n in names]
+    create = sb.encode_request(CREATE_TOPICS, 7, 0, topics=topics, timeout=30_000, validate_only=False)
+    wanted = [{"name": n, "topic_id": uuid.UUID(int=0)} for n in names]
+    delete = sb.encode_request(DELETE_TOPICS, 6, 0, topics=wanted, timeout=30_000)
     return [bytes(create), bytes(delete)]
 
 
@@ -180,6 +201,67 @@ def offset_fetch_named(size: int) -> list[bytes]:
     return [bytes(sb.encode_request(OFFSET_FETCH, 9, 0, groups=[group], require_stable=False))]
 
 
+LIST_GROUPS, DESCRIBE_GROUPS, CONSUMER_GROUP_DESCRIBE = 16, 15, 69
+BIG_GROUP = "bench-stall-inspected"
+_KIP848: list[Any] = []
+
+
+def kip848() -> Any:
+    """``bench/kip848.py`` (its group records), loaded once when a case preloads groups."""
+    if not _KIP848:
+        spec = importlib.util.spec_from_file_location("bench_kip848", Path(__file__).with_name("kip848.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["bench_kip848"] = module
+        spec.loader.exec_module(module)
+        _KIP848.append(module)
+    return _KIP848[0]
+
+
+def preload_groups(classic: dict[str, int], consumer: dict[str, int]) -> Callable[[Path], None]:
+    """Groups (id -> members) written to a data directory's coordinator log: classic groups Stable, consumer
+    groups with every member Stable and owning its target (``bench/kip848.py``)."""
+
+    def write(data: Path) -> None:
+        k = kip848()
+
+        def records(topics: Any) -> list[Any]:
+            def owned(members: int) -> Any:
+                """A group of 1,000 members or more shares out the topics' 10,000 partitions; a smaller one as
+                many partitions of one topic as it has members (one each)."""
+                return topics if members >= 1_000 else {"topic-0": (topics["topic-0"][0], members)}
+
+            out: list[Any] = []
+            for group, members in classic.items():
+                out += k.classic_group_records(group, k.member_ids(f"{group}-m", members), owned(members))
+            for group, members in consumer.items():
+                out += k.consumer_group_records(group, k.member_ids(f"{group}-m", members), owned(members))
+            return out
+
+        k.prepare_data_dir(data, [records])
+
+    return write
+
+
+def list_groups_requests(size: int) -> list[bytes]:
+    return [
+        bytes(sb.encode_request(LIST_GROUPS, 5, 0, states_filter=states, types_filter=types))
+        for states, types in (([], []), (["Stable"], []), ([], ["consumer"]))
+    ]
+
+
+def describe_groups(groups: list[str]) -> list[bytes]:
+    request = sb.encode_request(DESCRIBE_GROUPS, 5, 0, groups=groups, include_authorized_operations=False)
+    return [bytes(request)]
+
+
+def consumer_group_describe(size: int) -> list[bytes]:
+    request = sb.encode_request(
+        CONSUMER_GROUP_DESCRIBE, 1, 0, group_ids=[BIG_GROUP], include_authorized_operations=False
+    )
+    return [bytes(request)]
+
+
 def cases(scale: float) -> list[Case]:
     """Every case at ``scale`` (1 full size; ``--quick`` a tenth)."""
 
@@ -193,6 +275,7 @@ def cases(scale: float) -> list[Case]:
         Case("offset-commit-10k", big, lambda _: offset_commit(n(10_000))),
         Case("metadata-100k", layout(100, n(1_000)), lambda _: metadata_all(0)),
         Case("create-topics-10k", {}, lambda _: create_and_delete(n(10_000))),
+        Case("create-topics-3000", {}, lambda _: create_and_delete_many(n(3_000))),
         Case("list-offsets-10k", big, lambda _: list_offsets(n(10_000))),
         Case("offset-fetch-10k", big, lambda _: offset_fetch_all(0), prepare=lambda _: offset_commit(n(10_000))),
         Case(
@@ -200,6 +283,33 @@ def cases(scale: float) -> list[Case]:
             big,
             lambda _: offset_fetch_named(n(10_000)),
             prepare=lambda _: offset_commit(n(10_000)),
+        ),
+        Case(
+            "list-groups-10k",
+            {},
+            list_groups_requests,
+            preload=preload_groups(
+                {f"bench-stall-classic-{i:05d}": 1 for i in range(n(5_000))},
+                {f"bench-stall-consumer-{i:05d}": 1 for i in range(n(5_000))},
+            ),
+        ),
+        Case(
+            "describe-groups-10k-members",
+            {},
+            lambda _: describe_groups([BIG_GROUP]),
+            preload=preload_groups({BIG_GROUP: n(10_000)}, {}),
+        ),
+        Case(
+            "describe-groups-1000x10",
+            {},
+            lambda _: describe_groups([f"bench-stall-ten-{i:04d}" for i in range(n(1_000))]),
+            preload=preload_groups({f"bench-stall-ten-{i:04d}": 10 for i in range(n(1_000))}, {}),
+        ),
+        Case(
+            "consumer-group-describe-10k",
+            {},
+            consumer_group_describe,
+            preload=preload_groups({}, {BIG_GROUP: n(10_000)}),
         ),
     ]
 
@@ -400,8 +510,13 @@ class StallRun:
 class StallServer(sb.ServerProcess):  # type: ignore[misc,name-defined]
     """``regroup serve`` with its metrics endpoint on a port of its choosing and room for the largest layout."""
 
+    #: the watchdog's threshold (``--stall-warn-ms``), None for the server's default
+    stall_warn_ms: int | None = None
+
     def command(self) -> list[str]:
-        return [*super().command(), "--metrics-port", "0", "--max-partitions", "250000"]
+        long_session = ["--consumer-session-timeout-ms", "3600000"]  # loaded groups' members are never fenced
+        stall = [] if self.stall_warn_ms is None else ["--stall-warn-ms", str(self.stall_warn_ms)]
+        return [*super().command(), "--metrics-port", "0", "--max-partitions", "250000", *long_session, *stall]
 
     def metrics_port(self) -> int:
         match = _METRICS.search(self.log_path.read_bytes())
@@ -688,6 +803,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--fsync", default="never", choices=("always", "interval", "never"), help="the server's policy (never)"
     )
+    parser.add_argument(
+        "--stall-warn-ms", type=int, help="the server's stall watchdog threshold (default: the server's own)"
+    )
     parser.add_argument("--data-root", help="where the temporary data directories go (default: the system tmp)")
     parser.add_argument("--json", metavar="OUT", help="write machine-readable results to OUT")
     parser.add_argument("--micro", action="store_true", help="one Metadata answer's CPU per tree (see the doc)")
@@ -719,6 +837,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for case in chosen:
             for tree, source in trees if round_ % 2 else trees[::-1]:  # ABBA: a drifting load hits both alike
                 server = StallServer(args.fsync, args.data_root, source=source)
+                server.stall_warn_ms = args.stall_warn_ms
+                if case.preload is not None:
+                    case.preload(server.dir / "data")
                 with sb.running(server, keep=False):
                     run = asyncio.run(stall_case(args, server, tree, case))
                 runs.append(run)

@@ -1,58 +1,121 @@
 """ConsumerGroupDescribe (KIP-848): epochs, state, the assignor in use, and every member with its current
-and target assignment (topic ids with names)."""
+and target assignment (topic ids with names).
+
+``consumer_group_rows`` takes the same answer in two steps for a group of 10,000 members: first what the group
+is now, cheap (the header and, per member, its fields and its two assignments as they are: ``Partitions`` are
+replaced when they change, never changed in place), then ``DescribedMembers`` turns those rows into the
+described members a slice at a time (``server/inspection_answers.py`` yields to the event loop between slices).
+``describe_consumer_group`` is both steps at once."""
 
 from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Sequence
 
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.consumer.group import ConsumerGroup, Partitions
 from regroup.coordinator.groups import Groups
-from regroup.model.cluster import ClusterImage
+from regroup.model.cluster import ClusterImage, TopicImage
 from regroup.model.errors import ErrorCode
 from regroup.protocol.consumer import DescribedConsumerGroup, DescribedConsumerMember, DescribedTopicPartitions
 
+#: one member as ``consumer_group_rows`` takes it: (member id, instance id, rack id, member epoch, client id,
+#: client host, subscribed topic names, subscribed topic regex, assignment, target assignment, classic protocol)
+MemberRow = tuple[str, str | None, str | None, int, str, str, tuple[str, ...], str | None, Partitions, Partitions, bool]
 
-def _described(parts: Partitions, image: ClusterImage) -> tuple[DescribedTopicPartitions, ...]:
-    index = image.id_index()
-    out = []
-    for topic_id in sorted(parts, key=str):
-        topic = index.get(topic_id)
-        out.append(
-            DescribedTopicPartitions(
-                topic_id=topic_id, topic_name=topic.name if topic else "", partitions=tuple(sorted(parts[topic_id]))
+
+class DescribedMembers:
+    """Member rows as ``DescribedConsumerMember``s, against the cluster image the rows were taken with (topic
+    names looked up and topic ids ordered once per topic, not once per member)."""
+
+    __slots__ = ("_index", "_keys")
+
+    def __init__(self, image: ClusterImage) -> None:
+        self._index: dict[uuid.UUID, TopicImage] = image.id_index()
+        self._keys: dict[uuid.UUID, str] = {}
+
+    def _partitions(self, parts: Partitions) -> tuple[DescribedTopicPartitions, ...]:
+        if not parts:
+            return ()
+        keys = self._keys
+        for topic_id in parts:
+            if topic_id not in keys:
+                keys[topic_id] = str(topic_id)
+        out = []
+        for topic_id in sorted(parts, key=keys.__getitem__):
+            topic = self._index.get(topic_id)
+            out.append(
+                DescribedTopicPartitions(
+                    topic_id=topic_id, topic_name=topic.name if topic else "", partitions=tuple(sorted(parts[topic_id]))
+                )
             )
+        return tuple(out)
+
+    def member(self, row: MemberRow) -> DescribedConsumerMember:
+        return DescribedConsumerMember(
+            member_id=row[0],
+            instance_id=row[1],
+            rack_id=row[2],
+            member_epoch=row[3],
+            client_id=row[4],
+            client_host=row[5],
+            subscribed_topic_names=row[6],
+            subscribed_topic_regex=row[7],
+            assignment=self._partitions(row[8]),
+            target_assignment=self._partitions(row[9]),
+            uses_classic_protocol=row[10],
         )
-    return tuple(out)
 
 
-def describe_consumer_group(config: CoordinatorConfig, groups: Groups, group_id: str) -> DescribedConsumerGroup:
+def consumer_group_rows(
+    config: CoordinatorConfig, groups: Groups, group_id: str
+) -> tuple[DescribedConsumerGroup, list[MemberRow]]:
+    """The group as ConsumerGroupDescribe answers it, without its members (``members`` empty), and the rows of
+    its members (empty for an error)."""
     if not group_id:
-        return DescribedConsumerGroup(group_id=group_id, error=ErrorCode.INVALID_GROUP_ID)
+        return DescribedConsumerGroup(group_id=group_id, error=ErrorCode.INVALID_GROUP_ID), []
     group = groups.typed(group_id, ConsumerGroup)
     if group is None:
         why = "is not a consumer group" if group_id in groups else "not found"
-        return DescribedConsumerGroup(
-            group_id=group_id, error=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {group_id} {why}."
+        message = f"Group {group_id} {why}."
+        return DescribedConsumerGroup(group_id=group_id, error=ErrorCode.GROUP_ID_NOT_FOUND, error_message=message), []
+    target_of = group.target_of
+    rows: list[MemberRow] = [
+        (
+            m.member_id,
+            m.instance_id,
+            m.rack_id,
+            m.member_epoch,
+            m.client_id,
+            m.client_host,
+            m.subscribed_topic_names,
+            m.subscribed_topic_regex,
+            m.assigned,
+            target_of(m.member_id),
+            m.classic is not None,
         )
-    return DescribedConsumerGroup(
+        for m in group.members.values()
+    ]
+    header = DescribedConsumerGroup(
         group_id=group_id,
         state=group.state().value,
         group_epoch=group.group_epoch,
         assignment_epoch=group.assignment_epoch,
         assignor_name=group.preferred_assignor(config.consumer_group_assignors[0]),
-        members=tuple(
-            DescribedConsumerMember(
-                member_id=m.member_id,
-                instance_id=m.instance_id,
-                rack_id=m.rack_id,
-                member_epoch=m.member_epoch,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                subscribed_topic_names=m.subscribed_topic_names,
-                subscribed_topic_regex=m.subscribed_topic_regex,
-                assignment=_described(m.assigned, groups.image),
-                target_assignment=_described(group.target_of(m.member_id), groups.image),
-                uses_classic_protocol=m.classic is not None,
-            )
-            for m in group.members.values()
-        ),
     )
+    return header, rows
+
+
+def describe_consumer_group(config: CoordinatorConfig, groups: Groups, group_id: str) -> DescribedConsumerGroup:
+    header, rows = consumer_group_rows(config, groups, group_id)
+    if header.error is not ErrorCode.NONE:
+        return header
+    return with_members(header, rows, DescribedMembers(groups.image))
+
+
+def with_members(
+    header: DescribedConsumerGroup, rows: Sequence[MemberRow], described: DescribedMembers
+) -> DescribedConsumerGroup:
+    """``header`` with the members ``rows`` describe."""
+    return dataclasses.replace(header, members=tuple(described.member(row) for row in rows))

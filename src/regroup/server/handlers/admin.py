@@ -5,6 +5,10 @@ NON_EMPTY_GROUP, ...); this module maps versions and checks the ACLs. When a Des
 authorized operations (KIP-430) it gets the group operations (READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS,
 ALTER_CONFIGS: Kafka 4's, group configurations included) the principal may do: every one without an authorizer.
 
+DescribeGroups and ListGroups read the core's rows in their first step and build their answers a chunk at a time,
+yielding to the event loop between chunks (``server/inspection_answers.py``): 10,000 groups or members are
+answered without holding the loop for the whole answer.
+
 Authorization, as Kafka's ``KafkaApis`` checks it:
 
 * DescribeGroups: DESCRIBE on each Group; a group without it is GROUP_AUTHORIZATION_FAILED (nothing of it
@@ -19,14 +23,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from regroup.coordinator.inspect import DescribedRow, ListedRow, MemberRow, described_rows, listed_rows
 from regroup.model.errors import ErrorCode
-from regroup.protocol.admin import DeleteGroupsResponse, DescribedGroup, ListGroupsRequest, ListGroupsResponse
+from regroup.protocol.admin import DeleteGroupsResponse, DescribedGroup, ListGroupsRequest
 from regroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed
+from regroup.server.encoded import PreEncoded
+from regroup.server.entities import build
 from regroup.server.handlers._common import respond
 from regroup.server.handlers.authorized import GROUP_OPERATIONS, authorized_operations
 from regroup.server.handlers.authorized import NOT_REQUESTED as OPERATIONS_NOT_REQUESTED
+from regroup.server.inspection_answers import (
+    element_class,
+    encode_array,
+    encode_items,
+    entity_bytes,
+    read,
+    read_pacer,
+    spliced,
+)
+from regroup.server.offset_answers import Pacer, pause
 
 __all__ = ["GROUP_OPERATIONS", "OPERATIONS_NOT_REQUESTED", "SPECS"]
 
@@ -62,6 +79,45 @@ def _describe_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
     return respond(ctx, groups=[_described(g, OPERATIONS_NOT_REQUESTED) for g in groups])
 
 
+def _member_fields(m: MemberRow) -> dict[str, Any]:
+    return {
+        "member_id": m[0],
+        "group_instance_id": m[1],
+        "client_id": m[2],
+        "client_host": m[3],
+        "member_metadata": m[4],
+        "member_assignment": m[5],
+    }
+
+
+#: a classic member costs about two listed groups to encode, a described group (its entity written by kio) about
+#: forty
+MEMBER_WEIGHT, GROUP_WEIGHT = 2, 40
+
+
+async def _described_bytes(group_class: type[Any], row: DescribedRow, operations: int, pacer: Pacer) -> bytes:
+    """One group of a DescribeGroups answer, its members encoded a chunk at a time."""
+    group_id, error, state, protocol_type, protocol_data, members, message = row
+    empty = build(
+        group_class,
+        error_code=error,
+        error_message=message,
+        group_id=group_id,
+        group_state=state,
+        protocol_type=protocol_type,
+        protocol_data=protocol_data,
+        members=[],
+        authorized_operations=operations if error is ErrorCode.NONE else OPERATIONS_NOT_REQUESTED,
+    )
+    if pacer.due(GROUP_WEIGHT):
+        await pause()
+    if not members:
+        return entity_bytes(empty)
+    member_class = element_class(group_class, "members")
+    parts = await encode_items(member_class, members, pacer, _member_fields, MEMBER_WEIGHT)
+    return await spliced(empty, "members", parts, pacer)
+
+
 async def describe_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """DESCRIBE on each Group."""
     group_ids: list[str] = []
@@ -72,30 +128,34 @@ async def describe_groups(broker: Broker, ctx: RequestContext, request: Any) -> 
         else:
             failed = DescribedGroup(group_id=group_id, error=ErrorCode.GROUP_AUTHORIZATION_FAILED, state="")
             refused.append(_described(failed, OPERATIONS_NOT_REQUESTED))
-    described: tuple[DescribedGroup, ...] = ()
+    rows: list[DescribedRow] = []
     if group_ids:
-        described = await broker.coordinator.call(
-            lambda c, key, now: c.describe_groups(group_ids, key, now, ctx.api_version)
-        )
+        version = ctx.api_version
+        rows = await read(broker, lambda c: described_rows(c.groups, group_ids, version))
     wanted = bool(getattr(request, "include_authorized_operations", False))
-    return respond(
-        ctx,
-        groups=refused
-        + [
-            _described(
-                g,
-                authorized_operations(broker, ctx, ResourceType.GROUP, g.group_id, GROUP_OPERATIONS)
-                if wanted and g.error is ErrorCode.NONE
-                else OPERATIONS_NOT_REQUESTED,
-            )
-            for g in described
-        ],
-    )
+    empty = respond(ctx, groups=refused)
+    group_class = element_class(type(empty), "groups")
+    pacer = read_pacer(sum(len(row[5]) for row in rows))
+    parts = [entity_bytes(group) for group in empty.groups]
+    for row in rows:
+        operations = (
+            authorized_operations(broker, ctx, ResourceType.GROUP, row[0], GROUP_OPERATIONS)
+            if wanted and row[1] is ErrorCode.NONE
+            else OPERATIONS_NOT_REQUESTED
+        )
+        parts.append(await _described_bytes(group_class, row, operations, pacer))
+    body = await spliced(respond(ctx, groups=[]), "groups", parts, pacer)
+    codes = [int(g.error_code) for g in empty.groups] + [int(row[1]) for row in rows]
+    return PreEncoded(type(empty), body, tuple(code for code in codes if code))
 
 
 # ----------------------------------------------------------------------------------------- ListGroups
 def _list_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
     return respond(ctx, error_code=code, groups=[])
+
+
+def _listed_fields(row: ListedRow) -> dict[str, Any]:
+    return {"group_id": row[0], "protocol_type": row[1], "group_state": row[2], "group_type": row[3]}
 
 
 async def list_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
@@ -104,23 +164,11 @@ async def list_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     req = ListGroupsRequest(
         states=tuple(getattr(request, "states_filter", ())), types=tuple(getattr(request, "types_filter", ()))
     )
-    resp: ListGroupsResponse = await broker.coordinator.call(lambda c, key, now: c.list_groups(req, key, now))
-    listed = resp.groups
+    listed: list[ListedRow] = await read(broker, lambda c: listed_rows(c.groups, req))
     if not every_group:
-        listed = tuple(g for g in listed if allowed(broker, ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id))
-    return respond(
-        ctx,
-        error_code=resp.error,
-        groups=[
-            {
-                "group_id": g.group_id,
-                "protocol_type": g.protocol_type,
-                "group_state": g.state,
-                "group_type": g.group_type,
-            }
-            for g in listed
-        ],
-    )
+        listed = [g for g in listed if allowed(broker, ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g[0])]
+    empty = respond(ctx, error_code=ErrorCode.NONE, groups=[])
+    return await encode_array(empty, "groups", listed, _listed_fields, pacer=read_pacer(len(listed)))
 
 
 # --------------------------------------------------------------------------------------- DeleteGroups

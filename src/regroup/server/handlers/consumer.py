@@ -19,27 +19,44 @@ Authorization (Kafka's ``KafkaApis``): ConsumerGroupHeartbeat needs READ on the 
 GROUP_AUTHORIZATION_FAILED (with Kafka's default message) before any validation or coordinator work.
 ConsumerGroupDescribe needs DESCRIBE on each Group: a group without it is answered GROUP_AUTHORIZATION_FAILED
 (no message, nothing of the group disclosed) ahead of the groups the coordinator describes.
+
+ConsumerGroupDescribe reads the core's rows in its first step (``consumer_group_rows``) and describes and encodes
+the members a chunk at a time, yielding to the event loop between chunks (``server/inspection_answers.py``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from regroup.coordinator.consumer.describe import DescribedMembers, MemberRow, consumer_group_rows
 from regroup.model.errors import ErrorCode
 from regroup.protocol.consumer import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     DescribedConsumerGroup,
+    DescribedConsumerMember,
     DescribedTopicPartitions,
     TopicPartitions,
 )
 from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import ZERO_UUID, ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed, require
+from regroup.server.encoded import PreEncoded
 from regroup.server.entities import build, ms
 from regroup.server.handlers._common import DEFAULT_MESSAGES, assignment_class, client_info, respond
 from regroup.server.handlers.authorized import GROUP_OPERATIONS, authorized_operations
 from regroup.server.handlers.authorized import NOT_REQUESTED as OPERATIONS_NOT_REQUESTED
+from regroup.server.inspection_answers import (
+    consumer_member,
+    consumer_member_layout,
+    element_class,
+    encode_items,
+    entity_bytes,
+    read,
+    read_pacer,
+    spliced,
+)
+from regroup.server.offset_answers import Pacer, pause
 
 CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 CLIENT_MEMBER_ID_FROM = 1
@@ -117,6 +134,22 @@ def _partitions(rows: tuple[DescribedTopicPartitions, ...]) -> dict[str, Any]:
     }
 
 
+def _member(m: DescribedConsumerMember, assignment_cls: type[Any]) -> dict[str, Any]:
+    return {
+        "member_id": m.member_id,
+        "instance_id": m.instance_id,
+        "rack_id": m.rack_id,
+        "member_epoch": m.member_epoch,
+        "client_id": m.client_id,
+        "client_host": m.client_host,
+        "subscribed_topic_names": m.subscribed_topic_names,
+        "subscribed_topic_regex": m.subscribed_topic_regex,
+        "assignment": build(assignment_cls, **_partitions(m.assignment)),
+        "target_assignment": build(assignment_cls, **_partitions(m.target_assignment)),
+        "member_type": CLASSIC_MEMBER if m.uses_classic_protocol else CONSUMER_MEMBER,
+    }
+
+
 def _described(ctx: RequestContext, group: DescribedConsumerGroup, operations: int) -> dict[str, Any]:
     assignment_cls = assignment_class(ctx.api_key, ctx.api_version)
     return {
@@ -127,24 +160,49 @@ def _described(ctx: RequestContext, group: DescribedConsumerGroup, operations: i
         "group_epoch": group.group_epoch,
         "assignment_epoch": group.assignment_epoch,
         "assignor_name": group.assignor_name,
-        "members": [
-            {
-                "member_id": m.member_id,
-                "instance_id": m.instance_id,
-                "rack_id": m.rack_id,
-                "member_epoch": m.member_epoch,
-                "client_id": m.client_id,
-                "client_host": m.client_host,
-                "subscribed_topic_names": m.subscribed_topic_names,
-                "subscribed_topic_regex": m.subscribed_topic_regex,
-                "assignment": build(assignment_cls, **_partitions(m.assignment)),
-                "target_assignment": build(assignment_cls, **_partitions(m.target_assignment)),
-                "member_type": CLASSIC_MEMBER if m.uses_classic_protocol else CONSUMER_MEMBER,
-            }
-            for m in group.members
-        ],
+        "members": [_member(m, assignment_cls) for m in group.members],
         "authorized_operations": operations if group.error is ErrorCode.NONE else OPERATIONS_NOT_REQUESTED,
     }
+
+
+#: a member costs about four listed groups to describe and encode, and two more per topic of its assignment and of
+#: its target (thirty and ten when kio writes it): with one topic in each, 125 members between two yields
+MEMBER_WEIGHT, TOPIC_WEIGHT, KIO_MEMBER_WEIGHT, KIO_TOPIC_WEIGHT = 4, 2, 30, 10
+
+
+async def _described_bytes(
+    ctx: RequestContext,
+    group_class: type[Any],
+    header: DescribedConsumerGroup,
+    rows: list[MemberRow],
+    described: DescribedMembers,
+    operations: int,
+    pacer: Pacer,
+) -> bytes:
+    """One group of a ConsumerGroupDescribe answer, its members described and encoded a chunk at a time."""
+    empty = build(group_class, **_described(ctx, header, operations))
+    if not rows:
+        return entity_bytes(empty)
+    member_class = element_class(group_class, "members")
+    with_type = consumer_member_layout(member_class)
+    if with_type is None:  # a layout written by kio
+        assignment_cls = assignment_class(ctx.api_key, ctx.api_version)
+        parts = await encode_items(
+            member_class,
+            rows,
+            pacer,
+            lambda row: _member(described.member(row), assignment_cls),
+            lambda row: KIO_MEMBER_WEIGHT + KIO_TOPIC_WEIGHT * (len(row[8]) + len(row[9])),
+        )
+        return await spliced(empty, "members", parts, pacer)
+    parts = []
+    for row in rows:
+        if pacer.due(MEMBER_WEIGHT + TOPIC_WEIGHT * (len(row[8]) + len(row[9]))):
+            await pause()
+        member = described.member(row)
+        member_type = (CLASSIC_MEMBER if member.uses_classic_protocol else CONSUMER_MEMBER) if with_type else None
+        parts.append(consumer_member(member, member_type))
+    return await spliced(empty, "members", parts, pacer)
 
 
 def _describe_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
@@ -163,24 +221,32 @@ async def consumer_group_describe(broker: Broker, ctx: RequestContext, request: 
         else:
             failed = DescribedConsumerGroup(group_id=group_id, error=ErrorCode.GROUP_AUTHORIZATION_FAILED)
             refused.append(_described(ctx, failed, OPERATIONS_NOT_REQUESTED))
-    described: tuple[DescribedConsumerGroup, ...] = ()
+    rows: list[tuple[DescribedConsumerGroup, list[MemberRow]]] = []
+    described: DescribedMembers | None = None
     if group_ids:
-        described = await broker.coordinator.call(lambda c, key, now: c.consumer_group_describe(group_ids, key, now))
+
+        def query(c: Any) -> list[tuple[DescribedConsumerGroup, list[MemberRow]]]:
+            nonlocal described
+            described = DescribedMembers(c.groups.image)
+            return [consumer_group_rows(c.config, c.groups, g) for g in group_ids]
+
+        rows = await read(broker, query)
     wanted = request.include_authorized_operations
-    return respond(
-        ctx,
-        groups=refused
-        + [
-            _described(
-                ctx,
-                g,
-                authorized_operations(broker, ctx, ResourceType.GROUP, g.group_id, GROUP_OPERATIONS)
-                if wanted and g.error is ErrorCode.NONE
-                else OPERATIONS_NOT_REQUESTED,
-            )
-            for g in described
-        ],
-    )
+    empty = respond(ctx, groups=refused)
+    group_class = element_class(type(empty), "groups")
+    pacer = read_pacer(sum(len(members) for _, members in rows))
+    parts = [entity_bytes(group) for group in empty.groups]
+    for header, members in rows:
+        assert described is not None
+        operations = (
+            authorized_operations(broker, ctx, ResourceType.GROUP, header.group_id, GROUP_OPERATIONS)
+            if wanted and header.error is ErrorCode.NONE
+            else OPERATIONS_NOT_REQUESTED
+        )
+        parts.append(await _described_bytes(ctx, group_class, header, members, described, operations, pacer))
+    body = await spliced(respond(ctx, groups=[]), "groups", parts, pacer)
+    codes = [int(g.error_code) for g in empty.groups] + [int(header.error) for header, _ in rows]
+    return PreEncoded(type(empty), body, tuple(code for code in codes if code))
 
 
 SPECS = [

@@ -11,6 +11,9 @@ Authorization (Kafka's ``KafkaApis``): ShareGroupHeartbeat needs READ on the Gro
 GROUP_AUTHORIZATION_FAILED before anything else) and DESCRIBE on each subscribed Topic (else
 TOPIC_AUTHORIZATION_FAILED); ShareGroupDescribe needs DESCRIBE on each Group (GROUP_AUTHORIZATION_FAILED for
 one without it, nothing of it disclosed).
+
+ShareGroupDescribe reads the core's rows in its first step (``share_group_rows``) and describes and encodes the
+members a chunk at a time, yielding to the event loop between chunks (``server/inspection_answers.py``).
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ import datetime
 import uuid
 from typing import Any
 
+from regroup.coordinator.share.describe import DescribedShareMembers, MemberRow, share_group_rows
 from regroup.coordinator.share.membership import MAX_MEMBER_ID_LENGTH
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.protocol.share import (
     DescribedShareGroup,
+    DescribedShareMember,
     DescribedSharePartitions,
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
@@ -31,11 +36,23 @@ from regroup.protocol.share import (
 from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed, require
+from regroup.server.encoded import PreEncoded
 from regroup.server.entities import build
 from regroup.server.group_configs import BY_DURATION, SHARE_RESET, parse_duration_ms
 from regroup.server.handlers._common import DEFAULT_MESSAGES, assignment_class, client_info, respond
 from regroup.server.handlers.authorized import GROUP_OPERATIONS, authorized_operations
 from regroup.server.handlers.authorized import NOT_REQUESTED as OPERATIONS_NOT_REQUESTED
+from regroup.server.inspection_answers import (
+    element_class,
+    encode_items,
+    entity_bytes,
+    read,
+    read_pacer,
+    share_member,
+    share_member_layout,
+    spliced,
+)
+from regroup.server.offset_answers import Pacer, pause
 
 SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE = 76, 77
 
@@ -153,6 +170,18 @@ def _partitions(rows: tuple[DescribedSharePartitions, ...]) -> dict[str, Any]:
     }
 
 
+def _member(m: DescribedShareMember, assignment_cls: type[Any]) -> dict[str, Any]:
+    return {
+        "member_id": m.member_id,
+        "rack_id": m.rack_id,
+        "member_epoch": m.member_epoch,
+        "client_id": m.client_id,
+        "client_host": m.client_host,
+        "subscribed_topic_names": m.subscribed_topic_names,
+        "assignment": build(assignment_cls, **_partitions(m.assignment)),
+    }
+
+
 def _described(ctx: RequestContext, group: DescribedShareGroup, operations: int) -> dict[str, Any]:
     assignment_cls = assignment_class(ctx.api_key, ctx.api_version)
     return {
@@ -163,20 +192,46 @@ def _described(ctx: RequestContext, group: DescribedShareGroup, operations: int)
         "group_epoch": group.group_epoch,
         "assignment_epoch": group.assignment_epoch,
         "assignor_name": group.assignor_name,
-        "members": [
-            {
-                "member_id": m.member_id,
-                "rack_id": m.rack_id,
-                "member_epoch": m.member_epoch,
-                "client_id": m.client_id,
-                "client_host": m.client_host,
-                "subscribed_topic_names": m.subscribed_topic_names,
-                "assignment": build(assignment_cls, **_partitions(m.assignment)),
-            }
-            for m in group.members
-        ],
+        "members": [_member(m, assignment_cls) for m in group.members],
         "authorized_operations": operations if group.error is ErrorCode.NONE else OPERATIONS_NOT_REQUESTED,
     }
+
+
+#: a member costs about four listed groups to describe and encode, and three more per topic of its assignment
+#: (thirty and ten when kio writes it)
+MEMBER_WEIGHT, TOPIC_WEIGHT, KIO_MEMBER_WEIGHT, KIO_TOPIC_WEIGHT = 4, 3, 30, 10
+
+
+async def _described_bytes(
+    ctx: RequestContext,
+    group_class: type[Any],
+    header: DescribedShareGroup,
+    rows: list[MemberRow],
+    described: DescribedShareMembers,
+    operations: int,
+    pacer: Pacer,
+) -> bytes:
+    """One group of a ShareGroupDescribe answer, its members described and encoded a chunk at a time."""
+    empty = build(group_class, **_described(ctx, header, operations))
+    if not rows:
+        return entity_bytes(empty)
+    member_class = element_class(group_class, "members")
+    if not share_member_layout(member_class):  # a layout written by kio
+        assignment_cls = assignment_class(ctx.api_key, ctx.api_version)
+        parts = await encode_items(
+            member_class,
+            rows,
+            pacer,
+            lambda row: _member(described.member(row), assignment_cls),
+            lambda row: KIO_MEMBER_WEIGHT + KIO_TOPIC_WEIGHT * len(row[6]),
+        )
+        return await spliced(empty, "members", parts, pacer)
+    parts = []
+    for row in rows:
+        if pacer.due(MEMBER_WEIGHT + TOPIC_WEIGHT * len(row[6])):
+            await pause()
+        parts.append(share_member(described.member(row)))
+    return await spliced(empty, "members", parts, pacer)
 
 
 def _describe_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
@@ -196,24 +251,32 @@ async def share_group_describe(broker: Broker, ctx: RequestContext, request: Any
         else:
             failed = DescribedShareGroup(group_id=group_id, error=ErrorCode.GROUP_AUTHORIZATION_FAILED)
             refused.append(_described(ctx, failed, OPERATIONS_NOT_REQUESTED))
-    described: tuple[DescribedShareGroup, ...] = ()
+    rows: list[tuple[DescribedShareGroup, list[MemberRow]]] = []
+    described: DescribedShareMembers | None = None
     if group_ids:
-        described = await broker.coordinator.call(lambda c, key, now: c.share_group_describe(group_ids, key, now))
+
+        def query(c: Any) -> list[tuple[DescribedShareGroup, list[MemberRow]]]:
+            nonlocal described
+            described = DescribedShareMembers(c.groups.image)
+            return [share_group_rows(c.groups, g) for g in group_ids]
+
+        rows = await read(broker, query)
     wanted = request.include_authorized_operations
-    return respond(
-        ctx,
-        groups=refused
-        + [
-            _described(
-                ctx,
-                g,
-                authorized_operations(broker, ctx, ResourceType.GROUP, g.group_id, GROUP_OPERATIONS)
-                if wanted and g.error is ErrorCode.NONE
-                else OPERATIONS_NOT_REQUESTED,
-            )
-            for g in described
-        ],
-    )
+    empty = respond(ctx, groups=refused)
+    group_class = element_class(type(empty), "groups")
+    pacer = read_pacer(sum(len(members) for _, members in rows))
+    parts = [entity_bytes(group) for group in empty.groups]
+    for header, members in rows:
+        assert described is not None
+        operations = (
+            authorized_operations(broker, ctx, ResourceType.GROUP, header.group_id, GROUP_OPERATIONS)
+            if wanted and header.error is ErrorCode.NONE
+            else OPERATIONS_NOT_REQUESTED
+        )
+        parts.append(await _described_bytes(ctx, group_class, header, members, described, operations, pacer))
+    body = await spliced(respond(ctx, groups=[]), "groups", parts, pacer)
+    codes = [int(g.error_code) for g in empty.groups] + [int(header.error) for header, _ in rows]
+    return PreEncoded(type(empty), body, tuple(code for code in codes if code))
 
 
 SPECS = [
