@@ -4,6 +4,7 @@ Usage::
 
     .venv/bin/python bench/kip848.py                          # everything, default sizes
     .venv/bin/python bench/kip848.py --only core,server       # a subset: core, server, server-join, sim
+    .venv/bin/python bench/kip848.py --only core-join-hetero  # members joining with other topics (not in the default)
     .venv/bin/python bench/kip848.py --profile --json /tmp/bench-kip848.json
 
 Large groups are **loaded from records**, never formed by joins (every join recomputes the target over all
@@ -20,6 +21,10 @@ rounds alternate between the two: one steady-state heartbeat per member (KIP-848
 epoch, nothing else; classic: ``Heartbeat`` with the generation), each call timed. Also timed: the load,
 the first KIP-848 heartbeat after it (it refreshes the subscription metadata over all members once), and
 one member joining a ``--join-members`` (1,000) member consumer group (the whole target is recomputed).
+
+**core-join-hetero** (asked for by name): members joining a loaded group (``--hetero-members``) with other
+topics than the group's, one after another: the first makes the group heterogeneous, the later ones recompute
+a heterogeneous target (``core_join_heterogeneous``).
 
 **server**: ``regroup serve`` as a subprocess (``bench/server.py``'s ``ServerProcess``). Before it starts,
 the topics are created with the server's own ``TopicStore`` in its data directory and the group records
@@ -414,6 +419,46 @@ def core_join(members: int, profile: bool) -> dict[str, Any]:
     if profiler is not None:
         out["profile"] = _profile_text(profiler)
     return out
+
+
+#: the topics of the members joining in ``core_join_heterogeneous`` (indices into ``TOPICS`` in name order)
+HETEROGENEOUS_JOINS = ((0, 5), (5, 10), (0, 10), (0, 7), (2, 9), (0, 5))
+
+
+def core_join_heterogeneous(members: int, repeats: int) -> dict[str, Any]:
+    """Members joining a loaded ``members``-member consumer group (everyone on ``TOPICS``) one after another
+    with other subscriptions (``HETEROGENEOUS_JOINS``): the first join makes the group heterogeneous, every
+    later one recomputes a heterogeneous target. Each join's heartbeat timed, best of ``repeats`` fresh
+    groups (a collection before each join, so that the cyclic collector's pauses stay out)."""
+    names = sorted(TOPICS)
+    best = [float("inf")] * len(HETEROGENEOUS_JOINS)
+    records = [0] * len(HETEROGENEOUS_JOINS)
+    for _ in range(repeats):
+        c = load_consumer_group("hetero", member_ids("m", members), core_topics(), 1)
+        warm = ConsumerGroupHeartbeatRequest(group_id="hetero", member_id="m-00000", member_epoch=EPOCH)
+        c.consumer_group_heartbeat(warm, 1, 1)  # the metadata refresh, not part of the joins
+        for i, (lo, hi) in enumerate(HETEROGENEOUS_JOINS):
+            join = ConsumerGroupHeartbeatRequest(
+                group_id="hetero",
+                member_id=f"joiner-{i}",
+                member_epoch=0,
+                rebalance_timeout_ms=LONG_MS,
+                subscribed_topic_names=tuple(names[lo:hi]),
+                topic_partitions=(),
+            )
+            gc.collect()
+            t0 = time.perf_counter()
+            result = c.consumer_group_heartbeat(join, 2 + i, 2 + i)
+            best[i] = min(best[i], (time.perf_counter() - t0) * 1e3)
+            resp = result.response_for(2 + i)
+            assert isinstance(resp, ConsumerGroupHeartbeatResponse) and resp.error.value == 0, resp
+            records[i] = len(result.records)
+    return {
+        "members_before": members,
+        "join_ms_best": [round(ms, 1) for ms in best],
+        "records_written": records,
+        "repeats": repeats,
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1103,6 +1148,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval-ms", type=int, default=3_000, help="heartbeat interval, both protocols")
     parser.add_argument("--sim-members", default="100", help="comma-separated group sizes for the simulator")
     parser.add_argument("--sim-unchecked", action="store_true")
+    parser.add_argument("--hetero-members", default="1000,10000", help="core-join-hetero: comma-separated sizes")
+    parser.add_argument("--hetero-repeats", type=int, default=3, help="core-join-hetero: fresh groups per size")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args(argv)
@@ -1116,6 +1163,11 @@ def main(argv: list[str] | None = None) -> int:
         for text in profiles:
             if text:
                 print(text, flush=True)
+    if "core-join-hetero" in parts:
+        rows = [core_join_heterogeneous(int(n), args.hetero_repeats) for n in args.hetero_members.split(",")]
+        for row in rows:
+            print("core heterogeneous joins:", json.dumps(row), flush=True)
+        results["core_join_heterogeneous"] = rows
     if "server" in parts:
         results["server"] = server_heartbeats(args)
     if "server-join" in parts:
