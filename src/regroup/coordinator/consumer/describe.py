@@ -10,13 +10,13 @@ described members a slice at a time (``server/inspection_answers.py`` yields to 
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from collections.abc import Sequence
 
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.consumer.group import ConsumerGroup, Partitions
+from regroup.coordinator.described_partitions import DescribedPartitions
 from regroup.coordinator.groups import Groups
-from regroup.model.cluster import ClusterImage, TopicImage
+from regroup.model.cluster import ClusterImage
 from regroup.model.errors import ErrorCode
 from regroup.protocol.consumer import DescribedConsumerGroup, DescribedConsumerMember, DescribedTopicPartitions
 
@@ -29,28 +29,10 @@ class DescribedMembers:
     """Member rows as ``DescribedConsumerMember``s, against the cluster image the rows were taken with (topic
     names looked up and topic ids ordered once per topic, not once per member)."""
 
-    __slots__ = ("_index", "_keys")
+    __slots__ = ("_partitions",)
 
     def __init__(self, image: ClusterImage) -> None:
-        self._index: dict[uuid.UUID, TopicImage] = image.id_index()
-        self._keys: dict[uuid.UUID, str] = {}
-
-    def _partitions(self, parts: Partitions) -> tuple[DescribedTopicPartitions, ...]:
-        if not parts:
-            return ()
-        keys = self._keys
-        for topic_id in parts:
-            if topic_id not in keys:
-                keys[topic_id] = str(topic_id)
-        out = []
-        for topic_id in sorted(parts, key=keys.__getitem__):
-            topic = self._index.get(topic_id)
-            out.append(
-                DescribedTopicPartitions(
-                    topic_id=topic_id, topic_name=topic.name if topic else "", partitions=tuple(sorted(parts[topic_id]))
-                )
-            )
-        return tuple(out)
+        self._partitions = DescribedPartitions(image, DescribedTopicPartitions)
 
     def member(self, row: MemberRow) -> DescribedConsumerMember:
         return DescribedConsumerMember(
