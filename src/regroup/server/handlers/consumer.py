@@ -41,11 +41,10 @@ from regroup.protocol.consumer import (
 from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import ZERO_UUID, ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed, require
-from regroup.server.encoded import PreEncoded
 from regroup.server.entities import build, ms
 from regroup.server.handlers._common import DEFAULT_MESSAGES, assignment_class, client_info, respond
-from regroup.server.handlers.authorized import GROUP_OPERATIONS, authorized_operations
 from regroup.server.handlers.authorized import NOT_REQUESTED as OPERATIONS_NOT_REQUESTED
+from regroup.server.handlers.described_groups import described_groups_answer
 from regroup.server.inspection_answers import (
     consumer_member,
     consumer_member_layout,
@@ -53,7 +52,6 @@ from regroup.server.inspection_answers import (
     encode_items,
     entity_bytes,
     read,
-    read_pacer,
     spliced,
 )
 from regroup.server.offset_answers import Pacer, pause
@@ -231,22 +229,12 @@ async def consumer_group_describe(broker: Broker, ctx: RequestContext, request: 
             return [consumer_group_rows(c.config, c.groups, g) for g in group_ids]
 
         rows = await read(broker, query)
-    wanted = request.include_authorized_operations
-    empty = respond(ctx, groups=refused)
-    group_class = element_class(type(empty), "groups")
-    pacer = read_pacer(sum(len(members) for _, members in rows))
-    parts = [entity_bytes(group) for group in empty.groups]
-    for header, members in rows:
+
+    async def group_bytes(group_class: type[Any], header: Any, members: Any, operations: int, pacer: Pacer) -> bytes:
         assert described is not None
-        operations = (
-            authorized_operations(broker, ctx, ResourceType.GROUP, header.group_id, GROUP_OPERATIONS)
-            if wanted and header.error is ErrorCode.NONE
-            else OPERATIONS_NOT_REQUESTED
-        )
-        parts.append(await _described_bytes(ctx, group_class, header, members, described, operations, pacer))
-    body = await spliced(respond(ctx, groups=[]), "groups", parts, pacer)
-    codes = [int(g.error_code) for g in empty.groups] + [int(header.error) for header, _ in rows]
-    return PreEncoded(type(empty), body, tuple(code for code in codes if code))
+        return await _described_bytes(ctx, group_class, header, members, described, operations, pacer)
+
+    return await described_groups_answer(broker, ctx, request, refused, rows, group_bytes)
 
 
 SPECS = [
