@@ -50,12 +50,15 @@ class Side:
         self.epochs: dict[str, int] = {}
         self.owned: dict[str, Any] = {}
 
-    def heartbeat(self, member: str, topics: tuple[str, ...] | None, now: int, leave: bool = False) -> Any:
+    def heartbeat(
+        self, member: str, topics: tuple[str, ...] | None, now: int, leave: bool = False, rack: str | None = None
+    ) -> Any:
         epoch = -1 if leave else self.epochs.get(member, 0)
         req = ConsumerGroupHeartbeatRequest(
             group_id=GROUP,
             member_id=member,
             member_epoch=epoch,
+            rack_id=rack,
             rebalance_timeout_ms=10**9 if epoch == 0 else -1,
             subscribed_topic_names=topics if topics is not None or epoch == 0 else None,
             topic_partitions=self.owned.get(member, ()) if epoch >= 0 else None,

@@ -13,12 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.consumer.group import ConsumerGroup
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.model.cluster import ClusterImage, TopicImage, topic_id_for
-from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from regroup.records.consumer import ConsumerGroupTargetAssignmentMemberKey
+from tests.property import test_kept_target as kept_target_test
 
 GROUP = "g"
 MEMBERS = [f"member-{i}" for i in range(7)]
@@ -35,51 +34,26 @@ def image(sizes: dict[str, int], racked: bool) -> ClusterImage:
     )
 
 
-class Side:
-    """One coordinator and what each member last heard."""
+class Side(kept_target_test.Side):
+    """One coordinator and what each member last heard; ``keeping=False`` forgets the last computation (and the
+    kept target, whose state starts the first full computation) before every step."""
 
     def __init__(self, sizes: dict[str, int], assignor: str, keeping: bool) -> None:
-        self.config = CoordinatorConfig(consumer_group_session_timeout_ms=10**9, consumer_group_assignors=(assignor,))
+        super().__init__(sizes, assignor)
         self.keeping = keeping
-        self.coordinator = GroupCoordinator(self.config)
-        self.coordinator.update_metadata(image(sizes, False), 0)
-        self.records: list[Any] = []
-        self.epochs: dict[str, int] = {}
-        self.owned: dict[str, Any] = {}
 
     def forget(self) -> None:
         if not self.keeping:
             group = self.coordinator.groups.typed(GROUP, ConsumerGroup)
-            if group is not None:  # (and the kept target, whose state seeds the first full computation)
+            if group is not None:
                 group.last_target = None
                 group.kept_target = None
 
     def heartbeat(
-        self, member: str, topics: tuple[str, ...] | None, now: int, *, rack: str | None = None, leave: bool = False
+        self, member: str, topics: tuple[str, ...] | None, now: int, leave: bool = False, rack: str | None = None
     ) -> Any:
         self.forget()
-        epoch = -1 if leave else self.epochs.get(member, 0)
-        req = ConsumerGroupHeartbeatRequest(
-            group_id=GROUP,
-            member_id=member,
-            member_epoch=epoch,
-            rack_id=rack,
-            rebalance_timeout_ms=10**9 if epoch == 0 else -1,
-            subscribed_topic_names=topics if topics is not None or epoch == 0 else None,
-            topic_partitions=self.owned.get(member, ()) if epoch >= 0 else None,
-        )
-        result = self.coordinator.consumer_group_heartbeat(req, now, now)
-        self.records.extend(result.records)
-        resp = result.response_for(now)
-        assert isinstance(resp, ConsumerGroupHeartbeatResponse)
-        if leave:
-            self.epochs.pop(member, None)
-            self.owned.pop(member, None)
-        elif resp.error.value == 0:
-            self.epochs[member] = resp.member_epoch
-            if resp.assignment is not None:
-                self.owned[member] = resp.assignment
-        return resp
+        return super().heartbeat(member, topics, now, leave=leave, rack=rack)
 
     def metadata(self, sizes: dict[str, int], racked: bool, now: int) -> None:
         self.forget()
