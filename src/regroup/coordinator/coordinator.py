@@ -422,9 +422,10 @@ class GroupCoordinator:
         topic, or with regex subscriptions, refresh their subscription metadata on their next heartbeat."""
         old = self.groups.image
         self.groups.image = image
-        changed = {
-            name for name in set(old.by_name) | set(image.by_name) if old.by_name.get(name) != image.by_name.get(name)
-        }
+        before, after = old.by_name, image.by_name
+        # (a topic image the shell kept from the last image is the same object: no field-by-field comparison)
+        changed = {name for name in after if (was := before.get(name)) is not (now := after[name]) and was != now}
+        changed.update(name for name in before if name not in after)
         frozen = frozenset(changed)
         for group in self.groups.values():
             type_of(group).topics_changed(group, frozen)

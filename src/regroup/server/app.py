@@ -48,7 +48,7 @@ from regroup.server.events import GroupEvents
 from regroup.server.group_configs import GROUP_CONFIG_FILE, GroupConfigStore, core_group_configs
 from regroup.server.handlers.registry import load_specs
 from regroup.server.history_feed import DEFAULT_WINDOW_MS, HistoryFeed
-from regroup.server.image import cluster_image
+from regroup.server.image import ImageFeed
 from regroup.server.log_cleaner import DEFAULT_CHECK_INTERVAL_MS, LogCleaner, log_report
 from regroup.server.metrics import RequestMetrics
 from regroup.server.operator_view import ServerView
@@ -220,6 +220,7 @@ class Server:
         self._transactions: TransactionRuntime | None = None
         self._syncer: asyncio.Task[None] | None = None
         self._cleaner: asyncio.Task[None] | None = None
+        self._image_feed: ImageFeed | None = None
         self._events: GroupEvents | None = None
         self._dispatcher: Dispatcher | None = None
         self._connections: set[Connection] = set()
@@ -539,10 +540,13 @@ class Server:
         task.add_done_callback(self._background.discard)
 
     def _feed_image(self) -> None:
-        """Give the coordinator the topics as they are now (at startup and after every topic change)."""
+        """Give the coordinator the topics as they are now (at startup and after every topic change); the
+        topics that did not change keep their images (``server/image.py``)."""
         if self._runtime is not None and self._topics is not None:
             try:
-                self._runtime.update_metadata(cluster_image(self._topics.topics(), self.config.broker_rack))
+                if self._image_feed is None:
+                    self._image_feed = ImageFeed(self.config.broker_rack)
+                self._runtime.update_metadata(self._image_feed.image(self._topics.topics()))
             except Exception:
                 log.exception("cannot hand the coordinator the new cluster image")
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import gzip
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 
 from crc32c import crc32c
@@ -44,6 +44,7 @@ __all__ = [
     "CompactionPlan",
     "CompactionResult",
     "apply",
+    "apply_steps",
     "compact",
     "empty_batch",
     "has_keyless_record",
@@ -323,6 +324,20 @@ def _clean_group(
 def apply(plog: PartitionLog, compaction: CompactionPlan) -> CompactionResult:
     """Swap the planned groups into ``plog`` (newest group first, so earlier positions stay valid); a group
     whose segments are no longer all there is skipped."""
+    steps = apply_steps(plog, compaction)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            result: CompactionResult = done.value
+            return result
+
+
+def apply_steps(plog: PartitionLog, compaction: CompactionPlan) -> Generator[None, None, CompactionResult]:
+    """:func:`apply` one group at a time: the generator stops after each group swapped in, so that the log's
+    owner may do other work between two swaps (the server's event loop serves requests), and returns the
+    result. Each group finds its segments again when its turn comes (a DeleteRecords meanwhile may have
+    removed some: that group is skipped, as by :func:`apply`); a log closed meanwhile ends it."""
     replaced = written = before = after = 0
     for bases, data in reversed(compaction.groups):
         current = [span.base for span in plog.older_segments()]
@@ -336,6 +351,9 @@ def apply(plog: PartitionLog, compaction: CompactionPlan) -> CompactionResult:
         replaced += len(bases)
         written += 1
         after += len(data)
+        yield
+        if plog.closed:
+            break
     removed = compaction.records_before - compaction.records_after
     return CompactionResult(replaced, written, before, after, removed)
 
