@@ -116,13 +116,17 @@ def claims_from_views(layout: Layout, owned: Sequence[Mapping[str, Sequence[int]
     """Each member's owned partitions as global indices of ``layout`` (what ``Layout.claims_of`` gives, in any
     order) read straight from the arrays, when every non-empty ``owned`` is an ``OwnedView`` of one assignment
     over the very same topics and partition counts; None otherwise."""
+    held: ArrayAssignment | LatestAssignment | None = None  # (what the views hold: most often one object)
     source: ArrayAssignment | None = None
     for one in owned:
         if isinstance(one, OwnedView):
+            if one._source is held:
+                continue
             if source is None:
                 source = one.source
             elif one.source is not source:
                 return None
+            held = one._source
         elif len(one):
             return None
     if source is None:
