@@ -78,6 +78,7 @@ __all__ = [
     "AppendRejected",
     "OffsetOutOfRange",
     "PartitionLog",
+    "PendingSync",
     "Reject",
     "SegmentSpan",
     "fsync_dir",
@@ -92,6 +93,23 @@ DEFAULT_FSYNC_INTERVAL_MS = 100
 PRIVATE_HANDLES = 4  # a log opened without a shared cache gets one this size
 #: bytes 12..17 of every stored batch: partitionLeaderEpoch -1, then magic 2 (how damage scans resynchronise)
 _MARK = b"\xff\xff\xff\xff\x02"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingSync:
+    """An fsync of a partition's appends taken off the event loop (:meth:`PartitionLog.begin_sync`): ``fd`` is
+    a duplicate of the active segment's descriptor, so the handle cache may close its own meanwhile; ``target``
+    is the log end offset the fsync makes durable."""
+
+    fd: int
+    target: int
+
+    def run(self) -> None:
+        """fsync and close the duplicate descriptor (on any thread)."""
+        try:
+            _fsync_file(self.fd)
+        finally:
+            os.close(self.fd)
 
 
 class OffsetOutOfRange(StorageError):
@@ -183,6 +201,9 @@ class PartitionLog:
         self._segments = segments
         self._bases = [s.base for s in segments]
         self._leo = leo
+        #: the end readers see: under ``ALWAYS`` the end of what is on disk (an append whose fsync is still
+        #: under way is not read, listed or counted in the high watermark); otherwise the log end offset
+        self._visible = leo
         self._producers = producers
         self._txns = txns if txns is not None else PartitionTxns()
         self._policy = policy
@@ -263,15 +284,30 @@ class PartitionLog:
 
     @property
     def log_end_offset(self) -> int:
-        """The offset the next record gets; also the high watermark (single node)."""
+        """The high watermark (single node): the offset the next record gets, except under ``ALWAYS`` while
+        appends wait for their fsync (:meth:`begin_sync`): then the end of the records already on disk."""
+        return self._visible
+
+    @property
+    def written_end(self) -> int:
+        """The offset the next record gets (past :attr:`log_end_offset` while appends wait for their fsync)."""
         return self._leo
+
+    @property
+    def fsync_policy(self) -> FsyncPolicy:
+        return self._policy
+
+    @property
+    def failed(self) -> bool:
+        """An I/O error happened: appends are refused until the log is reopened."""
+        return self._failed is not None
 
     @property
     def last_stable_offset(self) -> int:
         """The first offset of the earliest open transaction, else the log end offset (read_committed reads
         below it) — never below the log start offset (retention or DeleteRecords may have removed the start of
         an open transaction; Kafka then moves its first unstable offset up likewise)."""
-        return max(self._txns.last_stable_offset(self._leo), self.log_start_offset)
+        return max(min(self._txns.last_stable_offset(self._leo), self._visible), self.log_start_offset)
 
     def aborted_transactions(self, start: int, upper: int) -> list[tuple[int, int]]:
         """``(producer id, first offset)`` of aborted transactions with data in ``[start, upper)``."""
@@ -303,7 +339,9 @@ class PartitionLog:
         batches, and idempotence violations; a lone batch that repeats one of the producer's last five is not
         written again and comes back with its original offsets and ``duplicate=True``.
 
-        ``sync=False`` (acks=0) skips the fsync; otherwise ``ALWAYS`` fsyncs before returning.
+        ``sync=False`` skips the fsync (acks=0, or an owner that fsyncs several partitions together with
+        :meth:`begin_sync`); otherwise ``ALWAYS`` fsyncs before returning. Under ``ALWAYS`` the records are read
+        (and counted in :attr:`log_end_offset`) only once fsynced.
         """
         self._check_writable()
         found = split_batches(records, self._max_batch_bytes)
@@ -364,6 +402,8 @@ class PartitionLog:
             idx.add(parse_header(data, pos), start + pos)
         first, self._leo = self._leo, offset
         self._dirty = True
+        if self._policy is not FsyncPolicy.ALWAYS:
+            self._visible = offset
         if (
             (sync and self._policy is FsyncPolicy.ALWAYS)
             or (force_sync and self._policy is not FsyncPolicy.NEVER)
@@ -381,6 +421,32 @@ class PartitionLog:
         self._check_writable()
         if self._dirty:
             self._sync(self._active_fd())
+
+    def begin_sync(self) -> PendingSync | None:
+        """Hand the fsync of what was appended since the last one to another thread: run the returned
+        :class:`PendingSync`, then give it to :meth:`finish_sync` on this log's own thread. ``None`` when there
+        is nothing to fsync (or the log is closed or failed); appends made meanwhile wait for the next one."""
+        if self._closed or self._failed is not None or not self._dirty:
+            return None
+        pending = PendingSync(os.dup(self._active_fd()), self._leo)
+        self._dirty = False
+        return pending
+
+    def finish_sync(self, pending: PendingSync, error: BaseException | None) -> None:
+        """The fsync of :meth:`begin_sync` ended: its records are durable and readable, or (``error``) the disk
+        state is unknown and the log refuses appends until it is reopened."""
+        if error is not None:
+            if self._failed is None:
+                self._failed = error
+            return
+        self._last_sync = self._clock()
+        if pending.target > self._visible and not self._closed:
+            self._visible = pending.target
+            self._notify()
+
+    def durable(self, offset: int) -> bool:
+        """Every record below ``offset`` is on disk (or the policy does not promise it)."""
+        return self._policy is not FsyncPolicy.ALWAYS or self._visible >= offset
 
     # ------------------------------------------------------------------ reading
 
@@ -401,6 +467,8 @@ class PartitionLog:
         read_committed fetch passes the last stable offset, a batch boundary). ``through_offset``: no batch after
         the one holding it (a share fetch reads what the records it may acquire need, not ``max_bytes``)."""
         self._check_open()
+        if self._visible < self._leo:  # under ALWAYS, records whose fsync is under way are not read yet
+            max_offset = self._visible if max_offset is None else min(max_offset, self._visible)
         if not self.log_start_offset <= offset <= self._leo:
             raise OffsetOutOfRange(f"offset {offset} is outside [{self.log_start_offset}, {self._leo}]")
         si = bisect.bisect_right(self._bases, offset) - 1
@@ -599,6 +667,7 @@ class PartitionLog:
             raise
         self._dirty = False
         self._last_sync = self._clock()
+        self._visible = self._leo
 
     def _create(self) -> None:
         """The first append: create the partition directory and the first segment, durably."""
@@ -617,7 +686,8 @@ class PartitionLog:
     def _roll(self) -> None:
         active = self._segments[-1]
         sync = self._policy is not FsyncPolicy.NEVER
-        if sync and self._dirty:
+        # also while a begin_sync's fsync is under way: ``_sync`` counts on every older segment being on disk
+        if sync and (self._dirty or self._visible < self._leo):
             self._sync(self._active_fd())
         try:
             seg = _Segment(self._leo, self._dir / segment_name(self._leo))
