@@ -19,8 +19,7 @@ from typing import Any
 
 import pytest
 
-from regroup.server.handlers import data
-from regroup.server.handlers.data import GroupSync
+from regroup.server.group_sync import GroupSync
 from regroup.storage.format import StorageError
 from regroup.storage.partition_log import PartitionLog, PendingSync
 from regroup.storage.record_log import FsyncPolicy
@@ -172,7 +171,7 @@ def test_the_store_has_one_group_sync(tmp_path: Path) -> None:
     from regroup.server.topics import TopicStore
 
     with TopicStore.open(tmp_path / "topics", fsync=FsyncPolicy.ALWAYS) as store:
-        assert data.group_sync(store) is data.group_sync(store)
+        assert store.group_sync is store.group_sync
 
 
 # ---------------------------------------------------------------------- the server

@@ -53,6 +53,7 @@ from typing import ClassVar
 from kio.schema.errors import ErrorCode
 
 from regroup.server.api import TopicInfo
+from regroup.server.group_sync import GroupSync
 from regroup.server.topic_configs import TopicConfigs, expected_in_topic_dir
 from regroup.storage.format import CorruptLogError, StorageError
 from regroup.storage.handles import DEFAULT_CAPACITY, HandleCache
@@ -199,6 +200,7 @@ class TopicStore:
         #: the worker thread of the disk work done off the event loop (created on first use)
         self._disk: concurrent.futures.ThreadPoolExecutor | None = None
         self._disk_stop = threading.Event()  # set by close(): the worker attempts no more topics
+        self._group_sync: GroupSync | None = None
 
     @classmethod
     def open(
@@ -569,6 +571,13 @@ class TopicStore:
             except (OSError, StorageError) as exc:
                 log.error("%s: fsync failed: %s", plog.directory, exc)
 
+    @property
+    def group_sync(self) -> GroupSync:
+        """The group commit of this store's partition logs under ``ALWAYS`` (made on first use)."""
+        if self._group_sync is None:
+            self._group_sync = GroupSync()
+        return self._group_sync
+
     def close(self) -> None:
         """Close every partition log (fsyncing, unless ``NEVER``) and release the directory. Idempotent."""
         if self._closed:
@@ -577,6 +586,8 @@ class TopicStore:
         self._disk_stop.set()
         if self._disk is not None:  # the topic being written is finished; nothing else is begun
             self._disk.shutdown(wait=True, cancel_futures=True)
+        if self._group_sync is not None:
+            self._group_sync.close()
         try:
             for logs in self._logs.values():
                 for plog in logs:

@@ -10,7 +10,7 @@ earliest transaction still open in the partition (or the log end offset).
   batch is stamped with the broker's clock first and ``log_append_time`` answers it). A record without a key
   in a compacted topic is INVALID_RECORD, as in Kafka. ``acks`` 1 and -1 mean the same here; with the default
   ``ALWAYS`` fsync policy the data is on disk before the response. Under ``ALWAYS`` the fsyncs are a group
-  commit (``GroupSync``): a produce appends on the event loop and waits; the partitions appended to since the
+  commit (``server/group_sync.py``): a produce appends on the event loop and waits; the partitions appended to since the
   last round are fsynced together on worker threads, and every produce waiting on them is answered once all
   its partitions are on disk (records are read by Fetch and counted in the high watermark only then, so no
   consumer sees a record a crash could take back). ``acks=0`` appends without waiting for the fsync; the
@@ -48,11 +48,9 @@ Authorization, as Kafka's ``KafkaApis`` checks it, before any partition is touch
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import datetime
 import logging
 import time
-import weakref
 from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
@@ -80,100 +78,13 @@ from regroup.storage.partition_log import AppendRejected, OffsetOutOfRange, Part
 from regroup.storage.record_log import FsyncPolicy
 from regroup.storage.timestamps import stamp_log_append_time
 
-__all__ = ["SPECS", "GroupSync", "handle_fetch", "handle_list_offsets", "handle_produce"]
+__all__ = ["SPECS", "handle_fetch", "handle_list_offsets", "handle_produce"]
 
 log = logging.getLogger(__name__)
 
 ZSTD = 4
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 UNKNOWN_TOPIC = ErrorCode.unknown_topic_or_partition
-#: worker threads of one store's group commit: fsyncs of different files issued together, so the file
-#: system can put them in one journal commit
-SYNC_THREADS = 8
-
-
-class GroupSync:
-    """Group commit of the partition logs' fsyncs under ``ALWAYS`` (one per topic store, on its event loop).
-
-    ``wait(targets)`` waits until each ``(log, offset)`` is durable. One round at a time: every log with
-    appends not yet fsynced is handed to the worker threads (:meth:`PartitionLog.begin_sync`, one fsync per
-    log, all at once), and when they have all ended each log learns its result on the loop
-    (:meth:`PartitionLog.finish_sync`); appends made meanwhile go in the next round. ``wait`` returns the
-    logs whose fsync failed (or that were closed) before their offset was durable."""
-
-    def __init__(self) -> None:
-        self._waiting: list[tuple[dict[PartitionLog, int], asyncio.Future[None]]] = []
-        self._dirty: set[PartitionLog] = set()
-        self._runner: asyncio.Task[None] | None = None
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-
-    def schedule(self, plog: PartitionLog) -> None:
-        """fsync ``plog``'s appends in the next round, without waiting for it (acks=0)."""
-        self._dirty.add(plog)
-        self._start()
-
-    async def wait(self, targets: dict[PartitionLog, int]) -> set[PartitionLog]:
-        """Wait until every log is durable up to its offset; the logs that failed (or closed) first."""
-        pending = {plog: end for plog, end in targets.items() if not plog.durable(end)}
-        if pending:
-            self._dirty.update(pending)
-            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._waiting.append((pending, future))
-            self._start()
-            await asyncio.shield(future)  # a cancelled produce leaves the round to the others
-        return {plog for plog, end in targets.items() if not plog.durable(end)}
-
-    def _start(self) -> None:
-        if self._runner is None or self._runner.done():
-            self._runner = asyncio.get_running_loop().create_task(self._run())
-
-    async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while self._dirty:
-            logs, self._dirty = self._dirty, set()
-            rounds = [(plog, plog.begin_sync()) for plog in logs]
-            jobs = [(plog, job, loop.run_in_executor(self._executor(), job.run)) for plog, job in rounds if job]
-            for plog, job, done in jobs:
-                error: BaseException | None = None
-                try:
-                    await done
-                except Exception as exc:  # an fsync error: the log refuses appends from now on
-                    log.error("fsync of %s failed: %s: %s", plog.directory, type(exc).__name__, exc)
-                    error = exc
-                plog.finish_sync(job, error)
-            self._release()  # (a produce still waiting puts its logs back for the next round)
-
-    def _release(self) -> None:
-        still = []
-        for pending, future in self._waiting:
-            if all(plog.durable(end) or plog.failed or plog.closed for plog, end in pending.items()):
-                if not future.done():
-                    future.set_result(None)
-            else:
-                still.append((pending, future))
-                self._dirty.update(p for p, end in pending.items() if not p.durable(end))
-        self._waiting = still
-
-    def _executor(self) -> concurrent.futures.ThreadPoolExecutor:
-        if self._pool is None:
-            self._pool = concurrent.futures.ThreadPoolExecutor(SYNC_THREADS, thread_name_prefix="regroup-fsync")
-        return self._pool
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False)
-
-
-_GROUP_SYNCS: weakref.WeakKeyDictionary[TopicStore, GroupSync] = weakref.WeakKeyDictionary()
-
-
-def group_sync(store: TopicStore) -> GroupSync:
-    """The store's group commit (created on first use, dropped with the store)."""
-    found = _GROUP_SYNCS.get(store)
-    if found is None:
-        found = _GROUP_SYNCS[store] = GroupSync()
-        weakref.finalize(store, found.close)
-    return found
 
 
 def _resolve(store: TopicStore, topic: Any) -> tuple[str | None, ErrorCode]:
@@ -211,7 +122,7 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
     pending = iter(per_partition)
     grouped = request.acks != 0  # under ALWAYS: appended now, answered once the group commit has them on disk
     durable: dict[PartitionLog, int] = {}
-    rows: list[tuple[Any, dict[str, Any], PartitionLog | None]] = []
+    rows: list[tuple[dict[str, Any], PartitionLog | None]] = []
     responses = []
     for topic in request.topic_data:
         name, topic_error = _resolve(store, topic)
@@ -249,7 +160,7 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
                         if grouped:  # (a duplicate too: the batch it repeats may still be on its way to disk)
                             durable[plog] = plog.written_end
                         else:
-                            group_sync(store).schedule(plog)
+                            store.group_sync.schedule(plog)
             row = {
                 "index": part.index,
                 "error_code": code,
@@ -259,12 +170,12 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
                 "record_errors": (),
                 "error_message": message,
             }
-            rows.append((topic, row, plog if code is ErrorCode.none else None))
+            rows.append((row, plog if code is ErrorCode.none else None))
             partitions.append(row)
         responses.append((topic, name, partitions))
     if durable:
-        failed = await group_sync(store).wait(durable)
-        for _, row, plog in rows:
+        failed = await store.group_sync.wait(durable)
+        for row, plog in rows:
             if plog is not None and plog in failed:
                 row.update(error_code=ErrorCode.kafka_storage_error, base_offset=-1, log_start_offset=-1)
                 row.update(log_append_time=None, error_message="the records could not be written to disk")

@@ -1,0 +1,90 @@
+"""Group commit of a topic store's partition logs under ``--fsync always``: the fsyncs of every partition appended
+to since the last round issued together on worker threads, and every produce waiting on them released once its
+partitions are on disk (``handlers/data.py``). One per topic store (``TopicStore.group_sync``), on its event
+loop; the store closes it."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+
+from regroup.storage.partition_log import PartitionLog
+
+log = logging.getLogger(__name__)
+
+#: worker threads of one store's group commit: fsyncs of different files issued together, so the file
+#: system can put them in one journal commit
+SYNC_THREADS = 8
+
+
+class GroupSync:
+    """Group commit of the partition logs' fsyncs under ``ALWAYS`` (one per topic store, on its event loop).
+
+    ``wait(targets)`` waits until each ``(log, offset)`` is durable. One round at a time: every log with
+    appends not yet fsynced is handed to the worker threads (:meth:`PartitionLog.begin_sync`, one fsync per
+    log, all at once), and when they have all ended each log learns its result on the loop
+    (:meth:`PartitionLog.finish_sync`); appends made meanwhile go in the next round. ``wait`` returns the
+    logs whose fsync failed (or that were closed) before their offset was durable."""
+
+    def __init__(self) -> None:
+        self._waiting: list[tuple[dict[PartitionLog, int], asyncio.Future[None]]] = []
+        self._dirty: set[PartitionLog] = set()
+        self._runner: asyncio.Task[None] | None = None
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def schedule(self, plog: PartitionLog) -> None:
+        """fsync ``plog``'s appends in the next round, without waiting for it (acks=0)."""
+        self._dirty.add(plog)
+        self._start()
+
+    async def wait(self, targets: dict[PartitionLog, int]) -> set[PartitionLog]:
+        """Wait until every log is durable up to its offset; the logs that failed (or closed) first."""
+        pending = {plog: end for plog, end in targets.items() if not plog.durable(end)}
+        if pending:
+            self._dirty.update(pending)
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiting.append((pending, future))
+            self._start()
+            await asyncio.shield(future)  # a cancelled produce leaves the round to the others
+        return {plog for plog, end in targets.items() if not plog.durable(end)}
+
+    def _start(self) -> None:
+        if self._runner is None or self._runner.done():
+            self._runner = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._dirty:
+            logs, self._dirty = self._dirty, set()
+            rounds = [(plog, plog.begin_sync()) for plog in logs]
+            jobs = [(plog, job, loop.run_in_executor(self._executor(), job.run)) for plog, job in rounds if job]
+            for plog, job, done in jobs:
+                error: BaseException | None = None
+                try:
+                    await done
+                except Exception as exc:  # an fsync error: the log refuses appends from now on
+                    log.error("fsync of %s failed: %s: %s", plog.directory, type(exc).__name__, exc)
+                    error = exc
+                plog.finish_sync(job, error)
+            self._release()  # (a produce still waiting puts its logs back for the next round)
+
+    def _release(self) -> None:
+        still = []
+        for pending, future in self._waiting:
+            if all(plog.durable(end) or plog.failed or plog.closed for plog, end in pending.items()):
+                if not future.done():
+                    future.set_result(None)
+            else:
+                still.append((pending, future))
+                self._dirty.update(p for p, end in pending.items() if not p.durable(end))
+        self._waiting = still
+
+    def _executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(SYNC_THREADS, thread_name_prefix="regroup-fsync")
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
