@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from regroup.coordinator.classic.group import ClassicGroup, ClassicStates
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMemberState, ConsumerGroupState
+from regroup.coordinator.consumer.group import ConsumerGroup
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.group_types import type_of
 from regroup.coordinator.groups import Groups
@@ -60,34 +60,8 @@ def _classic_row(group: Any) -> ListedRow:
     return (group.group_id, group.protocol_type or "", group.state._value_, "classic")
 
 
-_MEMBER_STABLE: Final = ConsumerGroupMemberState.STABLE
-_EMPTY, _ASSIGNING, _RECONCILING, _STABLE = (
-    s.value
-    for s in (
-        ConsumerGroupState.EMPTY,
-        ConsumerGroupState.ASSIGNING,
-        ConsumerGroupState.RECONCILING,
-        ConsumerGroupState.STABLE,
-    )
-)
-
-
 def _consumer_row(group: Any) -> ListedRow:
-    """``ConsumerGroup.state()`` restated with the enum members read once (an Enum class's attribute lookup is
-    the most of that method's cost, and ListGroups asks it of every consumer group); the tests hold both equal."""
-    members = group.members
-    if not members:
-        state = _EMPTY
-    elif group.group_epoch > group.assignment_epoch:
-        state = _ASSIGNING
-    else:
-        epoch, stable = group.assignment_epoch, _MEMBER_STABLE
-        state = _STABLE
-        for m in members.values():
-            if m.state is not stable or m.member_epoch != epoch:
-                state = _RECONCILING
-                break
-    return (group.group_id, "consumer", state, "consumer")
+    return (group.group_id, "consumer", group.state()._value_, "consumer")
 
 
 def _share_row(group: Any) -> ListedRow:

@@ -51,6 +51,13 @@ class ConsumerGroupState(enum.Enum):
     DEAD = "Dead"
 
 
+_MEMBER_STABLE: Final = ConsumerGroupMemberState.STABLE
+_GROUP_EMPTY: Final = ConsumerGroupState.EMPTY
+_GROUP_ASSIGNING: Final = ConsumerGroupState.ASSIGNING
+_GROUP_RECONCILING: Final = ConsumerGroupState.RECONCILING
+_GROUP_STABLE: Final = ConsumerGroupState.STABLE
+
+
 #: the metadata fields of a member or of a metadata record value, as one tuple
 _metadata_of: Final[operator.attrgetter[Any]] = operator.attrgetter(*MEMBER_METADATA_FIELDS)
 
@@ -146,14 +153,16 @@ class ConsumerGroup:
 
     # --- derived ---------------------------------------------------------------------------------------
     def state(self) -> ConsumerGroupState:
+        # (the enum members read once, not per member: ListGroups asks this of every consumer group)
         if not self.members:
-            return ConsumerGroupState.EMPTY
-        if self.group_epoch > self.assignment_epoch:
-            return ConsumerGroupState.ASSIGNING
+            return _GROUP_EMPTY
+        epoch = self.assignment_epoch
+        if self.group_epoch > epoch:
+            return _GROUP_ASSIGNING
         for m in self.members.values():
-            if m.state is not ConsumerGroupMemberState.STABLE or m.member_epoch != self.assignment_epoch:
-                return ConsumerGroupState.RECONCILING
-        return ConsumerGroupState.STABLE
+            if m.state is not _MEMBER_STABLE or m.member_epoch != epoch:
+                return _GROUP_RECONCILING
+        return _GROUP_STABLE
 
     def is_held(self, topic_id: uuid.UUID, partition: int) -> bool:
         return (topic_id, partition) in self.partition_holders
