@@ -28,8 +28,11 @@ ZERO_UUID = uuid.UUID(int=0)
 CLUSTER_ID = "regroup-cluster"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class RequestContext:
+    """What a handler knows of the request besides its body. Built once per request and never changed after
+    (not frozen only because a frozen dataclass's constructor costs three times as much, on every request)."""
+
     api_key: int
     api_version: int
     correlation_id: int

@@ -22,7 +22,7 @@ from typing import Any
 
 from kio.serial import entity_reader, entity_writer
 
-__all__ = ["PreEncoded", "array_header", "field_offset", "response_type", "splice"]
+__all__ = ["PreEncoded", "array_header", "entity_bytes", "field_offset", "response_type", "splice"]
 
 _INT32 = struct.Struct(">i")
 
@@ -40,6 +40,13 @@ class PreEncoded:
         """The kio entity the body encodes (for tests and tools; the server never needs it)."""
         entity, _ = entity_reader(self.response_class)(self.body, 0)
         return entity
+
+
+def entity_bytes(entity: Any) -> bytes:
+    """kio's encoding of one entity (no frame, no header)."""
+    buffer = io.BytesIO()
+    entity_writer(type(entity))(buffer, entity)
+    return buffer.getvalue()
 
 
 def response_type(response: Any) -> type[Any]:

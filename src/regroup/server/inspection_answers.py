@@ -31,7 +31,7 @@ from kio.serial import entity_writer
 
 from regroup.coordinator.result import Completion, Result
 from regroup.server.api import Broker
-from regroup.server.encoded import PreEncoded, array_header, response_type, splice
+from regroup.server.encoded import PreEncoded, array_header, entity_bytes, response_type, splice
 from regroup.server.entities import build
 from regroup.server.offset_answers import Pacer, pause
 
@@ -203,13 +203,6 @@ async def spliced(entity: Any, field: str, parts: list[bytes], pacer: Pacer) -> 
     if pacer.due(len(parts) // 8):
         await pause()
     return splice(entity, field, len(parts), parts)
-
-
-def entity_bytes(entity: Any) -> bytes:
-    """kio's encoding of one entity (no frame, no header)."""
-    buffer = io.BytesIO()
-    entity_writer(type(entity))(buffer, entity)
-    return buffer.getvalue()
 
 
 # ------------------------------------------------------------------------------ ConsumerGroupDescribe members

@@ -17,9 +17,11 @@ Kafka does.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from regroup.model.errors import ApiError, ErrorCode
+from regroup.network.codec import response_class
 from regroup.protocol.classic import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -34,7 +36,8 @@ from regroup.protocol.classic import (
 from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.authz import require
-from regroup.server.entities import ms
+from regroup.server.encoded import PreEncoded, entity_bytes
+from regroup.server.entities import build, ms
 from regroup.server.handlers._common import client_info, respond
 
 JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
@@ -126,7 +129,15 @@ async def sync_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
 
 # ------------------------------------------------------------------------------------------ Heartbeat
 def _heartbeat_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
-    return respond(ctx, error_code=code)
+    return _heartbeat_answer(ctx.api_version, code)
+
+
+@cache
+def _heartbeat_answer(version: int, code: ErrorCode) -> PreEncoded:
+    """A Heartbeat response of ``version`` carrying ``code``, encoded once: it has no other field that varies
+    (the throttle time is always 0), and a steady group answers thousands of heartbeats a second."""
+    entity = build(response_class(HEARTBEAT, version), error_code=code, throttle_time=0)
+    return PreEncoded(type(entity), entity_bytes(entity), (int(code),) if code else ())
 
 
 async def heartbeat(broker: Broker, ctx: RequestContext, request: Any) -> Any:
@@ -138,7 +149,7 @@ async def heartbeat(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         group_instance_id=getattr(request, "group_instance_id", None),
     )
     resp: HeartbeatResponse = await broker.coordinator.call(lambda c, key, now: c.heartbeat(req, key, now))
-    return respond(ctx, error_code=resp.error)
+    return _heartbeat_answer(ctx.api_version, resp.error)
 
 
 # ----------------------------------------------------------------------------------------- LeaveGroup
