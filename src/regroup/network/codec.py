@@ -17,9 +17,11 @@
 
 Speed (the per-request path of every connection): kio readers and writers are looked up once per entity
 class; a response header is the correlation id followed by bytes that never change for its class, so it is
-packed directly; for the APIs in ``MEMO_API_KEYS`` (Heartbeat: each member sends the same bytes every few
-seconds) small decoded request bodies and encoded response bodies are memoised. kio entities are immutable
-and their encoding deterministic, so a memo hit is indistinguishable from decoding or encoding again.
+packed directly; for the APIs in ``MEMO_API_KEYS`` (the heartbeats of the three group types: a steady member
+sends the same bytes every few seconds) small decoded request bodies and encoded response bodies are memoised.
+kio entities are immutable and their encoding deterministic, so a memo hit is indistinguishable from decoding
+or encoding again. The request header is read by hand when it is a v1 header or a v2 header without tagged
+fields (client ids remembered); kio reads any other.
 """
 
 from __future__ import annotations
@@ -49,9 +51,9 @@ _KEY_AND_VERSION = struct.Struct(">hh")
 _SIZE_AND_CORRELATION_ID = struct.Struct(">ii")
 _CLIENT_ID_AT = 8  # after api key, api version and correlation id, in every request header version
 _CLIENT_ID_LENGTH = struct.Struct(">h")
-HEARTBEAT_KEY = 12
+HEARTBEAT_KEY, CONSUMER_GROUP_HEARTBEAT_KEY, SHARE_GROUP_HEARTBEAT_KEY = 12, 68, 76
 #: APIs whose small request and response bodies are memoised (see the module doc).
-MEMO_API_KEYS = frozenset({HEARTBEAT_KEY})
+MEMO_API_KEYS = frozenset({HEARTBEAT_KEY, CONSUMER_GROUP_HEARTBEAT_KEY, SHARE_GROUP_HEARTBEAT_KEY})
 _MEMO_MAX_BODY_BYTES = 512
 _MEMO_MAX_ENTRIES = 8192
 

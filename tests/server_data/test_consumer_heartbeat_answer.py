@@ -1,0 +1,84 @@
+"""ConsumerGroupHeartbeat answers without an assignment are written field by field
+(``handlers/consumer._without_assignment``): their bytes must be kio's encoding of the same response entity,
+for every version, error, message, member id, epoch and interval; answers with an assignment still go
+through kio."""
+
+from __future__ import annotations
+
+import uuid
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from regroup.model.errors import ErrorCode
+from regroup.network.codec import encode_response, frame_response, response_class
+from regroup.protocol.consumer import ConsumerGroupHeartbeatResponse
+from regroup.server.api import RequestContext
+from regroup.server.encoded import PreEncoded, entity_bytes
+from regroup.server.entities import build
+from regroup.server.handlers._common import DEFAULT_MESSAGES
+from regroup.server.handlers.consumer import CONSUMER_GROUP_HEARTBEAT, _heartbeat_response, _plain_layout
+
+VERSIONS = (0, 1)
+i32 = st.integers(min_value=-(2**31), max_value=2**31 - 1)
+texts = st.one_of(st.none(), st.text(max_size=300))
+
+
+def _ctx(version: int) -> RequestContext:
+    return RequestContext(CONSUMER_GROUP_HEARTBEAT, version, 1, "client", "127.0.0.1", 1)
+
+
+def _kio_bytes(version: int, resp: ConsumerGroupHeartbeatResponse, message: str | None) -> bytes:
+    cls = response_class(CONSUMER_GROUP_HEARTBEAT, version)
+    return entity_bytes(
+        build(
+            cls,
+            throttle_time=0,
+            error_code=resp.error,
+            error_message=message,
+            member_id=resp.member_id,
+            member_epoch=resp.member_epoch,
+            heartbeat_interval=resp.heartbeat_interval_ms,
+            assignment=None,
+        )
+    )
+
+
+@given(
+    version=st.sampled_from(VERSIONS),
+    code=st.sampled_from(list(ErrorCode)),
+    message=texts,
+    member_id=texts,
+    epoch=i32,
+    interval=i32,
+    correlation_id=i32,
+)
+def test_an_answer_without_assignment_is_kios_encoding(
+    version: int,
+    code: ErrorCode,
+    message: str | None,
+    member_id: str | None,
+    epoch: int,
+    interval: int,
+    correlation_id: int,
+) -> None:
+    assert _plain_layout(version)
+    resp = ConsumerGroupHeartbeatResponse(
+        error=code, error_message=message, member_id=member_id, member_epoch=epoch, heartbeat_interval_ms=interval
+    )
+    answer = _heartbeat_response(_ctx(version), resp)
+    assert isinstance(answer, PreEncoded)
+    expected_message = message if message is not None or code is ErrorCode.NONE else DEFAULT_MESSAGES.get(code)
+    assert answer.body == _kio_bytes(version, resp, expected_message)
+    assert answer.error_codes == (() if code is ErrorCode.NONE else (int(code),))
+    framed = frame_response(correlation_id, answer.response_class, answer.body)
+    assert framed == encode_response(correlation_id, answer.decode())
+
+
+def test_an_answer_with_an_assignment_carries_it() -> None:
+    topic = uuid.uuid4()
+    resp = ConsumerGroupHeartbeatResponse(member_id="m", member_epoch=3, assignment=((topic, (0, 2)),))
+    answer = _heartbeat_response(_ctx(1), resp)
+    assert not isinstance(answer, PreEncoded)
+    assert answer.assignment.topic_partitions[0].topic_id == topic
+    assert tuple(answer.assignment.topic_partitions[0].partitions) == (0, 2)
