@@ -1,7 +1,9 @@
-"""Group commit of a topic store's partition logs under ``--fsync always``: the fsyncs of every partition appended
-to since the last round issued together on worker threads, and every produce waiting on them released once its
-partitions are on disk (``handlers/data.py``). One per topic store (``TopicStore.group_sync``), on its event
-loop; the store closes it."""
+"""Group commit of a topic store's partition logs: the fsyncs of every partition appended to since the last round
+issued together on worker threads. Under ``--fsync always`` every produce waiting on them is released once its
+partitions are on disk (``handlers/data.py``); under ``--fsync interval`` the store hands it the partitions
+whose interval has passed and, on its timer, every partition with appends not yet fsynced (nobody waits: the
+records were readable as soon as written). One per topic store (``TopicStore.group_sync``), on its event loop;
+the store closes it."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ SYNC_THREADS = 8
 
 
 class GroupSync:
-    """Group commit of the partition logs' fsyncs under ``ALWAYS`` (one per topic store, on its event loop).
+    """Group commit of the partition logs' fsyncs (one per topic store, on its event loop).
 
     ``wait(targets)`` waits until each ``(log, offset)`` is durable. One round at a time: every log with
     appends not yet fsynced is handed to the worker threads (:meth:`PartitionLog.begin_sync`, one fsync per
@@ -34,7 +36,7 @@ class GroupSync:
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
 
     def schedule(self, plog: PartitionLog) -> None:
-        """fsync ``plog``'s appends in the next round, without waiting for it (acks=0)."""
+        """fsync ``plog``'s appends in the next round, without waiting for it (acks=0; ``INTERVAL``)."""
         self._dirty.add(plog)
         self._start()
 

@@ -2,8 +2,13 @@
 delete: ``retention.ms``, ``retention.bytes``) and compaction (compact) — once when the server starts, then
 every ``--log-retention-check-interval-ms`` (Kafka's ``log.retention.check.interval.ms``, 5 minutes).
 
-A shell (docs/architecture.md) on the server's event loop. Rolling and retention are cheap (a few file
-deletions) and run inline. A compaction's planning — reading the older segments and rewriting them in memory —
+A shell (docs/architecture.md) on the server's event loop. Rolling and retention's bookkeeping run inline:
+retention takes the expired segments out of the log on the loop (no read sees them from then on, the log
+start offset moves), and their files are removed on a worker thread afterwards, a few dozen partitions' worth
+at a time, each partition's oldest first (:class:`~regroup.storage.partition_log.DroppedSegments`): deleting
+files on a busy disk can take tens of milliseconds. The pass ends once they are removed; a crash before that
+leaves files that are whole older segments at the next start, deleted again by its first pass. A compaction's
+planning — reading the older segments and rewriting them in memory —
 runs on a worker thread, as it only reads files that never change in place; swapping the result in runs back
 on the loop (:mod:`regroup.storage.compaction`), one rewritten group at a time. A partition is compacted again
 only when a segment was rolled since its last compaction, or a tombstone it kept has since expired. A failure
@@ -19,14 +24,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from regroup.storage import compaction
 from regroup.storage.format import StorageError
-from regroup.storage.partition_log import PartitionLog
+from regroup.storage.partition_log import DroppedSegments, PartitionLog
 from regroup.storage.retention import enforce_retention, maybe_roll
 from regroup.storage.topic_config import LogPolicy
 
@@ -35,6 +42,8 @@ __all__ = ["DEFAULT_CHECK_INTERVAL_MS", "CleaningReport", "LogCleaner", "log_rep
 log = logging.getLogger(__name__)
 
 DEFAULT_CHECK_INTERVAL_MS = 300_000
+#: partitions whose dropped segment files go to the worker thread together
+REMOVE_BATCH = 64
 
 
 @dataclass(slots=True)
@@ -79,29 +88,42 @@ class LogCleaner:
 
         report = CleaningReport()
         for topic, plog in self._partitions():
-            self._retain(topic, plog, now_ms, report)
+            self._retain(topic, plog, now_ms, report, remove=True)
             job = self._compaction_job(topic, plog, now_ms)
             if job is not None:
                 self._apply(plog, _run(job, inline, report, plog), report)
         return report
 
     async def run_async(self, now_ms: Callable[[], int]) -> CleaningReport:
-        """One whole pass on the event loop, compaction plans on a worker thread."""
+        """One whole pass on the event loop; compaction plans and the removal of dropped segment files on
+        worker threads."""
         report = CleaningReport()
-        for topic, plog in self._partitions():
-            if plog.closed:
-                continue
-            self._retain(topic, plog, now_ms(), report)
-            job = self._compaction_job(topic, plog, now_ms())
-            if job is not None:
-                try:
-                    planned = await asyncio.to_thread(job)
-                except (OSError, StorageError, ValueError) as exc:
-                    _fail(report, plog, exc)
+        removals: list[tuple[Path, DroppedSegments]] = []
+        try:
+            for topic, plog in self._partitions():
+                if plog.closed:
                     continue
-                if not plog.closed:
-                    await self._apply_async(plog, planned, report)
-            await asyncio.sleep(0)
+                dropped = self._retain(topic, plog, now_ms(), report, remove=False)
+                if dropped is not None:
+                    removals.append((plog.directory, dropped))
+                    if len(removals) >= REMOVE_BATCH:
+                        batch, removals = removals, []
+                        await _remove(batch, report)
+                job = self._compaction_job(topic, plog, now_ms())
+                if job is not None:
+                    try:
+                        planned = await asyncio.to_thread(job)
+                    except (OSError, StorageError, ValueError) as exc:
+                        _fail(report, plog, exc)
+                        continue
+                    if not plog.closed:
+                        await self._apply_async(plog, planned, report)
+                await asyncio.sleep(0)
+            batch, removals = removals, []
+            await _remove(batch, report)
+        finally:  # cancelled: the files not handed over stay (whole older segments at the next start)
+            for _, dropped in removals:
+                os.close(dropped.dir_fd)
         return report
 
     async def run_forever(self, interval_ms: int, now_ms: Callable[[], int]) -> None:
@@ -118,19 +140,30 @@ class LogCleaner:
             for plog in self._store.opened_partitions(topic):
                 yield topic, plog
 
-    def _retain(self, topic: str, plog: PartitionLog, now_ms: int, report: CleaningReport) -> None:
+    def _retain(
+        self, topic: str, plog: PartitionLog, now_ms: int, report: CleaningReport, *, remove: bool
+    ) -> DroppedSegments | None:
+        """Roll and apply retention; with ``remove=False`` the files of the segments dropped are returned
+        (their directory held open) instead of removed."""
         policy = self._policy_of(topic)
         try:
             if maybe_roll(plog, now_ms, policy.segment_ms):
                 report.rolled += 1
             if policy.delete:
                 done = enforce_retention(
-                    plog, now_ms, retention_ms=policy.retention_ms, retention_bytes=policy.retention_bytes
+                    plog,
+                    now_ms,
+                    retention_ms=policy.retention_ms,
+                    retention_bytes=policy.retention_bytes,
+                    remove=remove,
                 )
                 report.segments_deleted += done.segments_deleted
                 report.bytes_deleted += done.bytes_deleted
+                if done.dropped:
+                    return DroppedSegments.open(plog.directory, done.dropped)
         except (OSError, StorageError, ValueError) as exc:
             _fail(report, plog, exc)
+        return None
 
     def _compaction_job(
         self, topic: str, plog: PartitionLog, now_ms: int
@@ -214,8 +247,31 @@ def _run(
         return None
 
 
+async def _remove(batch: list[tuple[Path, DroppedSegments]], report: CleaningReport) -> None:
+    """Remove the dropped segment files of ``batch`` on a worker thread; each partition's failure is logged."""
+    if not batch:
+        return
+    for directory, exc in await asyncio.to_thread(_remove_all, batch):
+        _failed(report, directory, exc)
+
+
+def _remove_all(batch: list[tuple[Path, DroppedSegments]]) -> list[tuple[Path, OSError]]:
+    """(On the worker thread.) Each partition's files, oldest first; the partitions that failed."""
+    failed = []
+    for directory, dropped in batch:
+        try:
+            dropped.remove()
+        except OSError as exc:  # the files left continue into the log: whole older segments at the next start
+            failed.append((directory, exc))
+    return failed
+
+
 def _fail(report: CleaningReport, plog: PartitionLog, exc: BaseException) -> None:
-    line = f"{plog.directory}: {type(exc).__name__}: {exc}"
+    _failed(report, plog.directory, exc)
+
+
+def _failed(report: CleaningReport, directory: Path, exc: BaseException) -> None:
+    line = f"{directory}: {type(exc).__name__}: {exc}"
     report.failures.append(line)
     log.error("cleaning %s", line)
 

@@ -30,6 +30,9 @@ the topic it is writing and waits for it.
 Partition logs are opened (and recovered) one at a time when the store opens, and hold no file descriptor
 between uses: they share one :class:`~regroup.storage.handles.HandleCache`, so the open files stay bounded
 however many partitions there are. A partition never written gets its (empty) log object on first use.
+Their fsyncs run on the worker threads of the store's group commit (``server/group_sync.py``) under either
+policy that has them: under ``ALWAYS`` for every produce, under ``INTERVAL`` when an append finds the interval
+passed and on :meth:`TopicStore.sync` (the owner's timer); without a running event loop they run inline.
 The store enforces the partition limits (per topic, and in total) on every creation, explicit or automatic.
 """
 
@@ -562,18 +565,28 @@ class TopicStore:
                         del self._waiters[key]
 
     def sync(self) -> None:
-        """fsync every partition's unsynced appends (an owner using ``INTERVAL`` calls this on a timer). A
-        partition whose fsync fails is logged and left failed (its appends refuse until the next start)."""
+        """fsync every partition's unsynced appends (an owner using ``INTERVAL`` calls this on a timer): on the
+        group commit's worker threads when called on a running event loop (it returns at once, the fsyncs
+        follow), else here. A partition whose fsync fails is logged and left failed (its appends refuse until
+        the next start)."""
         while self._unsynced:
-            plog = self._unsynced.pop()
+            self._sync_partition(self._unsynced.pop())
+
+    def _sync_partition(self, plog: PartitionLog) -> None:
+        """fsync ``plog``'s unsynced appends off the loop if there is one running, else inline."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
             try:
                 plog.sync()
             except (OSError, StorageError) as exc:
                 log.error("%s: fsync failed: %s", plog.directory, exc)
+            return
+        self.group_sync.schedule(plog)
 
     @property
     def group_sync(self) -> GroupSync:
-        """The group commit of this store's partition logs under ``ALWAYS`` (made on first use)."""
+        """The group commit of this store's partition logs' fsyncs (made on first use)."""
         if self._group_sync is None:
             self._group_sync = GroupSync()
         return self._group_sync
@@ -779,7 +792,9 @@ class TopicStore:
         )
         policy = self.configs.policy(name)
         plog.configure(max_batch_bytes=policy.max_message_bytes, segment_bytes=policy.segment_bytes)
-        plog.listener = _Waker(self, (name, p), plog if self._fsync is FsyncPolicy.INTERVAL else None)
+        interval = self._fsync is FsyncPolicy.INTERVAL
+        plog.defer_interval_sync = interval
+        plog.listener = _Waker(self, (name, p), plog if interval else None)
         return plog
 
     def _wake(self, key: tuple[str, int]) -> None:
@@ -790,7 +805,8 @@ class TopicStore:
 
 class _Waker:
     """A partition log's listener: wakes the long polls waiting on that partition (and, under ``INTERVAL``,
-    puts the log on the list of those :meth:`TopicStore.sync` fsyncs)."""
+    puts the log on the list of those :meth:`TopicStore.sync` fsyncs, or has it fsynced now if the interval
+    since its last fsync has passed)."""
 
     __slots__ = ("key", "plog", "store")
 
@@ -801,7 +817,11 @@ class _Waker:
 
     def __call__(self) -> None:
         if self.plog is not None:
-            self.store._unsynced.add(self.plog)
+            if self.plog.sync_due:
+                self.store._unsynced.discard(self.plog)
+                self.store._sync_partition(self.plog)
+            else:
+                self.store._unsynced.add(self.plog)
         if self.key in self.store._waiters:
             self.store._wake(self.key)
 

@@ -29,6 +29,14 @@ Transactions (:mod:`regroup.storage.partition_txns`: the open ones, the aborted-
 last stable offset) are rebuilt from every segment during the same scan; the coordinator's shell appends
 the markers that close them (:meth:`PartitionLog.append_marker`).
 
+An owner may take fsyncs and segment deletions off its thread: :meth:`PartitionLog.begin_sync` hands the fsync
+of the appends so far to another thread on a duplicate descriptor (so closing, rolling or deleting the segment
+meanwhile cannot pull the descriptor from under it; a roll or a close during it fsyncs the segment on the spot,
+since an older segment must be whole on disk before the next one exists), and with
+:attr:`PartitionLog.defer_interval_sync` set the ``INTERVAL`` fsync due after an append is left to the owner
+(:attr:`PartitionLog.sync_due`). :meth:`PartitionLog.drop_oldest_segment` takes the oldest segment out of the
+log at once and leaves its file for the owner to remove (:class:`DroppedSegments`, oldest first).
+
 Not thread-safe: one owner (the server's event loop) drives it.
 """
 
@@ -76,6 +84,7 @@ __all__ = [
     "DEFAULT_MAX_BATCH_BYTES",
     "AppendInfo",
     "AppendRejected",
+    "DroppedSegments",
     "OffsetOutOfRange",
     "PartitionLog",
     "PendingSync",
@@ -110,6 +119,39 @@ class PendingSync:
             _fsync_file(self.fd)
         finally:
             os.close(self.fd)
+
+
+@dataclass(slots=True)
+class DroppedSegments:
+    """Segment files already taken out of their log (:meth:`PartitionLog.drop_oldest_segment`), to remove on
+    any thread: ``names``, oldest first, inside the partition directory open as ``dir_fd`` (the directory
+    itself, even if it is renamed or replaced meanwhile, as a deleted and re-created topic's is)."""
+
+    dir_fd: int
+    names: list[str]
+
+    @classmethod
+    def open(cls, directory: Path, paths: list[Path]) -> DroppedSegments:
+        """Hold ``directory`` open for removing ``paths`` (files in it, oldest first) later."""
+        return cls(os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | CLOEXEC), [p.name for p in paths])
+
+    def remove(self) -> int:
+        """Remove the files oldest first and close the directory; the number removed. Stops at the first
+        that cannot be removed (raising its error), so the files left are always the newest of them: a log
+        whose older segments continue without a hole, which opens as it is (the next cleaning pass deletes
+        them again). Already gone (a topic deleted meanwhile) counts as removed."""
+        try:
+            for i, name in enumerate(self.names):
+                try:
+                    os.unlink(name, dir_fd=self.dir_fd)
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    del self.names[:i]
+                    raise
+            return len(self.names)
+        finally:
+            os.close(self.dir_fd)
 
 
 class OffsetOutOfRange(StorageError):
@@ -213,6 +255,7 @@ class PartitionLog:
         self._clock = clock
         self._last_sync = clock()
         self._dirty = False
+        self._syncing = 0  # fsyncs of begin_sync under way on another thread
         self._failed: BaseException | None = None
         self._closed = False
         self._handles = handles
@@ -223,6 +266,9 @@ class PartitionLog:
         self.active_since_ms: int | None = None
         #: called after every successful append (the server wakes long-polling fetches with it).
         self.listener: Callable[[], None] | None = None
+        #: under ``INTERVAL``: an append does not fsync when the interval has passed; the owner watches
+        #: :attr:`sync_due` and fsyncs off its thread (:meth:`begin_sync`)
+        self.defer_interval_sync = False
 
     @classmethod
     def open(
@@ -407,7 +453,7 @@ class PartitionLog:
         if (
             (sync and self._policy is FsyncPolicy.ALWAYS)
             or (force_sync and self._policy is not FsyncPolicy.NEVER)
-            or (self._policy is FsyncPolicy.INTERVAL and self._clock() - self._last_sync >= self._interval_s)
+            or (not self.defer_interval_sync and self.sync_due)
         ):
             self._sync(fd)
         return AppendInfo(first, offset - 1, self.log_start_offset)
@@ -415,6 +461,16 @@ class PartitionLog:
     def _notify(self) -> None:
         if self.listener is not None:
             self.listener()
+
+    @property
+    def sync_due(self) -> bool:
+        """Under ``INTERVAL``: appends wait for an fsync, none is under way, and the interval has passed."""
+        return (
+            self._policy is FsyncPolicy.INTERVAL
+            and self._dirty
+            and not self._syncing
+            and self._clock() - self._last_sync >= self._interval_s
+        )
 
     def sync(self) -> None:
         """fsync what was appended since the last fsync (any policy)."""
@@ -430,11 +486,13 @@ class PartitionLog:
             return None
         pending = PendingSync(os.dup(self._active_fd()), self._leo)
         self._dirty = False
+        self._syncing += 1
         return pending
 
     def finish_sync(self, pending: PendingSync, error: BaseException | None) -> None:
         """The fsync of :meth:`begin_sync` ended: its records are durable and readable, or (``error``) the disk
         state is unknown and the log refuses appends until it is reopened."""
+        self._syncing = max(0, self._syncing - 1)
         if error is not None:
             if self._failed is None:
                 self._failed = error
@@ -533,14 +591,15 @@ class PartitionLog:
     # ------------------------------------------------------------------ closing
 
     def close(self) -> None:
-        """fsync pending appends (unless ``NEVER``) and give back its file handles. Idempotent."""
+        """fsync pending appends (unless ``NEVER``; also those of an fsync still under way on another thread)
+        and give back its file handles. Idempotent."""
         if self._closed:
             return
         self._closed = True
         try:
-            fd = self._handles.peek(self._segments[-1])
-            if fd is not None and self._dirty and self._failed is None and self._policy is not FsyncPolicy.NEVER:
-                _fsync_file(fd)
+            unsynced = self._dirty or self._syncing > 0
+            if unsynced and self._exists and self._failed is None and self._policy is not FsyncPolicy.NEVER:
+                _fsync_file(self._active_fd())
                 self._dirty = False
         finally:
             for seg in self._segments:
@@ -592,13 +651,20 @@ class PartitionLog:
     def delete_oldest_segment(self) -> None:
         """Delete the oldest segment (or gap marker); never the active one. The log start offset moves to the
         next file's base. Oldest first, so a crash part-way leaves the newer segments complete."""
+        self.drop_oldest_segment().unlink(missing_ok=True)
+
+    def drop_oldest_segment(self) -> Path:
+        """Take the oldest segment (or gap marker) out of the log, never the active one: from now on no read
+        sees it and the log start offset is the next file's base. Its handle is closed; its file is left for
+        the caller to remove (the path returned), after those dropped before it — until it is removed, the file
+        is an older segment that a reopened log finds again, whole, below the rest."""
         self._check_writable()
         if len(self._segments) < 2:
             raise ValueError("the active segment is never deleted")
         seg = self._segments.pop(0)
         self._bases.pop(0)
         self._handles.forget(seg)
-        seg.path.unlink(missing_ok=True)
+        return seg.path
 
     def replace_segments(self, first: int, count: int, data: bytes) -> None:
         """Replace ``count`` older segments from index ``first`` by one segment of ``data`` — batches covering
@@ -686,8 +752,9 @@ class PartitionLog:
     def _roll(self) -> None:
         active = self._segments[-1]
         sync = self._policy is not FsyncPolicy.NEVER
-        # also while a begin_sync's fsync is under way: ``_sync`` counts on every older segment being on disk
-        if sync and (self._dirty or self._visible < self._leo):
+        # also while a begin_sync's fsync is under way: an older segment must be whole on disk before the next
+        # file exists (``_sync`` counts on it, and so does recovery after a power loss)
+        if sync and (self._dirty or self._visible < self._leo or self._syncing > 0):
             self._sync(self._active_fd())
         try:
             seg = _Segment(self._leo, self._dir / segment_name(self._leo))
