@@ -34,7 +34,10 @@ def build(cls: type[E], /, **values: Any) -> E:
 
 def ms(value: datetime.timedelta) -> int:
     """A kio duration field as whole milliseconds (Kafka's wire unit)."""
-    return int(value / datetime.timedelta(milliseconds=1))
+    return int(value / _ONE_MS)
+
+
+_ONE_MS = datetime.timedelta(milliseconds=1)
 
 
 _PLANS: dict[type[Any], tuple[tuple[str, _Coerce], ...]] = {}
