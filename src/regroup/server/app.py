@@ -22,6 +22,7 @@ import logging
 import shutil
 import signal
 import socket
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,6 +121,12 @@ class ServerConfig:
     #: move everything loaded at start out of the cyclic collector's sight (``gc.freeze``): for a process that
     #: is this one server (``regroup serve``), not for one that starts servers and must collect their cycles
     freeze_loaded: bool = False
+    #: the interpreter's thread switch interval (``sys.setswitchinterval``) for a process that is this one server;
+    #: None leaves it. The event loop shares the interpreter's lock with the worker threads (the coordinator's
+    #: writer, the decoding thread, fsyncs); at Python's 5 ms a worker that needs the lock a few times per
+    #: append waits up to 5 ms each time behind a loop busy encoding, and every request queued behind that
+    #: append waits with it
+    switch_interval_s: float | None = None
     snapshot_every: int = 100_000
     auto_create_topics: bool = True
     default_partitions: int = 1
@@ -405,6 +412,8 @@ class Server:
         # later listener was still being opened would meet no dispatcher, and an event loop whose protocol
         # factory raises closes that listener for good. The first listener opens last, so a client that sees
         # it accept finds all the others accepting too.
+        if cfg.switch_interval_s is not None:
+            sys.setswitchinterval(cfg.switch_interval_s)
         if cfg.freeze_loaded:
             # What was loaded (groups, topics, the rebalance history) lives as long as the process: out of the
             # cyclic collector's sight, its collections of the young objects every request makes never walk it.
