@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupState
 from regroup.coordinator.classic.group_type import CLASSIC
@@ -93,6 +93,8 @@ from regroup.records.model import (
     Record,
 )
 
+OFFSETS_EXPIRY_KEY: Final = ("offsets-expiry",)
+
 
 @dataclass(frozen=True, slots=True)
 class OffsetsExpiry:
@@ -102,7 +104,7 @@ class OffsetsExpiry:
 
     @property
     def key(self) -> tuple[str]:
-        return ("offsets-expiry",)
+        return OFFSETS_EXPIRY_KEY
 
     def fire(self, ctx: Ctx, groups: Groups) -> None:
         coordinator = self.coordinator
@@ -172,7 +174,7 @@ class GroupCoordinator:
         del result.events[events:]
 
     def _ctx(self, now_ms: int) -> Ctx:
-        if self._offsets_expiry.key not in self.timers:
+        if OFFSETS_EXPIRY_KEY not in self.timers:
             self.timers.schedule(self._offsets_expiry, now_ms + self.config.offsets_retention_check_interval_ms)
         return Ctx(
             config=self.config,
@@ -197,15 +199,16 @@ class GroupCoordinator:
         """Apply the records of one write (a request or a timer firing) to the persisted state; then each group
         the write touched says what changed about it (``result``: where to say so)."""
         touched: list[str] = []
-        offsets = self.offsets
-        for record in records:
-            key = record.key
-            if type(key) is OffsetCommitKey:  # the common record, by far: applied without the dispatch
-                value = record.value
-                assert value is None or isinstance(value, OffsetCommitValue)
-                offsets.apply(key, value)
-                continue
-            if self._apply(record, loading=False, result=result) and key.group_id not in touched:
+        apply_commits = self.offsets.apply_commits
+        i, end = 0, len(records)
+        while i < end:
+            # the common records, by far: each run of committed offsets is applied in the store's own loop
+            i = apply_commits(records, i)
+            if i == end:
+                break
+            record = records[i]
+            i += 1
+            if self._apply(record, loading=False, result=result) and record.key.group_id not in touched:
                 touched.append(record.key.group_id)
         if result is not None:
             for group_id in touched:
@@ -376,7 +379,7 @@ class GroupCoordinator:
         return self._run(now_ms, key, handle, lambda exc: LeaveGroupResponse(error=exc.code))
 
     def offset_commit(self, req: OffsetCommitRequest, key: RequestKey, now_ms: int) -> Result:
-        return self._run(now_ms, key, lambda ctx: offset_commit(ctx, self.groups, req), lambda exc: None)
+        return self._run(now_ms, key, lambda ctx: offset_commit(ctx, self.groups, req, self.offsets), lambda exc: None)
 
     def offset_fetch(self, req: OffsetFetchRequest, key: RequestKey, now_ms: int) -> Result:
         return self._run(

@@ -6,6 +6,9 @@ The store changes only by replaying offset records (``apply``); handlers validat
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import islice, repeat
+
 from regroup.coordinator.classic.group import ClassicGroup
 from regroup.coordinator.classic.rebalance import announce_group
 from regroup.coordinator.context import Ctx
@@ -14,6 +17,7 @@ from regroup.coordinator.group_types import type_of
 from regroup.coordinator.groups import Groups
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.protocol.offsets import (
+    CommitPartitions,
     FetchedOffset,
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -23,6 +27,9 @@ from regroup.protocol.offsets import (
     OffsetFetchResponse,
     PartitionCommit,
     TxnOffsetCommitRequest,
+    commit_offsets,
+    commit_rows,
+    partition_numbers,
 )
 from regroup.records.builders import (
     new_offset_commit_record,
@@ -34,35 +41,117 @@ from regroup.records.model import OffsetCommitKey, OffsetCommitValue, PendingOff
 
 Partition = tuple[str, int]
 
+#: ``(partition, NONE)`` for partition 0, 1, ...: the answer row of an accepted commit, one tuple per partition
+#: number for every commit of every group, grown on demand up to partition ``_SHARED_ROWS``
+_ACCEPTED_ROWS: list[tuple[int, ErrorCode]] = []
+_SHARED_ROWS = 1 << 16
+
 
 class OffsetStore:
     """Committed offsets per group, and the offsets transactions committed that are still pending, per
     producer id (materialised when the transaction commits, dropped when it aborts). Each entry remembers
     when it was applied (a count of offset records), so a transaction that commits does not overwrite an
-    offset committed after its own (Kafka compares the records' log offsets)."""
+    offset committed after its own (Kafka compares the records' log offsets).
 
-    __slots__ = ("_applied", "_when", "offsets", "pending")
+    Besides, the store keeps ``memo``: the key each committed partition's records share (a value, built at the
+    partition's first commit; not state: dropped with its offset)."""
+
+    __slots__ = ("_applied", "_memos", "_stamps", "_when", "offsets", "pending")
 
     def __init__(self) -> None:
         self.offsets: dict[str, dict[Partition, OffsetCommitValue]] = {}
         #: producer id -> group id -> partition -> the offset its open transaction committed
         self.pending: dict[int, dict[str, dict[Partition, OffsetCommitValue]]] = {}
         self._applied = 0
-        #: (group, topic, partition) for committed, (producer, group, topic, partition) for pending -> when
+        #: group -> partition -> when its committed offset was applied (shaped as ``offsets``, so applying a
+        #: commit looks up the same ``(topic, partition)`` in both)
+        self._stamps: dict[str, dict[Partition, int]] = {}
+        #: (producer, group, topic, partition) -> when its pending offset was applied
         self._when: dict[tuple[object, ...], int] = {}
+        #: group -> topic -> partition -> the key of its records (``memo``)
+        self._memos: dict[str, dict[str, dict[int, OffsetCommitKey]]] = {}
+
+    def memo(self, group_id: str, topic: str) -> dict[int, OffsetCommitKey]:
+        """The group's topic's partition -> the key its offset records have: immutable, so every commit of the
+        partition can share it rather than build one per partition and commit (a consumer commits its whole
+        assignment again and again). The caller adds the keys of partitions it writes an offset for, and hands a
+        new dict (there was none) back with ``keep_memo``; an entry goes with the partition's offset (a
+        tombstone), the group's with its last one."""
+        memos = self._memos.get(group_id)
+        found = None if memos is None else memos.get(topic)
+        return {} if found is None else found
+
+    def keep_memo(self, group_id: str, topic: str, memo: dict[int, OffsetCommitKey]) -> None:
+        if memo:  # (an empty one is not kept: a group whose commits were all refused has no offset to drop it with)
+            self._memos.setdefault(group_id, {})[topic] = memo
 
     def apply(self, key: OffsetCommitKey, value: OffsetCommitValue | None) -> None:
-        per_group = self.offsets.setdefault(key.group_id, {})
-        where = (key.group_id, key.topic, key.partition)
+        group_id = key.group_id
+        where = (key.topic, key.partition)
         if value is None:
-            per_group.pop((key.topic, key.partition), None)
-            self._when.pop(where, None)
-            if not per_group:
-                del self.offsets[key.group_id]
+            per_group = self.offsets.get(group_id)
+            if per_group is not None:
+                per_group.pop(where, None)
+                if not per_group:
+                    del self.offsets[group_id]
+            stamps = self._stamps.get(group_id)
+            if stamps is not None:
+                stamps.pop(where, None)
+                if not stamps:
+                    del self._stamps[group_id]
+            memos = self._memos.get(group_id)
+            if memos is not None:
+                if group_id not in self.offsets:
+                    del self._memos[group_id]
+                elif key.topic in memos:
+                    memos[key.topic].pop(key.partition, None)
         else:
-            per_group[(key.topic, key.partition)] = value
+            per_group = self.offsets.get(group_id)
+            if per_group is None:
+                per_group = self.offsets[group_id] = {}
+                self._stamps[group_id] = {}
+            per_group[where] = value
             self._applied += 1
-            self._when[where] = self._applied
+            self._stamps[group_id][where] = self._applied
+
+    def apply_commits(self, records: Sequence[Record], start: int = 0) -> int:
+        """``apply`` each of ``records`` from ``start`` on, up to the first whose key is not an ``OffsetCommitKey``:
+        its index (``len(records)``: there is none). The records of one OffsetCommit are a run of these, for one
+        group: the group's dicts are looked up once for the run, and each record costs two dict stores."""
+        offsets, stamps_of = self.offsets, self._stamps
+        commit_key, commit_value = OffsetCommitKey, OffsetCommitValue
+        applied = first = self._applied
+        tombstones = 0
+        group_id: str | None = None
+        per_group: dict[Partition, OffsetCommitValue] = {}
+        stamps: dict[Partition, int] = {}
+        for record in islice(records, start, None):
+            key = record.key
+            if type(key) is not commit_key:
+                break
+            value = record.value
+            if not isinstance(value, commit_value):  # a tombstone: the general way
+                self._applied = applied
+                self.apply(key, None)
+                tombstones += 1
+                group_id = None  # the group's dicts may be gone
+                continue
+            if key.group_id != group_id:
+                group_id = key.group_id
+                found = offsets.get(group_id)
+                if found is None:
+                    found = offsets[group_id] = {}
+                    stamps_of[group_id] = {}
+                per_group, stamps = found, stamps_of[group_id]
+            where = (key.topic, key.partition)
+            per_group[where] = value
+            applied += 1
+            stamps[where] = applied
+        else:
+            self._applied = applied
+            return len(records)
+        self._applied = applied
+        return start + (applied - first) + tombstones
 
     def apply_pending(self, key: PendingOffsetCommitKey, value: OffsetCommitValue | None) -> None:
         by_group = self.pending.setdefault(key.producer_id, {})
@@ -92,16 +181,17 @@ class OffsetStore:
 
     def newer_than_committed(self, producer_id: int, group_id: str, partition: Partition) -> bool:
         """The producer's pending offset was written after the partition's committed one (or there is none)."""
-        committed = self._when.get((group_id, *partition))
+        committed = self._stamps.get(group_id, {}).get(partition)
         return committed is None or self._when[(producer_id, group_id, *partition)] > committed
 
     def records(self) -> list[Record]:
         """Records that rebuild the store, committed and pending, in the order they were applied."""
         entries: list[tuple[int, Record]] = []
         for group_id, offsets in self.offsets.items():
+            stamps = self._stamps[group_id]
             for (topic, partition), value in offsets.items():
                 record = new_offset_commit_record(group_id, topic, partition, value)
-                entries.append((self._when[(group_id, topic, partition)], record))
+                entries.append((stamps[(topic, partition)], record))
         for producer_id, by_group in self.pending.items():
             for group_id, offsets in by_group.items():
                 for (topic, partition), value in offsets.items():
@@ -124,32 +214,96 @@ def _group_for_commit(ctx: Ctx, groups: Groups, req: OffsetCommitRequest) -> Non
     type_of(group).validate_offset_commit(ctx, group, req)
 
 
-def offset_commit(ctx: Ctx, groups: Groups, req: OffsetCommitRequest) -> OffsetCommitResponse:
+def offset_commit(
+    ctx: Ctx, groups: Groups, req: OffsetCommitRequest, store: OffsetStore | None = None
+) -> OffsetCommitResponse:
+    """The answer: NONE for each partition, or OFFSET_METADATA_TOO_LARGE for metadata over
+    ``offset.metadata.max.bytes``; a record (``new_offset_commit_record``) per partition answered NONE, and one
+    ``OffsetsCommitted`` for them all.
+
+    A consumer committing every partition of a large assignment is one call, all of it one step of the core:
+    each partition is visited once, its value and record are built there (positionally) and appended straight
+    to the result, with no intermediate list of what was accepted; its key comes from the ``store``'s memo from
+    the partition's second commit on (``store`` None: built every time), its answer row is shared
+    (``_accepted_row``)."""
     try:
         _group_for_commit(ctx, groups, req)
     except ApiError as exc:
         return _refused(req.topics, exc.code)
     expire = ctx.now_ms + req.retention_ms if req.retention_ms != -1 else None
-    response, accepted = _accept(ctx, req.topics, expire)
     group_id = req.group_id
-    for topic, partition, value in accepted:
-        ctx.emit(new_offset_commit_record(group_id, topic, partition, value))
-    if accepted:
-        ctx.event(OffsetsCommitted(group_id, tuple((t, p, value.offset) for t, p, value in accepted)))
-    return response
+    limit, now_ms = ctx.config.offset_metadata_max_bytes, ctx.now_ms
+    # metadata of at most this many characters is short enough (at most two UTF-16 code units each)
+    short = limit // 2
+    ok, too_large = ErrorCode.NONE, ErrorCode.OFFSET_METADATA_TOO_LARGE
+    emit = ctx.result.records.append
+    rows, shared = _ACCEPTED_ROWS, len(_ACCEPTED_ROWS)
+    committed: list[tuple[str, int, int]] = []
+    out: list[tuple[str, tuple[tuple[int, ErrorCode], ...]]] = []
+    for topic, partitions in req.topics:
+        codes: list[tuple[int, ErrorCode]] = []
+        answer = codes.append
+        memo = {} if store is None else store.memo(group_id, topic)
+        recall = memo.get
+        refused = False
+        for partition, offset, leader_epoch, given in commit_rows(partitions):
+            metadata = given or ""
+            if len(metadata) > short and _utf16_length(metadata) > limit:
+                answer((partition, too_large))
+                refused = True
+                continue
+            key = recall(partition)
+            if key is None:
+                key = memo[partition] = OffsetCommitKey(group_id, topic, partition)
+            emit(Record(key, OffsetCommitValue(offset, leader_epoch, metadata, now_ms, expire)))
+            if 0 <= partition < shared:
+                answer(rows[partition])
+            else:
+                answer(_accepted_row(partition))
+                shared = len(rows)
+        if store is not None:
+            store.keep_memo(group_id, topic, memo)
+        # the event's (topic, partition, offset) of each partition accepted, made in C when all were
+        if refused:
+            accepted = zip(commit_rows(partitions), codes, strict=True)
+            committed.extend((topic, row[0], row[1]) for row, (_, code) in accepted if code is ok)
+        else:
+            committed.extend(zip(repeat(topic), *commit_offsets(partitions)))
+        out.append((topic, tuple(codes)))
+    if committed:
+        ctx.event(OffsetsCommitted(group_id, tuple(committed)))
+    return OffsetCommitResponse(topics=tuple(out))
 
 
-def _refused(topics: tuple[tuple[str, tuple[PartitionCommit, ...]], ...], code: ErrorCode) -> OffsetCommitResponse:
-    return OffsetCommitResponse(topics=tuple((t, tuple((p.partition, code) for p in parts)) for t, parts in topics))
+def _accepted_row(partition: int) -> tuple[int, ErrorCode]:
+    """``(partition, NONE)``, from ``_ACCEPTED_ROWS`` (grown to it first) when the partition number is small enough
+    to be shared."""
+    rows = _ACCEPTED_ROWS
+    if not 0 <= partition < _SHARED_ROWS:
+        return (partition, ErrorCode.NONE)
+    if partition >= len(rows):
+        rows.extend((p, ErrorCode.NONE) for p in range(len(rows), partition + 1))
+    return rows[partition]
+
+
+def _utf16_length(text: str) -> int:
+    """Java's ``String.length()``: UTF-16 code units, which Kafka compares with ``offset.metadata.max.bytes``
+    despite the setting's name. At most two per character, so a caller asks only when ``2 * len(text)`` is over
+    the limit."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _refused(topics: tuple[tuple[str, CommitPartitions], ...], code: ErrorCode) -> OffsetCommitResponse:
+    return OffsetCommitResponse(
+        topics=tuple((t, tuple((p, code) for p in partition_numbers(parts))) for t, parts in topics)
+    )
 
 
 def _accept(
     ctx: Ctx, topics: tuple[tuple[str, tuple[PartitionCommit, ...]], ...], expire: int | None
 ) -> tuple[OffsetCommitResponse, list[tuple[str, int, OffsetCommitValue]]]:
-    """(the answer: NONE for each partition, or OFFSET_METADATA_TOO_LARGE for metadata over
-    ``offset.metadata.max.bytes``; the ``(topic, partition, value)`` of every partition answered NONE, for
-    the caller to write). One pass per partition: a consumer committing every partition of a large
-    assignment is one call, and each step here is paid once per partition."""
+    """(the answer, as ``offset_commit`` gives it; the ``(topic, partition, value)`` of every partition answered
+    NONE, for the caller to write): a transactional commit's, whose records are pending ones."""
     out: list[tuple[str, tuple[tuple[int, ErrorCode], ...]]] = []
     accepted: list[tuple[str, int, OffsetCommitValue]] = []
     limit, now_ms = ctx.config.offset_metadata_max_bytes, ctx.now_ms
@@ -158,9 +312,7 @@ def _accept(
         codes: list[tuple[int, ErrorCode]] = []
         for p in partitions:
             metadata = p.metadata or ""
-            # Kafka compares Java's String.length(), i.e. UTF-16 code units, despite the setting's name (at most
-            # two per character: only a string that might be too long is encoded)
-            if 2 * len(metadata) > limit and len(metadata.encode("utf-16-le")) // 2 > limit:
+            if 2 * len(metadata) > limit and _utf16_length(metadata) > limit:
                 codes.append((p.partition, too_large))
                 continue
             value = OffsetCommitValue(

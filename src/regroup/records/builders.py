@@ -1,6 +1,9 @@
 """``new_xxx_record`` / ``new_xxx_tombstone``: the only place a record is put together from its parts (key
 fields and value), for classic groups, offsets and KIP-848 consumer groups (Kafka's
-GroupCoordinatorRecordHelpers). The coordinator builds every record it writes or snapshots through these."""
+GroupCoordinatorRecordHelpers). The coordinator builds every record it writes or snapshots through these, but
+for one: OffsetCommit's records are put together in its own per-partition loop (``coordinator/offsets.py``
+``offset_commit``: a request may commit 10,000 partitions in one step), exactly as ``new_offset_commit_record``
+does, which tests/property/test_offset_commit_records.py holds it to."""
 
 from __future__ import annotations
 
@@ -45,11 +48,11 @@ def new_group_tombstone(group_id: str) -> Record:
 
 
 def new_offset_commit_record(group_id: str, topic: str, partition: int, value: OffsetCommitValue) -> Record:
-    return Record(OffsetCommitKey(group_id=group_id, topic=topic, partition=partition), value)
+    return Record(OffsetCommitKey(group_id, topic, partition), value)
 
 
 def new_offset_tombstone(group_id: str, topic: str, partition: int) -> Record:
-    return Record(OffsetCommitKey(group_id=group_id, topic=topic, partition=partition), None)
+    return Record(OffsetCommitKey(group_id, topic, partition), None)
 
 
 def new_pending_offset_record(

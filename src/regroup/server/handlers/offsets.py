@@ -37,10 +37,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from operator import attrgetter
 from typing import Any
 
 from regroup.model.errors import ErrorCode
 from regroup.protocol.offsets import (
+    NO_LEADER_EPOCH,
     FetchedOffset,
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -48,7 +50,7 @@ from regroup.protocol.offsets import (
     OffsetDeleteResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
-    PartitionCommit,
+    PartitionCommits,
 )
 from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import ApiSpec, Broker, RequestContext
@@ -59,6 +61,11 @@ from regroup.server.offset_answers import FetchTopic, commit_topics, fetch_group
 
 OFFSET_COMMIT, OFFSET_FETCH, OFFSET_DELETE = 8, 9, 47
 RETENTION_VERSIONS = range(2, 5)
+#: the fields of a decoded OffsetCommit partition the core's columns are made of
+_PARTITION_INDEX = attrgetter("partition_index")
+_OFFSET = attrgetter("committed_offset")
+_LEADER_EPOCH = attrgetter("committed_leader_epoch")
+_METADATA = attrgetter("committed_metadata")
 FETCH_TOP_LEVEL_ERROR_FROM = 2
 FETCH_BATCHED_FROM = 8
 
@@ -114,7 +121,7 @@ def _split_refused(
 async def offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """READ on the Group, then READ on each Topic."""
     _require_group(broker, ctx, AclOperation.READ, request.group_id)
-    valid, refused = _split_refused(broker, ctx, request.topics)
+    valid, refused = _commit_partitions(broker, ctx, request.topics)
     # as Kafka's response builder: the refused partitions first, then the coordinator's answers merged by topic
     rows: dict[str, list[tuple[int, int]]] = {name: list(partitions) for name, partitions in refused.items()}
     if valid:
@@ -123,8 +130,48 @@ async def offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> An
     return await commit_topics(respond(ctx, topics=[]), list(rows.items()))
 
 
+def _commit_partitions(
+    broker: Broker, ctx: RequestContext, topics: Any
+) -> tuple[list[tuple[str, PartitionCommits]], dict[str, list[tuple[int, ErrorCode]]]]:
+    """``_split_refused`` for OffsetCommit, with each topic's valid partitions as the core's columns: (topic name,
+    its partitions to commit) per topic with any, and the refused partitions by topic. A request may name 10,000
+    partitions and all of this runs in one step of the event loop: each column is one ``map`` over the decoded
+    partitions, and the partition numbers are checked by their least and greatest (each partition is visited on
+    its own only when some is out of range). Versions without a leader epoch (before 6) commit
+    ``NO_LEADER_EPOCH``."""
+    known = broker.topic_store.topics()
+    valid: list[tuple[str, PartitionCommits]] = []
+    refused: dict[str, list[tuple[int, ErrorCode]]] = {}
+    for topic in topics:
+        name, partitions = topic.name, topic.partitions
+        if not allowed(broker, ctx, AclOperation.READ, ResourceType.TOPIC, name):
+            denied = refused.setdefault(name, [])
+            denied.extend((p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in partitions)
+            continue
+        if not partitions:
+            continue
+        info = known.get(name)
+        count = info.partitions if info is not None else 0
+        indexes = tuple(map(_PARTITION_INDEX, partitions))
+        if min(indexes) < 0 or max(indexes) >= count:
+            refused.setdefault(name, []).extend(
+                (p, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for p in indexes if not 0 <= p < count
+            )
+            partitions = tuple(p for p in partitions if 0 <= p.partition_index < count)
+            if not partitions:
+                continue
+            indexes = tuple(map(_PARTITION_INDEX, partitions))
+        if hasattr(partitions[0], "committed_leader_epoch"):
+            epochs = tuple(map(_LEADER_EPOCH, partitions))
+        else:
+            epochs = (NO_LEADER_EPOCH,) * len(indexes)
+        offsets = tuple(map(_OFFSET, partitions))
+        valid.append((name, PartitionCommits(indexes, offsets, epochs, tuple(map(_METADATA, partitions)))))
+    return valid, refused
+
+
 async def _commit_valid(
-    broker: Broker, ctx: RequestContext, request: Any, topics: list[tuple[str, list[Any]]]
+    broker: Broker, ctx: RequestContext, request: Any, topics: list[tuple[str, PartitionCommits]]
 ) -> tuple[tuple[str, tuple[tuple[int, ErrorCode], ...]], ...]:
     req = OffsetCommitRequest(
         group_id=request.group_id,
@@ -132,21 +179,7 @@ async def _commit_valid(
         member_id=request.member_id,
         group_instance_id=getattr(request, "group_instance_id", None),
         retention_ms=ms(request.retention_time) if ctx.api_version in RETENTION_VERSIONS else -1,
-        topics=tuple(
-            (
-                name,
-                tuple(
-                    PartitionCommit(
-                        partition=p.partition_index,
-                        offset=p.committed_offset,
-                        leader_epoch=getattr(p, "committed_leader_epoch", -1),
-                        metadata=p.committed_metadata,
-                    )
-                    for p in partitions
-                ),
-            )
-            for name, partitions in topics
-        ),
+        topics=tuple(topics),
         version=ctx.api_version,
     )
     resp: OffsetCommitResponse = await broker.coordinator.call(lambda c, key, now: c.offset_commit(req, key, now))

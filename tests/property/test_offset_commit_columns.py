@@ -1,0 +1,112 @@
+"""The OffsetCommit handler's columns against the straightforward split.
+
+``handlers/offsets._commit_partitions`` turns a decoded request's topics into the core's ``PartitionCommits``
+(a ``map`` per column, partition numbers checked by their least and greatest) and the refused partitions. For
+random topics (unknown ones, partitions out of range, topics the principal may not read, versions with and
+without a leader epoch) it is held to the plain per-partition split: ``_split_refused`` and a ``PartitionCommit``
+per partition it keeps.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from regroup.protocol.offsets import NO_LEADER_EPOCH, PartitionCommit
+from regroup.security.acl import AclOperation, ResourceType
+from regroup.server.api import RequestContext, TopicInfo
+from regroup.server.handlers.offsets import _commit_partitions, _split_refused
+
+KNOWN = {"a": 3, "b": 1, "empty": 0}  # topic -> partitions; "c" is unknown
+
+
+@dataclass(frozen=True)
+class Partition:  # as kio decodes version 6+
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int
+    committed_metadata: str | None
+
+
+@dataclass(frozen=True)
+class OldPartition:  # as kio decodes versions 2-5: no leader epoch
+    partition_index: int
+    committed_offset: int
+    committed_metadata: str | None
+
+
+@dataclass(frozen=True)
+class Topic:
+    name: str
+    partitions: tuple[Any, ...]
+
+
+class Store:
+    def topics(self) -> dict[str, TopicInfo]:
+        return {
+            name: TopicInfo(name=name, topic_id=uuid.UUID(int=i), partitions=n)
+            for i, (name, n) in enumerate(KNOWN.items())
+        }
+
+
+class Denying:
+    def __init__(self, denied: frozenset[str]) -> None:
+        self.denied = denied
+
+    def authorize(self, principal: str, host: str, operation: AclOperation, kind: ResourceType, name: str) -> bool:
+        return not (kind is ResourceType.TOPIC and name in self.denied)
+
+
+class Broker:
+    def __init__(self, denied: frozenset[str] | None) -> None:
+        self.topic_store = Store()
+        self.authorizer = None if denied is None else Denying(denied)
+
+
+CTX = RequestContext(api_key=8, api_version=9, correlation_id=1, client_id="c", client_host="h", connection_id=1)
+NAMES = st.sampled_from(["a", "b", "c", "empty"])
+INDEX = st.integers(-2, 4)
+METADATA = st.one_of(st.none(), st.text(max_size=3))
+
+
+@st.composite
+def topics(draw: st.DrawFn) -> tuple[Topic, ...]:
+    with_epoch = draw(st.booleans())  # one version per request
+    out = []
+    for name in draw(st.lists(NAMES, max_size=4)):
+        if with_epoch:
+            part = st.builds(Partition, INDEX, st.integers(0, 9), st.integers(-1, 5), METADATA)
+        else:
+            part = st.builds(OldPartition, INDEX, st.integers(0, 9), METADATA)
+        out.append(Topic(name, tuple(draw(st.lists(part, max_size=6)))))
+    return tuple(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(request_topics=topics(), denied=st.one_of(st.none(), st.frozensets(NAMES)))
+def test_columns_are_the_split_partitions(request_topics: tuple[Topic, ...], denied: frozenset[str] | None) -> None:
+    broker: Any = Broker(denied)
+    valid, refused = _commit_partitions(broker, CTX, request_topics)
+    expected_valid, expected_refused = _split_refused(broker, CTX, request_topics)
+    assert refused == expected_refused
+    assert list(refused) == list(expected_refused)  # in the same order
+    expected = [
+        (
+            name,
+            tuple(
+                PartitionCommit(
+                    partition=p.partition_index,
+                    offset=p.committed_offset,
+                    leader_epoch=getattr(p, "committed_leader_epoch", NO_LEADER_EPOCH),
+                    metadata=p.committed_metadata,
+                )
+                for p in partitions
+            ),
+        )
+        for name, partitions in expected_valid
+    ]
+    assert [(name, columns.rows()) for name, columns in valid] == expected
