@@ -16,8 +16,12 @@ same claims at one generation (tested against it on random groups and histories)
 
 from __future__ import annotations
 
-from bisect import insort
+from bisect import bisect_left, insort
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress
+
+#: members coming or going in one run beyond which the run sorts the members again rather than placing each
+_RESORT = 64
 
 
 class KeptAssignment:
@@ -40,6 +44,8 @@ class KeptAssignment:
         self.topic_count = len(self.topics)
         #: member -> its partitions as keys, ascending (the order in which it keeps them)
         self.held: dict[str, list[int]] = {member: sorted(set(keys)) for member, keys in (held or {}).items()}
+        #: the members of ``held``, sorted, once a run has sorted them
+        self._order: list[str] | None = None
         claimed = sum(len(keys) for keys in self.held.values())
         taken: set[int] = set()
         for keys in self.held.values():
@@ -101,32 +107,43 @@ class KeptAssignment:
     def run(self, members: Iterable[str]) -> set[str]:
         """Assign the group's partitions to ``members`` (the group as it is now; members not held before start
         with nothing, members held before and absent now leave their partitions behind). Returns the members
-        whose partitions changed, new members included."""
-        order = sorted(set(members))
+        whose partitions changed, new members included.
+
+        The members' order is kept sorted between runs (``order``), so a run in which a few members came or
+        went sorts nothing; the walk over the members that decides who is over its quota runs in C-level
+        iterators, and only the members that lose partitions are visited one by one."""
         held = self.held
-        changed: set[str] = set()
-        present = set(order)
-        for gone in [m for m in held if m not in present]:
-            self.unassigned.extend(held.pop(gone))
+        present = members.keys() if isinstance(members, dict) else set(members)
+        gone = held.keys() - present
+        new = present - held.keys()
+        order = self._order
+        if order is None or len(gone) + len(new) > _RESORT:
+            for member in gone:
+                self.unassigned.extend(held.pop(member))
+            for member in new:
+                held[member] = []
+            order = self._order = sorted(held)
+        else:
+            for member in gone:
+                self.unassigned.extend(held.pop(member))
+                del order[bisect_left(order, member)]
+            for member in new:
+                held[member] = []
+                insort(order, member)
+        changed = set(new)
         if not order:
             return changed
         quota, extra = divmod(self.total, len(order))
-        slots_used = 0
-        loads: list[int] = []
-        for member in order:
-            keys = held.get(member)
-            if keys is None:
-                keys = held[member] = []
-                changed.add(member)
-            cap = quota
-            if len(keys) > quota and slots_used < extra:
-                cap += 1
-                slots_used += 1
-            if len(keys) > cap:
+        loads = list(map(len, map(held.__getitem__, order)))
+        # the members over the quota, in order: the first ``extra`` of them may keep quota + 1, the others quota
+        over = list(compress(range(len(order)), map(quota.__lt__, loads)))
+        for cap, indexes in ((quota + 1, over[:extra]), (quota, over[extra:])):
+            for i in compress(indexes, map(cap.__lt__, map(loads.__getitem__, indexes))):
+                keys = held[order[i]]
                 self.unassigned.extend(keys[cap:])
                 del keys[cap:]
-                changed.add(member)
-            loads.append(len(keys))
+                loads[i] = cap
+                changed.add(order[i])
         if self.unassigned:
             changed.update(self._hand_out(order, loads, quota, extra))
         return changed

@@ -105,7 +105,6 @@ def join_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: JoinGroupReq
         refresh_subscriptions(
             writes,
             group,
-            list(group.members.values()),
             groups.image,
             group.group_epoch,
             subscription_changed or rack_bump,

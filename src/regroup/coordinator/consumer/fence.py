@@ -7,7 +7,7 @@ from __future__ import annotations
 from regroup.coordinator.consumer import migration
 from regroup.coordinator.consumer.group import ConsumerGroup
 from regroup.coordinator.consumer.ops import cancel_timers
-from regroup.coordinator.consumer.subscriptions import group_topic_names, subscription_metadata
+from regroup.coordinator.consumer.subscriptions import subscribed_names, subscription_metadata
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.events import LeaveReason
@@ -29,7 +29,7 @@ def remove_members(ctx: Ctx, groups: Groups, group: ConsumerGroup, member_ids: l
         cancel_timers(ctx, group, member_id)
     for regex in sorted(set(group.resolved_regexes) - set(group.regex_subscribers)):
         writes.regex_tombstone(group.group_id, regex)  # its last subscriber left
-    topics = subscription_metadata(group_topic_names(group.members.values(), group.resolved_regexes), groups.image)
+    topics = subscription_metadata(subscribed_names(group), groups.image)
     if topics != group.subscribed_topics:
         writes.subscription_metadata(group.group_id, topics.values())
     writes.group_epoch(group.group_id, group.group_epoch + 1)

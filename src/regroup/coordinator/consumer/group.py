@@ -1,14 +1,14 @@
 """A KIP-848 consumer group and its members as the coordinator holds them: group epoch, target assignment
 and its epoch, subscription metadata, per-member epochs/state/assignment, the regular expressions its members
-subscribe to as the group resolved them, and the partition -> holder index that makes assignment
-exclusive. The hard part of it changes only through ``replay`` (records)."""
+subscribe to as the group resolved them, the partition -> holder index that makes assignment exclusive, and
+counts of what its members subscribe to and of the assignors they name (read without a walk over the
+members). The hard part of it changes only through ``replay`` (records)."""
 
 from __future__ import annotations
 
 import enum
 import operator
 import uuid
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 #: a regular expression as the group resolved it: the topics it matched and when
 ResolvedRegex = ConsumerGroupRegularExpressionValue
+
+#: what one member subscribes to: its topic names and its regular expression
+Subscription = tuple[tuple[str, ...], str | None]
 
 #: topic id -> partitions
 Partitions = Mapping[uuid.UUID, frozenset[int]]
@@ -140,6 +143,11 @@ class ConsumerGroup:
     resolved_regexes: dict[str, ResolvedRegex] = field(default_factory=dict)
     #: regular expression -> how many members subscribe to it (derived from the members, kept by set/drop)
     regex_subscribers: dict[str, int] = field(default_factory=dict)
+    #: (topic names, regular expression) -> how many members subscribe to exactly that (derived from the
+    #: members, kept by set/drop): what the group subscribes to, read without a walk over its members
+    subscriptions: dict[Subscription, int] = field(default_factory=dict)
+    #: server assignor -> how many members name it (derived from the members, kept by set/drop)
+    assignor_votes: dict[str, int] = field(default_factory=dict)
     # --- soft state (not in records) ---
     metadata_refresh_needed: bool = True
     #: the cluster image the regular expressions were last resolved against (None: not since loading)
@@ -175,7 +183,7 @@ class ConsumerGroup:
 
     def preferred_assignor(self, default: str) -> str:
         """The assignor named by most members (ties: the alphabetically first), else the default."""
-        votes = Counter(m.server_assignor for m in self.members.values() if m.server_assignor)
+        votes = self.assignor_votes
         if not votes:
             return default
         return min(votes, key=lambda name: (-votes[name], name))
@@ -207,17 +215,35 @@ class ConsumerGroup:
         else:
             del self.regex_subscribers[regex]
 
+    def _count_subscription(self, member: ConsumerGroupMember, delta: int) -> None:
+        """Count the member's subscription and its assignor in (``delta`` 1) or out (-1)."""
+        key = (member.subscribed_topic_names, member.subscribed_topic_regex)
+        count = self.subscriptions.get(key, 0) + delta
+        if count:
+            self.subscriptions[key] = count
+        else:
+            del self.subscriptions[key]
+        assignor = member.server_assignor
+        if assignor:
+            count = self.assignor_votes.get(assignor, 0) + delta
+            if count:
+                self.assignor_votes[assignor] = count
+            else:
+                del self.assignor_votes[assignor]
+
     def set_member(self, member: ConsumerGroupMember) -> None:
         old = self.members.get(member.member_id)
         if old is not None:
             self._release(old)
             self._count_regex(old.subscribed_topic_regex, -1)
+            self._count_subscription(old, -1)
             if old.instance_id is not None and self.static_members.get(old.instance_id) == old.member_id:
                 del self.static_members[old.instance_id]
         self.members[member.member_id] = member
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
         self._count_regex(member.subscribed_topic_regex, 1)
+        self._count_subscription(member, 1)
         self._hold(member)
 
     def drop_member(self, member_id: str) -> None:
@@ -226,5 +252,6 @@ class ConsumerGroup:
             return
         self._release(old)
         self._count_regex(old.subscribed_topic_regex, -1)
+        self._count_subscription(old, -1)
         if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
             del self.static_members[old.instance_id]

@@ -16,7 +16,7 @@ from regroup.coordinator.consumer.migration import drop_empty_consumer_group
 from regroup.coordinator.consumer.ops import session_timeout_ms
 from regroup.coordinator.consumer.replay import replay as replay_consumer
 from regroup.coordinator.consumer.report import report_state
-from regroup.coordinator.consumer.subscriptions import group_topic_names
+from regroup.coordinator.consumer.subscriptions import subscribed_names
 from regroup.coordinator.consumer.timers import MemberSessionTimer, RevocationTimer
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
@@ -97,8 +97,8 @@ class ConsumerGroupType:
     def topics_changed(self, group: ConsumerGroup, changed: frozenset[str]) -> None:
         """Groups subscribed to a changed topic, or with regex subscriptions, refresh their subscription
         metadata at their next heartbeat."""
-        if any(m.subscribed_topic_regex for m in group.members.values()) or any(
-            set(m.subscribed_topic_names) & changed for m in group.members.values()
+        if any(regex for _, regex in group.subscriptions) or any(
+            set(names) & changed for names, _ in group.subscriptions
         ):
             group.metadata_refresh_needed = True
 
@@ -129,7 +129,7 @@ class ConsumerGroupType:
         """Always allowed: offsets of the topics it subscribes to are refused one by one."""
 
     def subscribed_topics(self, group: ConsumerGroup, image: ClusterImage) -> frozenset[str]:
-        return frozenset(group_topic_names(group.members.values(), group.resolved_regexes))
+        return frozenset(subscribed_names(group))
 
     def offset_expiry_base(self, group: ConsumerGroup, value: OffsetCommitValue) -> int:
         return value.commit_timestamp_ms

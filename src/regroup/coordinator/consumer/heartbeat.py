@@ -205,9 +205,8 @@ def _heartbeat(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> 
         writes.current_assignment(group.group_id, updated)  # a rejoin that starts over
     rack_bump = rack_change_bumps(ctx, group, old, updated.rack_id)
     if names_changed or regex_changed or regex_bump or rack_bump or group.metadata_refresh_needed:
-        members = list(group.members.values())
         bump = names_changed or regex_bump or rack_bump
-        refresh_subscriptions(writes, group, members, groups.image, group.group_epoch, bump)
+        refresh_subscriptions(writes, group, groups.image, group.group_epoch, bump)
     ensure_target(ctx, writes, group)
 
     current = group.members[member_id]

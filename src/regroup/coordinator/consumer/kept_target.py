@@ -15,12 +15,13 @@ check per member sees it.
 
 from __future__ import annotations
 
+import operator
 import uuid
 from dataclasses import dataclass
 
 from regroup.assignors.kept_assignment import KeptAssignment
 from regroup.coordinator.consumer.group import EMPTY, ConsumerGroup, Partitions
-from regroup.coordinator.consumer.subscriptions import member_topics
+from regroup.coordinator.consumer.subscriptions import subscription_topics
 from regroup.coordinator.consumer.writes import ConsumerWrites
 
 #: a group's subscribed topics as the kept state numbers them: (name, topic id, partitions), by name
@@ -69,13 +70,9 @@ def common_topics(group: ConsumerGroup) -> tuple[str, ...] | None:
     there is at least one; None otherwise."""
     existing = group.subscribed_topics
     resolved = group.resolved_regexes
-    normal: dict[tuple[str, ...], tuple[str, ...]] = {}
     common: tuple[str, ...] | None = None
-    for member in group.members.values():
-        names = member_topics(member, resolved)
-        topics = normal.get(names)
-        if topics is None:
-            topics = normal[names] = tuple(sorted({t for t in names if t in existing}))
+    for subscription in group.subscriptions:  # (each distinct subscription once, not each member)
+        topics = tuple(sorted({t for t in subscription_topics(subscription, resolved) if t in existing}))
         if common is None:
             common = topics
         elif topics != common:
@@ -94,16 +91,17 @@ def update_kept_target(writes: ConsumerWrites, group: ConsumerGroup, topics: tup
     if state is None or state.layout != layout or not _still_held(state, group):
         state = _rebuild(group, layout)
     written = state.written
-    for gone in [m for m in written if m not in members]:
+    for gone in written.keys() - members.keys():
         del written[gone]
     kept = state.kept
     to_write = kept.run(members)
-    to_write.update(m for m in members if m not in targets)
+    to_write.update(members.keys() - targets.keys())
     to_write.update(m for m in state.dirty if m in members)
     state.dirty = set()
     topic_ids = [topic_id for _, topic_id, _ in layout]
     t_count = len(topic_ids)
-    for member_id in [m for m in members if m in to_write]:  # (in the group's order, as the full computation)
+    # (in the group's order, as the full computation)
+    for member_id in list(filter(to_write.__contains__, members)) if to_write else ():
         by_topic: dict[uuid.UUID, set[int]] = {}
         for key in kept.held[member_id]:
             partition, t = divmod(key, t_count)
@@ -123,9 +121,8 @@ def _layout(group: ConsumerGroup, topics: tuple[str, ...]) -> TopicLayout:
 def _still_held(state: KeptTarget, group: ConsumerGroup) -> bool:
     """Whether every member's current target is the object the kept state last saw (a member it never saw has
     no target)."""
-    written = state.written
-    targets = group.targets
-    return all(targets.get(member_id) is written.get(member_id) for member_id in group.members)
+    members = group.members
+    return all(map(operator.is_, map(group.targets.get, members), map(state.written.get, members)))
 
 
 def _rebuild(group: ConsumerGroup, layout: TopicLayout) -> KeptTarget:

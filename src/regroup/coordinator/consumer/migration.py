@@ -27,7 +27,7 @@ from regroup.coordinator.classic.group import (
 )
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState, Partitions
 from regroup.coordinator.consumer.ops import cancel_timers, group_full, schedule_session
-from regroup.coordinator.consumer.subscriptions import group_topic_names, subscription_metadata
+from regroup.coordinator.consumer.subscriptions import subscribed_names, subscription_metadata
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.events import GroupCreated, GroupDeleted, LeaveReason
@@ -241,8 +241,7 @@ def downgrade(
     rebalance_needed = (
         joining is None
         or group.group_epoch > group.assignment_epoch
-        or subscription_metadata(group_topic_names(group.members.values(), group.resolved_regexes), groups.image)
-        != group.subscribed_topics
+        or subscription_metadata(subscribed_names(group), groups.image) != group.subscribed_topics
         or _targets_not_held(group)
     )
     # born Stable, as Kafka's ClassicGroup.fromConsumerGroup creates it (a new group, not a transition)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState, Partitions
 from regroup.coordinator.consumer.reconcile import Owned, reconcile
-from regroup.coordinator.consumer.subscriptions import group_topic_names, subscription_metadata
+from regroup.coordinator.consumer.subscriptions import subscribed_names, subscription_metadata
 from regroup.coordinator.consumer.target import RACK_AWARE_SERVER_ASSIGNORS, compute_target
 from regroup.coordinator.consumer.timers import MEMBER_TIMER_KEYS, MemberSessionTimer, RevocationTimer, revocation_key
 from regroup.coordinator.consumer.writes import ConsumerWrites
@@ -97,14 +97,13 @@ def replace_static_member(
 def refresh_subscriptions(
     writes: ConsumerWrites,
     group: ConsumerGroup,
-    members: list[ConsumerGroupMember],
     image: ClusterImage,
     group_epoch: int,
     force_bump: bool,
 ) -> int:
-    """Recompute the subscription metadata of ``members`` (the group as it will be); write it and bump the
-    group epoch if it changed (or if ``force_bump``). Returns the group epoch."""
-    topics = subscription_metadata(group_topic_names(members, group.resolved_regexes), image)
+    """Recompute the subscription metadata of the group's members; write it and bump the group epoch if it
+    changed (or if ``force_bump``). Returns the group epoch."""
+    topics = subscription_metadata(subscribed_names(group), image)
     bump = force_bump
     if topics != group.subscribed_topics:
         writes.subscription_metadata(group.group_id, topics.values())

@@ -65,7 +65,7 @@ def resolve(ctx: Ctx, groups: Groups, group: ConsumerGroup) -> None:
         writes.regex(group.group_id, regex, topics)
     ctx.journal.set(group, "regex_image", image)
     if group.regex_subscribers:
-        refresh_subscriptions(writes, group, list(group.members.values()), image, group.group_epoch, changed)
+        refresh_subscriptions(writes, group, image, group.group_epoch, changed)
 
 
 def update_regexes(

@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import re2
 
-from regroup.coordinator.consumer.group import ConsumerGroupMember, ResolvedRegex
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ResolvedRegex, Subscription
 from regroup.model.cluster import ClusterImage
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.records.consumer import SubscribedTopic
@@ -40,19 +40,35 @@ def matching_topics(pattern: str, image: ClusterImage) -> tuple[str, ...]:
 def member_topics(member: ConsumerGroupMember, resolved: Mapping[str, ResolvedRegex]) -> tuple[str, ...]:
     """Everything the member subscribes to: its names and the topics its regex resolved to in the group
     (``resolved``: the group's resolutions; a regex not resolved yet adds nothing)."""
-    regex = member.subscribed_topic_regex
+    return subscription_topics((member.subscribed_topic_names, member.subscribed_topic_regex), resolved)
+
+
+def subscription_topics(subscription: Subscription, resolved: Mapping[str, ResolvedRegex]) -> tuple[str, ...]:
+    """Everything a member with this subscription (names, regex) subscribes to (``member_topics``)."""
+    names, regex = subscription
     if regex is None:
-        return member.subscribed_topic_names
+        return names
     matched = resolved.get(regex)
     if matched is None or not matched.topics:
-        return member.subscribed_topic_names
-    return tuple(sorted(set(member.subscribed_topic_names) | set(matched.topics)))
+        return names
+    return tuple(sorted(set(names) | set(matched.topics)))
 
 
 def group_topic_names(members: Iterable[ConsumerGroupMember], resolved: Mapping[str, ResolvedRegex]) -> set[str]:
+    """Every topic the members subscribe to, member by member (``subscribed_names`` reads the group's counts)."""
     names: set[str] = set()
     for m in members:
         names.update(member_topics(m, resolved))
+    return names
+
+
+def subscribed_names(group: ConsumerGroup) -> set[str]:
+    """Every topic the group's members subscribe to: ``group_topic_names`` of its members, read from its
+    distinct subscriptions (``ConsumerGroup.subscriptions``), each once."""
+    resolved = group.resolved_regexes
+    names: set[str] = set()
+    for subscription in group.subscriptions:
+        names.update(subscription_topics(subscription, resolved))
     return names
 
 

@@ -6,8 +6,11 @@ the group deleted."""
 
 from __future__ import annotations
 
+import operator
 import uuid
 from collections.abc import Iterable
+from itertools import repeat
+from typing import Any, Final
 
 from regroup.coordinator.consumer.group import (
     EMPTY,
@@ -51,6 +54,8 @@ from regroup.records.builders import (
 )
 from regroup.records.consumer import PartitionSet, SubscribedTopic
 from regroup.records.model import Record
+
+_client_id: Final[operator.attrgetter[Any]] = operator.attrgetter("client_id")
 
 
 class ConsumerWrites:
@@ -101,8 +106,11 @@ class ConsumerWrites:
         """The new target is complete: its epoch, computed by ``assignor`` (Kafka's name)."""
         self._write(new_consumer_group_target_assignment_epoch_record(group_id, epoch))
         group = self._existing(group_id)
-        target_of = group.target_of
-        targets = tuple((member_id, m.client_id, target_of(member_id)) for member_id, m in group.members.items())
+        members = group.members
+        # (member id, client id, ``group.target_of(member id)``) per member, the tuples built by C-level
+        # iterators rather than one Python call per member
+        client_ids = map(_client_id, members.values())
+        targets = tuple(zip(members, client_ids, map(group.targets.get, members, repeat(EMPTY)), strict=True))
         self.ctx.event(TargetComputed(group_id, epoch, assignor, targets))
 
     def current_assignment(self, group_id: str, m: ConsumerGroupMember) -> None:
