@@ -7,12 +7,16 @@ retention takes the expired segments out of the log on the loop (no read sees th
 start offset moves), and their files are removed on a worker thread afterwards, a few dozen partitions' worth
 at a time, each partition's oldest first (:class:`~regroup.storage.partition_log.DroppedSegments`): deleting
 files on a busy disk can take tens of milliseconds. The pass ends once they are removed; a crash before that
-leaves files that are whole older segments at the next start, deleted again by its first pass. A compaction's
-planning — reading the older segments and rewriting them in memory —
-runs on a worker thread, as it only reads files that never change in place; swapping the result in runs back
-on the loop (:mod:`regroup.storage.compaction`), one rewritten group at a time. A partition is compacted again
-only when a segment was rolled since its last compaction, or a tombstone it kept has since expired. A failure
-in one partition is logged and the pass goes on; the server never stops for it.
+leaves files that are whole older segments at the next start, deleted again by its first pass. DeleteRecords
+(``handlers/records.py``) hands the files of the segments it drops to the same worker-thread removal
+(:func:`remove_dropped`). A compaction's planning — reading the older segments and rewriting them in memory —
+runs on a worker thread, as it only reads files that never change in place; so does the file work of
+swapping the result in (:func:`regroup.storage.compaction.apply_steps`), one rewritten group at a time:
+writing, fsyncing and indexing the new segment, then fsyncing the directory and removing the segments it
+replaced. Only the switch of the log in memory and the two renames that go with it (``.cleaned`` to
+``.swap``, ``.swap`` to ``.log``) run on the loop. A partition is compacted again only when a segment was
+rolled since its last compaction, or a tombstone it kept has since expired. A failure in one partition is
+logged and the pass goes on; the server never stops for it.
 
 The pass on the loop gives it back after every partition and between two groups a compaction swaps in, and
 lists each topic's partitions only when it reaches that topic, so that no step of it grows with the number of
@@ -37,7 +41,7 @@ from regroup.storage.partition_log import DroppedSegments, PartitionLog
 from regroup.storage.retention import enforce_retention, maybe_roll
 from regroup.storage.topic_config import LogPolicy
 
-__all__ = ["DEFAULT_CHECK_INTERVAL_MS", "CleaningReport", "LogCleaner", "log_report"]
+__all__ = ["DEFAULT_CHECK_INTERVAL_MS", "CleaningReport", "LogCleaner", "log_report", "remove_dropped"]
 
 log = logging.getLogger(__name__)
 
@@ -204,20 +208,25 @@ class LogCleaner:
     async def _apply_async(
         self, plog: PartitionLog, planned: compaction.CompactionPlan | None, report: CleaningReport
     ) -> None:
-        """:meth:`_apply` giving the loop back after each group swapped in (each finds its segments again)."""
+        """:meth:`_apply` with the file work on a worker thread, giving the loop back meanwhile (each group
+        finds its segments again)."""
         if planned is None:
             return
         steps = compaction.apply_steps(plog, planned)
-        while True:
-            try:
-                next(steps)
-            except StopIteration as finished:
-                done: compaction.CompactionResult = finished.value
-                break
-            except (OSError, StorageError, ValueError) as exc:
-                _fail(report, plog, exc)
-                return
-            await asyncio.sleep(0)
+        try:
+            work = next(steps)
+            while True:
+                try:
+                    await asyncio.to_thread(work)
+                except (OSError, StorageError, ValueError) as exc:  # the steps decide: raised again, or the end
+                    work = steps.throw(exc)
+                else:
+                    work = next(steps)
+        except StopIteration as finished:
+            done: compaction.CompactionResult = finished.value
+        except (OSError, StorageError, ValueError) as exc:  # a segment swapped in stays a .swap until reopened
+            _fail(report, plog, exc)
+            return
         self._applied(plog, planned, done, report)
 
     def _applied(
@@ -249,10 +258,17 @@ def _run(
 
 async def _remove(batch: list[tuple[Path, DroppedSegments]], report: CleaningReport) -> None:
     """Remove the dropped segment files of ``batch`` on a worker thread; each partition's failure is logged."""
-    if not batch:
-        return
-    for directory, exc in await asyncio.to_thread(_remove_all, batch):
+    for directory, exc in await remove_dropped(batch):
         _failed(report, directory, exc)
+
+
+async def remove_dropped(batch: list[tuple[Path, DroppedSegments]]) -> list[tuple[Path, OSError]]:
+    """Remove the files of segments taken out of their logs — ``(partition directory, its dropped files)``,
+    each partition's oldest first — on a worker thread, which closes their directories; the partitions whose
+    removal failed (the files left are whole older segments, dropped again later)."""
+    if not batch:
+        return []
+    return await asyncio.to_thread(_remove_all, batch)
 
 
 def _remove_all(batch: list[tuple[Path, DroppedSegments]]) -> list[tuple[Path, OSError]]:

@@ -1,8 +1,8 @@
 """Log compaction (``cleanup.policy=compact``): in the segments before the active one, keep only the latest
 record of each key, drop tombstones older than ``delete.retention.ms``, keep every offset where it was.
 
-A shell (docs/architecture.md): it reads segment files; :meth:`PartitionLog.replace_segments` writes the result
-(crash-safely, :mod:`regroup.storage.segment_swap`). Like Kafka's cleaner, in two steps:
+A shell (docs/architecture.md): it reads segment files; :meth:`PartitionLog.start_rewrite` and what follows it
+write the result (crash-safely, :mod:`regroup.storage.segment_swap`). Like Kafka's cleaner, in two steps:
 
 1. :func:`plan` — may run on a worker thread, as it only reads older segments, which never change in place —
    builds the map *key → offset of its latest record* over the cleanable segments (every older segment, up
@@ -12,6 +12,9 @@ A shell (docs/architecture.md): it reads segment files; :meth:`PartitionLog.repl
    tombstone (null value), if its timestamp is less than ``delete.retention.ms`` old;
 2. :func:`apply` — on the log's owner thread — swaps each rewritten group in, unless the log changed under it
    (a DeleteRecords removed one of its segments meanwhile: that group waits for the next pass).
+   :func:`apply_steps` does it in steps, handing the owner the file work (writing and fsyncing the new
+   segment, removing the ones it replaces) to run on another thread, while the changes to the log in memory,
+   with the renames that go with them, stay on the owner's thread.
 
 **The rewritten batches.** A batch keeps its base offset, its last offset delta, its producer fields and
 its attributes, and holds the records kept, byte for byte (their offset and timestamp deltas are relative
@@ -30,7 +33,7 @@ from __future__ import annotations
 import gzip
 import struct
 import zlib
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 
 from crc32c import crc32c
@@ -43,6 +46,7 @@ __all__ = [
     "DEFAULT_MAX_KEYS",
     "CompactionPlan",
     "CompactionResult",
+    "FileWork",
     "apply",
     "apply_steps",
     "compact",
@@ -321,41 +325,90 @@ def _clean_group(
     return written
 
 
+#: a piece of file work :func:`apply_steps` hands its caller, to run on any thread before asking for the next
+FileWork = Callable[[], object]
+
+
 def apply(plog: PartitionLog, compaction: CompactionPlan) -> CompactionResult:
     """Swap the planned groups into ``plog`` (newest group first, so earlier positions stay valid); a group
-    whose segments are no longer all there is skipped."""
+    whose segments are no longer all there is skipped. The file work runs here."""
     steps = apply_steps(plog, compaction)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            result: CompactionResult = done.value
-            return result
+    try:
+        work = next(steps)
+        while True:
+            try:
+                work()
+            except Exception as exc:  # the steps decide (a log closed meanwhile ends quietly)
+                work = steps.throw(exc)
+            else:
+                work = next(steps)
+    except StopIteration as done:
+        result: CompactionResult = done.value
+        return result
 
 
-def apply_steps(plog: PartitionLog, compaction: CompactionPlan) -> Generator[None, None, CompactionResult]:
-    """:func:`apply` one group at a time: the generator stops after each group swapped in, so that the log's
-    owner may do other work between two swaps (the server's event loop serves requests), and returns the
-    result. Each group finds its segments again when its turn comes (a DeleteRecords meanwhile may have
-    removed some: that group is skipped, as by :func:`apply`); a log closed meanwhile ends it."""
+def apply_steps(plog: PartitionLog, compaction: CompactionPlan) -> Generator[FileWork, None, CompactionResult]:
+    """:func:`apply` in steps: the generator yields each piece of file work — the new segment's writing,
+    fsync and indexing (:meth:`~regroup.storage.partition_log.Rewrite.write`); once it is swapped in, the
+    directory's fsync and the removal of the segments it replaced — for the caller to run (the server's event
+    loop runs them on a worker thread and serves requests meanwhile) before asking for the next step, and
+    returns the result. A piece that fails is thrown back into the generator (``throw``): it ends quietly if
+    the log was closed meanwhile (its topic deleted), else raises it again — a new segment already swapped in
+    then stays in its ``.swap`` file, which the next open finishes. The log is only changed between two
+    pieces, on the caller's thread. Each group finds its segments again when its turn comes and once more
+    after its new segment is written (a DeleteRecords meanwhile may have removed some: that group is skipped,
+    as by :func:`apply`, and its file discarded); a log closed meanwhile ends it."""
     replaced = written = before = after = 0
     for bases, data in reversed(compaction.groups):
-        current = [span.base for span in plog.older_segments()]
-        if bases[0] not in current:
+        if plog.closed:
+            break
+        if _locate(plog, bases) is None:
             continue
-        first = current.index(bases[0])
-        if current[first : first + len(bases)] != bases:
+        rewrite = plog.start_rewrite(bases, data)
+        if not (yield from _work(plog, rewrite.write)):
+            break
+        found = None if plog.closed else _locate(plog, bases)
+        if found is None:
+            yield rewrite.discard
             continue
-        before += sum(span.size for span in plog.older_segments()[first : first + len(bases)])
-        plog.replace_segments(first, len(bases), data)
+        first, size = found
+        try:
+            removal = plog.swap_rewrite(first, rewrite)
+        except BaseException:
+            rewrite.discard()
+            raise
+        before += size
+        if not (yield from _work(plog, removal.remove)):
+            break
+        plog.settle_rewrite(rewrite)
         replaced += len(bases)
         written += 1
         after += len(data)
-        yield
-        if plog.closed:
-            break
     removed = compaction.records_before - compaction.records_after
     return CompactionResult(replaced, written, before, after, removed)
+
+
+def _work(plog: PartitionLog, work: FileWork) -> Generator[FileWork, None, bool]:
+    """Hand ``work`` to the caller; ``False`` if it failed because ``plog`` was closed meanwhile."""
+    try:
+        yield work
+    except OSError:
+        if plog.closed:
+            return False
+        raise
+    return True
+
+
+def _locate(plog: PartitionLog, bases: list[int]) -> tuple[int, int] | None:
+    """``(index, bytes)`` of the run of older segments ``bases`` in ``plog``, or ``None`` if it is not all there."""
+    spans = plog.older_segments()
+    current = [span.base for span in spans]
+    if bases[0] not in current:
+        return None
+    first = current.index(bases[0])
+    if current[first : first + len(bases)] != bases:
+        return None
+    return first, sum(span.size for span in spans[first : first + len(bases)])
 
 
 def compact(

@@ -35,7 +35,15 @@ meanwhile cannot pull the descriptor from under it; a roll or a close during it 
 since an older segment must be whole on disk before the next one exists), and with
 :attr:`PartitionLog.defer_interval_sync` set the ``INTERVAL`` fsync due after an append is left to the owner
 (:attr:`PartitionLog.sync_due`). :meth:`PartitionLog.drop_oldest_segment` takes the oldest segment out of the
-log at once and leaves its file for the owner to remove (:class:`DroppedSegments`, oldest first).
+log at once and leaves its file for the owner to remove (:class:`DroppedSegments`, oldest first);
+:meth:`PartitionLog.move_log_start` does the same for DeleteRecords once the new log start offset is durable.
+A compaction's rewritten segment comes in the same way (:meth:`PartitionLog.start_rewrite`): written, fsynced
+and indexed anywhere (:meth:`Rewrite.write`), renamed into place and switched to in memory on the owner's
+thread (:meth:`PartitionLog.swap_rewrite`), the segments it replaces removed anywhere (after the directory's
+fsync that commits it), then renamed to its final name on the owner's thread
+(:meth:`PartitionLog.settle_rewrite`). Until then the new segment is read from its ``.swap`` file and is
+neither dropped nor replaced: every file a read may open exists, and each step leaves the directory in a
+state :func:`~regroup.storage.segment_swap.recover` knows.
 
 Not thread-safe: one owner (the server's event loop) drives it.
 """
@@ -76,7 +84,16 @@ from regroup.storage.markers import marker_batch
 from regroup.storage.partition_txns import OpenTxn, PartitionTxns
 from regroup.storage.record_log import FsyncPolicy
 from regroup.storage.segment_dir import gap_name, list_dir, segment_name
-from regroup.storage.segment_swap import expected_name, read_log_start, recover, swap_in, write_log_start
+from regroup.storage.segment_swap import (
+    cleaned_name,
+    commit_swap,
+    expected_name,
+    read_log_start,
+    recover,
+    settle_swap,
+    write_cleaned,
+    write_log_start,
+)
 from regroup.storage.topic_config import DEFAULT_SEGMENT_BYTES
 
 __all__ = [
@@ -89,6 +106,7 @@ __all__ = [
     "PartitionLog",
     "PendingSync",
     "Reject",
+    "Rewrite",
     "SegmentSpan",
     "fsync_dir",
 ]
@@ -129,11 +147,14 @@ class DroppedSegments:
 
     dir_fd: int
     names: list[str]
+    #: fsync the directory before removing anything (what a compaction's swap needs: its rename first durable)
+    sync_first: bool = False
 
     @classmethod
-    def open(cls, directory: Path, paths: list[Path]) -> DroppedSegments:
+    def open(cls, directory: Path, paths: list[Path], *, sync_first: bool = False) -> DroppedSegments:
         """Hold ``directory`` open for removing ``paths`` (files in it, oldest first) later."""
-        return cls(os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | CLOEXEC), [p.name for p in paths])
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | CLOEXEC)
+        return cls(fd, [p.name for p in paths], sync_first)
 
     def remove(self) -> int:
         """Remove the files oldest first and close the directory; the number removed. Stops at the first
@@ -141,6 +162,8 @@ class DroppedSegments:
         whose older segments continue without a hole, which opens as it is (the next cleaning pass deletes
         them again). Already gone (a topic deleted meanwhile) counts as removed."""
         try:
+            if self.sync_first:
+                _fsync_file(self.dir_fd)
             for i, name in enumerate(self.names):
                 try:
                     os.unlink(name, dir_fd=self.dir_fd)
@@ -152,6 +175,30 @@ class DroppedSegments:
             return len(self.names)
         finally:
             os.close(self.dir_fd)
+
+
+@dataclass(slots=True)
+class Rewrite:
+    """A compaction's new segment for the older segments ``bases`` (:meth:`PartitionLog.start_rewrite`).
+    :meth:`write` and :meth:`discard` touch no state of the log and may run on any thread."""
+
+    directory: Path
+    bases: list[int]
+    data: bytes
+    sync: bool
+    segment: _Segment | None = None  # once written: the new segment, indexed
+    end: int = 0  # the offset after its last batch
+    problem: str = ""  # why indexing it stopped early
+
+    def write(self) -> None:
+        """Write and fsync ``<base>.cleaned`` and index it (step 1 of :mod:`regroup.storage.segment_swap`)."""
+        seg = _Segment(self.bases[0], write_cleaned(self.directory, self.bases[0], self.data, sync=self.sync))
+        self.end, self.problem = _index(seg, self.data)
+        self.segment = seg
+
+    def discard(self) -> None:
+        """Remove the ``.cleaned`` file of a rewrite that will not be swapped in."""
+        (self.directory / cleaned_name(self.bases[0])).unlink(missing_ok=True)
 
 
 class OffsetOutOfRange(StorageError):
@@ -223,6 +270,8 @@ class _Segment:
     path: Path
     index: _Index = field(default_factory=_Index)
     gap: bool = False
+    #: a compaction's new segment between its swap and its settling: read from its ``.swap`` file, kept
+    swapping: bool = False
 
     def open_read(self) -> int:
         return os.open(self.path, os.O_RDONLY | CLOEXEC)
@@ -629,15 +678,32 @@ class PartitionLog:
     def advance_log_start(self, offset: int) -> int:
         """Move the log start offset up to ``offset`` (DeleteRecords; never down), durably, then delete the
         older segments wholly below it. Returns the log start offset. ``offset`` must not pass the log end."""
+        start, dropped = self.move_log_start(offset)
+        for path in dropped:
+            path.unlink(missing_ok=True)
+        return start
+
+    def move_log_start(self, offset: int) -> tuple[int, list[Path]]:
+        """:meth:`advance_log_start` leaving the files to the caller: the log start offset is durable and no
+        read goes below it when this returns, and the older segments wholly below it are out of the log.
+        Returns the log start offset and their files, oldest first, to remove in that order
+        (:class:`DroppedSegments`). Until they are removed they are older segments below the log start offset
+        ``log-start-offset`` holds, which a reopened log finds again and the next call drops."""
         self._check_writable()
         if not 0 <= offset <= self._leo:
             raise OffsetOutOfRange(f"offset {offset} is outside [0, {self._leo}]")
         if offset > self.log_start_offset:
             write_log_start(self._dir, offset, sync=self._policy is not FsyncPolicy.NEVER)
             self._start = offset
-        while len(self._segments) > 1 and self._segments[1].base <= self._start:
-            self.delete_oldest_segment()
-        return self.log_start_offset
+        return self.log_start_offset, self.drop_below_start()
+
+    def drop_below_start(self) -> list[Path]:
+        """Take the older segments wholly below the log start offset out of the log (:meth:`drop_oldest_segment`,
+        stopping at a segment still being swapped in); their files, oldest first."""
+        dropped = []
+        while self.can_drop_oldest and self._segments[1].base <= self._start:
+            dropped.append(self.drop_oldest_segment())
+        return dropped
 
     def older_segments(self) -> list[SegmentSpan]:
         """Every segment but the active one, oldest first."""
@@ -648,19 +714,27 @@ class PartitionLog:
             spans.append(SegmentSpan(seg.base, self._segments[i + 1].base, seg.path, idx.end, newest, seg.gap))
         return spans
 
+    @property
+    def can_drop_oldest(self) -> bool:
+        """There is an older segment, and it is not a compaction's new segment still being swapped in."""
+        return len(self._segments) > 1 and not self._segments[0].swapping
+
     def delete_oldest_segment(self) -> None:
         """Delete the oldest segment (or gap marker); never the active one. The log start offset moves to the
         next file's base. Oldest first, so a crash part-way leaves the newer segments complete."""
         self.drop_oldest_segment().unlink(missing_ok=True)
 
     def drop_oldest_segment(self) -> Path:
-        """Take the oldest segment (or gap marker) out of the log, never the active one: from now on no read
-        sees it and the log start offset is the next file's base. Its handle is closed; its file is left for
-        the caller to remove (the path returned), after those dropped before it — until it is removed, the file
-        is an older segment that a reopened log finds again, whole, below the rest."""
+        """Take the oldest segment (or gap marker) out of the log, never the active one nor one still being
+        swapped in (:attr:`can_drop_oldest`): from now on no read sees it and the log start offset is the next
+        file's base. Its handle is closed; its file is left for the caller to remove (the path returned), after
+        those dropped before it — until it is removed, the file is an older segment that a reopened log finds
+        again, whole, below the rest."""
         self._check_writable()
         if len(self._segments) < 2:
             raise ValueError("the active segment is never deleted")
+        if self._segments[0].swapping:
+            raise ValueError(f"{self._segments[0].path}: a compaction is still swapping this segment in")
         seg = self._segments.pop(0)
         self._bases.pop(0)
         self._handles.forget(seg)
@@ -668,22 +742,79 @@ class PartitionLog:
 
     def replace_segments(self, first: int, count: int, data: bytes) -> None:
         """Replace ``count`` older segments from index ``first`` by one segment of ``data`` — batches covering
-        exactly their offsets (:mod:`regroup.storage.segment_swap` does it crash-safely)."""
+        exactly their offsets — all at once: :meth:`start_rewrite`'s steps in a row."""
+        rewrite = self.start_rewrite(self._bases[first : first + count], data)
+        rewrite.write()
+        try:
+            replaced = self.swap_rewrite(first, rewrite)
+        except BaseException:
+            rewrite.discard()
+            raise
+        replaced.remove()
+        self.settle_rewrite(rewrite)
+
+    def start_rewrite(self, bases: list[int], data: bytes) -> Rewrite:
+        """A compaction's new segment of ``data`` (batches covering exactly the offsets of the older segments
+        ``bases``, consecutive, oldest first) to swap in crash-safely (:mod:`regroup.storage.segment_swap`):
+
+        1. :meth:`Rewrite.write` (any thread) writes, fsyncs and indexes it;
+        2. :meth:`swap_rewrite` (the owner's thread) renames it to ``.swap`` and puts it in the log in place
+           of those segments, unless they are no longer all there (then :meth:`Rewrite.discard` it);
+        3. the :class:`DroppedSegments` it returns (any thread) fsync the directory — the commit point — and
+           remove the segments replaced (the first one too, unless the log does not fsync);
+        4. :meth:`settle_rewrite` (the owner's thread) renames the ``.swap`` over the first one.
+
+        The log never holds a segment whose file is gone, and a crash after any step reopens as the old
+        segments or the new one."""
+        if not bases:
+            raise ValueError("nothing to rewrite")
+        return Rewrite(self._dir, list(bases), data, self._policy is not FsyncPolicy.NEVER)
+
+    def swap_rewrite(self, first: int, rewrite: Rewrite) -> DroppedSegments:
+        """Step 2 of :meth:`start_rewrite`: the segments from index ``first`` must be ``rewrite.bases``; the
+        new segment replaces them in the log (read from its ``.swap`` file, kept from retention, DeleteRecords
+        and compaction until :meth:`settle_rewrite`). Returns the files to remove (step 3)."""
         self._check_writable()
+        seg = rewrite.segment
+        count = len(rewrite.bases)
         run = self._segments[first : first + count]
-        if not run or first + count >= len(self._segments) or any(seg.gap for seg in run):
+        if seg is None:
+            raise ValueError("the rewrite was not written")
+        if (
+            not run
+            or first + count >= len(self._segments)
+            or self._bases[first : first + count] != rewrite.bases
+            or any(s.gap or s.swapping for s in run)
+        ):
             raise ValueError("only a run of older segments (no gap markers) can be replaced")
-        for seg in run:
-            self._handles.forget(seg)
-        sync = self._policy is not FsyncPolicy.NEVER
-        path = swap_in(self._dir, run[0].base, data, [seg.base for seg in run], sync=sync)
-        seg = _Segment(run[0].base, path)
-        end, problem = _index(seg, data)
-        if problem or end != self._segments[first + count].base:
-            self._failed = CorruptLogError(f"{path}: the rewritten segment does not cover its offsets: {problem}")
-            raise self._failed
+        if rewrite.problem or rewrite.end != self._segments[first + count].base:
+            raise CorruptLogError(
+                f"{seg.path}: the rewritten segment does not cover its offsets: {rewrite.problem or rewrite.end}"
+            )
+        # once the directory's fsync has made the .swap durable, the first segment's file goes too, so that the
+        # rename of step 4 frees no blocks on the owner's thread; without fsyncs it stays, until that rename
+        gone = run if rewrite.sync else run[1:]
+        replaced = DroppedSegments.open(self._dir, [s.path for s in gone], sync_first=rewrite.sync)
+        try:
+            seg.path = commit_swap(self._dir, seg.base)
+        except BaseException:
+            os.close(replaced.dir_fd)
+            raise
+        seg.swapping = True
+        for old in run:
+            self._handles.forget(old)
         self._segments[first : first + count] = [seg]
         self._bases[first : first + count] = [seg.base]
+        return replaced
+
+    def settle_rewrite(self, rewrite: Rewrite) -> None:
+        """Step 4 of :meth:`start_rewrite`, once step 3 is done: the new segment gets its final name (kept
+        open meanwhile, a read is not disturbed). A closed log leaves the ``.swap`` file, finished on open."""
+        seg = rewrite.segment
+        if self._closed or seg is None or not seg.swapping:
+            return
+        seg.path = settle_swap(self._dir, seg.base)
+        seg.swapping = False
 
     def roll_active(self) -> bool:
         """Start a new active segment if the current one holds anything (segment.ms); ``True`` if it did."""

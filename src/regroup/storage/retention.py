@@ -7,7 +7,8 @@ A shell (docs/architecture.md): it takes segments out of the log with :meth:`Par
 and removes their files, oldest first — at once, or (``remove=False``) left to the caller, who removes them on
 another thread (:class:`~regroup.storage.partition_log.DroppedSegments`) once the log no longer shows them. A
 crash part-way leaves the newer segments complete (the oldest go first): a file dropped but not yet removed is
-an older segment again at the next start, whole and continuing into the rest, and the next pass deletes it.
+an older segment again at the next start, whole and continuing into the rest, and the next pass deletes it —
+also one that a DeleteRecords dropped, which lies below the persisted log start offset.
 """
 
 from __future__ import annotations
@@ -33,16 +34,18 @@ def enforce_retention(
     plog: PartitionLog, now_ms: int, *, retention_ms: int, retention_bytes: int, remove: bool = True
 ) -> RetentionResult:
     """Delete the oldest segments breaching ``retention_ms`` (by their newest timestamp; -1: none) or
-    ``retention_bytes`` (the partition's bytes, active segment included; -1: none). A repair's gap marker
-    has no timestamp: time retention takes it as old. ``remove=False`` only takes them out of the log: their
-    files are in the result's ``dropped``, for the caller to remove in that order."""
+    ``retention_bytes`` (the partition's bytes, active segment included; -1: none), and those wholly below the
+    log start offset (a DeleteRecords' files a crash left), up to a compaction's segment still being swapped
+    in. A repair's gap marker has no timestamp: time retention takes it as old. ``remove=False`` only takes
+    them out of the log: their files are in the result's ``dropped``, for the caller to remove in that order."""
     deleted = freed = 0
     dropped: list[Path] = []
     excess = plog.size_bytes - retention_bytes if retention_bytes >= 0 else -1
     for span in plog.older_segments():
         expired = retention_ms >= 0 and now_ms - span.max_timestamp > retention_ms
         too_big = excess >= 0 and excess - span.size >= 0
-        if not (expired or too_big):
+        below_start = span.end <= plog.log_start_offset  # left by a crash before a DeleteRecords removed it
+        if not (expired or too_big or below_start) or not plog.can_drop_oldest:
             break
         path = plog.drop_oldest_segment()
         if remove:

@@ -4,16 +4,25 @@ either the old segments or the new one — and the partition's other small files
 A shell (docs/architecture.md). Compaction rewrites the segments ``[b0, b1, ..., bk]`` (offsets ``b0`` up to
 the next file's base ``N``) into one file covering exactly the same offsets, in these steps:
 
-1. write ``<b0>.cleaned`` and fsync it — a crash here leaves a stray ``.cleaned`` file, deleted on open;
-2. rename it to ``<b0>.swap`` and fsync the directory: **the commit point**. From here on the new file is the
-   truth; its batches cover offsets ``b0`` to ``N - 1`` without a hole, so ``N`` is read from its last batch;
+1. write ``<b0>.cleaned`` and fsync it (:func:`write_cleaned`) — a crash here leaves a stray ``.cleaned``
+   file, deleted on open;
+2. rename it to ``<b0>.swap`` (:func:`commit_swap`) and fsync the directory: **the commit point**. From here
+   on the new file is the truth; its batches cover offsets ``b0`` to ``N - 1`` without a hole, so ``N`` is
+   read from its last batch. (A crash after the rename but before the directory's fsync leaves either name:
+   the old segments or the new file, each a whole log.)
 3. delete the segments ``b1 .. bk`` (those with a base in ``(b0, N)``), then rename ``<b0>.swap`` over
-   ``<b0>.log`` and fsync the directory.
+   ``<b0>.log`` (:func:`settle_swap`) — never the other way round: ``<b0>.log`` covering ``N - 1`` beside a
+   segment it overlaps would be damage at the next start, while a ``.swap`` beside them is finished. Once the
+   commit is durable, ``<b0>.log`` itself may be deleted first too (the server does, so that the rename frees
+   no blocks): a sound ``.swap`` is finished whether or not it is there.
 
-:func:`recover` runs when a partition log opens, before anything else: it deletes ``.cleaned`` files and
-finishes every ``.swap`` whose batches are sound (steps 3), or deletes a ``.swap`` that is not (which only a
-crash under ``--fsync never`` can leave, while the old segments are still complete). Running it again after a
-crash inside it finishes the job.
+:func:`swap_in` runs them all at once. The server runs them apart, so that its event loop does no file work
+but the renames (``PartitionLog.replace_segments`` and ``start_rewrite``): step 1 and, in step 3, the
+directory's fsync and the deletions on a worker thread; the renames on the loop, each together with the
+change of the log in memory that it goes with. :func:`recover` runs when a partition log opens, before
+anything else: it deletes ``.cleaned`` files and finishes every ``.swap`` whose batches are sound (steps 3),
+or deletes a ``.swap`` that is not (which only a crash under ``--fsync never`` can leave, while the old
+segments are still complete). Running it again after a crash inside it finishes the job.
 
 The log start offset a DeleteRecords sets lives in ``log-start-offset`` (decimal text, replaced atomically).
 """
@@ -30,10 +39,13 @@ from regroup.storage.segment_dir import SEGMENT_RE, segment_name
 
 __all__ = [
     "LOG_START_FILE",
+    "commit_swap",
     "expected_name",
     "read_log_start",
     "recover",
+    "settle_swap",
     "swap_in",
+    "write_cleaned",
     "write_log_start",
 ]
 
@@ -68,25 +80,44 @@ def covered_end(data: bytes, base: int) -> int | None:
     return expected if pos > 0 else None
 
 
-def swap_in(directory: Path, base: int, data: bytes, replaced: list[int], *, sync: bool) -> Path:
-    """Replace the segments ``replaced`` (bases, ``base`` first) by ``data`` (batches covering the same
-    offsets), crash-safely as the module doc says. Returns the new segment's path."""
-    if not replaced or replaced[0] != base:
-        raise ValueError(f"the run to replace must start at {base}: {replaced}")
+def write_cleaned(directory: Path, base: int, data: bytes, *, sync: bool) -> Path:
+    """Step 1: ``<base>.cleaned`` holding ``data``, fsynced when ``sync`` (any thread); its path."""
     cleaned = directory / cleaned_name(base)
     write_whole_file(cleaned, data, sync=sync)
+    return cleaned
+
+
+def commit_swap(directory: Path, base: int) -> Path:
+    """Step 2 but the directory's fsync: rename ``<base>.cleaned`` to ``<base>.swap``; the latter's path."""
     swap = directory / swap_name(base)
-    os.replace(cleaned, swap)
+    os.replace(directory / cleaned_name(base), swap)
+    return swap
+
+
+def settle_swap(directory: Path, base: int) -> Path:
+    """The end of step 3, once the segments the swap replaces are gone: rename ``<base>.swap`` over
+    ``<base>.log``; the latter's path."""
+    final = directory / segment_name(base)
+    os.replace(directory / swap_name(base), final)
+    return final
+
+
+def swap_in(directory: Path, base: int, data: bytes, replaced: list[int], *, sync: bool) -> Path:
+    """Replace the segments ``replaced`` (bases, ``base`` first) by ``data`` (batches covering the same
+    offsets), crash-safely as the module doc says, all at once. Returns the new segment's path."""
+    if not replaced or replaced[0] != base:
+        raise ValueError(f"the run to replace must start at {base}: {replaced}")
+    write_cleaned(directory, base, data, sync=sync)
+    commit_swap(directory, base)
     if sync:
         fsync_dir(directory)
-    return _finish(directory, base, swap, replaced[1:], sync)
+    return _finish(directory, base, replaced[1:], sync)
 
 
-def _finish(directory: Path, base: int, swap: Path, others: list[int], sync: bool) -> Path:
+def _finish(directory: Path, base: int, others: list[int], sync: bool) -> Path:
     for other in others:
         (directory / segment_name(other)).unlink(missing_ok=True)
-    final = directory / segment_name(base)
-    os.replace(swap, final)
+    final = settle_swap(directory, base)
     if sync:
         fsync_dir(directory)
     return final
@@ -117,7 +148,7 @@ def recover(directory: Path, *, sync: bool) -> list[str]:
         others = sorted(
             int(sm.group(1)) for other in names if (sm := SEGMENT_RE.match(other)) and base < int(sm.group(1)) < end
         )
-        _finish(directory, base, swap, others, sync)
+        _finish(directory, base, others, sync)
         done.append(f"finished replacing {len(others) + 1} segment(s) from offset {base} by {segment_name(base)}")
     return done
 

@@ -6,8 +6,11 @@ watermark, is OFFSET_OUT_OF_RANGE; a topic or partition that does not exist is U
 topic whose ``cleanup.policy`` does not include ``delete`` is POLICY_VIOLATION. Asking for an offset below the
 current log start changes nothing. The answer's ``low_watermark`` is the log start offset afterwards (-1 with
 an error). The new log start is fsynced before the answer (``log-start-offset`` in the partition's directory);
-older segments wholly below it are deleted at once. Fetch below it is OFFSET_OUT_OF_RANGE and ListOffsets'
-earliest answers it.
+older segments wholly below it are taken out of the log at once, and their files removed on a worker thread
+(``server/log_cleaner.remove_dropped``) before the answer goes: the event loop deletes no file, and serves
+other requests between two partitions. A crash before the files are gone leaves older segments below the
+persisted log start offset, which the reopened log keeps out of reach (and the next DeleteRecords or cleaning
+pass drops). Fetch below it is OFFSET_OUT_OF_RANGE and ListOffsets' earliest answers it.
 
 Authorization (Kafka's ``KafkaApis.handleDeleteRecordsRequest``): DELETE on each Topic. The partitions of a
 topic without it are TOPIC_AUTHORIZATION_FAILED (low watermark -1), checked before the topic's existence, and
@@ -16,7 +19,9 @@ keep their records.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from pathlib import Path
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -25,9 +30,10 @@ from regroup.network.limits import TOPIC_NAME
 from regroup.security.acl import AclOperation
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.handlers.topics import NO_THROTTLE, UNAUTHORIZED, build, may, response_module, store_of
+from regroup.server.log_cleaner import remove_dropped
 from regroup.server.topics import TopicStore
 from regroup.storage.format import StorageError
-from regroup.storage.partition_log import OffsetOutOfRange
+from regroup.storage.partition_log import DroppedSegments, OffsetOutOfRange
 
 __all__ = ["SPECS", "handle_delete_records"]
 
@@ -41,11 +47,15 @@ async def handle_delete_records(broker: Broker, ctx: RequestContext, request: An
     mod = response_module(request)
     store = store_of(broker)
     topics = []
+    removals: list[tuple[Path, DroppedSegments]] = []
     for topic in request.topics:
         deletable = may(broker, ctx, AclOperation.DELETE, topic.name)
         partitions = []
         for p in topic.partitions:
-            code, low = _delete(store, topic.name, p.partition_index, p.offset) if deletable else (UNAUTHORIZED, -1)
+            code, low = UNAUTHORIZED, -1
+            if deletable:
+                code, low = _delete(store, topic.name, p.partition_index, p.offset, removals)
+                await asyncio.sleep(0)  # one partition's durable write per turn of the loop
             partitions.append(
                 build(
                     mod,
@@ -56,11 +66,16 @@ async def handle_delete_records(broker: Broker, ctx: RequestContext, request: An
                 )
             )
         topics.append(build(mod, "DeleteRecordsTopicResult", name=topic.name, partitions=tuple(partitions)))
+    for directory, exc in await remove_dropped(removals):
+        log.error("removing the deleted segments of %s failed: %s: %s", directory, type(exc).__name__, exc)
     return build(mod, "DeleteRecordsResponse", throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
-def _delete(store: TopicStore, name: str, index: int, offset: int) -> tuple[ErrorCode, int]:
-    """``(error, low watermark)`` of deleting the records of one partition below ``offset``."""
+def _delete(
+    store: TopicStore, name: str, index: int, offset: int, removals: list[tuple[Path, DroppedSegments]]
+) -> tuple[ErrorCode, int]:
+    """``(error, low watermark)`` of deleting the records of one partition below ``offset``; the files of the
+    segments it takes out of the log go to ``removals``."""
     plog = store.partition(name, index) if store.topic(name) is not None else None
     if plog is None:
         return ErrorCode.unknown_topic_or_partition, -1
@@ -70,12 +85,18 @@ def _delete(store: TopicStore, name: str, index: int, offset: int) -> tuple[Erro
     if not store.configs.policy(name).delete:
         return ErrorCode.policy_violation, -1
     try:
-        return ErrorCode.none, plog.advance_log_start(target)
+        start, dropped = plog.move_log_start(target)
     except OffsetOutOfRange:
         return ErrorCode.offset_out_of_range, -1
     except (OSError, StorageError) as exc:
         log.error("deleting records of %s failed: %s: %s", plog.directory, type(exc).__name__, exc)
         return ErrorCode.kafka_storage_error, -1
+    if dropped:
+        try:
+            removals.append((plog.directory, DroppedSegments.open(plog.directory, dropped)))
+        except OSError as exc:  # the records are gone all the same; the files, until the next start drops them
+            log.error("removing the deleted segments of %s failed: %s: %s", plog.directory, type(exc).__name__, exc)
+    return ErrorCode.none, start
 
 
 def _delete_records_error(ctx: RequestContext, request: Any, code: int) -> Any:

@@ -1,0 +1,170 @@
+"""DeleteRecords' file deletions off the event loop (``handlers/records.py``, ``PartitionLog.move_log_start``,
+``DroppedSegments``): the new log start offset is written durably and the segments wholly below it taken out of
+the log on the loop; their files are removed on a worker thread.
+
+- the answer carries the new low watermark; while the files wait for the worker, a read below it is refused
+  and the loop serves other work; once the handler has answered, the files are gone;
+- a crash before the files are removed leaves older segments below the persisted log start offset: the log
+  reopens with that log start offset (nothing below it is read), and the next DeleteRecords or cleaning pass
+  drops the leftovers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import os
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kio.schema.delete_records.v2 import request as dr
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i32Timedelta
+
+from regroup.server.api import RequestContext
+from regroup.server.handlers.records import handle_delete_records
+from regroup.server.log_cleaner import LogCleaner
+from regroup.server.topics import TopicStore
+from regroup.storage.partition_log import DroppedSegments, OffsetOutOfRange, PartitionLog
+from regroup.storage.record_log import FsyncPolicy
+from regroup.storage.segment_swap import LOG_START_FILE
+from tests.server_data.batches import BASE_TS, make_batch
+from tests.server_data.helpers import FakeBroker, wire
+
+BATCHES = 8
+SEGMENT_BYTES = str(len(make_batch([b"v0"])) + 1)  # one batch per segment
+
+
+def _request(topic: str, offsets: dict[int, int]) -> Any:
+    partitions = tuple(dr.DeleteRecordsPartition(partition_index=p, offset=o) for p, o in offsets.items())
+    return dr.DeleteRecordsRequest(
+        topics=(dr.DeleteRecordsTopic(name=topic, partitions=partitions),),
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+    )
+
+
+async def _delete(broker: FakeBroker, topic: str, offsets: dict[int, int]) -> dict[int, tuple[ErrorCode, int]]:
+    ctx = RequestContext(
+        api_key=21, api_version=2, correlation_id=1, client_id="test", client_host="127.0.0.1", connection_id=1
+    )
+    response = wire(await handle_delete_records(broker, ctx, wire(_request(topic, offsets))))
+    return {p.partition_index: (p.error_code, p.low_watermark) for t in response.topics for p in t.partitions}
+
+
+def _filled_store(root: Path, partitions: int = 2) -> TopicStore:
+    store = TopicStore.open(root, fsync=FsyncPolicy.ALWAYS)
+    store.create_topic("t", partitions, {"segment.bytes": SEGMENT_BYTES, "retention.ms": "-1"})
+    for p in range(partitions):
+        plog = store.partition("t", p)
+        assert plog is not None
+        for b in range(BATCHES):
+            plog.append(make_batch([b"v%d" % b], timestamps=[BASE_TS + b]), sync=False)
+        plog.sync()
+    return store
+
+
+def _segments(directory: Path) -> list[int]:
+    return sorted(int(n[:20]) for n in os.listdir(directory) if n.endswith(".log"))
+
+
+def _values(plog: PartitionLog) -> list[int]:
+    """The first offset of every batch readable from the log start (one record each here)."""
+    out, offset = [], plog.log_start_offset
+    while offset < plog.log_end_offset:
+        data = plog.read(offset, 1 << 20)
+        assert data
+        base = int.from_bytes(data[:8], "big")
+        out.append(base)
+        offset = base + 1
+    return out
+
+
+def test_answered_reads_below_refused_files_removed_on_a_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _filled_store(tmp_path / "d")
+    broker = FakeBroker(topic_store=store)
+    directories = {p: store.partition("t", p).directory for p in (0, 1)}  # type: ignore[union-attr]
+    assert _segments(directories[0]) == list(range(BATCHES))
+
+    entered, release = threading.Event(), threading.Event()
+    threads: list[int] = []
+    real_remove = DroppedSegments.remove
+
+    def held(self: DroppedSegments) -> int:
+        threads.append(threading.get_ident())
+        entered.set()
+        assert release.wait(30)
+        return real_remove(self)
+
+    monkeypatch.setattr(DroppedSegments, "remove", held)
+
+    async def scenario() -> dict[int, tuple[ErrorCode, int]]:
+        task = asyncio.create_task(_delete(broker, "t", {0: 5, 1: 3}))
+        while not entered.is_set() and not task.done():  # the loop keeps turning while the worker holds the files
+            await asyncio.sleep(0.001)
+        assert entered.is_set(), "the files were not handed to a worker thread"
+        for p, start in ((0, 5), (1, 3)):
+            plog = store.partition("t", p)
+            assert plog is not None and plog.log_start_offset == start
+            with pytest.raises(OffsetOutOfRange):
+                plog.read(start - 1, 1 << 20)
+            assert _values(plog) == list(range(start, BATCHES))
+            assert (directories[p] / LOG_START_FILE).read_text().strip() == str(start)
+        assert _segments(directories[0])[0] == 0  # not removed yet: the worker holds them
+        assert not task.done()
+        release.set()
+        return await task
+
+    try:
+        answer = asyncio.run(scenario())
+    finally:
+        release.set()
+    assert answer == {0: (ErrorCode.none, 5), 1: (ErrorCode.none, 3)}
+    assert threads and threading.get_ident() not in threads
+    assert _segments(directories[0]) == [5, 6, 7]
+    assert _segments(directories[1]) == [3, 4, 5, 6, 7]
+    store.close()
+
+
+@pytest.mark.parametrize("then", ["delete_records", "cleaning_pass"])
+def test_a_crash_before_the_files_are_removed_reopens_with_the_persisted_log_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, then: str
+) -> None:
+    store = _filled_store(tmp_path / "d", partitions=1)
+    broker = FakeBroker(topic_store=store)
+    crashed = tmp_path / "crashed"
+
+    def crash(self: DroppedSegments) -> int:  # the process dies while the files wait for the worker
+        shutil.copytree(tmp_path / "d", crashed)
+        os.close(self.dir_fd)
+        return 0
+
+    monkeypatch.setattr(DroppedSegments, "remove", crash)
+    assert asyncio.run(_delete(broker, "t", {0: 6})) == {0: (ErrorCode.none, 6)}
+    store.close()
+    monkeypatch.undo()
+
+    reopened = TopicStore.open(crashed, fsync=FsyncPolicy.ALWAYS)
+    plog = reopened.partition("t", 0)
+    assert plog is not None
+    directory = plog.directory
+    assert _segments(directory) == list(range(BATCHES))  # the files a crash left, whole older segments
+    assert plog.log_start_offset == 6
+    with pytest.raises(OffsetOutOfRange):
+        plog.read(5, 1 << 20)
+    assert _values(plog) == [6, 7]
+    if then == "delete_records":  # asking again for an offset below changes nothing but drops the leftovers
+        assert asyncio.run(_delete(FakeBroker(topic_store=reopened), "t", {0: 2})) == {0: (ErrorCode.none, 6)}
+    else:
+        report = LogCleaner(reopened, reopened.configs.policy).run_once(BASE_TS)
+        assert not report.failures and report.segments_deleted == 6
+    assert _segments(directory) == [6, 7]
+    assert plog.log_start_offset == 6 and _values(plog) == [6, 7]
+    reopened.close()
+    again = PartitionLog.open(directory)
+    assert again.log_start_offset == 6 and _values(again) == [6, 7]
+    again.close()
