@@ -34,7 +34,7 @@ def _group_for_member_request(group: ClassicGroup | None, group_id: str) -> Clas
         raise ApiError(ErrorCode.INVALID_GROUP_ID)
     if group is None:
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
-    if group.is_in(ClassicStates.DEAD):
+    if group.state is ClassicStates.DEAD:
         raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     return group
 
@@ -91,11 +91,11 @@ def heartbeat(ctx: Ctx, found: ClassicGroup | None, req: HeartbeatRequest) -> He
     check_identity(group, req.member_id, req.group_instance_id)
     if req.generation_id != group.generation:
         raise ApiError(ErrorCode.ILLEGAL_GENERATION)
-    if group.is_in(ClassicStates.EMPTY):
+    if group.state is ClassicStates.EMPTY:
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
     member = group.members[req.member_id]
     schedule_session(ctx, group, member.member_id, member.session_timeout_ms)
-    if group.is_in(ClassicStates.PREPARING_REBALANCE):
+    if group.state is ClassicStates.PREPARING_REBALANCE:
         return HeartbeatResponse(error=ErrorCode.REBALANCE_IN_PROGRESS)
     return HeartbeatResponse()
 
