@@ -32,6 +32,8 @@ class FakeRecordLog:
 class FakeLog:
     """Stands in for ``CoordinatorLog``; ``gate`` (when set) holds every append until released."""
 
+    pipelined = False  # (the runtime appends whole: write and fsync in one call)
+
     def __init__(self) -> None:
         self.log = FakeRecordLog()
         self.appended: list[Record] = []

@@ -1,13 +1,21 @@
 """Records to and from bytes: one JSON object per record (bytes fields base64), stable and readable.
 
 The format is self-describing (``"k"`` names the key type) so the lab and humans can read a log without
-this package; ``decode`` rejects anything it does not recognise with ``RecordDecodeError``."""
+this package; ``decode`` rejects anything it does not recognise with ``RecordDecodeError``.
+
+The bytes are compact JSON with sorted keys and every character outside printable ASCII escaped, as
+``json.dumps(doc, separators=(",", ":"), sort_keys=True)`` writes them. ``orjson`` produces them (many times
+faster; ``encode`` runs for every record of every commit); for the rare document where its output would
+differ (other characters, which it writes as raw UTF-8, or a value it cannot encode) the standard library's
+encoder does it instead, so the bytes stay those of the plain ``json`` encoder."""
 
 from __future__ import annotations
 
 import base64
 import json
 from typing import Any
+
+import orjson
 
 from regroup.records.consumer import CONSUMER_KEY_TYPES
 from regroup.records.consumer_serde import KEY_OF_KIND, decode_consumer, encode_consumer
@@ -36,15 +44,26 @@ def _unb64(text: str) -> bytes:
     return base64.b64decode(text.encode("ascii"), validate=True)
 
 
+def _dumps(doc: dict[str, Any]) -> bytes:
+    """``doc`` as ``json.dumps(doc, separators=(",", ":"), sort_keys=True)`` encodes it, in UTF-8."""
+    try:
+        out = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+    except (orjson.JSONEncodeError, TypeError):
+        out = b""
+    if out and out.isascii() and b"\x7f" not in out:  # (json escapes DEL and all non-ASCII; orjson does not)
+        return out
+    return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode("utf-8")
+
+
 def encode(record: Record) -> bytes:
     key, value = record.key, record.value
     doc: dict[str, Any]
     if isinstance(key, CONSUMER_KEY_TYPES):
         doc = encode_consumer(key, value)  # type: ignore[arg-type]
-        return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode("utf-8")
+        return _dumps(doc)
     if isinstance(key, SHARE_KEY_TYPES):
         doc = encode_share(key, value)  # type: ignore[arg-type]
-        return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode("utf-8")
+        return _dumps(doc)
     if isinstance(key, GroupMetadataKey):
         doc = {"k": "group", "group": key.group_id}
         if isinstance(value, GroupMetadataValue):
@@ -83,7 +102,7 @@ def encode(record: Record) -> bytes:
             }
     if value is None:
         doc["v"] = None
-    return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode("utf-8")
+    return _dumps(doc)
 
 
 def decode(data: bytes) -> Record:

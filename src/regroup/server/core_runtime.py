@@ -6,22 +6,37 @@ durable before anybody is told about them.
 * ``MonotonicClock``: a millisecond wall clock that never goes backwards between readings.
 * ``DeadlineTimer``: one ``call_later`` handle, re-armed to the core's ``next_deadline()``; it fires a
   callback (the runtime's ``advance``) just after the deadline passes.
-* ``GroupCommitWriter``: a queue of record batches. A writer task takes everything queued so far, appends it
-  in one call (one fsync for many callers) on its single worker thread, then calls each batch's completion
-  callback in submission order. A batch without records still waits for the batches queued before it. When
-  the queue drains the snapshot hook runs (the core's state is then exactly the log's). A failed append (or
-  snapshot, or callback) is fatal: it is logged, every batch not yet durable gets its callback called with
-  the error, and the ``on_failure`` hook runs (the runtime fails its other waiters and stops the server).
-  Optionally it fsyncs a short while after appends stop (for ``--fsync interval``).
+* ``GroupCommitWriter``: a queue of record batches, made durable in submission order, many per disk call,
+  and each batch's completion callback called in submission order once its records (and every earlier
+  batch's) are durable. A batch without records still waits for the batches queued before it. Two shapes:
 
-Everything here runs on the event loop thread except the append and sync functions, which run on the writer's
-worker thread, one at a time.
+  - *pipelined* (given ``flush``, under ``--fsync always``): everything queued so far becomes one job on a
+    pool of two worker threads: write it (``append``: serialise + ``write(2)``, no fsync), then ``flush``
+    (fsync). Jobs write in submission order (a job waits for the previous job's write to return), so while
+    one job's fsync runs the next job has already serialised and written its records, and its fsync
+    starts as soon as the first returns (the log serialises its fsyncs; an fsync covers every write that
+    returned before it started, so a job may find its records already covered). At most two jobs run at a
+    time; callbacks follow the jobs' completions in submission order.
+  - *whole* (no ``flush``): ``append`` writes and makes durable (or not, as the fsync policy says) in one
+    call on the one worker thread, and the callbacks follow it. Optionally it also fsyncs a short while
+    after appends stop (``sync``, for ``--fsync interval``), on the same thread.
+
+  When the queue drains (nothing queued, nothing being written) the snapshot hook runs (the core's state is
+  then exactly the log's). A failed write, flush, snapshot or callback is fatal: it is logged, every batch
+  not yet durable gets its callback called with the error (a later job's write never starts after an
+  earlier one failed), and the ``on_failure`` hook runs (the runtime fails its other waiters and stops the
+  server).
+
+Everything here runs on the event loop thread except the append, flush and sync functions, which run on the
+writer's worker threads: in the whole shape one at a time on one thread; pipelined, ``append`` one at a time
+and in order, ``flush`` on up to two threads at once (possibly while the next ``append`` runs).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -119,18 +134,61 @@ class WriterClosed(Exception):
     """Handed to the callbacks of batches still queued when a writer that never ran is closed."""
 
 
+PIPELINE_DEPTH = 2
+"""Jobs (write + fsync) a pipelined writer runs at once: one fsyncing, the next written and waiting for it."""
+
+
 @dataclass(slots=True)
 class _Batch(Generic[R]):
     records: list[R]
     done: Done | None
 
 
+@dataclass(slots=True)
+class _Job(Generic[R]):
+    """Batches handed to the worker threads together (pipelined); ``future`` is ``None`` when they have no
+    records (they only wait for the jobs before them)."""
+
+    batches: list[_Batch[R]]
+    future: asyncio.Future[None] | None
+
+
+class _WriteTurns:
+    """Keeps the pipelined jobs' writes in submission order across the worker threads: job ``n`` writes once
+    job ``n - 1``'s write returned; after a failed write (or once the writer stopped) no later job writes."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._next = 0
+        self._broken = False
+
+    def wait(self, seq: int) -> None:
+        with self._cond:
+            while self._next != seq and not self._broken:
+                self._cond.wait()
+            if self._broken:
+                raise WriterClosed("an earlier write failed or the writer stopped")
+
+    def passed(self, seq: int) -> None:
+        with self._cond:
+            self._next = seq + 1
+            self._cond.notify_all()
+
+    def break_(self) -> None:
+        with self._cond:
+            self._broken = True
+            self._cond.notify_all()
+
+
 class GroupCommitWriter(Generic[R]):
-    """Appends submitted record batches in submission order, many per ``append`` call; create, then
+    """Makes submitted record batches durable in submission order, many per disk call; create, then
     :meth:`start` on the event loop.
 
-    ``append(records)`` and ``sync()`` run on the writer's one worker thread (named after ``name``);
-    ``snapshot()`` runs on the loop thread whenever the queue drains. ``sync``, when given, runs
+    Whole (no ``flush``): ``append(records)`` and ``sync()`` run on the writer's one worker thread (named
+    after ``name``), ``append`` making the records as durable as the policy says. Pipelined (``flush``
+    given): each job calls ``append(records)`` (a write only; in submission order) then ``flush()`` on one of
+    two worker threads; a batch is durable once the ``flush`` after its ``append`` returned. ``snapshot()``
+    runs on the loop thread whenever the queue drains. ``sync``, when given (whole only), runs
     ``sync_after_s`` after an append unless one is already scheduled (under ``--fsync interval`` this bounds
     the loss window once appends stop). A failure is logged to ``logger`` as ``<what> write failed``."""
 
@@ -145,8 +203,12 @@ class GroupCommitWriter(Generic[R]):
         on_failure: Callable[[BaseException], None] | None = None,
         sync: Callable[[], object] | None = None,
         sync_after_s: float = INTERVAL_SYNC_S,
+        flush: Callable[[], object] | None = None,
     ) -> None:
+        if flush is not None and sync is not None:
+            raise ValueError("a pipelined writer fsyncs every job: it takes no interval sync")
         self._append = append
+        self._flush = flush
         self._name = name
         self._logger = logger
         self._what = what
@@ -154,13 +216,21 @@ class GroupCommitWriter(Generic[R]):
         self._on_failure = on_failure
         self._sync = sync
         self._sync_after_s = sync_after_s
-        self._queue: list[_Batch[R]] = []
-        self._in_flight: deque[_Batch[R]] = deque()  # taken from the queue, callbacks not yet called
+        self._queue: list[_Batch[R]] = []  # submitted, not yet taken
+        self._writing: list[_Batch[R]] = []  # (whole) taken: being appended
+        self._completing: deque[_Batch[R]] = deque()  # durable, callbacks being called
+        self._jobs: deque[_Job[R]] = deque()  # (pipelined) handed to the worker threads, oldest first
+        self._running = 0  # (pipelined) jobs whose thread has not finished
+        self._seq = 0  # (pipelined) write turn of the next job
+        self._turns = _WriteTurns()
+        self._pump_scheduled = False
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        workers = PIPELINE_DEPTH if flush is not None else 1
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
         self._task: asyncio.Task[None] | None = None
+        self._started = False
         self._sync_handle: asyncio.TimerHandle | None = None
         self._sync_due = False
         self._failure: BaseException | None = None
@@ -168,27 +238,38 @@ class GroupCommitWriter(Generic[R]):
 
     # ---------------------------------------------------------------------------------------- lifecycle
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"{self._name}-writer")
+        loop = asyncio.get_running_loop()
+        self._started = True
+        if self._flush is None:
+            self._task = loop.create_task(self._run(), name=f"{self._name}-writer")
+        elif self._queue:
+            self._schedule_pump()
 
     async def close(self) -> None:
         """Make everything queued durable (unless the writer failed or never started), stop the task and the
-        worker thread. Batches left queued get ``WriterClosed``."""
+        worker threads. Batches left queued get ``WriterClosed``."""
         if self._closed:
             return
         if self._sync_handle is not None:
             self._sync_handle.cancel()
             self._sync_handle = None
-        if self._task is not None and self._failure is None:
+        if self._started and self._failure is None:
             await self._idle.wait()
         self._closed = True
         if self._task is not None:
             self._task.cancel()
+        self._turns.break_()
         self._lose(WriterClosed(f"{self._what} closed"))
         self._executor.shutdown(wait=True)
 
     @property
     def started(self) -> bool:
-        return self._task is not None
+        return self._started
+
+    @property
+    def pipelined(self) -> bool:
+        """Whether each job writes, then fsyncs, on a pool of threads (a ``flush`` was given)."""
+        return self._flush is not None
 
     @property
     def idle(self) -> bool:
@@ -211,9 +292,12 @@ class GroupCommitWriter(Generic[R]):
             raise RuntimeError(f"the {self._what} writer is not running")
         self._queue.append(_Batch(list(records), done))
         self._idle.clear()
-        self._wake.set()
+        if self._flush is None:
+            self._wake.set()
+        elif self._started:
+            self._schedule_pump()
 
-    # ------------------------------------------------------------------------------------------ task
+    # ------------------------------------------------------------------------------------- whole shape
     async def _run(self) -> None:
         while True:
             await self._wake.wait()
@@ -228,16 +312,14 @@ class GroupCommitWriter(Generic[R]):
         loop = asyncio.get_running_loop()
         while self._queue or self._sync_due:
             if self._queue:
-                self._in_flight.extend(self._queue)
-                self._queue = []
-                records = [r for batch in self._in_flight for r in batch.records]
+                self._writing, self._queue = self._queue, []
+                records = [r for batch in self._writing for r in batch.records]
                 if records:
                     await loop.run_in_executor(self._executor, self._append, records)
                     self._schedule_sync()
-                while self._in_flight:
-                    done = self._in_flight.popleft().done
-                    if done is not None:
-                        done(None)
+                self._completing.extend(self._writing)
+                self._writing = []
+                self._complete()
             else:
                 self._sync_due = False
                 if self._sync is not None:
@@ -258,9 +340,85 @@ class GroupCommitWriter(Generic[R]):
 
         self._sync_handle = asyncio.get_running_loop().call_later(self._sync_after_s, due)
 
+    # --------------------------------------------------------------------------------- pipelined shape
+    def _schedule_pump(self) -> None:
+        """Hand what is queued to the threads at the end of this loop iteration (so that the batches
+        submitted during it go together)."""
+        if not self._pump_scheduled:
+            self._pump_scheduled = True
+            asyncio.get_running_loop().call_soon(self._pump)
+
+    def _pump(self) -> None:
+        self._pump_scheduled = False
+        try:
+            self._dispatch()
+            self._settle()
+        except Exception as exc:
+            self._fail(exc)
+
+    def _dispatch(self) -> None:
+        """Turn what is queued into a job, if fewer than ``PIPELINE_DEPTH`` jobs run."""
+        if self._failure is not None or self._closed or not self._queue or self._running >= PIPELINE_DEPTH:
+            return
+        batches, self._queue = self._queue, []
+        records = [r for batch in batches for r in batch.records]
+        future: asyncio.Future[None] | None = None
+        if records:
+            loop = asyncio.get_running_loop()
+            future = loop.run_in_executor(self._executor, self._write_then_flush, self._seq, records)
+            self._seq += 1
+            self._running += 1
+            future.add_done_callback(self._job_done)
+        self._jobs.append(_Job(batches, future))
+
+    def _write_then_flush(self, seq: int, records: list[R]) -> None:
+        """A job, on a worker thread: write after the previous job's write returned, then fsync (which covers
+        this write and any before it)."""
+        assert self._flush is not None
+        self._turns.wait(seq)
+        try:
+            self._append(records)
+        except BaseException:
+            self._turns.break_()
+            raise
+        self._turns.passed(seq)
+        self._flush()
+
+    def _job_done(self, future: asyncio.Future[None]) -> None:
+        self._running -= 1
+        if self._failure is not None or self._closed or future.cancelled():
+            return
+        error = future.exception()
+        if error is not None:
+            self._fail(error)  # (batches of jobs before it that are not yet durable get the error too)
+            return
+        self._pump()
+
+    def _settle(self) -> None:
+        """Call the callbacks of the oldest jobs that are done, in order; when nothing is left, snapshot and
+        report idle."""
+        while self._jobs and (self._jobs[0].future is None or self._jobs[0].future.done()):
+            self._completing.extend(self._jobs.popleft().batches)
+            self._complete()
+        self._dispatch()  # (a slot may have freed, or callbacks submitted more)
+        if not self._jobs and not self._queue and self._failure is None:
+            if self._snapshot is not None:
+                self._snapshot()
+            self._idle.set()
+
+    # ------------------------------------------------------------------------------------------ shared
+    def _complete(self) -> None:
+        """Call the callbacks of the durable batches, oldest first. A batch leaves the deque before its
+        callback runs: if that raises, the batches after it are failed with the error."""
+        while self._completing:
+            done = self._completing.popleft().done
+            if done is not None:
+                done(None)
+
     def _fail(self, exc: BaseException) -> None:
         self._logger.critical("%s write failed; stopping: %s", self._what, exc, exc_info=exc)
         self._failure = exc
+        self._turns.break_()  # (a job not yet writing never will; one writing or fsyncing finishes on its own)
         if self._sync_handle is not None:
             self._sync_handle.cancel()
             self._sync_handle = None
@@ -271,8 +429,10 @@ class GroupCommitWriter(Generic[R]):
             self._on_failure(exc)
 
     def _lose(self, exc: BaseException) -> None:
-        lost = [*self._in_flight, *self._queue]
-        self._in_flight.clear()
+        lost = [*self._completing, *(b for job in self._jobs for b in job.batches), *self._writing, *self._queue]
+        self._completing.clear()
+        self._jobs.clear()
+        self._writing = []
         self._queue = []
         for batch in lost:
             if batch.done is not None:

@@ -5,8 +5,9 @@ shared machinery of ``core_runtime.py``; this module adds what is specific to th
 * **Serialised.** Every core call happens synchronously on the event loop thread, one at a time, so the
   core needs no locks. ``now_ms`` is the wall clock (``MonotonicClock``: never going backwards).
 * **Durable before visible.** Each call's ``Result`` is submitted to the ``GroupCommitWriter``, which appends
-  the records of everything queued so far in one batch (group commit: one fsync for many requests) on a
-  single worker thread and only then resolves the response futures of those results, in call order. A result
+  the records of everything queued so far in one batch (group commit: one fsync for many requests) on its
+  worker thread (under ``--fsync always`` pipelined on two: the next batch is written while the previous one
+  is fsynced) and only then resolves the response futures of those results, in call order. A result
   without records still waits for the appends queued before it, so nobody is told about state that a crash
   could take back. When nothing is queued or being written and a result has no records, its completions
   are handed out at once instead (the writer would resolve them next anyway, with nothing to wait for): the
@@ -86,7 +87,8 @@ class CoordinatorRuntime:
         self._waiting: dict[RequestKey, asyncio.Future[Any]] = {}
         interval = log_.log.fsync_policy is FsyncPolicy.INTERVAL
         self._writer: GroupCommitWriter[Record] = GroupCommitWriter(
-            log_.append,
+            log_.write if log_.pipelined else log_.append,
+            flush=log_.sync if log_.pipelined else None,
             name="regroup-log",
             logger=log,
             what="coordinator log",

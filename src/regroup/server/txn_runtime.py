@@ -6,7 +6,8 @@ is specific to transactions.
 * **Serialised.** Every core call runs synchronously on the event loop thread, one at a time; ``now_ms`` is
   the wall clock (``MonotonicClock``: never going backwards).
 * **Durable before answered.** A call's records are submitted to the ``GroupCommitWriter``, which appends
-  everything queued in one batch (one fsync under ``--fsync always``) on a worker thread and then releases
+  everything queued in one batch (one fsync under ``--fsync always``, the next batch written while the
+  previous one is fsynced) on worker threads and then releases
   the callers in order. A call without records still waits for the records queued before it (with nothing
   queued it returns at once), so nobody is told about state a crash could take back. A failed append is
   fatal: waiting callers fail with ``CoordinatorUnavailable``, ``on_fatal`` stops the server; a restart
@@ -74,7 +75,8 @@ class TransactionRuntime:
         self._store = store
         self._clock = MonotonicClock(clock)
         self._writer: GroupCommitWriter[TxnRecord] = GroupCommitWriter(
-            log_.append,
+            log_.write if log_.pipelined else log_.append,
+            flush=log_.sync if log_.pipelined else None,
             name="regroup-txn-log",
             logger=log,
             what="transaction log",

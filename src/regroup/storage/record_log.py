@@ -11,9 +11,11 @@ Directory layout (full description in ``docs/storage.md``)::
     <dir>/snapshot-00000000000000001000.bin     at most two snapshots: the newest and its predecessor
     <dir>/snapshot-....bin.tmp                  a snapshot being written (deleted on open)
 
-Each ``append`` writes one batch frame (:mod:`regroup.storage.format`) with a single ``write`` call: a
-length-prefixed, CRC-checked unit holding all records of the batch, so recovery accepts or rejects the
-batch as a whole. Offsets are consecutive integers from 0 and never reused.
+Each ``append`` (or ``write``) writes one batch frame (:mod:`regroup.storage.format`) with a single ``write``
+call: a length-prefixed, CRC-checked unit holding all records of the batch, so recovery accepts or rejects the
+batch as a whole. Offsets are consecutive integers from 0 and never reused. ``append`` also fsyncs as the
+policy says; ``write`` never does (except the old segment at a roll), and ``sync`` fsyncs what was written:
+a pipelined owner writes the next batch while another thread's ``sync`` covers the previous ones.
 
 Recovery on open scans the active segment: the first frame that is incomplete, fails its checksum or does
 not continue the offsets is a torn tail and the file is truncated there — unless an intact frame continuing
@@ -32,6 +34,7 @@ import logging
 import os
 import re
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -125,7 +128,11 @@ def snapshot_name(offset: int) -> str:
 class RecordLog:
     """An append-only log of opaque byte records with snapshots; open it with :meth:`RecordLog.open`.
 
-    Not thread-safe: one owner (one asyncio task) calls it. Iterators returned by :meth:`read` and
+    One owner (one asyncio task) calls it, one call at a time, with one exception: :meth:`write` (one call at
+    a time) and :meth:`sync` (from any number of threads) may run at the same time; an fsync covers the
+    writes that returned before it started. (The fsync of the active segment, a roll, :meth:`snapshot` and
+    :meth:`close` take a lock: fsyncs run one after another, and a roll never closes the descriptor an
+    fsync is using.) Iterators returned by :meth:`read` and
     :meth:`load` read lazily; consume them before the next ``snapshot`` (which may delete segments).
     """
 
@@ -160,7 +167,8 @@ class RecordLog:
         self._next = next_offset
         self._snapshots = snapshots
         self._truncated_bytes = truncated_bytes
-        self._dirty = False
+        self._synced = next_offset  # records below this offset are covered by an fsync (or were there at open)
+        self._sync_lock = threading.Lock()  # held around every fsync of the active segment, a roll and closing
         self._last_sync = clock()
         self._failed: BaseException | None = None
 
@@ -305,6 +313,18 @@ class RecordLog:
         nothing and returns ``next_offset - 1``. On an I/O error the partial write is rolled back (or, if
         even that fails, the log refuses further writes until reopened) and the error propagates.
         """
+        last = self.write(payloads)
+        if payloads and (
+            self._policy is FsyncPolicy.ALWAYS
+            or (self._policy is FsyncPolicy.INTERVAL and self._clock() - self._last_sync >= self._interval_s)
+        ):
+            self.sync()
+        return last
+
+    def write(self, payloads: Sequence[bytes]) -> int:
+        """Write ``payloads`` as one batch, as :meth:`append` does, but without the fsync (whatever the
+        policy): the batch is durable once a :meth:`sync` that started after this returned has returned. A
+        roll still fsyncs the old segment (unless ``NEVER``) before the next one is created."""
         fd = self._writable_fd()
         if isinstance(payloads, bytes | bytearray | memoryview):
             raise TypeError("append() takes a sequence of payloads, not a single payload")
@@ -315,19 +335,21 @@ class RecordLog:
             fd = self._roll()
         self._write(fd, frame)
         self._next += len(payloads)
-        self._dirty = True
-        if self._policy is FsyncPolicy.ALWAYS or (
-            self._policy is FsyncPolicy.INTERVAL and self._clock() - self._last_sync >= self._interval_s
-        ):
-            self._sync_active(fd)
         return self._next - 1
 
     def sync(self) -> None:
-        """fsync what was appended since the last fsync (any policy). An ``INTERVAL`` owner may call this on a
-        timer so that the loss window stays bounded when appends stop."""
-        fd = self._writable_fd()
-        if self._dirty:
-            self._sync_active(fd)
+        """fsync what was written since the last fsync (any policy). An ``INTERVAL`` owner may call this on a
+        timer so that the loss window stays bounded when appends stop; a pipelined owner calls it (on a thread
+        of its own) to make the batches :meth:`write` returned from durable."""
+        with self._sync_lock:
+            fd = self._writable_fd()
+            if self._dirty:
+                self._sync_active(fd)
+
+    @property
+    def _dirty(self) -> bool:
+        """Records were written that no fsync covers yet."""
+        return self._synced < self._next
 
     def snapshot(self, offset: int, state: bytes) -> None:
         """Store ``state``, the full state as of record ``offset``, then compact.
@@ -344,8 +366,10 @@ class RecordLog:
         if self._snapshots and offset < self._snapshots[-1]:
             raise ValueError(f"snapshot offset {offset} is older than the newest snapshot ({self._snapshots[-1]})")
         sync = self._policy is not FsyncPolicy.NEVER
-        if sync and self._dirty:
-            self._sync_active(fd)
+        if sync:
+            with self._sync_lock:
+                if self._dirty:
+                    self._sync_active(fd)
         final = self._dir / snapshot_name(offset)
         tmp = final.with_name(final.name + ".tmp")
         try:
@@ -424,18 +448,19 @@ class RecordLog:
 
     def close(self) -> None:
         """fsync pending appends (unless ``NEVER``) and release the directory. Idempotent."""
-        if self._fd is None:
-            return
-        fd, self._fd = self._fd, None
-        try:
-            if self._dirty and self._failed is None and self._policy is not FsyncPolicy.NEVER:
-                _fsync_file(fd)
-                self._dirty = False
-        finally:
-            os.close(fd)
-            if self._lock_fd is not None:
-                os.close(self._lock_fd)
-                self._lock_fd = None
+        with self._sync_lock:
+            if self._fd is None:
+                return
+            fd, self._fd = self._fd, None
+            try:
+                if self._dirty and self._failed is None and self._policy is not FsyncPolicy.NEVER:
+                    _fsync_file(fd)
+                    self._synced = self._next
+            finally:
+                os.close(fd)
+                if self._lock_fd is not None:
+                    os.close(self._lock_fd)
+                    self._lock_fd = None
 
     def __enter__(self) -> RecordLog:
         return self
@@ -472,35 +497,41 @@ class RecordLog:
         self._failed = exc
 
     def _sync_active(self, fd: int) -> None:
+        """fsync the active segment; the caller holds ``_sync_lock``. It covers the records whose write
+        returned before it started: those below ``_next`` as read now."""
+        covers = self._next
         try:
             _fsync_file(fd)
         except BaseException as exc:
             # After a failed fsync the kernel may have dropped the dirty pages: what is on disk is unknown.
             self._failed = exc
             raise
-        self._dirty = False
+        self._synced = max(self._synced, covers)
         self._last_sync = self._clock()
 
     def _roll(self) -> int:
-        """Close the active segment (fsynced unless ``NEVER``) and start one at ``next_offset``."""
-        assert self._fd is not None
-        sync = self._policy is not FsyncPolicy.NEVER
-        if sync and self._dirty:
-            self._sync_active(self._fd)
-        try:
-            path = self._dir / segment_name(self._next)
-            _create_file(path)
-            if sync:
-                _fsync_dir(self._dir)
-            fd = _open_append(path)
-        except BaseException as exc:
-            self._failed = exc
-            raise
-        os.close(self._fd)
-        self._fd = fd
-        self._bases.append(self._next)
-        self._active_size = 0
-        return fd
+        """Close the active segment (fsynced unless ``NEVER``) and start one at ``next_offset``. Holds
+        ``_sync_lock`` throughout: a concurrent :meth:`sync` finishes with the old descriptor first, or starts
+        with the new one."""
+        with self._sync_lock:
+            assert self._fd is not None
+            sync = self._policy is not FsyncPolicy.NEVER
+            if sync and self._dirty:
+                self._sync_active(self._fd)
+            try:
+                path = self._dir / segment_name(self._next)
+                _create_file(path)
+                if sync:
+                    _fsync_dir(self._dir)
+                fd = _open_append(path)
+            except BaseException as exc:
+                self._failed = exc
+                raise
+            os.close(self._fd)
+            self._fd = fd
+            self._bases.append(self._next)
+            self._active_size = 0
+            return fd
 
     def _records(self, from_offset: int, end: int, bases: list[int], gaps: set[int]) -> Iterator[tuple[int, bytes]]:
         for i, base in enumerate(bases):

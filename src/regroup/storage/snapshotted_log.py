@@ -1,7 +1,8 @@
-"""A coordinator's records in a ``RecordLog``: the batching of appends, the snapshot + tail a coordinator is
-rebuilt from on start, and the compaction that writes a snapshot once enough records accumulated since the
-last one. The group coordinator's log and the transaction coordinator's each say how their records are
-encoded and how their coordinator is rebuilt (``coordinator_log.py``, ``transaction_log.py``)."""
+"""A coordinator's records in a ``RecordLog``: the batching of appends (whole, or split into a write and a
+sync for a pipelined writer), the snapshot + tail a coordinator is rebuilt from on start, and the compaction
+that writes a snapshot once enough records accumulated since the last one. The group coordinator's log and
+the transaction coordinator's each say how their records are encoded and how their coordinator is rebuilt
+(``coordinator_log.py``, ``transaction_log.py``)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,24 @@ class SnapshottedLog(Generic[R]):
             return None
         self._since_snapshot += len(records)
         return self.log.append([self.encode(r) for r in records])
+
+    def write(self, records: Sequence[R]) -> int | None:
+        """Write a batch without its fsync (``RecordLog.write``): durable once a :meth:`sync` started after
+        this returned has returned. Returns the last offset, or None if empty."""
+        if not records:
+            return None
+        self._since_snapshot += len(records)
+        return self.log.write([self.encode(r) for r in records])
+
+    def sync(self) -> None:
+        """fsync every batch written so far (``RecordLog.sync``); may run while the next :meth:`write` does."""
+        self.log.sync()
+
+    @property
+    def pipelined(self) -> bool:
+        """Whether an owner should :meth:`write` and :meth:`sync` (pipelined) rather than :meth:`append`: when
+        every batch must be fsynced before it is acknowledged (``--fsync always``)."""
+        return self.log.fsync_policy is FsyncPolicy.ALWAYS
 
     def records(self) -> Iterator[R]:
         """Snapshot records followed by every record after the snapshot."""

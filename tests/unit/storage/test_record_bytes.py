@@ -1,0 +1,110 @@
+"""The coordinator's records keep their on-disk bytes: ``serde.encode`` (orjson, with the standard library's
+encoder for what orjson would write differently) produces exactly what ``json.dumps(doc, separators=(",", ":"),
+sort_keys=True)`` did, and a log written by that encoder still loads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from regroup.records import serde
+from regroup.records.model import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    PendingOffsetCommitKey,
+    Record,
+)
+from regroup.storage.coordinator_log import CoordinatorLog
+from regroup.storage.record_log import RecordLog
+
+
+def json_only(record: Record, monkeypatch: pytest.MonkeyPatch) -> bytes:
+    """``record`` as the encoder wrote it before orjson: the standard library's ``json`` only."""
+    with monkeypatch.context() as m:
+        m.setattr(serde.orjson, "dumps", _refuse)
+        return serde.encode(record)
+
+
+def _refuse(*args: object, **kwargs: object) -> bytes:
+    raise TypeError("orjson switched off")
+
+
+def offset_record(group: str, metadata: str, offset: int = 42, pending: bool = False) -> Record:
+    key: OffsetCommitKey | PendingOffsetCommitKey
+    if pending:
+        key = PendingOffsetCommitKey(producer_id=7, group_id=group, topic="t", partition=3)
+    else:
+        key = OffsetCommitKey(group_id=group, topic="t", partition=3)
+    return Record(
+        key,
+        OffsetCommitValue(
+            offset=offset, leader_epoch=-1, metadata=metadata, commit_timestamp_ms=1_764_400_000_000,
+            expire_timestamp_ms=None,
+        ),
+    )  # fmt: skip
+
+
+def group_record(member: str, host: str) -> Record:
+    m = MemberMetadata(
+        member_id=member, group_instance_id=None, client_id="c", client_host=host, rebalance_timeout_ms=300_000,
+        session_timeout_ms=45_000, subscription=b"\x00\x01sub", assignment=b"",
+    )  # fmt: skip
+    value = GroupMetadataValue(
+        protocol_type="consumer", generation=3, protocol_name="range", leader=member,
+        current_state_timestamp_ms=1_764_400_000_000, members=(m,),
+    )  # fmt: skip
+    return Record(GroupMetadataKey(group_id="g"), value)
+
+
+ODD = ["", "plain", "ünïcødé", "emoji 🎉", "tab\tnew\nline", "\x00\x1f\x7f", 'quote " back \\ slash /', "\ud800"]
+
+
+@pytest.mark.parametrize("text", ODD)
+def test_the_bytes_are_those_of_the_json_encoder(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    records = [
+        offset_record(text, text),
+        offset_record("g", text, pending=True),
+        offset_record(text, "", offset=2**70),  # (beyond 64 bits: orjson refuses, json does not)
+        Record(OffsetCommitKey(group_id=text, topic="t", partition=0), None),
+        group_record(text, text),
+        Record(GroupMetadataKey(group_id=text), None),
+    ]
+    for record in records:
+        assert serde.encode(record) == json_only(record, monkeypatch)
+
+
+@settings(max_examples=200, deadline=None)
+@given(group=st.text(max_size=20), metadata=st.text(max_size=40), offset=st.integers(-1, 2**63 - 1))
+def test_any_text_encodes_as_the_json_encoder_did(group: str, metadata: str, offset: int) -> None:
+    record = offset_record(group, metadata, offset)
+    reference = json.dumps(
+        {
+            "k": "offset", "group": group, "topic": "t", "partition": 3,
+            "v": {"offset": offset, "leader_epoch": -1, "metadata": metadata, "commit_ts": 1_764_400_000_000,
+                  "expire_ts": None},
+        },
+        separators=(",", ":"), sort_keys=True,
+    ).encode("utf-8")  # fmt: skip
+    assert serde.encode(record) == reference
+    assert serde.decode(reference) == record
+
+
+def test_a_log_written_by_the_json_encoder_still_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    records = [offset_record(text, text) for text in ODD if text != "\ud800"] + [group_record("m-ü", "h")]
+    with RecordLog.open(tmp_path / "log") as old:
+        old.append([json_only(r, monkeypatch) for r in records])
+    log_ = CoordinatorLog.open(tmp_path / "log")
+    try:
+        assert list(log_.records()) == records
+        log_.append(records)  # (the current encoder: the same bytes again)
+        payloads = [payload for _, payload in log_.log.read(0)]
+        assert payloads[: len(records)] == payloads[len(records) :]
+    finally:
+        log_.close()
