@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 import numpy as np
 
 from regroup.assignors.balance import Outcome
-from regroup.assignors.layout import IntArray, Layout
+from regroup.assignors.layout import IntArray, Layout, stable_argsort
 from regroup.assignors.lazy_assignment import LazyAssignment
 from regroup.assignors.spec import AssignmentDict
 
@@ -45,10 +45,10 @@ class ArrayAssignment(LazyAssignment):
 
     def member_array(self, member: str) -> IntArray:
         """The member's partitions as global indices (``layout``), in any order."""
-        return self.outcome.per_member[self.position[member]]
+        return self.outcome.member_parts(self.position[member])
 
     def _view(self, i: int) -> dict[str, list[int]]:
-        parts = np.sort(self.outcome.per_member[i])
+        parts = np.sort(self.outcome.member_parts(i))
         if not len(parts):
             return {}
         offsets = self.layout.offsets
@@ -112,29 +112,90 @@ class OwnedView(Mapping[str, tuple[int, ...]]):
         return f"OwnedView({self._view()!r})"
 
 
-def claims_from_views(layout: Layout, owned: Sequence[Mapping[str, Sequence[int]]]) -> tuple[IntArray, ...] | None:
-    """Each member's owned partitions as global indices of ``layout`` (what ``Layout.claims_of`` gives, in any
-    order) read straight from the arrays, when every non-empty ``owned`` is an ``OwnedView`` of one assignment
-    over the very same topics and partition counts; None otherwise."""
+class ViewScan:
+    """Where the views among a list of ``owned`` come from (``scan_views``)."""
+
+    __slots__ = ("source", "viewed", "viewers")
+
+    def __init__(self, source: ArrayAssignment, viewers: list[int], viewed: list[str]) -> None:
+        #: the one assignment every view reads
+        self.source = source
+        #: the positions in the list holding a view, and the member each one views
+        self.viewers = viewers
+        self.viewed = viewed
+
+
+def scan_views(owned: Sequence[Mapping[str, Sequence[int]]]) -> ViewScan | None:
+    """The views of ``owned`` when every non-empty one is an ``OwnedView`` and they all read one assignment; None
+    otherwise, or when there is no view."""
     held: ArrayAssignment | LatestAssignment | None = None  # (what the views hold: most often one object)
     source: ArrayAssignment | None = None
-    for one in owned:
+    viewers: list[int] = []
+    viewed: list[str] = []
+    for i, one in enumerate(owned):
         if isinstance(one, OwnedView):
-            if one._source is held:
-                continue
-            if source is None:
-                source = one.source
-            elif one.source is not source:
-                return None
-            held = one._source
+            if one._source is not held:
+                if source is None:
+                    source = one.source
+                elif one.source is not source:
+                    return None
+                held = one._source
+            viewers.append(i)
+            viewed.append(one.member)
         elif len(one):
             return None
-    if source is None:
-        return None
+    return None if source is None else ViewScan(source, viewers, viewed)
+
+
+def _same_numbering(source: ArrayAssignment, layout: Layout) -> bool:
     before = source.layout
-    if before.topic_names != layout.topic_names or not np.array_equal(before.counts, layout.counts):
+    return before.topic_names == layout.topic_names and bool(np.array_equal(before.counts, layout.counts))
+
+
+def claims_from_views(
+    layout: Layout, owned: Sequence[Mapping[str, Sequence[int]]], scan: ViewScan | None = None
+) -> tuple[IntArray, ...] | None:
+    """Each member's owned partitions as global indices of ``layout`` (what ``Layout.claims_of`` gives, in any
+    order) read straight from the arrays, when every non-empty ``owned`` is an ``OwnedView`` of one assignment
+    over the very same topics and partition counts; None otherwise. ``scan``: ``scan_views(owned)``, when the
+    caller has it."""
+    if scan is None:
+        scan = scan_views(owned)
+    if scan is None or not _same_numbering(scan.source, layout):
         return None
+    source = scan.source
     per_member = source.outcome.per_member
-    position = source.position
     empty = np.empty(0, dtype=np.int64)
-    return tuple(per_member[position[one.member]] if isinstance(one, OwnedView) else empty for one in owned)
+    out = [empty] * len(owned)
+    for i, member in zip(scan.viewers, map(source.position.__getitem__, scan.viewed), strict=True):
+        out[i] = per_member[member]
+    return tuple(out)
+
+
+def flat_claims_from_views(
+    layout: Layout, owned: Sequence[Mapping[str, Sequence[int]]], scan: ViewScan | None = None
+) -> tuple[IntArray, IntArray] | None:
+    """What ``claims_from_views`` reads, flat and from the assignment's owner array instead of its per-member
+    arrays: the claimed partitions and the member (index in ``owned``) claiming each, by member then partition.
+    None where ``claims_from_views`` is, and when two members' views read the same member or the assignment
+    gives a partition to several members (then the claims are not one owner array)."""
+    if scan is None:
+        scan = scan_views(owned)
+    if scan is None or not _same_numbering(scan.source, layout):
+        return None
+    source = scan.source
+    owner = source.outcome.owner_array(layout.partition_total)
+    if owner is None:
+        return None
+    viewed, viewers = scan.viewed, scan.viewers
+    old = np.fromiter(map(source.position.__getitem__, viewed), dtype=np.int64, count=len(viewed))
+    if len(old) and int(np.bincount(old).max()) > 1:
+        return None
+    # the source's members as claimers (-1: nobody), one more entry so that an owner of -1 maps to -1
+    claimer_of = np.full(len(source.layout.member_names) + 1, -1, dtype=np.int64)
+    claimer_of[old] = np.fromiter(viewers, dtype=np.int64, count=len(viewers))
+    claimer = claimer_of[owner]
+    parts = np.flatnonzero(claimer >= 0)
+    members = claimer[parts]
+    order = stable_argsort(members)  # (stable: each member's partitions stay ascending)
+    return parts[order], members[order]

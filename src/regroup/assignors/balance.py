@@ -56,6 +56,32 @@ class Outcome:
             self._per_member = split_by_owner(self.owner, self.members)
         return self._per_member
 
+    def member_parts(self, i: int) -> IntArray:
+        """Member ``i``'s global indices (ascending when read from the owner array): one scan of the owner array
+        while it is not split and is no longer than a few times the members (a reader wanting a few members
+        of a large group skips the split of every one)."""
+        owner = self.owner
+        if self._per_member is None and owner is not None and len(owner) <= 4 * self.members:
+            return np.flatnonzero(owner == i)
+        return self.per_member[i]
+
+    def owner_array(self, n: int) -> IntArray | None:
+        """Global index (``0..n-1``) -> member (-1: nobody); None when the per-member arrays give a partition to
+        several members or fall outside ``0..n-1``."""
+        owner = self.owner
+        if owner is not None and len(owner) == n:
+            return owner
+        per_member = self.per_member
+        sizes = np.fromiter(map(len, per_member), dtype=np.int64, count=len(per_member))
+        owner = np.full(n, -1, dtype=np.int64)
+        if sizes.sum():
+            flat = np.concatenate(per_member)
+            if int(flat.min()) < 0 or int(flat.max()) >= n or int(np.bincount(flat).max()) > 1:
+                return None
+            owner[flat] = np.repeat(np.arange(len(per_member), dtype=np.int64), sizes)
+        self.owner = owner
+        return owner
+
     def loads(self) -> IntArray:
         """How many partitions each member has."""
         if self._per_member is None and self.owner is not None:
@@ -81,7 +107,7 @@ def assign(layout: Layout, claims: Claims) -> Outcome:
         return Outcome(len(layout.member_names), owner=np.empty(0, dtype=np.int64))
     if is_homogeneous(layout):
         return _assign_homogeneous(layout, claims)
-    return _assign_heterogeneous(layout, claims.per_member())
+    return _assign_heterogeneous(layout, claims)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -185,24 +211,21 @@ def _water_fill(current: IntArray, amount: int) -> IntArray:
     return inc
 
 
-def _assign_heterogeneous(layout: Layout, owned: Sequence[IntArray]) -> Outcome:
+def _assign_heterogeneous(layout: Layout, claims: Claims) -> Outcome:
     m = len(layout.member_names)
     t_count = len(layout.topic_names)
     topic_of = layout.topic_of
     # aggregate arcs: every (topic, member) subscription, plus how many of that topic the member owns
-    arc_topic = np.concatenate([t for t in layout.member_topics]) if m else np.empty(0, np.int64)
-    arc_member = np.repeat(np.arange(m, dtype=np.int64), [len(t) for t in layout.member_topics])
+    arc_topic, arc_member = layout.arcs()
     owned_count = np.zeros((m, t_count), dtype=np.int64) if m * t_count <= 50_000_000 else None
     sticky_pairs: dict[tuple[int, int], int] = {}
     if owned_count is not None:
-        sizes = np.fromiter(map(len, owned), dtype=np.int64, count=m)
-        if sizes.any():
-            claimed = np.concatenate([np.asarray(c, dtype=np.int64) for c in owned])
-            cells = np.repeat(np.arange(m, dtype=np.int64), sizes) * t_count + topic_of[claimed]
+        if claims.total:
+            cells = claims.members * t_count + topic_of[claims.parts]
             owned_count = np.bincount(cells, minlength=m * t_count).astype(np.int64).reshape(m, t_count)
         sticky = owned_count[arc_member, arc_topic]
     else:  # pragma: no cover - only for gigantic groups
-        for i, claim in enumerate(owned):
+        for i, claim in enumerate(claims.per_member()):
             for t, c in zip(*np.unique(topic_of[claim], return_counts=True), strict=True):
                 sticky_pairs[(i, int(t))] = int(c)
         sticky = np.fromiter(
@@ -219,7 +242,7 @@ def _assign_heterogeneous(layout: Layout, owned: Sequence[IntArray]) -> Outcome:
 
     kept_even = _kept_and_even(layout, arc_topic, arc_member, sticky, total, served)
     if kept_even is not None:
-        return _place(layout, owned, arc_topic, arc_member, *kept_even)
+        return _place(layout, claims, arc_topic, arc_member, *kept_even)
 
     estimate = _greedy_loads(layout, arc_topic, arc_member)
     box = np.full(m, _INITIAL_BOX, dtype=np.int64)
@@ -243,7 +266,7 @@ def _assign_heterogeneous(layout: Layout, owned: Sequence[IntArray]) -> Outcome:
         box = np.where(touching, box * 4, box)
         estimate = loads
 
-    return _place(layout, owned, arc_topic, arc_member, flows_normal, flows_sticky)
+    return _place(layout, claims, arc_topic, arc_member, flows_normal, flows_sticky)
 
 
 def _kept_and_even(
@@ -370,7 +393,7 @@ def _solve(
 
 def _place(
     layout: Layout,
-    owned: Sequence[IntArray],
+    claims: Claims,
     arc_topic: IntArray,
     arc_member: IntArray,
     flows_normal: IntArray,
@@ -382,7 +405,7 @@ def _place(
     m = len(layout.member_names)
     n = layout.partition_total
     owner = np.full(n, -1, dtype=np.int64)
-    _keep(owner, layout, owned, arc_topic, arc_member, flows_sticky)
+    _keep(owner, layout, claims, arc_topic, arc_member, flows_sticky)
     need_arcs = np.flatnonzero(flows_normal > 0)
     order = np.lexsort((arc_member[need_arcs], arc_topic[need_arcs]))
     need_arcs = need_arcs[order]
@@ -397,17 +420,16 @@ def _place(
 def _keep(
     owner: IntArray,
     layout: Layout,
-    owned: Sequence[IntArray],
+    claims: Claims,
     arc_topic: IntArray,
     arc_member: IntArray,
     flows_sticky: IntArray,
 ) -> None:
-    """Give each member the first ``flows_sticky`` of its owned partitions of each topic (in its claim's
-    order), in one pass over every claim at once: each claim's rank within its (member, topic) is compared
-    with what the member keeps of that topic."""
+    """Give each member the first ``flows_sticky`` of its owned partitions of each topic (lowest first), in
+    one pass over every claim at once: each claim's rank within its (member, topic) is compared with what the
+    member keeps of that topic."""
     m, t_count = len(layout.member_names), len(layout.topic_names)
-    lengths = np.fromiter((len(c) for c in owned), dtype=np.int64, count=m)
-    total = int(lengths.sum())
+    total = claims.total
     if total == 0:
         return
     if m * t_count > 50_000_000:  # pragma: no cover - only for gigantic groups: no dense member x topic table
@@ -415,7 +437,7 @@ def _keep(
             (int(arc_member[a]), int(arc_topic[a])): int(flows_sticky[a])
             for a in np.flatnonzero(flows_sticky > 0).tolist()
         }
-        for i, claim in enumerate(owned):
+        for i, claim in enumerate(claims.per_member()):
             claim_topics = layout.topic_of[claim]
             for t in np.unique(claim_topics).tolist():
                 k = keep_count.get((i, t), 0)
@@ -424,11 +446,12 @@ def _keep(
         return
     keeps = np.zeros((m, t_count), dtype=np.int64)
     keeps[arc_member, arc_topic] = flows_sticky
-    parts = np.concatenate([np.asarray(c, dtype=np.int64) for c in owned])
-    members = np.repeat(np.arange(m, dtype=np.int64), lengths)
-    topics = layout.topic_of[parts]
-    order = np.lexsort((np.arange(total), topics, members))  # by member, topic, then claim order
-    members, topics, parts = members[order], topics[order], parts[order]
+    parts, members = claims.parts, claims.members
+    key = members * layout.partition_total + parts
+    if not (key[1:] >= key[:-1]).all():  # (resolved claims come by member, then partition already)
+        order = np.argsort(key, kind="stable")
+        parts, members = parts[order], members[order]
+    topics = layout.topic_of[parts]  # (by member, then topic, then partition)
     first = np.ones(total, dtype=bool)
     first[1:] = (members[1:] != members[:-1]) | (topics[1:] != topics[:-1])
     positions = np.arange(total)

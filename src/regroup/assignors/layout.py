@@ -11,7 +11,7 @@ import gc
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -31,10 +31,23 @@ class Layout:
     offsets: IntArray  # len(topics) + 1; offsets[-1] is the number of partitions
     member_names: tuple[str, ...]
     member_topics: tuple[IntArray, ...]  # per member: sorted topic indices it subscribes to (existing ones)
+    #: what ``arcs`` computed, kept for the next reader (the engine and the claims' resolution both read them)
+    _arcs: list[tuple[IntArray, IntArray]] = field(default_factory=list, compare=False, repr=False)
 
     @property
     def partition_total(self) -> int:
         return int(self.offsets[-1])
+
+    def arcs(self) -> tuple[IntArray, IntArray]:
+        """Every (topic, member) subscription as two arrays, member by member, each member's topics ascending:
+        the topic and the member of each."""
+        if not self._arcs:
+            member_topics = self.member_topics
+            m = len(member_topics)
+            sizes = np.fromiter(map(len, member_topics), dtype=np.int64, count=m)
+            arc_topic = np.concatenate(member_topics).astype(np.int64, copy=False) if m else np.empty(0, np.int64)
+            self._arcs.append((arc_topic, np.repeat(np.arange(m, dtype=np.int64), sizes)))
+        return self._arcs[0]
 
     @property
     def topic_of(self) -> IntArray:

@@ -48,9 +48,8 @@ def _subscribed_mask(layout: Layout, members: IntArray, topics: IntArray) -> np.
     m, t = len(layout.member_names), len(layout.topic_names)
     if m * t <= 50_000_000:
         matrix = np.zeros((m, t), dtype=bool)
-        rows = np.repeat(np.arange(m), [len(x) for x in layout.member_topics])
-        if len(rows):
-            matrix[rows, np.concatenate(layout.member_topics)] = True
+        arc_topic, arc_member = layout.arcs()
+        matrix[arc_member, arc_topic] = True
         return matrix[members, topics]
     out = np.zeros(len(members), dtype=bool)  # pragma: no cover - gigantic groups only
     for i, subs in enumerate(layout.member_topics):
@@ -65,14 +64,22 @@ def resolve_claims(layout: Layout, raw: Sequence[IntArray], generations: Sequenc
     Only claims on topics the member subscribes to count. Order-independent: the unique claimer with the
     highest generation wins; a tie at the highest generation leaves the partition unowned.
     """
-    n = layout.partition_total
     m = len(raw)
-    empty = np.empty(0, dtype=np.int64)
-    sizes = np.fromiter((len(c) for c in raw), dtype=np.int64, count=m)
+    sizes = np.fromiter(map(len, raw), dtype=np.int64, count=m)
     if sizes.sum() == 0:
+        empty = np.empty(0, dtype=np.int64)
         return Claims(parts=empty, members=empty, bounds=np.zeros(m + 1, dtype=np.int64), contested=empty)
-    members = np.repeat(np.arange(m, dtype=np.int64), sizes)
-    parts = np.concatenate(raw)
+    return resolve_flat(layout, np.concatenate(raw), np.repeat(np.arange(m, dtype=np.int64), sizes), generations)
+
+
+def resolve_flat(layout: Layout, parts: IntArray, members: IntArray, generations: Sequence[int]) -> Claims:
+    """``resolve_claims`` of claims given flat: ``parts[k]`` (a global index of an existing partition) claimed by
+    member ``members[k]``, one entry per claim, in any order."""
+    n = layout.partition_total
+    m = len(generations)
+    empty = np.empty(0, dtype=np.int64)
+    if not len(parts):
+        return Claims(parts=empty, members=empty, bounds=np.zeros(m + 1, dtype=np.int64), contested=empty)
     topics = np.searchsorted(layout.offsets, parts, side="right") - 1
     keep = _subscribed_mask(layout, members, topics)
     if not keep.all():

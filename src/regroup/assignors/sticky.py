@@ -12,16 +12,17 @@ step; it places moved partitions rack-locally afterwards (``rack_locality``).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from regroup.assignors import balance
-from regroup.assignors.array_assignment import ArrayAssignment, claims_from_views
+from regroup.assignors.array_assignment import ArrayAssignment, claims_from_views, flat_claims_from_views, scan_views
 from regroup.assignors.base import MetadataInput, PartitionAssignor
 from regroup.assignors.consumer_protocol import decode_sticky_user_data, encode_sticky_user_data
 from regroup.assignors.homogeneous import assign_small
 from regroup.assignors.layout import IntArray, Layout, build_layout
-from regroup.assignors.ownership import resolve_claims
+from regroup.assignors.ownership import resolve_claims, resolve_flat
 from regroup.assignors.rack_locality import localize
 from regroup.assignors.rack_sticky import assign_rack_aware
 from regroup.assignors.racks import sticky_racks
@@ -48,15 +49,40 @@ class EngineRun:
         return ArrayAssignment(self.layout, self.outcome)
 
 
+_NO_CLAIM: OwnedClaim = ({}, NO_GENERATION)
+
+
+def _in_order(
+    layout: Layout, claims: Mapping[str, OwnedClaim]
+) -> tuple[list[Mapping[str, tuple[int, ...]]], list[int]]:
+    """The owned partitions and generation of each member of ``layout``, in its order."""
+    found: list[OwnedClaim] = list(map(claims.get, layout.member_names, itertools.repeat(_NO_CLAIM)))
+    return [c[0] for c in found], [c[1] for c in found]
+
+
 def run_engine(spec: GroupSpec, claims: Mapping[str, OwnedClaim]) -> EngineRun:
     """Run the optimal engine on ``claims``: member -> (partitions it says it owned, generation)."""
     layout = build_layout(spec)
-    owned = [claims[m][0] if m in claims else {} for m in layout.member_names]
+    owned, generations = _in_order(layout, claims)
     raw = claims_from_views(layout, owned) or layout.claims_of(owned)
-    generations = [claims[m][1] if m in claims else NO_GENERATION for m in layout.member_names]
     resolved = resolve_claims(layout, raw, generations)
     outcome = balance.assign(layout, resolved)
     return EngineRun(layout=layout, raw_claims=raw, outcome=outcome)
+
+
+def _engine_result(spec: GroupSpec, claims: Mapping[str, OwnedClaim]) -> ArrayAssignment:
+    """``run_engine(spec, claims).to_assignment()``, the claims read flat from the last result's owner array
+    when every member's owned is a view of it (``flat_claims_from_views``)."""
+    layout = build_layout(spec)
+    owned, generations = _in_order(layout, claims)
+    scan = scan_views(owned)
+    flat = flat_claims_from_views(layout, owned, scan) if scan is not None else None
+    if flat is not None:
+        resolved = resolve_flat(layout, flat[0], flat[1], generations)
+    else:
+        raw = (claims_from_views(layout, owned, scan) if scan is not None else None) or layout.claims_of(owned)
+        resolved = resolve_claims(layout, raw, generations)
+    return ArrayAssignment(layout, balance.assign(layout, resolved))
 
 
 def assign_balanced(spec: GroupSpec, claims: Mapping[str, OwnedClaim]) -> Assignment:
@@ -68,7 +94,7 @@ def engine_assignment(spec: GroupSpec, claims: Mapping[str, OwnedClaim]) -> Assi
     """``run_engine`` as a plain assignment (racks not considered)."""
     assignment = assign_small(spec, claims, withhold=False)
     if assignment is None:
-        assignment = run_engine(spec, claims).to_assignment()
+        assignment = _engine_result(spec, claims)
     return assignment
 
 

@@ -101,13 +101,12 @@ def from_kept(
     counts = np.fromiter((count for _, _, count in layout), dtype=np.int64, count=t_count)
     offsets = np.zeros(t_count + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    sizes = np.fromiter((len(held[m]) for m in member_names), dtype=np.int64, count=len(member_names))
-    keys = np.fromiter(chain.from_iterable(held[m] for m in member_names), dtype=np.int64, count=int(sizes.sum()))
+    held_sets = list(map(held.__getitem__, member_names))
+    sizes = np.fromiter(map(len, held_sets), dtype=np.int64, count=len(member_names))
+    keys = np.fromiter(chain.from_iterable(held_sets), dtype=np.int64, count=int(sizes.sum()))
     partition, topic = np.divmod(keys, t_count)
     flat = offsets[topic] + partition
-    cuts = np.zeros(len(member_names) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=cuts[1:])
-    bounds = cuts.tolist()
+    n = int(offsets[-1])
     names = tuple(name for name, _, _ in layout)
     every_topic = np.arange(t_count, dtype=np.int64)
     array_layout = Layout(
@@ -118,17 +117,33 @@ def from_kept(
         member_names=member_names,
         member_topics=tuple(every_topic for _ in member_names),
     )
-    outcome = Outcome(len(member_names), per_member=[flat[a:b] for a, b in pairwise(bounds)])
+    if not len(flat) or (int(flat.min()) >= 0 and int(flat.max()) < n and int(np.bincount(flat).max()) == 1):
+        # (one owner per partition: the owner array says it all, split per member only if someone asks)
+        owner = np.full(n, -1, dtype=np.int64)
+        owner[flat] = np.repeat(np.arange(len(member_names), dtype=np.int64), sizes)
+        outcome = Outcome(len(member_names), owner=owner)
+    else:
+        cuts = np.zeros(len(member_names) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=cuts[1:])
+        outcome = Outcome(len(member_names), per_member=[flat[a:b] for a, b in pairwise(cuts.tolist())])
     result = ArrayAssignment(array_layout, outcome)
     latest = LatestAssignment(result)
     resolved = group.resolved_regexes
     entries: dict[str, MemberInput] = {}
+    dirty = state.dirty
+    subscribed = topics.partitions
+    # whether a member's topics, as the assignor reads them, are the layout's: by value (members share values)
+    reads_layout: dict[tuple[str, ...], bool] = {}
     for member_id, m in group.members.items():
         target = targets.get(member_id)
-        if member_id not in held or member_id in state.dirty or written.get(member_id) is not target:
+        if member_id not in held or member_id in dirty or written.get(member_id) is not target:
             continue
-        wanted = member_topics(m, resolved)
-        if tuple(sorted({t for t in wanted if t in topics.partitions})) != names:
+        # (``member_topics``, its call skipped for a member without a regex)
+        wanted = m.subscribed_topic_names if m.subscribed_topic_regex is None else member_topics(m, resolved)
+        same = reads_layout.get(wanted)
+        if same is None:
+            same = reads_layout[wanted] = tuple(sorted({t for t in wanted if t in subscribed})) == names
+        if not same:
             continue  # (its subscription changed since: converted afresh)
         entries[member_id] = MemberInput(
             names=wanted,

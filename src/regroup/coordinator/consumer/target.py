@@ -5,7 +5,7 @@ whose target changed plus the new target epoch."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from regroup.assignors.array_assignment import ArrayAssignment, LatestAssignment
 from regroup.assignors.base import PartitionAssignor
@@ -71,21 +71,26 @@ def _compute_in_full(writes: ConsumerWrites, group: ConsumerGroup, assignor_name
     # whether every member's owned is what the last result gave it (or nothing, for a member without a target)
     as_left = last is not None
     subs: dict[str, MemberSubscription] = {}
-    read: dict[str, Partitions | None] = {}  # each member's target as read
-    wanted_of: dict[str, tuple[str, ...]] = {}  # and its topics
+    # the members whose entry was not reused, or without a target: their target as read, and their topics
+    fresh: dict[str, tuple[Partitions | None, tuple[str, ...]]] = {}
     for member_id, m in members.items():
-        wanted = wanted_of[member_id] = member_topics(m, resolved)
-        target = read[member_id] = targets.get(member_id)
+        wanted = (
+            m.subscribed_topic_names if m.subscribed_topic_regex is None else member_topics(m, resolved)
+        )  # (``member_topics``, its call skipped for a member without a regex)
+        target = targets.get(member_id)
         entry = before.get(member_id)
         if (
             entry is not None
             and entry.target is target
             and entry.rack == m.rack_id
             and entry.instance_id == m.instance_id
-            and entry.names == wanted
+            and (entry.names is wanted or entry.names == wanted)
         ):
             subs[member_id] = entry.subscription
+            if target is None:
+                fresh[member_id] = (None, wanted)
             continue
+        fresh[member_id] = (target, wanted)
         if target:
             as_left = False
         subs[member_id] = MemberSubscription.of(
@@ -109,8 +114,23 @@ def _compute_in_full(writes: ConsumerWrites, group: ConsumerGroup, assignor_name
     if views is not None:
         latest = last.latest if last is not None and last.latest is not None else LatestAssignment(views)
     ids = topics.ids
-    kept: dict[str, MemberInput] = {}
-    for member_id, m in members.items():
+    # an entry stays as it is when its member's subscription and target did not change, and what it owns reads
+    # the same in the new result
+    same_views = (views is None) == (last is None or last.latest is None)
+    kept: dict[str, MemberInput]
+    revisit: Iterable[str]
+    if moved is not None and same_views:
+        # every member outside ``fresh`` and ``moved`` kept its entry and its target: only those are visited
+        kept = dict(before)
+        for gone in before.keys() - members.keys():
+            del kept[gone]
+        visit = fresh.keys() | moved
+        revisit = [member_id for member_id in members if member_id in visit]  # (in the members' order, as written)
+    else:
+        kept = {}
+        revisit = members
+    for member_id in revisit:
+        m = members[member_id]
         if moved is None or member_id in moved or member_id not in targets:
             new: dict[uuid.UUID, frozenset[int]] = {
                 ids[name]: frozenset(ps) for name, ps in result.get(member_id, {}).items() if ps
@@ -120,23 +140,24 @@ def _compute_in_full(writes: ConsumerWrites, group: ConsumerGroup, assignor_name
         sub = subs[member_id]
         target = targets.get(member_id)
         entry = before.get(member_id)
-        if (
-            entry is not None
-            and sub is entry.subscription
-            and target is entry.target
-            and (views is None) == (last is None or last.latest is None)
-        ):
+        if entry is not None and sub is entry.subscription and target is entry.target and same_views:
             kept[member_id] = entry  # (unchanged, and what it owns reads the same in the new result)
             continue
+        got = fresh.get(member_id)
+        if got is None:  # (its entry was reused: what the assignor read is the entry's)
+            assert entry is not None
+            read, wanted = entry.target, entry.names
+        else:
+            read, wanted = got
         owned: Mapping[str, tuple[int, ...]]
         if latest is not None:  # (the next run reads the arrays themselves)
             owned = latest.owned(member_id)
-        elif target is read[member_id]:  # (unchanged: what the assignor read is what the member has)
+        elif target is read:  # (unchanged: what the assignor read is what the member has)
             owned = sub.owned
         else:
             owned = {names[t]: tuple(sorted(ps)) for t, ps in target.items() if t in names} if target else {}
         kept[member_id] = MemberInput(
-            names=wanted_of[member_id],
+            names=wanted,
             rack=m.rack_id,
             instance_id=m.instance_id,
             target=target,
