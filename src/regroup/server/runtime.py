@@ -147,15 +147,21 @@ class CoordinatorRuntime:
     async def call(self, op: CoreOp, *, may_park: bool = False) -> Any:
         """Run ``op(coordinator, key, now_ms)`` and return the response completed for ``key`` once the records
         of this and every earlier call are durable. ``may_park``: the response may come from a later call."""
-        if self._closed or self.failure is not None:
+        writer = self._writer
+        if self._closed or writer.failure is not None:
             raise CoordinatorUnavailable("the coordinator is not running")
         key = next(self._keys)
         result = op(self.coordinator, key, self._clock.now())
-        if not result.records and self._writer.started and self._writer.idle:
+        if not result.records and writer.started and writer.idle:
             # Fast path: nothing is queued or being written, so every earlier call is durable and answered, and
             # this result has nothing to make durable: its completions go out now, in the order the writer would
             # have used, without a trip through the writer task (and without a future for an immediate answer).
-            self._observe(result)
+            if result.events:
+                self._observe(result)
+            completions = result.completions
+            if len(completions) == 1 and completions[0].key == key and not result.dropped:
+                self._arm_timer()
+                return completions[0].response  # (the common case: this call's answer and nothing else)
             found, response = self._resolve_now(result, key)
             self._arm_timer()
             if found:
