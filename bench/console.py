@@ -32,11 +32,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import re
 import statistics
-import sys
 import threading
 import time
 import urllib.request
@@ -44,18 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from regroup.model.eventlog import FIELDS
+from server_loader import load_server_bench
 
-
-def _load_server_bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_server", Path(__file__).with_name("server.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_server"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-sb = _load_server_bench()
+sb = load_server_bench()
 _HTTP = re.compile(rb"http=http://([^/\s]+)/")
 GROUP = "bench-join-1"
 

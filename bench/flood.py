@@ -40,7 +40,6 @@ import argparse
 import asyncio
 import collections
 import contextlib
-import importlib.util
 import json
 import struct
 import sys
@@ -50,17 +49,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from server_loader import load_server_bench
 
-def _load_server_bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_server", Path(__file__).with_name("server.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_server"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-sb = _load_server_bench()
+sb = load_server_bench()
 
 METADATA, METADATA_V = 3, 12
 API_VERSIONS, API_VERSIONS_V = 18, 3

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import statistics
 import struct
@@ -49,17 +48,9 @@ from typing import Any
 
 from crc32c import crc32c
 
+from server_loader import load_server_bench
 
-def _load_server_bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_server", Path(__file__).with_name("server.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_server"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-sb = _load_server_bench()
+sb = load_server_bench()
 
 PRODUCE, OFFSET_COMMIT, CREATE_TOPICS = 0, 8, 19
 PRODUCE_V, OFFSET_COMMIT_V, CREATE_TOPICS_V = 9, 9, 7

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import os
 import statistics
 import struct
@@ -33,17 +32,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from server_loader import load_server_bench
+
 PER_READ = 100
 CONSUMER_GROUP_HEARTBEAT, HEARTBEAT = 68, 12
-
-
-def _load_server_bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_server", Path(__file__).with_name("server.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_server"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
 
 
 class _Transport(asyncio.Transport):
@@ -151,7 +143,7 @@ async def _measure(members: int, reads: int) -> tuple[float, float]:
     from regroup.server.app import Server, ServerConfig, _security, listeners_of
     from regroup.storage.record_log import FsyncPolicy
 
-    sb = _load_server_bench()
+    sb = load_server_bench()
     with tempfile.TemporaryDirectory(prefix="regroup-bench-hb-path-") as tmp:
         cfg = ServerConfig(
             host="127.0.0.1",

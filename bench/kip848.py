@@ -67,7 +67,6 @@ import argparse
 import asyncio
 import cProfile
 import gc
-import importlib.util
 import io
 import json
 import pstats
@@ -112,18 +111,9 @@ from regroup.records.consumer import (
 from regroup.records.model import GroupMetadataValue, MemberMetadata, Record
 from regroup.sim.engine import Simulator
 from regroup.sim.scenario import LinkSpec, MemberSpec, Scenario, ScenarioEvent
+from server_loader import load_server_bench
 
-
-def _load_server_bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_server", Path(__file__).with_name("server.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_server"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-sb = _load_server_bench()
+sb = load_server_bench()
 
 TOPICS = {f"topic-{i}": 1_000 for i in range(10)}
 EPOCH = 5  # group epoch = target epoch = every member's epoch in the loaded groups

@@ -73,7 +73,6 @@ import base64
 import contextlib
 import hashlib
 import hmac
-import importlib.util
 import json
 import os
 import re
@@ -95,20 +94,12 @@ from typing import Any, ClassVar
 from regroup.security.acl import AclOperation, AclPermissionType, PatternType, ResourceType
 from regroup.security.authorizer import Authorizer
 from regroup.security.bindings import AclBinding
+from server_loader import load_server_bench
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _load_server_bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_server", Path(__file__).with_name("server.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_server"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-sb = _load_server_bench()
+sb = load_server_bench()
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE, API_VERSIONS, CREATE_ACLS = 17, 36, 18, 30
 HANDSHAKE_V, AUTHENTICATE_V, API_VERSIONS_V, CREATE_ACLS_V = 1, 2, 3, 3

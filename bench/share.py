@@ -69,7 +69,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
 import math
 import os
@@ -90,20 +89,12 @@ from typing import Any
 
 from regroup.records import serde
 from regroup.storage.format import decode_frame
+from server_loader import load_server_bench
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _load_server_bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_server", Path(__file__).with_name("server.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_server"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-sb = _load_server_bench()
+sb = load_server_bench()
 
 PRODUCE, FETCH, OFFSET_COMMIT, OFFSET_FETCH, CREATE_TOPICS, INCREMENTAL_ALTER_CONFIGS = 0, 1, 8, 9, 19, 44
 SHARE_GROUP_HEARTBEAT, SHARE_FETCH, SHARE_ACKNOWLEDGE, DESCRIBE_SHARE_GROUP_OFFSETS = 76, 78, 79, 90

@@ -83,17 +83,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from server_loader import load_server_bench
 
-def _load_server_bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_server", Path(__file__).with_name("server.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_server"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-sb = _load_server_bench()
+sb = load_server_bench()
 
 METADATA, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH = 3, 2, 8, 9
 CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_TOPIC_PARTITIONS = 19, 20, 75

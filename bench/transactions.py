@@ -27,10 +27,8 @@ CPU seconds per 1,000 records, and the ratio transactional / idempotent.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -39,17 +37,9 @@ from typing import Any
 import confluent_kafka as ck
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from server_loader import load_server_bench
 
-def _load_server_bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_server", Path(__file__).with_name("server.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_server"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-sb = _load_server_bench()
+sb = load_server_bench()
 VALUE = b"v" * 100
 
 
