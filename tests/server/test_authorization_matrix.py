@@ -21,7 +21,7 @@ from kio.schema.errors import ErrorCode as E
 
 from tests.server import test_share_wire as share
 from tests.server.conftest import ServerProcess, assert_clean_log, configured, free_port
-from tests.server.wire import WireClient, create_topics
+from tests.server.wire import WireClient, create_topics, encode_request
 from tests.server_data.batches import make_batch
 
 kafka = pytest.importorskip("kafka")
@@ -599,6 +599,37 @@ def test_classic_group_apis(admin: WireClient, alice: WireClient, bob: WireClien
     grant(acls, acl("group", group, "DELETE"))
     assert alice.call(DELETE_GROUPS, 2, groups_names=[group]).results[0].error_code == E.none
     assert group not in groups_listed(admin)
+
+
+def test_a_steady_heartbeat_is_authorized_every_time(server: ServerProcess, acls: KafkaAdminClient) -> None:
+    """A steady member's heartbeat is answered at once from bytes the server learned (``server/at_once.py``);
+    the principal is still checked on every one: the same bytes from a principal without READ, or after the
+    ACL is gone, are GROUP_AUTHORIZATION_FAILED."""
+    group = unique("steady")
+    with signed_in(server.port, "alice") as alice, signed_in(server.port, "bob") as bob:
+        with granted(acls, acl("group", group, "READ")):
+            member_id = join(alice, group).member_id
+            joined = join(alice, group, member_id)
+            synced = alice.call(SYNC, 5, group_id=group, generation_id=joined.generation_id, member_id=member_id,
+                                group_instance_id=None, protocol_type="consumer", protocol_name="range",
+                                assignments=[{"member_id": member_id, "assignment": b""}])  # fmt: skip
+            assert synced.error_code == E.none
+            fields = {"group_id": group, "generation_id": joined.generation_id, "member_id": member_id,
+                      "group_instance_id": None}  # fmt: skip
+            frame = encode_request(HEARTBEAT, 4, 7, "steady-client", **fields)
+            for _ in range(3):  # the first one's bytes are learned; the next are answered at once
+                alice.send_raw(frame)
+                assert decode_heartbeat(alice.read_frame()) == E.none
+            bob.send_raw(frame)  # the same bytes, another principal
+            assert decode_heartbeat(bob.read_frame()) == E.group_authorization_failed
+        alice.send_raw(frame)  # the ACL deleted
+        assert decode_heartbeat(alice.read_frame()) == E.group_authorization_failed
+
+
+def decode_heartbeat(frame: bytes) -> Any:
+    """The error code of a Heartbeat v4 answer (response header v1: correlation id, no tagged fields)."""
+    assert frame[:4] == (7).to_bytes(4, "big") and frame[4] == 0
+    return E(int.from_bytes(frame[9:11], "big", signed=True))
 
 
 def test_consumer_group_apis(admin: WireClient, alice: WireClient, bob: WireClient, acls: KafkaAdminClient) -> None:

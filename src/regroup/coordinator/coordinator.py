@@ -18,6 +18,7 @@ from typing import Any, Final
 from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupState
 from regroup.coordinator.classic.group_type import CLASSIC
 from regroup.coordinator.classic.rebalance import classic_state_changed
+from regroup.coordinator.classic.sync import heartbeat_at_once
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.consumer.describe import describe_consumer_group
 from regroup.coordinator.consumer.group import ConsumerGroup
@@ -370,6 +371,21 @@ class GroupCoordinator:
             return kind.heartbeat(ctx, self.groups, group, req)
 
         return self._run(now_ms, key, handle, lambda exc: HeartbeatResponse(error=exc.code))
+
+    def heartbeat_at_once(self, req: HeartbeatRequest, now_ms: int) -> HeartbeatResponse | None:
+        """The answer ``heartbeat`` would give when all it would do is move a classic member's session deadline
+        (a known member at its group's generation, no timer due): that done, and nothing else. None, with
+        nothing changed, for every other request: ``heartbeat`` is for those. A steady group's heartbeats are
+        most of a coordinator's requests; they need none of an operation's plumbing (no records, events or
+        completions to collect, nothing to take back)."""
+        timers = self.timers
+        due = timers.next_deadline()
+        if (due is not None and due <= now_ms) or OFFSETS_EXPIRY_KEY not in timers:
+            return None  # ``heartbeat`` fires them (or schedules the expiry check) first
+        group = self.groups.by_id.get(req.group_id)
+        if type(group) is not ClassicGroup:
+            return None
+        return heartbeat_at_once(timers, group, req, now_ms)
 
     def leave_group(self, req: LeaveGroupRequest, key: RequestKey, now_ms: int) -> Result:
         def handle(ctx: Ctx) -> LeaveGroupResponse:

@@ -60,6 +60,15 @@ class Timers:
             journal.undo(self._restorer(key))
         self._set(key, entry, timer)
 
+    def extend(self, key: Hashable, deadline_ms: int) -> bool:
+        """Move ``key``'s deadline to ``deadline_ms``, keeping what it does: the same as scheduling its timer
+        again (``schedule``), without a new timer. False, and nothing changed, when ``key`` is not scheduled."""
+        timer = self._timer.get(key)
+        if timer is None:
+            return False
+        self.schedule(timer, deadline_ms)
+        return True
+
     def _restorer(self, key: Hashable) -> Callable[[], None]:
         """How to put ``key`` back as it is now (scheduled or not)."""
         entry, timer = self._entry.get(key), self._timer.get(key)

@@ -6,6 +6,10 @@ requests by order and correlation id).
 * **Synchronous path.** A request whose handler finishes without suspending (Heartbeat, Metadata,
   ApiVersions, ...) is answered inside ``data_received``: no task, no event-loop round trip. The responses
   of the requests handled in one turn go out in one write.
+* **Answers at once.** A responder may answer a request from its bytes before it is decoded
+  (``answer_at_once``: the server's answers to a steady member's heartbeat, ``server/at_once.py``); such an
+  answer takes its place in request order like any other, and a request it declines is decoded and handed
+  to ``respond``.
 * **Parked or durable requests.** A handler that suspends (a JoinGroup parked for seconds, a commit waiting
   for its append) finishes in a task; requests behind it are still *computed* at once, but their responses
   wait in a per-connection FIFO until everything before them is written. Requests of different connections
@@ -119,6 +123,11 @@ class Responder(Protocol):
     ) -> bytes | None: ...
 
 
+#: ``answer_at_once(frame, principal, client_host, connection_id)``: the framed response to a request answered
+#: at once from its bytes, or None (it is decoded and handed to ``respond``)
+AnswerAtOnce = Callable[[bytes, str, str, int], bytes | None]
+
+
 def _wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -181,6 +190,8 @@ class Connection(asyncio.Protocol):
         self._stalls = stalls
         self._notable_s = float("inf") if stalls is None else stalls.notable_s
         self._on_step = None if stalls is None else self._late_step
+        #: the dispatcher's answers at once from a request's bytes (``server/at_once.py``), if it gives any
+        self._at_once: AnswerAtOnce | None = getattr(dispatcher, "answer_at_once", None)
 
     # ------------------------------------------------------------------------------ asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -255,6 +266,7 @@ class Connection(asyncio.Protocol):
         now = clock()  # (after each request: its handling is timed from the end of the one before)
         turn_ends = now + SECONDS_PER_TURN
         notable = self._notable_s
+        at_once, host, connection_id = self._at_once, self.client_host, self.connection_id
         try:
             while not self._closing and not self._writing_paused and len(slots) < max_in_flight:
                 if queued + out_bytes > max_queued:
@@ -288,12 +300,28 @@ class Connection(asyncio.Protocol):
                     if len(frame) >= DECODE_ASIDE_BYTES:
                         self._decode_aside(frame, session)
                         break
-                    request = decode_request(frame, self.dispatcher.versions, self.dispatcher.limits)
+                    data = None if at_once is None else at_once(frame, session.principal, host, connection_id)
+                    if data is None:
+                        request = decode_request(frame, self.dispatcher.versions, self.dispatcher.limits)
                 except ProtocolError as exc:
                     self._write(out)
                     self._fail(exc)
                     return
                 handled += 1
+                if data is not None:  # answered at once: done, in order behind whatever is still running
+                    began, now = now, clock()
+                    if now - began >= notable:
+                        self._late_step_of_frame(now - began, frame)
+                    if not slots:
+                        out.append(data)
+                        out_bytes += len(data)
+                    else:
+                        slot = _Slot()
+                        slot.done, slot.data = True, data
+                        self._held_bytes += len(data)
+                        queued += len(data)
+                        slots.append(slot)
+                    continue
                 started: Started[Response] = start(
                     self.dispatcher.respond(
                         request, client_host=self.client_host, connection_id=self.connection_id, session=session
@@ -399,6 +427,14 @@ class Connection(asyncio.Protocol):
         """A step of ``request``'s handling took ``seconds``: the stall observer hears of a notable one."""
         if self._stalls is not None and seconds >= self._notable_s:
             self._stalls.request_step(seconds, request, self)
+
+    def _late_step_of_frame(self, seconds: float, frame: bytes) -> None:
+        """``_late_step`` for a request answered at once (its frame decodes: it was answered)."""
+        try:
+            request = decode_request(frame, self.dispatcher.versions, self.dispatcher.limits)
+        except ProtocolError:
+            return
+        self._late_step(seconds, request)
 
     def _monotonic_ms(self) -> float:
         return self._loop.time() * 1000

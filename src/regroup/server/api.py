@@ -70,6 +70,11 @@ class GroupService(Protocol):
         its records are durable. ``may_park``: the response may come later (a parked JoinGroup/SyncGroup)."""
         ...
 
+    def answer_at_once(self, op: Callable[[GroupCoordinator, Any, int], Any], request: Any) -> Any | None:
+        """``op(coordinator, request, now_ms)``'s answer when the core can give it at once with nothing to make
+        durable and every earlier call answered; None: ``call`` must run the request."""
+        ...
+
     async def write(self, op: Callable[[GroupCoordinator, RequestKey, int], Result]) -> None:
         """Run ``op``, an operation that answers no request, and return once its records are durable."""
         ...
@@ -114,6 +119,21 @@ ErrorResponse = Callable[[RequestContext, Any, ErrorCode], Any]
 
 
 @dataclass(frozen=True, slots=True)
+class AtOnce:
+    """How an API answers the requests it can answer from their bytes at once, without its handler's general
+    path (``server/at_once.py``: a steady member's heartbeat). The answer must be exactly the one the handler
+    would give, authorization included.
+
+    ``prepare(body)``: what ``answer`` needs of a decoded request body (a request entity of the core, say),
+    worked out once per distinct request bytes and remembered; None: such requests are never answered at once.
+    ``answer(broker, principal, client_host, api_version, prepared)``: the response, a ``PreEncoded`` body of
+    the requested version; None: the handler answers this one (an error, a rebalance, a denied ACL)."""
+
+    prepare: Callable[[Any], Any]
+    answer: Callable[[Any, str, str, int, Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
 class ApiSpec:
     """One API as served: its key, the versions advertised, the handler and the error response the
     dispatcher answers with when the handler raises (``ApiError`` → its code, anything unexpected →
@@ -126,3 +146,5 @@ class ApiSpec:
     handler: Handler
     error_response: ErrorResponse | None = None
     own_limits: frozenset[str] = frozenset()
+    #: how requests are answered at once (None: always through ``handler``)
+    at_once: AtOnce | None = None

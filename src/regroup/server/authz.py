@@ -35,10 +35,17 @@ def decisions_stamp(broker: Any) -> object | None:
 
 
 def allowed(broker: Any, ctx: RequestContext, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+    return permits(broker, ctx.principal, ctx.client_host, operation, resource_type, name)
+
+
+def permits(
+    broker: Any, principal: str, host: str, operation: AclOperation, resource_type: ResourceType, name: str
+) -> bool:
+    """``allowed`` for a principal and host given as they are (an answer given at once has no context)."""
     authorizer = authorizer_of(broker)
     if authorizer is None:
         return True
-    return authorizer.authorize(ctx.principal, ctx.client_host, operation, resource_type, name)
+    return authorizer.authorize(principal, host, operation, resource_type, name)
 
 
 def require(

@@ -28,6 +28,7 @@ from regroup.network.limits import Limits
 from regroup.network.session import Session
 from regroup.security.acl import ANONYMOUS
 from regroup.server.api import ApiSpec, Broker, RequestContext
+from regroup.server.at_once import AtOnceAnswers
 from regroup.server.encoded import PreEncoded, response_type
 from regroup.server.entities import build
 from regroup.server.errors import CoordinatorUnavailable, RequestDropped
@@ -83,6 +84,21 @@ class Dispatcher:
         }
         self.failures = FailureLog()
         self.counts: Counter[str] = Counter()
+        self._at_once = AtOnceAnswers(
+            broker,
+            self.specs,
+            {key: api_name(key) for key in self.specs},
+            self.versions,
+            self.limits,
+            self.counts,
+            metrics,
+            log,
+        )
+
+    def answer_at_once(self, frame: bytes, principal: str, client_host: str, connection_id: int) -> bytes | None:
+        """The framed response to the request ``frame`` when it can be given at once from its bytes
+        (``server/at_once.py``), or None: ``respond`` answers it."""
+        return self._at_once.answer(frame, principal, client_host, connection_id)
 
     async def respond(
         self, request: DecodedRequest, *, client_host: str, connection_id: int, session: Session | None = None
@@ -192,7 +208,8 @@ class Dispatcher:
 
     def take_counts(self) -> dict[str, int]:
         """Requests per API since the last call (for the periodic stats line)."""
-        counts, self.counts = dict(self.counts), Counter()
+        counts = dict(self.counts)
+        self.counts.clear()  # (the same Counter: the answers at once count into it too)
         return counts
 
 

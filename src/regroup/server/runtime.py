@@ -15,6 +15,10 @@ shared machinery of ``core_runtime.py``; this module adds what is specific to th
   in docs/architecture.md): waiting requests fail with ``CoordinatorUnavailable`` and ``on_fatal`` is
   called so the server stops; a restart replays the log. Under ``--fsync interval`` the writer also syncs
   the log shortly after appends stop.
+* **Answers at once.** ``answer_at_once`` runs a core operation that either answers with nothing to make
+  durable and nothing else changed but soft state (a steady member's heartbeat moving its session deadline:
+  ``GroupCoordinator.heartbeat_at_once``) or declines; it runs only when ``call``'s fast path would apply
+  (the writer idle), so the answer may go out at once.
 * **Parked requests.** A request key is a counter; its future resolves with the completion carrying that
   key, possibly in the result of a later call (a parked JoinGroup). A key the core ``dropped`` (superseded by
   a newer request of the same member) fails with ``RequestDropped``; the connection layer then closes that
@@ -53,6 +57,8 @@ from regroup.storage.record_log import FsyncPolicy
 log = logging.getLogger("regroup.server.runtime")
 
 CoreOp = Callable[[GroupCoordinator, RequestKey, int], Result]
+#: ``op(coordinator, request, now_ms)``: the answer given at once, or None (see ``answer_at_once``)
+AtOnceOp = Callable[[GroupCoordinator, Any, int], Any]
 Observer = Callable[[GroupCoordinator, Result, int], None]
 
 
@@ -176,6 +182,20 @@ class CoordinatorRuntime:
             future.set_exception(NoResponse(f"core call {op!r} answered nothing"))
         self._after(result)
         return await future
+
+    def answer_at_once(self, op: AtOnceOp, request: Any) -> Any | None:
+        """``op(coordinator, request, now_ms)``: a core operation that either answers at once, having changed
+        nothing a record, an event or another request's answer would carry (a steady member's heartbeat moving
+        its session deadline), or answers None having changed nothing. Runs only when every earlier call is
+        durable and answered (``call``'s own fast path: the writer idle), so the answer may go out now; None
+        otherwise, and from a stopped coordinator (``call`` is for all of those)."""
+        writer = self._writer
+        if self._closed or writer.failure is not None or not writer.started or not writer.idle:
+            return None
+        response = op(self.coordinator, request, self._clock.now())
+        if response is not None:
+            self._arm_timer()
+        return response
 
     async def write(self, op: CoreOp) -> None:
         """Run ``op(coordinator, key, now_ms)``, an operation that answers no request (the transaction

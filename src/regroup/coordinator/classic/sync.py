@@ -17,6 +17,7 @@ from regroup.coordinator.classic.rebalance import (
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.identity import static_holder
 from regroup.coordinator.result import RequestKey
+from regroup.coordinator.timers import Timers
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.protocol.classic import (
     HeartbeatRequest,
@@ -98,6 +99,34 @@ def heartbeat(ctx: Ctx, found: ClassicGroup | None, req: HeartbeatRequest) -> He
     if group.state is ClassicStates.PREPARING_REBALANCE:
         return HeartbeatResponse(error=ErrorCode.REBALANCE_IN_PROGRESS)
     return HeartbeatResponse()
+
+
+#: a known member's heartbeat at the group's generation, by the group's state: the error it is answered with
+_ANSWERED_AT_ONCE = {
+    ClassicStates.STABLE: ErrorCode.NONE,
+    ClassicStates.COMPLETING_REBALANCE: ErrorCode.NONE,
+    ClassicStates.PREPARING_REBALANCE: ErrorCode.REBALANCE_IN_PROGRESS,
+}
+
+
+def heartbeat_at_once(
+    timers: Timers, group: ClassicGroup, req: HeartbeatRequest, now_ms: int
+) -> HeartbeatResponse | None:
+    """``heartbeat``'s answer for a member it knows, at the group's generation, in a group with members: then all
+    a heartbeat does is move the member's session deadline. None (nothing changed) for every other request:
+    ``heartbeat`` answers those (errors included)."""
+    error = _ANSWERED_AT_ONCE.get(group.state)
+    if error is None or req.generation_id != group.generation:
+        return None
+    member = group.members.get(req.member_id)
+    if member is None:
+        return None
+    instance_id = req.group_instance_id
+    if instance_id is not None and group.static_members.get(instance_id) != req.member_id:
+        return None
+    if not timers.extend(session_key(group.group_id, req.member_id), now_ms + member.session_timeout_ms):
+        return None
+    return HeartbeatResponse(error=error)
 
 
 def leave_group(ctx: Ctx, group: ClassicGroup | None, req: LeaveGroupRequest) -> LeaveGroupResponse:

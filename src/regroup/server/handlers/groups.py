@@ -13,6 +13,10 @@ them) and maps the core's response back to the requested version. Version quirks
 Authorization (Kafka's API-to-ACL table): all four need READ on the Group; without it the request is answered
 GROUP_AUTHORIZATION_FAILED before the coordinator sees it. SyncGroup checks its v5 protocol fields first, as
 Kafka does.
+
+A steady member's Heartbeat (known, at its group's generation, READ allowed) is answered at once from its
+bytes (``server/at_once.py``, ``GroupCoordinator.heartbeat_at_once``): the same answer and the same effect, the
+session deadline moved, without the general path's layers.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.network.codec import response_class
 from regroup.protocol.classic import (
@@ -34,8 +39,8 @@ from regroup.protocol.classic import (
     SyncGroupResponse,
 )
 from regroup.security.acl import AclOperation, ResourceType
-from regroup.server.api import ApiSpec, Broker, RequestContext
-from regroup.server.authz import require
+from regroup.server.api import ApiSpec, AtOnce, Broker, RequestContext
+from regroup.server.authz import permits, require
 from regroup.server.encoded import PreEncoded, entity_bytes
 from regroup.server.entities import build, ms
 from regroup.server.handlers._common import client_info, respond
@@ -140,16 +145,29 @@ def _heartbeat_answer(version: int, code: ErrorCode) -> PreEncoded:
     return PreEncoded(type(entity), entity_bytes(entity), (int(code),) if code else ())
 
 
-async def heartbeat(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    _require_read(broker, ctx, request.group_id)
-    req = HeartbeatRequest(
+def _heartbeat_request(request: Any) -> HeartbeatRequest:
+    return HeartbeatRequest(
         group_id=request.group_id,
         generation_id=request.generation_id,
         member_id=request.member_id,
         group_instance_id=getattr(request, "group_instance_id", None),
     )
+
+
+async def heartbeat(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    _require_read(broker, ctx, request.group_id)
+    req = _heartbeat_request(request)
     resp: HeartbeatResponse = await broker.coordinator.call(lambda c, key, now: c.heartbeat(req, key, now))
     return _heartbeat_answer(ctx.api_version, resp.error)
+
+
+def _heartbeat_at_once(broker: Broker, principal: str, client_host: str, version: int, req: HeartbeatRequest) -> Any:
+    """A steady member's Heartbeat answered at once (``GroupCoordinator.heartbeat_at_once``): READ on the Group
+    allowed, else None and ``heartbeat`` answers GROUP_AUTHORIZATION_FAILED."""
+    if not permits(broker, principal, client_host, AclOperation.READ, ResourceType.GROUP, req.group_id):
+        return None
+    resp: HeartbeatResponse | None = broker.coordinator.answer_at_once(GroupCoordinator.heartbeat_at_once, req)
+    return None if resp is None else _heartbeat_answer(version, resp.error)
 
 
 # ----------------------------------------------------------------------------------------- LeaveGroup
@@ -191,6 +209,6 @@ async def leave_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
 SPECS = [
     ApiSpec(JOIN_GROUP, 0, 9, join_group, _join_error),
     ApiSpec(SYNC_GROUP, 0, 5, sync_group, _sync_error),
-    ApiSpec(HEARTBEAT, 0, 4, heartbeat, _heartbeat_error),
+    ApiSpec(HEARTBEAT, 0, 4, heartbeat, _heartbeat_error, at_once=AtOnce(_heartbeat_request, _heartbeat_at_once)),
     ApiSpec(LEAVE_GROUP, 0, 5, leave_group, _leave_error),
 ]

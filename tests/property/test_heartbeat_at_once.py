@@ -1,0 +1,159 @@
+"""A Heartbeat answered at once (``GroupCoordinator.heartbeat_at_once``) is the general path's answer, with the
+general path's effect and nothing else.
+
+Random histories of every group API (the driver of ``test_refused_requests``), with half the steps a classic
+Heartbeat: most of them a current member's, at its group's generation, with its own or another instance id,
+some at other generations, of unknown members, or naming groups of other types. At each such heartbeat the
+coordinator is copied; the copy runs the general ``heartbeat``, the original ``heartbeat_at_once``:
+
+* answered at once: the general path answered the same, for that request only, with no record, event or
+  dropped request, and both coordinators are equal afterwards, timers to their scheduling order;
+* not answered: the coordinator is exactly as it was (the general path then runs the request, as the
+  server would).
+
+A fixed run shows the random histories do reach both outcomes, and every answer at once the server gives.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from regroup.coordinator.coordinator import GroupCoordinator
+from regroup.model.errors import ErrorCode
+from regroup.protocol.classic import HeartbeatRequest, JoinGroupRequest, JoinGroupResponse
+from tests.group_views import classic_groups
+from tests.property.test_refused_requests import CLIENT, GROUPS, Driver, state_of
+
+
+def twins_agree(mine: GroupCoordinator, twin: GroupCoordinator) -> None:
+    assert state_of(mine) == state_of(twin)
+    assert mine.timers._entry == twin.timers._entry  # deadlines and the order among equal ones
+    assert mine.next_deadline() == twin.next_deadline()
+
+
+class TwinDriver(Driver):
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.outcomes: dict[str, int] = {"at once": 0, "general": 0}
+        self.codes: set[ErrorCode] = set()
+
+    def step(self) -> None:
+        kind = self.draw(st.sampled_from(["heartbeat", "heartbeat", "newcomer", "other", "other"]))
+        if kind == "heartbeat":
+            self.twin_heartbeat()
+        elif kind == "newcomer":
+            self.newcomer()
+        else:
+            super().step()
+
+    def newcomer(self) -> None:
+        """A new member joins a classic group (two steps, as clients do): the group rebalances, and its
+        members' heartbeats are answered REBALANCE_IN_PROGRESS until they rejoin."""
+        groups = classic_groups(self.coordinator)
+        if not groups:
+            return
+        group_id = self.draw(st.sampled_from(sorted(groups)))
+        member_id = ""
+        for _ in range(2):
+            self.key += 1
+            req = JoinGroupRequest(
+                group_id=group_id,
+                member_id=member_id,
+                group_instance_id=None,
+                session_timeout_ms=10_000,
+                rebalance_timeout_ms=5_000,
+                protocol_type="consumer",
+                protocols=self.protocols() or (("range", b""),),
+                version=9,
+                client=CLIENT,
+            )
+            result = self.collect(self.coordinator.join_group(req, self.key, self.now))
+            response = result.response_for(self.key)
+            if not isinstance(response, JoinGroupResponse) or response.error is not ErrorCode.MEMBER_ID_REQUIRED:
+                return
+            member_id = response.member_id
+
+    def steady_request(self) -> HeartbeatRequest:
+        """A heartbeat of a current classic member most of the time; anything the driver draws otherwise."""
+        groups = classic_groups(self.coordinator)
+        members = [(g, m) for g in sorted(groups) for m in sorted(groups[g].members)]
+        if not members or self.draw(st.integers(0, 4)) == 0:
+            member_id = self.member()
+            return HeartbeatRequest(
+                group_id=self.draw(st.sampled_from([*GROUPS, ""])),
+                generation_id=self.epoch_of(member_id),
+                member_id=member_id,
+                group_instance_id=self.instance(),
+            )
+        group_id, member_id = self.draw(st.sampled_from(members))
+        group = groups[group_id]
+        instance = group.members[member_id].group_instance_id
+        return HeartbeatRequest(
+            group_id=group_id,
+            generation_id=self.draw(st.sampled_from([group.generation] * 4 + [group.generation + 1, -1])),
+            member_id=member_id,
+            group_instance_id=self.draw(st.sampled_from([instance, instance, instance, None, "i1", "i2"])),
+        )
+
+    def twin_heartbeat(self) -> None:
+        c = self.coordinator
+        req = self.steady_request()
+        if self.draw(st.booleans()):
+            self.collect(c.advance(self.now))  # (else a timer may be due: the answer at once must decline)
+        twin = copy.deepcopy(c)
+        before = state_of(c)
+        entries = dict(c.timers._entry)
+        answer = c.heartbeat_at_once(req, self.now)
+        if answer is None:
+            self.outcomes["general"] += 1
+            assert state_of(c) == before, req
+            assert c.timers._entry == entries, req
+            self.request(c.heartbeat, req)  # what the server does next
+            return
+        self.outcomes["at once"] += 1
+        self.codes.add(answer.error)
+        self.key += 1
+        result = twin.heartbeat(req, self.key, self.now)
+        assert result.refused is None, (req, result.refused)
+        assert result.records == [] and result.events == [] and result.dropped == [], req
+        assert [(x.key, x.response) for x in result.completions] == [(self.key, answer)], req
+        twins_agree(c, twin)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    data=st.data(),
+    max_size=st.sampled_from([2, 3, 10]),
+    policy=st.sampled_from(["bidirectional", "disabled"]),
+    steps=st.integers(10, 60),
+)
+def test_a_heartbeat_answered_at_once_is_the_general_answer_and_effect(
+    data: st.DataObject, max_size: int, policy: str, steps: int
+) -> None:
+    driver = TwinDriver(data, max_size, 10, policy)
+    for _ in range(steps):
+        driver.step()
+    driver.check_replay()
+
+
+def test_the_histories_reach_both_outcomes_and_every_answer() -> None:
+    seen: dict[str, int] = {"at once": 0, "general": 0}
+    codes: set[ErrorCode] = set()
+
+    @settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(data=st.data())
+    def run(data: st.DataObject) -> None:
+        driver = TwinDriver(data, 10, 10, "bidirectional")
+        for _ in range(60):
+            driver.step()
+        for outcome, n in driver.outcomes.items():
+            seen[outcome] += n
+        codes.update(driver.codes)
+
+    run()
+    assert seen["at once"] >= 20 and seen["general"] >= 20, seen
+    assert codes == {ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS}, codes

@@ -1,0 +1,257 @@
+"""A steady member's Heartbeat is answered at once from its bytes (``server/at_once.py``), and a server that does
+so behaves as one that does not: the member stays while it heartbeats and its session expires when it stops,
+the answer waits in order behind a request parked before it on the same connection, the request is counted and
+measured, and a frame over an identifier limit is still answered INVALID_REQUEST. (That the principal is
+authorized on every heartbeat, learned bytes or not, is in ``test_authorization_matrix``.)
+
+The server runs in the test's event loop, over real sockets, so the test can see which path answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import urllib.request
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from kio.index import load_response_schema
+from kio.schema.errors import ErrorCode as E
+from kio.serial import entity_reader
+
+from regroup.coordinator.config import CoordinatorConfig
+from regroup.network.limits import DEFAULT_LIMITS, GROUP_ID
+from regroup.server.app import Server, ServerConfig
+from regroup.storage.record_log import FsyncPolicy
+from tests.server.wire import DESCRIBE, HEARTBEAT, JOIN, SYNC, encode_request
+
+SESSION_MS = 600
+
+
+class Client:
+    """A pipelining client over asyncio streams: requests go out at once, answers are read in order."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        self.next_id = 0
+        self.sent: list[tuple[int, int, int]] = []
+
+    @classmethod
+    async def open(cls, port: int) -> Client:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        return cls(reader, writer)
+
+    def send(self, api_key: int, version: int, client_id: str = "at-once-test", **fields: Any) -> int:
+        self.next_id += 1
+        self.writer.write(encode_request(api_key, version, self.next_id, client_id, **fields))
+        self.sent.append((self.next_id, api_key, version))
+        return self.next_id
+
+    async def receive(self) -> tuple[int, Any]:
+        """(correlation id, decoded body) of the next answer; it must answer the oldest request sent."""
+        (size,) = struct.unpack(">i", await asyncio.wait_for(self.reader.readexactly(4), 10))
+        frame = await asyncio.wait_for(self.reader.readexactly(size), 10)
+        correlation_id, api_key, version = self.sent.pop(0)
+        assert struct.unpack_from(">i", frame)[0] == correlation_id
+        cls = load_response_schema(api_key, version)
+        _, used = entity_reader(cls.__header_schema__)(frame, 0)
+        body, _ = entity_reader(cls)(frame, used)
+        return correlation_id, body
+
+    async def call(self, api_key: int, version: int, **fields: Any) -> Any:
+        self.send(api_key, version, **fields)
+        return (await self.receive())[1]
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+@asynccontextmanager
+async def running(tmp_path: Path, **config: Any) -> AsyncIterator[tuple[Server, int, dict[str, int]]]:
+    """A server, its port, and how many requests of each API its handlers' general path answered."""
+    cfg = ServerConfig(
+        host="127.0.0.1",
+        port=0,
+        data_dir=tmp_path,
+        fsync=FsyncPolicy.NEVER,
+        coordinator=CoordinatorConfig(group_min_session_timeout_ms=100, group_initial_rebalance_delay_ms=0),
+        **config,
+    )
+    server = Server(cfg)
+    await server.start()
+    general: dict[str, int] = {}
+    dispatcher = server._dispatcher
+    assert dispatcher is not None
+    respond = dispatcher.respond
+
+    async def counted(request: Any, **kwargs: Any) -> Any:
+        key = str(request.api_key)
+        general[key] = general.get(key, 0) + 1
+        return await respond(request, **kwargs)
+
+    dispatcher.respond = counted  # type: ignore[method-assign]
+    try:
+        yield server, server._listeners[0].sockets[0].getsockname()[1], general
+    finally:
+        await server.close()
+
+
+async def joined(client: Client, group: str) -> tuple[str, int]:
+    """A one-member group formed (JoinGroup twice, SyncGroup): (member id, generation)."""
+    fields = {
+        "group_id": group,
+        "session_timeout": SESSION_MS,
+        "rebalance_timeout": 5_000,
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b""}],
+        "reason": None,
+    }
+    first = await client.call(JOIN, 9, member_id="", **fields)
+    assert first.error_code == E.member_id_required
+    join = await client.call(JOIN, 9, member_id=first.member_id, **fields)
+    assert join.error_code == E.none
+    sync = await client.call(
+        SYNC,
+        5,
+        group_id=group,
+        generation_id=join.generation_id,
+        member_id=join.member_id,
+        group_instance_id=None,
+        protocol_type="consumer",
+        protocol_name="range",
+        assignments=[{"member_id": join.member_id, "assignment": b""}],
+    )
+    assert sync.error_code == E.none
+    return join.member_id, join.generation_id
+
+
+def beat(group: str, member_id: str, generation: int) -> dict[str, Any]:
+    return {"group_id": group, "generation_id": generation, "member_id": member_id, "group_instance_id": None}
+
+
+def test_a_steady_member_is_answered_at_once_stays_while_it_beats_and_expires_after(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with running(tmp_path) as (_, port, general):
+            client = await Client.open(port)
+            member_id, generation = await joined(client, "steady")
+            before = dict(general)
+            for _ in range(25):  # 2.5 s: four session timeouts
+                assert (await client.call(HEARTBEAT, 4, **beat("steady", member_id, generation))).error_code == E.none
+                await asyncio.sleep(0.1)
+            # the first heartbeat's bytes were learned by decoding them; every later one was answered at once
+            assert general.get(str(HEARTBEAT), 0) - before.get(str(HEARTBEAT), 0) == 0
+            described = await client.call(DESCRIBE, 5, groups=["steady"], include_authorized_operations=False)
+            assert [m.member_id for m in described.groups[0].members] == [member_id]
+            await asyncio.sleep(SESSION_MS * 2 / 1000)  # silent: the session expires
+            late = await client.call(HEARTBEAT, 4, **beat("steady", member_id, generation))
+            assert late.error_code == E.unknown_member_id
+            assert general[str(HEARTBEAT)] - before.get(str(HEARTBEAT), 0) == 1  # (an error: the general path's)
+            described = await client.call(DESCRIBE, 5, groups=["steady"], include_authorized_operations=False)
+            assert (described.groups[0].group_state, described.groups[0].members) == ("Empty", ())
+            client.close()
+
+    asyncio.run(scenario())
+
+
+def test_an_answer_at_once_waits_behind_a_parked_request_of_its_connection(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with running(tmp_path) as (_, port, general):
+            first, second = await Client.open(port), await Client.open(port)
+            member_id, generation = await joined(first, "ordered")
+            await first.call(HEARTBEAT, 4, **beat("ordered", member_id, generation))  # its bytes learned
+            # a newcomer's JoinGroup parks until the member rejoins; on the same connection, a heartbeat of
+            # another group's steady member is answered at once, but goes out after the JoinGroup's answer
+            other_id, other_generation = await joined(second, "other")
+            await second.call(HEARTBEAT, 4, **beat("other", other_id, other_generation))
+            newcomer = await second.call(
+                JOIN,
+                9,
+                group_id="ordered",
+                member_id="",
+                session_timeout=SESSION_MS,
+                rebalance_timeout=5_000,
+                group_instance_id=None,
+                protocol_type="consumer",
+                protocols=[{"name": "range", "metadata": b""}],
+                reason=None,
+            )
+            parked = second.send(
+                JOIN,
+                9,
+                group_id="ordered",
+                member_id=newcomer.member_id,
+                session_timeout=SESSION_MS,
+                rebalance_timeout=5_000,
+                group_instance_id=None,
+                protocol_type="consumer",
+                protocols=[{"name": "range", "metadata": b""}],
+                reason=None,
+            )
+            answered_before = general.get(str(HEARTBEAT), 0)
+            behind = second.send(HEARTBEAT, 4, **beat("other", other_id, other_generation))
+            await asyncio.sleep(0.2)
+            assert general.get(str(HEARTBEAT), 0) == answered_before  # answered at once, not by the handler
+            # the member of "ordered" is told to rejoin, rejoins, and the parked JoinGroup completes
+            told = await first.call(HEARTBEAT, 4, **beat("ordered", member_id, generation))
+            assert told.error_code == E.rebalance_in_progress
+            rejoin = await first.call(
+                JOIN,
+                9,
+                group_id="ordered",
+                member_id=member_id,
+                session_timeout=SESSION_MS,
+                rebalance_timeout=5_000,
+                group_instance_id=None,
+                protocol_type="consumer",
+                protocols=[{"name": "range", "metadata": b""}],
+                reason=None,
+            )
+            assert rejoin.error_code == E.none
+            correlation_id, join = await second.receive()
+            assert (correlation_id, join.error_code) == (parked, E.none)
+            correlation_id, heartbeat = await second.receive()
+            assert (correlation_id, heartbeat.error_code) == (behind, E.none)
+            first.close()
+            second.close()
+
+    asyncio.run(scenario())
+
+
+def test_answers_at_once_are_counted_and_measured(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with running(tmp_path, metrics_port=0) as (server, port, general):
+            client = await Client.open(port)
+            member_id, generation = await joined(client, "counted")
+            dispatcher = server._dispatcher
+            assert dispatcher is not None
+            dispatcher.take_counts()
+            for _ in range(40):
+                client.send(HEARTBEAT, 4, **beat("counted", member_id, generation))
+            for _ in range(40):
+                assert (await client.receive())[1].error_code == E.none
+            assert dispatcher.take_counts().get("Heartbeat") == 40
+            assert general.get(str(HEARTBEAT), 0) <= 1
+            url = f"http://127.0.0.1:{server.metrics_port}/metrics"
+            text = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=10).read().decode())
+            totals = [line for line in text.splitlines() if line.startswith('regroup_requests_total{api="Heartbeat"}')]
+            assert totals and float(totals[0].split()[-1]) >= 40, totals
+            client.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_group_id_over_its_limit_is_still_invalid_request(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        limits = dict(DEFAULT_LIMITS)
+        limits[GROUP_ID] = 8
+        async with running(tmp_path, id_limits=limits) as (_, port, _general):
+            client = await Client.open(port)
+            for _ in range(3):  # the same bytes again: never learned as an answer at once
+                answer = await client.call(HEARTBEAT, 4, **beat("a-much-too-long-group", "m", 1))
+                assert answer.error_code == E.invalid_request
+            client.close()
+
+    asyncio.run(scenario())
