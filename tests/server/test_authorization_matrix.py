@@ -17,7 +17,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode as E
+from kio.serial import entity_reader
 
 from tests.server import test_share_wire as share
 from tests.server.conftest import ServerProcess, assert_clean_log, configured, free_port
@@ -624,6 +626,32 @@ def test_a_steady_heartbeat_is_authorized_every_time(server: ServerProcess, acls
             assert decode_heartbeat(bob.read_frame()) == E.group_authorization_failed
         alice.send_raw(frame)  # the ACL deleted
         assert decode_heartbeat(alice.read_frame()) == E.group_authorization_failed
+    # the same for a KIP-848 member's steady ConsumerGroupHeartbeat
+    group = unique("steady848")
+    with signed_in(server.port, "alice") as alice, signed_in(server.port, "bob") as bob:
+        with granted(acls, acl("group", group, "READ")):
+            beat = {"group_id": group, "member_id": "alice-member", "instance_id": None, "rack_id": None,
+                    "subscribed_topic_regex": None, "server_assignor": None}  # fmt: skip
+            joined = alice.call(CG_HEARTBEAT, 1, **beat, member_epoch=0, rebalance_timeout=5_000,
+                                subscribed_topic_names=["t"], topic_partitions=[])  # fmt: skip
+            assert joined.error_code == E.none
+            steady = beat | {"member_epoch": joined.member_epoch, "rebalance_timeout": -1,
+                             "subscribed_topic_names": None, "topic_partitions": None}  # fmt: skip
+            frame = encode_request(CG_HEARTBEAT, 1, 7, "steady-client", **steady)
+            for _ in range(3):
+                alice.send_raw(frame)
+                assert decode_consumer_heartbeat(alice.read_frame()) == E.none
+            bob.send_raw(frame)
+            assert decode_consumer_heartbeat(bob.read_frame()) == E.group_authorization_failed
+        alice.send_raw(frame)
+        assert decode_consumer_heartbeat(alice.read_frame()) == E.group_authorization_failed
+
+
+def decode_consumer_heartbeat(frame: bytes) -> Any:
+    """The error code of a ConsumerGroupHeartbeat v1 answer (response header v1)."""
+    assert frame[:4] == (7).to_bytes(4, "big") and frame[4] == 0
+    body, _ = entity_reader(load_response_schema(CG_HEARTBEAT, 1))(frame, 5)
+    return body.error_code
 
 
 def decode_heartbeat(frame: bytes) -> Any:

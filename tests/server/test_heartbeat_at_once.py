@@ -1,8 +1,10 @@
-"""A steady member's Heartbeat is answered at once from its bytes (``server/at_once.py``), and a server that does
-so behaves as one that does not: the member stays while it heartbeats and its session expires when it stops,
-the answer waits in order behind a request parked before it on the same connection, the request is counted and
-measured, and a frame over an identifier limit is still answered INVALID_REQUEST. (That the principal is
-authorized on every heartbeat, learned bytes or not, is in ``test_authorization_matrix``.)
+"""A steady member's Heartbeat or ConsumerGroupHeartbeat is answered at once from its bytes
+(``server/at_once.py``), and a server that does so behaves as one that does not: the member stays while it
+heartbeats and its session expires when it stops, the answer waits in order behind a request parked before it
+on the same connection, the request is counted and measured, a frame over an identifier limit is still
+answered INVALID_REQUEST, and a KIP-848 heartbeat with anything new in it (a subscription, another client id,
+a wrong epoch) is the general path's. (That the principal is authorized on every heartbeat, learned bytes or
+not, is in ``test_authorization_matrix``.)
 
 The server runs in the test's event loop, over real sockets, so the test can see which path answered.
 """
@@ -60,8 +62,8 @@ class Client:
         body, _ = entity_reader(cls)(frame, used)
         return correlation_id, body
 
-    async def call(self, api_key: int, version: int, **fields: Any) -> Any:
-        self.send(api_key, version, **fields)
+    async def call(self, api_key: int, version: int, client_id: str = "at-once-test", **fields: Any) -> Any:
+        self.send(api_key, version, client_id, **fields)
         return (await self.receive())[1]
 
     def close(self) -> None:
@@ -252,6 +254,68 @@ def test_a_group_id_over_its_limit_is_still_invalid_request(tmp_path: Path) -> N
             for _ in range(3):  # the same bytes again: never learned as an answer at once
                 answer = await client.call(HEARTBEAT, 4, **beat("a-much-too-long-group", "m", 1))
                 assert answer.error_code == E.invalid_request
+            client.close()
+
+    asyncio.run(scenario())
+
+
+CONSUMER_GROUP_HEARTBEAT = 68
+
+
+def consumer_beat(group: str, member_id: str, epoch: int, **changed: Any) -> dict[str, Any]:
+    """A ConsumerGroupHeartbeat v1 with every optional field null (nothing new) except ``changed``."""
+    fields: dict[str, Any] = {
+        "group_id": group,
+        "member_id": member_id,
+        "member_epoch": epoch,
+        "instance_id": None,
+        "rack_id": None,
+        "rebalance_timeout": -1,
+        "subscribed_topic_names": None,
+        "subscribed_topic_regex": None,
+        "server_assignor": None,
+        "topic_partitions": None,
+    }
+    return fields | changed
+
+
+def test_a_steady_consumer_group_member_is_answered_at_once(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with running(tmp_path) as (_, port, general):
+            client = await Client.open(port)
+            joined = await client.call(
+                CONSUMER_GROUP_HEARTBEAT,
+                1,
+                **consumer_beat(
+                    "kip848", "member-1", 0, rebalance_timeout=5_000, subscribed_topic_names=["t"], topic_partitions=[]
+                ),
+            )
+            assert joined.error_code == E.none and joined.member_epoch > 0
+            epoch = joined.member_epoch
+            first = await client.call(CONSUMER_GROUP_HEARTBEAT, 1, **consumer_beat("kip848", "member-1", epoch))
+            before = general.get(str(CONSUMER_GROUP_HEARTBEAT), 0)
+            for _ in range(10):
+                steady = await client.call(CONSUMER_GROUP_HEARTBEAT, 1, **consumer_beat("kip848", "member-1", epoch))
+                assert (steady.error_code, steady.member_id, steady.member_epoch) == (E.none, "member-1", epoch)
+                assert steady.heartbeat_interval == first.heartbeat_interval and steady.assignment is None
+            assert general.get(str(CONSUMER_GROUP_HEARTBEAT), 0) == before  # (the first one's bytes were learned)
+            # something new goes the general way: a new subscription bumps the group epoch
+            changed = await client.call(
+                CONSUMER_GROUP_HEARTBEAT, 1, **consumer_beat("kip848", "member-1", epoch, subscribed_topic_names=["u"])
+            )
+            assert changed.error_code == E.none
+            assert general.get(str(CONSUMER_GROUP_HEARTBEAT), 0) == before + 1
+            # so does the same member's heartbeat from another client id (its metadata changes)
+            other = await client.call(
+                CONSUMER_GROUP_HEARTBEAT,
+                1,
+                client_id="renamed",
+                **consumer_beat("kip848", "member-1", changed.member_epoch),
+            )
+            assert other.error_code == E.none
+            assert general.get(str(CONSUMER_GROUP_HEARTBEAT), 0) == before + 2
+            fenced = await client.call(CONSUMER_GROUP_HEARTBEAT, 1, **consumer_beat("kip848", "member-1", epoch + 5))
+            assert fenced.error_code == E.fenced_member_epoch and fenced.error_message
             client.close()
 
     asyncio.run(scenario())

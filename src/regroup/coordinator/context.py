@@ -18,6 +18,24 @@ from regroup.coordinator.timers import Timers
 from regroup.records.model import Record
 
 
+def consumer_session_timeout_ms(
+    config: CoordinatorConfig, group_configs: Mapping[str, GroupConfig], group_id: str
+) -> int:
+    """The session timeout of the consumer-protocol members of ``group_id``: the group's, else the broker's."""
+    own = group_configs.get(group_id)
+    timeout = None if own is None else own.consumer_session_timeout_ms
+    return config.consumer_group_session_timeout_ms if timeout is None else timeout
+
+
+def consumer_heartbeat_interval_ms(
+    config: CoordinatorConfig, group_configs: Mapping[str, GroupConfig], group_id: str
+) -> int:
+    """The heartbeat interval of the consumer-protocol members of ``group_id``: the group's, else the broker's."""
+    own = group_configs.get(group_id)
+    interval = None if own is None else own.consumer_heartbeat_interval_ms
+    return config.consumer_group_heartbeat_interval_ms if interval is None else interval
+
+
 @dataclass(slots=True, kw_only=True)
 class Ctx:
     config: CoordinatorConfig
@@ -30,17 +48,10 @@ class Ctx:
     group_configs: Mapping[str, GroupConfig] = field(default_factory=dict)
 
     def consumer_session_timeout_ms(self, group_id: str) -> int:
-        """The session timeout of the consumer-protocol members of ``group_id``: the group's, else the broker's."""
-        own = self.group_configs.get(group_id)
-        timeout = None if own is None else own.consumer_session_timeout_ms
-        return self.config.consumer_group_session_timeout_ms if timeout is None else timeout
+        return consumer_session_timeout_ms(self.config, self.group_configs, group_id)
 
     def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
-        """The heartbeat interval of the consumer-protocol members of ``group_id``: the group's, else the
-        broker's."""
-        own = self.group_configs.get(group_id)
-        interval = None if own is None else own.consumer_heartbeat_interval_ms
-        return self.config.consumer_group_heartbeat_interval_ms if interval is None else interval
+        return consumer_heartbeat_interval_ms(self.config, self.group_configs, group_id)
 
     def share_session_timeout_ms(self, group_id: str) -> int:
         own = self.group_configs.get(group_id)

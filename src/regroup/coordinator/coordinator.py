@@ -23,6 +23,7 @@ from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.consumer.describe import describe_consumer_group
 from regroup.coordinator.consumer.group import ConsumerGroup
 from regroup.coordinator.consumer.heartbeat import consumer_group_heartbeat
+from regroup.coordinator.consumer.heartbeat import heartbeat_at_once as consumer_heartbeat_at_once
 from regroup.coordinator.consumer.report import ConsumerGroupSummary
 from regroup.coordinator.consumer.report import summary as consumer_summary
 from regroup.coordinator.context import Ctx
@@ -55,6 +56,7 @@ from regroup.model.cluster import ClusterImage
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.protocol.admin import DescribedGroup, ListGroupsRequest, ListGroupsResponse
 from regroup.protocol.classic import (
+    ClientInfo,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -456,6 +458,21 @@ class GroupCoordinator:
             return ConsumerGroupHeartbeatResponse(error=exc.code, error_message=message)
 
         return self._run(now_ms, key, lambda ctx: consumer_group_heartbeat(ctx, self.groups, req), refused)
+
+    def consumer_group_heartbeat_at_once(
+        self, req: ConsumerGroupHeartbeatRequest, client: ClientInfo, now_ms: int
+    ) -> ConsumerGroupHeartbeatResponse | None:
+        """The answer ``consumer_group_heartbeat`` would give (``client`` in place of ``req.client``) when all it
+        would do is move a steady member's session deadline (``consumer/heartbeat.heartbeat_at_once``), no
+        timer due: that done, and nothing else. None, with nothing changed, for every other request."""
+        timers = self.timers
+        due = timers.next_deadline()
+        if (due is not None and due <= now_ms) or OFFSETS_EXPIRY_KEY not in timers:
+            return None
+        group = self.groups.by_id.get(req.group_id)
+        if type(group) is not ConsumerGroup:
+            return None
+        return consumer_heartbeat_at_once(self.config, self.group_configs, timers, group, req, client, now_ms)
 
     def consumer_group_describe(self, group_ids: list[str], key: RequestKey, now_ms: int) -> Result:
         return self._run(

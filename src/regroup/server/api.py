@@ -70,8 +70,8 @@ class GroupService(Protocol):
         its records are durable. ``may_park``: the response may come later (a parked JoinGroup/SyncGroup)."""
         ...
 
-    def answer_at_once(self, op: Callable[[GroupCoordinator, Any, int], Any], request: Any) -> Any | None:
-        """``op(coordinator, request, now_ms)``'s answer when the core can give it at once with nothing to make
+    def answer_at_once(self, op: Callable[..., Any], *request: Any) -> Any | None:
+        """``op(coordinator, *request, now_ms)``'s answer when the core can give it at once with nothing to make
         durable and every earlier call answered; None: ``call`` must run the request."""
         ...
 
@@ -124,13 +124,14 @@ class AtOnce:
     path (``server/at_once.py``: a steady member's heartbeat). The answer must be exactly the one the handler
     would give, authorization included.
 
-    ``prepare(body)``: what ``answer`` needs of a decoded request body (a request entity of the core, say),
-    worked out once per distinct request bytes and remembered; None: such requests are never answered at once.
-    ``answer(broker, principal, client_host, api_version, prepared)``: the response, a ``PreEncoded`` body of
-    the requested version; None: the handler answers this one (an error, a rebalance, a denied ACL)."""
+    ``prepare(api_version, body)``: what ``answer`` needs of a decoded request body (a request entity of the
+    core, say), worked out once per distinct request bytes and remembered; None: such requests are never
+    answered at once. ``answer(broker, principal, client_host, client_id, api_version, prepared)``: the
+    response, a ``PreEncoded`` body of the requested version; None: the handler answers this one (an error, a
+    rebalance, a denied ACL)."""
 
-    prepare: Callable[[Any], Any]
-    answer: Callable[[Any, str, str, int, Any], Any]
+    prepare: Callable[[int, Any], Any]
+    answer: Callable[[Any, str, str, str | None, int, Any], Any]
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,7 +91,7 @@ class AtOnceAnswers:
         if prepared is _NEVER:
             return None
         try:
-            response = api.at_once.answer(self._broker, principal, client_host, version, prepared)
+            response = api.at_once.answer(self._broker, principal, client_host, client_id, version, prepared)
         except Exception:  # a bug here must not cost the request: the general path answers (and reports) it
             if not self._failed_once:
                 self._failed_once = True
@@ -127,7 +127,7 @@ class AtOnceAnswers:
             return None
         prepared: Any = _NEVER
         if request.over_limit is None and request.body is not None:
-            made = api.at_once.prepare(request.body)
+            made = api.at_once.prepare(version, request.body)
             if made is not None:
                 prepared = made
         known = (version, request.client_id, prepared)

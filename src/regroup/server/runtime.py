@@ -57,8 +57,8 @@ from regroup.storage.record_log import FsyncPolicy
 log = logging.getLogger("regroup.server.runtime")
 
 CoreOp = Callable[[GroupCoordinator, RequestKey, int], Result]
-#: ``op(coordinator, request, now_ms)``: the answer given at once, or None (see ``answer_at_once``)
-AtOnceOp = Callable[[GroupCoordinator, Any, int], Any]
+#: ``op(coordinator, *request, now_ms)``: the answer given at once, or None (see ``answer_at_once``)
+AtOnceOp = Callable[..., Any]
 Observer = Callable[[GroupCoordinator, Result, int], None]
 
 
@@ -183,8 +183,8 @@ class CoordinatorRuntime:
         self._after(result)
         return await future
 
-    def answer_at_once(self, op: AtOnceOp, request: Any) -> Any | None:
-        """``op(coordinator, request, now_ms)``: a core operation that either answers at once, having changed
+    def answer_at_once(self, op: AtOnceOp, *request: Any) -> Any | None:
+        """``op(coordinator, *request, now_ms)``: a core operation that either answers at once, having changed
         nothing a record, an event or another request's answer would carry (a steady member's heartbeat moving
         its session deadline), or answers None having changed nothing. Runs only when every earlier call is
         durable and answered (``call``'s own fast path: the writer idle), so the answer may go out now; None
@@ -192,7 +192,7 @@ class CoordinatorRuntime:
         writer = self._writer
         if self._closed or writer.failure is not None or not writer.started or not writer.idle:
             return None
-        response = op(self.coordinator, request, self._clock.now())
+        response = op(self.coordinator, *request, self._clock.now())
         if response is not None:
             self._arm_timer()
         return response

@@ -4,11 +4,19 @@ subscription, rack and group-epoch updates, target computation, reconciliation, 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 
 from regroup.coordinator.classic.group import ClassicGroup
+from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.consumer import migration
 from regroup.coordinator.consumer.fence import fence_member
-from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, to_set, to_tuple
+from regroup.coordinator.consumer.group import (
+    ConsumerGroup,
+    ConsumerGroupMember,
+    ConsumerGroupMemberState,
+    to_set,
+    to_tuple,
+)
 from regroup.coordinator.consumer.ops import (
     ensure_target,
     group_full,
@@ -21,12 +29,16 @@ from regroup.coordinator.consumer.ops import (
 )
 from regroup.coordinator.consumer.regexes import update_regexes
 from regroup.coordinator.consumer.subscriptions import compile_regex
+from regroup.coordinator.consumer.timers import member_session_key
 from regroup.coordinator.consumer.writes import ConsumerWrites
-from regroup.coordinator.context import Ctx
+from regroup.coordinator.context import Ctx, consumer_heartbeat_interval_ms, consumer_session_timeout_ms
 from regroup.coordinator.events import GroupCreated
+from regroup.coordinator.group_config import GroupConfig
 from regroup.coordinator.groups import Groups
 from regroup.coordinator.identity import static_holder
+from regroup.coordinator.timers import Timers
 from regroup.model.errors import ApiError, ErrorCode
+from regroup.protocol.classic import ClientInfo
 from regroup.protocol.consumer import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -223,6 +235,66 @@ def _heartbeat(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> 
         else None,
     )
     return response
+
+
+def heartbeat_at_once(
+    config: CoordinatorConfig,
+    group_configs: Mapping[str, GroupConfig],
+    timers: Timers,
+    group: ConsumerGroup,
+    req: ConsumerGroupHeartbeatRequest,
+    client: ClientInfo,
+    now_ms: int,
+) -> ConsumerGroupHeartbeatResponse | None:
+    """``consumer_group_heartbeat``'s answer to a steady member (``client``: the request's, in place of
+    ``req.client``): then all a heartbeat does is move the member's session deadline. A steady member is a
+    consumer-protocol member at its current epoch, reconciled to the group's target for the current group
+    epoch, sending nothing it has not sent before (no owned partitions, no regular expression, every other
+    field null or what the member has) in a group with no regular-expression subscriptions and no metadata to
+    refresh. None (nothing changed) for every other request: ``consumer_group_heartbeat`` answers those."""
+    epoch = req.member_epoch
+    if epoch <= 0 or req.topic_partitions is not None or req.subscribed_topic_regex is not None:
+        return None
+    member = group.members.get(req.member_id)
+    if (
+        member is None
+        or member.member_epoch != epoch
+        or member.state is not ConsumerGroupMemberState.STABLE
+        or member.classic is not None
+        or member.subscribed_topic_regex is not None
+        or epoch != group.assignment_epoch
+        or group.group_epoch != epoch
+        or group.metadata_refresh_needed
+        or group.regex_subscribers
+        or not req.group_id.strip()
+        or not req.member_id.strip()
+        or member.client_id != client.client_id
+        or member.client_host != client.client_host
+    ):
+        return None
+    instance_id = req.instance_id
+    if instance_id is not None and (
+        instance_id != member.instance_id or group.static_members.get(instance_id) != member.member_id
+    ):
+        return None
+    if (req.rack_id is not None and req.rack_id != member.rack_id) or (
+        req.rebalance_timeout_ms != -1 and req.rebalance_timeout_ms != member.rebalance_timeout_ms
+    ):
+        return None
+    assignor = req.server_assignor
+    if assignor is not None and (assignor != member.server_assignor or assignor not in config.consumer_group_assignors):
+        return None
+    names = req.subscribed_topic_names
+    if names is not None and tuple(sorted(set(names))) != member.subscribed_topic_names:
+        return None
+    session_ms = consumer_session_timeout_ms(config, group_configs, group.group_id)
+    if not timers.extend(member_session_key(group.group_id, member.member_id), now_ms + session_ms):
+        return None
+    return ConsumerGroupHeartbeatResponse(
+        member_id=req.member_id,
+        member_epoch=epoch,
+        heartbeat_interval_ms=consumer_heartbeat_interval_ms(config, group_configs, group.group_id),
+    )
 
 
 def _leave(ctx: Ctx, groups: Groups, req: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:

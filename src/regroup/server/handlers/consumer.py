@@ -20,6 +20,10 @@ GROUP_AUTHORIZATION_FAILED (with Kafka's default message) before any validation 
 ConsumerGroupDescribe needs DESCRIBE on each Group: a group without it is answered GROUP_AUTHORIZATION_FAILED
 (no message, nothing of the group disclosed) ahead of the groups the coordinator describes.
 
+A steady member's ConsumerGroupHeartbeat (at its epoch, reconciled, nothing new in the request, READ allowed) is
+answered at once from its bytes (``server/at_once.py``, ``GroupCoordinator.consumer_group_heartbeat_at_once``):
+the same answer and effect, the session deadline moved, without the general path's layers.
+
 ConsumerGroupDescribe reads the core's rows in its first step (``consumer_group_rows``) and describes and encodes
 the members a chunk at a time, yielding to the event loop between chunks (``server/inspection_answers.py``).
 """
@@ -28,12 +32,14 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Final
 
 from regroup.coordinator.consumer.describe import DescribedMembers, MemberRow, consumer_group_rows
+from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.model.errors import ErrorCode
 from regroup.network.codec import response_class
+from regroup.protocol.classic import ClientInfo
 from regroup.protocol.consumer import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -43,8 +49,8 @@ from regroup.protocol.consumer import (
     TopicPartitions,
 )
 from regroup.security.acl import AclOperation, ResourceType
-from regroup.server.api import ZERO_UUID, ApiSpec, Broker, RequestContext
-from regroup.server.authz import allowed, require
+from regroup.server.api import ZERO_UUID, ApiSpec, AtOnce, Broker, RequestContext
+from regroup.server.authz import allowed, permits, require
 from regroup.server.encoded import PreEncoded, array_header
 from regroup.server.entities import build, ms
 from regroup.server.handlers._common import DEFAULT_MESSAGES, assignment_class, client_info, respond
@@ -154,7 +160,16 @@ async def consumer_group_heartbeat(broker: Broker, ctx: RequestContext, request:
             ctx,
             ConsumerGroupHeartbeatResponse(error=ErrorCode.INVALID_REQUEST, error_message="MemberId can't be empty."),
         )
-    req = ConsumerGroupHeartbeatRequest(
+    req = _heartbeat_request(ctx.api_version, request, client_info(ctx))
+    resp: ConsumerGroupHeartbeatResponse = await broker.coordinator.call(
+        lambda c, key, now: c.consumer_group_heartbeat(req, key, now)
+    )
+    return _heartbeat_response(ctx, resp)
+
+
+def _heartbeat_request(version: int, request: Any, client: ClientInfo) -> ConsumerGroupHeartbeatRequest:
+    """The core's request for a kio ConsumerGroupHeartbeat request of ``version`` sent by ``client``."""
+    return ConsumerGroupHeartbeatRequest(
         group_id=request.group_id,
         member_id=request.member_id,
         member_epoch=request.member_epoch,
@@ -167,13 +182,61 @@ async def consumer_group_heartbeat(broker: Broker, ctx: RequestContext, request:
         subscribed_topic_regex=getattr(request, "subscribed_topic_regex", None),
         server_assignor=request.server_assignor,
         topic_partitions=_owned(request.topic_partitions),
-        version=ctx.api_version,
-        client=client_info(ctx),
+        version=version,
+        client=client,
     )
-    resp: ConsumerGroupHeartbeatResponse = await broker.coordinator.call(
-        lambda c, key, now: c.consumer_group_heartbeat(req, key, now)
+
+
+_UNKNOWN_CLIENT: Final = ClientInfo(client_id="", client_host="")
+
+
+def _heartbeat_prepared(version: int, request: Any) -> ConsumerGroupHeartbeatRequest | None:
+    """What a steady member's heartbeat answered at once needs: the core's request, its client given per
+    request (``_heartbeat_at_once``). None, the general path always: an empty member id from v1 on (the handler
+    answers it itself), or a version whose answer ``_without_assignment`` does not know how to write."""
+    if (version >= CLIENT_MEMBER_ID_FROM and not request.member_id.strip()) or not _plain_layout(version):
+        return None
+    return _heartbeat_request(version, request, _UNKNOWN_CLIENT)
+
+
+@lru_cache(maxsize=4096)
+def _client(client_id: str | None, client_host: str) -> ClientInfo:
+    """``client_info`` of a request's client id and peer host (a connection sends the same every time)."""
+    return ClientInfo(client_id=client_id or "", client_host=f"/{client_host}" if client_host else "")
+
+
+def _heartbeat_at_once(
+    broker: Broker,
+    principal: str,
+    client_host: str,
+    client_id: str | None,
+    version: int,
+    req: ConsumerGroupHeartbeatRequest,
+) -> Any:
+    """A steady member's heartbeat answered at once (``GroupCoordinator.consumer_group_heartbeat_at_once``):
+    READ on the Group allowed, else None and the handler answers GROUP_AUTHORIZATION_FAILED."""
+    if not permits(broker, principal, client_host, AclOperation.READ, ResourceType.GROUP, req.group_id):
+        return None
+    resp: ConsumerGroupHeartbeatResponse | None = broker.coordinator.answer_at_once(
+        GroupCoordinator.consumer_group_heartbeat_at_once, req, _client(client_id, client_host)
     )
-    return _heartbeat_response(ctx, resp)
+    if resp is None:
+        return None
+    key = (version, resp.member_id, resp.member_epoch, resp.heartbeat_interval_ms)
+    answer = _STEADY_ANSWERS.get(key)
+    if answer is None:
+        answer = _without_assignment(version, resp, None)
+        if len(req.member_id) <= _STEADY_ANSWER_MAX_ID:
+            if len(_STEADY_ANSWERS) >= _STEADY_ANSWERS_MAX:
+                _STEADY_ANSWERS.clear()  # bounded: a burst of members costs encoding again, never memory
+            _STEADY_ANSWERS[key] = answer
+    return answer
+
+
+#: a steady member's answer by (version, member id, epoch, interval): the same bytes until its epoch moves
+_STEADY_ANSWERS: dict[tuple[int, str | None, int, int], PreEncoded] = {}
+_STEADY_ANSWERS_MAX: Final = 16_384
+_STEADY_ANSWER_MAX_ID: Final = 128
 
 
 # ----------------------------------------------------------------------------------- ConsumerGroupDescribe
@@ -291,6 +354,13 @@ async def consumer_group_describe(broker: Broker, ctx: RequestContext, request: 
 
 
 SPECS = [
-    ApiSpec(CONSUMER_GROUP_HEARTBEAT, 0, 1, consumer_group_heartbeat, _heartbeat_error),
+    ApiSpec(
+        CONSUMER_GROUP_HEARTBEAT,
+        0,
+        1,
+        consumer_group_heartbeat,
+        _heartbeat_error,
+        at_once=AtOnce(_heartbeat_prepared, _heartbeat_at_once),
+    ),
     ApiSpec(CONSUMER_GROUP_DESCRIBE, 0, 1, consumer_group_describe, _describe_error),
 ]

@@ -146,6 +146,7 @@ def _heartbeat_answer(version: int, code: ErrorCode) -> PreEncoded:
 
 
 def _heartbeat_request(request: Any) -> HeartbeatRequest:
+    """The core's request for a kio Heartbeat request of any version."""
     return HeartbeatRequest(
         group_id=request.group_id,
         generation_id=request.generation_id,
@@ -161,7 +162,9 @@ async def heartbeat(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     return _heartbeat_answer(ctx.api_version, resp.error)
 
 
-def _heartbeat_at_once(broker: Broker, principal: str, client_host: str, version: int, req: HeartbeatRequest) -> Any:
+def _heartbeat_at_once(
+    broker: Broker, principal: str, client_host: str, client_id: str | None, version: int, req: HeartbeatRequest
+) -> Any:
     """A steady member's Heartbeat answered at once (``GroupCoordinator.heartbeat_at_once``): READ on the Group
     allowed, else None and ``heartbeat`` answers GROUP_AUTHORIZATION_FAILED."""
     if not permits(broker, principal, client_host, AclOperation.READ, ResourceType.GROUP, req.group_id):
@@ -209,6 +212,13 @@ async def leave_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
 SPECS = [
     ApiSpec(JOIN_GROUP, 0, 9, join_group, _join_error),
     ApiSpec(SYNC_GROUP, 0, 5, sync_group, _sync_error),
-    ApiSpec(HEARTBEAT, 0, 4, heartbeat, _heartbeat_error, at_once=AtOnce(_heartbeat_request, _heartbeat_at_once)),
+    ApiSpec(
+        HEARTBEAT,
+        0,
+        4,
+        heartbeat,
+        _heartbeat_error,
+        at_once=AtOnce(lambda _, body: _heartbeat_request(body), _heartbeat_at_once),
+    ),
     ApiSpec(LEAVE_GROUP, 0, 5, leave_group, _leave_error),
 ]
