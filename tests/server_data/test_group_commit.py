@@ -70,19 +70,19 @@ def test_an_append_waiting_for_its_fsync_is_not_read(tmp_path: Path) -> None:
     reopened.close()
 
 
-def test_a_roll_while_an_fsync_is_under_way_fsyncs_the_old_segment(tmp_path: Path) -> None:
+def test_a_roll_while_an_fsync_is_under_way_waits_for_the_next_fsync(tmp_path: Path) -> None:
     batch = make_batch([b"x" * 200])
     plog = PartitionLog.open(tmp_path / "p0", fsync=FsyncPolicy.ALWAYS, segment_bytes=len(batch) * 2)
     plog.append(batch, sync=False)
     plog.append(batch, sync=False)
     pending = plog.begin_sync()  # nothing left to fsync but what is under way
     assert pending is not None and pending.target == 2 and plog.log_end_offset == 0
-    plog.append(batch, sync=False)  # rolls: the first segment is fsynced on the spot all the same
-    assert plog.segment_count == 2 and plog.log_end_offset == 2 and plog.written_end == 3
+    plog.append(batch, sync=False)  # rolls, fsyncing nothing: the records after it wait for the next fsync
+    assert plog.segment_count == 2 and plog.log_end_offset == 0 and plog.written_end == 3
     pending.run()
     plog.finish_sync(pending, None)
     assert plog.log_end_offset == 2
-    plog.append(batch)  # fsynced before returning: everything before it is on disk too
+    plog.append(batch)  # fsynced before returning, the roll settled first: everything before it is on disk
     assert plog.log_end_offset == plog.written_end == 4
     plog.close()
 

@@ -4,7 +4,7 @@ to the group commit's worker threads, while the records stay readable as soon as
 
 - the fsyncs run on a worker thread, never on the loop's; records are read before their fsync;
 - a failed fsync fails that partition's log (appends refuse: KAFKA_STORAGE_ERROR) and no other;
-- a roll or a close while an fsync is under way fsyncs the segment on the spot;
+- a roll while an fsync is under way fsyncs nothing: the next fsync settles it; a close fsyncs on the spot;
 - without a running event loop (a plain synchronous owner) the store still fsyncs inline;
 - the server: produces acknowledged under ``--fsync interval`` survive ``kill -9`` once the interval passed.
 """
@@ -154,7 +154,7 @@ def test_a_failed_interval_fsync_fails_that_partition_only(tmp_path: Path, monke
 # ---------------------------------------------------------------------- the partition log
 
 
-def test_a_roll_or_a_close_during_an_interval_fsync_fsyncs_on_the_spot(
+def test_a_roll_during_an_interval_fsync_waits_for_the_next_and_a_close_fsyncs_on_the_spot(
     tmp_path: Path, fsync_threads: list[threading.Thread]
 ) -> None:
     batch = make_batch([b"x" * 200])
@@ -167,14 +167,14 @@ def test_a_roll_or_a_close_during_an_interval_fsync_fsyncs_on_the_spot(
     assert fsync_threads == [] and plog.sync_due  # due, but left to the owner
     pending = plog.begin_sync()
     assert pending is not None and not plog.sync_due  # one under way: not due again until it ends
-    plog.append(batch)  # rolls while the fsync runs: the old segment is fsynced here first
-    assert plog.segment_count == 2 and len(fsync_threads) == 1
+    plog.append(batch)  # rolls while the fsync runs: nothing is fsynced here (the next fsync settles the roll)
+    assert plog.segment_count == 2 and fsync_threads == []
     pending.run()
     plog.finish_sync(pending, None)
-    assert len(fsync_threads) == 2
+    assert len(fsync_threads) == 1 and plog.sync_due  # the roll is due for its fsync at once
     second = plog.begin_sync()
     assert second is not None
-    plog.close()  # an fsync still under way: close fsyncs the segment itself
+    plog.close()  # an fsync still under way: close settles the roll (the old segment) and fsyncs the segment itself
     assert len(fsync_threads) == 3
     second.run()  # (on its own descriptor: the close took nothing from under it)
     plog.finish_sync(second, None)

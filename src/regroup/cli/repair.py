@@ -3,10 +3,10 @@
 Without ``--truncate`` or ``--quarantine`` it is a dry run: every segment of the coordinator's log, of the
 transaction coordinator's log and of the selected partitions is verified in full, and each problem is printed
 with what either repair would do and which offsets it would lose. Exit codes: 0 — nothing stops ``regroup
-serve`` from starting (torn tails, which the server cuts by itself, may be listed); 1 — damage found (dry run)
-or left (a problem with no automatic repair); 2 — bad arguments, or the data directory is missing or in use by
-a running server. The repairs themselves are :mod:`regroup.storage.repair`; docs/storage.md and
-docs/topic-data.md describe them.
+serve`` from starting (torn tails and interrupted segment rolls, which the server settles by itself, may be
+listed); 1 — damage found (dry run) or left (a problem with no automatic repair); 2 — bad arguments, or the
+data directory is missing or in use by a running server. The repairs themselves are
+:mod:`regroup.storage.repair`; docs/storage.md and docs/topic-data.md describe them.
 """
 
 from __future__ import annotations
@@ -118,7 +118,8 @@ def _check(args: argparse.Namespace, data_dir: Path, mode: Mode | None) -> int:
             return EXIT_CLEAN
         print(
             f"{len(damage)} problem(s) that stop regroup serve from starting, {len(findings) - len(damage)} torn "
-            "tail(s) it cuts by itself; rerun with --quarantine (keeps every intact unit) or --truncate"
+            "tail(s) or interrupted roll(s) it settles by itself; rerun with --quarantine (keeps every intact unit) "
+            "or --truncate"
         )
         return EXIT_DAMAGED if damage else EXIT_CLEAN
     done: list[str] = []

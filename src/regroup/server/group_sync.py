@@ -3,7 +3,8 @@ issued together on worker threads. Under ``--fsync always`` every produce waitin
 partitions are on disk (``handlers/data.py``); under ``--fsync interval`` the store hands it the partitions
 whose interval has passed and, on its timer, every partition with appends not yet fsynced (nobody waits: the
 records were readable as soon as written). One per topic store (``TopicStore.group_sync``), on its event loop;
-the store closes it."""
+the store closes it. A log's fsync here also settles a segment roll it has not made durable yet (the old segment's
+fsync, the new one's rename into place, the directory's fsync: ``PendingSync``), so no roll fsyncs on the loop."""
 
 from __future__ import annotations
 

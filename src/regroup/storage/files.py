@@ -20,6 +20,7 @@ __all__ = [
     "fsync_file",
     "open_append",
     "read_file",
+    "rename_once",
     "write_all_or_take_back",
     "write_file_atomically",
 ]
@@ -43,6 +44,16 @@ def fsync_file(fd: int) -> None:
         os.fdatasync(fd)
     else:
         os.fsync(fd)
+
+
+def rename_once(src: Path, dst: Path) -> None:
+    """Rename ``src`` to ``dst`` (which must not exist); done already (``src`` gone, ``dst`` there) is done.
+    Two threads may race to do it: one renames, the other finds it done."""
+    try:
+        os.rename(src, dst)
+    except FileNotFoundError:
+        if not dst.exists():
+            raise
 
 
 def fsync_dir(directory: Path) -> None:

@@ -4,8 +4,9 @@ A shell (docs/architecture.md). The partition logs of a topic store do not keep 
 lifetime: they ask this cache for one whenever they read or write, so a broker with 100,000 partitions
 holds at most ``capacity`` segment files open, and the busy ones stay open (an append to a partition whose
 handle is cached costs one dictionary lookup). When the cache is full, the handle used least recently is
-closed, after its owner's ``before_close`` hook (a partition log fsyncs unsynced appends there, so no
-write-back error can go unseen once the descriptor is gone).
+closed, after its owner's ``before_close`` hook (a partition log with unsynced appends keeps a duplicate of
+the descriptor there for its next fsync, so no write-back error can go unseen once the cache's is gone; it
+fsyncs there instead while the cache gives descriptors back, ``HandleCache.releasing``).
 
 When opening fails because the process is out of descriptors (``EMFILE``/``ENFILE``, say because many
 clients are connected), the cache closes the older half of its handles and tries once more.
@@ -61,6 +62,9 @@ class HandleCache:
         #: descriptors opened and closed over the cache's life (for tests and metrics)
         self.opened = 0
         self.closed = 0
+        #: the cache is closing handles to give descriptors back (it is out of them, or closing itself): a
+        #: ``before_close`` hook must not keep a duplicate of the descriptor then
+        self.releasing = False
 
     def __len__(self) -> int:
         return len(self._open)
@@ -82,8 +86,12 @@ class HandleCache:
         except OSError as exc:
             if exc.errno not in _OUT_OF_DESCRIPTORS or not self._open:
                 raise
-            for _ in range((len(self._open) + 1) // 2):
-                self._evict_oldest()
+            self.releasing = True
+            try:
+                for _ in range((len(self._open) + 1) // 2):
+                    self._evict_oldest()
+            finally:
+                self.releasing = False
             fd = opener()
         self._open[key] = (fd, before_close)
         self.opened += 1
@@ -108,8 +116,12 @@ class HandleCache:
 
     def close(self) -> None:
         """Close every handle, oldest first (each after its ``before_close``)."""
-        while self._open:
-            self._evict_oldest()
+        self.releasing = True
+        try:
+            while self._open:
+                self._evict_oldest()
+        finally:
+            self.releasing = False
 
     def _evict_oldest(self) -> None:
         _, entry = self._open.popitem(last=False)

@@ -31,10 +31,18 @@ the markers that close them (:meth:`PartitionLog.append_marker`).
 
 An owner may take fsyncs and segment deletions off its thread: :meth:`PartitionLog.begin_sync` hands the fsync
 of the appends so far to another thread on a duplicate descriptor (so closing, rolling or deleting the segment
-meanwhile cannot pull the descriptor from under it; a roll or a close during it fsyncs the segment on the spot,
-since an older segment must be whole on disk before the next one exists), and with
+meanwhile cannot pull the descriptor from under it; a close during it fsyncs the segment on the spot), and with
 :attr:`PartitionLog.defer_interval_sync` set the ``INTERVAL`` fsync due after an append is left to the owner
-(:attr:`PartitionLog.sync_due`). :meth:`PartitionLog.drop_oldest_segment` takes the oldest segment out of the
+(:attr:`PartitionLog.sync_due`). A roll fsyncs nothing itself: an older segment must be whole on disk before
+the next one exists, so while the segment it closes may not be, the new one is created as ``<base>.rolling``;
+the log's next fsync (on whatever thread runs it) fsyncs the old segment, only then renames the new one to
+``<base>.log`` and fsyncs the directory, and only then do records after the roll count as on disk (under
+``ALWAYS``, are read). A crash in between leaves the ``.rolling`` file, which ``open`` settles: renamed if the
+segment before it is whole, removed if that segment lost its tail (then nothing after it was on disk). A
+segment that fills up before the last roll is settled settles that roll on the spot (the old segment's and the
+directory's fsyncs, what every roll cost before). Likewise, when the handle
+cache closes the active segment's descriptor while it has unsynced appends, the log keeps a duplicate for
+its next fsync instead of fsyncing there. :meth:`PartitionLog.drop_oldest_segment` takes the oldest segment out of the
 log at once and leaves its file for the owner to remove (:class:`DroppedSegments`, oldest first);
 :meth:`PartitionLog.move_log_start` does the same for DeleteRecords once the new log start offset is durable.
 A compaction's rewritten segment comes in the same way (:meth:`PartitionLog.start_rewrite`): written, fsynced
@@ -74,7 +82,7 @@ from regroup.storage.batches import (
     split_batches,
 )
 from regroup.storage.damage import Unit, describe_intact, find_intact
-from regroup.storage.files import CLOEXEC, read_file, write_all_or_take_back
+from regroup.storage.files import CLOEXEC, read_file, rename_once, write_all_or_take_back
 from regroup.storage.files import create_file as _create_file
 from regroup.storage.files import fsync_dir as _fsync_dir
 from regroup.storage.files import fsync_file as _fsync_file
@@ -83,7 +91,7 @@ from regroup.storage.handles import HandleCache
 from regroup.storage.markers import marker_batch
 from regroup.storage.partition_txns import OpenTxn, PartitionTxns
 from regroup.storage.record_log import FsyncPolicy
-from regroup.storage.segment_dir import gap_name, list_dir, segment_name
+from regroup.storage.segment_dir import ROLLING_RE, gap_name, list_dir, rolling_name, segment_name
 from regroup.storage.segment_swap import (
     cleaned_name,
     commit_swap,
@@ -102,13 +110,16 @@ __all__ = [
     "AppendInfo",
     "AppendRejected",
     "DroppedSegments",
+    "LeftRoll",
     "OffsetOutOfRange",
     "PartitionLog",
     "PendingSync",
     "Reject",
     "Rewrite",
     "SegmentSpan",
+    "find_left_roll",
     "fsync_dir",
+    "settle_left_roll",
 ]
 
 log = logging.getLogger(__name__)
@@ -126,17 +137,38 @@ _MARK = b"\xff\xff\xff\xff\x02"
 class PendingSync:
     """An fsync of a partition's appends taken off the event loop (:meth:`PartitionLog.begin_sync`): ``fd`` is
     a duplicate of the active segment's descriptor, so the handle cache may close its own meanwhile; ``target``
-    is the log end offset the fsync makes durable."""
+    is the log end offset the fsync makes durable. With a roll not yet settled (``roll``), it first settles
+    the roll: fsyncs the previous segment (``old_fd``, a duplicate, or -1 if it was whole on disk already),
+    renames the new segment from its temporary name (``rename``) and fsyncs the directory (``directory``)."""
 
     fd: int
     target: int
+    roll: object | None = None  # the log's own record of the roll (matched by identity in finish_sync)
+    old_fd: int = -1
+    rename: tuple[Path, Path] | None = None
+    directory: Path | None = None
 
     def run(self) -> None:
-        """fsync and close the duplicate descriptor (on any thread)."""
+        """fsync (settling the roll first) and close the duplicate descriptors (on any thread)."""
         try:
+            if self.directory is not None:
+                _settle_roll(self.old_fd, self.rename, self.directory)
             _fsync_file(self.fd)
         finally:
             os.close(self.fd)
+            if self.old_fd >= 0:
+                os.close(self.old_fd)
+
+
+def _settle_roll(old_fd: int, rename: tuple[Path, Path] | None, directory: Path) -> None:
+    """Make a roll durable, in this order: the previous segment whole on disk (``old_fd``), only then the new
+    segment under its final name (``rename``, from its temporary one), and that name durable (the directory's
+    fsync). Safe to run twice, even at once on two threads."""
+    if old_fd >= 0:
+        _fsync_file(old_fd)
+    if rename is not None:
+        rename_once(*rename)
+    _fsync_dir(directory)
 
 
 @dataclass(slots=True)
@@ -272,12 +304,38 @@ class _Segment:
     gap: bool = False
     #: a compaction's new segment between its swap and its settling: read from its ``.swap`` file, kept
     swapping: bool = False
+    #: a roll's new segment under its temporary name (``.rolling``) until the roll is settled; a worker thread
+    #: may rename it meanwhile, so opening it falls back on the final name
+    rolling: bool = False
 
     def open_read(self) -> int:
-        return os.open(self.path, os.O_RDONLY | CLOEXEC)
+        return self._open(os.O_RDONLY | CLOEXEC)
 
     def open_append(self) -> int:
-        return os.open(self.path, os.O_RDWR | os.O_APPEND | CLOEXEC)
+        return self._open(os.O_RDWR | os.O_APPEND | CLOEXEC)
+
+    def _open(self, flags: int) -> int:
+        try:
+            return os.open(self.path, flags)
+        except FileNotFoundError:
+            if not self.rolling:
+                raise
+            return os.open(self.path.with_name(segment_name(self.base)), flags)  # (renamed: rename is atomic)
+
+
+@dataclass(eq=False, slots=True)
+class _Roll:
+    """A roll not yet durable (under ``ALWAYS`` and ``INTERVAL``): the next fsync of the log settles it
+    (:func:`_settle_roll`) before the records after it count as on disk. ``old_fd`` is the log's own duplicate of
+    the previous segment's append descriptor, kept open until then (so no write-back error goes unseen), or -1
+    if that segment was whole on disk at the roll (the new one then has its final name at once)."""
+
+    segment: _Segment
+    old_fd: int
+
+    def rename(self) -> tuple[Path, Path] | None:
+        seg = self.segment
+        return (seg.path, seg.path.with_name(segment_name(seg.base))) if seg.rolling else None
 
 
 class PartitionLog:
@@ -305,6 +363,10 @@ class PartitionLog:
         self._last_sync = clock()
         self._dirty = False
         self._syncing = 0  # fsyncs of begin_sync under way on another thread
+        self._unsettled: _Roll | None = None  # a roll its fsyncs have not made durable yet (at most one)
+        #: a duplicate of the active segment's descriptor the handle cache closed while it had unsynced appends,
+        #: kept for the next fsync (which reports any write-back error through it)
+        self._detached = -1
         self._failed: BaseException | None = None
         self._closed = False
         self._handles = handles
@@ -339,6 +401,9 @@ class PartitionLog:
         directory = Path(directory)
         for done in recover(directory, sync=fsync is not FsyncPolicy.NEVER):
             log.warning("%s: %s", directory, done)
+        settled = _recover_roll(directory, sync=fsync is not FsyncPolicy.NEVER)
+        if settled:
+            log.warning("%s: %s", directory, settled)
         listing = list_dir(directory, expected_name)
         problem = listing.problem(directory, "a partition directory")
         if problem:
@@ -486,6 +551,8 @@ class PartitionLog:
             offset += h.record_count
         idx = self._segments[-1].index
         if idx.end > 0 and idx.end + len(data) > self._segment_bytes:
+            if self._unsettled is not None:  # full before the last roll's fsync: that roll is settled here
+                self._settle_here(self._unsettled)
             self._roll()
             idx = self._segments[-1].index
         if not self._exists:
@@ -513,27 +580,44 @@ class PartitionLog:
 
     @property
     def sync_due(self) -> bool:
-        """Under ``INTERVAL``: appends wait for an fsync, none is under way, and the interval has passed."""
+        """Under ``INTERVAL``: no fsync is under way, and appends wait for one and the interval has passed, or a
+        roll waits for one (settled at once, so that the segment is rarely full again before)."""
         return (
             self._policy is FsyncPolicy.INTERVAL
-            and self._dirty
             and not self._syncing
-            and self._clock() - self._last_sync >= self._interval_s
+            and (
+                (self._dirty and self._clock() - self._last_sync >= self._interval_s)
+                or (self._unsettled is not None and self._unsettled.old_fd >= 0)
+            )
         )
 
     def sync(self) -> None:
         """fsync what was appended since the last fsync (any policy)."""
         self._check_writable()
-        if self._dirty:
-            self._sync(self._active_fd())
+        if self._dirty or self._unsettled is not None:
+            self._sync()
 
     def begin_sync(self) -> PendingSync | None:
         """Hand the fsync of what was appended since the last one to another thread: run the returned
         :class:`PendingSync`, then give it to :meth:`finish_sync` on this log's own thread. ``None`` when there
-        is nothing to fsync (or the log is closed or failed); appends made meanwhile wait for the next one."""
-        if self._closed or self._failed is not None or not self._dirty:
+        is nothing to fsync (or the log is closed or failed); appends made meanwhile wait for the next one.
+        A roll not yet settled is settled by it too (:class:`PendingSync`)."""
+        if self._closed or self._failed is not None or not (self._dirty or self._unsettled is not None):
             return None
-        pending = PendingSync(os.dup(self._active_fd()), self._leo)
+        kept = self._detached >= 0  # (the active segment's: fsyncing it covers the descriptor reopened since)
+        fd = self._detached if kept else os.dup(self._active_fd())
+        roll = self._unsettled
+        if roll is None:
+            pending = PendingSync(fd, self._leo)
+        else:
+            try:
+                old = os.dup(roll.old_fd) if roll.old_fd >= 0 else -1
+            except BaseException:
+                if not kept:
+                    os.close(fd)
+                raise
+            pending = PendingSync(fd, self._leo, roll, old, roll.rename(), self._dir)
+        self._detached = -1
         self._dirty = False
         self._syncing += 1
         return pending
@@ -547,6 +631,8 @@ class PartitionLog:
                 self._failed = error
             return
         self._last_sync = self._clock()
+        if self._unsettled is not None and pending.roll is self._unsettled:
+            self._end_roll(self._unsettled)
         if pending.target > self._visible and not self._closed:
             self._visible = pending.target
             self._notify()
@@ -646,11 +732,14 @@ class PartitionLog:
             return
         self._closed = True
         try:
-            unsynced = self._dirty or self._syncing > 0
+            unsynced = self._dirty or self._syncing > 0 or self._unsettled is not None
             if unsynced and self._exists and self._failed is None and self._policy is not FsyncPolicy.NEVER:
-                _fsync_file(self._active_fd())
-                self._dirty = False
+                self._sync()
         finally:
+            if self._unsettled is not None and self._unsettled.old_fd >= 0:
+                os.close(self._unsettled.old_fd)
+            self._unsettled = None
+            self._close_detached()
             for seg in self._segments:
                 self._handles.forget(seg)
 
@@ -716,8 +805,13 @@ class PartitionLog:
 
     @property
     def can_drop_oldest(self) -> bool:
-        """There is an older segment, and it is not a compaction's new segment still being swapped in."""
-        return len(self._segments) > 1 and not self._segments[0].swapping
+        """There is an older segment, and it is neither a compaction's new segment still being swapped in nor
+        the segment before a roll not yet settled (recovery checks the roll against it)."""
+        return (
+            len(self._segments) > 1
+            and not self._segments[0].swapping
+            and not (self._unsettled is not None and len(self._segments) == 2)
+        )
 
     def delete_oldest_segment(self) -> None:
         """Delete the oldest segment (or gap marker); never the active one. The log start offset moves to the
@@ -735,6 +829,8 @@ class PartitionLog:
             raise ValueError("the active segment is never deleted")
         if self._segments[0].swapping:
             raise ValueError(f"{self._segments[0].path}: a compaction is still swapping this segment in")
+        if not self.can_drop_oldest:
+            raise ValueError(f"{self._segments[0].path}: the roll after this segment is not durable yet")
         seg = self._segments.pop(0)
         self._bases.pop(0)
         self._handles.forget(seg)
@@ -817,9 +913,10 @@ class PartitionLog:
         seg.swapping = False
 
     def roll_active(self) -> bool:
-        """Start a new active segment if the current one holds anything (segment.ms); ``True`` if it did."""
+        """Start a new active segment if the current one holds anything (segment.ms); ``True`` if it did (not
+        while the last roll is not settled: the next fsync settles it, the next call rolls)."""
         self._check_writable()
-        if self._segments[-1].index.end == 0:
+        if self._segments[-1].index.end == 0 or self._unsettled is not None:
             return False
         self._roll()
         self.active_since_ms = None
@@ -841,12 +938,28 @@ class PartitionLog:
         return self._handles.get(seg, seg.open_append, self._settle)
 
     def _settle(self, fd: int) -> None:
-        """The handle cache is about to close the active segment's descriptor: fsync what it has unsynced."""
-        if self._dirty and self._failed is None and self._policy is not FsyncPolicy.NEVER:
+        """The handle cache is about to close the active segment's descriptor while it has unsynced appends:
+        keep a duplicate for the next fsync (which then reports a write-back error through it) instead of
+        fsyncing here. Only while the cache gives descriptors back (``HandleCache.releasing``), or if no
+        descriptor is left for a duplicate, is everything fsynced here, as :meth:`sync` does (an error fails the
+        log)."""
+        if not self._dirty or self._failed is not None or self._policy is FsyncPolicy.NEVER or self._detached >= 0:
+            return
+        if not self._handles.releasing:  # (when it is, a duplicate would give no descriptor back)
             try:
-                self._sync(fd)
+                self._detached = os.dup(fd)
+                return
             except OSError as exc:
-                log.error("%s: fsync before closing the active segment failed: %s", self._dir, exc)
+                log.warning("%s: no descriptor to keep the active segment open (%s): fsyncing it now", self._dir, exc)
+        try:
+            self._sync(fd)
+        except OSError as exc:
+            log.error("%s: fsync before closing the active segment failed: %s", self._dir, exc)
+
+    def _close_detached(self) -> None:
+        if self._detached >= 0:
+            fd, self._detached = self._detached, -1
+            os.close(fd)
 
     def _fd_for(self, seg: _Segment) -> int:
         if seg is self._segments[-1]:
@@ -856,15 +969,48 @@ class PartitionLog:
     def _mark_failed(self, exc: BaseException) -> None:
         self._failed = exc
 
-    def _sync(self, fd: int) -> None:
+    def _sync(self, fd: int | None = None) -> None:
+        """fsync everything appended, here: a roll not yet settled first, then the active segment (``fd``, or
+        the duplicate kept when the handle cache closed it, which covers the descriptor reopened since: it was
+        opened before; without either, the cache's descriptor)."""
+        roll = self._unsettled
+        if self._detached >= 0:
+            fd = self._detached
+        elif fd is None:
+            fd = self._active_fd()
         try:
+            if roll is not None:
+                _settle_roll(roll.old_fd, roll.rename(), self._dir)
             _fsync_file(fd)
         except BaseException as exc:
             self._failed = exc  # the kernel may have dropped the dirty pages: the disk state is unknown
             raise
+        if roll is not None:
+            self._end_roll(roll)
+        self._close_detached()
         self._dirty = False
         self._last_sync = self._clock()
         self._visible = self._leo
+
+    def _settle_here(self, roll: _Roll) -> None:
+        """Settle the roll on this thread (the segment it started is full already): the old segment's fsync,
+        the rename, the directory's fsync — what a roll cost before it was left to the next fsync. The appends
+        since stay unsynced (the next roll starts as ``.rolling``)."""
+        try:
+            _settle_roll(roll.old_fd, roll.rename(), self._dir)
+        except BaseException as exc:
+            self._failed = exc
+            raise
+        self._end_roll(roll)
+
+    def _end_roll(self, roll: _Roll) -> None:
+        """The roll is durable: the new segment has its final name, the previous one's descriptor goes."""
+        self._unsettled = None
+        if roll.old_fd >= 0:
+            os.close(roll.old_fd)
+        if roll.segment.rolling:
+            roll.segment.path = roll.segment.path.with_name(segment_name(roll.segment.base))
+            roll.segment.rolling = False
 
     def _create(self) -> None:
         """The first append: create the partition directory and the first segment, durably."""
@@ -881,26 +1027,137 @@ class PartitionLog:
         self._exists = True
 
     def _roll(self) -> None:
+        """Start the next segment at the log end, with no fsync here: under ``ALWAYS`` and ``INTERVAL`` the
+        roll is settled by the log's next fsync (:func:`_settle_roll`, on whatever thread runs it). An older
+        segment must be whole on disk before a segment after it does (recovery refuses an older segment that
+        ends short): if the previous segment may not be (unsynced appends, or an fsync under way), the new one
+        is created as ``<base>.rolling`` and gets its final name only after that segment's fsync; a crash
+        before leaves the temporary name, which :func:`_recover_roll` settles."""
         active = self._segments[-1]
         sync = self._policy is not FsyncPolicy.NEVER
-        # also while a begin_sync's fsync is under way: an older segment must be whole on disk before the next
-        # file exists (``_sync`` counts on it, and so does recovery after a power loss)
-        if sync and (self._dirty or self._visible < self._leo or self._syncing > 0):
-            self._sync(self._active_fd())
+        whole = not (self._dirty or self._visible < self._leo or self._syncing > 0)
+        old_fd = -1
         try:
+            if sync and not whole:
+                if self._detached >= 0:  # (the previous segment's: it was the active one)
+                    old_fd, self._detached = self._detached, -1
+                else:
+                    old_fd = os.dup(self._active_fd())
             seg = _Segment(self._leo, self._dir / segment_name(self._leo))
+            if old_fd >= 0:
+                seg.path, seg.rolling = self._dir / rolling_name(self._leo), True
             _create_file(seg.path)
-            if sync:
-                _fsync_dir(self._dir)
         except BaseException as exc:
+            if old_fd >= 0:
+                os.close(old_fd)
             self._failed = exc
             raise
         self._handles.forget(active)
         self._segments.append(seg)
         self._bases.append(seg.base)
+        if sync:
+            self._unsettled = _Roll(seg, old_fd)
 
     def _pread(self, seg: _Segment, pos: int, size: int) -> bytes:
         return _pread_all(self._fd_for(seg), pos, size)
+
+
+@dataclass(frozen=True, slots=True)
+class LeftRoll:
+    """A roll a crash interrupted (:meth:`PartitionLog._roll`): the file ``<base>.rolling`` (``path``) and what
+    opening the log does about it (``action``, ``reason``, from :func:`find_left_roll`):
+
+    - ``"rename"``: the segment before it is whole and ends exactly at ``base``; it is fsynced and the file
+      renamed to ``<base>.log`` (:func:`settle_left_roll`);
+    - ``"remove"``: the segment before it ends short (a torn tail or a short file, which only a power loss
+      leaves: its fsync had not completed, so nothing in the new file was acknowledged under ``ALWAYS``, and
+      under ``INTERVAL`` it is younger than that lost tail); the file is removed and that segment is recovered
+      as the active one (:func:`settle_left_roll`);
+    - ``"damaged"``: the segment before it is damaged, with intact data after the damage: open refuses;
+    - ``"refuse"``: anything else (no segment before it, a gap marker, more than one such file, the segment
+      before it running past ``base``): open refuses."""
+
+    path: Path
+    base: int
+    action: str
+    reason: str
+
+
+def find_left_roll(directory: Path) -> LeftRoll | None:
+    """The ``.rolling`` file a crash left in a partition directory, and what to do about it; ``None`` if there
+    is none. Reads only."""
+    try:
+        names = sorted(n for n in os.listdir(directory) if ROLLING_RE.match(n))
+    except FileNotFoundError:
+        return None
+    if not names:
+        return None
+    listing = list_dir(directory, lambda name: expected_name(name) or bool(ROLLING_RE.match(name)))
+    files = listing.files()
+    base = int(names[0].split(".", 1)[0])
+    rolling = directory / names[0]
+    if len(names) > 1 or not files or files[-1][0] >= base or files[-1][1]:
+        reason = (
+            f"a new segment not yet settled must be the only one and follow a segment; found "
+            f"{', '.join(names)} after {', '.join(segment_name(b) for b, _ in files[-2:]) or 'nothing'}"
+        )
+        return LeftRoll(rolling, base, "refuse", reason)
+    previous = _Segment(files[-1][0], directory / segment_name(files[-1][0]))
+    data = read_file(previous.path)
+    expected, problem = _index(previous, data)
+    if not problem and expected == base:
+        return LeftRoll(rolling, base, "rename", f"the segment before it ({previous.path.name}) is whole")
+    where = f"{previous.path.name} ends at offset {expected}, short of {base}"
+    if expected > base:
+        reason = f"the segment before it ({previous.path.name}) runs past offset {base} (to offset {expected})"
+        return LeftRoll(rolling, base, "refuse", reason)
+    if problem and find_intact(data, previous.index.end, expected, BATCHES):
+        reason = (
+            f"the segment before it is damaged: {previous.path.name}: {problem} at byte {previous.index.end} "
+            f"(offset {expected}), with intact data after it: damage, not a torn tail"
+        )
+        return LeftRoll(rolling, base, "damaged", reason)
+    reason = f"{where}: its tail was lost before it was on disk, so nothing after it was"
+    return LeftRoll(rolling, base, "remove", reason)
+
+
+def settle_left_roll(roll: LeftRoll, *, sync: bool) -> str:
+    """Do what :func:`find_left_roll` decided (``"rename"`` or ``"remove"``); what was done."""
+    directory = roll.path.parent
+    if roll.action == "rename":
+        if sync:
+            previous = _segment_before(directory, roll.base)
+            fd = os.open(previous, os.O_RDONLY | CLOEXEC)
+            try:
+                _fsync_file(fd)
+            finally:
+                os.close(fd)
+        rename_once(roll.path, directory / segment_name(roll.base))
+        if sync:
+            _fsync_dir(directory)
+        return f"{roll.path.name}: {roll.reason}; renamed to {segment_name(roll.base)}"
+    if roll.action == "remove":
+        roll.path.unlink()
+        if sync:
+            _fsync_dir(directory)
+        return f"{roll.path.name}: removed: {roll.reason}"
+    raise ValueError(f"{roll.path}: {roll.action} is not settled automatically")
+
+
+def _segment_before(directory: Path, base: int) -> Path:
+    bases = [b for b, gap in list_dir(directory, lambda name: True).files() if not gap and b < base]
+    return directory / segment_name(max(bases))
+
+
+def _recover_roll(directory: Path, *, sync: bool) -> str:
+    """Settle a roll a crash interrupted, as :func:`find_left_roll` decides; refuse (:class:`CorruptLogError`,
+    changing nothing) where it does not. What was done, or ``""``."""
+    roll = find_left_roll(directory)
+    if roll is None:
+        return ""
+    if roll.action in ("refuse", "damaged"):
+        raise CorruptLogError(f"{roll.path}: {roll.reason}. Nothing was changed")
+    return settle_left_roll(roll, sync=sync)
 
 
 def _verify(seg: _Segment, data: bytes, start: int) -> None:

@@ -15,7 +15,11 @@ active segment loses intact units the log continues in a new, empty segment afte
 held. A torn tail (nothing intact after the bad unit, in the active segment) is simply cut — what the log
 does by itself on open — and, in ``QUARANTINE`` mode, kept aside too. Unknown files are moved into the
 quarantine directory (never deleted), except a segment whose name was damaged: when its first unit is intact,
-it is renamed after that unit's offset.
+it is renamed after that unit's offset. A partition's new segment that a crash left under its temporary name
+(``<base>.rolling``) is settled the way opening the log settles it
+(:func:`regroup.storage.partition_log.find_left_roll`): renamed to ``<base>.log`` when the segment before it is
+whole, removed (``QUARANTINE``: moved into the quarantine directory) when that segment lost its tail; after a
+damaged segment it is renamed, and the damage is then repaired like any older segment's.
 
 Each step is written durably before the next (fsync unless ``sync=False``), in an order that a crash can
 interrupt: running the repair again finishes the job. The caller holds the directory's lock.
@@ -33,7 +37,8 @@ from pathlib import Path
 
 from regroup.storage.damage import Scan, UnitFormat, describe_intact, scan
 from regroup.storage.files import CLOEXEC, fsync_dir, fsync_file, read_file, write_file_atomically
-from regroup.storage.segment_dir import gap_name, list_dir, segment_name, write_gap
+from regroup.storage.partition_log import BATCHES, find_left_roll, settle_left_roll
+from regroup.storage.segment_dir import ROLLING_RE, gap_name, list_dir, segment_name, write_gap
 
 __all__ = ["Finding", "Mode", "RepairError", "inspect", "repair"]
 
@@ -58,7 +63,7 @@ class Finding:
     problem: str
     truncate: str | None
     quarantine: str | None
-    #: a torn tail the log cuts by itself on the next open (not damage)
+    #: what the log does by itself on the next open, not damage: a torn tail it cuts, a roll it settles
     torn: bool = False
 
     def plan(self, mode: Mode) -> str | None:
@@ -140,6 +145,8 @@ class _Dir:
                 path, "left behind by an interrupted repair (the data it copies is still in place)", fix, fix
             )
             return _Step(finding, lambda mode: self._delete(path))
+        if ROLLING_RE.match(name) and self.fmt is BATCHES:
+            return self._rolling(path)
         base = None
         if path.is_file() and not path.is_symlink():
             unit = self.fmt.check(read_file(path), 0)
@@ -151,6 +158,32 @@ class _Dir:
             return _Step(finding, lambda mode: self._rename(path, base))
         fix = f"move it to {self._quarantine_path(name)}"
         return _Step(Finding(path, "unexpected file", fix, fix), lambda mode: self._move_aside(path))
+
+    def _rolling(self, path: Path) -> _Step:
+        """A partition's new segment a crash left under its temporary name (``<base>.rolling``): settled as
+        opening the log settles it (:func:`regroup.storage.partition_log.find_left_roll`)."""
+        roll = find_left_roll(self.dir)
+        assert roll is not None
+        problem = f"a new segment whose roll a crash interrupted: {roll.reason}"
+        if roll.action == "rename" and roll.path == path:
+            fix = f"rename it to {segment_name(roll.base)} (what the server does itself on the next start)"
+            finding = Finding(path, problem, fix, fix, torn=True)
+            return _Step(finding, lambda mode: settle_left_roll(roll, sync=self.sync))
+        if roll.action == "remove" and roll.path == path:
+            truncate = "delete it (what the server does itself on the next start)"
+            quarantine = f"move it to {self._quarantine_path(path.name)}"
+            finding = Finding(path, problem, truncate, quarantine, torn=True)
+            return _Step(
+                finding,
+                lambda mode: (
+                    settle_left_roll(roll, sync=self.sync) if mode is Mode.TRUNCATE else self._move_aside(path)
+                ),
+            )
+        if roll.action == "damaged" and roll.path == path:
+            # (the server refuses to start; once renamed, the damage is repaired like an older segment's)
+            fix = f"rename it to {segment_name(roll.base)}, then repair the segment before it as an older one"
+            return _Step(Finding(path, problem, fix, fix), lambda mode: self._rename(path, roll.base))
+        return _Step(Finding(path, problem, None, None), _unfixable)
 
     def _segment(self, base: int, next_base: int | None, *, continuity: bool = True) -> _Step | None:
         path = self.dir / segment_name(base)

@@ -22,15 +22,32 @@ from pathlib import Path
 
 from regroup.storage.files import write_file_atomically
 
-__all__ = ["GAP_RE", "SEGMENT_RE", "Listing", "gap_name", "list_dir", "segment_name", "write_gap"]
+__all__ = [
+    "GAP_RE",
+    "ROLLING_RE",
+    "SEGMENT_RE",
+    "Listing",
+    "gap_name",
+    "list_dir",
+    "rolling_name",
+    "segment_name",
+    "write_gap",
+]
 
 SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 GAP_RE = re.compile(r"^(\d{20})\.gap$")
+ROLLING_RE = re.compile(r"^(\d{20})\.rolling$")
 
 
 def segment_name(base: int) -> str:
     """File name of the segment whose first unit has offset ``base``."""
     return f"{base:020d}.log"
+
+
+def rolling_name(base: int) -> str:
+    """File name of a partition log's new segment from ``base`` while the segment before it may not be whole on
+    disk yet (``regroup.storage.partition_log``: renamed to :func:`segment_name` once it is)."""
+    return f"{base:020d}.rolling"
 
 
 def gap_name(base: int) -> str:

@@ -6,6 +6,7 @@ unit the damage did not touch, and the next offset handed out is above every off
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from regroup.storage.format import CorruptLogError
 from regroup.storage.partition_log import BATCHES, PartitionLog
 from regroup.storage.record_log import FRAMES, FsyncPolicy, RecordLog, expected_name, snapshot_floor
 from regroup.storage.repair import Mode, RepairError, inspect, repair
+from regroup.storage.segment_swap import expected_name as expected_in_partition
 from tests.server_data.batches import make_batch
 from tests.unit.storage.test_partition_log import decode
 
@@ -355,3 +357,95 @@ def test_any_damage_repairs_to_a_log_that_keeps_what_it_can(
         assert intact.items() <= survived.items()  # every unit the damage did not reach is kept
     assert kind.append(log_dir) > max(intact, default=-1)  # no offset still known is handed out again
     assert os.listdir(log_dir)
+
+
+# ---------------------------------------------------------------------- a roll a crash interrupted
+
+
+def rolled(tmp_path: Path) -> tuple[Path, Path, Path, dict[int, bytes], list[Unit]]:
+    """A partition whose newest segment a crash left under its temporary name (``<base>.rolling``, before the
+    roll's rename): the log directory, the segment before it, the ``.rolling`` file, what was written, and the
+    previous segment's batches."""
+    log_dir = tmp_path / "log"
+    written = PARTITION.build(log_dir, [2] * 30, 300)
+    *_, previous, last = segments(log_dir)
+    rolling = last.with_name(last.name.replace(".log", ".rolling"))
+    last.rename(rolling)
+    return log_dir, previous, rolling, written, units_of(previous, BATCHES)
+
+
+def served_after_open(log_dir: Path, tmp_path: Path) -> dict[int, bytes]:
+    """What the partition serves once opened as is (on a copy: the directory is left alone)."""
+    copy = tmp_path / "opened"
+    shutil.copytree(log_dir, copy)
+    return PARTITION.read(copy)
+
+
+@pytest.mark.parametrize("mode", list(Mode))
+def test_a_rolling_segment_after_a_whole_one_is_renamed_as_open_does(tmp_path: Path, mode: Mode) -> None:
+    log_dir, _, rolling, written, _ = rolled(tmp_path)
+    q = tmp_path / "q"
+    [finding] = inspect(log_dir, BATCHES, q, expected_in_partition)
+    assert finding.path == rolling and finding.torn  # not damage: the server settles it itself
+    assert "roll" in finding.problem and "is whole" in finding.problem
+    assert finding.plan(mode) == f"rename it to {rolling.stem}.log (what the server does itself on the next start)"
+    assert served_after_open(log_dir, tmp_path) == written
+    done = repair(log_dir, BATCHES, mode, q, expected_in_partition, sync=False)
+    assert len(done) == 1 and "renamed to" in done[0]
+    assert not rolling.exists() and rolling.with_suffix(".log").exists() and not q.exists()
+    assert PARTITION.read(log_dir) == written
+    assert inspect(log_dir, BATCHES, q, expected_in_partition) == []
+
+
+@pytest.mark.parametrize("mode", list(Mode))
+def test_a_rolling_segment_after_a_torn_one_is_removed_as_open_does(tmp_path: Path, mode: Mode) -> None:
+    """A power loss cut the segment before it: nothing after that segment's tail was on disk, so the new file
+    goes (``QUARANTINE`` keeps its bytes aside) and the torn tail is cut."""
+    log_dir, previous, rolling, written, units = rolled(tmp_path)
+    q = tmp_path / "q"
+    with previous.open("r+b") as f:
+        f.truncate(units[-1].pos + 20)  # the last batch torn
+    rolled_bytes = rolling.read_bytes()
+    kept = {o: v for o, v in written.items() if o < units[-1].base}
+    findings = inspect(log_dir, BATCHES, q, expected_in_partition)
+    assert [(f.path, f.torn) for f in findings] == [(rolling, True), (previous, True)]
+    assert "short of" in findings[0].problem and findings[0].truncate is not None
+    assert findings[0].truncate.startswith("delete it")
+    assert served_after_open(log_dir, tmp_path) == kept
+    repair(log_dir, BATCHES, mode, q, expected_in_partition, sync=False)
+    assert not rolling.exists() and not rolling.with_suffix(".log").exists()
+    if mode is Mode.QUARANTINE:
+        assert (q / rolling.name).read_bytes() == rolled_bytes
+    assert PARTITION.read(log_dir) == kept
+    assert PARTITION.append(log_dir) == units[-1].base  # the log continues where the torn tail began
+    assert inspect(log_dir, BATCHES, q, expected_in_partition) == []
+
+
+def test_a_rolling_segment_after_a_damaged_one_is_damage(tmp_path: Path) -> None:
+    """Open refuses (damage, not a torn tail); repair renames the new file, then repairs the damage like an older
+    segment's, keeping every intact batch."""
+    log_dir, previous, rolling, written, units = rolled(tmp_path)
+    q = tmp_path / "q"
+    flip(previous, units[0].pos + 30)
+    with pytest.raises(CorruptLogError, match="damage"):
+        PARTITION.read(log_dir)
+    first, *rest = inspect(log_dir, BATCHES, q, expected_in_partition)
+    assert first.path == rolling and not first.torn and "the segment before it is damaged" in first.problem
+    assert [f.path for f in rest] == [previous]  # the damage itself, repaired once the new file is renamed
+    assert first.quarantine is not None and first.quarantine.startswith(f"rename it to {rolling.stem}.log")
+    repair(log_dir, BATCHES, Mode.QUARANTINE, q, expected_in_partition, sync=False)
+    lost = range(units[0].base, units[0].last + 1)
+    assert PARTITION.read(log_dir) == {o: v for o, v in written.items() if o not in lost}
+    assert PARTITION.append(log_dir) == max(written) + 1
+
+
+def test_two_rolling_segments_are_reported_not_guessed(tmp_path: Path) -> None:
+    log_dir, previous, rolling, _, _ = rolled(tmp_path)
+    previous.rename(previous.with_suffix(".rolling"))
+    with pytest.raises(CorruptLogError):
+        PARTITION.read(log_dir)
+    findings = inspect(log_dir, BATCHES, tmp_path / "q", expected_in_partition)
+    assert {f.path for f in findings if f.plan(Mode.QUARANTINE) is None} == {rolling, previous.with_suffix(".rolling")}
+    with pytest.raises(RepairError, match="must be the only one"):
+        repair(log_dir, BATCHES, Mode.QUARANTINE, tmp_path / "q", expected_in_partition, sync=False)
+    assert rolling.exists() and previous.with_suffix(".rolling").exists()
