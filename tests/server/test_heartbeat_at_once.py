@@ -12,6 +12,7 @@ The server runs in the test's event loop, over real sockets, so the test can see
 from __future__ import annotations
 
 import asyncio
+import logging
 import struct
 import urllib.request
 from collections.abc import AsyncIterator
@@ -319,3 +320,35 @@ def test_a_steady_consumer_group_member_is_answered_at_once(tmp_path: Path) -> N
             client.close()
 
     asyncio.run(scenario())
+
+
+def test_a_failing_answer_at_once_leaves_the_request_to_the_general_path() -> None:
+    """A bug in an API's ``prepare`` or ``answer`` costs no request: the frame is the general path's, and the
+    connection goes on (one error logged)."""
+    from collections import Counter
+
+    from regroup.server.api import ApiSpec, AtOnce
+    from regroup.server.at_once import AtOnceAnswers
+
+    def broken(*_: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    async def handler(*_: Any) -> Any:
+        raise AssertionError("not called here")
+
+    frame = encode_request(HEARTBEAT, 4, 1, "c", **beat("g", "m", 1))[4:]
+    for prepare, answer in ((broken, lambda *_: None), (lambda _v, body: body, broken)):
+        counts: Counter[str] = Counter()
+        answers = AtOnceAnswers(
+            None,
+            {HEARTBEAT: ApiSpec(HEARTBEAT, 0, 4, handler, at_once=AtOnce(prepare, answer))},
+            {HEARTBEAT: "Heartbeat"},
+            {HEARTBEAT: (0, 4)},
+            {HEARTBEAT: {}},
+            counts,
+            None,
+            logging.getLogger("test"),
+        )
+        assert answers.answer(frame, "User:ANONYMOUS", "127.0.0.1", 1) is None
+        assert answers.answer(frame, "User:ANONYMOUS", "127.0.0.1", 1) is None  # (learned, still declined)
+        assert not counts

@@ -127,7 +127,13 @@ class AtOnceAnswers:
             return None
         prepared: Any = _NEVER
         if request.over_limit is None and request.body is not None:
-            made = api.at_once.prepare(version, request.body)
+            try:
+                made = api.at_once.prepare(version, request.body)
+            except Exception:  # (a bug here must not cost the request either: the general path answers it)
+                if not self._failed_once:
+                    self._failed_once = True
+                    log.exception("%s v%d: preparing an answer at once failed", api.name, version)
+                made = None
             if made is not None:
                 prepared = made
         known = (version, request.client_id, prepared)
