@@ -7,12 +7,15 @@ The bytes are compact JSON with sorted keys and every character outside printabl
 ``json.dumps(doc, separators=(",", ":"), sort_keys=True)`` writes them. ``orjson`` produces them (many times
 faster; ``encode`` runs for every record of every commit); for the rare document where its output would
 differ (other characters, which it writes as raw UTF-8, or a value it cannot encode) the standard library's
-encoder does it instead, so the bytes stay those of the plain ``json`` encoder."""
+encoder does it instead, so the bytes stay those of the plain ``json`` encoder. An offset commit record, most
+of a coordinator log, is written straight into a template of its document, its strings quoted by ``json``'s
+own quoting function (the same bytes, property-tested)."""
 
 from __future__ import annotations
 
 import base64
 import json
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 import orjson
@@ -55,8 +58,63 @@ def _dumps(doc: dict[str, Any]) -> bytes:
     return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode("utf-8")
 
 
+#: an offset commit's document, as ``_dumps`` writes it: the keys sorted, the strings quoted by json's own
+#: quoting (``_quoted``), every number a plain int
+_OFFSET = (
+    b'{"group":%s,"k":"offset","partition":%d,"topic":%s,'
+    b'"v":{"commit_ts":%d,"expire_ts":%s,"leader_epoch":%d,"metadata":%s,"offset":%d}}'
+)
+_QUOTED: dict[str, bytes] = {}
+_QUOTED_MAX = 4096
+
+
+def _quoted(text: str) -> bytes:
+    """``text`` as a JSON string, as ``json.dumps`` writes it (non-ASCII and DEL escaped); remembered, since a
+    log's records name the same groups and topics over and over (bounded)."""
+    quoted = _QUOTED.get(text)
+    if quoted is None:
+        quoted = encode_basestring_ascii(text).encode("ascii")
+        if len(_QUOTED) >= _QUOTED_MAX:
+            _QUOTED.clear()
+        _QUOTED[text] = quoted
+    return quoted
+
+
+def _offset_commit(key: OffsetCommitKey, value: OffsetCommitValue) -> bytes | None:
+    """An offset commit record's bytes written directly, the same bytes ``_dumps`` gives for its document (most
+    of a coordinator log's records are these: one per partition of every commit); None when a field is not of
+    the plain type the template writes (``encode``'s general way then)."""
+    partition, offset, epoch = key.partition, value.offset, value.leader_epoch
+    committed, expires, metadata = value.commit_timestamp_ms, value.expire_timestamp_ms, value.metadata
+    if not (
+        type(partition) is int
+        and type(offset) is int
+        and type(epoch) is int
+        and type(committed) is int
+        and (expires is None or type(expires) is int)
+        and type(metadata) is str
+        and type(key.group_id) is str
+        and type(key.topic) is str
+    ):
+        return None
+    return _OFFSET % (
+        _quoted(key.group_id),
+        partition,
+        _quoted(key.topic),
+        committed,
+        b"null" if expires is None else b"%d" % expires,
+        epoch,
+        b'""' if not metadata else encode_basestring_ascii(metadata).encode("ascii"),
+        offset,
+    )
+
+
 def encode(record: Record) -> bytes:
     key, value = record.key, record.value
+    if type(key) is OffsetCommitKey and type(value) is OffsetCommitValue:
+        written = _offset_commit(key, value)
+        if written is not None:
+            return written
     doc: dict[str, Any]
     if isinstance(key, CONSUMER_KEY_TYPES):
         doc = encode_consumer(key, value)  # type: ignore[arg-type]

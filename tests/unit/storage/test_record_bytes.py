@@ -108,3 +108,49 @@ def test_a_log_written_by_the_json_encoder_still_loads(tmp_path: Path, monkeypat
         assert payloads[: len(records)] == payloads[len(records) :]
     finally:
         log_.close()
+
+
+ANY_CHARACTER = st.text(st.characters(blacklist_categories=()), max_size=12)  # surrogates and controls too
+INT64 = st.integers(-(2**63), 2**63 - 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    group=ANY_CHARACTER,
+    topic=ANY_CHARACTER,
+    metadata=ANY_CHARACTER,
+    partition=st.integers(-(2**31), 2**31 - 1),
+    offset=st.one_of(INT64, st.integers(2**63, 2**80)),
+    epoch=st.integers(-(2**31), 2**31 - 1),
+    committed=INT64,
+    expires=st.none() | INT64,
+)
+def test_an_offset_commit_written_from_its_template_is_the_json_encoders_document(
+    group: str, topic: str, metadata: str, partition: int, offset: int, epoch: int, committed: int, expires: int | None
+) -> None:
+    """Offset commit records are written straight into a template (``serde._offset_commit``): every field, any
+    character and any integer give the bytes ``json.dumps`` gives for the record's document."""
+    record = Record(
+        OffsetCommitKey(group_id=group, topic=topic, partition=partition),
+        OffsetCommitValue(offset, epoch, metadata, committed, expires),
+    )
+    reference = json.dumps(
+        {
+            "k": "offset", "group": group, "topic": topic, "partition": partition,
+            "v": {"offset": offset, "leader_epoch": epoch, "metadata": metadata, "commit_ts": committed,
+                  "expire_ts": expires},
+        },
+        separators=(",", ":"), sort_keys=True,
+    ).encode("utf-8")  # fmt: skip
+    assert serde._offset_commit(record.key, record.value) == reference  # type: ignore[arg-type]
+    assert serde.encode(record) == reference
+
+
+def test_a_field_of_another_type_is_written_the_general_way() -> None:
+    """A bool (JSON ``true``) or an int subclass is not what the template writes: the general encoder does."""
+    odd = Record(OffsetCommitKey(group_id="g", topic="t", partition=True), OffsetCommitValue(1, -1, "", 2, None))
+    assert serde._offset_commit(odd.key, odd.value) is None  # type: ignore[arg-type]
+    assert (
+        serde.encode(odd) == b'{"group":"g","k":"offset","partition":true,"topic":"t","v":{"commit_ts":2,'
+        b'"expire_ts":null,"leader_epoch":-1,"metadata":"","offset":1}}'
+    )
