@@ -65,14 +65,15 @@ _BASE_TS = 1_700_000_000_000
 # requests
 
 
-def record_batch(records: int, value_bytes: int) -> bytes:
-    """One uncompressed v2 record batch of ``records`` records without key (offsets assigned by the broker)."""
+def record_batch(records: int, value_bytes: int, timestamp_ms: int = _BASE_TS) -> bytes:
+    """One uncompressed v2 record batch of ``records`` records without key (offsets assigned by the broker),
+    stamped ``timestamp_ms``."""
     body = bytearray()
     value = b"v" * value_bytes
     for i in range(records):
         record = b"\x00" + _varint(0) + _varint(i) + _varint(-1) + _varint(len(value)) + value + _varint(0)
         body += _varint(len(record)) + record
-    after_crc = struct.pack(">hiqqqhii", 0, records - 1, _BASE_TS, _BASE_TS, -1, -1, -1, records) + bytes(body)
+    after_crc = struct.pack(">hiqqqhii", 0, records - 1, timestamp_ms, timestamp_ms, -1, -1, -1, records) + bytes(body)
     head = struct.pack(">qiibI", 0, 4 + 1 + 4 + len(after_crc), -1, 2, crc32c(after_crc))
     return head + after_crc
 

@@ -31,14 +31,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from crc32c import crc32c
+import group_commit
 
 CASES = ("roll", "evict")
 POLICIES = ("always", "interval")
@@ -46,23 +45,7 @@ POLICIES = ("always", "interval")
 
 def record_batch(value_bytes: int) -> bytes:
     """One uncompressed v2 record batch of one record without key, stamped now."""
-    value, now = b"v" * value_bytes, int(time.time() * 1000)
-    record = b"\x00" + _varint(0) + _varint(0) + _varint(-1) + _varint(len(value)) + value + _varint(0)
-    body = _varint(len(record)) + record
-    after_crc = struct.pack(">hiqqqhii", 0, 0, now, now, -1, -1, -1, 1) + body
-    head = struct.pack(">qiibI", 0, 4 + 1 + 4 + len(after_crc), -1, 2, crc32c(after_crc))
-    return head + after_crc
-
-
-def _varint(value: int) -> bytes:
-    """Kafka's zigzag varint."""
-    n = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    return group_commit.record_batch(1, value_bytes, int(time.time() * 1000))
 
 
 def child(src: str, delay_ms: float, policy: str, case: str, opts: dict[str, int]) -> dict[str, object]:

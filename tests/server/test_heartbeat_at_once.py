@@ -101,10 +101,11 @@ async def running(tmp_path: Path, **config: Any) -> AsyncIterator[tuple[Server, 
         await server.close()
 
 
-async def joined(client: Client, group: str) -> tuple[str, int]:
-    """A one-member group formed (JoinGroup twice, SyncGroup): (member id, generation)."""
-    fields = {
+def join_fields(group: str, member_id: str) -> dict[str, Any]:
+    """A JoinGroup v9 of ``member_id`` ("" for a new member) to ``group``."""
+    return {
         "group_id": group,
+        "member_id": member_id,
         "session_timeout": SESSION_MS,
         "rebalance_timeout": 5_000,
         "group_instance_id": None,
@@ -112,9 +113,13 @@ async def joined(client: Client, group: str) -> tuple[str, int]:
         "protocols": [{"name": "range", "metadata": b""}],
         "reason": None,
     }
-    first = await client.call(JOIN, 9, member_id="", **fields)
+
+
+async def joined(client: Client, group: str) -> tuple[str, int]:
+    """A one-member group formed (JoinGroup twice, SyncGroup): (member id, generation)."""
+    first = await client.call(JOIN, 9, **join_fields(group, ""))
     assert first.error_code == E.member_id_required
-    join = await client.call(JOIN, 9, member_id=first.member_id, **fields)
+    join = await client.call(JOIN, 9, **join_fields(group, first.member_id))
     assert join.error_code == E.none
     sync = await client.call(
         SYNC,
@@ -169,30 +174,8 @@ def test_an_answer_at_once_waits_behind_a_parked_request_of_its_connection(tmp_p
             # another group's steady member is answered at once, but goes out after the JoinGroup's answer
             other_id, other_generation = await joined(second, "other")
             await second.call(HEARTBEAT, 4, **beat("other", other_id, other_generation))
-            newcomer = await second.call(
-                JOIN,
-                9,
-                group_id="ordered",
-                member_id="",
-                session_timeout=SESSION_MS,
-                rebalance_timeout=5_000,
-                group_instance_id=None,
-                protocol_type="consumer",
-                protocols=[{"name": "range", "metadata": b""}],
-                reason=None,
-            )
-            parked = second.send(
-                JOIN,
-                9,
-                group_id="ordered",
-                member_id=newcomer.member_id,
-                session_timeout=SESSION_MS,
-                rebalance_timeout=5_000,
-                group_instance_id=None,
-                protocol_type="consumer",
-                protocols=[{"name": "range", "metadata": b""}],
-                reason=None,
-            )
+            newcomer = await second.call(JOIN, 9, **join_fields("ordered", ""))
+            parked = second.send(JOIN, 9, **join_fields("ordered", newcomer.member_id))
             answered_before = general.get(str(HEARTBEAT), 0)
             behind = second.send(HEARTBEAT, 4, **beat("other", other_id, other_generation))
             await asyncio.sleep(0.2)
@@ -200,18 +183,7 @@ def test_an_answer_at_once_waits_behind_a_parked_request_of_its_connection(tmp_p
             # the member of "ordered" is told to rejoin, rejoins, and the parked JoinGroup completes
             told = await first.call(HEARTBEAT, 4, **beat("ordered", member_id, generation))
             assert told.error_code == E.rebalance_in_progress
-            rejoin = await first.call(
-                JOIN,
-                9,
-                group_id="ordered",
-                member_id=member_id,
-                session_timeout=SESSION_MS,
-                rebalance_timeout=5_000,
-                group_instance_id=None,
-                protocol_type="consumer",
-                protocols=[{"name": "range", "metadata": b""}],
-                reason=None,
-            )
+            rejoin = await first.call(JOIN, 9, **join_fields("ordered", member_id))
             assert rejoin.error_code == E.none
             correlation_id, join = await second.receive()
             assert (correlation_id, join.error_code) == (parked, E.none)
