@@ -1,13 +1,13 @@
 """Requests answered from their bytes at once: the way a steady member's heartbeat goes around the general path
 (the decoder, the request's context, the handler's coroutine and the coordinator runtime's call).
 
-An API opts in with an ``AtOnce`` in its ``ApiSpec`` (Heartbeat does). The first time a request's bytes are
-seen (all but its correlation id: a steady member sends the same bytes every few seconds), the frame is
-decoded by the general decoder against the same version ranges and identifier limits, and the API's
-``prepare`` works out what its answer needs; the outcome is remembered (a bounded memo). A frame with the same
-bytes later goes straight to the API's ``answer``, which checks the ACL, asks the core, and returns the
-response, or None to leave the request to the general path, which then handles the frame from its first
-byte as if this path did not exist. A frame that does not decode, is of a version not served, carries an
+An API opts in with an ``AtOnce`` in its ``ApiSpec`` (Heartbeat and ConsumerGroupHeartbeat do). The first
+time a request's bytes are seen (all but its correlation id: a steady member sends the same bytes every few
+seconds), the frame is decoded by the general decoder against the same version ranges and identifier limits,
+and the API's ``prepare`` works out what its answer needs; the outcome is remembered (a bounded memo). A frame
+with the same bytes later goes straight to the API's ``answer``, which checks the ACL, asks the core, and
+returns the response, or None to leave the request to the general path, which then handles the frame from its
+first byte as if this path did not exist. A frame that does not decode, is of a version not served, carries an
 identifier over its limit, or whose API says it never answers such a request at once, is always the general
 path's.
 
