@@ -4,6 +4,7 @@ task's semantics (results and exceptions of awaited futures raised where it awai
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import pytest
 
@@ -78,3 +79,41 @@ def test_cancelling_the_task_cancels_the_awaited_future_and_throws_into_the_coro
         assert waited.cancelled() and cleaned == ["finally"]
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("outcome", ["exception", "result", "none yet"])
+def test_a_task_cancelled_before_its_first_step_releases_the_awaited_future(outcome: str) -> None:
+    """A connection closed in the same turn its request suspended cancels the continuation before it ever ran.
+    The future the coroutine awaited is then cancelled, or its outcome read (a parked JoinGroup superseded
+    meanwhile fails with RequestDropped): asyncio never reports an exception nobody retrieved."""
+    reported: list[dict[str, object]] = []
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda _, context: reported.append(context))
+        held: dict[str, asyncio.Future[None]] = {"future": loop.create_future()}
+
+        async def parked(waited: asyncio.Future[None]) -> None:
+            await waited
+
+        started = start(parked(held["future"]))
+        assert started.task is not None
+        started.task.cancel()  # (before the task's first step)
+        waited = held.pop("future")
+        if outcome == "exception":
+            waited.set_exception(RuntimeError("superseded"))
+        elif outcome == "result":
+            waited.set_result(None)
+        with pytest.raises(asyncio.CancelledError):
+            await started.task
+        await asyncio.sleep(0)
+        assert waited.done()
+        if outcome == "none yet":
+            assert waited.cancelled()
+        del waited, started
+        gc.collect()
+        await asyncio.sleep(0)
+
+    asyncio.run(scenario())
+    gc.collect()
+    assert not [c for c in reported if "never retrieved" in str(c.get("message", ""))], reported

@@ -1,18 +1,18 @@
 """Eager start of a request's coroutine: its first step runs at once, inside the caller (the connection's
-``data_received``), and only a coroutine that actually suspends — a parked JoinGroup, a commit waiting for
-its append, a long-polling Fetch — gets a task to finish in.
+``data_received``), and only a coroutine that actually suspends — a parked JoinGroup, a commit waiting for its
+append, a long-polling Fetch — gets a task to finish in.
 
-Most requests (Heartbeat, Metadata, ApiVersions, OffsetFetch, a heartbeat-path core call answered on the
-runtime's fast path) never suspend, so they cost no task, no event-loop round trip and no done callback.
-This is what Python 3.12's eager task factory does; the project supports 3.11, so it is done here for one
-coroutine at a time. The continuation mirrors a task's steps: it waits until the awaited future is done
-(whatever its outcome), then sends into the coroutine again, so the future's result or exception is raised
-inside the coroutine exactly where it awaited; cancelling the continuation cancels the awaited future and
-throws ``CancelledError`` into the coroutine, as cancelling a task does (without waiting for the awaited future
-to wind down: its late outcome is read and dropped, so asyncio never reports it as unretrieved). During the
-eager step there is no current task (``asyncio.current_task()`` is None); after a suspension the continuation
-task is current. The continuation can report how long each of its steps held the event loop (``on_step``: the
-server's stall watchdog); the eager step is timed by the caller.
+Most requests (Heartbeat, Metadata, ApiVersions, OffsetFetch, a heartbeat-path core call answered on the runtime's
+fast path) never suspend, so they cost no task, no event-loop round trip and no done callback. This is what Python
+3.12's eager task factory does; the project supports 3.11, so it is done here for one coroutine at a time. The
+continuation mirrors a task's steps: it waits until the awaited future is done (whatever its outcome), then sends
+into the coroutine again, so the future's result or exception is raised inside the coroutine exactly where it
+awaited; cancelling the continuation cancels the awaited future and throws ``CancelledError`` into the coroutine, as
+cancelling a task does (without waiting for the awaited future to wind down: its late outcome is read and dropped,
+so asyncio never reports it as unretrieved; the same when the task is cancelled before its first step). During the
+eager step there is no current task (``asyncio.current_task()`` is None); after a suspension the continuation task
+is current. The continuation can report how long each of its steps held the event loop (``on_step``: the server's
+stall watchdog); the eager step is timed by the caller.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Coroutine
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -54,7 +55,10 @@ def start(coro: Coroutine[Any, Any, T], on_step: OnStep | None = None, context: 
     except BaseException as exc:  # the coroutine failed before suspending; the caller decides what it means
         started.done, started.error = True, exc
         return started
-    started.task = asyncio.get_running_loop().create_task(_finish(coro, waiting, on_step, context))
+    task = asyncio.get_running_loop().create_task(_finish(coro, waiting, on_step, context))
+    if isinstance(waiting, asyncio.Future):
+        task.add_done_callback(partial(_release, waiting))
+    started.task = task
     return started
 
 
@@ -94,6 +98,16 @@ async def _finish(coro: Coroutine[Any, Any, T], waiting: Any, on_step: OnStep | 
         finally:
             if on_step is not None:
                 on_step(clock() - began, context)
+
+
+def _release(waiting: asyncio.Future[Any], task: asyncio.Task[Any]) -> None:
+    """The continuation ended. Cancelled before its first step (its connection closed in the same turn), it never
+    looked at the future the coroutine first awaited: cancel that future, or read its outcome, so asyncio does
+    not report an exception nobody retrieved (a parked request superseded meanwhile). Otherwise the coroutine
+    read it already, and this changes nothing."""
+    if task.cancelled():
+        waiting.cancel()
+        waiting.add_done_callback(_consume)
 
 
 def _consume(future: asyncio.Future[Any]) -> None:
