@@ -380,14 +380,10 @@ class GroupCoordinator:
         nothing changed, for every other request: ``heartbeat`` is for those. A steady group's heartbeats are
         most of a coordinator's requests; they need none of an operation's plumbing (no records, events or
         completions to collect, nothing to take back)."""
-        timers = self.timers
-        due = timers.next_deadline()
-        if (due is not None and due <= now_ms) or OFFSETS_EXPIRY_KEY not in timers:
-            return None  # ``heartbeat`` fires them (or schedules the expiry check) first
-        group = self.groups.by_id.get(req.group_id)
+        group = self._at_once_group(req.group_id, now_ms)
         if type(group) is not ClassicGroup:
             return None
-        return heartbeat_at_once(timers, group, req, now_ms)
+        return heartbeat_at_once(self.timers, group, req, now_ms)
 
     def leave_group(self, req: LeaveGroupRequest, key: RequestKey, now_ms: int) -> Result:
         def handle(ctx: Ctx) -> LeaveGroupResponse:
@@ -465,14 +461,19 @@ class GroupCoordinator:
         """The answer ``consumer_group_heartbeat`` would give (``client`` in place of ``req.client``) when all it
         would do is move a steady member's session deadline (``consumer/heartbeat.heartbeat_at_once``), no
         timer due: that done, and nothing else. None, with nothing changed, for every other request."""
+        group = self._at_once_group(req.group_id, now_ms)
+        if type(group) is not ConsumerGroup:
+            return None
+        return consumer_heartbeat_at_once(self.config, self.group_configs, self.timers, group, req, client, now_ms)
+
+    def _at_once_group(self, group_id: str, now_ms: int) -> Group | None:
+        """The group an answer at once is about, or None when no request may be answered at once now: a timer
+        is due, or the offsets expiry check is not scheduled yet (``_run`` fires or schedules those first)."""
         timers = self.timers
         due = timers.next_deadline()
         if (due is not None and due <= now_ms) or OFFSETS_EXPIRY_KEY not in timers:
             return None
-        group = self.groups.by_id.get(req.group_id)
-        if type(group) is not ConsumerGroup:
-            return None
-        return consumer_heartbeat_at_once(self.config, self.group_configs, timers, group, req, client, now_ms)
+        return self.groups.by_id.get(group_id)
 
     def consumer_group_describe(self, group_ids: list[str], key: RequestKey, now_ms: int) -> Result:
         return self._run(
