@@ -46,7 +46,9 @@ requests by order and correlation id).
   step of at least ``notable_s`` is reported with its request.
 
 Anything the peer gets wrong (bad frame, unknown API, undecodable request) closes this connection only, after
-the responses already complete in front of it are written. On end of stream or a reset the connection's
+the responses already complete in front of it are written; so does a failure of the server's own while a frame
+is handled (the process out of descriptors when a message's module is first imported, say), logged at WARNING at
+most once a minute per kind. On end of stream or a reset the connection's
 outstanding handler tasks are cancelled: the core keeps whatever it already did (a parked member stays until
 it rejoins or its session expires, as in Kafka) and the response is simply never written.
 """
@@ -62,6 +64,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Protocol, cast
 
+from regroup.network.admission import RateLimit
 from regroup.network.codec import DecodedRequest, VersionRanges, decode_request
 from regroup.network.eager import Started, start
 from regroup.network.errors import CloseConnection, ProtocolError
@@ -70,6 +73,9 @@ from regroup.network.limits import Limits
 from regroup.network.session import Session, SessionState
 
 log = logging.getLogger("regroup.network.connection")
+
+OWN_FAILURE_LOG_INTERVAL_S = 60.0
+_own_failures = RateLimit(OWN_FAILURE_LOG_INTERVAL_S)  # the server's own failures to handle a frame, by type
 
 DEFAULT_MAX_IN_FLIGHT = 64
 DEFAULT_MAX_QUEUED_BYTES = 1024 * 1024
@@ -307,6 +313,10 @@ class Connection(asyncio.Protocol):
                     self._write(out)
                     self._fail(exc)
                     return
+                except Exception as exc:  # the server's own failure, not the client's: say, out of descriptors
+                    self._write(out)  # when a message's module is imported on its first request
+                    self._fail_own(exc)
+                    return
                 handled += 1
                 if data is not None:  # answered at once: done, in order behind whatever is still running
                     began, now = now, clock()
@@ -513,6 +523,23 @@ class Connection(asyncio.Protocol):
         elif not isinstance(exc, asyncio.CancelledError):
             log.error(
                 "closing connection %d from %s after an unexpected error", self.connection_id, self.peer, exc_info=exc
+            )
+        self._close()
+
+    def _fail_own(self, exc: Exception) -> None:
+        """A frame could not be handled for a reason of the server's own: the connection is closed (no answer
+        can be built), and that is logged at WARNING (a process out of descriptors fails this way for every
+        connection, so at most one line per ``OWN_FAILURE_LOG_INTERVAL_S``, saying how many more there were)."""
+        suppressed = _own_failures.check(type(exc).__name__)
+        if suppressed is not None:
+            more = f" ({suppressed} more connections closed so since the last line)" if suppressed else ""
+            log.warning(
+                "closing connection %d from %s: cannot handle its request: %s: %s%s",
+                self.connection_id,
+                self.peer,
+                type(exc).__name__,
+                exc,
+                more,
             )
         self._close()
 
