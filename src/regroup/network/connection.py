@@ -363,6 +363,7 @@ class Connection(asyncio.Protocol):
                 else:
                     assert started.task is not None
                     slot.task = started.task
+                    started.on_done = functools.partial(self._answered, slot)
                     started.task.add_done_callback(functools.partial(self._finished, slot))
                 slots.append(slot)
             self._write(out)
@@ -455,16 +456,39 @@ class Connection(asyncio.Protocol):
         self._process()
 
     def _finished(self, slot: _Slot, task: asyncio.Task[Response]) -> None:
-        """A handler task ended: record its outcome and write whatever is now at the head, in order."""
-        slot.done, slot.task = True, None
+        """A handler task ended: record its outcome and write whatever is now at the head, in order (unless the
+        continuation told it already, ``_answered``)."""
+        if slot.done:
+            return
         if task.cancelled():
-            slot.error = asyncio.CancelledError()
+            self._settle(slot, None, asyncio.CancelledError())
         else:
-            slot.error = task.exception()
-            if slot.error is None:
-                slot.data = task.result()
-                if slot.data is not None:
-                    self._held_bytes += len(slot.data)
+            error = task.exception()
+            self._settle(slot, None if error is not None else task.result(), error)
+        if self._closing:
+            return
+        self._process()  # frames left buffered at a bound; updates reading either way
+
+    def _answered(self, slot: _Slot, data: Response | None, error: BaseException | None) -> None:
+        """A continuation's last step (inside its task): record the outcome and write what is now at the head. The
+        frames left buffered are handled on the next turn, so no request starts inside another's task."""
+        if slot.done:
+            return
+        self._settle(slot, data, error)
+        if self._closing or self._close_when_written:
+            return
+        if self._frames.buffered and self._next_turn is None:
+            self._next_turn = self._loop.call_soon(self._turn)
+        else:
+            self._update_reading()
+
+    def _settle(self, slot: _Slot, data: Response | None, error: BaseException | None) -> None:
+        """Record ``slot``'s outcome and write the answers now complete at the head, in order."""
+        slot.done, slot.task, slot.error = True, None, error
+        if error is None:
+            slot.data = data
+            if data is not None:
+                self._held_bytes += len(data)
         if self._closing:
             return
         slots = self._slots
@@ -480,11 +504,8 @@ class Connection(asyncio.Protocol):
                     out.append(head.data)
                     self._held_bytes -= len(head.data)
             self._write(out)
-        if self._close_when_written:
-            if not slots:
-                self._close()
-            return
-        self._process()  # frames left buffered at a bound; updates reading either way
+        if self._close_when_written and not slots:
+            self._close()
 
     def _write(self, chunks: list[bytes]) -> None:
         if not chunks or self._transport is None or self._closing:

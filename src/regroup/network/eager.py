@@ -13,6 +13,12 @@ so asyncio never reports it as unretrieved; the same when the task is cancelled 
 eager step there is no current task (``asyncio.current_task()`` is None); after a suspension the continuation task
 is current. The continuation can report how long each of its steps held the event loop (``on_step``: the server's
 stall watchdog); the eager step is timed by the caller.
+
+The continuation awaits the future itself, so it runs in the loop turn after the future is done, and it hands
+its outcome to ``on_done`` inside its last step rather than through the task's done callbacks (which run a turn
+later): a request that suspended once (a commit waiting for its append) is answered two loop turns after its
+future is done sooner than through a helper future and a done callback. Under load every turn holds a chunk of
+some heavy request's work, so turns saved are milliseconds saved.
 """
 
 from __future__ import annotations
@@ -29,23 +35,29 @@ T = TypeVar("T")
 class Started(Generic[T]):
     """Outcome of :func:`start`: ``done`` with ``result`` or ``error``, or still running as ``task``."""
 
-    __slots__ = ("done", "error", "result", "task")
+    __slots__ = ("done", "error", "on_done", "result", "task")
 
     def __init__(self) -> None:
         self.done = False
         self.result: T | None = None
         self.error: BaseException | None = None
         self.task: asyncio.Task[T] | None = None
+        #: told the continuation's outcome inside its last step: ``on_done(result, error)``
+        self.on_done: OnDone | None = None
 
 
 #: told how long each step of a continuation held the loop: ``on_step(seconds, context)``
 OnStep = Callable[[float, Any], None]
+#: told a continuation's outcome in its last step: ``on_done(result, error)``
+OnDone = Callable[[Any, "BaseException | None"], None]
 
 
 def start(coro: Coroutine[Any, Any, T], on_step: OnStep | None = None, context: Any = None) -> Started[T]:
     """Run ``coro`` until it finishes or first suspends; in the second case ``task`` finishes it, and tells
     ``on_step`` (when given) how long each of its later steps took, with ``context``. (Timing the first step
-    is the caller's: it runs inside this call.)"""
+    is the caller's: it runs inside this call.) The caller may then set ``on_done`` on what it got: it hears the
+    continuation's outcome inside its last step (a loop turn before the task's done callbacks would), unless the
+    task is cancelled before its first step."""
     started: Started[T] = Started()
     try:
         waiting = coro.send(None)
@@ -55,15 +67,30 @@ def start(coro: Coroutine[Any, Any, T], on_step: OnStep | None = None, context: 
     except BaseException as exc:  # the coroutine failed before suspending; the caller decides what it means
         started.done, started.error = True, exc
         return started
-    task = asyncio.get_running_loop().create_task(_finish(coro, waiting, on_step, context))
+    task = asyncio.get_running_loop().create_task(_finish(coro, waiting, on_step, context, started))
     if isinstance(waiting, asyncio.Future):
         task.add_done_callback(partial(_release, waiting))
     started.task = task
     return started
 
 
-async def _finish(coro: Coroutine[Any, Any, T], waiting: Any, on_step: OnStep | None, context: Any) -> T:
-    loop = asyncio.get_running_loop()
+async def _finish(
+    coro: Coroutine[Any, Any, T], waiting: Any, on_step: OnStep | None, context: Any, started: Started[T]
+) -> T:
+    try:
+        result = await _steps(coro, waiting, on_step, context)
+    except BaseException as exc:
+        if started.on_done is not None:
+            started.on_done(None, exc)
+        raise
+    if started.on_done is not None:
+        started.on_done(result, None)
+    return result
+
+
+async def _steps(coro: Coroutine[Any, Any, T], waiting: Any, on_step: OnStep | None, context: Any) -> T:
+    task = asyncio.current_task()
+    assert task is not None
     clock = time.perf_counter
     while True:
         try:
@@ -74,7 +101,15 @@ async def _finish(coro: Coroutine[Any, Any, T], waiting: Any, on_step: OnStep | 
                     coro.close()
                     raise RuntimeError(f"a request coroutine awaited {waiting!r}, not an asyncio future")
                 waiting._asyncio_future_blocking = False
-                await _settled(loop, waiting)
+                try:
+                    # The task wakes in the loop turn after the future is done (no future in between); whatever
+                    # its outcome, the coroutine reads it where it awaited.
+                    await waiting
+                except asyncio.CancelledError:
+                    if task.cancelling():
+                        raise  # the continuation itself is cancelled (which cancelled the future too)
+                except BaseException:  # (the coroutine reads the future's error when sent into)
+                    pass
         except asyncio.CancelledError as cancelled:
             if waiting is not None:
                 waiting.cancel()
@@ -113,15 +148,3 @@ def _release(waiting: asyncio.Future[Any], task: asyncio.Task[Any]) -> None:
 def _consume(future: asyncio.Future[Any]) -> None:
     if not future.cancelled():
         future.exception()
-
-
-def _settled(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> asyncio.Future[None]:
-    """A future done once ``future`` is done, successful or not (its outcome stays for the coroutine)."""
-    waiter: asyncio.Future[None] = loop.create_future()
-
-    def wake(_: asyncio.Future[Any]) -> None:
-        if not waiter.done():
-            waiter.set_result(None)
-
-    future.add_done_callback(wake)
-    return waiter
