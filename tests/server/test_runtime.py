@@ -49,8 +49,9 @@ class FakeLog:
         self.appended.extend(records)
         return len(self.appended) - 1
 
-    def maybe_snapshot(self, coordinator: GroupCoordinator) -> bool:
-        return False
+    def prepare_snapshot(self, coordinator: GroupCoordinator) -> None:
+
+        return None
 
     def close(self) -> None:
         self.closed = True

@@ -21,15 +21,19 @@ durable before anybody is told about them.
     call on the one worker thread, and the callbacks follow it. Optionally it also fsyncs a short while
     after appends stop (``sync``, for ``--fsync interval``), on the same thread.
 
-  When the queue drains (nothing queued, nothing being written) the snapshot hook runs (the core's state is
-  then exactly the log's). A failed write, flush, snapshot or callback is fatal: it is logged, every batch
+  When the queue drains (nothing queued, nothing being written) the snapshot hook runs on the loop (the core's
+  state is then exactly the log's): it reads and encodes the state when a snapshot is due and returns the job
+  that writes it, which runs on a worker thread; batches submitted meanwhile wait for it before they are
+  written (the log is not written while its snapshot is), but the writer counts as idle: every batch so far is
+  answered. A failed write, flush, snapshot or callback is fatal: it is logged, every batch
   not yet durable gets its callback called with the error (a later job's write never starts after an
   earlier one failed), and the ``on_failure`` hook runs (the runtime fails its other waiters and stops the
   server).
 
-Everything here runs on the event loop thread except the append, flush and sync functions, which run on the
-writer's worker threads: in the whole shape one at a time on one thread; pipelined, ``append`` one at a time
-and in order, ``flush`` on up to two threads at once (possibly while the next ``append`` runs).
+Everything here runs on the event loop thread except the append, flush and sync functions and the snapshot
+hook's job, which run on the writer's worker threads: in the whole shape one at a time on one thread;
+pipelined, ``append`` one at a time and in order, ``flush`` on up to two threads at once (possibly while the
+next ``append`` runs), a snapshot job alone.
 """
 
 from __future__ import annotations
@@ -182,15 +186,16 @@ class _WriteTurns:
 
 class GroupCommitWriter(Generic[R]):
     """Makes submitted record batches durable in submission order, many per disk call; create, then
-    :meth:`start` on the event loop.
+        :meth:`start` on the event loop.
 
-    Whole (no ``flush``): ``append(records)`` and ``sync()`` run on the writer's one worker thread (named
-    after ``name``), ``append`` making the records as durable as the policy says. Pipelined (``flush``
-    given): each job calls ``append(records)`` (a write only; in submission order) then ``flush()`` on one of
-    two worker threads; a batch is durable once the ``flush`` after its ``append`` returned. ``snapshot()``
-    runs on the loop thread whenever the queue drains. ``sync``, when given (whole only), runs
-    ``sync_after_s`` after an append unless one is already scheduled (under ``--fsync interval`` this bounds
-    the loss window once appends stop). A failure is logged to ``logger`` as ``<what> write failed``."""
+        Whole (no ``flush``): ``append(records)`` and ``sync()`` run on the writer's one worker thread (named
+        after ``name``), ``append`` making the records as durable as the policy says. Pipelined (``flush``
+        given): each job calls ``append(records)`` (a write only; in submission order) then ``flush()`` on one of
+        two worker threads; a batch is durable once the ``flush`` after its ``append`` returned. ``snapshot()``
+        runs on the loop thread whenever the queue drains and returns None or a job to run on a worker thread while
+    nothing is written (the snapshot's writing). ``sync``, when given (whole only), runs
+        ``sync_after_s`` after an append unless one is already scheduled (under ``--fsync interval`` this bounds
+        the loss window once appends stop). A failure is logged to ``logger`` as ``<what> write failed``."""
 
     def __init__(
         self,
@@ -199,7 +204,7 @@ class GroupCommitWriter(Generic[R]):
         name: str,
         logger: logging.Logger,
         what: str,
-        snapshot: Callable[[], object] | None = None,
+        snapshot: Callable[[], Callable[[], object] | None] | None = None,
         on_failure: Callable[[BaseException], None] | None = None,
         sync: Callable[[], object] | None = None,
         sync_after_s: float = INTERVAL_SYNC_S,
@@ -235,6 +240,7 @@ class GroupCommitWriter(Generic[R]):
         self._sync_due = False
         self._failure: BaseException | None = None
         self._closed = False
+        self._snapshotting = False  # a snapshot job runs: nothing is written meanwhile
 
     # ---------------------------------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -324,9 +330,14 @@ class GroupCommitWriter(Generic[R]):
                 self._sync_due = False
                 if self._sync is not None:
                     await loop.run_in_executor(self._executor, self._sync)
-        if self._snapshot is not None:
-            self._snapshot()
+        job = None if self._snapshot is None else self._snapshot()
         self._idle.set()
+        if job is not None:  # batches submitted meanwhile wake the task again, and are written after it
+            self._snapshotting = True
+            try:
+                await loop.run_in_executor(self._executor, job)
+            finally:
+                self._snapshotting = False
 
     def _schedule_sync(self) -> None:
         if self._sync is None or self._sync_handle is not None:
@@ -358,7 +369,13 @@ class GroupCommitWriter(Generic[R]):
 
     def _dispatch(self) -> None:
         """Turn what is queued into a job, if fewer than ``PIPELINE_DEPTH`` jobs run."""
-        if self._failure is not None or self._closed or not self._queue or self._running >= PIPELINE_DEPTH:
+        if (
+            self._failure is not None
+            or self._closed
+            or not self._queue
+            or self._running >= PIPELINE_DEPTH
+            or self._snapshotting
+        ):
             return
         batches, self._queue = self._queue, []
         records = [r for batch in batches for r in batch.records]
@@ -401,10 +418,24 @@ class GroupCommitWriter(Generic[R]):
             self._completing.extend(self._jobs.popleft().batches)
             self._complete()
         self._dispatch()  # (a slot may have freed, or callbacks submitted more)
-        if not self._jobs and not self._queue and self._failure is None:
-            if self._snapshot is not None:
-                self._snapshot()
+        if not self._jobs and not self._queue and self._failure is None and not self._snapshotting:
+            job = None if self._snapshot is None else self._snapshot()
+            if job is not None:
+                self._snapshotting = True
+                future = asyncio.get_running_loop().run_in_executor(self._executor, job)
+                future.add_done_callback(self._snapshot_written)
             self._idle.set()
+
+    def _snapshot_written(self, future: asyncio.Future[object]) -> None:
+        """(pipelined) The snapshot job returned: what was queued meanwhile is written now."""
+        self._snapshotting = False
+        if self._failure is not None or self._closed or future.cancelled():
+            return
+        error = future.exception()
+        if error is not None:
+            self._fail(error)
+            return
+        self._pump()
 
     # ------------------------------------------------------------------------------------------ shared
     def _complete(self) -> None:

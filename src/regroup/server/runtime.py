@@ -28,7 +28,8 @@ shared machinery of ``core_runtime.py``; this module adds what is specific to th
 * **Cluster image.** ``update_metadata`` hands the coordinator the topics as the server knows them (at
   startup and after every topic change), so consumer groups assign exactly the topic ids Metadata reports.
 * **Snapshots.** When the writer's queue drains (the coordinator's state is exactly what the log holds),
-  ``CoordinatorLog.maybe_snapshot`` compacts the log every ``snapshot_every`` records.
+  ``CoordinatorLog.prepare_snapshot`` reads and encodes the state every ``snapshot_every`` records, and the
+  writer runs the job that writes the snapshot and compacts the log on its thread (``core_runtime.py``).
 """
 
 from __future__ import annotations
@@ -281,8 +282,8 @@ class CoordinatorRuntime:
         self._after(result)
 
     # ------------------------------------------------------------------------------------------ writer
-    def _snapshot(self) -> None:
-        self._log.maybe_snapshot(self.coordinator)
+    def _snapshot(self) -> Callable[[], object] | None:
+        return self._log.prepare_snapshot(self.coordinator)
 
     def _resolve(self, completions: list[Completion], dropped: list[RequestKey], error: BaseException | None) -> None:
         """A submitted result is durable: answer its completions and fail its dropped keys, in order. (On a

@@ -20,7 +20,8 @@ is specific to transactions.
 * **Start-up.** The markers of every transaction found preparing are written again, and transactions open in
   a partition log that the coordinator does not cover get ABORT markers (``TransactionCoordinator.orphans``),
   before the server takes requests.
-* **Snapshots.** When the writer's queue drains, ``TransactionLog.maybe_snapshot`` compacts the log.
+* **Snapshots.** When the writer's queue drains, ``TransactionLog.prepare_snapshot`` reads the state when a
+  snapshot is due, and the writer's thread writes it and compacts the log.
 """
 
 from __future__ import annotations
@@ -216,7 +217,9 @@ class TransactionRuntime:
         self._arm_timer()
 
     # ------------------------------------------------------------------------------------------ writer
-    def _snapshot(self) -> None:
-        if self._log.maybe_snapshot(self.coordinator):
+    def _snapshot(self) -> Callable[[], object] | None:
+        job = self._log.prepare_snapshot(self.coordinator)
+        if job is not None:
             ids = len(self.coordinator.transactions)
             log.info("transaction log compacted: snapshot of %d transactional id(s)", ids)
+        return job

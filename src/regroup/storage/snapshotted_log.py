@@ -1,12 +1,14 @@
 """A coordinator's records in a ``RecordLog``: the batching of appends (whole, or split into a write and a
 sync for a pipelined writer), the snapshot + tail a coordinator is rebuilt from on start, and the compaction
-that writes a snapshot once enough records accumulated since the last one. The group coordinator's log and
+that writes a snapshot once enough records accumulated since the last one (read on the owner's thread, encoded
+and written by a job its writer runs on a worker thread: ``prepare_snapshot``). The group coordinator's log and
 the transaction coordinator's each say how their records are encoded and how their coordinator is rebuilt
 (``coordinator_log.py``, ``transaction_log.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import functools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Generic, Protocol, Self, TypeVar
 
@@ -83,10 +85,27 @@ class SnapshottedLog(Generic[R]):
 
     def maybe_snapshot(self, coordinator: Snapshotting[R]) -> bool:
         """Write a snapshot of the coordinator's hard state once enough records accumulated since the last."""
-        if self._since_snapshot < self.snapshot_every or self.log.next_offset == 0:
+        job = self.prepare_snapshot(coordinator)
+        if job is None:
             return False
-        self.snapshot(coordinator.snapshot_records())
+        job()
         return True
+
+    def prepare_snapshot(self, coordinator: Snapshotting[R]) -> Callable[[], None] | None:
+        """When a snapshot is due, the coordinator's hard state as of the log's last record, read now (on its
+        owner's thread, the state consistent with the log: records are immutable values), and the job that
+        encodes and writes it (``RecordLog.snapshot``: the file, its fsyncs, the compaction), to be run on any
+        thread while nothing is written to the log; None when none is due. The count of records since the last
+        snapshot restarts now."""
+        if self._since_snapshot < self.snapshot_every or self.log.next_offset == 0:
+            return None
+        offset = self.log.next_offset - 1
+        records = list(coordinator.snapshot_records())
+        self._since_snapshot = 0
+        return functools.partial(self._write_snapshot, offset, records)
+
+    def _write_snapshot(self, offset: int, records: list[R]) -> None:
+        self.log.snapshot(offset, SNAPSHOT_SEPARATOR.join(self.encode(r) for r in records))
 
     def snapshot(self, records: Iterable[R]) -> None:
         state = SNAPSHOT_SEPARATOR.join(self.encode(r) for r in records)

@@ -1,0 +1,177 @@
+"""A coordinator log's snapshot is read and encoded on the event loop when the writer drains, and written (the
+file, its fsyncs, the compaction) by a job on the writer's thread: the loop stays free meanwhile, every batch
+submitted before it is already answered, and batches submitted while it runs are written only after it, in
+both shapes of ``GroupCommitWriter``. Through the runtime, a log snapshotted this way rebuilds the coordinator."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from regroup.protocol.offsets import OffsetCommitRequest, OffsetFetchRequest, PartitionCommit
+from regroup.server.core_runtime import GroupCommitWriter
+from regroup.server.runtime import CoordinatorRuntime
+from regroup.storage.coordinator_log import CoordinatorLog
+from regroup.storage.record_log import FsyncPolicy
+
+log = logging.getLogger("tests.snapshot_off_loop")
+
+SHAPES = ["whole", "pipelined"]
+
+
+class SnapshotLog:
+    """A log whose appends, flushes and snapshot job record what happened, in order, and on which thread; the
+    snapshot job waits for ``gate`` (or fails, ``fail``)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, ...]] = []
+        self.gate = threading.Event()
+        self.started = threading.Event()
+        self.fail = False
+        self.due = True
+        self.job_threads: list[str] = []
+
+    def append(self, records: Sequence[str]) -> None:
+        self.events.append(("written", *records))
+
+    def flush(self) -> None:
+        self.events.append(("flushed",))
+
+    def job(self) -> None:
+        self.job_threads.append(threading.current_thread().name)
+        self.events.append(("snapshot-start",))
+        self.started.set()
+        assert self.gate.wait(5)
+        if self.fail:
+            raise OSError(28, "No space left on device")
+        self.events.append(("snapshot-end",))
+
+    def hook(self) -> Callable[[], object] | None:
+        if not self.due:
+            return None
+        self.due = False
+        self.events.append(("prepared",))
+        return self.job
+
+
+def writer(fake: SnapshotLog, shape: str, **kwargs: object) -> GroupCommitWriter[str]:
+    w: GroupCommitWriter[str] = GroupCommitWriter(
+        fake.append,
+        name="snap-log",
+        logger=log,
+        what="test log",
+        snapshot=fake.hook,
+        flush=fake.flush if shape == "pipelined" else None,
+        **kwargs,  # type: ignore[arg-type]
+    )
+    w.start()
+    return w
+
+
+async def until(event: threading.Event) -> None:
+    for _ in range(500):
+        if event.is_set():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("timed out")
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_snapshot_is_written_on_the_writers_thread_and_holds_only_later_writes(shape: str) -> None:
+    async def scenario() -> None:
+        fake = SnapshotLog()
+        w = writer(fake, shape)
+        done: list[tuple[str, BaseException | None]] = []
+        w.submit(["a"], lambda e: done.append(("a", e)))
+        await until(fake.started)
+        assert done == [("a", None)] and w.idle  # answered before the snapshot is written
+        ticks = 0
+        for _ in range(5):  # the loop turns while the job waits
+            await asyncio.sleep(0)
+            ticks += 1
+        w.submit(["b"], lambda e: done.append(("b", e)))
+        w.submit([], lambda e: done.append(("empty", e)))
+        await asyncio.sleep(0.05)
+        assert ("written", "b") not in fake.events and done == [("a", None)] and not w.idle
+        fake.gate.set()
+        await asyncio.wait_for(w.wait_idle(), 5)
+        written = [e for e in fake.events if e[0] != "flushed"]
+        assert written == [("written", "a"), ("prepared",), ("snapshot-start",), ("snapshot-end",), ("written", "b")]
+        assert done == [("a", None), ("b", None), ("empty", None)] and ticks == 5
+        assert fake.job_threads and fake.job_threads[0].startswith("snap-log")
+        await w.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_failed_snapshot_stops_the_writer_and_fails_what_waited_for_it(
+    shape: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def scenario() -> None:
+        fake = SnapshotLog()
+        fake.fail = True
+        failures: list[BaseException] = []
+        w = writer(fake, shape, on_failure=failures.append)
+        done: list[tuple[str, BaseException | None]] = []
+        w.submit(["a"], lambda e: done.append(("a", e)))
+        await until(fake.started)
+        w.submit(["b"], lambda e: done.append(("b", e)))
+        fake.gate.set()
+        for _ in range(200):
+            if failures:
+                break
+            await asyncio.sleep(0.01)
+        assert [type(f) for f in failures] == [OSError] and w.failure is failures[0]
+        assert done[0] == ("a", None) and done[1][0] == "b" and done[1][1] is failures[0]
+        assert ("written", "b") not in fake.events
+        with pytest.raises(RuntimeError):
+            w.submit(["c"])
+        await w.close()
+
+    with caplog.at_level(logging.CRITICAL, logger="tests.snapshot_off_loop"):
+        asyncio.run(scenario())
+    assert any("test log write failed" in r.getMessage() for r in caplog.records)
+
+
+def commit(partition: int, offset: int) -> Any:
+    req = OffsetCommitRequest(group_id="g", topics=(("t", (PartitionCommit(partition=partition, offset=offset),)),))
+    return lambda c, key, now: c.offset_commit(req, key, now)
+
+
+def fetch() -> Any:
+    req = OffsetFetchRequest(group_id="g", topics=(("t", tuple(range(5))),))
+    return lambda c, key, now: c.offset_fetch(req, key, now)
+
+
+@pytest.mark.parametrize("fsync", [FsyncPolicy.ALWAYS, FsyncPolicy.NEVER])
+def test_a_log_snapshotted_off_the_loop_rebuilds_the_coordinator(tmp_path: Path, fsync: FsyncPolicy) -> None:
+    """Commits past several snapshots (``snapshot_every`` 20) through the runtime; the snapshots exist, the
+    log was compacted, and a runtime reloaded from the directory fetches every last offset."""
+
+    async def commit_all() -> None:
+        clog = CoordinatorLog.open(tmp_path, fsync=fsync, snapshot_every=20)
+        runtime = CoordinatorRuntime.load(clog)
+        runtime.start()
+        for round_ in range(12):
+            await asyncio.gather(*(runtime.call(commit(p, 100 * round_ + p)) for p in range(5)))
+        await runtime.close()
+
+    async def fetch_all() -> dict[int, int]:
+        clog = CoordinatorLog.open(tmp_path, fsync=fsync, snapshot_every=20)
+        runtime = CoordinatorRuntime.load(clog)
+        runtime.start()
+        response = await runtime.call(fetch())
+        await runtime.close()
+        return {p.partition: p.offset for _, partitions in response.topics for p in partitions}
+
+    asyncio.run(commit_all())
+    snapshots = sorted(p.name for p in (tmp_path).rglob("snapshot-*.bin"))
+    assert snapshots, sorted(p.name for p in tmp_path.rglob("*"))
+    assert asyncio.run(fetch_all()) == {p: 1100 + p for p in range(5)}
