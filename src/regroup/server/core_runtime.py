@@ -22,10 +22,10 @@ durable before anybody is told about them.
     after appends stop (``sync``, for ``--fsync interval``), on the same thread.
 
   When the queue drains (nothing queued, nothing being written) the snapshot hook runs on the loop (the core's
-  state is then exactly the log's): it reads and encodes the state when a snapshot is due and returns the job
-  that writes it, which runs on a worker thread; batches submitted meanwhile wait for it before they are
-  written (the log is not written while its snapshot is), but the writer counts as idle: every batch so far is
-  answered. A failed write, flush, snapshot or callback is fatal: it is logged, every batch
+  state is then exactly the log's): it takes the state's records when a snapshot is due and returns the job
+  that encodes and writes them, which runs on a worker thread; batches submitted meanwhile wait for it before
+  they are written (the log is not written while its snapshot is), but the writer counts as idle: every batch
+  so far is answered. A failed write, flush, snapshot or callback is fatal: it is logged, every batch
   not yet durable gets its callback called with the error (a later job's write never starts after an
   earlier one failed), and the ``on_failure`` hook runs (the runtime fails its other waiters and stops the
   server).
@@ -186,16 +186,16 @@ class _WriteTurns:
 
 class GroupCommitWriter(Generic[R]):
     """Makes submitted record batches durable in submission order, many per disk call; create, then
-        :meth:`start` on the event loop.
+    :meth:`start` on the event loop.
 
-        Whole (no ``flush``): ``append(records)`` and ``sync()`` run on the writer's one worker thread (named
-        after ``name``), ``append`` making the records as durable as the policy says. Pipelined (``flush``
-        given): each job calls ``append(records)`` (a write only; in submission order) then ``flush()`` on one of
-        two worker threads; a batch is durable once the ``flush`` after its ``append`` returned. ``snapshot()``
-        runs on the loop thread whenever the queue drains and returns None or a job to run on a worker thread while
-    nothing is written (the snapshot's writing). ``sync``, when given (whole only), runs
-        ``sync_after_s`` after an append unless one is already scheduled (under ``--fsync interval`` this bounds
-        the loss window once appends stop). A failure is logged to ``logger`` as ``<what> write failed``."""
+    Whole (no ``flush``): ``append(records)`` and ``sync()`` run on the writer's one worker thread (named
+    after ``name``), ``append`` making the records as durable as the policy says. Pipelined (``flush``
+    given): each job calls ``append(records)`` (a write only; in submission order) then ``flush()`` on one of
+    two worker threads; a batch is durable once the ``flush`` after its ``append`` returned. ``snapshot()``
+    runs on the loop thread whenever the queue drains and returns None or a job, run on a worker thread while
+    nothing is written (the snapshot's encoding and writing). ``sync``, when given (whole only), runs
+    ``sync_after_s`` after an append unless one is already scheduled (under ``--fsync interval`` this bounds
+    the loss window once appends stop). A failure is logged to ``logger`` as ``<what> write failed``."""
 
     def __init__(
         self,
