@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from regroup.coordinator.config import CoordinatorConfig
+from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.protocol.offsets import OffsetCommitRequest, OffsetFetchRequest, PartitionCommit
 from regroup.server.core_runtime import GroupCommitWriter
 from regroup.server.runtime import CoordinatorRuntime
@@ -175,3 +177,26 @@ def test_a_log_snapshotted_off_the_loop_rebuilds_the_coordinator(tmp_path: Path,
     snapshots = sorted(p.name for p in (tmp_path).rglob("snapshot-*.bin"))
     assert snapshots, sorted(p.name for p in tmp_path.rglob("*"))
     assert asyncio.run(fetch_all()) == {p: 1100 + p for p in range(5)}
+
+
+def test_the_snapshot_holds_the_state_when_it_was_taken_not_when_its_records_are_built() -> None:
+    """``snapshot_records_later`` copies the offsets' tables at once: commits and a new group after it (the
+    loop goes on while the writer's thread builds the records) are not in what it builds."""
+    coordinator = GroupCoordinator(CoordinatorConfig(group_initial_rebalance_delay_ms=0))
+    now = 1_000
+    for partition in range(3):
+        coordinator.offset_commit(_commit_request("g", partition, 10 + partition), partition, now)
+    taken = coordinator.hard_state()
+    later = coordinator.snapshot_records_later()
+    coordinator.offset_commit(_commit_request("g", 0, 99), 10, now + 1)
+    coordinator.offset_commit(_commit_request("h", 7, 5), 11, now + 1)
+    built = later()
+    assert GroupCoordinator.from_records(built, now).hard_state() == taken != coordinator.hard_state()
+    rebuilt_now = GroupCoordinator.from_records(coordinator.snapshot_records(), now)
+    assert rebuilt_now.hard_state() == coordinator.hard_state()
+
+
+def _commit_request(group: str, partition: int, offset: int) -> OffsetCommitRequest:
+    return OffsetCommitRequest(
+        group_id=group, generation_id=-1, topics=(("t", (PartitionCommit(partition=partition, offset=offset),)),)
+    )

@@ -294,10 +294,20 @@ class GroupCoordinator:
 
     def snapshot_records(self) -> list[Record]:
         """The fewest records that rebuild the current hard state (what a log snapshot stores)."""
+        return self.snapshot_records_later()()
+
+    def snapshot_records_later(self) -> Callable[[], list[Record]]:
+        """``snapshot_records`` as of now, built by the function returned, on any thread: the groups' records
+        are taken now, the offsets' tables copied now and their records built by the function
+        (``OffsetStore.records_later``)."""
         records = [new_group_metadata_record(g, v) for g, v in sorted(self.persisted.items())]
         records.extend(Record(k, v) for k, v in self.persisted_groups.items())
-        records.extend(self.offsets.records())
-        return records
+        offsets = self.offsets.records_later()
+
+        def build() -> list[Record]:
+            return records + offsets()
+
+        return build
 
     def hard_state(self) -> dict[str, Any]:
         """What the records say: equal for a live coordinator and one rebuilt from its records."""

