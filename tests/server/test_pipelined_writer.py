@@ -414,3 +414,103 @@ def test_acknowledged_offset_commits_survive_kill_9(tmp_path: Path) -> None:
                 committed = _committed(client, f"g{i}")
                 assert committed == dict.fromkeys(range(partitions), committed[0]), committed
                 assert committed[0] >= offset, (i, committed, offset)
+
+
+def test_a_batch_is_answered_in_the_loop_turn_after_its_job_returns() -> None:
+    """The job's thread hands its end to the loop itself: the batch's callback runs in the next turn (through
+    the asyncio future of ``run_in_executor`` it ran a turn later: under load every turn holds a chunk of some
+    heavy request, and every commit under ``--fsync always`` waits on this)."""
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        go, flushed = threading.Event(), threading.Event()
+
+        def flush() -> None:
+            assert go.wait(5)
+            flushed.set()
+
+        w: GroupCommitWriter[str] = GroupCommitWriter(
+            lambda records: None, flush=flush, name="turns", logger=log, what="test log"
+        )
+        w.start()
+        turn = [0]
+        done_at: list[int] = []
+        returned_at: list[int] = []
+
+        def tick() -> None:
+            turn[0] += 1
+            if turn[0] < 10:
+                loop.call_soon(tick)
+
+        def hold() -> None:  # the loop waits here while the job's thread returns and hands its end over
+            go.set()
+            assert flushed.wait(5)
+            time.sleep(0.05)
+            returned_at.append(turn[0])
+
+        w.submit(["a"], lambda error: done_at.append(turn[0]))
+        await asyncio.sleep(0)  # the pump's turn: the job is handed to a thread, which waits for `go`
+        loop.call_soon(tick)
+        loop.call_soon(hold)
+        while turn[0] < 10:
+            await asyncio.sleep(0)
+        assert done_at == [returned_at[0] + 1]
+        await w.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_job_is_settled_only_once_its_own_end_was_seen_even_when_a_later_one_ended_first() -> None:
+    """Job 0's fsync fails after job 1's succeeded, both ends reaching the loop in the same turn, job 1's first.
+    Job 0's batches must get the error (a later fsync of the same file need not report a write-back error an
+    earlier one did): settling waits for each job's own end to be seen, not for its future to be done."""
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        release0, failed0 = threading.Event(), threading.Event()
+        release1, flushed1 = threading.Event(), threading.Event()
+        flushes = [0]
+
+        def flush() -> None:
+            flushes[0] += 1
+            if flushes[0] == 1:  # job 0's: held, then failing
+                assert release0.wait(5)
+                failed0.set()
+                raise OSError(5, "Input/output error (fsync)")
+            assert release1.wait(5)  # job 1's: held, then done
+            flushed1.set()
+
+        failures: list[BaseException] = []
+        w: GroupCommitWriter[str] = GroupCommitWriter(
+            lambda records: None, flush=flush, name="ends", logger=log, what="test log", on_failure=failures.append
+        )
+        w.start()
+        done: list[tuple[str, BaseException | None]] = []
+        w.submit(["a"], lambda error: done.append(("a", error)))
+        await asyncio.sleep(0)  # job 0 handed to a thread: it writes, then holds in its fsync
+        w.submit(["b"], lambda error: done.append(("b", error)))
+        await asyncio.sleep(0)  # job 1: written after job 0's write, fsynced at once
+
+        def hold() -> None:  # both ends are handed to the loop while it waits here, job 1's first
+            release1.set()
+            assert flushed1.wait(5)
+            time.sleep(0.05)
+            release0.set()
+            assert failed0.wait(5)
+            time.sleep(0.05)
+
+        loop.call_soon(hold)
+        for _ in range(100):
+            if len(done) == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert [tag for tag, _ in done] == ["a", "b"]
+        assert all(isinstance(error, OSError) for _, error in done), done
+        assert len(failures) == 1
+        await w.close()
+
+    logging.getLogger("tests.pipelined_writer").disabled = True
+    try:
+        asyncio.run(scenario())
+    finally:
+        logging.getLogger("tests.pipelined_writer").disabled = False

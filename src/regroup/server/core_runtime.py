@@ -39,6 +39,9 @@ next ``append`` runs), a snapshot job alone.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
+import functools
 import logging
 import threading
 import time
@@ -151,10 +154,18 @@ class _Batch(Generic[R]):
 @dataclass(slots=True)
 class _Job(Generic[R]):
     """Batches handed to the worker threads together (pipelined); ``future`` is ``None`` when they have no
-    records (they only wait for the jobs before them)."""
+    records (they only wait for the jobs before them). ``finished``: the loop has seen the job's thread return
+    (its outcome checked), which is what settling waits for, not the future alone."""
 
     batches: list[_Batch[R]]
-    future: asyncio.Future[None] | None
+    future: concurrent.futures.Future[None] | None
+    finished: bool = False
+
+
+def _call_on_loop(loop: asyncio.AbstractEventLoop, callback: Callable[[], None], _: object) -> None:
+    """A worker thread's future is done: ``callback`` runs on ``loop`` (not at all if the loop closed first)."""
+    with contextlib.suppress(RuntimeError):  # (the loop is closed: so is the writer)
+        loop.call_soon_threadsafe(callback)
 
 
 class _WriteTurns:
@@ -379,14 +390,16 @@ class GroupCommitWriter(Generic[R]):
             return
         batches, self._queue = self._queue, []
         records = [r for batch in batches for r in batch.records]
-        future: asyncio.Future[None] | None = None
+        job: _Job[R] = _Job(batches, None)
         if records:
             loop = asyncio.get_running_loop()
-            future = loop.run_in_executor(self._executor, self._write_then_flush, self._seq, records)
+            job.future = self._executor.submit(self._write_then_flush, self._seq, records)
             self._seq += 1
             self._running += 1
-            future.add_done_callback(self._job_done)
-        self._jobs.append(_Job(batches, future))
+            # The thread hands the loop the job's end itself: the loop sees it the next turn (through an asyncio
+            # future it would be a turn later, every commit under --fsync always waiting that turn more).
+            job.future.add_done_callback(functools.partial(_call_on_loop, loop, functools.partial(self._job_done, job)))
+        self._jobs.append(job)
 
     def _write_then_flush(self, seq: int, records: list[R]) -> None:
         """A job, on a worker thread: write after the previous job's write returned, then fsync (which covers
@@ -401,11 +414,13 @@ class GroupCommitWriter(Generic[R]):
         self._turns.passed(seq)
         self._flush()
 
-    def _job_done(self, future: asyncio.Future[None]) -> None:
+    def _job_done(self, job: _Job[R]) -> None:
+        """(pipelined, on the loop) A job's thread returned."""
+        job.finished = True
         self._running -= 1
-        if self._failure is not None or self._closed or future.cancelled():
+        if self._failure is not None or self._closed or job.future is None or job.future.cancelled():
             return
-        error = future.exception()
+        error = job.future.exception()
         if error is not None:
             self._fail(error)  # (batches of jobs before it that are not yet durable get the error too)
             return
@@ -414,7 +429,7 @@ class GroupCommitWriter(Generic[R]):
     def _settle(self) -> None:
         """Call the callbacks of the oldest jobs that are done, in order; when nothing is left, snapshot and
         report idle."""
-        while self._jobs and (self._jobs[0].future is None or self._jobs[0].future.done()):
+        while self._jobs and (self._jobs[0].future is None or self._jobs[0].finished):
             self._completing.extend(self._jobs.popleft().batches)
             self._complete()
         self._dispatch()  # (a slot may have freed, or callbacks submitted more)
