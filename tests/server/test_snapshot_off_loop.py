@@ -21,6 +21,7 @@ from regroup.server.core_runtime import GroupCommitWriter
 from regroup.server.runtime import CoordinatorRuntime
 from regroup.storage.coordinator_log import CoordinatorLog
 from regroup.storage.record_log import FsyncPolicy
+from tests.server.test_pipelined_writer import until
 
 log = logging.getLogger("tests.snapshot_off_loop")
 
@@ -74,14 +75,6 @@ def writer(fake: SnapshotLog, shape: str, **kwargs: object) -> GroupCommitWriter
     )
     w.start()
     return w
-
-
-async def until(event: threading.Event) -> None:
-    for _ in range(500):
-        if event.is_set():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("timed out")
 
 
 @pytest.mark.parametrize("shape", SHAPES)

@@ -16,9 +16,9 @@ stall watchdog); the eager step is timed by the caller.
 
 The continuation awaits the future itself, so it runs in the loop turn after the future is done, and it hands
 its outcome to ``on_done`` inside its last step rather than through the task's done callbacks (which run a turn
-later): a request that suspended once (a commit waiting for its append) is answered two loop turns after its
-future is done sooner than through a helper future and a done callback. Under load every turn holds a chunk of
-some heavy request's work, so turns saved are milliseconds saved.
+later): a request that suspended once (a commit waiting for its append) is answered in the turn after its future
+is done, two turns sooner than through a helper future and a done callback. Under load every turn holds a chunk
+of some heavy request's work, so turns saved are milliseconds saved.
 """
 
 from __future__ import annotations

@@ -437,11 +437,12 @@ class GroupCommitWriter(Generic[R]):
             job = None if self._snapshot is None else self._snapshot()
             if job is not None:
                 self._snapshotting = True
-                future = asyncio.get_running_loop().run_in_executor(self._executor, job)
-                future.add_done_callback(self._snapshot_written)
+                future = self._executor.submit(job)
+                written = functools.partial(self._snapshot_written, future)
+                future.add_done_callback(functools.partial(_call_on_loop, asyncio.get_running_loop(), written))
             self._idle.set()
 
-    def _snapshot_written(self, future: asyncio.Future[object]) -> None:
+    def _snapshot_written(self, future: concurrent.futures.Future[object]) -> None:
         """(pipelined) The snapshot job returned: what was queued meanwhile is written now."""
         self._snapshotting = False
         if self._failure is not None or self._closed or future.cancelled():

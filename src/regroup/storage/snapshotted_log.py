@@ -8,7 +8,6 @@ the transaction coordinator's each say how their records are encoded and how the
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Generic, Protocol, Self, TypeVar
@@ -104,16 +103,15 @@ class SnapshottedLog(Generic[R]):
         if self._since_snapshot < self.snapshot_every or self.log.next_offset == 0:
             return None
         offset = self.log.next_offset - 1
-        records = coordinator.snapshot_records_later()
+        build = coordinator.snapshot_records_later()
         self._since_snapshot = 0
-        return functools.partial(self._write_snapshot, offset, records)
+        return lambda: self._write_snapshot(offset, build())
 
-    def _write_snapshot(self, offset: int, records: Callable[[], Iterable[R]]) -> None:
-        self.log.snapshot(offset, SNAPSHOT_SEPARATOR.join(self.encode(r) for r in records()))
+    def _write_snapshot(self, offset: int, records: Iterable[R]) -> None:
+        self.log.snapshot(offset, SNAPSHOT_SEPARATOR.join(self.encode(r) for r in records))
 
     def snapshot(self, records: Iterable[R]) -> None:
-        state = SNAPSHOT_SEPARATOR.join(self.encode(r) for r in records)
-        self.log.snapshot(self.log.next_offset - 1, state)
+        self._write_snapshot(self.log.next_offset - 1, records)
         self._since_snapshot = 0
 
     def close(self) -> None:
