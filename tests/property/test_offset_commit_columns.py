@@ -4,7 +4,8 @@
 (a ``map`` per column, partition numbers checked by their least and greatest) and the refused partitions. For
 random topics (unknown ones, partitions out of range, topics the principal may not read, versions with and
 without a leader epoch) it is held to the plain per-partition split: ``_split_refused`` and a ``PartitionCommit``
-per partition it keeps.
+per partition it keeps, with and without the request planned ahead (``_plan_commit``): a topic keeps its plan
+exactly when every one of its partitions is committed, and then its columns are the plan's.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from regroup.protocol.offsets import NO_LEADER_EPOCH, PartitionCommit
+from regroup.coordinator.offsets import PlannedTopic, plan_topic
+from regroup.protocol.offsets import NO_LEADER_EPOCH, PartitionCommit, PartitionCommits
 from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import RequestContext, TopicInfo
-from regroup.server.handlers.offsets import _commit_partitions, _split_refused
+from regroup.server.handlers.offsets import _commit_partitions, _plan_commit, _split_refused
 
 KNOWN = {"a": 3, "b": 1, "empty": 0}  # topic -> partitions; "c" is unknown
 
@@ -61,10 +63,24 @@ class Denying:
         return not (kind is ResourceType.TOPIC and name in self.denied)
 
 
+class Planner:
+    def plan_offset_commit(
+        self, group_id: str, topic: str, columns: PartitionCommits, retention_ms: int
+    ) -> PlannedTopic:
+        return plan_topic(group_id, topic, columns, 1_000, None, 4096)
+
+
 class Broker:
     def __init__(self, denied: frozenset[str] | None) -> None:
         self.topic_store = Store()
         self.authorizer = None if denied is None else Denying(denied)
+        self.coordinator = Planner()
+
+
+@dataclass(frozen=True)
+class Request:
+    group_id: str
+    topics: tuple[Topic, ...]
 
 
 CTX = RequestContext(api_key=8, api_version=9, correlation_id=1, client_id="c", client_host="h", connection_id=1)
@@ -87,10 +103,16 @@ def topics(draw: st.DrawFn) -> tuple[Topic, ...]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(request_topics=topics(), denied=st.one_of(st.none(), st.frozensets(NAMES)))
-def test_columns_are_the_split_partitions(request_topics: tuple[Topic, ...], denied: frozenset[str] | None) -> None:
+@given(request_topics=topics(), denied=st.one_of(st.none(), st.frozensets(NAMES)), ahead=st.booleans())
+def test_columns_are_the_split_partitions(
+    request_topics: tuple[Topic, ...], denied: frozenset[str] | None, ahead: bool
+) -> None:
     broker: Any = Broker(denied)
-    valid, refused = _commit_partitions(broker, CTX, request_topics)
+    plan = _plan_commit(broker, 9, Request("g", request_topics)) if ahead else None
+    ctx = RequestContext(
+        api_key=8, api_version=9, correlation_id=1, client_id="c", client_host="h", connection_id=1, plan=plan
+    )
+    valid, planned, refused = _commit_partitions(broker, ctx, request_topics)
     expected_valid, expected_refused = _split_refused(broker, CTX, request_topics)
     assert refused == expected_refused
     assert list(refused) == list(expected_refused)  # in the same order
@@ -110,3 +132,19 @@ def test_columns_are_the_split_partitions(request_topics: tuple[Topic, ...], den
         for name, partitions in expected_valid
     ]
     assert [(name, columns.rows()) for name, columns in valid] == expected
+    assert len(planned) == len(valid)
+    # per request topic that keeps some partition: whether it keeps every one (then it keeps its plan)
+    kept_whole = []
+    for topic in request_topics:
+        if denied is not None and topic.name in denied:
+            continue
+        count = KNOWN.get(topic.name, 0)
+        inside = [p for p in topic.partitions if 0 <= p.partition_index < count]
+        if inside:
+            kept_whole.append(len(inside) == len(topic.partitions))
+    assert len(kept_whole) == len(valid)
+    for (name, columns), topic_plan, whole in zip(valid, planned, kept_whole, strict=True):
+        if ahead and whole:
+            assert topic_plan is not None and topic_plan.columns is columns and topic_plan.topic == name
+        else:
+            assert topic_plan is None

@@ -13,10 +13,16 @@ retention), transactional commits and their ends, and deleted groups are checked
   the same committed and pending offsets, the same snapshot records in the same order, the same answer to
   which pending offsets are newer than the committed ones;
 * at the end, coordinators rebuilt from the records written and from a snapshot: the same hard state.
+
+Commits in columns are also handed plans made ahead (``offsets.plan_topic``, as the server makes them on its
+decoding thread) for all or some of their topics, and plans that must not be used (made from other columns of the
+same content, for another group, or against another metadata limit, all stamped at another time): the same
+answers, records, events and state either way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -25,6 +31,7 @@ from hypothesis import strategies as st
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.events import OffsetsCommitted
+from regroup.coordinator.offsets import PlannedTopic, plan_topic
 from regroup.model.errors import ErrorCode
 from regroup.protocol.offsets import (
     OffsetCommitRequest,
@@ -148,6 +155,7 @@ COMMIT = st.tuples(
     st.lists(st.tuples(st.sampled_from(TOPICS), st.lists(PARTITION, max_size=6)), max_size=3),
     st.booleans(),  # as columns (the server's form) or as rows
     st.sampled_from([-1, -1, 60_000]),  # retention
+    st.sampled_from(["none", "all", "some", "other-columns", "other-group", "other-limit"]),  # plans made ahead
 )
 TXN = st.tuples(
     st.just("txn"),
@@ -158,6 +166,29 @@ TXN = st.tuples(
 END = st.tuples(st.just("end"), st.sampled_from(PRODUCERS), st.booleans())
 DELETE = st.tuples(st.just("delete"), st.sampled_from(GROUPS))
 OPS = st.lists(st.one_of(COMMIT, COMMIT, COMMIT, TXN, END, DELETE), min_size=1, max_size=25)
+
+
+def _plans(req: OffsetCommitRequest, planning: str, now_ms: int) -> list[PlannedTopic | None]:
+    """Plans for ``req``'s topics (all in columns): usable ones (``all``; ``some``: every other topic), or ones
+    the core must not use, stamped at another time so that using one would show in the records."""
+    expire = now_ms + req.retention_ms if req.retention_ms != -1 else None
+    plans: list[PlannedTopic | None] = []
+    for index, (topic, columns) in enumerate(req.topics):
+        assert isinstance(columns, PartitionCommits)
+        if planning == "none" or (planning == "some" and index % 2):
+            plans.append(None)
+        elif planning in ("all", "some"):
+            plans.append(plan_topic(req.group_id, topic, columns, now_ms, expire, LIMIT))
+        else:
+            group_id, limit = req.group_id, LIMIT
+            if planning == "other-columns":
+                columns = PartitionCommits(*(tuple(column) for column in dataclasses.astuple(columns)))
+            elif planning == "other-group":
+                group_id += "-other"
+            else:
+                limit += 1
+            plans.append(plan_topic(group_id, topic, columns, now_ms - 5, expire, limit))
+    return plans
 
 
 def _check_store(coordinator: GroupCoordinator, reference: ReferenceStore) -> None:
@@ -183,7 +214,7 @@ def test_offset_commit_writes_what_the_reference_writes(ops: list[Any]) -> None:
     for n, op in enumerate(ops):
         now_ms += 10
         if op[0] == "commit":
-            _, group_id, rows, as_columns, retention_ms = op
+            _, group_id, rows, as_columns, retention_ms, planning = op
             topics = tuple(
                 (
                     topic,
@@ -199,7 +230,8 @@ def test_offset_commit_writes_what_the_reference_writes(ops: list[Any]) -> None:
                 for topic, partitions in rows
             )
             req = OffsetCommitRequest(group_id=group_id, retention_ms=retention_ms, topics=topics)
-            result = coordinator.offset_commit(req, n, now_ms)
+            planned = _plans(req, planning, now_ms) if as_columns else []
+            result = coordinator.offset_commit(req, n, now_ms, planned)
             response, records, events = reference_commit(req, rows, now_ms)
             assert result.refused is None
             assert result.response_for(n) == response

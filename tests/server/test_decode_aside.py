@@ -1,13 +1,16 @@
 """Large frames are decoded off the event loop (``network/connection.py``, ``DECODE_ASIDE_BYTES``) without
 changing what a client sees: requests pipelined behind a large one on the same connection are handled after
 it and answered in order, a large frame that does not decode closes the connection before anything behind it
-is handled, and many large requests in a row are all answered."""
+is handled, and many large requests in a row are all answered. A large OffsetCommit's records are planned on
+the decoding thread (``handlers/offsets._plan_commit``): its answers and offsets are those of a commit without a
+plan, with partitions refused beside it and with the group refusing it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from regroup.model.errors import ErrorCode
 from regroup.network.connection import DECODE_ASIDE_BYTES
 from tests.server.conftest import ServerProcess
 from tests.server.wire import WireClient, create_topics, encode_request
@@ -104,3 +107,45 @@ def test_many_large_requests_in_a_row_are_all_answered(make_server: MakeServer) 
         assert {p.partition_index: p.committed_offset for t in group.topics for p in t.partitions} == {
             p: p + 19 for p in range(PARTITIONS)
         }
+
+
+def test_a_large_commit_planned_aside_commits_what_a_small_one_would(make_server: MakeServer) -> None:
+    server = make_server("--fsync", "never")
+    fields = commit_fields("mixed", lambda p: p + 3)
+    small = {
+        "name": "small",
+        "partitions": [
+            {"partition_index": p, "committed_offset": 10 + p, "committed_leader_epoch": 2, "committed_metadata": "m"}
+            for p in range(5)  # 3 and 4 are beyond the topic's 3 partitions: the topic's plan is not used
+        ],
+    }
+    unknown = {"name": "nosuch", "partitions": [dict(small["partitions"][0])]}
+    fields["topics"] += [small, unknown]
+    with WireClient(server.port, timeout=60) as client:
+        create_topics(client, {TOPIC: PARTITIONS, "small": 3})
+        answer = client.call(OFFSET_COMMIT, 9, **fields)
+        codes = {t.name: [(p.partition_index, p.error_code) for p in t.partitions] for t in answer.topics}
+        assert codes[TOPIC] == [(p, 0) for p in range(PARTITIONS)]
+        assert sorted(codes["small"]) == [(0, 0), (1, 0), (2, 0), (3, 3), (4, 3)]
+        assert codes["nosuch"] == [(0, 3)]
+        # a commit by a member the group does not have: refused on every partition as a small one is, nothing
+        # written
+        refused = dict(commit_fields("mixed", lambda p: 999), generation_id_or_member_epoch=5, member_id="m")
+        (topic,) = client.call(OFFSET_COMMIT, 9, **refused).topics
+        refused["topics"][0]["partitions"] = refused["topics"][0]["partitions"][:1]
+        (one,) = client.call(OFFSET_COMMIT, 9, **refused).topics
+        assert one.partitions[0].error_code == ErrorCode.UNKNOWN_MEMBER_ID
+        assert {p.error_code for p in topic.partitions} == {ErrorCode.UNKNOWN_MEMBER_ID}
+        fetched = client.call(OFFSET_FETCH, 9, **fetch_fields("mixed"), require_stable=False)
+    server.kill()  # the records planned ahead (and encoded there) rebuild the same offsets
+    server.restart()
+    with WireClient(server.port, timeout=60) as client:
+        refetched = client.call(OFFSET_FETCH, 9, **fetch_fields("mixed"), require_stable=False)
+    assert refetched.groups == fetched.groups
+    (group,) = fetched.groups
+    offsets = {
+        (t.name, p.partition_index): (p.committed_offset, p.metadata) for t in group.topics for p in t.partitions
+    }
+    expected = {(TOPIC, p): (p + 3, "") for p in range(PARTITIONS)}
+    expected.update({("small", p): (10 + p, "m") for p in range(3)})
+    assert offsets == expected

@@ -74,3 +74,50 @@ def test_a_handler_returning_the_wrong_entity_is_a_failure_too() -> None:
 def test_without_an_error_response_the_connection_is_closed(error_response: Any) -> None:
     with pytest.raises(HandlerFailed):
         describe(dispatcher_with(broken, error_response), ["a"])
+
+
+def planned_describe(dispatcher: Dispatcher, groups: list[str]) -> Any:
+    """``describe``, with the request planned first as the decoding thread plans a large one."""
+    frame = encode_request(DESCRIBE, 5, 7, "c", groups=groups, include_authorized_operations=False)
+    request = decode_request(frame[4:], dispatcher.versions)
+    dispatcher.plan_aside(request)
+    data = asyncio.run(dispatcher.respond(request, client_host="127.0.0.1", connection_id=1))
+    assert data is not None
+    cls = load_response_schema(DESCRIBE, 5)
+    _, used = entity_reader(cls.__header_schema__)(data, 4)
+    body, _ = entity_reader(cls)(data, 4 + used)
+    return body
+
+
+def plan_seen_by(plan_aside: Any) -> tuple[Dispatcher, list[Any]]:
+    """A dispatcher whose DescribeGroups handler records the plan it is given and refuses with an API error."""
+    seen: list[Any] = []
+
+    async def handler(broker: Any, ctx: RequestContext, request: Any) -> Any:
+        seen.append(ctx.plan)
+        raise ApiError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+
+    spec = ApiSpec(DESCRIBE, 0, 5, handler, DESCRIBE_SPEC.error_response, plan_aside=plan_aside)
+    return Dispatcher(broker=None, specs={DESCRIBE: spec}), seen  # type: ignore[arg-type]
+
+
+def test_the_plan_made_aside_reaches_the_handler() -> None:
+    dispatcher, seen = plan_seen_by(lambda broker, version, body: (version, tuple(body.groups)))
+    assert [g.error_code for g in planned_describe(dispatcher, ["a", "b"]).groups] == [30, 30]
+    assert seen == [(5, ("a", "b"))]
+    describe(dispatcher, ["c"])  # not planned (a small frame): no plan
+    assert seen[1] is None
+
+
+def test_a_failing_plan_is_logged_once_and_the_handler_answers_without_it(caplog: pytest.LogCaptureFixture) -> None:
+    def failing(broker: Any, version: int, body: Any) -> Any:
+        raise ValueError("a bug in the plan")
+
+    dispatcher, seen = plan_seen_by(failing)
+    with caplog.at_level(logging.INFO, logger="regroup.server"):
+        for _ in range(3):
+            assert [g.error_code for g in planned_describe(dispatcher, ["a"]).groups] == [30]
+    assert seen == [None, None, None]
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and "ValueError: a bug in the plan" in errors[0].getMessage()
+    assert dispatcher.failures.counts[("DescribeGroups", "plan_failed")] == 3

@@ -11,7 +11,7 @@ back through the operation's journal (``journal.py``) before the error response 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -37,6 +37,7 @@ from regroup.coordinator.inspect import delete_groups, describe_group, list_grou
 from regroup.coordinator.journal import Journal
 from regroup.coordinator.offsets import (
     OffsetStore,
+    PlannedTopic,
     complete_transaction,
     expire_offsets,
     offset_commit,
@@ -402,8 +403,13 @@ class GroupCoordinator:
 
         return self._run(now_ms, key, handle, lambda exc: LeaveGroupResponse(error=exc.code))
 
-    def offset_commit(self, req: OffsetCommitRequest, key: RequestKey, now_ms: int) -> Result:
-        return self._run(now_ms, key, lambda ctx: offset_commit(ctx, self.groups, req, self.offsets), lambda exc: None)
+    def offset_commit(
+        self, req: OffsetCommitRequest, key: RequestKey, now_ms: int, planned: Sequence[PlannedTopic | None] = ()
+    ) -> Result:
+        """``planned``: topics worked out ahead (``offsets.plan_topic``), by position in ``req.topics``."""
+        return self._run(
+            now_ms, key, lambda ctx: offset_commit(ctx, self.groups, req, self.offsets, planned), lambda exc: None
+        )
 
     def offset_fetch(self, req: OffsetFetchRequest, key: RequestKey, now_ms: int) -> Result:
         return self._run(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from itertools import islice, repeat
 
 from regroup.coordinator.classic.group import ClassicGroup
@@ -27,6 +28,7 @@ from regroup.protocol.offsets import (
     OffsetFetchRequest,
     OffsetFetchResponse,
     PartitionCommit,
+    PartitionCommits,
     TxnOffsetCommitRequest,
     commit_offsets,
     commit_rows,
@@ -235,8 +237,44 @@ def _group_for_commit(ctx: Ctx, groups: Groups, req: OffsetCommitRequest) -> Non
     type_of(group).validate_offset_commit(ctx, group, req)
 
 
+@dataclass(frozen=True, slots=True)
+class PlannedTopic:
+    """One topic's part of an OffsetCommit worked out ahead, from the request alone (``plan_topic``): what
+    ``offset_commit`` would build for it once the group accepts the commit. It reads no state, so a shell may make
+    it anywhere (the server does, on the thread that decodes a large request), and the core's step is left with
+    the group's check and the apply. ``offset_commit`` uses it only for the very ``columns`` it was made from,
+    for the same group and metadata limit."""
+
+    group_id: str
+    topic: str
+    columns: PartitionCommits
+    #: the ``offset.metadata.max.bytes`` it was measured against
+    limit: int
+    records: tuple[Record, ...]
+    codes: tuple[tuple[int, ErrorCode], ...]
+    #: ``(topic, partition, offset)`` of each partition answered NONE, for the event
+    committed: tuple[tuple[str, int, int], ...]
+
+
+def plan_topic(
+    group_id: str, topic: str, columns: PartitionCommits, now_ms: int, expire_ms: int | None, limit: int
+) -> PlannedTopic:
+    """``topic``'s records, answer rows and committed offsets for a commit of ``columns`` by ``group_id`` at
+    ``now_ms``, as ``offset_commit`` builds them (keys built fresh: the store's memo is not read, as this may run
+    beside the core). Safe on any thread."""
+    records: list[Record] = []
+    codes, refused = _commit_topic(group_id, topic, columns, now_ms, expire_ms, limit, {}, records.append, False)
+    return PlannedTopic(
+        group_id, topic, columns, limit, tuple(records), codes, tuple(_committed(topic, columns, codes, refused))
+    )
+
+
 def offset_commit(
-    ctx: Ctx, groups: Groups, req: OffsetCommitRequest, store: OffsetStore | None = None
+    ctx: Ctx,
+    groups: Groups,
+    req: OffsetCommitRequest,
+    store: OffsetStore | None = None,
+    planned: Sequence[PlannedTopic | None] = (),
 ) -> OffsetCommitResponse:
     """The answer: NONE for each partition, or OFFSET_METADATA_TOO_LARGE for metadata over
     ``offset.metadata.max.bytes``; a record (``new_offset_commit_record``) per partition answered NONE, and one
@@ -246,7 +284,8 @@ def offset_commit(
     each partition is visited once, its value and record are built there (positionally) and appended straight
     to the result, with no intermediate list of what was accepted; its key comes from the ``store``'s memo from
     the partition's second commit on (``store`` None: built every time), its answer row is shared
-    (``_accepted_row``)."""
+    (``_accepted_row``). ``planned``: topic ``i``'s ``PlannedTopic``, when one was made for it (``plan_topic``);
+    its records and rows are taken as they are, stamped with the time it was made."""
     try:
         _group_for_commit(ctx, groups, req)
     except ApiError as exc:
@@ -254,46 +293,85 @@ def offset_commit(
     expire = ctx.now_ms + req.retention_ms if req.retention_ms != -1 else None
     group_id = req.group_id
     limit, now_ms = ctx.config.offset_metadata_max_bytes, ctx.now_ms
-    # metadata of at most this many characters is short enough (at most two UTF-16 code units each)
-    short = limit // 2
-    ok, too_large = ErrorCode.NONE, ErrorCode.OFFSET_METADATA_TOO_LARGE
-    emit = ctx.result.records.append
-    rows, shared = _ACCEPTED_ROWS, len(_ACCEPTED_ROWS)
+    records = ctx.result.records
     committed: list[tuple[str, int, int]] = []
     out: list[tuple[str, tuple[tuple[int, ErrorCode], ...]]] = []
-    for topic, partitions in req.topics:
-        codes: list[tuple[int, ErrorCode]] = []
-        answer = codes.append
+    for index, (topic, partitions) in enumerate(req.topics):
+        plan = planned[index] if index < len(planned) else None
+        if (
+            plan is not None
+            and plan.columns is partitions
+            and plan.topic == topic
+            and plan.group_id == group_id
+            and plan.limit == limit
+        ):
+            records.extend(plan.records)
+            committed.extend(plan.committed)
+            out.append((topic, plan.codes))
+            continue
         memo = {} if store is None else store.memo(group_id, topic)
-        recall = memo.get
-        refused = False
-        for partition, offset, leader_epoch, given in commit_rows(partitions):
-            metadata = given or ""
-            if len(metadata) > short and _utf16_length(metadata) > limit:
-                answer((partition, too_large))
-                refused = True
-                continue
-            key = recall(partition)
-            if key is None:
-                key = memo[partition] = OffsetCommitKey(group_id, topic, partition)
-            emit(Record(key, OffsetCommitValue(offset, leader_epoch, metadata, now_ms, expire)))
-            if 0 <= partition < shared:
-                answer(rows[partition])
-            else:
-                answer(_accepted_row(partition))
-                shared = len(rows)
+        codes, refused = _commit_topic(group_id, topic, partitions, now_ms, expire, limit, memo, records.append, True)
         if store is not None:
             store.keep_memo(group_id, topic, memo)
-        # the event's (topic, partition, offset) of each partition accepted, made in C when all were
-        if refused:
-            accepted = zip(commit_rows(partitions), codes, strict=True)
-            committed.extend((topic, row[0], row[1]) for row, (_, code) in accepted if code is ok)
-        else:
-            committed.extend(zip(repeat(topic), *commit_offsets(partitions)))
-        out.append((topic, tuple(codes)))
+        committed.extend(_committed(topic, partitions, codes, refused))
+        out.append((topic, codes))
     if committed:
         ctx.event(OffsetsCommitted(group_id, tuple(committed)))
     return OffsetCommitResponse(topics=tuple(out))
+
+
+def _commit_topic(
+    group_id: str,
+    topic: str,
+    partitions: CommitPartitions,
+    now_ms: int,
+    expire: int | None,
+    limit: int,
+    memo: dict[int, OffsetCommitKey],
+    emit: Callable[[Record], None],
+    share_rows: bool,
+) -> tuple[tuple[tuple[int, ErrorCode], ...], bool]:
+    """(the topic's answer rows, whether any partition was refused): each partition's record handed to ``emit``
+    in order. ``memo``: the keys known for the topic's partitions (new ones are added to it). ``share_rows``:
+    accepted rows may come from ``_ACCEPTED_ROWS``, grown as needed (only from the core's thread; otherwise only
+    the rows it already has are shared)."""
+    # metadata of at most this many characters is short enough (at most two UTF-16 code units each)
+    short = limit // 2
+    too_large = ErrorCode.OFFSET_METADATA_TOO_LARGE
+    rows, shared = _ACCEPTED_ROWS, len(_ACCEPTED_ROWS)
+    codes: list[tuple[int, ErrorCode]] = []
+    answer = codes.append
+    recall = memo.get
+    refused = False
+    for partition, offset, leader_epoch, given in commit_rows(partitions):
+        metadata = given or ""
+        if len(metadata) > short and _utf16_length(metadata) > limit:
+            answer((partition, too_large))
+            refused = True
+            continue
+        key = recall(partition)
+        if key is None:
+            key = memo[partition] = OffsetCommitKey(group_id, topic, partition)
+        emit(Record(key, OffsetCommitValue(offset, leader_epoch, metadata, now_ms, expire)))
+        if 0 <= partition < shared:
+            answer(rows[partition])
+        elif share_rows:
+            answer(_accepted_row(partition))
+            shared = len(rows)
+        else:
+            answer((partition, ErrorCode.NONE))
+    return tuple(codes), refused
+
+
+def _committed(
+    topic: str, partitions: CommitPartitions, codes: tuple[tuple[int, ErrorCode], ...], refused: bool
+) -> list[tuple[str, int, int]]:
+    """The event's ``(topic, partition, offset)`` of each partition accepted (made in C when all were)."""
+    if refused:
+        ok = ErrorCode.NONE
+        accepted = zip(commit_rows(partitions), codes, strict=True)
+        return [(topic, row[0], row[1]) for row, (_, code) in accepted if code is ok]
+    return list(zip(repeat(topic), *commit_offsets(partitions)))
 
 
 def _accepted_row(partition: int) -> tuple[int, ErrorCode]:

@@ -64,8 +64,8 @@ _NO_LIMITS: Limits = {}
 
 @dataclass(slots=True, eq=False)
 class DecodedRequest:
-    """One request frame decoded; never changed after (not frozen: a frozen constructor costs about a
-    microsecond more, on every request)."""
+    """One request frame decoded; never changed after, but for ``plan`` set where it was decoded (not frozen: a
+    frozen constructor costs about a microsecond more, on every request)."""
 
     api_key: int
     api_version: int
@@ -76,6 +76,8 @@ class DecodedRequest:
     size: int
     #: the first identifier longer than its limit (answered with INVALID_REQUEST), or None
     over_limit: str | None = None
+    #: work on the body done ahead where it was decoded (the dispatcher's ``plan_aside``), or None
+    plan: Any = None
 
     @property
     def unsupported_api_versions(self) -> bool:

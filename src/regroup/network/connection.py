@@ -33,7 +33,8 @@ requests by order and correlation id).
   of every partition of a large assignment, a CreateTopics of thousands of partitions) is decoded in the
   connection's decoding thread, whose work the interpreter interleaves with the loop's, so the loop goes on
   serving other connections meanwhile. This connection handles nothing else until that request's handler
-  has taken its first step, so its requests are still handled in the order they were sent.
+  has taken its first step, so its requests are still handled in the order they were sent. A dispatcher with
+  ``plan_aside`` also has it work on the decoded request there (the core's records of a large OffsetCommit).
 * **Idleness.** A connection idle for ``max_idle_ms`` (Kafka's ``connections.max.idle.ms``: no bytes read,
   no response written, and no request outstanding — a JoinGroup parked for a long rebalance keeps its
   connection) is closed. One timer per connection checks it; activity only moves a timestamp, and the timer
@@ -132,6 +133,19 @@ class Responder(Protocol):
 #: ``answer_at_once(frame, principal, client_host, connection_id)``: the framed response to a request answered
 #: at once from its bytes, or None (it is decoded and handed to ``respond``)
 AnswerAtOnce = Callable[[bytes, str, str, int], bytes | None]
+#: ``plan_aside(request)``: work on a large decoded request done on the decoding thread, kept in ``request.plan``
+#: (it must not raise)
+PlanAside = Callable[[DecodedRequest], None]
+
+
+def _decode_and_plan(
+    frame: bytes, versions: VersionRanges, limits: Mapping[int, Limits], plan_aside: PlanAside | None
+) -> DecodedRequest:
+    """``decode_request``, then ``plan_aside`` of the request: the decoding thread's work for one large frame."""
+    request = decode_request(frame, versions, limits)
+    if plan_aside is not None:
+        plan_aside(request)
+    return request
 
 
 def _wall_ms() -> int:
@@ -198,6 +212,8 @@ class Connection(asyncio.Protocol):
         self._on_step = None if stalls is None else self._late_step
         #: the dispatcher's answers at once from a request's bytes (``server/at_once.py``), if it gives any
         self._at_once: AnswerAtOnce | None = getattr(dispatcher, "answer_at_once", None)
+        #: the dispatcher's work on a large request done where it is decoded, if it does any
+        self._plan_aside: PlanAside | None = getattr(dispatcher, "plan_aside", None)
 
     # ------------------------------------------------------------------------------ asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -385,7 +401,7 @@ class Connection(asyncio.Protocol):
         dispatcher = self.dispatcher
         try:
             request = await self._loop.run_in_executor(
-                _decoding_thread(), decode_request, frame, dispatcher.versions, dispatcher.limits
+                _decoding_thread(), _decode_and_plan, frame, dispatcher.versions, dispatcher.limits, self._plan_aside
             )
         except ProtocolError:
             self._decoding = False

@@ -19,8 +19,10 @@ from typing import Any, Protocol
 
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.group_config import GroupConfig
+from regroup.coordinator.offsets import PlannedTopic
 from regroup.coordinator.result import RequestKey, Result
 from regroup.model.errors import ErrorCode
+from regroup.protocol.offsets import PartitionCommits
 
 NODE_ID = 0
 #: the null topic id of Kafka's schemas (a topic named, not identified)
@@ -45,6 +47,8 @@ class RequestContext:
     listener: str = "PLAINTEXT"
     #: the connection's authentication (``network/session.Session``; None outside a connection)
     session: Any = None
+    #: what the API's ``plan_aside`` made of the body before the handler ran (None: nothing was made)
+    plan: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +77,13 @@ class GroupService(Protocol):
     def answer_at_once(self, op: Callable[..., Any], *request: Any) -> Any | None:
         """``op(coordinator, *request, now_ms)``'s answer when the core can give it at once with nothing to make
         durable and every earlier call answered; None: ``call`` must run the request."""
+        ...
+
+    def plan_offset_commit(
+        self, group_id: str, topic: str, columns: PartitionCommits, retention_ms: int
+    ) -> PlannedTopic:
+        """A topic's part of an OffsetCommit worked out ahead from the request alone (``offsets.plan_topic``),
+        for ``call`` to hand the coordinator's ``offset_commit``; safe from any thread."""
         ...
 
     async def write(self, op: Callable[[GroupCoordinator, RequestKey, int], Result]) -> None:
@@ -149,3 +160,9 @@ class ApiSpec:
     own_limits: frozenset[str] = frozenset()
     #: how requests are answered at once (None: always through ``handler``)
     at_once: AtOnce | None = None
+    #: ``plan_aside(broker, api_version, body)``: work on a large request's decoded body that reads nothing that
+    #: changes, done on the thread that decoded it, off the event loop, before the handler runs
+    #: (``network/connection.py``: frames of ``DECODE_ASIDE_BYTES`` or more); the handler finds it in
+    #: ``ctx.plan``, None when it was not made (a smaller frame) or failed. The handler must answer the same
+    #: without it.
+    plan_aside: Callable[[Any, int, Any], Any] | None = None

@@ -92,6 +92,11 @@ class MonotonicClock:
         """The latest value ``now()`` returned (0 before the first call)."""
         return self._last
 
+    def peek(self) -> int:
+        """What ``now()`` would return, without recording it: safe from another thread (``now()`` is not, two
+        threads' writes could take ``last`` back)."""
+        return max(self._last, self.source())
+
 
 class DeadlineTimer:
     """One ``call_later`` handle that calls ``fire()`` once ``clock()`` passes the deadline last armed.

@@ -37,6 +37,16 @@ from regroup.server.metrics import RequestMetrics
 
 log = logging.getLogger("regroup.server.dispatch")
 
+
+class _PlanFailed:
+    """A request's ``plan_aside`` raised ``error``: no plan (the handler answers without one)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
 PRODUCE_KEY = 0
 
 
@@ -100,6 +110,18 @@ class Dispatcher:
         (``server/at_once.py``), or None: ``respond`` answers it."""
         return self._at_once.answer(frame, principal, client_host, connection_id)
 
+    def plan_aside(self, request: DecodedRequest) -> None:
+        """Set ``request.plan`` to its API's ``plan_aside`` of the body, if the API has one: called on the thread
+        that decoded a large request, before ``respond``. A failure there is the server's own and leaves no plan
+        (logged once per API): the handler answers without it."""
+        spec = self.specs.get(request.api_key)
+        if spec is None or spec.plan_aside is None or request.body is None or request.over_limit is not None:
+            return
+        try:
+            request.plan = spec.plan_aside(self.broker, request.api_version, request.body)
+        except Exception as exc:
+            request.plan = _PlanFailed(exc)  # (reported by ``_respond``, on the loop: ``failures`` is not shared)
+
     async def respond(
         self, request: DecodedRequest, *, client_host: str, connection_id: int, session: Session | None = None
     ) -> bytes | None:
@@ -133,6 +155,10 @@ class Dispatcher:
             response = self._unsupported_api_versions()
             return encode_response(request.correlation_id, response), response
         spec = self.specs[request.api_key]
+        plan = request.plan
+        if type(plan) is _PlanFailed:
+            self.failures.plan_failed(name, request.api_version, plan.error)
+            plan = None
         ctx = RequestContext(
             api_key=request.api_key,
             api_version=request.api_version,
@@ -143,6 +169,7 @@ class Dispatcher:
             principal=ANONYMOUS if session is None else session.principal,
             listener="PLAINTEXT" if session is None else session.listener,
             session=session,
+            plan=plan,
         )
         if request.over_limit is not None:
             self.failures.over_limit(name, client_host, request.over_limit)

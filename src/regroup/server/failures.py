@@ -1,5 +1,6 @@
 """Requests the server could not serve normally — a handler that raised, an error response that could not be
-built, an identifier over its limit — counted per API and kind instead of logged per request.
+built, an identifier over its limit, work planned ahead of a handler that failed — counted per API and kind
+instead of logged per request.
 
 The first of each (API, kind) is logged in one line (handler failures at ERROR with the exception and where it
 was raised, refusals at INFO); the rest only count, so a client repeating a bad request cannot flood the log.
@@ -18,6 +19,7 @@ log = logging.getLogger("regroup.server.failures")
 #: kinds that are not handler failures
 OVER_LIMIT = "over_limit"
 NO_ERROR_RESPONSE = "no_error_response"
+PLAN_FAILED = "plan_failed"
 
 
 class FailureLog:
@@ -60,6 +62,22 @@ class FailureLog:
         if self._count(api, NO_ERROR_RESPONSE):
             detail = "it has none" if exc is None else f"{type(exc).__name__}: {exc} (at {_where(exc)})"
             log.error("%s v%d: no error response could be built (%s); connection closed", api, version, detail)
+
+    def plan_failed(self, api: str, version: int, exc: BaseException) -> None:
+        """Work on a large request done ahead of its handler (``ApiSpec.plan_aside``) raised ``exc``; the handler
+        answers without it, so the client sees nothing of it."""
+        if self._count(api, PLAN_FAILED):
+            log.error(
+                "%s v%d: the work done ahead of the handler failed with %s: %s (at %s); answered without it; "
+                "further ones of %s are counted, not logged",
+                api,
+                version,
+                type(exc).__name__,
+                exc,
+                _where(exc),
+                api,
+            )
+        log.debug("%s v%d: the work ahead failed", api, version, exc_info=exc)
 
     def take(self) -> dict[str, int]:
         """``api/kind`` -> count since the last call (for the periodic stats line)."""

@@ -47,8 +47,10 @@ from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.group_config import GroupConfig
 from regroup.coordinator.ids import IdSource
+from regroup.coordinator.offsets import PlannedTopic, plan_topic
 from regroup.coordinator.result import Completion, RequestKey, Result
 from regroup.model.cluster import ClusterImage
+from regroup.protocol.offsets import PartitionCommits
 from regroup.records.model import Record
 from regroup.server.core_runtime import DeadlineTimer, GroupCommitWriter, MonotonicClock
 from regroup.server.core_runtime import wall_ms as wall_ms
@@ -198,6 +200,17 @@ class CoordinatorRuntime:
         if response is not None:
             self._arm_timer()
         return response
+
+    def plan_offset_commit(
+        self, group_id: str, topic: str, columns: PartitionCommits, retention_ms: int
+    ) -> PlannedTopic:
+        """``topic``'s part of an OffsetCommit of ``group_id``, worked out ahead from the request alone
+        (``offsets.plan_topic``), stamped now: safe from any thread (it reads the clock without recording and the
+        coordinator's configuration, which never changes)."""
+        now_ms = self._clock.peek()
+        expire_ms = now_ms + retention_ms if retention_ms != -1 else None
+        limit = self.coordinator.config.offset_metadata_max_bytes
+        return plan_topic(group_id, topic, columns, now_ms, expire_ms, limit)
 
     async def write(self, op: CoreOp) -> None:
         """Run ``op(coordinator, key, now_ms)``, an operation that answers no request (the transaction
