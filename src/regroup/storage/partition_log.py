@@ -10,7 +10,8 @@ So a fetch returns the stored bytes unchanged. The full format is in ``docs/topi
     <dir>/00000000000000000030.gap     (only after ``regroup repair``) offsets up to the next file's are gone
 
 A partition that was never written has no directory at all: the first append creates it and its first
-segment (durably). The log keeps no file descriptor of its own: it borrows one from a shared
+segment, made durable by the partition's first fsync (on whatever thread runs it). The log keeps no file
+descriptor of its own: it borrows one from a shared
 :class:`~regroup.storage.handles.HandleCache` for each read or write, so the number of open files does not
 grow with the number of partitions, while a busy partition's active segment stays open.
 
@@ -139,7 +140,9 @@ class PendingSync:
     a duplicate of the active segment's descriptor, so the handle cache may close its own meanwhile; ``target``
     is the log end offset the fsync makes durable. With a roll not yet settled (``roll``), it first settles
     the roll: fsyncs the previous segment (``old_fd``, a duplicate, or -1 if it was whole on disk already),
-    renames the new segment from its temporary name (``rename``) and fsyncs the directory (``directory``)."""
+    renames the new segment from its temporary name (``rename``) and fsyncs the directory (``directory``).
+    ``created``: the directories whose new entries the partition's first append made (its directory, its first
+    segment), fsynced first."""
 
     fd: int
     target: int
@@ -147,10 +150,14 @@ class PendingSync:
     old_fd: int = -1
     rename: tuple[Path, Path] | None = None
     directory: Path | None = None
+    created: tuple[Path, ...] = ()
 
     def run(self) -> None:
-        """fsync (settling the roll first) and close the duplicate descriptors (on any thread)."""
+        """fsync (the created directories and the roll first) and close the duplicate descriptors (on any
+        thread)."""
         try:
+            for directory in self.created:
+                _fsync_dir(directory)
             if self.directory is not None:
                 _settle_roll(self.old_fd, self.rename, self.directory)
             _fsync_file(self.fd)
@@ -371,6 +378,9 @@ class PartitionLog:
         self._closed = False
         self._handles = handles
         self._exists = exists  # the active segment's file (and so the directory) exists
+        #: the directories whose new entries the first append made (``_create``) that no fsync has made durable
+        #: yet: fsynced with the partition's next fsync, on whatever thread runs it
+        self._created: tuple[Path, ...] = ()
         self.truncated_bytes = truncated_bytes
         self._start = 0  # the log start offset a DeleteRecords set (persisted in ``log-start-offset``)
         #: wall-clock ms since when the active segment is known to hold batches (segment.ms); None: not yet seen
@@ -594,7 +604,7 @@ class PartitionLog:
     def sync(self) -> None:
         """fsync what was appended since the last fsync (any policy)."""
         self._check_writable()
-        if self._dirty or self._unsettled is not None:
+        if self._dirty or self._unsettled is not None or self._created:
             self._sync()
 
     def begin_sync(self) -> PendingSync | None:
@@ -602,13 +612,17 @@ class PartitionLog:
         :class:`PendingSync`, then give it to :meth:`finish_sync` on this log's own thread. ``None`` when there
         is nothing to fsync (or the log is closed or failed); appends made meanwhile wait for the next one.
         A roll not yet settled is settled by it too (:class:`PendingSync`)."""
-        if self._closed or self._failed is not None or not (self._dirty or self._unsettled is not None):
+        if (
+            self._closed
+            or self._failed is not None
+            or not (self._dirty or self._unsettled is not None or self._created)
+        ):
             return None
         kept = self._detached >= 0  # (the active segment's: fsyncing it covers the descriptor reopened since)
         fd = self._detached if kept else os.dup(self._active_fd())
         roll = self._unsettled
         if roll is None:
-            pending = PendingSync(fd, self._leo)
+            pending = PendingSync(fd, self._leo, created=self._created)
         else:
             try:
                 old = os.dup(roll.old_fd) if roll.old_fd >= 0 else -1
@@ -616,7 +630,7 @@ class PartitionLog:
                 if not kept:
                     os.close(fd)
                 raise
-            pending = PendingSync(fd, self._leo, roll, old, roll.rename(), self._dir)
+            pending = PendingSync(fd, self._leo, roll, old, roll.rename(), self._dir, self._created)
         self._detached = -1
         self._dirty = False
         self._syncing += 1
@@ -631,6 +645,8 @@ class PartitionLog:
                 self._failed = error
             return
         self._last_sync = self._clock()
+        if pending.created and pending.created is self._created:
+            self._created = ()
         if self._unsettled is not None and pending.roll is self._unsettled:
             self._end_roll(self._unsettled)
         if pending.target > self._visible and not self._closed:
@@ -732,7 +748,7 @@ class PartitionLog:
             return
         self._closed = True
         try:
-            unsynced = self._dirty or self._syncing > 0 or self._unsettled is not None
+            unsynced = self._dirty or self._syncing > 0 or self._unsettled is not None or bool(self._created)
             if unsynced and self._exists and self._failed is None and self._policy is not FsyncPolicy.NEVER:
                 self._sync()
         finally:
@@ -978,13 +994,18 @@ class PartitionLog:
             fd = self._detached
         elif fd is None:
             fd = self._active_fd()
+        created = self._created
         try:
+            for directory in created:
+                _fsync_dir(directory)
             if roll is not None:
                 _settle_roll(roll.old_fd, roll.rename(), self._dir)
             _fsync_file(fd)
         except BaseException as exc:
             self._failed = exc  # the kernel may have dropped the dirty pages: the disk state is unknown
             raise
+        if created is self._created:
+            self._created = ()
         if roll is not None:
             self._end_roll(roll)
         self._close_detached()
@@ -1013,17 +1034,17 @@ class PartitionLog:
             roll.segment.rolling = False
 
     def _create(self) -> None:
-        """The first append: create the partition directory and the first segment, durably."""
-        sync = self._policy is not FsyncPolicy.NEVER
+        """The first append: create the partition directory and the first segment. Their names are made durable
+        by the partition's next fsync (``_created``: the parent's fsync for a new directory, the directory's for
+        the segment), before the append is, on whatever thread runs it: a produce to a thousand new partitions
+        used to fsync two thousand directories on the event loop (under ``NEVER`` nothing is fsynced)."""
         fresh = not self._dir.is_dir()
         self._dir.mkdir(parents=True, exist_ok=True)
-        if fresh and sync:
-            _fsync_dir(self._dir.parent)
         path = self._segments[-1].path
         with contextlib.suppress(FileExistsError):
             _create_file(path)
-        if sync:
-            _fsync_dir(self._dir)
+        if self._policy is not FsyncPolicy.NEVER:
+            self._created = (self._dir.parent, self._dir) if fresh else (self._dir,)
         self._exists = True
 
     def _roll(self) -> None:

@@ -127,6 +127,71 @@ class Disk:
             (into / name).write_bytes(data)
 
 
+#: what the partition's first fsync does first, for a partition directory its first append created: the parent
+#: directory's fsync (the new directory's name), then the directory's (the first segment's name)
+CREATED = ["fsync-dir", "fsync-dir"]
+
+
+def created_on(thread: threading.Thread) -> list[tuple[str, threading.Thread]]:
+    return [(what, thread) for what in CREATED]
+
+
+# ---------------------------------------------------------------------- the first append off the caller's thread
+
+
+@pytest.mark.parametrize("policy", [FsyncPolicy.ALWAYS, FsyncPolicy.INTERVAL])
+@pytest.mark.parametrize("made", [False, True])
+def test_a_first_append_leaves_its_directory_fsyncs_to_the_first_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: FsyncPolicy, made: bool
+) -> None:
+    """The first append creates the partition's directory and first segment without an fsync; the partition's
+    first fsync (here on a worker) makes their names durable first: the parent's fsync for a new directory, the
+    directory's for the segment. A directory made before (CreateTopics makes them) needs only its own."""
+    path = tmp_path / "topic-0"
+    if made:
+        path.mkdir()
+    plog = _open(path, policy, fsync_interval_ms=3_600_000)
+    plog.defer_interval_sync = True
+    disk = Disk(monkeypatch, delay=0.05)
+    started = time.perf_counter()
+    plog.append(BATCH, sync=False)
+    assert disk.events == [] and time.perf_counter() - started < 0.04
+    assert _names(path) == [f"{0:020d}.log"]
+    assert plog.log_end_offset == (0 if policy is FsyncPolicy.ALWAYS else 1)  # (ALWAYS: read once on disk)
+    pending = plog.begin_sync()
+    assert pending is not None
+    worker = threading.Thread(target=pending.run)
+    worker.start()
+    worker.join()
+    plog.finish_sync(pending, None)
+    directories = ["topic-0"] if made else [tmp_path.name, "topic-0"]
+    assert [(what, name, t) for what, name, t in disk.events] == [
+        *(("fsync-dir", name, worker) for name in directories),
+        ("fsync", f"{0:020d}.log", worker),
+    ]
+    assert plog.log_end_offset == 1
+    plog.append(BATCH, sync=False)
+    plog.sync()  # the names are durable already: the segment's fsync alone
+    assert [what for what, _, _ in disk.events][len(directories) + 1 :] == ["fsync"]
+    plog.close()
+
+
+def test_a_first_append_fsyncs_its_directory_on_close_and_nothing_under_never(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    disk = Disk(monkeypatch)
+    never = _open(tmp_path / "never", FsyncPolicy.NEVER)
+    never.append(BATCH)
+    never.close()
+    assert disk.events == []
+    closed = _open(tmp_path / "closed", FsyncPolicy.INTERVAL, fsync_interval_ms=3_600_000)
+    closed.append(BATCH)
+    assert disk.events == []
+    closed.close()
+    assert [what for what, _, _ in disk.events] == [*CREATED, "fsync"]
+    assert _reopened(tmp_path / "closed") == [0] and _reopened(tmp_path / "never") == [0]
+
+
 # ---------------------------------------------------------------------- the roll off the caller's thread
 
 
@@ -136,7 +201,7 @@ def test_a_roll_with_a_slow_fsync_does_not_fsync_on_the_calling_thread(
 ) -> None:
     plog = _open(tmp_path / "p", policy, fsync_interval_ms=3_600_000)
     plog.defer_interval_sync = True
-    plog.append(BATCH, sync=False)  # (the first append creates the directory, durably, here)
+    plog.append(BATCH, sync=False)  # (the first append creates the directory: fsynced with the first fsync)
     plog.append(BATCH, sync=False)
     disk = Disk(monkeypatch, delay=0.05)
     caller = threading.current_thread()
@@ -154,13 +219,17 @@ def test_a_roll_with_a_slow_fsync_does_not_fsync_on_the_calling_thread(
     worker.join()
     plog.finish_sync(pending, None)
     assert [(what, t) for what, _, t in disk.events] == [
+        *created_on(worker),
         ("fsync", worker),
         ("rename", worker),
         ("fsync-dir", worker),
         ("fsync", worker),
     ]
     assert all(t is not caller for _, _, t in disk.events)
-    assert [name for _, name, _ in disk.events][:2] == [f"{0:020d}.log", f"{2:020d}.rolling"]
+    assert [name for _, name, _ in disk.events][len(CREATED) : len(CREATED) + 2] == [
+        f"{0:020d}.log",
+        f"{2:020d}.rolling",
+    ]
     assert _names(tmp_path / "p") == [f"{0:020d}.log", f"{2:020d}.log"]
     assert plog.log_end_offset == 3 and plog.durable(3) and not plog.sync_due
     plog.close()
@@ -206,8 +275,8 @@ def test_an_inline_fsync_settles_the_roll_first(tmp_path: Path, monkeypatch: pyt
     plog.append(BATCH, sync=False)
     plog.append(BATCH, sync=False)
     disk = Disk(monkeypatch)
-    plog.append(BATCH)  # rolls, then fsyncs here (sync=True under ALWAYS): the roll is settled first
-    assert [w for w, _, _ in disk.events] == ["fsync", "rename", "fsync-dir", "fsync"]
+    plog.append(BATCH)  # rolls, then fsyncs here (sync=True under ALWAYS): the creation and the roll settled first
+    assert [w for w, _, _ in disk.events] == [*CREATED, "fsync", "rename", "fsync-dir", "fsync"]
     assert plog.log_end_offset == 3 and _names(tmp_path / "p") == [f"{0:020d}.log", f"{2:020d}.log"]
     plog.close()
 
@@ -225,7 +294,8 @@ def test_a_segment_full_again_before_its_roll_is_settled_settles_it_on_the_spot(
     assert _names(tmp_path / "p") == [f"{0:020d}.log", f"{2:020d}.log", f"{4:020d}.rolling"]
     assert plog.log_end_offset == 0  # (nothing after offset 1 was fsynced yet: read once the next fsync ends)
     plog.sync()
-    assert plog.log_end_offset == 5 and [w for w, _, _ in disk.events][3:] == ["fsync", "rename", "fsync-dir", "fsync"]
+    synced = [w for w, _, _ in disk.events][3:]
+    assert plog.log_end_offset == 5 and synced == [*CREATED, "fsync", "rename", "fsync-dir", "fsync"]
     plog.close()
     reopened = _open(tmp_path / "p")
     assert _offsets(reopened) == [0, 1, 2, 3, 4]
@@ -380,11 +450,11 @@ def test_an_evicted_active_segment_is_fsynced_by_its_next_fsync_not_on_eviction(
     worker.start()
     worker.join()
     a.finish_sync(pending, None)
-    assert [(w, t) for w, _, t in disk.events] == [("fsync", worker)]
+    assert [(w, t) for w, _, t in disk.events] == [*created_on(worker), ("fsync", worker)]
     assert a.log_end_offset == 1
     a.close()
     b.close()  # b's own unsynced append: fsynced on close
-    assert len(disk.events) == 2
+    assert len(disk.events) == len(CREATED) + 2
     reopened = _open(tmp_path / "b")
     assert _offsets(reopened) == [0, 1]
     reopened.close()
@@ -404,13 +474,13 @@ def test_an_evicted_active_segment_is_fsynced_by_an_inline_sync_and_close(
     assert disk.events == []
     opened = handles.opened
     a.sync()  # through the kept descriptor alone: a is not reopened (b keeps its place in the cache)
-    assert [w for w, _, _ in disk.events] == ["fsync"] and handles.opened == opened
+    assert [w for w, _, _ in disk.events] == [*CREATED, "fsync"] and handles.opened == opened
     a.sync()  # nothing left
-    assert len(disk.events) == 1
+    assert len(disk.events) == len(CREATED) + 1
     a.append(BATCH)  # reopens a (evicting b, synced: nothing kept for it)
     b.read(0, 1 << 20)  # evicts a again
     a.close()  # the kept descriptor is fsynced and closed
-    assert len(disk.events) == 2
+    assert len(disk.events) == len(CREATED) + 2
     b.close()
     reopened = _open(tmp_path / "a")
     assert _offsets(reopened) == [0, 1]
@@ -537,8 +607,8 @@ def test_an_eviction_to_give_descriptors_back_fsyncs_on_the_spot(
         handles.get("other", opener)  # the older half given back (a's), then opened
         handles.forget("other")
         freed = 1
-    assert [w for w, _, _ in disk.events] == ["fsync"] * freed  # on the spot
+    assert [w for w, _, _ in disk.events] == [*CREATED, "fsync"] * freed  # on the spot
     assert _fds() == before - freed  # no duplicate kept
     a.close()
     b.close()
-    assert [w for w, _, _ in disk.events] == ["fsync"] * 2  # (what was not fsynced there, at close)
+    assert [w for w, _, _ in disk.events] == [*CREATED, "fsync"] * 2  # (what was not fsynced there, at close)
