@@ -24,14 +24,15 @@ SYNC_THREADS = 8
 class GroupSync:
     """Group commit of the partition logs' fsyncs (one per topic store, on its event loop).
 
-    ``wait(targets)`` waits until each ``(log, offset)`` is durable. One round at a time: every log with
-    appends not yet fsynced is handed to the worker threads (:meth:`PartitionLog.begin_sync`, one fsync per
-    log, all at once), and when they have all ended each log learns its result on the loop
-    (:meth:`PartitionLog.finish_sync`); appends made meanwhile go in the next round. ``wait`` returns the
-    logs whose fsync failed (or that were closed) before their offset was durable."""
+    ``wait(targets)`` waits until each ``(log, offset)`` is durable (``fsynced``: covered by a finished fsync,
+    whatever the policy: a transaction marker). One round at a time: every log with appends not yet fsynced is
+    handed to the worker threads (:meth:`PartitionLog.begin_sync`, one fsync per log, all at once), and when
+    they have all ended each log learns its result on the loop (:meth:`PartitionLog.finish_sync`); appends made
+    meanwhile go in the next round. ``wait`` returns the logs whose fsync failed (or that were closed) first."""
 
     def __init__(self) -> None:
-        self._waiting: list[tuple[dict[PartitionLog, int], asyncio.Future[None]]] = []
+        #: (log -> the offset it waits for, whether it waits for ``fsynced`` rather than ``durable``, its future)
+        self._waiting: list[tuple[dict[PartitionLog, int], bool, asyncio.Future[None]]] = []
         self._dirty: set[PartitionLog] = set()
         self._runner: asyncio.Task[None] | None = None
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
@@ -41,16 +42,17 @@ class GroupSync:
         self._dirty.add(plog)
         self._start()
 
-    async def wait(self, targets: dict[PartitionLog, int]) -> set[PartitionLog]:
-        """Wait until every log is durable up to its offset; the logs that failed (or closed) first."""
-        pending = {plog: end for plog, end in targets.items() if not plog.durable(end)}
+    async def wait(self, targets: dict[PartitionLog, int], *, fsynced: bool = False) -> set[PartitionLog]:
+        """Wait until every log is durable up to its offset (``fsynced``: fsynced, under ``INTERVAL`` too); the
+        logs that failed (or closed) first."""
+        pending = {plog: end for plog, end in targets.items() if not _reached(plog, end, fsynced)}
         if pending:
             self._dirty.update(pending)
             future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._waiting.append((pending, future))
+            self._waiting.append((pending, fsynced, future))
             self._start()
             await asyncio.shield(future)  # a cancelled produce leaves the round to the others
-        return {plog for plog, end in targets.items() if not plog.durable(end)}
+        return {plog for plog, end in targets.items() if not _reached(plog, end, fsynced)}
 
     def _start(self) -> None:
         if self._runner is None or self._runner.done():
@@ -74,13 +76,13 @@ class GroupSync:
 
     def _release(self) -> None:
         still = []
-        for pending, future in self._waiting:
-            if all(plog.durable(end) or plog.failed or plog.closed for plog, end in pending.items()):
+        for pending, fsynced, future in self._waiting:
+            if all(_reached(plog, end, fsynced) or plog.failed or plog.closed for plog, end in pending.items()):
                 if not future.done():
                     future.set_result(None)
             else:
-                still.append((pending, future))
-                self._dirty.update(p for p, end in pending.items() if not p.durable(end))
+                still.append((pending, fsynced, future))
+                self._dirty.update(p for p, end in pending.items() if not _reached(p, end, fsynced))
         self._waiting = still
 
     def _executor(self) -> concurrent.futures.ThreadPoolExecutor:
@@ -91,3 +93,7 @@ class GroupSync:
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False)
+
+
+def _reached(plog: PartitionLog, end: int, fsynced: bool) -> bool:
+    return plog.fsynced(end) if fsynced else plog.durable(end)

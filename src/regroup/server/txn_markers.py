@@ -1,5 +1,6 @@
 """Writing transaction markers (Kafka's ``TransactionMarkerChannelManager``, in process): for a ``MarkerJob``
-a COMMIT or ABORT control batch into every partition of the transaction (fsynced), the outcome handed to
+a COMMIT or ABORT control batch into every partition of the transaction (appended on the loop, then fsynced
+together by the store's group commit on its worker threads, under ``interval`` too), the outcome handed to
 the group coordinator for the groups whose offsets the transaction committed, then the coordinator told
 (``markers_written``) so the transaction completes.
 
@@ -25,6 +26,7 @@ from regroup.server.errors import CoordinatorUnavailable
 from regroup.server.topics import TopicStore
 from regroup.storage.batches import AppendRejected
 from regroup.storage.format import StorageError
+from regroup.storage.partition_log import PartitionLog
 from regroup.transactions.results import MarkerJob
 
 __all__ = ["GroupCompletion", "MarkerWriter"]
@@ -83,7 +85,7 @@ class MarkerWriter:
         try:
             while not self._closed:
                 try:
-                    self._write_partitions(job, done)
+                    await self._write_partitions(job, done)
                     if job.groups and not groups_done and self.groups is not None:
                         await self.groups(job.producer_id, job.producer_epoch, job.committed)
                     groups_done = True
@@ -111,17 +113,29 @@ class MarkerWriter:
             if not first.done():
                 first.set_result(None)
 
-    def _write_partitions(self, job: MarkerJob, done: set[tuple[str, int]]) -> None:
+    async def _write_partitions(self, job: MarkerJob, done: set[tuple[str, int]]) -> None:
+        """Append the job's marker to every partition not ``done`` yet, then wait for their fsyncs together, on
+        the store's group commit (worker threads, not the loop); a partition counts as done once its marker is
+        fsynced (or refused, or its topic gone). A failed fsync raises, for the job to be retried."""
+        written: dict[tuple[str, int], tuple[PartitionLog, int]] = {}
         for tp in sorted(job.partitions - done):
             plog = self._store.partition(*tp)
             if plog is None:
                 done.add(tp)  # the topic is gone, and its data with it
                 continue
             try:
-                plog.append_marker(
-                    job.producer_id, job.producer_epoch, job.committed, job.coordinator_epoch, self._clock()
+                info = plog.append_marker(
+                    job.producer_id, job.producer_epoch, job.committed, job.coordinator_epoch, self._clock(), sync=False
                 )
                 self.written += 1
             except AppendRejected as exc:
                 log.warning("%s-%d refused a transaction marker: %s", tp[0], tp[1], exc)
-            done.add(tp)
+                done.add(tp)
+                continue
+            written[tp] = (plog, info.last_offset + 1)
+        if written:
+            failed = await self._store.group_sync.wait(dict(written.values()), fsynced=True)
+            done.update(tp for tp, (plog, _) in written.items() if plog not in failed)
+            if failed:
+                names = ", ".join(str(plog.directory.name) for plog in failed)
+                raise StorageError(f"the markers' fsync failed or their partition closed: {names}")

@@ -360,6 +360,8 @@ class PartitionLog:
         #: the end readers see: under ``ALWAYS`` the end of what is on disk (an append whose fsync is still
         #: under way is not read, listed or counted in the high watermark); otherwise the log end offset
         self._visible = leo
+        #: the end of what a finished fsync covered (any policy; what was on disk at open counts)
+        self._fsynced = leo
         self._producers = producers
         self._txns = txns if txns is not None else PartitionTxns()
         self._policy = policy
@@ -526,13 +528,21 @@ class PartitionLog:
         return info
 
     def append_marker(
-        self, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int, timestamp_ms: int
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        committed: bool,
+        coordinator_epoch: int,
+        timestamp_ms: int,
+        *,
+        sync: bool = True,
     ) -> AppendInfo:
         """Append a COMMIT or ABORT marker of ``producer_id`` (:mod:`regroup.storage.markers`), closing its open
         transaction here, and fsync it (any policy but ``NEVER``: the coordinator completes the transaction
-        only once its markers are durable). A marker with an epoch older than the producer's last here is
-        refused (:class:`AppendRejected`, INVALID_PRODUCER_EPOCH). A marker with no transaction open is
-        written all the same (a retry after a restart; Kafka tolerates them)."""
+        only once its markers are durable) — or, with ``sync`` False, leave the fsync to the caller, who waits
+        for ``fsynced`` (the server's group commit does it on a worker thread). A marker with an epoch older than
+        the producer's last here is refused (:class:`AppendRejected`, INVALID_PRODUCER_EPOCH). A marker with no
+        transaction open is written all the same (a retry after a restart; Kafka tolerates them)."""
         self._check_writable()
         known = [e for e in (self._producers.epoch_of(producer_id),) if e is not None]
         txn = self._txns.open_transactions().get(producer_id)
@@ -543,7 +553,7 @@ class PartitionLog:
                 Reject.INVALID_PRODUCER_EPOCH, f"marker epoch {producer_epoch} < {max(known)} of producer {producer_id}"
             )
         data = marker_batch(producer_id, producer_epoch, committed, coordinator_epoch, timestamp_ms)
-        info = self._write(data, [(0, parse_header(data))], sync=True, force_sync=True)
+        info = self._write(data, [(0, parse_header(data))], sync=sync, force_sync=sync)
         self._producers.mark(producer_id, producer_epoch)
         self._txns.complete(producer_id, committed, info.base_offset)
         self._notify()
@@ -649,6 +659,7 @@ class PartitionLog:
             self._created = ()
         if self._unsettled is not None and pending.roll is self._unsettled:
             self._end_roll(self._unsettled)
+        self._fsynced = max(self._fsynced, pending.target)
         if pending.target > self._visible and not self._closed:
             self._visible = pending.target
             self._notify()
@@ -656,6 +667,12 @@ class PartitionLog:
     def durable(self, offset: int) -> bool:
         """Every record below ``offset`` is on disk (or the policy does not promise it)."""
         return self._policy is not FsyncPolicy.ALWAYS or self._visible >= offset
+
+    def fsynced(self, offset: int) -> bool:
+        """Every record below ``offset`` was covered by a finished fsync, whatever the policy but ``NEVER`` (under
+        which nothing is fsynced, and this is always true): what a transaction marker waits for under
+        ``INTERVAL`` too."""
+        return self._policy is FsyncPolicy.NEVER or self._fsynced >= offset
 
     # ------------------------------------------------------------------ reading
 
@@ -1011,7 +1028,7 @@ class PartitionLog:
         self._close_detached()
         self._dirty = False
         self._last_sync = self._clock()
-        self._visible = self._leo
+        self._visible = self._fsynced = self._leo
 
     def _settle_here(self, roll: _Roll) -> None:
         """Settle the roll on this thread (the segment it started is full already): the old segment's fsync,

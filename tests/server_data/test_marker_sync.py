@@ -1,0 +1,150 @@
+"""Transaction markers are fsynced by the topic store's group commit, on its worker threads, not on the event
+loop (``server/txn_markers.py``): every partition's marker is appended, then their fsyncs are waited for together,
+under ``--fsync always`` and ``interval`` alike; the transaction completes only once every marker is fsynced, and
+a failed fsync leaves the job to its retries without completing it."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from regroup.server import txn_markers
+from regroup.server.topics import TopicStore
+from regroup.server.txn_markers import MarkerWriter
+from regroup.storage import partition_log
+from regroup.storage.markers import TRANSACTIONAL
+from regroup.storage.record_log import FsyncPolicy
+from regroup.transactions.results import MarkerJob
+from tests.server_data.batches import make_batch
+
+PARTITIONS = 4
+PRODUCER = 7
+
+
+def _store(path: Path, policy: FsyncPolicy) -> TopicStore:
+    store = TopicStore.open(path, fsync=policy)
+    store.create_topic("t", PARTITIONS)
+    for p in range(PARTITIONS):
+        plog = store.partition("t", p)
+        assert plog is not None
+        plog.append(
+            make_batch([b"v"], producer_id=PRODUCER, producer_epoch=0, base_sequence=0, attributes=TRANSACTIONAL)
+        )
+        plog.sync()
+    return store
+
+
+def _job() -> MarkerJob:
+    partitions = frozenset(("t", p) for p in range(PARTITIONS))
+    return MarkerJob(
+        transactional_id="tx",
+        producer_id=PRODUCER,
+        producer_epoch=0,
+        committed=True,
+        partitions=partitions,
+        groups=frozenset(),
+        coordinator_epoch=0,
+    )
+
+
+@pytest.mark.parametrize("policy", [FsyncPolicy.ALWAYS, FsyncPolicy.INTERVAL])
+def test_markers_are_fsynced_on_worker_threads_before_the_transaction_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: FsyncPolicy
+) -> None:
+    store = _store(tmp_path / "store", policy)
+    fsyncs: list[threading.Thread] = []
+    real = partition_log._fsync_file
+
+    def slow_fsync(fd: int) -> None:
+        time.sleep(0.05)
+        real(fd)
+        fsyncs.append(threading.current_thread())
+
+    monkeypatch.setattr(partition_log, "_fsync_file", slow_fsync)
+    seen_at_completion: list[bool] = []
+
+    async def complete(job: MarkerJob) -> None:
+        logs = [store.partition(*tp) for tp in sorted(job.partitions)]
+        seen_at_completion.extend(plog is not None and plog.fsynced(plog.written_end) for plog in logs)
+
+    async def main() -> int:
+        writer = MarkerWriter(store, complete, lambda: 1_000)
+        turns = 0
+        stop = False
+
+        async def ticker() -> None:
+            nonlocal turns
+            while not stop:
+                turns += 1
+                await asyncio.sleep(0)
+
+        ticking = asyncio.get_running_loop().create_task(ticker())
+        await writer.submit(_job())
+        stop = True
+        await ticking
+        await writer.close()
+        return turns
+
+    try:
+        turns = asyncio.run(main())
+    finally:
+        store.close()
+    assert len(fsyncs) == PARTITIONS and threading.main_thread() not in fsyncs
+    assert seen_at_completion == [True] * PARTITIONS
+    assert turns > 10  # the loop went on while the markers' fsyncs ran (about 50 ms, all at once)
+
+
+def test_a_failed_marker_fsync_leaves_the_transaction_to_its_retries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(tmp_path / "store", FsyncPolicy.ALWAYS)
+    bad = store.partition("t", 2)
+    assert bad is not None
+    real_run = partition_log.PendingSync.run
+
+    def run(self: partition_log.PendingSync) -> None:
+        if str(bad.directory) in str(Path(f"/proc/self/fd/{self.fd}").readlink()):
+            raise OSError(5, "Input/output error")
+        real_run(self)
+
+    monkeypatch.setattr(partition_log.PendingSync, "run", run)
+    monkeypatch.setattr(txn_markers, "RETRY_FIRST_S", 0.01)
+    completed: list[MarkerJob] = []
+
+    async def complete(job: MarkerJob) -> None:
+        completed.append(job)
+
+    async def main() -> MarkerWriter:
+        writer = MarkerWriter(store, complete, lambda: 1_000)
+        await writer.submit(_job())  # resolves after the first attempt failed
+        await asyncio.sleep(0.1)  # retries: the failed log refuses appends until it is reopened
+        assert writer.pending == 1
+        await writer.close()
+        return writer
+
+    try:
+        writer = asyncio.run(main())
+    finally:
+        store.close()
+    assert completed == []
+    assert writer.written == PARTITIONS  # the other partitions' markers were not written again
+
+
+@pytest.mark.parametrize("policy", [FsyncPolicy.ALWAYS, FsyncPolicy.INTERVAL, FsyncPolicy.NEVER])
+def test_a_marker_appended_without_its_fsync_is_fsynced_once_a_sync_covers_it(
+    tmp_path: Path, policy: FsyncPolicy
+) -> None:
+    store = _store(tmp_path / "store", policy)
+    plog = store.partition("t", 0)
+    assert plog is not None
+    info = plog.append_marker(PRODUCER, 0, True, 0, 1_000, sync=False)
+    end = info.last_offset + 1
+    assert plog.fsynced(end) is (policy is FsyncPolicy.NEVER)
+    assert plog.last_stable_offset == (1 if policy is FsyncPolicy.ALWAYS else end)  # (ALWAYS: read once on disk)
+    plog.sync()
+    assert plog.fsynced(end) and plog.last_stable_offset == end
+    store.close()
