@@ -1,9 +1,11 @@
 """The stall watchdog's bookkeeping (``server/watchdog.py``): which steps are stalls, what they are counted and
-logged under, lateness that no request explains, the one-line-a-second limit, and its metric families."""
+logged under, lateness that no request explains, stalls the garbage collector explains, the one-line-a-second
+limit, and its metric families."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import time
 from types import SimpleNamespace
@@ -12,7 +14,7 @@ import pytest
 
 from regroup.network.codec import DecodedRequest
 from regroup.server.metrics import exposition
-from regroup.server.watchdog import NO_REQUEST, StallWatchdog
+from regroup.server.watchdog import COLLECTOR, LOG_EVERY_S, NO_REQUEST, StallWatchdog
 
 METADATA, HEARTBEAT = 3, 12
 
@@ -95,3 +97,60 @@ def test_the_monitor_notices_a_blocked_loop() -> None:
     watchdog = asyncio.run(block())
     assert watchdog.stalls[NO_REQUEST] == 1
     assert watchdog.longest_s >= 0.1
+
+
+def test_lateness_the_collector_explains_is_a_stall_of_gc(caplog: pytest.LogCaptureFixture) -> None:
+    watchdog = StallWatchdog(100)
+    with caplog.at_level(logging.WARNING, "regroup.server.watchdog"):
+        watchdog.gc.paused_s[2] += 0.2  # collections since the last check: most of the lateness
+        watchdog.gc.last_generation = 2
+        watchdog.late(0.3, time.perf_counter() - 1)
+        time.sleep(LOG_EVERY_S)
+        watchdog.gc.paused_s[0] += 0.01  # a little: not the collector's
+        watchdog.late(0.3, time.perf_counter() - 1)
+    assert watchdog.stalls == {COLLECTOR: 1, NO_REQUEST: 1}
+    first, second = caplog.messages
+    assert first == (
+        "event loop held at least 300 ms by the garbage collector (200 ms collecting since the previous check, the "
+        "last a generation 2 collection) (threshold 100 ms)"
+    )
+    assert "no single request over the threshold" in second
+
+
+def test_a_step_a_collection_ended_inside_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    watchdog = StallWatchdog(100)
+    watchdog.gc.last_end, watchdog.gc.last_s, watchdog.gc.last_generation = time.perf_counter(), 0.15, 2
+    with caplog.at_level(logging.WARNING, "regroup.server.watchdog"):
+        watchdog.request_step(0.4, request(METADATA), CONNECTION)
+    assert watchdog.stalls == {"Metadata": 1}
+    assert caplog.messages[0].endswith(
+        "peer=127.0.0.1:5555 (150 ms of it a generation 2 collection) (threshold 100 ms)"
+    )
+
+
+def test_the_monitor_names_a_full_collection_and_counts_the_collector() -> None:
+    heap = [[i] for i in range(1_500_000)]  # containers the collector walks: a full collection of tens of ms
+
+    async def collect() -> tuple[StallWatchdog, str]:
+        watchdog = StallWatchdog(20)
+        watchdog.start()
+        await asyncio.sleep(0.03)
+        started = time.perf_counter()
+        gc.collect()  # on the loop, by no request
+        assert time.perf_counter() - started >= 0.02, "the collection was too quick to be a stall"
+        await asyncio.sleep(0.03)
+        text = exposition(watchdog.families())
+        await watchdog.close()
+        return watchdog, text
+
+    watchdog, text = asyncio.run(collect())
+    del heap
+    assert watchdog.stalls[COLLECTOR] == 1 and watchdog.stalls[NO_REQUEST] == 0
+    assert watchdog.gc.collections[2] >= 1 and watchdog.gc.longest_s >= 0.02
+    assert 'regroup_event_loop_stalls_total{api="gc"} 1' in text
+    assert 'regroup_gc_collections_total{generation="2"}' in text
+    assert "# TYPE regroup_gc_pause_seconds_total counter" in text
+    assert "regroup_gc_longest_pause_seconds " in text
+    collections = sum(watchdog.gc.collections)
+    gc.collect()  # not counted once closed
+    assert sum(watchdog.gc.collections) == collections

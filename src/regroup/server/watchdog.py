@@ -15,10 +15,17 @@ other client's heartbeat by 300 ms. Two measurements, both cheap on the hot path
   over the threshold that no request step over the threshold explains is a stall too — many requests in one
   turn, or work outside request handling (a log-cleaning pass, a disk stall) — logged as such, with the
   slowest notable request step since the previous wake, if any.
+- **The garbage collector.** The interpreter's cyclic collector's pauses are timed as they happen
+  (``server/gc_pauses.py``). A stall no request step explains, at least half of which went to collections
+  since the monitor's previous wake, is the collector's: counted as ``gc``, and logged with the collections'
+  time and the last one's generation. A request step over the threshold that a collection ended inside says
+  so in its line.
 
 At most one line per ``LOG_EVERY_S``; the stalls in between are counted, and the next line says how many were
 not logged. The metrics: ``regroup_event_loop_stalls_total`` (by the API of the request that held the loop,
-``none`` when no single request did), ``regroup_event_loop_longest_turn_seconds`` and the threshold itself.
+``gc`` when the collector did, ``none`` when nothing named did), ``regroup_event_loop_longest_turn_seconds``,
+the threshold itself, and the collector's collections and time per generation and its longest pause
+(``regroup_gc_collections_total``, ``regroup_gc_pause_seconds_total``, ``regroup_gc_longest_pause_seconds``).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from typing import Any
 
 from regroup.network.codec import DecodedRequest
 from regroup.server.dispatch import api_name
+from regroup.server.gc_pauses import GENERATIONS, GcPauses
 from regroup.server.metrics import Family
 
 __all__ = ["DEFAULT_STALL_WARN_MS", "LOG_EVERY_S", "StallWatchdog"]
@@ -43,6 +51,8 @@ DEFAULT_STALL_WARN_MS = 100
 LOG_EVERY_S = 1.0
 #: the ``api`` label of a stall no single request explains
 NO_REQUEST = "none"
+#: the ``api`` label of a stall the garbage collector explains
+COLLECTOR = "gc"
 
 
 class StallWatchdog:
@@ -62,6 +72,9 @@ class StallWatchdog:
         self._last_line = -LOG_EVERY_S
         self._unlogged = 0
         self._monitor: asyncio.Task[None] | None = None
+        #: the collector's pauses (timed from ``start``), and their total at the monitor's last wake
+        self.gc = GcPauses()
+        self._gc_at_wake = 0.0
 
     # ------------------------------------------------------------------ what the connections report
 
@@ -73,19 +86,26 @@ class StallWatchdog:
             if self._slowest is None or seconds > self._slowest[0]:
                 self._slowest = (seconds, _describe(request, connection))
             return
-        self._explained_until = time.perf_counter()
+        now = self._explained_until = time.perf_counter()
         name = api_name(request.api_key)
         self.stalls[name] += 1
-        self._log("event loop held %d ms by %s", seconds, _describe(request, connection))
+        collector = self.gc
+        during = ""
+        if collector.last_end >= now - seconds:  # a collection ended inside the step
+            during = f" ({round(collector.last_s * 1000)} ms of it a generation {collector.last_generation} collection)"
+        self._log("event loop held %d ms by %s%s", seconds, _describe(request, connection), during)
 
     # ------------------------------------------------------------------ the lateness monitor
 
     def start(self) -> None:
-        """Run the lateness monitor on the running loop (until ``close``)."""
+        """Run the lateness monitor on the running loop, and time the collector's pauses (until ``close``)."""
         if self._monitor is None:
+            self.gc.install()
+            self._gc_at_wake = self.gc.total_s
             self._monitor = asyncio.get_running_loop().create_task(self._watch())
 
     async def close(self) -> None:
+        self.gc.uninstall()
         monitor, self._monitor = self._monitor, None
         if monitor is not None:
             monitor.cancel()
@@ -105,8 +125,20 @@ class StallWatchdog:
         if seconds > self.longest_s:
             self.longest_s = seconds
         slowest, self._slowest = self._slowest, None
+        collected = self.gc.total_s
+        collecting_s, self._gc_at_wake = collected - self._gc_at_wake, collected
         if seconds < self.threshold_s or self._explained_until >= since:
             return  # no stall, or one a request step over the threshold already reported
+        if collecting_s >= seconds / 2:
+            self.stalls[COLLECTOR] += 1
+            self._log(
+                "event loop held at least %d ms by the garbage collector (%d ms collecting since the previous "
+                "check, the last a generation %d collection)",
+                seconds,
+                round(collecting_s * 1000),
+                self.gc.last_generation,
+            )
+            return
         self.stalls[NO_REQUEST] += 1
         detail = f"no request step took {round(self.notable_s * 1000)} ms or more"
         if slowest is not None:
@@ -137,7 +169,30 @@ class StallWatchdog:
             Family(
                 "regroup_event_loop_stall_threshold_seconds", "gauge", "The --stall-warn-ms threshold, in seconds."
             ).add(self.threshold_s),
+            *self._gc_families(),
         ]
+
+    def _gc_families(self) -> list[Family]:
+        collector = self.gc
+        collections = Family(
+            "regroup_gc_collections_total",
+            "counter",
+            "Collections of the interpreter's cyclic garbage collector since start, by generation.",
+        )
+        paused = Family(
+            "regroup_gc_pause_seconds_total",
+            "counter",
+            "Time the interpreter's cyclic garbage collector held the process since start (the event loop "
+            "included), by generation.",
+        )
+        for generation in range(GENERATIONS):
+            labels = {"generation": str(generation)}
+            collections.add(collector.collections[generation], labels)
+            paused.add(collector.paused_s[generation], labels)
+        longest = Family(
+            "regroup_gc_longest_pause_seconds", "gauge", "The longest collection of the garbage collector since start."
+        ).add(collector.longest_s)
+        return [collections, paused, longest]
 
     # ------------------------------------------------------------------ internals
 
