@@ -27,6 +27,10 @@ the first) is decoded in full and checked for errors. After ``--warmup`` seconds
 counted for ``--window`` seconds: requests per second, and latency from writing a request to reading its answer
 (p50, p99, max). With ``--before`` the summary adds after/before ratios of the medians over the rounds.
 
+``--fsync-delay-ms X`` plays a slower disk on a fast one: both servers (through a ``sitecustomize`` put first on
+their ``PYTHONPATH``) sleep X ms before every ``fsync`` and ``fdatasync``, outside the interpreter's lock as a
+real fsync waits; a fast disk lets the server's CPU bound every case, and hides what grouping fsyncs buys.
+
 Run one benchmark at a time: the load generator and the server share the machine's cores. The default run
 (two trees, two policies, C = 1, 10, 50, 1 s + 4 s windows) takes about two and a half minutes;
 ``--rounds 3`` about six and a half.
@@ -37,9 +41,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import struct
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -356,6 +362,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--value-bytes", type=int, default=100, help="bytes per record value (default 100)")
     p.add_argument("--data-root", help="where the servers' temporary data directories go (default: the temp dir)")
     p.add_argument("--json", help="write the results here")
+    p.add_argument(
+        "--fsync-delay-ms",
+        type=float,
+        default=0.0,
+        help="make every fsync and fdatasync of both servers this much slower (a slower disk; default 0)",
+    )
     args = p.parse_args(argv)
     args.clients = [int(c) for c in args.clients.split(",") if c]
     args.clients_max = max(args.clients)
@@ -367,8 +379,33 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+#: the servers' ``sitecustomize`` for ``--fsync-delay-ms``: every fsync and fdatasync sleeps first
+_SLOW_DISK = """import os, time
+_DELAY_S = {delay_s!r}
+def _slowed(real):
+    def slowed(fd):
+        time.sleep(_DELAY_S)
+        return real(fd)
+    return slowed
+os.fsync = _slowed(os.fsync)
+if hasattr(os, "fdatasync"):
+    os.fdatasync = _slowed(os.fdatasync)
+"""
+
+
+def slow_disk(delay_ms: float) -> str:
+    """A directory holding the ``sitecustomize`` that slows the servers' fsyncs by ``delay_ms``, put first on the
+    ``PYTHONPATH`` the servers inherit."""
+    directory = tempfile.mkdtemp(prefix="regroup-bench-slow-disk-")
+    (Path(directory) / "sitecustomize.py").write_text(_SLOW_DISK.format(delay_s=delay_ms / 1000))
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (directory, os.environ.get("PYTHONPATH")) if p)
+    return directory
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.fsync_delay_ms > 0:
+        slow_disk(args.fsync_delay_ms)
     after = str(Path(args.after).resolve()) if args.after else None
     trees: list[tuple[str, str | None]] = [("after", after)]
     if args.before:

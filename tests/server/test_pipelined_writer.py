@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from regroup.records.model import OffsetCommitKey, OffsetCommitValue, Record
 from regroup.server.core_runtime import GroupCommitWriter
 from regroup.server.runtime import CoordinatorRuntime
 from regroup.storage import record_log
@@ -62,7 +63,7 @@ class StagedLog:
         self.record(("written", tuple(records)))
         self.written.set()
 
-    def flush(self) -> None:
+    def flush(self, written: object = None) -> None:
         self.threads["flush"].add(threading.current_thread().name)
         self.flushes += 1
         n = self.flushes
@@ -316,6 +317,70 @@ def test_sync_fsyncs_only_when_something_was_written(tmp_path: Path, monkeypatch
         assert len(calls) == 2
 
 
+def commit_records(group: str) -> list[Record]:
+    return [Record(OffsetCommitKey(group, "t", 0), OffsetCommitValue(1, -1, "", 0, None))]
+
+
+def test_a_sync_through_a_covered_offset_fsyncs_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real_fsync = record_log._fsync_file
+    monkeypatch.setattr(record_log, "_fsync_file", lambda fd: (calls.append(fd), real_fsync(fd)))
+    with RecordLog.open(tmp_path / "log", fsync=FsyncPolicy.ALWAYS) as log_:
+        first = log_.write([b"a"])
+        second = log_.write([b"b", b"c"])
+        log_.sync(first)  # covers the second write too: it returned before this fsync began
+        assert len(calls) == 1
+        log_.sync(second)
+        assert len(calls) == 1
+        third = log_.write([b"d"])
+        log_.sync(second)  # (an older batch: covered, even with the log written since)
+        assert len(calls) == 1
+        log_.sync(third)
+        assert len(calls) == 2
+
+
+def test_batches_written_while_an_fsync_runs_share_the_next_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While one fsync is held, batches submitted on later loop turns are each written as a job of their own;
+    once it returns, one more fsync covers them all, not one each."""
+    held, release = threading.Event(), threading.Event()
+    fsyncs: list[int] = []
+    real_fsync = record_log._fsync_file
+
+    def fsync(fd: int) -> None:
+        fsyncs.append(fd)
+        if len(fsyncs) == 1:
+            held.set()
+            assert release.wait(5)
+        real_fsync(fd)
+
+    monkeypatch.setattr(record_log, "_fsync_file", fsync)
+    log_ = CoordinatorLog.open(tmp_path / "log", fsync=FsyncPolicy.ALWAYS)
+    done: list[str] = []
+
+    async def main() -> None:
+        writer = GroupCommitWriter(log_.write, flush=log_.sync, name="shared", logger=log, what="test log")
+        writer.start()
+        batch = commit_records("first")
+        writer.submit(batch, lambda exc: done.append("first"))
+        await until(held)
+        for n in range(5):  # one batch per loop turn: a job each
+            writer.submit(commit_records(f"b{n}"), lambda exc, n=n: done.append(f"b{n}"))
+            await asyncio.sleep(0.01)
+        assert done == []
+        release.set()
+        await writer.wait_idle()
+        await writer.close()
+
+    try:
+        asyncio.run(main())
+    finally:
+        log_.close()
+    assert done == ["first", "b0", "b1", "b2", "b3", "b4"]
+    assert len(fsyncs) == 2
+
+
 def test_the_coordinator_runtime_pipelines_across_rolls_and_snapshots(tmp_path: Path) -> None:
     """Many concurrent commits through a pipelined runtime over a real log whose segments roll and which
     snapshots every few records: every commit is answered, and a reload sees each group's last offset."""
@@ -425,7 +490,7 @@ def test_a_batch_is_answered_in_the_loop_turn_after_its_job_returns() -> None:
         loop = asyncio.get_running_loop()
         go, flushed = threading.Event(), threading.Event()
 
-        def flush() -> None:
+        def flush(written: object = None) -> None:
             assert go.wait(5)
             flushed.set()
 
@@ -471,7 +536,7 @@ def test_a_job_is_settled_only_once_its_own_end_was_seen_even_when_a_later_one_e
         release1, flushed1 = threading.Event(), threading.Event()
         flushes = [0]
 
-        def flush() -> None:
+        def flush(written: object = None) -> None:
             flushes[0] += 1
             if flushes[0] == 1:  # job 0's: held, then failing
                 assert release0.wait(5)

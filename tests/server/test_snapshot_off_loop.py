@@ -43,7 +43,7 @@ class SnapshotLog:
     def append(self, records: Sequence[str]) -> None:
         self.events.append(("written", *records))
 
-    def flush(self) -> None:
+    def flush(self, written: object = None) -> None:
         self.events.append(("flushed",))
 
     def job(self) -> None:

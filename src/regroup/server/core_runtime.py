@@ -11,12 +11,12 @@ durable before anybody is told about them.
   batch's) are durable. A batch without records still waits for the batches queued before it. Two shapes:
 
   - *pipelined* (given ``flush``, under ``--fsync always``): everything queued so far becomes one job on a
-    pool of two worker threads: write it (``append``: serialise + ``write(2)``, no fsync), then ``flush``
-    (fsync). Jobs write in submission order (a job waits for the previous job's write to return), so while
-    one job's fsync runs the next job has already serialised and written its records, and its fsync
-    starts as soon as the first returns (the log serialises its fsyncs; an fsync covers every write that
-    returned before it started, so a job may find its records already covered). At most two jobs run at a
-    time; callbacks follow the jobs' completions in submission order.
+    pool of ``PIPELINE_DEPTH`` worker threads: write it (``append``: serialise + ``write(2)``, no fsync), then
+    ``flush(written)`` (fsync, unless one that began after this write returned already covers it). Jobs
+    write in submission order (a job waits for the previous job's write to return), so while one job's fsync
+    runs the jobs after it are serialised and written, and the next fsync, started as soon as the first
+    returns (the log serialises its fsyncs), covers all of them: the jobs whose records it covered do no
+    fsync of their own. Callbacks follow the jobs' completions in submission order.
   - *whole* (no ``flush``): ``append`` writes and makes durable (or not, as the fsync policy says) in one
     call on the one worker thread, and the callbacks follow it. Optionally it also fsyncs a short while
     after appends stop (``sync``, for ``--fsync interval``), on the same thread.
@@ -49,7 +49,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 __all__ = [
     "INTERVAL_SYNC_S",
@@ -146,8 +146,11 @@ class WriterClosed(Exception):
     """Handed to the callbacks of batches still queued when a writer that never ran is closed."""
 
 
-PIPELINE_DEPTH = 2
-"""Jobs (write + fsync) a pipelined writer runs at once: one fsyncing, the next written and waiting for it."""
+PIPELINE_DEPTH = 8
+"""Jobs (write + fsync) a pipelined writer runs at once: one fsyncing, the ones after it written and waiting for
+the next fsync, which covers them all. With two (one fsyncing, one waiting), batches arriving during an fsync
+waited for a free job and then for an fsync of their own: with fsyncs of 4 ms, 836 commits a second from 10
+connections instead of 1,124 (docs/benchmarks.md)."""
 
 
 @dataclass(slots=True)
@@ -206,8 +209,9 @@ class GroupCommitWriter(Generic[R]):
 
     Whole (no ``flush``): ``append(records)`` and ``sync()`` run on the writer's one worker thread (named
     after ``name``), ``append`` making the records as durable as the policy says. Pipelined (``flush``
-    given): each job calls ``append(records)`` (a write only; in submission order) then ``flush()`` on one of
-    two worker threads; a batch is durable once the ``flush`` after its ``append`` returned. ``snapshot()``
+    given): each job calls ``append(records)`` (a write only; in submission order) then ``flush(written)``
+    (``written``: what that ``append`` returned) on one of ``PIPELINE_DEPTH`` worker threads; a batch is durable
+    once the ``flush`` after its ``append`` returned. ``snapshot()``
     runs on the loop thread whenever the queue drains and returns None or a job, run on a worker thread while
     nothing is written (the snapshot's encoding and writing). ``sync``, when given (whole only), runs
     ``sync_after_s`` after an append unless one is already scheduled (under ``--fsync interval`` this bounds
@@ -224,7 +228,7 @@ class GroupCommitWriter(Generic[R]):
         on_failure: Callable[[BaseException], None] | None = None,
         sync: Callable[[], object] | None = None,
         sync_after_s: float = INTERVAL_SYNC_S,
-        flush: Callable[[], object] | None = None,
+        flush: Callable[[Any], object] | None = None,
     ) -> None:
         if flush is not None and sync is not None:
             raise ValueError("a pipelined writer fsyncs every job: it takes no interval sync")
@@ -412,12 +416,12 @@ class GroupCommitWriter(Generic[R]):
         assert self._flush is not None
         self._turns.wait(seq)
         try:
-            self._append(records)
+            written = self._append(records)
         except BaseException:
             self._turns.break_()
             raise
         self._turns.passed(seq)
-        self._flush()
+        self._flush(written)
 
     def _job_done(self, job: _Job[R]) -> None:
         """(pipelined, on the loop) A job's thread returned."""

@@ -337,11 +337,15 @@ class RecordLog:
         self._next += len(payloads)
         return self._next - 1
 
-    def sync(self) -> None:
+    def sync(self, through: int | None = None) -> None:
         """fsync what was written since the last fsync (any policy). An ``INTERVAL`` owner may call this on a
         timer so that the loss window stays bounded when appends stop; a pipelined owner calls it (on a thread
-        of its own) to make the batches :meth:`write` returned from durable."""
+        of its own) to make the batches :meth:`write` returned from durable, with ``through``, the last offset
+        of its batch: an fsync that began after that write returned covers it already, and then there is none
+        to do (so that batches written while an fsync runs share the next one, whatever their count)."""
         with self._sync_lock:
+            if through is not None and self._synced > through:
+                return
             fd = self._writable_fd()
             if self._dirty:
                 self._sync_active(fd)

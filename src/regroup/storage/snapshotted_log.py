@@ -66,9 +66,10 @@ class SnapshottedLog(Generic[R]):
         self._since_snapshot += len(records)
         return self.log.write([self.encode(r) for r in records])
 
-    def sync(self) -> None:
-        """fsync every batch written so far (``RecordLog.sync``); may run while the next :meth:`write` does."""
-        self.log.sync()
+    def sync(self, through: int | None = None) -> None:
+        """fsync every batch written so far (``RecordLog.sync``; ``through``: unless an fsync covers that offset
+        already); may run while the next :meth:`write` does."""
+        self.log.sync(through)
 
     @property
     def pipelined(self) -> bool:
