@@ -9,7 +9,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import islice, repeat
+from itertools import groupby, islice, repeat
+from operator import itemgetter
 
 from regroup.coordinator.classic.group import ClassicGroup
 from regroup.coordinator.classic.rebalance import announce_group
@@ -19,6 +20,8 @@ from regroup.coordinator.group_types import type_of
 from regroup.coordinator.groups import Groups
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.protocol.offsets import (
+    NO_LEADER_EPOCH,
+    NO_OFFSET,
     CommitPartitions,
     FetchedOffset,
     OffsetCommitRequest,
@@ -490,27 +493,28 @@ def offset_fetch(groups: Groups, store: OffsetStore, req: OffsetFetchRequest) ->
         committed = {}
     wanted: dict[str, list[int]] = {}
     if req.topics is None:
-        for topic, partition in sorted(committed):
-            wanted.setdefault(topic, []).append(partition)
+        for topic, keys in groupby(sorted(committed), itemgetter(0)):
+            wanted[topic] = [partition for _, partition in keys]
     else:
         for topic, partitions in req.topics:
             wanted.setdefault(topic, []).extend(partitions)
     topics = []
     unstable = req.require_stable and store.has_pending(req.group_id)
+    # each row made by ``tuple.__new__`` (in C: the named tuple's own constructor is a Python function), as the
+    # answer to a fetch of every partition of a large assignment is 10,000 of them in one step
+    row, none = tuple.__new__, ErrorCode.NONE
+    get = committed.get
     for topic, numbers in wanted.items():
-        rows = []
+        rows: list[FetchedOffset] = []
+        add = rows.append
         for p in numbers:
-            value = committed.get((topic, p))
+            value = get((topic, p))
             if unstable and store.is_pending(req.group_id, (topic, p)):
-                rows.append(FetchedOffset(partition=p, error=ErrorCode.UNSTABLE_OFFSET_COMMIT))
+                add(FetchedOffset(partition=p, error=ErrorCode.UNSTABLE_OFFSET_COMMIT))
             elif value is None:
-                rows.append(FetchedOffset(partition=p))
+                add(row(FetchedOffset, (p, NO_OFFSET, NO_LEADER_EPOCH, "", none)))
             else:
-                rows.append(
-                    FetchedOffset(
-                        partition=p, offset=value.offset, leader_epoch=value.leader_epoch, metadata=value.metadata
-                    )
-                )
+                add(row(FetchedOffset, (p, value.offset, value.leader_epoch, value.metadata, none)))
         topics.append((topic, tuple(rows)))
     return OffsetFetchResponse(group_id=req.group_id, topics=tuple(topics))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Final, cast
+from typing import Final, NamedTuple, cast
 
 from regroup.model.errors import ErrorCode
 
@@ -108,8 +108,11 @@ class OffsetFetchRequest:
     require_stable: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FetchedOffset:
+class FetchedOffset(NamedTuple):
+    """One partition of an OffsetFetch answer. A named tuple, not a dataclass: an OffsetFetch of every partition
+    of a large assignment builds 10,000 of them in one step of the core, and the server encodes them as the
+    ``(partition, offset, leader epoch, metadata, error)`` rows they are (``server/offset_answers.py``)."""
+
     partition: int
     offset: int = NO_OFFSET
     leader_epoch: int = NO_LEADER_EPOCH
