@@ -27,9 +27,13 @@ def dispatcher_with(handler: Any, error_response: Any = DESCRIBE_SPEC.error_resp
     return Dispatcher(broker=None, specs={DESCRIBE: spec})  # type: ignore[arg-type]
 
 
-def describe(dispatcher: Dispatcher, groups: list[str]) -> Any:
+def describe(dispatcher: Dispatcher, groups: list[str], *, planned: bool = False) -> Any:
+    """DescribeGroups of ``groups`` through the dispatcher (``planned``: planned first, as the decoding thread
+    plans a large request)."""
     frame = encode_request(DESCRIBE, 5, 7, "c", groups=groups, include_authorized_operations=False)
     request = decode_request(frame[4:], dispatcher.versions)
+    if planned:
+        dispatcher.plan_aside(request)
     data = asyncio.run(dispatcher.respond(request, client_host="127.0.0.1", connection_id=1))
     assert data is not None
     cls = load_response_schema(DESCRIBE, 5)
@@ -76,19 +80,6 @@ def test_without_an_error_response_the_connection_is_closed(error_response: Any)
         describe(dispatcher_with(broken, error_response), ["a"])
 
 
-def planned_describe(dispatcher: Dispatcher, groups: list[str]) -> Any:
-    """``describe``, with the request planned first as the decoding thread plans a large one."""
-    frame = encode_request(DESCRIBE, 5, 7, "c", groups=groups, include_authorized_operations=False)
-    request = decode_request(frame[4:], dispatcher.versions)
-    dispatcher.plan_aside(request)
-    data = asyncio.run(dispatcher.respond(request, client_host="127.0.0.1", connection_id=1))
-    assert data is not None
-    cls = load_response_schema(DESCRIBE, 5)
-    _, used = entity_reader(cls.__header_schema__)(data, 4)
-    body, _ = entity_reader(cls)(data, 4 + used)
-    return body
-
-
 def plan_seen_by(plan_aside: Any) -> tuple[Dispatcher, list[Any]]:
     """A dispatcher whose DescribeGroups handler records the plan it is given and refuses with an API error."""
     seen: list[Any] = []
@@ -103,7 +94,7 @@ def plan_seen_by(plan_aside: Any) -> tuple[Dispatcher, list[Any]]:
 
 def test_the_plan_made_aside_reaches_the_handler() -> None:
     dispatcher, seen = plan_seen_by(lambda broker, version, body: (version, tuple(body.groups)))
-    assert [g.error_code for g in planned_describe(dispatcher, ["a", "b"]).groups] == [30, 30]
+    assert [g.error_code for g in describe(dispatcher, ["a", "b"], planned=True).groups] == [30, 30]
     assert seen == [(5, ("a", "b"))]
     describe(dispatcher, ["c"])  # not planned (a small frame): no plan
     assert seen[1] is None
@@ -116,7 +107,7 @@ def test_a_failing_plan_is_logged_once_and_the_handler_answers_without_it(caplog
     dispatcher, seen = plan_seen_by(failing)
     with caplog.at_level(logging.INFO, logger="regroup.server"):
         for _ in range(3):
-            assert [g.error_code for g in planned_describe(dispatcher, ["a"]).groups] == [30]
+            assert [g.error_code for g in describe(dispatcher, ["a"], planned=True).groups] == [30]
     assert seen == [None, None, None]
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert len(errors) == 1 and "ValueError: a bug in the plan" in errors[0].getMessage()

@@ -127,6 +127,17 @@ class Disk:
             (into / name).write_bytes(data)
 
 
+def _sync_on_a_worker(plog: PartitionLog) -> threading.Thread:
+    """The partition's next fsync, run on a thread of its own as the group commit runs it; that thread."""
+    pending = plog.begin_sync()
+    assert pending is not None
+    worker = threading.Thread(target=pending.run)
+    worker.start()
+    worker.join()
+    plog.finish_sync(pending, None)
+    return worker
+
+
 #: what the partition's first fsync does first, for a partition directory its first append created: the parent
 #: directory's fsync (the new directory's name), then the directory's (the first segment's name)
 CREATED = ["fsync-dir", "fsync-dir"]
@@ -158,12 +169,7 @@ def test_a_first_append_leaves_its_directory_fsyncs_to_the_first_fsync(
     assert disk.events == [] and time.perf_counter() - started < 0.04
     assert _names(path) == [f"{0:020d}.log"]
     assert plog.log_end_offset == (0 if policy is FsyncPolicy.ALWAYS else 1)  # (ALWAYS: read once on disk)
-    pending = plog.begin_sync()
-    assert pending is not None
-    worker = threading.Thread(target=pending.run)
-    worker.start()
-    worker.join()
-    plog.finish_sync(pending, None)
+    worker = _sync_on_a_worker(plog)
     directories = ["topic-0"] if made else [tmp_path.name, "topic-0"]
     assert [(what, name, t) for what, name, t in disk.events] == [
         *(("fsync-dir", name, worker) for name in directories),
@@ -212,12 +218,7 @@ def test_a_roll_with_a_slow_fsync_does_not_fsync_on_the_calling_thread(
     assert took < 0.04  # no 50 ms fsync was waited for
     assert _names(tmp_path / "p") == [f"{0:020d}.log", f"{2:020d}.rolling"]
     assert policy is FsyncPolicy.ALWAYS or plog.sync_due  # under INTERVAL a roll is due for its fsync at once
-    pending = plog.begin_sync()
-    assert pending is not None
-    worker = threading.Thread(target=pending.run)
-    worker.start()
-    worker.join()
-    plog.finish_sync(pending, None)
+    worker = _sync_on_a_worker(plog)
     assert [(what, t) for what, _, t in disk.events] == [
         *created_on(worker),
         ("fsync", worker),
