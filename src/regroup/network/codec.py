@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -195,8 +195,10 @@ def encode_response(correlation_id: int, response: Any) -> bytes:
     return _SIZE_AND_CORRELATION_ID.pack(size, correlation_id) + header_tail + body
 
 
-def frame_response(correlation_id: int, response_cls: type[Any], body: bytes) -> bytes:
-    """The framed bytes of a response of ``response_cls`` whose body is ``body``, encoded already."""
+def frame_response(correlation_id: int, response_cls: type[Any], body: bytes | Sequence[bytes]) -> bytes:
+    """The framed bytes of a response of ``response_cls`` whose body is ``body``, encoded already (whole, or its
+    pieces in order: joined with the frame's head in one copy)."""
+    pieces: Sequence[bytes] = (body,) if isinstance(body, bytes) else body
     plan = _RESPONSE_PLANS.get(response_cls)
     if plan is None:
         plan = _RESPONSE_PLANS[response_cls] = _response_plan(response_cls)
@@ -205,9 +207,9 @@ def frame_response(correlation_id: int, response_cls: type[Any], body: bytes) ->
         buffer = io.BytesIO()
         header_cls = response_cls.__header_schema__
         entity_writer(header_cls)(buffer, header_cls(correlation_id=i32(correlation_id)))
-        return frame(buffer.getvalue() + body)
-    size = _SIZE_AND_CORRELATION_ID.size - 4 + len(header_tail) + len(body)
-    return b"".join((_SIZE_AND_CORRELATION_ID.pack(size, correlation_id), header_tail, body))
+        return frame(b"".join((buffer.getvalue(), *pieces)))
+    size = _SIZE_AND_CORRELATION_ID.size - 4 + len(header_tail) + sum(map(len, pieces))
+    return b"".join((_SIZE_AND_CORRELATION_ID.pack(size, correlation_id), header_tail, *pieces))
 
 
 def _encode_response_generic(correlation_id: int, response: Any) -> bytes:

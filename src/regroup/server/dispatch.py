@@ -243,5 +243,5 @@ class Dispatcher:
 def _encode(correlation_id: int, response: Any) -> bytes:
     """The framed response: a kio entity encoded, a ``PreEncoded`` body framed as it is."""
     if isinstance(response, PreEncoded):
-        return frame_response(correlation_id, response.response_class, response.body)
+        return frame_response(correlation_id, response.response_class, response.pieces)
     return encode_response(correlation_id, response)

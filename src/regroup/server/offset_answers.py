@@ -27,7 +27,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from regroup.server.encoded import PreEncoded, array_header, response_type, splice
+from regroup.server.encoded import PreEncoded, array_header, response_type, splice_pieces
 
 __all__ = [
     "CHUNK",
@@ -128,8 +128,7 @@ async def commit_topics(empty: Any, topics: Sequence[CommitTopic]) -> PreEncoded
                 parts.append(b"".join([pack(p, e) for p, e in chunk]))
             errors.extend(int(e) for _, e in chunk if e)
         parts.append(tail)
-    body = splice(empty, "topics", len(topics), b"".join(parts))
-    return PreEncoded(response_type(empty), body, tuple(errors))
+    return PreEncoded(response_type(empty), splice_pieces(empty, "topics", len(topics), parts), tuple(errors))
 
 
 # ---------------------------------------------------------------------------------------- OffsetFetch
@@ -163,7 +162,7 @@ async def fetch_topics(empty: Any, topics: Sequence[FetchTopic], version: int) -
     await _fetch_topics(topics, flexible, version >= FETCH_EPOCH_FROM, pacer, parts, errors)
     top = int(getattr(empty, "error_code", 0))
     codes = ((top,) if top else ()) + tuple(errors)
-    return PreEncoded(response_type(empty), splice(empty, "topics", len(topics), b"".join(parts)), codes)
+    return PreEncoded(response_type(empty), splice_pieces(empty, "topics", len(topics), parts), codes)
 
 
 async def fetch_groups(empty: Any, groups: Sequence[FetchGroup]) -> PreEncoded:
@@ -175,7 +174,7 @@ async def fetch_groups(empty: Any, groups: Sequence[FetchGroup]) -> PreEncoded:
         parts.append(_INT16.pack(error) + _TAGS)
         if error:
             errors.append(int(error))
-    return PreEncoded(response_type(empty), splice(empty, "groups", len(groups), b"".join(parts)), tuple(errors))
+    return PreEncoded(response_type(empty), splice_pieces(empty, "groups", len(groups), parts), tuple(errors))
 
 
 # ---------------------------------------------------------------------------------------- ListOffsets

@@ -56,7 +56,7 @@ from regroup.server.api import (
     RequestContext,
     broker_rack,
 )
-from regroup.server.encoded import PreEncoded, splice
+from regroup.server.encoded import PreEncoded, splice_pieces
 from regroup.server.handlers._common import respond
 from regroup.server.handlers.authorized import (
     CLUSTER_OPERATIONS,
@@ -188,7 +188,7 @@ async def handle_describe_topic_partitions(broker: Broker, ctx: RequestContext, 
         pieces.append(fmt.encode(**_no_topic(name, UNAUTHORIZED), topic_authorized_operations=NOT_REQUESTED))
         errors.append(UNAUTHORIZED)
     skeleton = respond(ctx, topics=[], next_cursor=next_cursor)
-    return PreEncoded(response_cls, splice(skeleton, "topics", len(pieces), pieces), tuple(errors))
+    return PreEncoded(response_cls, splice_pieces(skeleton, "topics", len(pieces), pieces), tuple(errors))
 
 
 def _no_topic(name: str, code: int) -> dict[str, Any]:

@@ -61,7 +61,7 @@ from regroup.network.limits import TOPIC_NAME
 from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed, authorizer_of
-from regroup.server.encoded import PreEncoded, response_type, splice
+from regroup.server.encoded import PreEncoded, response_type, splice_pieces
 from regroup.server.handlers.topics import (
     NO_THROTTLE,
     UNAUTHORIZED,
@@ -394,9 +394,7 @@ async def handle_list_offsets(broker: Broker, ctx: RequestContext, request: Any)
             parts.append(list_offsets_partitions(chunk, version, errors))
         parts.append(tail)
     empty = build(mod, "ListOffsetsResponse", throttle_time=NO_THROTTLE, topics=())
-    return PreEncoded(
-        response_type(empty), splice(empty, "topics", len(request.topics), b"".join(parts)), tuple(errors)
-    )
+    return PreEncoded(response_type(empty), splice_pieces(empty, "topics", len(request.topics), parts), tuple(errors))
 
 
 class _Offsets(Protocol):

@@ -71,7 +71,7 @@ from regroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from regroup.server.api import CLUSTER_ID, NODE_ID, ZERO_UUID, ApiSpec, Broker, RequestContext, TopicInfo, broker_rack
 from regroup.server.authz import allowed, authorizer_of, decisions_stamp
 from regroup.server.config_view import Described, describe_topic, topic_configs_of_request
-from regroup.server.encoded import PreEncoded, splice
+from regroup.server.encoded import PreEncoded, splice, splice_pieces
 from regroup.server.handlers.authorized import (
     CLUSTER_OPERATIONS,
     NOT_REQUESTED,
@@ -209,7 +209,7 @@ async def handle_metadata(broker: Broker, ctx: RequestContext, request: Any) -> 
         error_code=ErrorCode.none,
         cluster_authorized_operations=cluster_operations,
     )
-    return PreEncoded(type(skeleton), splice(skeleton, "topics", count, entries), tuple(errors))
+    return PreEncoded(type(skeleton), splice_pieces(skeleton, "topics", count, entries), tuple(errors))
 
 
 def _all_topics(
@@ -555,7 +555,7 @@ async def _answer_in_slices(
             if item.error_code:
                 errors.append(int(item.error_code))
         parts.append(buffer.getvalue())
-    return PreEncoded(type(skeleton), splice(skeleton, field, len(items), parts), tuple(errors))
+    return PreEncoded(type(skeleton), splice_pieces(skeleton, field, len(items), parts), tuple(errors))
 
 
 def _requested_partitions(topics: Any, default_partitions: int) -> int:
