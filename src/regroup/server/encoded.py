@@ -73,15 +73,27 @@ def response_type(response: Any) -> type[Any]:
 
 def array_header(count: int, flexible: bool) -> bytes:
     """The length prefix of a non-null array of ``count`` items: a compact array's unsigned varint of
-    ``count + 1`` in flexible versions, an int32 before them."""
+    ``count + 1`` in flexible versions, an int32 before them. (Also a compact string's or bytes' length prefix:
+    the hand-written answers call this for every string they write, so the varints of small counts are kept.)"""
     if not flexible:
         return _INT32.pack(count)
+    found = _COMPACT_HEADERS.get(count)
+    if found is not None:
+        return found
     value, out = count + 1, bytearray()
     while value >= 0x80:
         out.append(value & 0x7F | 0x80)
         value >>= 7
     out.append(value)
-    return bytes(out)
+    header = bytes(out)
+    if 0 <= count < _COMPACT_HEADERS_KEPT:
+        _COMPACT_HEADERS[count] = header
+    return header
+
+
+#: compact headers of the counts below ``_COMPACT_HEADERS_KEPT``, made on first use (two bytes at most each)
+_COMPACT_HEADERS: dict[int, bytes] = {}
+_COMPACT_HEADERS_KEPT = 1 << 14
 
 
 def splice(entity: Any, field: str, count: int, items: Sequence[bytes] | bytes) -> bytes:
