@@ -7,7 +7,7 @@ The store changes only by replaying offset records (``apply``); handlers validat
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import groupby, islice, repeat
 from operator import itemgetter
@@ -368,13 +368,14 @@ def _commit_topic(
 
 def _committed(
     topic: str, partitions: CommitPartitions, codes: tuple[tuple[int, ErrorCode], ...], refused: bool
-) -> list[tuple[str, int, int]]:
-    """The event's ``(topic, partition, offset)`` of each partition accepted (made in C when all were)."""
+) -> Iterable[tuple[str, int, int]]:
+    """The event's ``(topic, partition, offset)`` of each partition accepted, for the caller to collect (made in C
+    when all were)."""
     if refused:
         ok = ErrorCode.NONE
         accepted = zip(commit_rows(partitions), codes, strict=True)
-        return [(topic, row[0], row[1]) for row, (_, code) in accepted if code is ok]
-    return list(zip(repeat(topic), *commit_offsets(partitions)))
+        return ((topic, row[0], row[1]) for row, (_, code) in accepted if code is ok)
+    return zip(repeat(topic), *commit_offsets(partitions))
 
 
 def _accepted_row(partition: int) -> tuple[int, ErrorCode]:

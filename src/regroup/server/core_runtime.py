@@ -32,8 +32,8 @@ durable before anybody is told about them.
 
 Everything here runs on the event loop thread except the append, flush and sync functions and the snapshot
 hook's job, which run on the writer's worker threads: in the whole shape one at a time on one thread;
-pipelined, ``append`` one at a time and in order, ``flush`` on up to two threads at once (possibly while the
-next ``append`` runs), a snapshot job alone.
+pipelined, ``append`` one at a time and in order, ``flush`` on up to ``PIPELINE_DEPTH`` threads at once
+(possibly while the next ``append`` runs), a snapshot job alone.
 """
 
 from __future__ import annotations
