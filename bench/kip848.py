@@ -5,6 +5,7 @@ Usage::
     .venv/bin/python bench/kip848.py                          # everything, default sizes
     .venv/bin/python bench/kip848.py --only core,server       # a subset: core, server, server-join, sim
     .venv/bin/python bench/kip848.py --only core-join-hetero  # members joining with other topics (not in the default)
+    .venv/bin/python bench/kip848.py --only core-join-hetero-aside  # the same, the target computed aside
     .venv/bin/python bench/kip848.py --profile --json /tmp/bench-kip848.json
 
 Large groups are **loaded from records**, never formed by joins (every join recomputes the target over all
@@ -24,7 +25,9 @@ one member joining a ``--join-members`` (1,000) member consumer group (the whole
 
 **core-join-hetero** (asked for by name): members joining a loaded group (``--hetero-members``) with other
 topics than the group's, one after another: the first makes the group heterogeneous, the later ones recompute
-a heterogeneous target (``core_join_heterogeneous``).
+a heterogeneous target (``core_join_heterogeneous``). **core-join-hetero-aside**: the same with the coordinator
+handing the full computation out as the server does (``--consumer-assignor-offload-members``): the heartbeat, the
+work and its landing timed apart.
 
 **server**: ``regroup serve`` as a subprocess (``bench/server.py``'s ``ServerProcess``). Before it starts,
 the topics are created with the server's own ``TopicStore`` in its data directory and the group records
@@ -66,6 +69,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import dataclasses
 import gc
 import io
 import json
@@ -88,7 +92,8 @@ from regroup.assignors.consumer_protocol import (
     encode_subscription,
 )
 from regroup.assignors.spec import GroupSpec, MemberSubscription
-from regroup.coordinator.config import CoordinatorConfig
+from regroup.coordinator.asides import outcome_of
+from regroup.coordinator.config import SERVER_ASSIGNOR_OFFLOAD_MEMBERS, CoordinatorConfig
 from regroup.coordinator.consumer.group import ConsumerGroup
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.model.cluster import ClusterImage, TopicImage, topic_id_for
@@ -415,16 +420,27 @@ def core_join(members: int, profile: bool) -> dict[str, Any]:
 HETEROGENEOUS_JOINS = ((0, 5), (5, 10), (0, 10), (0, 7), (2, 9), (0, 5))
 
 
-def core_join_heterogeneous(members: int, repeats: int) -> dict[str, Any]:
+def core_join_heterogeneous(members: int, repeats: int, offload: bool = False) -> dict[str, Any]:
     """Members joining a loaded ``members``-member consumer group (everyone on ``TOPICS``) one after another
     with other subscriptions (``HETEROGENEOUS_JOINS``): the first join makes the group heterogeneous, every
     later one recomputes a heterogeneous target. Each join's heartbeat timed, best of ``repeats`` fresh
-    groups (a collection before each join, so that the cyclic collector's pauses stay out)."""
+    groups (a collection before each join, so that the cyclic collector's pauses stay out).
+
+    ``offload``: the coordinator hands the full computation out (``consumer_group_assignor_offload_members`` at
+    the server's default) and three pieces are timed per join: the heartbeat (on the server's loop), the work
+    itself (``run``: on its worker thread) and its landing (``land``: on the loop)."""
     names = sorted(TOPICS)
-    best = [float("inf")] * len(HETEROGENEOUS_JOINS)
+    config = core_config()
+    if offload:
+        config = dataclasses.replace(config, consumer_group_assignor_offload_members=SERVER_ASSIGNOR_OFFLOAD_MEMBERS)
+    pieces = ("join", "run", "land") if offload else ("join",)
+    best = {piece: [float("inf")] * len(HETEROGENEOUS_JOINS) for piece in pieces}
     records = [0] * len(HETEROGENEOUS_JOINS)
     for _ in range(repeats):
-        c = load_consumer_group("hetero", member_ids("m", members), core_topics(), 1)
+        c = GroupCoordinator.from_records(
+            consumer_group_records("hetero", member_ids("m", members), core_topics()), 1, config
+        )
+        c.update_metadata(image_of(core_topics()), 1)
         warm = ConsumerGroupHeartbeatRequest(group_id="hetero", member_id="m-00000", member_epoch=EPOCH)
         c.consumer_group_heartbeat(warm, 1, 1)  # the metadata refresh, not part of the joins
         for i, (lo, hi) in enumerate(HETEROGENEOUS_JOINS):
@@ -439,16 +455,28 @@ def core_join_heterogeneous(members: int, repeats: int) -> dict[str, Any]:
             gc.collect()
             t0 = time.perf_counter()
             result = c.consumer_group_heartbeat(join, 2 + i, 2 + i)
-            best[i] = min(best[i], (time.perf_counter() - t0) * 1e3)
+            best["join"][i] = min(best["join"][i], (time.perf_counter() - t0) * 1e3)
             resp = result.response_for(2 + i)
             assert isinstance(resp, ConsumerGroupHeartbeatResponse) and resp.error.value == 0, resp
-            records[i] = len(result.records)
-    return {
-        "members_before": members,
-        "join_ms_best": [round(ms, 1) for ms in best],
-        "records_written": records,
-        "repeats": repeats,
-    }
+            written = len(result.records)
+            if offload:
+                assert len(result.asides) == 1, result.asides
+                aside = result.asides[0]
+                t0 = time.perf_counter()
+                outcome = outcome_of(aside)
+                best["run"][i] = min(best["run"][i], (time.perf_counter() - t0) * 1e3)
+                assert not isinstance(outcome, BaseException), outcome
+                t0 = time.perf_counter()
+                landed = c.land(aside, outcome, 2 + i)
+                best["land"][i] = min(best["land"][i], (time.perf_counter() - t0) * 1e3)
+                assert not landed.asides and landed.records, landed
+                written += len(landed.records)
+            records[i] = written
+    out: dict[str, Any] = {"members_before": members, "offload": offload}
+    for piece in pieces:
+        out[f"{piece}_ms_best"] = [round(ms, 1) for ms in best[piece]]
+    out |= {"records_written": records, "repeats": repeats}
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1158,6 +1186,11 @@ def main(argv: list[str] | None = None) -> int:
         for row in rows:
             print("core heterogeneous joins:", json.dumps(row), flush=True)
         results["core_join_heterogeneous"] = rows
+    if "core-join-hetero-aside" in parts:
+        rows = [core_join_heterogeneous(int(n), args.hetero_repeats, True) for n in args.hetero_members.split(",")]
+        for row in rows:
+            print("core heterogeneous joins, computed aside:", json.dumps(row), flush=True)
+        results["core_join_heterogeneous_aside"] = rows
     if "server" in parts:
         results["server"] = server_heartbeats(args)
     if "server-join" in parts:

@@ -25,6 +25,7 @@ import math
 import struct
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -401,6 +402,14 @@ def wait_settled(
         return eventually(settled, timeout, f"group {group} to settle with {sorted(names)}", interval=0.1)
     except AssertionError as exc:
         raise AssertionError(f"{exc}; last (server, members) = {last}") from None
+
+
+def aside_count(metrics_port: int) -> float:
+    """How many pieces of work the server ran on its worker thread (its metrics)."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read().decode()
+    lines = [line for line in text.splitlines() if line.startswith("regroup_coordinator_work_aside_total ")]
+    assert len(lines) == 1, lines
+    return float(lines[0].split()[-1])
 
 
 def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:

@@ -12,6 +12,8 @@ answering for a consumer group and GROUP_ID_NOT_FOUND for a classic one (then De
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,16 +21,18 @@ import pytest
 from tests.clients.harness import Inspector
 from tests.clients.kip848 import (
     GROUP_ID_NOT_FOUND,
+    SERVER_ARGS,
     Book,
     Owner,
     TypeSigns,
+    aside_count,
     server_view,
     stopped_at_exit,
     type_signs,
     wait_for,
     wait_settled,
 )
-from tests.server.conftest import ServerProcess
+from tests.server.conftest import ServerProcess, free_port, served
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -79,7 +83,23 @@ def classic_signs(group: str) -> TypeSigns:
 CONSUMER_SIGNS = TypeSigns("consumer", 0, None, "Dead")
 
 
-def test_rolling_upgrade_to_consumer_protocol_and_back(kip848_server: ServerProcess) -> None:
+@pytest.fixture(params=["within", "offloaded"])
+def rolling_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServerProcess]:
+    """The KIP-848 server; ``offloaded``: its default assignor is ``range`` (a full computation for every new
+    target) and every group of two or more members has its target computed on the worker thread, classic
+    members' joins included."""
+    metrics_port = free_port()
+    args = ["--events", str(tmp_path / "events.jsonl"), *SERVER_ARGS, "--metrics-port", str(metrics_port)]
+    if request.param == "offloaded":
+        args += ["--consumer-assignors", "range,uniform", "--consumer-assignor-offload-members", "2"]
+    with served(tmp_path, *args) as proc:
+        yield proc
+        if request.param == "offloaded":
+            assert aside_count(metrics_port) > 0  # (the computations did run on the worker thread)
+
+
+def test_rolling_upgrade_to_consumer_protocol_and_back(rolling_server: ServerProcess) -> None:
+    kip848_server = rolling_server
     port, topic, group = kip848_server.port, "kip848-roll", "roll"
     bootstrap = f"127.0.0.1:{port}"
     Inspector(bootstrap, topic, PARTITIONS).create_topic()

@@ -1,5 +1,6 @@
-"""KIP-848 consumer groups: scenarios K01-K21 of docs/protocol.md (ConsumerGroupHeartbeat, reconciliation,
-timeouts, static members, states, ConsumerGroupDescribe), plus offsets, deletion and replay of consumer groups.
+"""KIP-848 consumer groups: scenarios K01-K21 and K26 of docs/protocol.md (ConsumerGroupHeartbeat,
+reconciliation, timeouts, static members, states, ConsumerGroupDescribe, targets computed aside), plus offsets,
+deletion and replay of consumer groups.
 
 Each scenario checks the response and the exact records the operation wrote (``h.written``: one line per
 record, members named A, B, ...), in Kafka's order (``GroupMetadataManager.consumerGroupHeartbeat``)."""
@@ -647,3 +648,46 @@ def test_a_member_that_must_revoke_gets_free_partitions_only_with_its_acknowledg
     acknowledged = h.hb(b, epoch, owned={"foo": [2]})
     assert acknowledged.member_epoch == h.cg().group_epoch and named(acknowledged.assignment) == {"foo": [0, 1, 2]}
     assert named(h.hb(c, h.cmember(c).member_epoch).assignment) == {"foo": [3, 4, 5]}  # 3 released by b
+
+
+def test_k26_a_large_groups_target_is_computed_aside() -> None:
+    """Given offloading from two members and ``range``; when B joins A's group, then the heartbeat writes B's
+    metadata, the subscription metadata, the group epoch and B's current assignment at the last target epoch
+    (1: never 0, with no partitions) and hands the computation out; the group is Assigning. When the work
+    lands, it writes the changed targets and the target epoch, and the members reconcile towards them. Work
+    that lands after the group moved on (a member left) writes nothing and hands the current epoch out
+    afresh; one computation per group is out at a time."""
+    from regroup.coordinator.asides import outcome_of
+
+    h = ConsumerHarness(consumer_group_assignors=("range",), consumer_group_assignor_offload_members=2)
+    h.topics(foo=6, bar=3)
+
+    def land() -> None:
+        (aside,) = h.last.asides
+        h._collect(h.coordinator.land(aside, outcome_of(aside), h.now_ms))
+
+    a = _id(h.join_cg(("foo",)))
+    assert not h.last.asides  # (the group's first target: within)
+    b = _id(h.join_cg(("bar", "foo")))
+    names = {a: "A", b: "B"}
+    assert h.written(names) == [
+        "member B bar,foo",
+        "subscription bar:3 foo:6",
+        "epoch 2",
+        "current B epoch=1 prev=0 stable assigned=- revoking=-",
+    ]
+    assert h.cg().state() is ConsumerGroupState.ASSIGNING
+    land()
+    assert h.written(names) == ["target A foo=0,1,2", "target B bar=0,1,2 foo=3,4,5", "target-epoch 2"]
+    assert not h.last.asides and h.cg().assignment_epoch == 2
+    h.settle([a, b])
+    assert named(h.cmember(b).assigned) == {"bar": [0, 1, 2], "foo": [3, 4, 5]}
+    c = _id(h.join_cg(("foo",)))
+    (stale,) = h.last.asides
+    h.hb(b, -1)
+    assert not h.last.asides  # (one computation out at a time)
+    h._collect(h.coordinator.land(stale, outcome_of(stale), h.now_ms))
+    assert h.written() == [] and len(h.last.asides) == 1  # (dropped; the current epoch handed out afresh)
+    land()
+    assert h.cg().assignment_epoch == h.cg().group_epoch == 4
+    assert set(h.cg().targets) == {a, c}

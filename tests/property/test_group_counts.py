@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from regroup.coordinator.config import CoordinatorConfig
-from regroup.coordinator.consumer import ops
+from regroup.coordinator.consumer import target_aside
 from regroup.coordinator.consumer.group import ConsumerGroup
 from regroup.coordinator.consumer.kept_target import common_topics
 from regroup.coordinator.consumer.subscriptions import group_topic_names, member_topics, subscribed_names
@@ -41,17 +41,17 @@ STEP_MS = 11_000
 @contextmanager
 def failing_after_target() -> Iterator[None]:
     """Every target computation fails once it has written the target (and updated the kept one)."""
-    compute = ops.compute_target
+    compute = target_aside.compute_target
 
     def compute_then_fail(*args: Any) -> None:
         compute(*args)
         raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR, "injected")
 
-    ops.compute_target = compute_then_fail
+    target_aside.compute_target = compute_then_fail
     try:
         yield
     finally:
-        ops.compute_target = compute
+        target_aside.compute_target = compute
 
 
 def image(topics: frozenset[str]) -> ClusterImage:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.consumer import kept_target
 from regroup.coordinator.coordinator import GroupCoordinator
+from regroup.coordinator.result import Result
 from regroup.model.cluster import ClusterImage, TopicImage, topic_id_for
 from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 
@@ -49,6 +50,8 @@ class Side:
         self.records: list[Any] = []
         self.epochs: dict[str, int] = {}
         self.owned: dict[str, Any] = {}
+        #: the last heartbeat's result
+        self.last: Result | None = None
 
     def heartbeat(
         self, member: str, topics: tuple[str, ...] | None, now: int, leave: bool = False, rack: str | None = None
@@ -64,6 +67,7 @@ class Side:
             topic_partitions=self.owned.get(member, ()) if epoch >= 0 else None,
         )
         result = self.coordinator.consumer_group_heartbeat(req, now, now)
+        self.last = result
         self.records.extend(result.records)
         resp = result.response_for(now)
         assert isinstance(resp, ConsumerGroupHeartbeatResponse)

@@ -128,6 +128,7 @@ FLAG_FILE = {
     "group.consumer.max.size": ("10", 10),
     "group.consumer.assignors": ("uniform , range", "uniform,range"),
     "group.consumer.migration.policy": ("Upgrade", "upgrade"),
+    "group.consumer.assignor.offload.enable": ("False", False),
     "transaction.max.timeout.ms": ("60000", 60000),
     "transactional.id.expiration.ms": ("3600000", 3600000),
     "group.share.enable": ("false", False),

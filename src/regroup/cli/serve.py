@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from regroup.coordinator.config import SERVER_ASSIGNOR_OFFLOAD_MEMBERS
 from regroup.network.limits import CLIENT_ID, DEFAULT_LIMITS, INSTANCE_ID, MEMBER_ID, MEMBER_ID_SUFFIX_BYTES
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ KAFKA_NAMES = {
     "consumer_max_size": "group.consumer.max.size",
     "consumer_assignors": "group.consumer.assignors",
     "migration_policy": "group.consumer.migration.policy",
+    "consumer_assignor_offload": "group.consumer.assignor.offload.enable",
     "share_groups": "group.share.enable",
     "share_heartbeat_interval_ms": "group.share.heartbeat.interval.ms",
     "share_session_timeout_ms": "group.share.session.timeout.ms",
@@ -406,6 +408,22 @@ def _consumer_group_options(parser: argparse.ArgumentParser) -> None:
         "server-range)",
     )
     consumer.add_argument(
+        "--consumer-assignor-offload",
+        action=_GivenBoolean,
+        default=True,
+        help="group.consumer.assignor.offload.enable: compute a large consumer group's target on a worker thread, "
+        "its members heartbeating against the last one meanwhile, instead of within the heartbeat that needs it "
+        "(default on)",
+    )
+    consumer.add_argument(
+        "--consumer-assignor-offload-members",
+        type=_int_at_least(1),
+        default=SERVER_ASSIGNOR_OFFLOAD_MEMBERS,
+        metavar="N",
+        help="the fewest members of a consumer group whose target is computed on the worker thread (default "
+        f"{SERVER_ASSIGNOR_OFFLOAD_MEMBERS}; a smaller group's takes a few milliseconds)",
+    )
+    consumer.add_argument(
         "--migration-policy",
         choices=("disabled", "upgrade", "downgrade", "bidirectional"),
         default="bidirectional",
@@ -573,7 +591,11 @@ def _coordinator_config(args: argparse.Namespace) -> CoordinatorConfig:
             f"{_label(args, 'consumer_assignors')} {args.consumer_assignors!r}: name each of "
             f"{', '.join(registry.SERVER_SIDE)} at most once, at least one (range = server-range)"
         )
-    extra = {} if args.consumer_max_size is None else {"consumer_group_max_size": args.consumer_max_size}
+    extra: dict[str, int] = {}
+    if args.consumer_max_size is not None:
+        extra["consumer_group_max_size"] = args.consumer_max_size
+    if args.consumer_assignor_offload:
+        extra["consumer_group_assignor_offload_members"] = args.consumer_assignor_offload_members
     if args.share_heartbeat_interval_ms >= args.share_session_timeout_ms:
         raise ServeError(
             f"{_label(args, 'share_heartbeat_interval_ms')} ({args.share_heartbeat_interval_ms}) must be less than "

@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 MAX_INT32 = 2**31 - 1
 MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
+#: the fewest members of a consumer group whose target the server computes beside its coordinator
+#: (``consumer_group_assignor_offload_members``): a smaller group's full computation takes a few milliseconds
+SERVER_ASSIGNOR_OFFLOAD_MEMBERS = 2_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -28,6 +31,11 @@ class CoordinatorConfig:
     consumer_group_migration_policy: str = "bidirectional"
     #: longest SubscribedTopicRegex accepted
     consumer_group_regex_max_length: int = 1_000
+    #: a consumer group of at least this many members computes its target in full beside the coordinator
+    #: (``Result.asides``: the shell runs the work and hands its outcome back to ``land``) instead of within
+    #: the heartbeat that needs it, as Kafka's ``group.consumer.assignor.offload.enable``; None: always within
+    #: (a shell that runs no asides must leave it None)
+    consumer_group_assignor_offload_members: int | None = None
     # share groups (KIP-932; Kafka's group.share.*)
     share_group_session_timeout_ms: int = 45_000
     share_group_heartbeat_interval_ms: int = 5_000
@@ -45,6 +53,9 @@ class CoordinatorConfig:
                 f"consumer_group_migration_policy must be one of {', '.join(MIGRATION_POLICIES)}, "
                 f"got {self.consumer_group_migration_policy!r}"
             )
+        offload = self.consumer_group_assignor_offload_members
+        if offload is not None and offload < 1:
+            raise ValueError(f"consumer_group_assignor_offload_members must be at least 1, got {offload}")
         if not self.consumer_group_assignors:
             raise ValueError("consumer_group_assignors must name at least one assignor")
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from regroup.coordinator.asides import Aside
 from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupState
 from regroup.coordinator.classic.group_type import CLASSIC
 from regroup.coordinator.classic.rebalance import classic_state_changed
@@ -149,18 +150,18 @@ class GroupCoordinator:
         self._fire_due(ctx)  # applied already: the request sees the state the timers left
         result = ctx.result
         fired, completed, dropped = len(result.records), len(result.completions), len(result.dropped)
-        happened = len(result.events)
+        happened, handed = len(result.events), len(result.asides)
         journal = self.journal
         journal.begin()
         try:
             response = handler(ctx)
         except ApiError as exc:
-            self._roll_back(result, fired, completed, dropped, happened)
+            self._roll_back(result, fired, completed, dropped, happened, handed)
             result.refused = exc.code
             ctx.complete(key, on_error(exc))
             return result
         except BaseException:
-            self._roll_back(result, fired, completed, dropped, happened)
+            self._roll_back(result, fired, completed, dropped, happened, handed)
             raise
         journal.commit()
         if response is not None:
@@ -169,13 +170,17 @@ class GroupCoordinator:
             self._apply_live(result.records[fired:], result)
         return result
 
-    def _roll_back(self, result: Result, records: int, completions: int, dropped: int, events: int) -> None:
-        """Take back everything the running handler did: its records, responses, events and changes."""
+    def _roll_back(
+        self, result: Result, records: int, completions: int, dropped: int, events: int, asides: int
+    ) -> None:
+        """Take back everything the running handler did: its records, responses, events, work handed out and
+        changes."""
         self.journal.rollback()
         del result.records[records:]
         del result.completions[completions:]
         del result.dropped[dropped:]
         del result.events[events:]
+        del result.asides[asides:]
 
     def _ctx(self, now_ms: int) -> Ctx:
         if OFFSETS_EXPIRY_KEY not in self.timers:
@@ -355,6 +360,15 @@ class GroupCoordinator:
         ctx = self._ctx(now_ms)
         self._fire_due(ctx)
         return ctx.result
+
+    def land(self, aside: Aside, outcome: object, now_ms: int) -> Result:
+        """Apply the outcome of work this coordinator handed out (``Result.asides``; ``outcome``: what its
+        ``run`` returned or raised), a write of its own after the timers due (``asides.py``)."""
+
+        def handle(ctx: Ctx) -> None:
+            aside.land(ctx, self.groups, outcome)
+
+        return self._run(now_ms, None, handle, lambda _: None)
 
     # ------------------------------------------------------------------------------------- the requests
     def _classic_protocol(self, group_id: str) -> tuple[GroupType[Any], Group | None]:

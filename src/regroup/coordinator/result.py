@@ -8,11 +8,14 @@ therefore *completions* keyed by the request key the caller chose when it submit
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from regroup.coordinator.events import Event
 from regroup.model.errors import ErrorCode
 from regroup.records.model import Record
+
+if TYPE_CHECKING:
+    from regroup.coordinator.asides import Aside
 
 RequestKey = int | str
 
@@ -35,12 +38,16 @@ class Result:
     refused: ErrorCode | None = field(init=False, default=None)
     #: what happened, in order (``events.py``): a refused request's events are dropped with its records
     events: list[Event] = field(init=False, default_factory=list)
+    #: work to run beside the coordinator and hand back to ``GroupCoordinator.land`` (``asides.py``); a shell
+    #: that runs none must configure the coordinator never to hand any out
+    asides: list[Aside] = field(init=False, default_factory=list)
 
     def extend(self, other: Result) -> None:
         self.records.extend(other.records)
         self.completions.extend(other.completions)
         self.dropped.extend(other.dropped)
         self.events.extend(other.events)
+        self.asides.extend(other.asides)
 
     def response_for(self, key: RequestKey) -> Any:
         """The response completed for ``key`` in this result, or None if it is still waiting."""

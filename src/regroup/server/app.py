@@ -32,7 +32,7 @@ from regroup.console.auth import BasicAuth
 from regroup.console.http import HttpServer
 from regroup.console.routes import Console
 from regroup.console.sse import EventHub
-from regroup.coordinator.config import CoordinatorConfig
+from regroup.coordinator.config import SERVER_ASSIGNOR_OFFLOAD_MEMBERS, CoordinatorConfig
 from regroup.coordinator.result import Result
 from regroup.network.admission import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP, AcceptErrors, Admission
 from regroup.network.authentication import ListenerSecurity, SecurityConfigError
@@ -85,6 +85,10 @@ class StartupError(Exception):
 
 class DataDirInUseError(StartupError):
     """Another process holds the data directory's lock."""
+
+
+#: the coordinator settings of a server built without any (``regroup serve``'s defaults)
+SERVER_COORDINATOR = CoordinatorConfig(consumer_group_assignor_offload_members=SERVER_ASSIGNOR_OFFLOAD_MEMBERS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,7 +148,8 @@ class ServerConfig:
     log_retention_check_interval_ms: int = DEFAULT_CHECK_INTERVAL_MS
     #: broker.rack: this broker's rack, so every replica's (None: no rack)
     broker_rack: str | None = None
-    coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
+    #: the coordinator's settings; a large consumer group's target is computed beside it by default
+    coordinator: CoordinatorConfig = field(default_factory=lambda: SERVER_COORDINATOR)
     transactions: TxnConfig = field(default_factory=TxnConfig)
     #: serve share groups (``group.share.enable``; off: every share-group request is UNSUPPORTED_VERSION)
     share_groups: bool = True

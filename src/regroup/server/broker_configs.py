@@ -248,7 +248,7 @@ def broker_config_entries(settings: Any) -> dict[str, BrokerConfigEntry]:
     """The entries for a ``ServerConfig`` (duck-typed: this module does not import the app)."""
     defaults = type(settings)()
     coordinator: CoordinatorConfig = settings.coordinator
-    base = CoordinatorConfig()
+    base: CoordinatorConfig = defaults.coordinator
     ranges, base_ranges = Ranges.of(coordinator), Ranges.of(base)
     rows: list[tuple[str, Any, Any, ConfigType, str]] = [
         ("node.id", 0, 0, ConfigType.INT, "The id of this broker (the only one of its cluster)."),
@@ -317,6 +317,10 @@ def broker_config_entries(settings: Any) -> dict[str, BrokerConfigEntry]:
          ConfigType.INT, "Most members of a consumer group (--consumer-max-size)."),
         ("group.consumer.assignors", coordinator.consumer_group_assignors, base.consumer_group_assignors,
          ConfigType.LIST, "Server-side assignors, the first the default (--consumer-assignors)."),
+        ("group.consumer.assignor.offload.enable", coordinator.consumer_group_assignor_offload_members is not None,
+         base.consumer_group_assignor_offload_members is not None, ConfigType.BOOLEAN,
+         "Whether a consumer group of --consumer-assignor-offload-members or more has its target computed on a "
+         "worker thread (--[no-]consumer-assignor-offload)."),
         ("group.consumer.migration.policy", coordinator.consumer_group_migration_policy,
          base.consumer_group_migration_policy, ConfigType.STRING,
          "Online conversion between classic and consumer groups (--migration-policy)."),

@@ -334,6 +334,7 @@ FLAG_SETTINGS: Final[Mapping[str, Callable[[str, str], Any]]] = {
     "group.consumer.migration.policy": _one_of(
         "disabled", "upgrade", "downgrade", "bidirectional", case_insensitive=True
     ),
+    "group.consumer.assignor.offload.enable": _boolean,
     "transaction.max.timeout.ms": _int(1),
     "transactional.id.expiration.ms": _int(1),
     "group.share.enable": _boolean,

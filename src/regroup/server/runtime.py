@@ -23,6 +23,9 @@ shared machinery of ``core_runtime.py``; this module adds what is specific to th
   key, possibly in the result of a later call (a parked JoinGroup). A key the core ``dropped`` (superseded by
   a newer request of the same member) fails with ``RequestDropped``; the connection layer then closes that
   connection, which is what its client did already (Kafka leaves such a request unanswered forever).
+* **Work beside the loop.** Work a core call hands out (``Result.asides``: a large KIP-848 group's target
+  computed in full) runs on one worker thread, one piece after another; its outcome comes back to the loop,
+  where ``GroupCoordinator.land`` applies it (or drops it, the group having moved on) as a write of its own.
 * **Timers.** One ``DeadlineTimer`` sleeps until ``next_deadline()`` and calls ``advance(now_ms)``; it is
   re-armed after every core call.
 * **Cluster image.** ``update_metadata`` hands the coordinator the topics as the server knows them (at
@@ -38,11 +41,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 import uuid
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
+from regroup.coordinator.asides import Aside, outcome_of
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.group_config import GroupConfig
@@ -108,6 +114,11 @@ class CoordinatorRuntime:
         )
         self._timer = DeadlineTimer(clock, self._on_timer)
         self._closed = False
+        #: runs the work core calls hand out (``_hand_out``), made on first use
+        self._aside_pool: ThreadPoolExecutor | None = None
+        #: pieces of work handed out and landed since start, and the worker's time on them (metrics)
+        self.asides_landed = 0
+        self.aside_seconds = 0.0
 
     # ---------------------------------------------------------------------------------------- lifecycle
     @classmethod
@@ -142,6 +153,8 @@ class CoordinatorRuntime:
             return
         self._closed = True
         self._timer.cancel()
+        if self._aside_pool is not None:
+            self._aside_pool.shutdown(wait=False, cancel_futures=True)  # (its outcomes are dropped: see _land)
         await self._writer.close()
         for future in self._waiting.values():
             if not future.done():
@@ -162,6 +175,8 @@ class CoordinatorRuntime:
             raise CoordinatorUnavailable("the coordinator is not running")
         key = next(self._keys)
         result = op(self.coordinator, key, self._clock.now())
+        if result.asides:
+            self._hand_out(result)
         if not result.records and writer.started and writer.idle:
             # Fast path: nothing is queued or being written, so every earlier call is durable and answered, and
             # this result has nothing to make durable: its completions go out now, in the order the writer would
@@ -220,6 +235,8 @@ class CoordinatorRuntime:
             raise CoordinatorUnavailable("the coordinator is not running")
         key = next(self._keys)
         result = op(self.coordinator, key, self._clock.now())
+        if result.asides:
+            self._hand_out(result)
         future = self._wait_for(key)
         self._observe(result)
         done = Completion(key, None)  # resolved by the writer once everything queued so far is durable
@@ -236,7 +253,10 @@ class CoordinatorRuntime:
         answer; records the call produces (timers it fires) are written like any call's."""
         if self._closed or self.failure is not None:
             return
-        self._after(self.coordinator.update_metadata(image, self._clock.now()))
+        result = self.coordinator.update_metadata(image, self._clock.now())
+        if result.asides:
+            self._hand_out(result)
+        self._after(result)
 
     def _wait_for(self, key: RequestKey) -> asyncio.Future[Any]:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -293,6 +313,37 @@ class CoordinatorRuntime:
         except Exception:
             log.exception("coordinator timers failed")
             result = Result()
+        if result.asides:
+            self._hand_out(result)
+        self._after(result)
+
+    # ------------------------------------------------------------------------------------- work aside
+    def _hand_out(self, result: Result) -> None:
+        """Run each piece of work ``result`` hands out on the worker thread; its outcome lands on the loop."""
+        if self._closed:
+            return
+        pool = self._aside_pool
+        if pool is None:
+            pool = self._aside_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="regroup-aside")
+        loop = asyncio.get_running_loop()
+        for aside in result.asides:
+            future = loop.run_in_executor(pool, _timed_outcome, aside)
+            future.add_done_callback(partial(self._land, aside))
+
+    def _land(self, aside: Aside, future: asyncio.Future[tuple[object, float]]) -> None:
+        """Hand a piece of work's outcome back to the coordinator; its records are written like any call's."""
+        if self._closed or self.failure is not None or future.cancelled():
+            return
+        outcome, seconds = future.result()
+        self.asides_landed += 1
+        self.aside_seconds += seconds
+        try:
+            result = self.coordinator.land(aside, outcome, self._clock.now())
+        except Exception:
+            log.exception("landing work done aside failed")
+            return
+        if result.asides:
+            self._hand_out(result)
         self._after(result)
 
     # ------------------------------------------------------------------------------------------ writer
@@ -319,3 +370,10 @@ class CoordinatorRuntime:
                 future.set_exception(CoordinatorUnavailable("the coordinator log failed"))
         if self._on_fatal is not None:
             self._on_fatal(exc)
+
+
+def _timed_outcome(aside: Aside) -> tuple[object, float]:
+    """``outcome_of(aside)`` and the seconds it took (on the worker thread)."""
+    start = time.perf_counter()
+    outcome = outcome_of(aside)
+    return outcome, time.perf_counter() - start

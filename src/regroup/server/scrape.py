@@ -154,7 +154,17 @@ def _coordinator_log(src: ScrapeSources) -> list[Family]:
             "regroup_coordinator_records_appended_total",
             "counter",
             "Records (group metadata, offset commits, tombstones) appended to the coordinator log since start.",
-        ).add(record_log.next_offset - src.records_at_start)
+        ).add(record_log.next_offset - src.records_at_start),
+        Family(
+            "regroup_coordinator_work_aside_total",
+            "counter",
+            "Pieces of work the coordinator ran on its worker thread (large consumer groups' target computations).",
+        ).add(src.runtime.asides_landed),
+        Family(
+            "regroup_coordinator_work_aside_seconds_total",
+            "counter",
+            "Seconds the coordinator's worker thread spent on that work.",
+        ).add(src.runtime.aside_seconds),
     ]
     try:
         size = record_log.size_bytes

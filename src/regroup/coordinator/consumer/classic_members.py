@@ -10,13 +10,13 @@ from regroup.coordinator.consumer import migration
 from regroup.coordinator.consumer.fence import remove_members
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState
 from regroup.coordinator.consumer.ops import (
-    ensure_target,
     rack_change_bumps,
     reconcile_and_write,
     refresh_subscriptions,
     replace_static_member,
     schedule_session,
 )
+from regroup.coordinator.consumer.target_aside import ensure_target
 from regroup.coordinator.consumer.timers import (
     ClassicMemberJoinTimer,
     ClassicMemberSyncTimer,

@@ -27,6 +27,7 @@ from regroup.records.consumer import (
 if TYPE_CHECKING:
     from regroup.coordinator.consumer.kept_target import KeptTarget
     from regroup.coordinator.consumer.last_target import LastTarget
+    from regroup.coordinator.consumer.target_aside import TargetAside
 
 #: a regular expression as the group resolved it: the topics it matched and when
 ResolvedRegex = ConsumerGroupRegularExpressionValue
@@ -158,6 +159,11 @@ class ConsumerGroup:
     kept_target: KeptTarget | None = field(default=None, compare=False, repr=False)
     #: the last full target computation's inputs and result (``last_target``; trusted member by member)
     last_target: LastTarget | None = field(default=None, compare=False, repr=False)
+    #: the full target computation running beside the coordinator (``target_aside``), if one is
+    target_aside: TargetAside | None = field(default=None, compare=False, repr=False)
+    #: the group epoch whose computation beside the coordinator failed: it is computed within a heartbeat
+    #: instead, whose member is told of the failure
+    target_failed_epoch: int = field(default=-1, compare=False, repr=False)
 
     # --- derived ---------------------------------------------------------------------------------------
     def state(self) -> ConsumerGroupState:

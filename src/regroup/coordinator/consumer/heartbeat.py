@@ -18,7 +18,6 @@ from regroup.coordinator.consumer.group import (
     to_tuple,
 )
 from regroup.coordinator.consumer.ops import (
-    ensure_target,
     group_full,
     rack_change_bumps,
     reconcile_and_write,
@@ -29,6 +28,7 @@ from regroup.coordinator.consumer.ops import (
 )
 from regroup.coordinator.consumer.regexes import update_regexes
 from regroup.coordinator.consumer.subscriptions import compile_regex
+from regroup.coordinator.consumer.target_aside import ensure_target
 from regroup.coordinator.consumer.timers import member_session_key
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx, consumer_heartbeat_interval_ms, consumer_session_timeout_ms

@@ -1,4 +1,4 @@
-"""What a consumer group's last full target computation read and produced (``target._compute_in_full``: the
+"""What a consumer group's last full target computation read and produced (``target.compute_in_full``: the
 path for heterogeneous subscriptions, racks and every assignor but the kept target's), kept so that the next
 one converts only the members whose subscription or target changed since, and writes only the targets that
 moved.
@@ -17,6 +17,7 @@ The state is soft: never in records, dropped whenever the group's subscribed top
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import chain, pairwise
 
@@ -26,7 +27,7 @@ from regroup.assignors.array_assignment import ArrayAssignment, LatestAssignment
 from regroup.assignors.balance import Outcome
 from regroup.assignors.layout import IntArray, Layout
 from regroup.assignors.spec import Assignment, MemberSubscription, PartitionRacks
-from regroup.coordinator.consumer.group import ConsumerGroup, Partitions
+from regroup.coordinator.consumer.group import ConsumerGroupMember, Partitions, ResolvedRegex
 from regroup.coordinator.consumer.kept_target import KeptTarget
 from regroup.coordinator.consumer.subscriptions import member_topics
 from regroup.records.consumer import SubscribedTopic
@@ -82,7 +83,12 @@ class LastTarget:
 
 
 def from_kept(
-    group: ConsumerGroup, state: KeptTarget, assignor: str, source: tuple[SubscribedTopic, ...]
+    members: Mapping[str, ConsumerGroupMember],
+    targets: Mapping[str, Partitions],
+    resolved: Mapping[str, ResolvedRegex],
+    state: KeptTarget,
+    assignor: str,
+    source: tuple[SubscribedTopic, ...],
 ) -> LastTarget | None:
     """The last computation as the kept target of a homogeneous group says it was, for the group's first full
     computation since (a member joining with other topics: a rolling change of subscription), so that it too
@@ -94,7 +100,6 @@ def from_kept(
     ):
         return None
     held = state.kept.held
-    targets = group.targets
     written = state.written
     member_names = tuple(sorted(held))
     t_count = len(layout)
@@ -128,13 +133,12 @@ def from_kept(
         outcome = Outcome(len(member_names), per_member=[flat[a:b] for a, b in pairwise(cuts.tolist())])
     result = ArrayAssignment(array_layout, outcome)
     latest = LatestAssignment(result)
-    resolved = group.resolved_regexes
     entries: dict[str, MemberInput] = {}
     dirty = state.dirty
     subscribed = topics.partitions
     # whether a member's topics, as the assignor reads them, are the layout's: by value (members share values)
     reads_layout: dict[tuple[str, ...], bool] = {}
-    for member_id, m in group.members.items():
+    for member_id, m in members.items():
         target = targets.get(member_id)
         if member_id not in held or member_id in dirty or written.get(member_id) is not target:
             continue

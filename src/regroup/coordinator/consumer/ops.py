@@ -1,13 +1,13 @@
 """Steps shared by every consumer-group operation: timers (session, revocation, and the join/sync timers of
 classic-protocol members), reconciling a member and writing the result, recomputing subscription metadata,
-bumping the group epoch, and recomputing the target assignment when the group epoch moved past it."""
+and bumping the group epoch (``target_aside.ensure_target`` recomputes the target when it moved past it)."""
 
 from __future__ import annotations
 
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupMemberState, Partitions
 from regroup.coordinator.consumer.reconcile import Owned, reconcile
 from regroup.coordinator.consumer.subscriptions import subscribed_names, subscription_metadata
-from regroup.coordinator.consumer.target import RACK_AWARE_SERVER_ASSIGNORS, compute_target
+from regroup.coordinator.consumer.target import RACK_AWARE_SERVER_ASSIGNORS
 from regroup.coordinator.consumer.timers import MEMBER_TIMER_KEYS, MemberSessionTimer, RevocationTimer, revocation_key
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
@@ -126,10 +126,3 @@ def rack_change_bumps(ctx: Ctx, group: ConsumerGroup, old: ConsumerGroupMember |
     if not any(racks for topic in group.subscribed_topics.values() for racks in topic.racks):
         return False
     return group.preferred_assignor(ctx.config.consumer_group_assignors[0]) in RACK_AWARE_SERVER_ASSIGNORS
-
-
-def ensure_target(ctx: Ctx, writes: ConsumerWrites, group: ConsumerGroup) -> None:
-    """If something bumped the group epoch past the target epoch, compute the target for it."""
-    if group.group_epoch > group.assignment_epoch:
-        assignor = group.preferred_assignor(ctx.config.consumer_group_assignors[0])
-        compute_target(writes, group, assignor)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from regroup.assignors.array_assignment import ArrayAssignment, LatestAssignment
 from regroup.assignors.base import PartitionAssignor
@@ -14,12 +15,13 @@ from regroup.assignors.server_range import ServerRangeAssignor
 from regroup.assignors.spec import AssignmentError, GroupSpec, MemberSubscription
 from regroup.assignors.sticky import OptimalAssignor
 from regroup.assignors.uniform import UniformAssignor
-from regroup.coordinator.consumer.group import ConsumerGroup, Partitions
-from regroup.coordinator.consumer.kept_target import kept_topics, update_kept_target
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, Partitions, ResolvedRegex
+from regroup.coordinator.consumer.kept_target import KeptTarget, kept_topics, update_kept_target
 from regroup.coordinator.consumer.last_target import LastTarget, MemberInput, TopicInputs, from_kept, moved_members
 from regroup.coordinator.consumer.subscriptions import member_topics
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.model.errors import ApiError, ErrorCode
+from regroup.records.consumer import SubscribedTopic
 
 #: the server-side assignors by the names clients send in ServerAssignor (``group.remote.assignor``): Kafka's two
 #: (``uniform``, ``range``) and regroup's ``optimal`` (the balanced-sticky engine, sticky to the current target,
@@ -46,25 +48,80 @@ def compute_target(writes: ConsumerWrites, group: ConsumerGroup, assignor_name: 
         update_kept_target(writes, group, topics)
         writes.target_epoch(group.group_id, group.group_epoch, assignor_name)
         return
+    inputs = gather(group, assignor_name, copy=False)
+    apply_target(writes, group, inputs, compute_in_full(inputs))
+
+
+@dataclass(slots=True)
+class TargetInputs:
+    """Everything one full computation reads, taken from the group at one moment (``gather``)."""
+
+    group_id: str
+    group_epoch: int
+    assignor: str
+    members: Mapping[str, ConsumerGroupMember]
+    targets: Mapping[str, Partitions]
+    resolved: Mapping[str, ResolvedRegex]
+    source: tuple[SubscribedTopic, ...]
+    #: the last computation, if still of this assignor and these topics
+    last: LastTarget | None
+    #: the kept target of a group that just stopped being homogeneous (its first full computation starts
+    #: from it), else None
+    kept: KeptTarget | None
+
+
+@dataclass(slots=True)
+class ComputedTarget:
+    """What a full computation decided: the targets to write and the state the next computation starts from."""
+
+    #: (member id, new target) for every member whose target changed, in the members' order
+    changes: list[tuple[str, Partitions]]
+    #: the next ``group.last_target``: a changed member's entry holds its new target until ``apply_target``
+    #: puts the group's own object (the one the record's replay made) in its place
+    last: LastTarget
+    #: the result's arrays, when it has them: ``latest.current`` once the targets are written
+    views: ArrayAssignment | None
+
+
+def gather(group: ConsumerGroup, assignor_name: str, *, copy: bool) -> TargetInputs:
+    """The inputs of the group's next full computation. The group's soft target state passes to them (the
+    group holds none until ``apply_target``). ``copy``: the group's mappings are copied (a computation run
+    beside the coordinator's own thread), else read as they are (run at once)."""
     state, group.kept_target = group.kept_target, None
-    if state is not None and group.last_target is None:
-        # the group just stopped being homogeneous: its first full computation starts from the kept target
-        group.last_target = from_kept(group, state, assignor_name, tuple(group.subscribed_topics.values()))
-    _compute_in_full(writes, group, assignor_name)
-
-
-def _compute_in_full(writes: ConsumerWrites, group: ConsumerGroup, assignor_name: str) -> None:
-    """Run the assignor over every member's subscription and current target, converting only the members that
-    changed since the last computation (``last_target``), and write the targets that changed."""
-    group_epoch = group.group_epoch
-    members = group.members
-    targets = group.targets
-    resolved = group.resolved_regexes
-    last = group.last_target
-    group.last_target = None  # (stale until every write below is done)
+    last, group.last_target = group.last_target, None
+    kept = state if last is None else None
     source = tuple(group.subscribed_topics.values())
     if last is not None and (last.assignor != assignor_name or last.topics.source != source):
         last = None
+    members, targets, resolved = group.members, group.targets, group.resolved_regexes
+    if copy:
+        members, targets, resolved = dict(members), dict(targets), dict(resolved)
+    return TargetInputs(
+        group_id=group.group_id,
+        group_epoch=group.group_epoch,
+        assignor=assignor_name,
+        members=members,
+        targets=targets,
+        resolved=resolved,
+        source=source,
+        last=last,
+        kept=kept,
+    )
+
+
+def compute_in_full(inputs: TargetInputs) -> ComputedTarget:
+    """Run the assignor over every member's subscription and current target, converting only the members that
+    changed since the last computation (``last_target``). Reads nothing but ``inputs``: safe on any thread
+    while the group moves on, as long as nothing else changes what ``inputs`` hold."""
+    assignor_name = inputs.assignor
+    members = inputs.members
+    targets = inputs.targets
+    resolved = inputs.resolved
+    last = inputs.last
+    source = inputs.source
+    if last is None and inputs.kept is not None:
+        # the group just stopped being homogeneous: its first full computation starts from the kept target
+        last = from_kept(members, targets, resolved, inputs.kept, assignor_name, source)
     topics = last.topics if last is not None else TopicInputs.of(source)
     names, partitions = topics.names, topics.partitions
     before = last.members if last is not None else {}
@@ -104,7 +161,8 @@ def _compute_in_full(writes: ConsumerWrites, group: ConsumerGroup, assignor_name
         result = SERVER_ASSIGNORS[assignor_name].assign(spec)
     except (AssignmentError, KeyError, ValueError) as exc:
         raise ApiError(
-            ErrorCode.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for epoch {group_epoch}: {exc}"
+            ErrorCode.UNKNOWN_SERVER_ERROR,
+            f"Failed to compute a new target assignment for epoch {inputs.group_epoch}: {exc}",
         ) from None
     moved = moved_members(last.result, result) if as_left and last is not None else None
     views = result if isinstance(result, ArrayAssignment) else None
@@ -129,16 +187,18 @@ def _compute_in_full(writes: ConsumerWrites, group: ConsumerGroup, assignor_name
     else:
         kept = {}
         revisit = members
+    changes: list[tuple[str, Partitions]] = []
     for member_id in revisit:
         m = members[member_id]
+        target = targets.get(member_id)
         if moved is None or member_id in moved or member_id not in targets:
             new: dict[uuid.UUID, frozenset[int]] = {
                 ids[name]: frozenset(ps) for name, ps in result.get(member_id, {}).items() if ps
             }
             if member_id not in targets or targets[member_id] != new:
-                writes.target(group.group_id, member_id, new)
+                changes.append((member_id, new))
+                target = new  # (until ``apply_target`` puts the group's own object in its place)
         sub = subs[member_id]
-        target = targets.get(member_id)
         entry = before.get(member_id)
         if entry is not None and sub is entry.subscription and target is entry.target and same_views:
             kept[member_id] = entry  # (unchanged, and what it owns reads the same in the new result)
@@ -163,7 +223,23 @@ def _compute_in_full(writes: ConsumerWrites, group: ConsumerGroup, assignor_name
             target=target,
             subscription=MemberSubscription(topics=sub.topics, owned=owned, rack=sub.rack, instance_id=sub.instance_id),
         )
-    writes.target_epoch(group.group_id, group_epoch, assignor_name)
+    next_last = LastTarget(assignor=assignor_name, topics=topics, members=kept, result=result, latest=latest)
+    return ComputedTarget(changes=changes, last=next_last, views=views)
+
+
+def apply_target(writes: ConsumerWrites, group: ConsumerGroup, inputs: TargetInputs, computed: ComputedTarget) -> None:
+    """Write what ``compute_in_full`` decided for ``inputs``: the targets that changed, then the target epoch
+    (``inputs.group_epoch``); the group keeps the computation's state for the next one."""
+    group_id = group.group_id
+    entries = computed.last.members
+    targets = group.targets
+    for member_id, new in computed.changes:
+        writes.target(group_id, member_id, new)
+        entry = entries.get(member_id)
+        if entry is not None:
+            entry.target = targets.get(member_id)
+    writes.target_epoch(group_id, inputs.group_epoch, inputs.assignor)
+    latest, views = computed.last.latest, computed.views
     if latest is not None and views is not None:
         latest.current = views  # (only now: a computation that fails leaves the last one as it was)
-    group.last_target = LastTarget(assignor=assignor_name, topics=topics, members=kept, result=result, latest=latest)
+    group.last_target = computed.last
