@@ -209,12 +209,14 @@ def downgrade_allowed_on_fence(ctx: Ctx, group: ConsumerGroup, leaving_member_id
     """Kafka's ``validateOnlineDowngradeWithFencedMember``: the leaving member is the last one speaking the
     consumer protocol, classic members remain, the policy allows it and they fit in a classic group."""
     leaving = group.members.get(leaving_member_id)
-    if leaving is None or leaving.classic is not None:
+    if leaving is None or leaving.classic is not None or len(group.members) < 2:
         return False
-    remaining = [m for m in group.members.values() if m.member_id != leaving_member_id]
-    if not remaining or any(m.classic is None for m in remaining):
-        return False
-    return ctx.config.allows_downgrade() and len(remaining) <= ctx.config.group_max_size
+    # (stops at the first other consumer-protocol member: in a consumer group with no classic member, the first
+    # or second it looks at, instead of a walk over every member on every leave)
+    for member in group.members.values():
+        if member.classic is None and member.member_id != leaving_member_id:
+            return False
+    return ctx.config.allows_downgrade() and len(group.members) - 1 <= ctx.config.group_max_size
 
 
 def downgrade(
