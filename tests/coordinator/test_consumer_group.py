@@ -654,9 +654,10 @@ def test_k26_a_large_groups_target_is_computed_aside() -> None:
     """Given offloading from two members and ``range``; when B joins A's group, then the heartbeat writes B's
     metadata, the subscription metadata, the group epoch and B's current assignment at the last target epoch
     (1: never 0, with no partitions) and hands the computation out; the group is Assigning. When the work
-    lands, it writes the changed targets and the target epoch, and the members reconcile towards them. Work
-    that lands after the group moved on (a member left) writes nothing and hands the current epoch out
-    afresh; one computation per group is out at a time."""
+    lands, it writes the changed targets and the target epoch, and the members reconcile towards them. One
+    computation per group is out at a time. Work that lands after the subscribed topics changed writes nothing;
+    work that lands after a member left is written for its epoch without that member; either way the current
+    epoch is handed out next."""
     from regroup.coordinator.asides import outcome_of
 
     h = ConsumerHarness(consumer_group_assignors=("range",), consumer_group_assignor_offload_members=2)
@@ -682,12 +683,60 @@ def test_k26_a_large_groups_target_is_computed_aside() -> None:
     assert not h.last.asides and h.cg().assignment_epoch == 2
     h.settle([a, b])
     assert named(h.cmember(b).assigned) == {"bar": [0, 1, 2], "foo": [3, 4, 5]}
+    # work landing after the group's subscribed topics changed (B, bar's only subscriber, left): dropped
     c = _id(h.join_cg(("foo",)))
-    (stale,) = h.last.asides
+    (late,) = h.last.asides
     h.hb(b, -1)
     assert not h.last.asides  # (one computation out at a time)
-    h._collect(h.coordinator.land(stale, outcome_of(stale), h.now_ms))
-    assert h.written() == [] and len(h.last.asides) == 1  # (dropped; the current epoch handed out afresh)
+    h._collect(h.coordinator.land(late, outcome_of(late), h.now_ms))
+    assert h.written() == [] and len(h.last.asides) == 1  # (the current epoch, handed out afresh)
     land()
     assert h.cg().assignment_epoch == h.cg().group_epoch == 4
     assert set(h.cg().targets) == {a, c}
+    h.settle([a, c])
+    # work landing after a member left (the topics the same): written for its epoch, without that member
+    d = _id(h.join_cg(("foo",)))
+    (late,) = h.last.asides
+    h.hb(c, -1)
+    h._collect(h.coordinator.land(late, outcome_of(late), h.now_ms))
+    names = {a: "A", d: "D"}
+    assert h.written(names) == ["target A foo=0,1", "target D foo=4,5", "target-epoch 5"]  # (C's share: nobody's)
+    assert h.cg().assignment_epoch == 5 < h.cg().group_epoch == 6
+    assert set(h.cg().targets) == {a, d} and len(h.last.asides) == 1
+    land()
+    assert h.written(names) == ["target A foo=0,1,2", "target D foo=3,4,5", "target-epoch 6"]
+
+
+def test_k26_a_static_members_target_lands_under_the_process_that_replaced_it() -> None:
+    """Given A and static S (instance i1) on foo under ``range``, offloading from two members; when E joins and,
+    while its target is out, S's process is replaced (S leaves with epoch -2, S2 joins as i1), then the target
+    computed for S is written under S2's id when the work lands, and S has none."""
+    from regroup.coordinator.asides import outcome_of
+
+    h = ConsumerHarness(consumer_group_assignors=("range",), consumer_group_assignor_offload_members=2)
+    h.topics(foo=6)
+
+    def land() -> None:
+        (aside,) = h.last.asides
+        h._collect(h.coordinator.land(aside, outcome_of(aside), h.now_ms))
+
+    a = _id(h.join_cg(("foo",)))
+    s1 = _id(h.join_cg(("foo",), instance_id="i1"))
+    land()
+    h.settle([a, s1])
+    before = dict(h.cg().targets)
+    e = _id(h.join_cg(("foo",)))
+    (late,) = h.last.asides
+    h.hb(s1, -2, instance_id="i1")
+    s2 = _id(h.join_cg(("foo",), instance_id="i1"))
+    assert h.cg().targets[s2] == before[s1]  # (the replacement took S's target)
+    h._collect(h.coordinator.land(late, outcome_of(late), h.now_ms))
+    assert h.written({a: "A", e: "E", s2: "S2"}) == [
+        "target A foo=2,3",
+        "target S2 foo=0,1",
+        "target E foo=4,5",
+        "target-epoch 3",
+    ]
+    assert s1 not in h.cg().targets
+    owned = [p for target in h.cg().targets.values() for ps in target.values() for p in ps]
+    assert sorted(owned) == [0, 1, 2, 3, 4, 5]

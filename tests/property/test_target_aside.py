@@ -4,10 +4,11 @@
   heartbeat writes: two coordinators, one offloading every full computation, take the same random history
   (joins, leaves, heterogeneous subscriptions, rack changes, topics growing, restarts from records) and hold
   the same targets and target epoch after every step.
-* Held while the group moves on, landed late or failed, it never writes a target computed from what the group
-  no longer is: once everything has landed and every member has heartbeated, the target is the group epoch's,
-  every subscribed partition has one owner among its topic's subscribers, and the records rebuild the same
-  state.
+* Held while the group moves on, landed late or failed, it is written as the group now is (membership
+  changes ordered after it): after every landing the targets are disjoint, only members have one, and each
+  target it wrote lies within its member's topics; once everything has landed and every member has
+  heartbeated, the target is the group epoch's, every subscribed partition has one owner among its topic's
+  subscribers, and the records rebuild the same state.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from regroup.coordinator.consumer.group import ConsumerGroup
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.result import Result
 from regroup.model.cluster import topic_id_for
-from regroup.records.consumer import ConsumerGroupTargetAssignmentMetadataValue
+from regroup.records.consumer import ConsumerGroupTargetAssignmentMemberKey
 from tests.property import test_last_target as last_target_test
 from tests.property.test_last_target import GROUP, TOPICS, image, joins, step
 
@@ -63,10 +64,8 @@ class OffloadingSide(last_target_test.Side):
             self.records.extend(landed.records)
             self.held.extend(landed.asides)
             group = self.coordinator.groups.typed(GROUP, ConsumerGroup)
-            for record in landed.records:
-                if isinstance(record.value, ConsumerGroupTargetAssignmentMetadataValue):
-                    # what lands is the target of the group as it is now, never of what it was
-                    assert group is not None and record.value.assignment_epoch == group.group_epoch
+            if group is not None:
+                check_landed(group, landed)
 
     def heartbeat(
         self, member: str, topics: tuple[str, ...] | None, now: int, leave: bool = False, rack: str | None = None
@@ -79,6 +78,23 @@ class OffloadingSide(last_target_test.Side):
     def restart(self, sizes: dict[str, int], racked: bool, now: int) -> None:
         super().restart(sizes, racked, now)
         self.held.clear()  # (what was out belonged to the coordinator that stopped: its landing finds nothing)
+
+
+def check_landed(group: ConsumerGroup, landed: Result) -> None:
+    """What a landing may leave: targets only for members, pairwise disjoint, and each target it wrote within
+    the topics its member subscribes to now (membership changes since the work was handed out ordered after it)."""
+    assert set(group.targets) <= set(group.members)
+    owners: dict[tuple[Any, int], str] = {}
+    for member_id, target in group.targets.items():
+        for topic_id, partitions in target.items():
+            for p in partitions:
+                assert owners.setdefault((topic_id, p), member_id) == member_id, (topic_id, p)
+    names = {t.topic_id: t.name for t in group.subscribed_topics.values()}
+    for record in landed.records:
+        if isinstance(record.key, ConsumerGroupTargetAssignmentMemberKey) and record.value is not None:
+            member = group.members[record.key.member_id]
+            assert member.subscribed_topic_regex is None  # (the strategies subscribe by name)
+            assert {names[t] for t, _ in record.value.partitions} <= set(member.subscribed_topic_names)
 
 
 def group_of(side: last_target_test.Side) -> ConsumerGroup:
@@ -155,7 +171,7 @@ def test_landed_at_once_the_targets_are_those_computed_within(
     history=st.lists(st.one_of(step, st.tuples(st.just("land")), st.tuples(st.just("fail"))), min_size=1, max_size=30),
     counts=st.lists(st.integers(0, 9), min_size=4, max_size=4),
 )
-def test_held_or_failed_work_never_writes_a_stale_target(
+def test_held_or_failed_work_lands_as_the_group_now_is(
     assignor: str, start: list[tuple[Any, ...]], history: list[tuple[Any, ...]], counts: list[int]
 ) -> None:
     sizes = {t: c for t, c in zip(TOPICS, counts, strict=True) if c}
@@ -200,7 +216,10 @@ def test_held_or_failed_work_never_writes_a_stale_target(
     assert rebuilt.hard_state() == side.coordinator.hard_state()
 
 
-def test_a_member_leaving_while_the_work_is_out_drops_it_and_computes_afresh() -> None:
+def test_work_landing_after_the_group_moved_on_is_written_as_the_group_now_is() -> None:
+    """A joiner's target is out; meanwhile m0 leaves and m1 drops a topic. The work lands at the epoch it was
+    computed for, with no target for m0 and none of t1 for m1; the group's current epoch is handed out next
+    and lands as usual."""
     sizes = {"t0": 6, "t1": 6, "t2": 6}
     side = OffloadingSide(sizes, "uniform", landing="held")
     now = 0
@@ -212,19 +231,23 @@ def test_a_member_leaving_while_the_work_is_out_drops_it_and_computes_afresh() -
     assert group.assignment_epoch == group.group_epoch
     now += 1
     side.heartbeat("joiner", ("t0", "t1", "t2"), now)
+    computed_for = group.group_epoch
     assert side.held and group.target_aside is side.held[0]
     answered = side.heartbeat("joiner", None, now + 1)  # (within the work's flight: the last target's epoch)
     assert answered.member_epoch == group.assignment_epoch < group.group_epoch
     now += 2
     side.heartbeat("m0", None, now, leave=True)
-    epoch = group.group_epoch
-    side.land_held(now)  # dropped: the group moved on; its current epoch handed out afresh
-    assert group.assignment_epoch < epoch and "joiner" not in group.targets
-    assert len(side.held) == 1
+    side.heartbeat("m1", ("t2",), now)
+    assert len(side.held) == 1  # (one computation out at a time)
     side.land_held(now)
-    assert group.assignment_epoch == epoch
-    assert set(group.targets) == {"m1", "m2", "joiner"}
-    assert "m0" not in group.targets
+    t1 = topic_id_for("t1")
+    assert group.assignment_epoch == computed_for < group.group_epoch
+    assert "m0" not in group.targets and group.targets["joiner"]
+    assert t1 not in group.targets["m1"] or group.targets["m1"][t1] == frozenset()
+    assert len(side.held) == 1  # (the current epoch, handed out next)
+    side.land_held(now)
+    assert group.assignment_epoch == group.group_epoch
+    assert set(group.targets) == {"m1", "m2", "joiner"} and t1 not in group.targets["m1"]
 
 
 def test_a_failed_computation_is_made_within_the_next_heartbeat() -> None:

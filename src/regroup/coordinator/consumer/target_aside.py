@@ -6,20 +6,26 @@ A group of at least ``consumer_group_assignor_offload_members`` members that nee
 kept target does not apply) and has had a target before takes the computation's inputs (``target.gather``:
 copies of its members, targets and regular expressions, and its soft target state) and hands out a
 ``TargetAside``. Until it lands, the group computes nothing else: its members heartbeat against the last
-target, whose epoch a joining member takes (never 0, as the group has had a target). When it lands, it is
-written only if the group still is what it was computed from (the same group epoch, target epoch and member
-ids, subscribed topics and the group object itself); otherwise it is dropped and the group's current epoch is
-computed afresh. A computation that failed leaves that epoch to the next heartbeat, which computes it within
-and answers with the error, as without offloading.
+target, whose epoch a joining member takes (never 0, as the group has had a target). When it lands, its
+targets are written for the epoch it was computed for, with the membership changes since ordered after it,
+as Kafka orders them (``as_the_group_is``): nothing for a member that left, a static member's target under the
+id of the process that replaced it, only the partitions of the topics a member subscribes to now. Dropping a
+computation whenever the group moved on would leave a group whose members keep coming and going without
+targets. If the group has moved on, its current epoch is computed next, starting from those targets. Only a
+change of the subscribed topics themselves (partitions, topics gone or added) drops it. A computation that
+failed leaves that epoch to the next heartbeat, which computes it within and answers with the error, as
+without offloading.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 
-from regroup.coordinator.consumer.group import ConsumerGroup
+from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, Partitions, ResolvedRegex
 from regroup.coordinator.consumer.kept_target import kept_topics
+from regroup.coordinator.consumer.subscriptions import member_topics
 from regroup.coordinator.consumer.target import (
     ComputedTarget,
     TargetInputs,
@@ -57,19 +63,52 @@ class TargetAside:
             ctx.journal.set(group, "target_failed_epoch", inputs.group_epoch)
             return
         writes = ConsumerWrites(ctx, groups)
-        if (
-            group.group_epoch != inputs.group_epoch
-            or group.assignment_epoch != self.assignment_epoch
-            or len(group.members) != len(inputs.members)
-            or group.members.keys() != inputs.members.keys()
-            or tuple(group.subscribed_topics.values()) != inputs.source
-        ):
-            # the group moved on: its current epoch, afresh (a failure writes nothing: the next heartbeat
-            # computes it within and is told)
-            with suppress(ApiError):
-                ensure_target(ctx, writes, group)
-            return
-        apply_target(writes, group, inputs, outcome)
+        source = tuple(group.subscribed_topics.values())
+        if group.assignment_epoch == self.assignment_epoch and source == inputs.source:
+            # written for the epoch it was computed for, even when the group has moved on since (members come and
+            # go all the time in a large group: dropping it would leave the group without targets until they stop)
+            apply_target(writes, group, inputs, as_the_group_is(group, inputs, outcome))
+        # (else the subscribed topics changed under it: dropped.) The group's current epoch next, starting from
+        # these targets; a failure writes nothing: the next heartbeat computes it within and is told
+        with suppress(ApiError):
+            ensure_target(ctx, writes, group)
+
+
+def as_the_group_is(group: ConsumerGroup, inputs: TargetInputs, computed: ComputedTarget) -> ComputedTarget:
+    """``computed``'s writes with the membership changes since ``inputs`` were taken ordered after it, as Kafka
+    orders them after an offloaded assignment: a member that left gets no target; a static member's
+    replacement gets the target computed for the member it replaced; a member whose topics changed gets only
+    the partitions of the topics it subscribes to now. The targets stay disjoint. (The computation's state keeps
+    their entries: the next computation trusts none of them, their members gone or their topics changed.)"""
+    members = group.members
+    names = computed.last.topics.names
+    then_resolved, now_resolved = inputs.resolved, group.resolved_regexes
+    changes: list[tuple[str, Partitions]] = []
+    reordered = False
+    for member_id, new in computed.changes:
+        then = inputs.members[member_id]
+        now = members.get(member_id)
+        target_id = member_id
+        if now is None:
+            reordered = True
+            holder = group.static_members.get(then.instance_id) if then.instance_id is not None else None
+            if holder is None or holder in inputs.members:
+                continue  # (it left)
+            target_id, now = holder, members[holder]  # (replaced by a new process under the same instance id)
+        wanted = _topics(now, now_resolved)
+        if wanted != _topics(then, then_resolved):
+            reordered = True
+            keep = frozenset(wanted)
+            new = {topic_id: partitions for topic_id, partitions in new.items() if names.get(topic_id) in keep}
+        changes.append((target_id, new))
+    if not reordered:
+        return computed
+    return ComputedTarget(changes=changes, last=computed.last, views=computed.views)
+
+
+def _topics(member: ConsumerGroupMember, resolved: Mapping[str, ResolvedRegex]) -> tuple[str, ...]:
+    """The member's topics as a computation reads them (``member_topics``, skipped without a regex)."""
+    return member.subscribed_topic_names if member.subscribed_topic_regex is None else member_topics(member, resolved)
 
 
 def ensure_target(ctx: Ctx, writes: ConsumerWrites, group: ConsumerGroup) -> None:
