@@ -1,0 +1,123 @@
+"""A large group's ``group_assignment`` rows are handed out a turn's worth at a time (``server/events.py``):
+a consumer group whose target covers 1,800 partitions gives ``ROWS_PER_TURN`` rows within the call that
+computed it and the rest in later turns of the event loop, every later row behind them; in the end the rows,
+their order and their ``seq`` are those handed out at once. Too many waiting are handed out at once; ``close``
+hands out what waits."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from regroup.coordinator.coordinator import GroupCoordinator
+from regroup.coordinator.events import GroupStateChanged, TargetComputed
+from regroup.coordinator.result import Result
+from regroup.model.cluster import ClusterImage, TopicImage, topic_id_for
+from regroup.server import events as events_module
+from regroup.server.events import ROWS_PER_TURN, GroupEvents
+
+PARTITIONS = 600
+
+
+def target_event(epoch: int) -> TargetComputed:
+    """Three members, each with one topic of 600 partitions."""
+    targets = tuple(
+        (f"member-{i}", f"client-{i}", {topic_id_for(f"t{i}"): frozenset(range(PARTITIONS))}) for i in range(3)
+    )
+    return TargetComputed("big", epoch, "uniform", targets)
+
+
+def state_event(epoch: int) -> GroupStateChanged:
+    return GroupStateChanged("big", "consumer", "Reconciling", epoch, "uniform", None, None, epoch, 3)
+
+
+def coordinator() -> GroupCoordinator:
+    c = GroupCoordinator()
+    image = ClusterImage.of(
+        TopicImage(topic_id=topic_id_for(f"t{i}"), name=f"t{i}", partitions=PARTITIONS) for i in range(3)
+    )
+    c.update_metadata(image, 0)
+    return c
+
+
+def result_of(*events: Any) -> Result:
+    result = Result()
+    result.events.extend(events)
+    return result
+
+
+def rows_at_once(tmp_path: Path) -> list[dict[str, Any]]:
+    """The rows with no event loop running: all handed out within the calls."""
+    path = tmp_path / "at-once.jsonl"
+    observer = GroupEvents(path)
+    c = coordinator()
+    observer(c, result_of(target_event(2)), 10)
+    observer(c, result_of(state_event(3)), 11)
+    observer.close()
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_large_target_is_handed_out_a_turn_at_a_time(tmp_path: Path) -> None:
+    expected = rows_at_once(tmp_path)
+    assert [row["type"] for row in expected].count("group_assignment") == 3 * PARTITIONS
+
+    async def scenario() -> list[int]:
+        seen: list[dict[str, Any]] = []
+        observer = GroupEvents()
+        observer.add_sink(seen.append)
+        c = coordinator()
+        handed: list[int] = []
+        observer(c, result_of(target_event(2)), 10)
+        handed.append(len(seen))
+        observer(c, result_of(state_event(3)), 11)  # (behind the rows still waiting)
+        handed.append(len(seen))
+        while observer.backlog_rows:
+            await asyncio.sleep(0)
+            handed.append(len(seen))
+        assert seen == expected
+        observer.close()
+        return handed
+
+    handed = asyncio.run(scenario())
+    assert handed[:2] == [ROWS_PER_TURN, ROWS_PER_TURN]
+    assert all(b - a <= ROWS_PER_TURN for a, b in itertools.pairwise(handed))
+    assert handed[-1] == 3 * PARTITIONS + 1 and len(handed) >= 4
+
+
+def test_close_hands_out_what_waits(tmp_path: Path) -> None:
+    expected = rows_at_once(tmp_path)
+
+    async def scenario() -> None:
+        path = tmp_path / "closed.jsonl"
+        observer = GroupEvents(path)
+        c = coordinator()
+        observer(c, result_of(target_event(2)), 10)
+        observer(c, result_of(state_event(3)), 11)
+        assert observer.backlog_rows > 0
+        observer.close()
+        assert [json.loads(line) for line in path.read_text().splitlines()] == expected
+
+    asyncio.run(scenario())
+
+
+def test_too_many_waiting_are_handed_out_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(events_module, "MAX_BACKLOG_ROWS", 1_000)
+    expected = rows_at_once(tmp_path)
+
+    async def scenario() -> None:
+        seen: list[dict[str, Any]] = []
+        observer = GroupEvents()
+        observer.add_sink(seen.append)
+        c = coordinator()
+        observer(c, result_of(target_event(2)), 10)
+        assert len(seen) == 3 * PARTITIONS and observer.backlog_rows == 0  # (1,300 waiting: over the bound)
+        observer(c, result_of(state_event(3)), 11)
+        assert seen == expected
+        observer.close()
+
+    asyncio.run(scenario())
