@@ -121,3 +121,28 @@ def test_too_many_waiting_are_handed_out_at_once(tmp_path: Path, monkeypatch: py
         observer.close()
 
     asyncio.run(scenario())
+
+
+def test_a_long_backlog_is_handed_out_faster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With more rows waiting than turns of ``ROWS_PER_TURN`` hand out quickly, a turn hands out a
+    ``BACKLOG_SHARE`` of them."""
+    monkeypatch.setattr(events_module, "ROWS_PER_TURN", 10)
+    expected = rows_at_once(tmp_path)
+
+    async def scenario() -> list[int]:
+        seen: list[dict[str, Any]] = []
+        observer = GroupEvents()
+        observer.add_sink(seen.append)
+        c = coordinator()
+        observer(c, result_of(target_event(2)), 10)
+        observer(c, result_of(state_event(3)), 11)
+        handed = [len(seen)]
+        while observer.backlog_rows:
+            await asyncio.sleep(0)
+            handed.append(len(seen))
+        assert seen == expected
+        return handed
+
+    handed = asyncio.run(scenario())
+    waiting = 3 * PARTITIONS + 1 - 10
+    assert handed[0] == 10 and handed[1] - handed[0] == waiting // events_module.BACKLOG_SHARE

@@ -55,9 +55,10 @@ Rows go to the events file, if there is one, and to every sink ``add_sink`` adde
 
 A call's rows are handed out as it returns, ``ROWS_PER_TURN`` at most: the ``group_assignment`` rows of a
 large group (one per partition: 10,000 for a target over 10,000 partitions, about 80 ms of work) are made and
-handed out ``ROWS_PER_TURN`` per turn of the event loop, and every later row waits behind them, so the order
-and the ``seq`` numbers are those of the calls. Should more than ``MAX_BACKLOG_ROWS`` wait, they are handed out
-at once (a long turn rather than a backlog without bound); ``close()`` hands out whatever still waits.
+handed out ``ROWS_PER_TURN`` per turn of the event loop (a ``BACKLOG_SHARE`` of those waiting when that is
+more), and every later row waits behind them, so the order and the ``seq`` numbers are those of the calls.
+Should more than ``MAX_BACKLOG_ROWS`` wait, they are handed out at once; ``close()`` hands out whatever still
+waits.
 """
 
 from __future__ import annotations
@@ -105,10 +106,13 @@ log = logging.getLogger("regroup.server.events")
 Sink = Callable[[dict[str, Any]], None]
 #: a row before it is handed out: (t, type, its other values); ``seq`` is given as it goes out
 PendingRow = tuple[int, str, dict[str, Any]]
-#: the most rows handed out in one turn of the event loop (about 8 us each, sinks included)
+#: the rows handed out in one turn of the event loop while few wait (about 8 us each, sinks included)
 ROWS_PER_TURN = 500
+#: while more wait, a turn hands out this share of them: rows made faster than turns of ``ROWS_PER_TURN`` hand
+#: them out lengthen the turns rather than the backlog
+BACKLOG_SHARE = 16
 #: more rows than this waiting are handed out at once
-MAX_BACKLOG_ROWS = 200_000
+MAX_BACKLOG_ROWS = 1_000_000
 
 #: what a consumer group's member metadata says that a rebalance follows: subscription, rack, server assignor
 _MemberMark = tuple[tuple[tuple[str, ...], str | None], str | None, str | None]
@@ -489,7 +493,7 @@ class GroupEvents:
     def _drain(self) -> None:
         """One turn's worth of the rows waiting; another turn asked for if some still wait."""
         self._drain_scheduled = False
-        budget = ROWS_PER_TURN
+        budget = max(ROWS_PER_TURN, self._backlog_rows // BACKLOG_SHARE)
         backlog = self._backlog
         while backlog and budget:
             handed = 0
