@@ -48,6 +48,12 @@ Cases (``--cases``; ``--quick`` runs the first three at a tenth of the size):
 - ``describe-groups-1000x10``: DescribeGroups v5 of 1,000 Stable classic groups of 10 members, in one request;
 - ``consumer-group-describe-10k``: ConsumerGroupDescribe v1 of one consumer group of 10,000 members owning the
   10,000 partitions of ``bench/kip848.py``'s topics (loaded).
+- ``kip848-joins-10k``: ConsumerGroupHeartbeat v1 into a consumer group of 10,000 members like that one (loaded):
+  one member (re)joining on five of the ten topics, another joining on the other five, then leaving, in turn;
+  each heartbeat bumps the group epoch, and the group's subscriptions differ, so each new target is a full
+  computation over the 10,000 members (on the coordinator's worker thread where the tree has one);
+- ``kip848-joins-10k-paced``: the same, each heavy connection waiting 250 ms after each answer (members coming
+  and going as in a rolling restart, rather than as fast as the server answers).
 
 ``--micro`` measures instead what one all-topics Metadata v12 answer costs the server, in process CPU time
 (handler and encoding, the way the dispatcher runs them, with no network), for each tree in a child process of
@@ -114,6 +120,8 @@ class Case:
     prepare: Callable[[int], list[bytes]] | None = None
     #: writes the server's data directory before it starts (groups loaded from the coordinator log), or None
     preload: Callable[[Path], None] | None = None
+    #: seconds each heavy connection waits after an answer before its next request (0: none)
+    pace_s: float = 0.0
 
 
 def layout(topics: int, partitions: int, prefix: str = "bench-stall") -> dict[str, int]:
@@ -254,6 +262,40 @@ def consumer_group_describe(size: int) -> list[bytes]:
     return [bytes(request)]
 
 
+CONSUMER_GROUP_HEARTBEAT = 68
+#: the preloaded consumer group members join and leave (``kip848_joins``)
+JOINED_GROUP = "bench-stall-joined"
+
+
+def kip848_joins(size: int) -> list[bytes]:
+    """Members joining and leaving a preloaded KIP-848 group (everyone on ``bench/kip848.py``'s ten topics) with
+    other topics, so that every heartbeat here bumps the group epoch and needs a full target computation: one
+    member (re)joins on five topics, another joins on the other five, then leaves."""
+    names = [f"topic-{i}" for i in range(10)]
+
+    def heartbeat(member: str, epoch: int, topics: list[str] | None) -> bytes:
+        joining = epoch == 0
+        request = sb.encode_request(
+            CONSUMER_GROUP_HEARTBEAT,
+            1,
+            0,
+            group_id=JOINED_GROUP,
+            member_id=member,
+            member_epoch=epoch,
+            instance_id=None,
+            rack_id=None,
+            rebalance_timeout=3_600_000 if joining else -1,
+            subscribed_topic_names=topics,
+            subscribed_topic_regex=None,
+            server_assignor=None,
+            topic_partitions=[] if joining else None,
+        )
+        return bytes(request)
+
+    stays, goes = "bench-stall-stays-0000000000", "bench-stall-comes-and-goes"
+    return [heartbeat(stays, 0, names[:5]), heartbeat(goes, 0, names[5:]), heartbeat(goes, -1, None)]
+
+
 def cases(scale: float) -> list[Case]:
     """Every case at ``scale`` (1 full size; ``--quick`` a tenth)."""
 
@@ -303,6 +345,14 @@ def cases(scale: float) -> list[Case]:
             consumer_group_describe,
             preload=preload_groups({}, {BIG_GROUP: n(10_000)}),
         ),
+        Case("kip848-joins-10k", {}, kip848_joins, preload=preload_groups({}, {JOINED_GROUP: n(10_000)})),
+        Case(
+            "kip848-joins-10k-paced",
+            {},
+            kip848_joins,
+            preload=preload_groups({}, {JOINED_GROUP: n(10_000)}),
+            pace_s=0.25,
+        ),
     ]
 
 
@@ -310,7 +360,7 @@ def cases(scale: float) -> list[Case]:
 # the heavy connections (a child process)
 
 
-def heavy_worker(port: int, requests: list[bytes], seconds: float, out: Connection) -> None:
+def heavy_worker(port: int, requests: list[bytes], seconds: float, out: Connection, pace_s: float = 0.0) -> None:
     """Send ``requests`` in turn, each as soon as the previous answer is read, until ``seconds`` pass; send back
     the time each took. (A child process: blocking sockets, nothing decoded.)"""
     latencies: list[float] = []
@@ -329,6 +379,8 @@ def heavy_worker(port: int, requests: list[bytes], seconds: float, out: Connecti
                 latencies.append(time.perf_counter() - began)
                 if struct.unpack_from(">i", frame)[0] != correlation_id:
                     raise RuntimeError(f"response to {correlation_id} has another correlation id")
+                if pace_s:
+                    time.sleep(pace_s)
         out.send(("ok", latencies))
     except Exception as exc:  # reported, not raised: the parent decides
         out.send(("error", f"{type(exc).__name__}: {exc}"))
@@ -567,7 +619,9 @@ async def stall_case(args: argparse.Namespace, server: StallServer, tree: str, c
     window_start = time.perf_counter()
     receiver, sender = multiprocessing.Pipe(duplex=False)
     workers = [
-        multiprocessing.Process(target=heavy_worker, args=(server.port, case.requests(0), args.window, sender))
+        multiprocessing.Process(
+            target=heavy_worker, args=(server.port, case.requests(0), args.window, sender, case.pace_s)
+        )
         for _ in range(args.heavy)
     ]
     for worker in workers:

@@ -1,8 +1,9 @@
 """A large group's ``group_assignment`` rows are handed out a turn's worth at a time (``server/events.py``):
-a consumer group whose target covers 1,800 partitions gives ``ROWS_PER_TURN`` rows within the call that
-computed it and the rest in later turns of the event loop, every later row behind them; in the end the rows,
-their order and their ``seq`` are those handed out at once. Too many waiting are handed out at once; ``close``
-hands out what waits."""
+a consumer group whose target covers 1,800 partitions of three members gives ``ROWS_PER_TURN`` rows within the
+call that computed it and the rest in later turns of the event loop, every later row behind them; a target of
+many members gives none within the call; in the end the rows, their order and their ``seq`` are those handed
+out at once. A long backlog drains faster, too many waiting are handed out at once; ``close`` hands out what
+waits."""
 
 from __future__ import annotations
 
@@ -105,37 +106,30 @@ def test_close_hands_out_what_waits(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
-def test_too_many_waiting_are_handed_out_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(events_module, "MAX_BACKLOG_ROWS", 1_000)
-    expected = rows_at_once(tmp_path)
-
-    async def scenario() -> None:
-        seen: list[dict[str, Any]] = []
-        observer = GroupEvents()
-        observer.add_sink(seen.append)
-        c = coordinator()
-        observer(c, result_of(target_event(2)), 10)
-        assert len(seen) == 3 * PARTITIONS and observer.backlog_rows == 0  # (1,300 waiting: over the bound)
-        observer(c, result_of(state_event(3)), 11)
-        assert seen == expected
-        observer.close()
-
-    asyncio.run(scenario())
+def many_members_event(epoch: int) -> TargetComputed:
+    """1,800 members of one partition each."""
+    targets = tuple(
+        (f"member-{i:04d}", f"client-{i}", {topic_id_for(f"t{i % 3}"): frozenset({i // 3})}) for i in range(1_800)
+    )
+    return TargetComputed("big", epoch, "uniform", targets)
 
 
 def test_a_long_backlog_is_handed_out_faster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With more rows waiting than turns of ``ROWS_PER_TURN`` hand out quickly, a turn hands out a
-    ``BACKLOG_SHARE`` of them."""
+    """A target of many members hands out none of its rows within the call that computed it; with more rows
+    waiting than turns of ``ROWS_PER_TURN`` hand out quickly, a turn hands out a ``BACKLOG_SHARE`` of them."""
     monkeypatch.setattr(events_module, "ROWS_PER_TURN", 10)
-    expected = rows_at_once(tmp_path)
+    path = tmp_path / "at-once.jsonl"
+    observer = GroupEvents(path)
+    observer(coordinator(), result_of(many_members_event(2)), 10)
+    observer.close()
+    expected = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(expected) == 1_800
 
     async def scenario() -> list[int]:
         seen: list[dict[str, Any]] = []
         observer = GroupEvents()
         observer.add_sink(seen.append)
-        c = coordinator()
-        observer(c, result_of(target_event(2)), 10)
-        observer(c, result_of(state_event(3)), 11)
+        observer(coordinator(), result_of(many_members_event(2)), 10)
         handed = [len(seen)]
         while observer.backlog_rows:
             await asyncio.sleep(0)
@@ -144,5 +138,18 @@ def test_a_long_backlog_is_handed_out_faster(tmp_path: Path, monkeypatch: pytest
         return handed
 
     handed = asyncio.run(scenario())
-    waiting = 3 * PARTITIONS + 1 - 10
-    assert handed[0] == 10 and handed[1] - handed[0] == waiting // events_module.BACKLOG_SHARE
+    assert handed[0] == 0 and handed[1] == 1_800 // events_module.BACKLOG_SHARE
+
+
+def test_too_many_waiting_are_handed_out_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(events_module, "MAX_BACKLOG_ROWS", 1_000)
+
+    async def scenario() -> None:
+        seen: list[dict[str, Any]] = []
+        observer = GroupEvents()
+        observer.add_sink(seen.append)
+        observer(coordinator(), result_of(many_members_event(2)), 10)
+        assert len(seen) == 1_800 and observer.backlog_rows == 0  # (1,800 waiting: over the bound)
+        observer.close()
+
+    asyncio.run(scenario())

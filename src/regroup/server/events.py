@@ -308,8 +308,8 @@ class GroupEvents:
 
     @property
     def backlog_rows(self) -> int:
-        """Rows made or to be made that have not been handed out yet."""
-        return self._backlog_rows
+        """About how many rows, made or to be made, have not been handed out yet (0: none)."""
+        return max(self._backlog_rows, 1) if self._backlog else 0
 
     # ------------------------------------------------------------------------------------------ internals
     def _classic_state(self, event: GroupStateChanged, now: int, cause: str | None) -> None:
@@ -363,7 +363,8 @@ class GroupEvents:
         if not self._writing:
             return
         names = self._topic_names(coordinator)
-        count = sum(len(partitions) for _, _, target in event.targets for partitions in target.values())
+        # (about one row a member: counting the partitions would walk every target within the call)
+        count = len(event.targets)
 
         def rows() -> Iterator[PendingRow]:
             where = f"group={event.group_id}"
@@ -468,9 +469,10 @@ class GroupEvents:
             sink(dict(event))
 
     def _queue(self, rows: Iterator[PendingRow], count: int) -> None:
-        """Hand out ``rows`` (about ``count`` of them) after those waiting: up to a turn's worth now if none
-        wait, the rest in later turns."""
-        if not self._backlog:
+        """Hand out ``rows`` (about ``count`` of them) after those waiting: now if none wait and they are a
+        turn's worth at most, else in later turns (so the call that made a large group's rows, which has worked
+        enough, hands out none of them)."""
+        if not self._backlog and count <= ROWS_PER_TURN:
             handed = 0
             for row in islice(rows, ROWS_PER_TURN):
                 self._deliver(*row)
