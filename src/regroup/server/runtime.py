@@ -25,7 +25,8 @@ shared machinery of ``core_runtime.py``; this module adds what is specific to th
   connection, which is what its client did already (Kafka leaves such a request unanswered forever).
 * **Work beside the loop.** Work a core call hands out (``Result.asides``: a large KIP-848 group's target
   computed in full) runs on one worker thread, one piece after another; its outcome comes back to the loop,
-  where ``GroupCoordinator.land`` applies it (or drops it, the group having moved on) as a write of its own.
+  where ``GroupCoordinator.land`` applies it as a write of its own (a landing that raises is landed again as
+  a failure, so that nothing waits for it forever).
 * **Timers.** One ``DeadlineTimer`` sleeps until ``next_deadline()`` and calls ``advance(now_ms)``; it is
   re-armed after every core call.
 * **Cluster image.** ``update_metadata`` hands the coordinator the topics as the server knows them (at
@@ -339,9 +340,13 @@ class CoordinatorRuntime:
         self.aside_seconds += seconds
         try:
             result = self.coordinator.land(aside, outcome, self._clock.now())
-        except Exception:
+        except Exception as exc:
             log.exception("landing work done aside failed")
-            return
+            try:  # (landed as a failure, so that its group does not wait for it forever)
+                result = self.coordinator.land(aside, exc, self._clock.now())
+            except Exception:
+                log.exception("landing work done aside as a failure failed")
+                return
         if result.asides:
             self._hand_out(result)
         self._after(result)
