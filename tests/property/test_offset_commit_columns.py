@@ -4,8 +4,9 @@
 (a ``map`` per column, partition numbers checked by their least and greatest) and the refused partitions. For
 random topics (unknown ones, partitions out of range, topics the principal may not read, versions with and
 without a leader epoch) it is held to the plain per-partition split: ``_split_refused`` and a ``PartitionCommit``
-per partition it keeps, with and without the request planned ahead (``_plan_commit``): a topic keeps its plan
-exactly when every one of its partitions is committed, and then its columns are the plan's.
+per partition it keeps, with and without the request planned ahead (``_plan_commit``): a topic keeps its plan,
+its columns are the plan's, and a plan narrowed to the partitions in range (``narrow_plan``) is the plan of the
+narrowed columns.
 """
 
 from __future__ import annotations
@@ -144,7 +145,11 @@ def test_columns_are_the_split_partitions(
             kept_whole.append(len(inside) == len(topic.partitions))
     assert len(kept_whole) == len(valid)
     for (name, columns), topic_plan, whole in zip(valid, planned, kept_whole, strict=True):
-        if ahead and whole:
-            assert topic_plan is not None and topic_plan.columns is columns and topic_plan.topic == name
-        else:
+        if not ahead:
             assert topic_plan is None
+            continue
+        # the topic keeps its plan, narrowed to its partitions in range when some are not: then it is what
+        # planning the narrowed columns gives
+        assert topic_plan is not None and topic_plan.columns is columns and topic_plan.topic == name
+        if not whole:
+            assert topic_plan == plan_topic("g", name, columns, 1_000, None, 4096)

@@ -137,11 +137,11 @@ def test_a_heavy_metadata_loop_does_not_stall_other_clients(make_server: MakeSer
 
 def test_a_request_holding_the_loop_is_logged_and_counted_under_its_api(make_server: MakeServer) -> None:
     """An OffsetCommit of 40,000 partitions is one atomic step of the core (every offset validated and written
-    as one batch). Its records are planned on the decoding thread, off the loop, unless a topic names a partition
-    it does not have (the plan of that topic is dropped): then the core builds them on the loop, about 40 ms on
-    a quiet machine: well over a 20 ms threshold."""
+    as one batch). Its records are planned on the decoding thread, off the loop; a topic naming a partition it
+    does not have has its plan narrowed on the loop. What is left on the loop (the narrowing, the checks, the
+    apply of 40,000 offsets) took about 34 ms here: well over a 10 ms threshold."""
     metrics_port = free_port()
-    server = make_server("--fsync", "never", "--metrics-port", str(metrics_port), "--stall-warn-ms", "20")
+    server = make_server("--fsync", "never", "--metrics-port", str(metrics_port), "--stall-warn-ms", "10")
     topics = {f"committed-{i}": 10_000 for i in range(4)}  # (at most 10,000 partitions per CreateTopics)
     with WireClient(server.port, timeout=60) as client:
         for name, count in topics.items():
@@ -186,4 +186,4 @@ def test_a_request_holding_the_loop_is_logged_and_counted_under_its_api(make_ser
             raise AssertionError(logged)
     _, samples = scrape(metrics_port)
     assert value(samples, "regroup_event_loop_stalls_total", api="OffsetCommit") >= 1
-    assert value(samples, "regroup_event_loop_longest_turn_seconds") >= 0.02
+    assert value(samples, "regroup_event_loop_longest_turn_seconds") >= 0.01

@@ -40,7 +40,7 @@ import dataclasses
 from operator import attrgetter
 from typing import Any
 
-from regroup.coordinator.offsets import PlannedTopic
+from regroup.coordinator.offsets import PlannedTopic, narrow_plan
 from regroup.model.errors import ErrorCode
 from regroup.protocol.offsets import (
     NO_LEADER_EPOCH,
@@ -136,10 +136,10 @@ def _commit_partitions(
 ) -> tuple[list[tuple[str, PartitionCommits]], list[PlannedTopic | None], dict[str, list[tuple[int, ErrorCode]]]]:
     """``_split_refused`` for OffsetCommit, with each topic's valid partitions as the core's columns: (topic name,
     its partitions to commit) per topic with any, the topic's ``PlannedTopic`` for each of those when the request
-    was planned ahead (``_plan_commit``) and all the topic's partitions are valid (else None), and the refused
-    partitions by topic. A request may name 10,000 partitions and all of this runs in one step of the event loop:
-    each column is one ``map`` over the decoded partitions, and the partition numbers are checked by their least
-    and greatest (each partition is visited on its own only when some is out of range)."""
+    was planned ahead (``_plan_commit``; narrowed to the partitions in range when some are not; else None), and
+    the refused partitions by topic. A request may name 10,000 partitions and all of this runs in one step of the
+    event loop: each column is one ``map`` over the decoded partitions, and the partition numbers are checked by
+    their least and greatest (each partition is visited on its own only when some is out of range)."""
     known = broker.topic_store.topics()
     plans: tuple[PlannedTopic | None, ...] = ctx.plan or ()
     valid: list[tuple[str, PartitionCommits]] = []
@@ -161,10 +161,14 @@ def _commit_partitions(
             refused.setdefault(name, []).extend(
                 (p, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for p in indexes if not 0 <= p < count
             )
-            partitions = tuple(p for p in partitions if 0 <= p.partition_index < count)
-            if not partitions:
-                continue
-            plan = None
+            if plan is not None:
+                plan = narrow_plan(plan, count)  # (filtered: a fraction of building the rest on the loop)
+                if not plan.columns:
+                    continue
+            else:
+                partitions = tuple(p for p in partitions if 0 <= p.partition_index < count)
+                if not partitions:
+                    continue
         if plan is not None:
             valid.append((name, plan.columns))
         else:
@@ -193,7 +197,7 @@ def _plan_commit(broker: Broker, version: int, request: Any) -> tuple[PlannedTop
     """A large OffsetCommit's records worked out ahead, on the thread that decoded it (``ApiSpec.plan_aside``):
     each topic's ``PlannedTopic`` (None for a topic without partitions), by position in the request. It reads
     only the request, the clock and the coordinator's fixed configuration; ``_commit_partitions`` uses a topic's
-    plan only when every partition of the topic is committed (authorized, known, in range), and the core only
+    plan only when the topic is authorized (narrowed to its partitions in range), and the core only
     once the group accepts the commit. What the loop is left with at 10,000 partitions: the checks and the apply
     (about a tenth of the core's step without a plan)."""
     coordinator = broker.coordinator
