@@ -287,10 +287,10 @@ def narrow_plan(plan: PlannedTopic, count: int) -> PlannedTopic:
     )
     codes = tuple(row for row in plan.codes if 0 <= row[0] < count)
     # (a record per committed offset, in the same order: the partitions answered NONE)
+    assert len(plan.records) == len(plan.committed)
     kept = tuple(0 <= entry[1] < count for entry in plan.committed)
     records = tuple(compress(plan.records, kept))
     committed = tuple(compress(plan.committed, kept))
-    assert len(plan.records) == len(kept)
     return PlannedTopic(plan.group_id, plan.topic, narrowed, plan.limit, records, codes, committed)
 
 

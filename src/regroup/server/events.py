@@ -70,8 +70,9 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
+from operator import itemgetter
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from regroup.assignors.registry import server_side_name
 from regroup.client.config import ConfigError, rebalance_protocol
@@ -88,6 +89,7 @@ from regroup.coordinator.events import (
     PartitionsAssigned,
     PartitionsRevoked,
     TargetComputed,
+    TargetPartitions,
 )
 from regroup.coordinator.result import Result
 from regroup.model.cluster import ClusterImage
@@ -104,6 +106,9 @@ log = logging.getLogger("regroup.server.events")
 
 #: a sink for the rows: called with each row (a fresh dict with the keys of ``FIELDS``, its own to keep), in order
 Sink = Callable[[dict[str, Any]], None]
+#: what a member holds in a ``group_assignment`` event (a target's partitions, a classic assignment's bytes)
+H = TypeVar("H")
+_MEMBER_ID = itemgetter(0)
 #: a row before it is handed out: (t, type, its other values); ``seq`` is given as it goes out
 PendingRow = tuple[int, str, dict[str, Any]]
 #: the rows handed out in one turn of the event loop while few wait (about 8 us each, sinks included)
@@ -366,27 +371,10 @@ class GroupEvents:
         # (about one row a member: counting the partitions would walk every target within the call)
         count = len(event.targets)
 
-        def rows() -> Iterator[PendingRow]:
-            where = f"group={event.group_id}"
-            epoch = event.assignment_epoch
-            for member_id, client_id, target in sorted(event.targets):
-                for topic, partition in sorted(
-                    (names.get(topic_id, str(topic_id)), p) for topic_id, ps in target.items() for p in ps
-                ):
-                    yield (
-                        now,
-                        "group_assignment",
-                        {
-                            "member": client_id,
-                            "member_id": member_id,
-                            "generation": epoch,
-                            "topic": topic,
-                            "partition": partition,
-                            "detail": where,
-                        },
-                    )
+        def partitions(target: TargetPartitions) -> list[tuple[str, int]]:
+            return sorted((names.get(topic_id, str(topic_id)), p) for topic_id, ps in target.items() for p in ps)
 
-        self._queue(rows(), count)
+        self._queue(_assignment_rows(now, event.group_id, event.assignment_epoch, event.targets, partitions), count)
 
     def _partitions(
         self, coordinator: GroupCoordinator, partitions: Iterable[tuple[uuid.UUID, Iterable[int]]]
@@ -429,26 +417,13 @@ class GroupEvents:
         if not self._writing or event.protocol_type != "consumer":
             return
 
-        def rows() -> Iterator[PendingRow]:
-            where = f"group={event.group_id}"
-            for member_id, client_id, assignment in sorted(event.assignments):
-                for topic, partition in sorted(assigned_partitions(assignment) or ()):
-                    yield (
-                        now,
-                        "group_assignment",
-                        {
-                            "member": client_id,
-                            "member_id": member_id,
-                            "generation": event.generation,
-                            "topic": topic,
-                            "partition": partition,
-                            "detail": where,
-                        },
-                    )
+        def partitions(assignment: bytes) -> list[tuple[str, int]]:
+            return sorted(assigned_partitions(assignment) or ())
 
         # (the count is not known before the assignments are decoded: one per member, at least a turn's worth
         # for a large group)
-        self._queue(rows(), len(event.assignments))
+        rows = _assignment_rows(now, event.group_id, event.generation, event.assignments, partitions)
+        self._queue(rows, len(event.assignments))
 
     def _emit(self, t: int, type_: str, **values: Any) -> None:
         if self._file is None and not self._sinks:
@@ -518,3 +493,30 @@ class GroupEvents:
             for row in backlog.popleft():
                 self._deliver(*row)
         self._backlog_rows = 0
+
+
+def _assignment_rows(
+    now: int,
+    group_id: str,
+    generation: int,
+    members: Iterable[tuple[str, str, H]],
+    partitions: Callable[[H], Iterable[tuple[str, int]]],
+) -> Iterator[PendingRow]:
+    """The ``group_assignment`` rows of a generation or target, made as they are asked for (the members sorted
+    only then): one per (topic, partition) of each member's ``partitions(held)``, ``members`` giving (member id,
+    client id, what it holds)."""
+    where = f"group={group_id}"
+    for member_id, client_id, held in sorted(members, key=_MEMBER_ID):
+        for topic, partition in partitions(held):
+            yield (
+                now,
+                "group_assignment",
+                {
+                    "member": client_id,
+                    "member_id": member_id,
+                    "generation": generation,
+                    "topic": topic,
+                    "partition": partition,
+                    "detail": where,
+                },
+            )
