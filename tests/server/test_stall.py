@@ -167,9 +167,9 @@ def test_a_request_holding_the_loop_is_logged_and_counted_under_its_api(make_ser
                 for name, count in topics.items()
             ],
         }
-        # the watchdog logs one line a second at most: another stall logged just before (the decoding thread
-        # holding the interpreter's lock while it reads the 40,000 partitions, say) holds this one's back, so a
-        # few commits, each after that second has passed, until one is logged
+        # the watchdog logs one line naming a request a second at most (a line naming none, such as the decoding
+        # thread holding the interpreter's lock while it reads the 40,000 partitions, is limited apart): a few
+        # commits, each after that second has passed, until one is logged
         logged: list[str] = []
         for _ in range(5):
             time.sleep(LOG_EVERY_S)

@@ -72,6 +72,29 @@ def test_at_most_one_line_a_second_and_the_next_says_how_many_were_not_logged(
     assert caplog.messages[1].endswith("(and 4 stall(s) not logged since the previous line)")
 
 
+def test_a_line_naming_no_request_never_hides_the_next_request_line(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The decoding thread holding the interpreter's lock while it reads a large request, and then the request's
+    own step: both within a second, both logged; each kind keeps its own one-line-a-second limit."""
+    now = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    watchdog = StallWatchdog(100)
+    with caplog.at_level(logging.WARNING, "regroup.server.watchdog"):
+        watchdog.late(0.3, time.perf_counter())  # by no request: logged
+        watchdog.request_step(0.2, request(METADATA), CONNECTION)  # logged too
+        watchdog.late(0.3, time.perf_counter() + 1)  # (due after the step) the same kind, within the second
+        watchdog.request_step(0.2, request(METADATA, 8), CONNECTION)  # the same kind, within the second
+        now[0] += 1.5
+        watchdog.late(0.3, time.perf_counter() + 1)
+    assert watchdog.stalls == {NO_REQUEST: 3, "Metadata": 2}
+    first, second, third = caplog.messages
+    assert "no single request over the threshold" in first
+    assert "by Metadata v12 correlation_id=7 " in second
+    assert "no single request over the threshold" in third
+    assert third.endswith("(and 1 stall(s) not logged since the previous line)")
+
+
 def test_metric_families() -> None:
     watchdog = StallWatchdog(250)
     text = exposition(watchdog.families())

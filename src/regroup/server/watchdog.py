@@ -21,11 +21,15 @@ other client's heartbeat by 300 ms. Two measurements, both cheap on the hot path
   time and the last one's generation. A request step over the threshold that a collection ended inside says
   so in its line.
 
-At most one line per ``LOG_EVERY_S``; the stalls in between are counted, and the next line says how many were
-not logged. The metrics: ``regroup_event_loop_stalls_total`` (by the API of the request that held the loop,
-``gc`` when the collector did, ``none`` when nothing named did), ``regroup_event_loop_longest_turn_seconds``,
-the threshold itself, and the collector's collections and time per generation and its longest pause
-(``regroup_gc_collections_total``, ``regroup_gc_pause_seconds_total``, ``regroup_gc_longest_pause_seconds``).
+At most one line per ``LOG_EVERY_S`` for each of two kinds: the stalls a request step explains, and the others
+(the collector's, nothing named's). The stalls in between are counted, and the kind's next line says how many were
+not logged. Kept apart so that a line naming no request (the decoding thread holding the interpreter's lock while
+it reads a large request, say) never hides the line naming the request that held the loop just after it.
+
+The metrics: ``regroup_event_loop_stalls_total`` (by the API of the request that held the loop, ``gc`` when the
+collector did, ``none`` when nothing named did), ``regroup_event_loop_longest_turn_seconds``, the threshold itself,
+and the collector's collections and time per generation and its longest pause (``regroup_gc_collections_total``,
+``regroup_gc_pause_seconds_total``, ``regroup_gc_longest_pause_seconds``).
 """
 
 from __future__ import annotations
@@ -53,6 +57,9 @@ LOG_EVERY_S = 1.0
 NO_REQUEST = "none"
 #: the ``api`` label of a stall the garbage collector explains
 COLLECTOR = "gc"
+#: the two kinds of line, each rate-limited on its own: stalls a request step explains, and the others
+REQUEST_LINE = "request"
+LOOP_LINE = "loop"
 
 
 class StallWatchdog:
@@ -69,8 +76,9 @@ class StallWatchdog:
         self.longest_s = 0.0
         self._explained_until = 0.0  # (perf_counter) the end of the last request step over the threshold
         self._slowest: tuple[float, str] | None = None  # the slowest notable step since the monitor's last wake
-        self._last_line = -LOG_EVERY_S
-        self._unlogged = 0
+        #: per kind of line (``REQUEST_LINE``, ``LOOP_LINE``): when the last was logged, how many were not since
+        self._last_line = {REQUEST_LINE: -LOG_EVERY_S, LOOP_LINE: -LOG_EVERY_S}
+        self._unlogged = {REQUEST_LINE: 0, LOOP_LINE: 0}
         self._monitor: asyncio.Task[None] | None = None
         #: the collector's pauses (timed from ``start``), and their total at the monitor's last wake
         self.gc = GcPauses()
@@ -93,7 +101,7 @@ class StallWatchdog:
         during = ""
         if collector.last_end >= now - seconds:  # a collection ended inside the step
             during = f" ({round(collector.last_s * 1000)} ms of it a generation {collector.last_generation} collection)"
-        self._log("event loop held %d ms by %s%s", seconds, _describe(request, connection), during)
+        self._log(REQUEST_LINE, "event loop held %d ms by %s%s", seconds, _describe(request, connection), during)
 
     # ------------------------------------------------------------------ the lateness monitor
 
@@ -132,6 +140,7 @@ class StallWatchdog:
         if collecting_s >= seconds / 2:
             self.stalls[COLLECTOR] += 1
             self._log(
+                LOOP_LINE,
                 "event loop held at least %d ms by the garbage collector (%d ms collecting since the previous "
                 "check, the last a generation %d collection)",
                 seconds,
@@ -143,7 +152,9 @@ class StallWatchdog:
         detail = f"no request step took {round(self.notable_s * 1000)} ms or more"
         if slowest is not None:
             detail = f"the slowest request step: {round(slowest[0] * 1000)} ms, {slowest[1]}"
-        self._log("event loop held at least %d ms, no single request over the threshold (%s)", seconds, detail)
+        self._log(
+            LOOP_LINE, "event loop held at least %d ms, no single request over the threshold (%s)", seconds, detail
+        )
 
     # ------------------------------------------------------------------ metrics
 
@@ -196,13 +207,13 @@ class StallWatchdog:
 
     # ------------------------------------------------------------------ internals
 
-    def _log(self, message: str, seconds: float, *args: Any) -> None:
+    def _log(self, kind: str, message: str, seconds: float, *args: Any) -> None:
         now = time.monotonic()
-        if now - self._last_line < LOG_EVERY_S:
-            self._unlogged += 1
+        if now - self._last_line[kind] < LOG_EVERY_S:
+            self._unlogged[kind] += 1
             return
-        self._last_line = now
-        unlogged, self._unlogged = self._unlogged, 0
+        self._last_line[kind] = now
+        unlogged, self._unlogged[kind] = self._unlogged[kind], 0
         suffix = f" (and {unlogged} stall(s) not logged since the previous line)" if unlogged else ""
         threshold_ms = round(self.threshold_s * 1000)
         log.warning(message + " (threshold %d ms)%s", round(seconds * 1000), *args, threshold_ms, suffix)
