@@ -1,14 +1,16 @@
-"""A coordinator log's snapshot is read and encoded on the event loop when the writer drains, and written (the
-file, its fsyncs, the compaction) by a job on the writer's thread: the loop stays free meanwhile, every batch
-submitted before it is already answered, and batches submitted while it runs are written only after it, in
-both shapes of ``GroupCommitWriter``. Through the runtime, a log snapshotted this way rebuilds the coordinator."""
+"""A coordinator log's snapshot is taken on the event loop when the writer drains, encoded on the writer's
+snapshot thread while batches go on being written, then written (the file, its fsyncs, the compaction) on the
+writer's thread between two writes: the loop stays free meanwhile, every batch submitted before it is already
+answered, batches submitted while it is encoded are written at once, and those submitted while it is written
+wait for that step only, in both shapes of ``GroupCommitWriter``. Through the runtime, a log snapshotted this way
+rebuilds the coordinator."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,17 +30,36 @@ log = logging.getLogger("tests.snapshot_off_loop")
 SHAPES = ["whole", "pipelined"]
 
 
-class SnapshotLog:
-    """A log whose appends, flushes and snapshot job record what happened, in order, and on which thread; the
-    snapshot job waits for ``gate`` (or fails, ``fail``)."""
+class Step:
+    """One step of the snapshot job: records where it ran, waits for ``gate``, fails when ``fail``."""
 
-    def __init__(self) -> None:
-        self.events: list[tuple[str, ...]] = []
+    def __init__(self, name: str, events: list[tuple[str, ...]]) -> None:
+        self.name = name
+        self.events = events
         self.gate = threading.Event()
         self.started = threading.Event()
         self.fail = False
+        self.threads: list[str] = []
+
+    def run(self) -> None:
+        self.threads.append(threading.current_thread().name)
+        self.events.append((f"{self.name}-start",))
+        self.started.set()
+        assert self.gate.wait(5)
+        if self.fail:
+            raise OSError(28, "No space left on device")
+        self.events.append((f"{self.name}-end",))
+
+
+class SnapshotLog:
+    """A log whose appends, flushes and snapshot job's steps record what happened, in order, and on which
+    thread; each step waits for its gate."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, ...]] = []
+        self.encoding = Step("encode", self.events)
+        self.writing = Step("write", self.events)
         self.due = True
-        self.job_threads: list[str] = []
 
     def append(self, records: Sequence[str]) -> None:
         self.events.append(("written", *records))
@@ -46,21 +67,20 @@ class SnapshotLog:
     def flush(self, written: object = None) -> None:
         self.events.append(("flushed",))
 
-    def job(self) -> None:
-        self.job_threads.append(threading.current_thread().name)
-        self.events.append(("snapshot-start",))
-        self.started.set()
-        assert self.gate.wait(5)
-        if self.fail:
-            raise OSError(28, "No space left on device")
-        self.events.append(("snapshot-end",))
+    def encode(self) -> bytes:
+        self.encoding.run()
+        return b"state"
 
-    def hook(self) -> Callable[[], object] | None:
+    def write(self, state: bytes) -> None:
+        assert state == b"state"
+        self.writing.run()
+
+    def hook(self) -> SnapshotLog | None:
         if not self.due:
             return None
         self.due = False
         self.events.append(("prepared",))
-        return self.job
+        return self
 
 
 def writer(fake: SnapshotLog, shape: str, **kwargs: object) -> GroupCommitWriter[str]:
@@ -77,55 +97,110 @@ def writer(fake: SnapshotLog, shape: str, **kwargs: object) -> GroupCommitWriter
     return w
 
 
+async def settle(w: GroupCommitWriter[str], done: list[tuple[str, BaseException | None]], count: int) -> None:
+    for _ in range(500):
+        if len(done) >= count and w.idle:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(done)
+
+
 @pytest.mark.parametrize("shape", SHAPES)
-def test_the_snapshot_is_written_on_the_writers_thread_and_holds_only_later_writes(shape: str) -> None:
+def test_batches_are_written_while_the_snapshot_is_encoded_and_wait_only_for_its_write(shape: str) -> None:
     async def scenario() -> None:
         fake = SnapshotLog()
         w = writer(fake, shape)
         done: list[tuple[str, BaseException | None]] = []
         w.submit(["a"], lambda e: done.append(("a", e)))
-        await until(fake.started)
-        assert done == [("a", None)] and w.idle  # answered before the snapshot is written
+        await until(fake.encoding.started)
+        assert done == [("a", None)] and w.idle  # answered before the snapshot is encoded
+        # encoding: a batch is written and answered meanwhile
+        w.submit(["b"], lambda e: done.append(("b", e)))
+        await settle(w, done, 2)
+        assert done == [("a", None), ("b", None)]
+        fake.encoding.gate.set()
+        await until(fake.writing.started)
+        # writing: a batch waits for it
         ticks = 0
-        for _ in range(5):  # the loop turns while the job waits
+        for _ in range(5):  # the loop turns while the write waits
             await asyncio.sleep(0)
             ticks += 1
-        w.submit(["b"], lambda e: done.append(("b", e)))
+        w.submit(["c"], lambda e: done.append(("c", e)))
         w.submit([], lambda e: done.append(("empty", e)))
         await asyncio.sleep(0.05)
-        assert ("written", "b") not in fake.events and done == [("a", None)] and not w.idle
-        fake.gate.set()
+        assert ("written", "c") not in fake.events and len(done) == 2 and not w.idle
+        fake.writing.gate.set()
         await asyncio.wait_for(w.wait_idle(), 5)
         written = [e for e in fake.events if e[0] != "flushed"]
-        assert written == [("written", "a"), ("prepared",), ("snapshot-start",), ("snapshot-end",), ("written", "b")]
-        assert done == [("a", None), ("b", None), ("empty", None)] and ticks == 5
-        assert fake.job_threads and fake.job_threads[0].startswith("snap-log")
+        assert written == [
+            ("written", "a"),
+            ("prepared",),
+            ("encode-start",),
+            ("written", "b"),
+            ("encode-end",),
+            ("write-start",),
+            ("write-end",),
+            ("written", "c"),
+        ]
+        assert done == [("a", None), ("b", None), ("c", None), ("empty", None)] and ticks == 5
+        assert fake.encoding.threads[0].startswith("snap-log-snapshot")
+        assert fake.writing.threads[0].startswith("snap-log") and not fake.writing.threads[0].startswith(
+            "snap-log-snapshot"
+        )
         await w.close()
 
     asyncio.run(scenario())
 
 
 @pytest.mark.parametrize("shape", SHAPES)
+def test_close_waits_for_the_snapshot_out_to_be_written(shape: str) -> None:
+    async def scenario() -> None:
+        fake = SnapshotLog()
+        w = writer(fake, shape)
+        w.submit(["a"])
+        await until(fake.encoding.started)
+        closing = asyncio.create_task(w.close())
+        await asyncio.sleep(0.05)
+        assert not closing.done()
+        fake.encoding.gate.set()
+        fake.writing.gate.set()
+        await asyncio.wait_for(closing, 5)
+        assert [e for e in fake.events if e[0] != "flushed"][-1] == ("write-end",)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("step", ["encode", "write"])
+@pytest.mark.parametrize("shape", SHAPES)
 def test_a_failed_snapshot_stops_the_writer_and_fails_what_waited_for_it(
-    shape: str, caplog: pytest.LogCaptureFixture
+    shape: str, step: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     async def scenario() -> None:
         fake = SnapshotLog()
-        fake.fail = True
+        failing = fake.encoding if step == "encode" else fake.writing
+        failing.fail = True
         failures: list[BaseException] = []
         w = writer(fake, shape, on_failure=failures.append)
         done: list[tuple[str, BaseException | None]] = []
         w.submit(["a"], lambda e: done.append(("a", e)))
-        await until(fake.started)
+        await until(fake.encoding.started)
+        if step == "write":
+            fake.encoding.gate.set()
+            await until(fake.writing.started)
         w.submit(["b"], lambda e: done.append(("b", e)))
-        fake.gate.set()
+        if step == "encode":
+            await settle(w, done, 2)  # (written while the snapshot was encoded)
+        failing.gate.set()
         for _ in range(200):
             if failures:
                 break
             await asyncio.sleep(0.01)
         assert [type(f) for f in failures] == [OSError] and w.failure is failures[0]
-        assert done[0] == ("a", None) and done[1][0] == "b" and done[1][1] is failures[0]
-        assert ("written", "b") not in fake.events
+        if step == "write":
+            assert done[0] == ("a", None) and done[1][0] == "b" and done[1][1] is failures[0]
+            assert ("written", "b") not in fake.events
+        else:
+            assert done == [("a", None), ("b", None)]
         with pytest.raises(RuntimeError):
             w.submit(["c"])
         await w.close()

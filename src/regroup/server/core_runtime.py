@@ -22,18 +22,22 @@ durable before anybody is told about them.
     after appends stop (``sync``, for ``--fsync interval``), on the same thread.
 
   When the queue drains (nothing queued, nothing being written) the snapshot hook runs on the loop (the core's
-  state is then exactly the log's): it takes the state's records when a snapshot is due and returns the job
-  that encodes and writes them, which runs on a worker thread; batches submitted meanwhile wait for it before
-  they are written (the log is not written while its snapshot is), but the writer counts as idle: every batch
-  so far is answered. A failed write, flush, snapshot or callback is fatal: it is logged, every batch
+  state is then exactly the log's): it takes the state when a snapshot is due and returns a ``SnapshotJob``.
+  Its ``encode`` (building and encoding the state's records: the long part) runs on a thread of its own while
+  the writer goes on writing batches; then its ``write`` (the file, its fsyncs, the compaction) runs on the
+  writer's thread between two writes: batches submitted meanwhile wait for that step only, so a healthy
+  member's commit never waits for a large state to be encoded. The writer counts as idle while a snapshot is
+  out (every batch so far is answered); one snapshot is out at a time, and ``close`` waits for it to be
+  written. A failed write, flush, snapshot or callback is fatal: it is logged, every batch
   not yet durable gets its callback called with the error (a later job's write never starts after an
   earlier one failed), and the ``on_failure`` hook runs (the runtime fails its other waiters and stops the
   server).
 
 Everything here runs on the event loop thread except the append, flush and sync functions and the snapshot
-hook's job, which run on the writer's worker threads: in the whole shape one at a time on one thread;
+job's steps, which run on the writer's worker threads: in the whole shape one at a time on one thread;
 pipelined, ``append`` one at a time and in order, ``flush`` on up to ``PIPELINE_DEPTH`` threads at once
-(possibly while the next ``append`` runs), a snapshot job alone.
+(possibly while the next ``append`` runs), a snapshot's ``write`` alone; a snapshot's ``encode`` on the
+writer's snapshot thread, beside any of them.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 __all__ = [
     "INTERVAL_SYNC_S",
@@ -57,6 +61,7 @@ __all__ = [
     "Done",
     "GroupCommitWriter",
     "MonotonicClock",
+    "SnapshotJob",
     "WriterClosed",
     "wall_ms",
 ]
@@ -68,6 +73,15 @@ Done = Callable[[BaseException | None], None]
 error that stopped the writer (or ``WriterClosed``) before they were."""
 
 INTERVAL_SYNC_S = 0.1
+
+
+class SnapshotJob(Protocol):
+    """A snapshot taken on the loop (``storage.snapshotted_log.SnapshotJob``): ``encode`` makes its bytes on any
+    thread, beside writes; ``write`` stores them while nothing else is written."""
+
+    def encode(self) -> Any: ...
+
+    def write(self, state: Any) -> object: ...
 
 
 def wall_ms() -> int:
@@ -212,8 +226,9 @@ class GroupCommitWriter(Generic[R]):
     given): each job calls ``append(records)`` (a write only; in submission order) then ``flush(written)``
     (``written``: what that ``append`` returned) on one of ``PIPELINE_DEPTH`` worker threads; a batch is durable
     once the ``flush`` after its ``append`` returned. ``snapshot()``
-    runs on the loop thread whenever the queue drains and returns None or a job, run on a worker thread while
-    nothing is written (the snapshot's encoding and writing). ``sync``, when given (whole only), runs
+    runs on the loop thread whenever the queue drains and no snapshot is out, and returns None or a
+    ``SnapshotJob`` (its ``encode`` on a thread of its own, its ``write`` on a worker thread while nothing else
+    is written). ``sync``, when given (whole only), runs
     ``sync_after_s`` after an append unless one is already scheduled (under ``--fsync interval`` this bounds
     the loss window once appends stop). A failure is logged to ``logger`` as ``<what> write failed``."""
 
@@ -224,7 +239,7 @@ class GroupCommitWriter(Generic[R]):
         name: str,
         logger: logging.Logger,
         what: str,
-        snapshot: Callable[[], Callable[[], object] | None] | None = None,
+        snapshot: Callable[[], SnapshotJob | None] | None = None,
         on_failure: Callable[[BaseException], None] | None = None,
         sync: Callable[[], object] | None = None,
         sync_after_s: float = INTERVAL_SYNC_S,
@@ -260,7 +275,12 @@ class GroupCommitWriter(Generic[R]):
         self._sync_due = False
         self._failure: BaseException | None = None
         self._closed = False
-        self._snapshotting = False  # a snapshot job runs: nothing is written meanwhile
+        self._snapshotting = False  # a snapshot is to be written or being written: no job starts meanwhile
+        #: a snapshot out (encoding, or encoded and not yet written): set when none is
+        self._snapshot_done = asyncio.Event()
+        self._snapshot_done.set()
+        self._snapshot_ready: tuple[SnapshotJob, Any] | None = None  # encoded, to be written
+        self._encoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{name}-snapshot")
 
     # ---------------------------------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -281,12 +301,14 @@ class GroupCommitWriter(Generic[R]):
             self._sync_handle = None
         if self._started and self._failure is None:
             await self._idle.wait()
+            await self._snapshot_done.wait()  # (then the writer is idle again: nobody submits while closing)
         self._closed = True
         if self._task is not None:
             self._task.cancel()
         self._turns.break_()
         self._lose(WriterClosed(f"{self._what} closed"))
         self._executor.shutdown(wait=True)
+        self._encoder.shutdown(wait=True)
 
     @property
     def started(self) -> bool:
@@ -336,8 +358,16 @@ class GroupCommitWriter(Generic[R]):
 
     async def _drain(self) -> None:
         loop = asyncio.get_running_loop()
-        while self._queue or self._sync_due:
-            if self._queue:
+        while self._queue or self._sync_due or self._snapshot_ready is not None:
+            if self._snapshot_ready is not None:  # (batches submitted meanwhile are written after it)
+                (job, state), self._snapshot_ready = self._snapshot_ready, None
+                self._snapshotting = True
+                try:
+                    await loop.run_in_executor(self._executor, job.write, state)
+                finally:
+                    self._snapshotting = False
+                self._snapshot_done.set()
+            elif self._queue:
                 self._writing, self._queue = self._queue, []
                 records = [r for batch in self._writing for r in batch.records]
                 if records:
@@ -350,14 +380,8 @@ class GroupCommitWriter(Generic[R]):
                 self._sync_due = False
                 if self._sync is not None:
                     await loop.run_in_executor(self._executor, self._sync)
-        job = None if self._snapshot is None else self._snapshot()
+        self._take_snapshot()
         self._idle.set()
-        if job is not None:  # batches submitted meanwhile wake the task again, and are written after it
-            self._snapshotting = True
-            try:
-                await loop.run_in_executor(self._executor, job)
-            finally:
-                self._snapshotting = False
 
     def _schedule_sync(self) -> None:
         if self._sync is None or self._sync_handle is not None:
@@ -388,7 +412,10 @@ class GroupCommitWriter(Generic[R]):
             self._fail(exc)
 
     def _dispatch(self) -> None:
-        """Turn what is queued into a job, if fewer than ``PIPELINE_DEPTH`` jobs run."""
+        """Turn what is queued into a job, if fewer than ``PIPELINE_DEPTH`` jobs run (and no snapshot is to be
+        written: it is written once the jobs running finished)."""
+        if self._snapshot_ready is not None and self._running == 0 and self._failure is None and not self._closed:
+            self._write_snapshot()
         if (
             self._failure is not None
             or self._closed
@@ -443,26 +470,57 @@ class GroupCommitWriter(Generic[R]):
             self._complete()
         self._dispatch()  # (a slot may have freed, or callbacks submitted more)
         if not self._jobs and not self._queue and self._failure is None and not self._snapshotting:
-            job = None if self._snapshot is None else self._snapshot()
-            if job is not None:
-                self._snapshotting = True
-                future = self._executor.submit(job)
-                written = functools.partial(self._snapshot_written, future)
-                future.add_done_callback(functools.partial(_call_on_loop, asyncio.get_running_loop(), written))
+            self._take_snapshot()
             self._idle.set()
 
+    def _write_snapshot(self) -> None:
+        """(pipelined) Write the encoded snapshot on a worker thread (no job runs)."""
+        assert self._snapshot_ready is not None
+        (job, state), self._snapshot_ready = self._snapshot_ready, None
+        future = self._executor.submit(job.write, state)
+        written = functools.partial(self._snapshot_written, future)
+        future.add_done_callback(functools.partial(_call_on_loop, asyncio.get_running_loop(), written))
+
     def _snapshot_written(self, future: concurrent.futures.Future[object]) -> None:
-        """(pipelined) The snapshot job returned: what was queued meanwhile is written now."""
+        """(pipelined) The snapshot's write returned: what was queued meanwhile is written now."""
         self._snapshotting = False
         if self._failure is not None or self._closed or future.cancelled():
             return
         error = future.exception()
+        self._snapshot_done.set()
         if error is not None:
             self._fail(error)
             return
         self._pump()
 
     # ------------------------------------------------------------------------------------------ shared
+    def _take_snapshot(self) -> None:
+        """(the writer drained) Ask the hook for a snapshot, unless one is out; encode it on the snapshot thread."""
+        if self._snapshot is None or not self._snapshot_done.is_set() or self._failure is not None:
+            return
+        job = self._snapshot()
+        if job is None:
+            return
+        self._snapshot_done.clear()
+        future = self._encoder.submit(job.encode)
+        encoded = functools.partial(self._snapshot_encoded, job, future)
+        future.add_done_callback(functools.partial(_call_on_loop, asyncio.get_running_loop(), encoded))
+
+    def _snapshot_encoded(self, job: SnapshotJob, future: concurrent.futures.Future[Any]) -> None:
+        """The snapshot's ``encode`` returned: its ``write`` goes next, before any batch queued from now on."""
+        if self._failure is not None or self._closed or future.cancelled():
+            return
+        error = future.exception()
+        if error is not None:
+            self._fail(error)
+            return
+        self._snapshot_ready = (job, future.result())
+        self._snapshotting = True
+        if self._flush is None:
+            self._wake.set()
+        else:
+            self._dispatch()
+
     def _complete(self) -> None:
         """Call the callbacks of the durable batches, oldest first. A batch leaves the deque before its
         callback runs: if that raises, the batches after it are failed with the error."""
@@ -479,7 +537,9 @@ class GroupCommitWriter(Generic[R]):
             self._sync_handle.cancel()
             self._sync_handle = None
         self._sync_due = False
+        self._snapshot_ready = None
         self._idle.set()
+        self._snapshot_done.set()
         self._lose(exc)
         if self._on_failure is not None:
             self._on_failure(exc)

@@ -32,9 +32,9 @@ shared machinery of ``core_runtime.py``; this module adds what is specific to th
 * **Cluster image.** ``update_metadata`` hands the coordinator the topics as the server knows them (at
   startup and after every topic change), so consumer groups assign exactly the topic ids Metadata reports.
 * **Snapshots.** When the writer's queue drains (the coordinator's state is exactly what the log holds),
-  ``CoordinatorLog.prepare_snapshot`` takes the state every ``snapshot_every`` records, and the writer runs
-  the job that builds and encodes its records, writes the snapshot and compacts the log on its thread
-  (``core_runtime.py``).
+  ``CoordinatorLog.prepare_snapshot`` takes the state every ``snapshot_every`` records; the writer builds and
+  encodes its records on its snapshot thread while it goes on writing batches, then writes the snapshot and
+  compacts the log between two writes (``core_runtime.py``).
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ from regroup.server.core_runtime import wall_ms as wall_ms
 from regroup.server.errors import CoordinatorUnavailable, RequestDropped
 from regroup.storage.coordinator_log import CoordinatorLog
 from regroup.storage.record_log import FsyncPolicy
+from regroup.storage.snapshotted_log import SnapshotJob
 
 log = logging.getLogger("regroup.server.runtime")
 
@@ -352,7 +353,7 @@ class CoordinatorRuntime:
         self._after(result)
 
     # ------------------------------------------------------------------------------------------ writer
-    def _snapshot(self) -> Callable[[], object] | None:
+    def _snapshot(self) -> SnapshotJob[Record] | None:
         return self._log.prepare_snapshot(self.coordinator)
 
     def _resolve(self, completions: list[Completion], dropped: list[RequestKey], error: BaseException | None) -> None:

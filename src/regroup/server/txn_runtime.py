@@ -21,7 +21,7 @@ is specific to transactions.
   a partition log that the coordinator does not cover get ABORT markers (``TransactionCoordinator.orphans``),
   before the server takes requests.
 * **Snapshots.** When the writer's queue drains, ``TransactionLog.prepare_snapshot`` reads the state when a
-  snapshot is due, and the writer's thread writes it and compacts the log.
+  snapshot is due; the writer encodes it beside its writes and then writes it and compacts the log.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from regroup.server.core_runtime import DeadlineTimer, GroupCommitWriter, Monoto
 from regroup.server.errors import CoordinatorUnavailable
 from regroup.server.topics import TopicStore
 from regroup.server.txn_markers import GroupCompletion, MarkerWriter
+from regroup.storage.snapshotted_log import SnapshotJob
 from regroup.storage.transaction_log import TransactionLog
 from regroup.transactions.coordinator import TransactionCoordinator
 from regroup.transactions.records import TxnRecord
@@ -217,7 +218,7 @@ class TransactionRuntime:
         self._arm_timer()
 
     # ------------------------------------------------------------------------------------------ writer
-    def _snapshot(self) -> Callable[[], object] | None:
+    def _snapshot(self) -> SnapshotJob[TxnRecord] | None:
         job = self._log.prepare_snapshot(self.coordinator)
         if job is not None:
             ids = len(self.coordinator.transactions)

@@ -1,8 +1,8 @@
 """A coordinator's records in a ``RecordLog``: the batching of appends (whole, or split into a write and a
 sync for a pipelined writer), the snapshot + tail a coordinator is rebuilt from on start, and the compaction
-that writes a snapshot once enough records accumulated since the last one (the state taken on the owner's
-thread, its records built, encoded and written by a job its writer runs on a worker thread:
-``prepare_snapshot``). The group coordinator's log and
+that writes a snapshot once enough records accumulated since the last one (``prepare_snapshot``: the state
+taken on the owner's thread; a ``SnapshotJob`` builds and encodes its records on any thread while the log goes
+on being written, then writes them while it is not). The group coordinator's log and
 the transaction coordinator's each say how their records are encoded and how their coordinator is rebuilt
 (``coordinator_log.py``, ``transaction_log.py``)."""
 
@@ -95,18 +95,17 @@ class SnapshottedLog(Generic[R]):
         job()
         return True
 
-    def prepare_snapshot(self, coordinator: Snapshotting[R]) -> Callable[[], None] | None:
+    def prepare_snapshot(self, coordinator: Snapshotting[R]) -> SnapshotJob[R] | None:
         """When a snapshot is due, the coordinator's hard state as of the log's last record, taken now (on its
         owner's thread, the state consistent with the log: ``snapshot_records_later``, whose records are
-        immutable values), and the job that builds its records, encodes and writes them (``RecordLog.snapshot``:
-        the file, its fsyncs, the compaction), to be run on any thread while nothing is written to the log; None
-        when none is due. The count of records since the last snapshot restarts now."""
+        immutable values), as the job that builds its records and encodes them, then writes them; None when none
+        is due. The count of records since the last snapshot restarts now."""
         if self._since_snapshot < self.snapshot_every or self.log.next_offset == 0:
             return None
         offset = self.log.next_offset - 1
         build = coordinator.snapshot_records_later()
         self._since_snapshot = 0
-        return lambda: self._write_snapshot(offset, build())
+        return SnapshotJob(self, offset, build)
 
     def _write_snapshot(self, offset: int, records: Iterable[R]) -> None:
         self.log.snapshot(offset, SNAPSHOT_SEPARATOR.join(self.encode(r) for r in records))
@@ -117,3 +116,27 @@ class SnapshottedLog(Generic[R]):
 
     def close(self) -> None:
         self.log.close()
+
+
+class SnapshotJob(Generic[R]):
+    """A snapshot of a log's owner taken as of record ``offset``, in two steps: ``encode`` builds its records and
+    encodes them, on any thread, and may run while the log goes on being written (what it reads was taken when
+    the job was made); ``write`` stores what ``encode`` returned (``RecordLog.snapshot``: the file, its fsyncs,
+    the compaction), on a thread that writes the log, while nothing else does. Called, it does both."""
+
+    __slots__ = ("_build", "_log", "offset")
+
+    def __init__(self, log: SnapshottedLog[R], offset: int, build: Callable[[], Iterable[R]]) -> None:
+        self._log = log
+        self.offset = offset
+        self._build = build
+
+    def encode(self) -> bytes:
+        encode = self._log.encode
+        return SNAPSHOT_SEPARATOR.join(encode(r) for r in self._build())
+
+    def write(self, state: bytes) -> None:
+        self._log.log.snapshot(self.offset, state)
+
+    def __call__(self) -> None:
+        self.write(self.encode())
