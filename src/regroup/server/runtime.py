@@ -222,12 +222,14 @@ class CoordinatorRuntime:
         self, group_id: str, topic: str, columns: PartitionCommits, retention_ms: int
     ) -> PlannedTopic:
         """``topic``'s part of an OffsetCommit of ``group_id``, worked out ahead from the request alone
-        (``offsets.plan_topic``), stamped now: safe from any thread (it reads the clock without recording and the
-        coordinator's configuration, which never changes)."""
+        (``offsets.plan_topic``), stamped now, its records encoded for the log's writer to take: safe from any
+        thread (it reads the clock without recording and the coordinator's configuration, which never changes)."""
         now_ms = self._clock.peek()
         expire_ms = now_ms + retention_ms if retention_ms != -1 else None
         limit = self.coordinator.config.offset_metadata_max_bytes
-        return plan_topic(group_id, topic, columns, now_ms, expire_ms, limit)
+        plan = plan_topic(group_id, topic, columns, now_ms, expire_ms, limit)
+        self._log.encode_ahead(plan.records)
+        return plan
 
     async def write(self, op: CoreOp) -> None:
         """Run ``op(coordinator, key, now_ms)``, an operation that answers no request (the transaction

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Generic, Protocol, Self, TypeVar
 
+from regroup.storage.encoded_ahead import EncodedAhead
 from regroup.storage.record_log import FsyncPolicy, RecordLog
 
 #: the snapshot is its records' encodings, one per line
@@ -38,6 +39,8 @@ class SnapshottedLog(Generic[R]):
         self.log = log
         self.snapshot_every = snapshot_every
         self._since_snapshot = 0
+        #: records encoded before they are written (``encode_ahead``), taken by ``append`` and ``write``
+        self.ahead: EncodedAhead[R] = EncodedAhead(self.encode)
 
     @classmethod
     def open(
@@ -51,12 +54,17 @@ class SnapshottedLog(Generic[R]):
     def decode(self, data: bytes) -> R:
         raise NotImplementedError
 
+    def encode_ahead(self, records: Iterable[R]) -> None:
+        """Encode ``records`` now (on any thread), for the ``append`` or ``write`` of these very objects to take
+        (``encoded_ahead.py``)."""
+        self.ahead.add(records)
+
     def append(self, records: Sequence[R]) -> int | None:
         """Append (and, with the default policy, fsync) a batch; returns the last offset, or None if empty."""
         if not records:
             return None
         self._since_snapshot += len(records)
-        return self.log.append([self.encode(r) for r in records])
+        return self.log.append(self.ahead.payloads(records))
 
     def write(self, records: Sequence[R]) -> int | None:
         """Write a batch without its fsync (``RecordLog.write``): durable once a :meth:`sync` started after
@@ -64,7 +72,7 @@ class SnapshottedLog(Generic[R]):
         if not records:
             return None
         self._since_snapshot += len(records)
-        return self.log.write([self.encode(r) for r in records])
+        return self.log.write(self.ahead.payloads(records))
 
     def sync(self, through: int | None = None) -> None:
         """fsync every batch written so far (``RecordLog.sync``; ``through``: unless an fsync covers that offset
