@@ -80,3 +80,50 @@ def test_timers_match_a_plain_model(ops: list[tuple[str, object, int]]) -> None:
         assert (at, got) == (expected[0][0], expected[1])
         del model[got]
     assert timers.next_deadline() is None
+
+
+BATCH = st.lists(st.tuples(KEYS, st.integers(0, 50)), max_size=12)
+
+
+def _drained(timers: Timers, until: int = 2**46) -> list[tuple[Any, int | None]]:
+    """Every timer in the order it comes due, with its deadline."""
+    order = []
+    while True:
+        deadlines = timers.scheduled()
+        timer = timers.pop_due(until)
+        if timer is None:
+            return order
+        order.append((timer.key, deadlines[timer.key][0]))
+
+
+@given(BATCH, BATCH)
+def test_scheduling_a_batch_is_scheduling_each_and_its_undo_restores_everything(
+    first: list[tuple[Any, int]], batch: list[tuple[Any, int]]
+) -> None:
+    """``schedule_all`` is ``schedule`` of each pair in order (deadlines, ties in scheduling order, a key twice);
+    under an active journal its one undo entry puts every key back as it was, scheduled or not."""
+    from regroup.coordinator.journal import Journal
+
+    one_by_one, at_once, undone = Timers(), Timers(), Timers()
+    for timers in (one_by_one, at_once, undone):
+        for key, deadline in first:
+            timers.schedule(Probe(key), deadline)
+    before = _drained(_copy(undone, first))
+    for key, deadline in batch:
+        one_by_one.schedule(Probe(key), deadline)
+    at_once.schedule_all((Probe(key), deadline) for key, deadline in batch)
+    assert _drained(at_once) == _drained(one_by_one)
+    journal = Journal()
+    undone.journal = journal
+    journal.begin()
+    undone.schedule_all((Probe(key), deadline) for key, deadline in batch)
+    assert len(journal.entries) == 1  # (one entry, however many timers)
+    journal.rollback()
+    assert _drained(undone) == before
+
+
+def _copy(timers: Timers, scheduled: list[tuple[Any, int]]) -> Timers:
+    copy = Timers()
+    for key, deadline in scheduled:
+        copy.schedule(Probe(key), deadline)
+    return copy

@@ -7,7 +7,7 @@ on a key."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Final, Protocol
 
@@ -59,6 +59,29 @@ class Timers:
         if journal is not None and journal.active:
             journal.undo(self._restorer(key))
         self._set(key, entry, timer)
+
+    def schedule_all(self, timers: Iterable[tuple[Timer, int]]) -> None:
+        """``schedule`` each ``(timer, deadline_ms)`` in order, with one undo entry for them all (a rebalance of
+        many members restarts every member's session at once)."""
+        keyed = [(timer.key, timer, deadline_ms) for timer, deadline_ms in timers]
+        journal = self.journal
+        if journal is not None and journal.active:
+            entries, actions = self._entry, self._timer
+            before = [(key, entries.get(key), actions.get(key)) for key, _, _ in keyed]
+
+            def restore() -> None:
+                for key, entry, timer in before:  # (each as it was before the batch: a key twice, alike)
+                    if entry is None or timer is None:
+                        self._cancel(key)
+                    else:
+                        self._set(key, entry, timer)
+
+            journal.undo(restore)
+        seq = self._seq
+        for key, timer, deadline_ms in keyed:
+            self._set(key, deadline_ms * _ORDER + seq, timer)
+            seq += 1
+        self._seq = seq
 
     def extend(self, key: Hashable, deadline_ms: int) -> bool:
         """Move ``key``'s deadline to ``deadline_ms``, keeping what it does: the same as scheduling its timer

@@ -211,6 +211,8 @@ class ClassicGroup:
         candidates = self.candidate_protocols()
         if not candidates:
             raise CoordinatorBug(f"group {self.group_id}: no protocol supported by every member")
+        if len(candidates) == 1:  # (every member's most preferred candidate: no vote to count)
+            return next(iter(candidates))
         votes = Counter(m.vote(candidates) for m in self.members.values())
         return min(votes, key=lambda name: (-votes[name], name))
 

@@ -289,12 +289,14 @@ def complete_join(ctx: Ctx, group: ClassicGroup) -> None:
         return
     group.protocol_name = group.select_protocol()
     transition(ctx, group, ClassicStates.COMPLETING_REBALANCE)
+    now_ms = ctx.now_ms
     everyone = tuple(
         JoinGroupMember(
             member_id=m.member_id, group_instance_id=m.group_instance_id, metadata=m.metadata(group.protocol_name)
         )
         for m in group.members.values()
     )
+    sessions: list[tuple[SessionTimer, int]] = []
     for member in group.members.values():
         # every member of the new generation, also a static one that did not rejoin (it gets no response),
         # has its session restarted and is expected to send SyncGroup before the pending-sync timeout
@@ -313,9 +315,10 @@ def complete_join(ctx: Ctx, group: ClassicGroup) -> None:
             )
             member.awaiting_join_key = None
         member.is_new = False
-        schedule_session(ctx, group, member.member_id, member.session_timeout_ms)
+        sessions.append((SessionTimer(group.group_id, member.member_id), now_ms + member.session_timeout_ms))
         group.pending_sync_members.add(member.member_id)
-    ctx.timers.schedule(SyncPhaseTimer(group.group_id), ctx.now_ms + group.rebalance_timeout_ms())
+    ctx.timers.schedule_all(sessions)
+    ctx.timers.schedule(SyncPhaseTimer(group.group_id), now_ms + group.rebalance_timeout_ms())
 
 
 def on_sync_timer(ctx: Ctx, group: ClassicGroup) -> None:
