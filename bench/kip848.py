@@ -6,6 +6,7 @@ Usage::
     .venv/bin/python bench/kip848.py --only core,server       # a subset: core, server, server-join, sim
     .venv/bin/python bench/kip848.py --only core-join-hetero  # members joining with other topics (not in the default)
     .venv/bin/python bench/kip848.py --only core-join-hetero-aside  # the same, the target computed aside
+    .venv/bin/python bench/kip848.py --only core-classic-rebalance  # a large classic group rebalancing
     .venv/bin/python bench/kip848.py --profile --json /tmp/bench-kip848.json
 
 Large groups are **loaded from records**, never formed by joins (every join recomputes the target over all
@@ -28,6 +29,12 @@ topics than the group's, one after another: the first makes the group heterogene
 a heterogeneous target (``core_join_heterogeneous``). **core-join-hetero-aside**: the same with the coordinator
 handing the full computation out as the server does (``--consumer-assignor-offload-members``): the heartbeat, the
 work and its landing timed apart.
+
+**core-classic-rebalance** (asked for by name): a loaded classic group of ``--classic-members`` (10,000)
+rebalancing ``--classic-rounds`` (6) times: every member rejoins (JoinGroup v9, in the group's order), then the
+leader's SyncGroup; timed: the last member's JoinGroup, which completes the join phase (every member's answer,
+the leader's with every member's metadata, every session restarted), its share of the collector's time apart
+(``gc.callbacks``; everything loaded is frozen first), and the leader's SyncGroup.
 
 **server**: ``regroup serve`` as a subprocess (``bench/server.py``'s ``ServerProcess``). Before it starts,
 the topics are created with the server's own ``TopicStore`` in its data directory and the group records
@@ -97,7 +104,13 @@ from regroup.coordinator.config import SERVER_ASSIGNOR_OFFLOAD_MEMBERS, Coordina
 from regroup.coordinator.consumer.group import ConsumerGroup
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.model.cluster import ClusterImage, TopicImage, topic_id_for
-from regroup.protocol.classic import HeartbeatRequest, HeartbeatResponse
+from regroup.protocol.classic import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    SyncGroupRequest,
+)
 from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from regroup.records.builders import (
     new_consumer_group_current_assignment_record,
@@ -414,6 +427,75 @@ def core_join(members: int, profile: bool) -> dict[str, Any]:
     if profiler is not None:
         out["profile"] = _profile_text(profiler)
     return out
+
+
+def core_classic_rebalance(members: int, rounds: int) -> dict[str, Any]:
+    """A loaded ``members``-member classic group rebalancing ``rounds`` times (see the module doc)."""
+    topics = core_topics()
+    ids = member_ids("c", members)
+    c = GroupCoordinator.from_records(classic_group_records("cl", ids, topics), 1, core_config())
+    c.update_metadata(image_of(topics), 1)
+    subscription = encode_subscription(ConsumerProtocolSubscription(topics=tuple(sorted(topics))))
+    empty = encode_assignment(ConsumerProtocolAssignment(partitions={}))
+    collecting = [0.0]
+    started = [0.0]
+
+    def collector(phase: str, _: dict[str, int]) -> None:
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            collecting[0] += time.perf_counter() - started[0]
+
+    gc.collect()
+    gc.freeze()
+    gc.callbacks.append(collector)
+    completions, collected, syncs = [], [], []
+    key, now = 1, 2
+    try:
+        for _ in range(rounds):
+            for index, member_id in enumerate(ids):
+                join = JoinGroupRequest(
+                    group_id="cl",
+                    member_id=member_id,
+                    session_timeout_ms=30_000,
+                    rebalance_timeout_ms=LONG_MS,
+                    protocol_type="consumer",
+                    protocols=(("range", subscription),),
+                )
+                if index == members - 1:
+                    collecting[0] = 0.0
+                    t0 = time.perf_counter()
+                    result = c.join_group(join, key, now)
+                    completions.append((time.perf_counter() - t0) * 1e3)
+                    collected.append(collecting[0] * 1e3)
+                else:
+                    result = c.join_group(join, key, now)
+                key += 1
+            answers = [x.response for x in result.completions if isinstance(x.response, JoinGroupResponse)]
+            assert len(answers) == members, len(answers)
+            leader = next(a for a in answers if a.members)
+            sync = SyncGroupRequest(
+                group_id="cl",
+                generation_id=leader.generation_id,
+                member_id=leader.leader,
+                protocol_type="consumer",
+                protocol_name="range",
+                assignments=tuple((m.member_id, empty) for m in leader.members),
+            )
+            t0 = time.perf_counter()
+            c.sync_group(sync, key, now)
+            syncs.append((time.perf_counter() - t0) * 1e3)
+            key += 1
+            now += 10
+    finally:
+        gc.callbacks.remove(collector)
+        gc.unfreeze()
+    return {
+        "members": members,
+        "join_completion_ms": [round(x, 1) for x in completions],
+        "of_which_collector_ms": [round(x, 1) for x in collected],
+        "leader_sync_ms": [round(x, 1) for x in syncs],
+    }
 
 
 #: the topics of the members joining in ``core_join_heterogeneous`` (indices into ``TOPICS`` in name order)
@@ -1168,6 +1250,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sim-unchecked", action="store_true")
     parser.add_argument("--hetero-members", default="1000,10000", help="core-join-hetero: comma-separated sizes")
     parser.add_argument("--hetero-repeats", type=int, default=3, help="core-join-hetero: fresh groups per size")
+    parser.add_argument("--classic-members", type=int, default=10_000, help="core-classic-rebalance: group size")
+    parser.add_argument("--classic-rounds", type=int, default=6, help="core-classic-rebalance: rebalances")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args(argv)
@@ -1191,6 +1275,10 @@ def main(argv: list[str] | None = None) -> int:
         for row in rows:
             print("core heterogeneous joins, computed aside:", json.dumps(row), flush=True)
         results["core_join_heterogeneous_aside"] = rows
+    if "core-classic-rebalance" in parts:
+        row = core_classic_rebalance(args.classic_members, args.classic_rounds)
+        print("core classic rebalance:", json.dumps(row), flush=True)
+        results["core_classic_rebalance"] = row
     if "server" in parts:
         results["server"] = server_heartbeats(args)
     if "server-join" in parts:
