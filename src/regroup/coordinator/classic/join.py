@@ -73,7 +73,8 @@ def _accepts_joining_member(ctx: Ctx, group: ClassicGroup, member_id: str) -> bo
     if group.is_in(ClassicStates.PREPARING_REBALANCE):
         member = group.members.get(member_id)
         already_joined = member is not None and member.awaiting_join_key is not None
-        return already_joined or group.joined_count() < max_size
+        # (no member to count while the group is below the limit: most of the time, and 10,000 a rebalance)
+        return already_joined or len(group.members) < max_size or group.joined_count() < max_size
     return member_id in group.members or len(group.members) < max_size
 
 
