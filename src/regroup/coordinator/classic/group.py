@@ -103,6 +103,10 @@ class ClassicGroup:
     # given new protocols through this class since (``add``, ``remove``, ``set_protocols``)
     _protocols_synced: dict[str, ClassicGroupMember] | None = field(default=None, init=False, repr=False, compare=False)
     _protocols_dirty: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
+    # has_all_members_joined's cursor (derived, not group state): the members in the order last scanned, and
+    # where the last member found not rejoined stood
+    _join_scan: list[ClassicGroupMember] = field(default_factory=list, init=False, repr=False, compare=False)
+    _join_scan_at: int = field(default=0, init=False, repr=False, compare=False)
 
     # --- state -----------------------------------------------------------------------------------------
     def transition(self, to: ClassicGroupState, now_ms: int) -> None:
@@ -141,7 +145,27 @@ class ClassicGroup:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
     def has_all_members_joined(self) -> bool:
-        return not self.pending_join_members and all(m.awaiting_join_key is not None for m in self.members.values())
+        """Asked on every JoinGroup of a rebalance: so, rather than walk the members each time (quadratic in a
+        large group whose members rejoin in its order), a cursor moves over the members as last scanned and
+        stops at one that is still a member and has not rejoined: a witness that not all have. When it has
+        passed them all, every member is checked (members added, or waiting again, since): True only then."""
+        if self.pending_join_members:
+            return False
+        members = self.members
+        scan, at = self._join_scan, self._join_scan_at
+        while at < len(scan):
+            member = scan[at]
+            if member.awaiting_join_key is None and members.get(member.member_id) is member:
+                self._join_scan_at = at
+                return False
+            at += 1
+        self._join_scan = scan = list(members.values())
+        for at, member in enumerate(scan):
+            if member.awaiting_join_key is None:
+                self._join_scan_at = at
+                return False
+        self._join_scan_at = len(scan)
+        return True
 
     def joined_count(self) -> int:
         return sum(1 for m in self.members.values() if m.awaiting_join_key is not None)
