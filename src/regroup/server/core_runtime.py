@@ -18,8 +18,11 @@ durable before anybody is told about them.
     returns (the log serialises its fsyncs), covers all of them: the jobs whose records it covered do no
     fsync of their own. Callbacks follow the jobs' completions in submission order.
   - *whole* (no ``flush``): ``append`` writes and makes durable (or not, as the fsync policy says) in one
-    call on the one worker thread, and the callbacks follow it. Optionally it also fsyncs a short while
-    after appends stop (``sync``, for ``--fsync interval``), on the same thread.
+    call on the one worker thread, and the callbacks follow it. A batch submitted while the thread is free
+    is handed to it within ``submit``; one submitted while it works goes, with everything queued meanwhile,
+    when it is done (its end reaches the loop as one callback: each batch waits two turns of the loop at
+    most, which under a busy loop is most of its wait). Optionally it also fsyncs a short while after
+    appends stop (``sync``, for ``--fsync interval``), on the same thread.
 
   When the queue drains (nothing queued, nothing being written) the snapshot hook runs on the loop (the core's
   state is then exactly the log's): it takes the state when a snapshot is due and returns a ``SnapshotJob``.
@@ -184,6 +187,10 @@ class _Job(Generic[R]):
     finished: bool = False
 
 
+def _nothing() -> None:
+    """(Nothing to do on the loop after an interval's fsync.)"""
+
+
 def _call_on_loop(loop: asyncio.AbstractEventLoop, callback: Callable[[], None], _: object) -> None:
     """A worker thread's future is done: ``callback`` runs on ``loop`` (not at all if the loop closed first)."""
     with contextlib.suppress(RuntimeError):  # (the loop is closed: so is the writer)
@@ -264,12 +271,12 @@ class GroupCommitWriter(Generic[R]):
         self._seq = 0  # (pipelined) write turn of the next job
         self._turns = _WriteTurns()
         self._pump_scheduled = False
-        self._wake = asyncio.Event()
+        self._busy = False  # (whole) the worker thread runs an append, a sync or a snapshot's write
+        self._loop: asyncio.AbstractEventLoop | None = None  # (whole) the loop it was started on
         self._idle = asyncio.Event()
         self._idle.set()
         workers = PIPELINE_DEPTH if flush is not None else 1
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
-        self._task: asyncio.Task[None] | None = None
         self._started = False
         self._sync_handle: asyncio.TimerHandle | None = None
         self._sync_due = False
@@ -287,12 +294,14 @@ class GroupCommitWriter(Generic[R]):
         loop = asyncio.get_running_loop()
         self._started = True
         if self._flush is None:
-            self._task = loop.create_task(self._run(), name=f"{self._name}-writer")
+            self._loop = loop
+            if self._queue:
+                self._next()
         elif self._queue:
             self._schedule_pump()
 
     async def close(self) -> None:
-        """Make everything queued durable (unless the writer failed or never started), stop the task and the
+        """Make everything queued durable (unless the writer failed or never started), stop the
         worker threads. Batches left queued get ``WriterClosed``."""
         if self._closed:
             return
@@ -303,8 +312,6 @@ class GroupCommitWriter(Generic[R]):
             await self._idle.wait()
             await self._snapshot_done.wait()  # (then the writer is idle again: nobody submits while closing)
         self._closed = True
-        if self._task is not None:
-            self._task.cancel()
         self._turns.break_()
         self._lose(WriterClosed(f"{self._what} closed"))
         self._executor.shutdown(wait=True)
@@ -341,47 +348,80 @@ class GroupCommitWriter(Generic[R]):
         self._queue.append(_Batch(list(records), done))
         self._idle.clear()
         if self._flush is None:
-            self._wake.set()
+            self._next()
         elif self._started:
             self._schedule_pump()
 
     # ------------------------------------------------------------------------------------- whole shape
-    async def _run(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            try:
-                await self._drain()
-            except Exception as exc:
-                self._fail(exc)
-                return
+    def _next(self) -> None:
+        """(whole, on the loop) Start the next piece of work on the worker thread unless one runs: the encoded
+        snapshot's write, else everything queued (as one append), else the interval's fsync; with nothing left,
+        take a snapshot if one is due and report idle. Called as a batch is submitted and as the thread's
+        work ends: a batch submitted while the thread is free is handed to it at once, with no turn of the loop
+        in between."""
+        if not self._started or self._failure is not None or self._closed:
+            return
+        try:
+            while not self._busy:
+                if self._snapshot_ready is not None:  # (batches submitted meanwhile are written after it)
+                    (job, state), self._snapshot_ready = self._snapshot_ready, None
+                    self._on_thread(self._snapshot_write_done, job.write, state)
+                elif self._queue:
+                    self._writing, self._queue = self._queue, []
+                    records = [r for batch in self._writing for r in batch.records]
+                    if records:
+                        self._on_thread(self._appended, self._append, records)
+                    else:  # (only batches without records: answered now, in order)
+                        self._writing_done()
+                elif self._sync_due:
+                    self._sync_due = False
+                    if self._sync is not None:
+                        self._on_thread(_nothing, self._sync)
+                else:
+                    self._take_snapshot()
+                    self._idle.set()
+                    return
+        except Exception as exc:
+            self._fail(exc)
 
-    async def _drain(self) -> None:
-        loop = asyncio.get_running_loop()
-        while self._queue or self._sync_due or self._snapshot_ready is not None:
-            if self._snapshot_ready is not None:  # (batches submitted meanwhile are written after it)
-                (job, state), self._snapshot_ready = self._snapshot_ready, None
-                self._snapshotting = True
-                try:
-                    await loop.run_in_executor(self._executor, job.write, state)
-                finally:
-                    self._snapshotting = False
-                self._snapshot_done.set()
-            elif self._queue:
-                self._writing, self._queue = self._queue, []
-                records = [r for batch in self._writing for r in batch.records]
-                if records:
-                    await loop.run_in_executor(self._executor, self._append, records)
-                    self._schedule_sync()
-                self._completing.extend(self._writing)
-                self._writing = []
-                self._complete()
-            else:
-                self._sync_due = False
-                if self._sync is not None:
-                    await loop.run_in_executor(self._executor, self._sync)
-        self._take_snapshot()
-        self._idle.set()
+    def _on_thread(self, then: Callable[[], None], work: Callable[..., object], *args: Any) -> None:
+        """(whole) Run ``work(*args)`` on the worker thread; ``then`` runs on the loop once it returned."""
+        assert self._loop is not None
+        self._busy = True
+        future = self._executor.submit(work, *args)
+        ended = functools.partial(self._thread_done, then, future)
+        future.add_done_callback(functools.partial(_call_on_loop, self._loop, ended))
+
+    def _thread_done(self, then: Callable[[], None], future: concurrent.futures.Future[object]) -> None:
+        """(whole, on the loop) The thread's work returned: ``then`` (with the thread still counted busy, so that
+        what its callbacks submit waits in the queue), then the next piece of work."""
+        if self._failure is not None or self._closed or future.cancelled():
+            return
+        error = future.exception()
+        if error is not None:
+            self._fail(error)
+            return
+        try:
+            then()
+        except Exception as exc:
+            self._fail(exc)
+            return
+        finally:
+            self._busy = False
+        self._next()
+
+    def _appended(self) -> None:
+        self._schedule_sync()
+        self._writing_done()
+
+    def _writing_done(self) -> None:
+        self._completing.extend(self._writing)
+        self._writing = []
+        self._complete()
+
+    def _snapshot_write_done(self) -> None:
+        self._snapshotting = False
+        self._snapshot_done.set()
 
     def _schedule_sync(self) -> None:
         if self._sync is None or self._sync_handle is not None:
@@ -391,7 +431,7 @@ class GroupCommitWriter(Generic[R]):
             self._sync_handle = None
             self._sync_due = True
             self._idle.clear()
-            self._wake.set()
+            self._next()
 
         self._sync_handle = asyncio.get_running_loop().call_later(self._sync_after_s, due)
 
@@ -517,7 +557,7 @@ class GroupCommitWriter(Generic[R]):
         self._snapshot_ready = (job, future.result())
         self._snapshotting = True
         if self._flush is None:
-            self._wake.set()
+            self._next()
         else:
             self._dispatch()
 

@@ -11,7 +11,7 @@ shared machinery of ``core_runtime.py``; this module adds what is specific to th
   without records still waits for the appends queued before it, so nobody is told about state that a crash
   could take back. When nothing is queued or being written and a result has no records, its completions
   are handed out at once instead (the writer would resolve them next anyway, with nothing to wait for): the
-  common Heartbeat/OffsetFetch answer costs no trip through the writer task. A failed append is fatal (as
+  common Heartbeat/OffsetFetch answer costs no trip through the writer. A failed append is fatal (as
   in docs/architecture.md): waiting requests fail with ``CoordinatorUnavailable`` and ``on_fatal`` is
   called so the server stops; a restart replays the log. Under ``--fsync interval`` the writer also syncs
   the log shortly after appends stop.
@@ -182,7 +182,7 @@ class CoordinatorRuntime:
         if not result.records and writer.started and writer.idle:
             # Fast path: nothing is queued or being written, so every earlier call is durable and answered, and
             # this result has nothing to make durable: its completions go out now, in the order the writer would
-            # have used, without a trip through the writer task (and without a future for an immediate answer).
+            # have used, without a trip through the writer (and without a future for an immediate answer).
             if result.events:
                 self._observe(result)
             completions = result.completions
