@@ -32,9 +32,10 @@ work and its landing timed apart.
 
 **core-classic-rebalance** (asked for by name): a loaded classic group of ``--classic-members`` (10,000)
 rebalancing ``--classic-rounds`` (6) times: every member rejoins (JoinGroup v9, in the group's order), then the
-leader's SyncGroup; timed: the last member's JoinGroup, which completes the join phase (every member's answer,
-the leader's with every member's metadata, every session restarted), its share of the collector's time apart
-(``gc.callbacks``; everything loaded is frozen first), and the leader's SyncGroup.
+leader's SyncGroup; timed: every JoinGroup of the round together and the slowest but the last; the last
+member's JoinGroup, which completes the join phase (every member's answer, the leader's with every member's
+metadata, every session restarted), its share of the collector's time apart (``gc.callbacks``; everything
+loaded is frozen first); and the leader's SyncGroup.
 
 **server**: ``regroup serve`` as a subprocess (``bench/server.py``'s ``ServerProcess``). Before it starts,
 the topics are created with the server's own ``TopicStore`` in its data directory and the group records
@@ -449,10 +450,11 @@ def core_classic_rebalance(members: int, rounds: int) -> dict[str, Any]:
     gc.collect()
     gc.freeze()
     gc.callbacks.append(collector)
-    completions, collected, syncs = [], [], []
+    completions, collected, syncs, joins, worst = [], [], [], [], []
     key, now = 1, 2
     try:
         for _ in range(rounds):
+            round_began, slowest = time.perf_counter(), 0.0
             for index, member_id in enumerate(ids):
                 join = JoinGroupRequest(
                     group_id="cl",
@@ -469,8 +471,12 @@ def core_classic_rebalance(members: int, rounds: int) -> dict[str, Any]:
                     completions.append((time.perf_counter() - t0) * 1e3)
                     collected.append(collecting[0] * 1e3)
                 else:
+                    t0 = time.perf_counter()
                     result = c.join_group(join, key, now)
+                    slowest = max(slowest, time.perf_counter() - t0)
                 key += 1
+            joins.append((time.perf_counter() - round_began) * 1e3)
+            worst.append(slowest * 1e3)
             answers = [x.response for x in result.completions if isinstance(x.response, JoinGroupResponse)]
             assert len(answers) == members, len(answers)
             leader = next(a for a in answers if a.members)
@@ -492,6 +498,8 @@ def core_classic_rebalance(members: int, rounds: int) -> dict[str, Any]:
         gc.unfreeze()
     return {
         "members": members,
+        "all_joins_ms": [round(x) for x in joins],
+        "slowest_other_join_ms": [round(x, 2) for x in worst],
         "join_completion_ms": [round(x, 1) for x in completions],
         "of_which_collector_ms": [round(x, 1) for x in collected],
         "leader_sync_ms": [round(x, 1) for x in syncs],
