@@ -395,11 +395,7 @@ class GroupCommitWriter(Generic[R]):
     def _thread_done(self, then: Callable[[], None], future: concurrent.futures.Future[object]) -> None:
         """(whole, on the loop) The thread's work returned: ``then`` (with the thread still counted busy, so that
         what its callbacks submit waits in the queue), then the next piece of work."""
-        if self._failure is not None or self._closed or future.cancelled():
-            return
-        error = future.exception()
-        if error is not None:
-            self._fail(error)
+        if self._ends_here(future):
             return
         try:
             then()
@@ -534,6 +530,17 @@ class GroupCommitWriter(Generic[R]):
         self._pump()
 
     # ------------------------------------------------------------------------------------------ shared
+    def _ends_here(self, future: concurrent.futures.Future[Any]) -> bool:
+        """(on the loop) A thread's work returned: True when nothing follows it, the writer having stopped
+        already, or stopping now on the error the work raised."""
+        if self._failure is not None or self._closed or future.cancelled():
+            return True
+        error = future.exception()
+        if error is not None:
+            self._fail(error)
+            return True
+        return False
+
     def _take_snapshot(self) -> None:
         """(the writer drained) Ask the hook for a snapshot, unless one is out; encode it on the snapshot thread."""
         if self._snapshot is None or not self._snapshot_done.is_set() or self._failure is not None:
@@ -548,11 +555,7 @@ class GroupCommitWriter(Generic[R]):
 
     def _snapshot_encoded(self, job: SnapshotJob, future: concurrent.futures.Future[Any]) -> None:
         """The snapshot's ``encode`` returned: its ``write`` goes next, before any batch queued from now on."""
-        if self._failure is not None or self._closed or future.cancelled():
-            return
-        error = future.exception()
-        if error is not None:
-            self._fail(error)
+        if self._ends_here(future):
             return
         self._snapshot_ready = (job, future.result())
         self._snapshotting = True
