@@ -4,8 +4,11 @@ lab that reads them: one flat JSON object per line with exactly these keys, in t
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Final
+from typing import Any, Final
+
+import orjson
 
 #: Every line has exactly these keys, in this order.
 FIELDS: Final = (
@@ -45,3 +48,19 @@ def detail_fields(detail: str | None) -> dict[str, str]:
         elif current is not None:
             out[current] += " " + piece
     return out
+
+
+def event_line(row: dict[str, Any]) -> str:
+    """``row`` as one line of the log, without its newline: what ``json.dumps(row, separators=(",", ":"))``
+    writes (keys in the row's order, everything outside ASCII escaped). ``orjson`` writes it when its bytes are
+    the same (no float, whose digits the two may write differently; all ASCII, no DEL, which json escapes),
+    about ten times faster: a large group's rebalance writes a row per assigned partition."""
+    out = b""
+    if not any(type(value) is float for value in row.values()):
+        try:
+            out = orjson.dumps(row)
+        except (orjson.JSONEncodeError, TypeError):
+            out = b""
+    if out and out.isascii() and b"\x7f" not in out:
+        return out.decode("ascii")
+    return json.dumps(row, separators=(",", ":"))

@@ -64,7 +64,6 @@ waits.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import uuid
 from collections import deque
@@ -93,7 +92,7 @@ from regroup.coordinator.events import (
 )
 from regroup.coordinator.result import Result
 from regroup.model.cluster import ClusterImage
-from regroup.model.eventlog import FIELDS
+from regroup.model.eventlog import FIELDS, event_line
 from regroup.records.consumer import (
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMemberMetadataValue,
@@ -372,7 +371,7 @@ class GroupEvents:
         count = len(event.targets)
 
         def partitions(target: TargetPartitions) -> list[tuple[str, int]]:
-            return sorted((names.get(topic_id, str(topic_id)), p) for topic_id, ps in target.items() for p in ps)
+            return sorted((_topic_name(names, topic_id), p) for topic_id, ps in target.items() for p in ps)
 
         self._queue(_assignment_rows(now, event.group_id, event.assignment_epoch, event.targets, partitions), count)
 
@@ -381,7 +380,7 @@ class GroupEvents:
     ) -> list[tuple[str, int]]:
         """(topic name, partition) of each partition, by topic name then partition."""
         names = self._topic_names(coordinator)
-        return sorted((names.get(topic_id, str(topic_id)), p) for topic_id, ps in partitions for p in ps)
+        return sorted((_topic_name(names, topic_id), p) for topic_id, ps in partitions for p in ps)
 
     def _topic_names(self, coordinator: GroupCoordinator) -> dict[uuid.UUID, str]:
         """Topic id -> name in the coordinator's cluster image (kept per image; an image never changes)."""
@@ -439,7 +438,7 @@ class GroupEvents:
         event.update(seq=self._seq, t=t, type=type_)
         self._seq += 1
         if self._file is not None:
-            self._file.write(json.dumps(event, separators=(",", ":")) + "\n")
+            self._file.write(event_line(event) + "\n")
         for sink in self._sinks:
             sink(dict(event))
 
@@ -493,6 +492,12 @@ class GroupEvents:
             for row in backlog.popleft():
                 self._deliver(*row)
         self._backlog_rows = 0
+
+
+def _topic_name(names: dict[uuid.UUID, str], topic_id: uuid.UUID) -> str:
+    """The topic's name, or its id as text when the image has no topic of that id (made only then)."""
+    name = names.get(topic_id)
+    return str(topic_id) if name is None else name
 
 
 def _assignment_rows(
