@@ -473,8 +473,11 @@ class Connection(asyncio.Protocol):
 
     def _finished(self, slot: _Slot, task: asyncio.Task[Response]) -> None:
         """A handler task ended: record its outcome and write whatever is now at the head, in order (unless the
-        continuation told it already, ``_answered``)."""
+        continuation told it already, ``_answered``: the task's error, which it re-raises for anyone awaiting it,
+        is then marked read here, or asyncio would log it as never retrieved when the task is freed)."""
         if slot.done:
+            if not task.cancelled():
+                task.exception()
             return
         if task.cancelled():
             self._settle(slot, None, asyncio.CancelledError())
