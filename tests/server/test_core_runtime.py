@@ -136,6 +136,33 @@ def test_batches_are_appended_in_groups_and_completed_in_order() -> None:
     asyncio.run(scenario())
 
 
+def test_a_batch_submitted_to_a_free_writer_is_handed_to_its_thread_within_submit() -> None:
+    """No turn of the event loop between ``submit`` and the append on the worker thread (the whole shape has no
+    task to wake): the append runs while the loop is still inside the call that submitted it. Its callback
+    comes on the loop, in the turn after the thread's end."""
+
+    async def scenario() -> None:
+        fake = FakeLog()
+        appended = threading.Event()
+        inner = fake.append
+
+        def append(records: Sequence[str]) -> None:
+            inner(records)
+            appended.set()
+
+        fake.append = append  # type: ignore[method-assign]
+        w = writer(fake)
+        done: list[BaseException | None] = []
+        w.submit(["a"], done.append)
+        assert appended.wait(5), "the append did not start before the loop turned"
+        assert done == [] and not w.idle
+        await asyncio.wait_for(w.wait_idle(), 2)
+        assert fake.batches == [["a"]] and done == [None]
+        await w.close()
+
+    asyncio.run(scenario())
+
+
 def test_a_batch_without_records_needs_no_append() -> None:
     async def scenario() -> None:
         fake = FakeLog()
