@@ -44,10 +44,22 @@ def _str(value: Any) -> str | None:
     return value if type(value) is str else None
 
 
+#: the last ``detail`` read and its fields: a large group's rebalance writes a row per assigned partition,
+#: every one with the same ``detail``
+_LAST_DETAIL: tuple[str | None, dict[str, str]] = (None, {})
+
+
 def tokens(detail: str | None) -> dict[str, str]:
     """The ``key=value`` fields of a ``detail`` string (``model.eventlog.detail_fields``: values may hold
-    spaces; the first of a repeated key wins)."""
-    return detail_fields(detail)
+    spaces; the first of a repeated key wins), a dict of the caller's own. The last string read is remembered,
+    its fields copied rather than parsed again."""
+    global _LAST_DETAIL
+    last = _LAST_DETAIL
+    if detail is not None and last[0] == detail:
+        return dict(last[1])
+    fields = detail_fields(detail)
+    _LAST_DETAIL = (detail, dict(fields))
+    return fields
 
 
 def parse(row: Mapping[str, Any]) -> Row | None:
