@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 __all__ = ["EventHub", "Subscription"]
@@ -57,7 +57,16 @@ class EventHub:
     def publish(self, row: Mapping[str, Any]) -> None:
         if not self._subscribers:
             return
-        chunk = b"event: row\ndata: " + json.dumps(row, separators=(",", ":"), default=str).encode() + b"\n\n"
+        self._send(b"event: row\ndata: " + json.dumps(row, separators=(",", ":"), default=str).encode() + b"\n\n")
+
+    def publish_lines(self, lines: Sequence[str]) -> None:
+        """Rows already encoded as their JSON lines (the same as ``publish`` of each row would send)."""
+        if not self._subscribers:
+            return
+        for line in lines:
+            self._send(b"event: row\ndata: " + line.encode() + b"\n\n")
+
+    def _send(self, chunk: bytes) -> None:
         for subscriber in list(self._subscribers):
             if subscriber.queue.qsize() >= self._rows:
                 self._drop(subscriber)

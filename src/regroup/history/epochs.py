@@ -18,6 +18,7 @@ from regroup.history.rows import ASSIGNED, GROUP_STATE, REVOKED, Row
 
 class EpochTimeline(GroupTimeline):
     number_key = "epoch"
+    folds_assignments = False  # (see the module's doc)
 
     def __init__(self, max_rebalances: int, max_intervals: int) -> None:
         super().__init__(max_rebalances, max_intervals)

@@ -17,6 +17,8 @@ _NO_MEMBER = frozenset(("metadata", "subscription", "rack", "assignor", "unknown
 
 class GroupTimeline:
     number_key = "generation"
+    #: whether ``fold`` takes anything from ``group_assignment`` rows (else they only move ``latest_ms``)
+    folds_assignments = True
 
     def __init__(self, max_rebalances: int, max_intervals: int) -> None:
         self.max_rebalances = max_rebalances

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from regroup.history.classic import ClassicTimeline
@@ -72,6 +72,20 @@ class Timelines:
         for held in self._waiting.pop(group_id, ()):
             group.observe(held)
         group.observe(parsed)
+
+    def observe_assignments(self, first: Mapping[str, Any], rows: Callable[[], Iterable[Mapping[str, Any]]]) -> None:
+        """A run of ``group_assignment`` rows of one group, all at one time and with one ``detail`` (``first``
+        is the first; ``rows()`` gives them all, ``first`` included): the same as observing each of them, in
+        one step when the group's fold takes nothing from them (a consumer or share group's target)."""
+        parsed = parse(first)
+        if parsed is not None and parsed.type == GROUP_ASSIGNMENT and parsed.group_id is not None:
+            group = self._groups.get(parsed.group_id)
+            if group is not None and not group.dead and not group.folds_assignments:
+                self._groups.move_to_end(parsed.group_id)
+                group.latest_ms = max(group.latest_ms, parsed.t)
+                return
+        for row in rows():
+            self.observe(row)
 
     def _new(self, kind: str | None) -> GroupTimeline:
         if kind in (None, "classic"):

@@ -319,9 +319,10 @@ class Server:
             if http_port is not None:
                 if cfg.history_window_ms > 0:
                     self._history = self._open_history()
-                    self._events.add_sink(self._history.sink)
+                    self._events.add_sink(self._history.sink, self._history.sink_run)
                 self._event_hub = EventHub()
-                self._events.add_sink(self._event_hub.publish)
+                hub = self._event_hub
+                self._events.add_sink(hub.publish, lambda piece: hub.publish_lines(piece.lines))
             self._events(self._runtime.coordinator, Result(), wall_ms())
         rebalances = RebalanceLog(log_changes=self._events is None)  # the group events log the changes themselves
         self._runtime.add_observer(rebalances)

@@ -1,9 +1,10 @@
 """The server's rebalance history: the group events' rows (``server/events.py``) folded into every group's
 timeline (``regroup.history.Timelines``) and kept on disk (``storage/history_log.HistoryLog``, under the data
 directory's ``history/``) for ``--history-window``, so the timeline outlives a restart: at start the rows of the
-window are read back and folded before any new row. Rows are appended once per turn of the event loop, however
-many one call produced; a periodic task forgets what left the window, in memory and on disk. A failing disk
-stops the history's writes (logged once), never the server."""
+window are read back and folded before any new row. Rows are encoded as they come (a run of ``group_assignment``
+rows comes with its lines made: ``sink_run``) and appended once per turn of the event loop, however many one call
+produced; a periodic task forgets what left the window, in memory and on disk. A failing disk stops the
+history's writes (logged once), never the server."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+import orjson
+
 from regroup.history import Timelines
+from regroup.server.assignment_run import Piece
 from regroup.storage.history_log import HistoryLog
 
 __all__ = ["DEFAULT_WINDOW_MS", "HistoryFeed"]
@@ -27,14 +31,16 @@ DIRECTORY: Final = "history"
 
 
 class HistoryFeed:
-    """``sink`` for ``GroupEvents.add_sink``; ``timeline`` for the console; ``start()`` the pruning task after
-    ``load``; ``close()`` flushes and closes the files."""
+    """``sink`` and ``sink_run`` for ``GroupEvents.add_sink``; ``timeline`` for the console; ``start()`` the
+    pruning task after ``load``; ``close()`` flushes and closes the files."""
 
     def __init__(self, data_dir: Path, window_ms: int, clock: Callable[[], int]) -> None:
         self.timelines = Timelines(window_ms)
         self._log: HistoryLog | None = HistoryLog(data_dir / DIRECTORY, window_ms)
         self._clock = clock
-        self._pending: list[Mapping[str, Any]] = []
+        #: the lines not appended yet (a row's, or a piece's), and the newest time of their rows
+        self._pending: list[bytes] = []
+        self._pending_newest = 0
         self._flush_scheduled = False
         self._pruner: asyncio.Task[None] | None = None
 
@@ -61,7 +67,23 @@ class HistoryFeed:
         self.timelines.observe(row)
         if self._log is None:
             return
-        self._pending.append(row)
+        try:
+            line = orjson.dumps(row) + b"\n"
+        except TypeError:
+            return  # (not JSON: not kept)
+        t = row.get("t")
+        self._keep(line, t if type(t) is int else 0)
+
+    def sink_run(self, piece: Piece) -> None:
+        """The rows of a run's ``piece``: as ``sink`` of each, with the lines the piece made."""
+        self.timelines.observe_assignments(piece.row(0), piece.rows)
+        if self._log is not None:
+            self._keep(("\n".join(piece.lines) + "\n").encode(), piece.t)
+
+    def _keep(self, data: bytes, t: int) -> None:
+        self._pending.append(data)
+        if t > self._pending_newest:
+            self._pending_newest = t
         if not self._flush_scheduled:
             self._flush_scheduled = True
             with contextlib.suppress(RuntimeError):  # (no running loop: flushed at close)
@@ -78,11 +100,12 @@ class HistoryFeed:
 
     def flush(self) -> None:
         self._flush_scheduled = False
-        rows, self._pending = self._pending, []
-        if not rows or self._log is None:
+        lines, self._pending = self._pending, []
+        newest, self._pending_newest = self._pending_newest, 0
+        if not lines or self._log is None:
             return
         try:
-            self._log.append(rows, self._clock())
+            self._log.append_lines(lines, max(newest, self._clock()))
         except OSError as exc:
             log.warning("rebalance history: cannot write %s, no longer kept on disk: %s", self._log.directory, exc)
             with contextlib.suppress(OSError):

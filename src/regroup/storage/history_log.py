@@ -91,8 +91,7 @@ class HistoryLog:
 
     # ------------------------------------------------------------------------------------------- writing
     def append(self, rows: Sequence[Mapping[str, Any]], now_ms: int) -> None:
-        """Append ``rows`` (a row that is not JSON-serialisable is left out), rolling to a new segment at
-        ``segment_bytes``, then delete the oldest segments beyond ``max_bytes``."""
+        """Append ``rows`` (a row that is not JSON-serialisable is left out): ``append_lines`` of their lines."""
         lines: list[bytes] = []
         newest = now_ms
         for row in rows:
@@ -103,6 +102,12 @@ class HistoryLog:
             t = row.get("t")
             if type(t) is int and t > newest:
                 newest = t
+        self.append_lines(lines, newest)
+
+    def append_lines(self, lines: Sequence[bytes], newest_ms: int) -> None:
+        """Append ``lines`` (rows as JSON objects, each line ending with its newline; an item may hold several),
+        whose newest row is of ``newest_ms``, rolling to a new segment at ``segment_bytes``, then delete the
+        oldest segments beyond ``max_bytes``."""
         if not lines:
             return
         data = b"".join(lines)
@@ -118,7 +123,7 @@ class HistoryLog:
         self._file.flush()
         entry = self._segments[self._current]
         entry[0] = self._size(self._current) + len(data)
-        entry[1] = max(entry[1] or newest, newest)
+        entry[1] = max(entry[1] or newest_ms, newest_ms)
         self._within_bytes()
 
     def close(self) -> None:
