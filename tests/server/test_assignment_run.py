@@ -69,7 +69,8 @@ def test_pieces_are_the_rows_and_their_lines_are_their_event_lines(
         piece = run.take(size, seq)
         if piece is None:
             break
-        assert 1 <= len(piece.lines) <= size and len(piece.cells) == len(piece.lines)
+        assert 1 <= len(piece.lines) <= size
+        assert [piece.row(i) for i in range(len(piece.lines))] == list(piece.rows())
         for line, row in zip(piece.lines, piece.rows(), strict=True):
             assert tuple(row) == FIELDS
             assert line == event_line(row) == json.dumps(row, separators=(",", ":"))
@@ -131,3 +132,80 @@ def test_every_sink_and_the_file_get_the_same_rows_in_order(tmp_path: Path) -> N
     assert [line for piece in pieces for line in piece.lines] == [event_line(r) for r in assignments]
     assert others == [r for r in plain if r["type"] != "group_assignment"]
     assert plain[-1]["type"] == "group_state" and plain[-1]["state"] == "Stable"  # (after the run)
+
+
+def _lines(run: AssignmentRun[Any], size: int) -> list[str]:
+    out: list[str] = []
+    while (piece := run.take(size, len(out))) is not None:
+        out.extend(piece.lines)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    first=_MEMBERS,
+    changes=st.lists(
+        st.tuples(st.integers(0, 5), st.sampled_from(("keep", "same-content", "other", "client"))), max_size=8
+    ),
+    size=st.integers(1, 5),
+)
+def test_a_run_given_the_last_run_s_memo_writes_what_a_run_without_one_writes(
+    first: dict[str, Any], changes: list[tuple[int, str]], size: int
+) -> None:
+    """Members holding the very same object as in the last run take their rows from the memo; any other member
+    (a new object, even an equal one; another client id) has them made again: the lines are the same either
+    way."""
+    members = [(m, c, list(held)) for m, (c, held) in sorted(first.items())]
+    partitions = list  # (each held list is a row list already)
+    last = AssignmentRun(1, "g", 1, members, partitions)
+    _lines(last, size)
+    after = list(members)
+    for index, change in changes:
+        if not after:
+            break
+        member_id, client_id, held = after[index % len(after)]
+        if change == "same-content":
+            held = list(held)
+        elif change == "other":
+            held = [*held, ("z", index)]
+        elif change == "client":
+            client_id += "'"
+        after[index % len(after)] = (member_id, client_id, held)
+    remembered = AssignmentRun(2, "g", 2, after, partitions, last.memo)
+    fresh = AssignmentRun(2, "g", 2, after, partitions)
+    assert _lines(remembered, size) == _lines(fresh, size)
+    assert set(remembered.memo) == {m for m, _, _ in after}
+
+
+def test_a_renamed_topic_is_not_taken_from_the_memo() -> None:
+    """The same targets after the cluster image changed (a topic gone: named by its id): the rows say so."""
+    observer = GroupEvents()
+    rows: list[dict[str, Any]] = []
+    observer.add_sink(rows.append, lambda piece: rows.extend(piece.rows()))
+    c = coordinator()
+    topic = topic_id_for("t0")
+    targets = (("m1", "c1", {topic: frozenset([0, 1])}),)
+    observer(c, _result(TargetComputed("g", 2, "uniform", targets)), 1)
+    c.update_metadata(ClusterImage.of([TopicImage(topic_id=topic_id_for("t1"), name="t1", partitions=3)]), 2)
+    observer(c, _result(TargetComputed("g", 3, "uniform", targets)), 2)
+    named = [(r["generation"], r["topic"]) for r in rows if r["type"] == "group_assignment"]
+    assert named == [(2, "t0"), (2, "t0"), (3, str(topic)), (3, str(topic))]
+
+
+def _result(*events: Any) -> Result:
+    result = Result()
+    result.events.extend(events)
+    return result
+
+
+def test_a_dead_group_s_memo_is_forgotten() -> None:
+    """A memo per group lives as long as the group: groups made and deleted over and over leave none behind."""
+    observer = GroupEvents()
+    observer.add_sink(lambda row: None, lambda piece: None)
+    c = coordinator()
+    for i in range(50):
+        group = f"g{i}"
+        targets = ((f"m{i}", "c", {topic_id_for("t0"): frozenset([0])}),)
+        observer(c, _result(TargetComputed(group, 2, "uniform", targets)), i)
+        observer(c, _result(GroupStateChanged(group, "consumer", "Dead", 2, "uniform", None, None, 2, 0)), i)
+    assert observer._memos == {}

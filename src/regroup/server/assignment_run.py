@@ -18,13 +18,13 @@ from typing import Any, Final, Generic, TypeVar
 
 from regroup.model.eventlog import FIELDS
 
-__all__ = ["GROUP_ASSIGNMENT", "AssignmentRun", "Piece"]
+__all__ = ["GROUP_ASSIGNMENT", "AssignmentRun", "Memo", "Piece"]
 
 GROUP_ASSIGNMENT: Final = "group_assignment"
 #: what a member holds (a target's partitions, a classic assignment's bytes)
 H = TypeVar("H")
-#: one row of a run: (client id, member id, topic, partition)
-Cell = tuple[str, str, str, int]
+#: one member's rows in a piece: (client id, member id, its rows, the first of them and the end in the piece)
+Span = tuple[str, str, list[tuple[str, int]], int, int]
 _MEMBER_ID = itemgetter(0)
 
 
@@ -40,18 +40,34 @@ def _json(value: Any) -> str:
 @dataclass(frozen=True, slots=True)
 class Piece:
     """Rows of a run handed out together: ``lines[i]`` is row ``i``'s line (no newline), whose ``seq`` is
-    ``first_seq + i``."""
+    ``first_seq + i``; ``spans`` says whose rows they are: (client id, member id, that member's rows, the first
+    and the end of those in this piece), in order."""
 
     t: int
     generation: int
     detail: str
     first_seq: int
-    cells: list[Cell]
+    spans: list[Span]
     lines: list[str]
 
     def row(self, i: int) -> dict[str, Any]:
         """Row ``i`` as a fresh dict with the keys of ``FIELDS`` in order (the caller's own)."""
-        member, member_id, topic, partition = self.cells[i]
+        k = i
+        for member, member_id, rows, start, end in self.spans:
+            if k < end - start:
+                topic, partition = rows[start + k]
+                return self._row(i, member, member_id, topic, partition)
+            k -= end - start
+        raise IndexError(i)
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        i = 0
+        for member, member_id, rows, start, end in self.spans:
+            for topic, partition in rows[start:end]:
+                yield self._row(i, member, member_id, topic, partition)
+                i += 1
+
+    def _row(self, i: int, member: str, member_id: str, topic: str, partition: int) -> dict[str, Any]:
         row: dict[str, Any] = dict.fromkeys(FIELDS)
         row.update(
             seq=self.first_seq + i,
@@ -66,14 +82,20 @@ class Piece:
         )
         return row
 
-    def rows(self) -> Iterator[dict[str, Any]]:
-        return (self.row(i) for i in range(len(self.cells)))
+
+#: what a run remembers of a member for the next run of its group: (what it held, its client id, its two ids as
+#: JSON, its rows, each row's topic and partition as JSON)
+Memo = tuple[object, str, str, list[tuple[str, int]], list[str]]
 
 
 class AssignmentRun(Generic[H]):
     """The rows of ``members`` (member id, client id, what it holds), the members by member id (sorted when
     the first piece is taken) and each member's rows as ``partitions(held)`` gives them: one per (topic,
-    partition)."""
+    partition).
+
+    ``memo`` is the ``memo`` of the group's last run (with the same topic names): a member holding the very
+    same object as then (a target that did not change) has its rows and their pieces of JSON taken from it.
+    ``self.memo`` is filled with every member's as the rows are taken, for the next run."""
 
     def __init__(
         self,
@@ -82,16 +104,19 @@ class AssignmentRun(Generic[H]):
         generation: int,
         members: Iterable[tuple[str, str, H]],
         partitions: Callable[[H], Iterable[tuple[str, int]]],
+        memo: dict[str, Memo] | None = None,
     ) -> None:
         self.t = t
         self.generation = generation
         self.detail = f"group={group_id}"
+        self.memo: dict[str, Memo] = {}
+        self._previous = memo or {}
         self._members: Iterable[tuple[str, str, H]] | None = members
         self._order: Iterator[tuple[str, str, H]] = iter(())
         self._partitions = partitions
-        #: the member whose rows are being handed out: (client id, member id, its lines' middle, its rows, how
-        #: many of them were handed out)
-        self._current: tuple[str, str, str, list[tuple[str, int]], int] | None = None
+        #: the member whose rows are being handed out: (client id, member id, its lines' middle, its rows, their
+        #: ends, how many of them were handed out)
+        self._current: tuple[str, str, str, list[tuple[str, int]], list[str], int] | None = None
         self._topics: dict[str, str] = {}  # topic name -> it as JSON
         self._head = f',"t":{_json(t)},"type":"{GROUP_ASSIGNMENT}","member":'
         self._generation = (
@@ -104,42 +129,53 @@ class AssignmentRun(Generic[H]):
         if self._members is not None:
             self._order = iter(sorted(self._members, key=_MEMBER_ID))
             self._members = None
-        cells: list[Cell] = []
+        spans: list[Span] = []
         lines: list[str] = []
+        append = lines.append
         seq = first_seq
-        topics, tail = self._topics, self._tail
+        tail = self._tail
         left = most
         while left > 0:
             current = self._current or self._next_member()
             if current is None:
                 break
-            member, member_id, middle, rows, at = current
-            end = min(len(rows), at + left)
-            for topic, partition in rows[at:end]:
-                encoded = topics.get(topic)
-                if encoded is None:
-                    encoded = topics[topic] = _json(topic)
-                number = str(partition) if type(partition) is int else _json(partition)
-                lines.append(f'{{"seq":{seq}{middle}{encoded},"partition":{number}{tail}')
-                cells.append((member, member_id, topic, partition))
+            member, member_id, middle, rows, ends, at = current
+            end = len(rows)
+            if end - at > left:
+                end = at + left
+                self._current = (member, member_id, middle, rows, ends, end)
+            else:
+                self._current = None
+            for k in range(at, end):
+                append(f'{{"seq":{seq}{middle}{ends[k]}{tail}')
                 seq += 1
+            spans.append((member, member_id, rows, at, end))
             left -= end - at
-            self._current = None if end == len(rows) else (member, member_id, middle, rows, end)
-        if not cells:
+        if not lines:
             return None
-        return Piece(self.t, self.generation, self.detail, first_seq, cells, lines)
+        return Piece(self.t, self.generation, self.detail, first_seq, spans, lines)
 
-    def _next_member(self) -> tuple[str, str, str, list[tuple[str, int]], int] | None:
+    def _next_member(self) -> tuple[str, str, str, list[tuple[str, int]], list[str], int] | None:
         """The next member with rows, or None."""
         for member_id, client_id, held in self._order:
-            given = self._partitions(held)
-            rows = given if type(given) is list else list(given)
+            known = self._previous.get(member_id)
+            if known is None or known[0] is not held or known[1] != client_id:
+                known = self._remember(member_id, client_id, held)
+            self.memo[member_id] = known
+            _, _, ids, rows, ends = known
             if rows:
-                return (
-                    client_id,
-                    member_id,
-                    f'{self._head}{_json(client_id)},"member_id":{_json(member_id)}{self._generation}',
-                    rows,
-                    0,
-                )
+                return (client_id, member_id, f"{self._head}{ids}{self._generation}", rows, ends, 0)
         return None
+
+    def _remember(self, member_id: str, client_id: str, held: H) -> Memo:
+        given = self._partitions(held)
+        rows = given if type(given) is list else list(given)
+        topics = self._topics
+        ends: list[str] = []
+        for topic, partition in rows:
+            encoded = topics.get(topic)
+            if encoded is None:
+                encoded = topics[topic] = _json(topic)
+            number = str(partition) if type(partition) is int else _json(partition)
+            ends.append(f'{encoded},"partition":{number}')
+        return (held, client_id, f'{_json(client_id)},"member_id":{_json(member_id)}', rows, ends)

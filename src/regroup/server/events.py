@@ -102,7 +102,7 @@ from regroup.records.consumer import (
     ConsumerGroupRegularExpressionKey,
 )
 from regroup.records.model import Record
-from regroup.server.assignment_run import AssignmentRun, Piece
+from regroup.server.assignment_run import AssignmentRun, Memo, Piece
 
 log = logging.getLogger("regroup.server.events")
 
@@ -209,6 +209,8 @@ class GroupEvents:
         self._marks: dict[str, dict[str, _MemberMark]] = {}
         #: group id -> the epoch its last ``group_state`` row gave (consumer and share groups)
         self._epochs: dict[str, int] = {}
+        #: consumer or share group id -> the topic names and the memo of its last target's run
+        self._memos: dict[str, tuple[dict[uuid.UUID, str], dict[str, Memo]]] = {}
         #: rows waiting to be handed out, in order (``_queue``), how many, and whether a turn is asked for
         self._backlog: deque[Waiting] = deque()
         self._backlog_rows = 0
@@ -250,6 +252,7 @@ class GroupEvents:
                     if event.state == "Dead":
                         self._epochs.pop(event.group_id, None)
                         self._marks.pop(event.group_id, None)
+                        self._memos.pop(event.group_id, None)
                     else:
                         self._epochs[event.group_id] = event.generation
                     if records is not None and event.state != "Dead" and event.generation > (before or 0):
@@ -382,7 +385,12 @@ class GroupEvents:
                     return [(name, p) for p in sorted(ps)]
             return sorted((_topic_name(names, topic_id), p) for topic_id, ps in target.items() for p in ps)
 
-        self._queue(AssignmentRun(now, event.group_id, event.assignment_epoch, event.targets, partitions), count)
+        # (the group's last run's memo, when made with the same names: the targets that did not change since)
+        last = self._memos.get(event.group_id)
+        memo = last[1] if last is not None and last[0] is names else None
+        run = AssignmentRun(now, event.group_id, event.assignment_epoch, event.targets, partitions, memo)
+        self._memos[event.group_id] = (names, run.memo)
+        self._queue(run, count)
 
     def _partitions(
         self, coordinator: GroupCoordinator, partitions: Iterable[tuple[uuid.UUID, Iterable[int]]]
