@@ -411,6 +411,13 @@ class PartitionLog:
         if segment_bytes <= 0 or max_batch_bytes <= 0:
             raise ValueError("segment_bytes and max_batch_bytes must be positive")
         directory = Path(directory)
+        if not os.path.lexists(directory):
+            # (a partition never written: nothing to recover or list, one stat rather than five failed calls;
+            # a Produce to a thousand new partitions opens them all on the event loop)
+            cache = HandleCache(PRIVATE_HANDLES) if handles is None else handles
+            return cls(directory, [_Segment(0, directory / segment_name(0))], 0, ProducerStates(), fsync,
+                       segment_bytes, max_batch_bytes, fsync_interval_ms, clock, 0, cache, False,
+                       PartitionTxns())  # fmt: skip
         for done in recover(directory, sync=fsync is not FsyncPolicy.NEVER):
             log.warning("%s: %s", directory, done)
         settled = _recover_roll(directory, sync=fsync is not FsyncPolicy.NEVER)

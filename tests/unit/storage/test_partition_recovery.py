@@ -220,3 +220,23 @@ def test_gap_markers_are_read_past(tmp_path: Path) -> None:
     (tmp_path / "00000000000000000012.gap").unlink()
     with pytest.raises(CorruptLogError, match=r"offsets 12\.\.19 are missing"):
         open_log(tmp_path)
+
+
+@pytest.mark.parametrize("policy", list(FsyncPolicy))
+def test_a_missing_directory_opens_as_an_empty_one_does(tmp_path: Path, policy: FsyncPolicy) -> None:
+    """A partition never written is opened without listing anything (its directory is not there); the log is the
+    one an empty directory gives, before and after appends."""
+    missing, empty = tmp_path / "missing" / "0", tmp_path / "empty" / "0"
+    empty.mkdir(parents=True)
+    logs = [open_log(path, fsync=policy) for path in (missing, empty)]
+    views = [(log.log_start_offset, log.log_end_offset, log.written_end, log.read(0, 100)) for log in logs]
+    assert views[0] == views[1] == (0, 0, 0, b"")
+    for log in logs:
+        log.append(make_batch([b"a", b"b"]))
+        log.append(make_batch([b"c"]))
+        log.sync()
+    assert [log.log_end_offset for log in logs] == [3, 3]
+    assert logs[0].read(0, 10_000) == logs[1].read(0, 10_000)
+    for log in logs:
+        log.close()
+    assert sorted(os.listdir(missing)) == sorted(os.listdir(empty)) == [FIRST]
