@@ -53,7 +53,10 @@ Cases (``--cases``; ``--quick`` runs the first three at a tenth of the size):
   each heartbeat bumps the group epoch, and the group's subscriptions differ, so each new target is a full
   computation over the 10,000 members (on the coordinator's worker thread where the tree has one);
 - ``kip848-joins-10k-paced``: the same, each heavy connection waiting 250 ms after each answer (members coming
-  and going as in a rolling restart, rather than as fast as the server answers).
+  and going as in a rolling restart, rather than as fast as the server answers);
+- ``kip848-joins-10k-batched``: the flood of ``kip848-joins-10k`` against a server with an assignment interval
+  of 1,000 ms (``--consumer-assignment-interval-ms``, KIP-1263; Kafka 4.3's default): one target a second at
+  most, the changes meanwhile taken together.
 
 ``--micro`` measures instead what one all-topics Metadata v12 answer costs the server, in process CPU time
 (handler and encoding, the way the dispatcher runs them, with no network), for each tree in a child process of
@@ -122,6 +125,8 @@ class Case:
     preload: Callable[[Path], None] | None = None
     #: seconds each heavy connection waits after an answer before its next request (0: none)
     pace_s: float = 0.0
+    #: more ``regroup serve`` flags for this case
+    server_args: tuple[str, ...] = ()
 
 
 def layout(topics: int, partitions: int, prefix: str = "bench-stall") -> dict[str, int]:
@@ -353,6 +358,13 @@ def cases(scale: float) -> list[Case]:
             preload=preload_groups({}, {JOINED_GROUP: n(10_000)}),
             pace_s=0.25,
         ),
+        Case(
+            "kip848-joins-10k-batched",
+            {},
+            kip848_joins,
+            preload=preload_groups({}, {JOINED_GROUP: n(10_000)}),
+            server_args=("--consumer-assignment-interval-ms", "1000"),
+        ),
     ]
 
 
@@ -556,11 +568,14 @@ class StallServer(sb.ServerProcess):  # type: ignore[misc,name-defined]
 
     #: the watchdog's threshold (``--stall-warn-ms``), None for the server's default
     stall_warn_ms: int | None = None
+    #: the case's own flags
+    extra_args: tuple[str, ...] = ()
 
     def command(self) -> list[str]:
         long_session = ["--consumer-session-timeout-ms", "3600000"]  # loaded groups' members are never fenced
         stall = [] if self.stall_warn_ms is None else ["--stall-warn-ms", str(self.stall_warn_ms)]
-        return [*super().command(), "--metrics-port", "0", "--max-partitions", "250000", *long_session, *stall]
+        more = [*long_session, *stall, *self.extra_args]
+        return [*super().command(), "--metrics-port", "0", "--max-partitions", "250000", *more]
 
     def metrics_port(self) -> int:
         match = _METRICS.search(self.log_path.read_bytes())
@@ -884,6 +899,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for tree, source in trees if round_ % 2 else trees[::-1]:  # ABBA: a drifting load hits both alike
                 server = StallServer(args.fsync, args.data_root, source=source)
                 server.stall_warn_ms = args.stall_warn_ms
+                server.extra_args = case.server_args
                 if case.preload is not None:
                     case.preload(server.dir / "data")
                 with sb.running(server, keep=False):

@@ -130,6 +130,8 @@ def test_a_group_is_described_with_the_broker_settings_then_its_own(server: Serv
         ("consumer.heartbeat.interval.ms", "12000", AlterConfigOpType.SET),  # not below the group's 4 s session
         ("share.auto.offset.reset", "middle", AlterConfigOpType.SET),
         ("consumer.session.timeout.ms", "3000", AlterConfigOpType.APPEND),  # not a list
+        ("consumer.assignment.interval.ms", "-1", AlterConfigOpType.SET),
+        ("consumer.assignment.interval.ms", "15001", AlterConfigOpType.SET),  # above the broker's 15 s ceiling
     ],
 )
 def test_a_bad_setting_is_invalid_config_and_changes_nothing(
@@ -141,6 +143,31 @@ def test_a_bad_setting_is_invalid_config_and_changes_nothing(
         _alter(admin, "g", (name, value, op))
     assert refused.value.args[0].code() == INVALID_CONFIG
     assert _describe(admin, "g")["consumer.session.timeout.ms"].value == "4000"
+
+
+def test_a_group_s_assignment_interval_is_described_altered_and_acted_on(server: ServerProcess) -> None:
+    """``consumer.assignment.interval.ms`` (KIP-1263): the broker's 0 until the group sets its own; then a member
+    joining within the interval of the group's last target gets that target's epoch and no partitions, and the
+    target with its partitions is computed once the interval has passed."""
+    admin = _admin(server)
+    assert _describe(admin, "paced")["consumer.assignment.interval.ms"].value == "0"
+    _alter(admin, "paced", ("consumer.assignment.interval.ms", "1200", AlterConfigOpType.SET))
+    described = _describe(admin, "paced")["consumer.assignment.interval.ms"]
+    assert (described.value, described.source) == ("1200", ConfigSource.GROUP_CONFIG.value)
+    _alter(admin, "unbatched", ("consumer.assignment.interval.ms", "0", AlterConfigOpType.SET))  # (0 is allowed)
+    with WireClient(server.port) as client:
+        client.call(
+            19, 4, topics=[{"name": "t", "num_partitions": 2, "replication_factor": 1, "assignments": [],
+                            "configs": []}], timeout_ms=10_000, validate_only=False,
+        )  # fmt: skip
+        first = _heartbeat(client, "paced")
+        began = time.monotonic()
+        second = _heartbeat(client, "paced")
+        assert (first.member_epoch, second.member_epoch) == (1, 1)
+        assert second.assignment is not None and not second.assignment.topic_partitions
+        time.sleep(max(0.0, began + 1.5 - time.monotonic()))
+        described_group = client.call(DESCRIBE_848, 1, group_ids=["paced"], include_authorized_operations=False)
+        assert (described_group.groups[0].group_epoch, described_group.groups[0].assignment_epoch) == (2, 2)
 
 
 def test_an_empty_group_name_is_an_invalid_request(server: ServerProcess) -> None:

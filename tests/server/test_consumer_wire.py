@@ -244,6 +244,9 @@ def test_serve_flags_are_validated(tmp_path: Path) -> None:
         (["--consumer-assignors", "uniform,sticky"], "--consumer-assignors"),
         (["--migration-policy", "sideways"], "invalid choice"),
         (["--consumer-heartbeat-interval-ms", "0"], "outside"),
+        (["--consumer-assignment-interval-ms", "20000"], "must be within"),
+        (["--consumer-assignment-interval-ms", "-1"], "outside"),
+        (["--consumer-min-assignment-interval-ms", "500"], "must be within"),
     ):
         done = subprocess.run(base + extra, capture_output=True, text=True, timeout=30)
         assert done.returncode == 2, (extra, done.stderr)
@@ -333,3 +336,39 @@ def test_describe_v1_tells_classic_members_from_consumer_members(server: ServerP
         described = new.call(DESCRIBE_848, 1, group_ids=["mixed"], include_authorized_operations=False)
         types = {m.client_id: m.member_type for m in described.groups[0].members}
         assert types == {"old": 0, "new": 1}
+
+
+def test_an_assignment_interval_holds_the_next_target_back_over_the_wire(tmp_path: Path) -> None:
+    """``--consumer-assignment-interval-ms`` (KIP-1263): a member joining within the interval of the group's
+    last target is answered at once, at that target's epoch and with nothing; the target that gives it
+    partitions is computed when the interval ends, without a heartbeat asking, and reaches it at its next one."""
+    import time
+
+    interval_ms = 1_500
+    proc = ServerProcess(tmp_path / "data", tmp_path / "server.log", ["--consumer-assignment-interval-ms", "1500"])
+    proc.start()
+    try:
+        with WireClient(proc.port) as client:
+            create_topics(client, {"paced": 4})
+            join = {"group_id": "paced", "subscribed_topic_names": ["paced"], "topic_partitions": []}
+            first = heartbeat(client, member_id="m-1", **join)
+            started = time.monotonic()
+            assert (first.error_code, first.member_epoch) == (NONE, 1)
+            assert sum(len(ps) for ps in owned(first).values()) == 4
+            second = heartbeat(client, member_id="m-2", **join)
+            assert (second.error_code, second.member_epoch) == (NONE, 1)
+            assert owned(second) == {}
+            described = client.call(DESCRIBE_848, 1, group_ids=["paced"], include_authorized_operations=False)
+            group = described.groups[0]
+            assert (group.group_epoch, group.assignment_epoch) == (2, 1)
+            time.sleep(max(0.0, started + interval_ms / 1000 + 0.3 - time.monotonic()))
+            described = client.call(DESCRIBE_848, 1, group_ids=["paced"], include_authorized_operations=False)
+            assert described.groups[0].assignment_epoch == 2  # (computed when the interval ended)
+            again = heartbeat(client, group_id="paced", member_id="m-2", member_epoch=1)
+            assert (again.error_code, again.member_epoch) == (NONE, 2)
+            # (its partitions come once m-1, told to give up half of its four, has done so)
+            shrunk = heartbeat(client, group_id="paced", member_id="m-1", member_epoch=1)
+            assert shrunk.error_code == NONE and sum(len(ps) for ps in owned(shrunk).values()) == 2
+    finally:
+        proc.kill()
+    assert_clean_log(proc)

@@ -97,6 +97,39 @@ def test_the_broker_bounds_a_groups_record_lock() -> None:
         validate_group_configs({"share.record.lock.duration.ms": "50000"}, strict)
 
 
+ASSIGNMENT = "consumer.assignment.interval.ms"
+
+
+@given(interval=st.integers(-5, 40_000), low=st.integers(0, 5_000), high=st.integers(5_000, 30_000))
+def test_an_assignment_interval_is_accepted_within_the_broker_bounds_zero_included(
+    interval: int, low: int, high: int
+) -> None:
+    """``group.consumer.min/max.assignment.interval.ms`` bound a group's ``consumer.assignment.interval.ms``,
+    the one integer setting that may be 0 (no batching)."""
+    broker = CoordinatorConfig(
+        consumer_group_assignment_interval_ms=low,  # (the broker's own within its bounds, as the flags require)
+        consumer_group_min_assignment_interval_ms=low,
+        consumer_group_max_assignment_interval_ms=high,
+    )
+    acceptable = max(low, 0) <= interval <= high
+    try:
+        checked = validate_group_configs({ASSIGNMENT: str(interval)}, broker)
+    except ConfigError as exc:
+        assert not acceptable
+        assert "at least 0" in str(exc) if interval < 0 else "equal to" in str(exc)
+    else:
+        assert acceptable
+        assert core_group_config(checked) == GroupConfig(consumer_assignment_interval_ms=interval)
+
+
+def test_the_broker_s_own_interval_widens_the_bounds() -> None:
+    broker = CoordinatorConfig(consumer_group_assignment_interval_ms=20_000)
+    assert Ranges.of(broker).consumer_assignment == (0, 20_000)
+    assert Ranges.of(KAFKA).consumer_assignment == (0, 15_000)
+    with pytest.raises(ConfigError, match="less than or equal to 15000"):
+        validate_group_configs({ASSIGNMENT: "20000"}, KAFKA)
+
+
 def test_the_store_round_trips_and_reports_damage(tmp_path: Path) -> None:
     path = tmp_path / "group-configs.json"
     store = GroupConfigStore(path, KAFKA, sync=True)

@@ -62,6 +62,9 @@ KAFKA_NAMES = {
     "consumer_assignors": "group.consumer.assignors",
     "migration_policy": "group.consumer.migration.policy",
     "consumer_assignor_offload": "group.consumer.assignor.offload.enable",
+    "consumer_assignment_interval_ms": "group.consumer.assignment.interval.ms",
+    "consumer_min_assignment_interval_ms": "group.consumer.min.assignment.interval.ms",
+    "consumer_max_assignment_interval_ms": "group.consumer.max.assignment.interval.ms",
     "share_groups": "group.share.enable",
     "share_heartbeat_interval_ms": "group.share.heartbeat.interval.ms",
     "share_session_timeout_ms": "group.share.session.timeout.ms",
@@ -424,6 +427,30 @@ def _consumer_group_options(parser: argparse.ArgumentParser) -> None:
         f"{SERVER_ASSIGNOR_OFFLOAD_MEMBERS}; a smaller group's takes a few milliseconds)",
     )
     consumer.add_argument(
+        "--consumer-assignment-interval-ms",
+        type=_int_at_least(0),
+        default=0,
+        metavar="MS",
+        help="group.consumer.assignment.interval.ms (KIP-1263): the least time between two target computations "
+        "of a consumer group, the changes meanwhile taken together (default 0: at once; Kafka 4.3's is 1000)",
+    )
+    consumer.add_argument(
+        "--consumer-min-assignment-interval-ms",
+        type=_int_at_least(0),
+        default=0,
+        metavar="MS",
+        help="group.consumer.min.assignment.interval.ms: the shortest consumer.assignment.interval.ms a group may "
+        "set (default 0)",
+    )
+    consumer.add_argument(
+        "--consumer-max-assignment-interval-ms",
+        type=_int_at_least(0),
+        default=15_000,
+        metavar="MS",
+        help="group.consumer.max.assignment.interval.ms: the longest consumer.assignment.interval.ms a group may "
+        "set (default 15000)",
+    )
+    consumer.add_argument(
         "--migration-policy",
         choices=("disabled", "upgrade", "downgrade", "bidirectional"),
         default="bidirectional",
@@ -596,6 +623,17 @@ def _coordinator_config(args: argparse.Namespace) -> CoordinatorConfig:
         extra["consumer_group_max_size"] = args.consumer_max_size
     if args.consumer_assignor_offload:
         extra["consumer_group_assignor_offload_members"] = args.consumer_assignor_offload_members
+    low, interval, high = (
+        args.consumer_min_assignment_interval_ms,
+        args.consumer_assignment_interval_ms,
+        args.consumer_max_assignment_interval_ms,
+    )
+    if not low <= interval <= high:
+        raise ServeError(
+            f"{_label(args, 'consumer_assignment_interval_ms')} ({interval}) must be within "
+            f"{_label(args, 'consumer_min_assignment_interval_ms')} ({low}) and "
+            f"{_label(args, 'consumer_max_assignment_interval_ms')} ({high})"
+        )
     if args.share_heartbeat_interval_ms >= args.share_session_timeout_ms:
         raise ServeError(
             f"{_label(args, 'share_heartbeat_interval_ms')} ({args.share_heartbeat_interval_ms}) must be less than "
@@ -615,6 +653,9 @@ def _coordinator_config(args: argparse.Namespace) -> CoordinatorConfig:
         consumer_group_session_timeout_ms=session_ms,
         consumer_group_assignors=assignors,
         consumer_group_migration_policy=args.migration_policy,
+        consumer_group_assignment_interval_ms=args.consumer_assignment_interval_ms,
+        consumer_group_min_assignment_interval_ms=args.consumer_min_assignment_interval_ms,
+        consumer_group_max_assignment_interval_ms=args.consumer_max_assignment_interval_ms,
         **extra,
     )
 

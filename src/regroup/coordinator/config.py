@@ -36,6 +36,12 @@ class CoordinatorConfig:
     #: the heartbeat that needs it, as Kafka's ``group.consumer.assignor.offload.enable``; None: always within
     #: (a shell that runs no asides must leave it None)
     consumer_group_assignor_offload_members: int | None = None
+    #: KIP-1263's ``group.consumer.assignment.interval.ms``: a group's next target is computed no sooner than
+    #: this after its last (0: at once, as before Kafka 4.3, whose default is 1,000)
+    consumer_group_assignment_interval_ms: int = 0
+    #: the bounds of a group's own ``consumer.assignment.interval.ms``
+    consumer_group_min_assignment_interval_ms: int = 0
+    consumer_group_max_assignment_interval_ms: int = 15_000
     # share groups (KIP-932; Kafka's group.share.*)
     share_group_session_timeout_ms: int = 45_000
     share_group_heartbeat_interval_ms: int = 5_000
@@ -56,6 +62,9 @@ class CoordinatorConfig:
         offload = self.consumer_group_assignor_offload_members
         if offload is not None and offload < 1:
             raise ValueError(f"consumer_group_assignor_offload_members must be at least 1, got {offload}")
+        interval = self.consumer_group_assignment_interval_ms
+        if interval < 0:
+            raise ValueError(f"consumer_group_assignment_interval_ms must not be negative, got {interval}")
         if not self.consumer_group_assignors:
             raise ValueError("consumer_group_assignors must name at least one assignor")
 

@@ -53,6 +53,13 @@ class Ctx:
     def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
         return consumer_heartbeat_interval_ms(self.config, self.group_configs, group_id)
 
+    def consumer_assignment_interval_ms(self, group_id: str) -> int:
+        """The least time between two target computations of ``group_id`` (KIP-1263): the group's, else the
+        broker's."""
+        own = self.group_configs.get(group_id)
+        interval = None if own is None else own.consumer_assignment_interval_ms
+        return self.config.consumer_group_assignment_interval_ms if interval is None else interval
+
     def share_session_timeout_ms(self, group_id: str) -> int:
         own = self.group_configs.get(group_id)
         timeout = None if own is None else own.share_session_timeout_ms

@@ -16,6 +16,8 @@ class GroupConfig:
     consumer_session_timeout_ms: Final[int | None] = None
     #: ``consumer.heartbeat.interval.ms``: None keeps the broker's ``group.consumer.heartbeat.interval.ms``
     consumer_heartbeat_interval_ms: Final[int | None] = None
+    #: ``consumer.assignment.interval.ms``: None keeps the broker's ``group.consumer.assignment.interval.ms``
+    consumer_assignment_interval_ms: Final[int | None] = None
     #: ``share.session.timeout.ms``: None keeps the broker's ``group.share.session.timeout.ms``
     share_session_timeout_ms: Final[int | None] = None
     #: ``share.heartbeat.interval.ms``: None keeps the broker's ``group.share.heartbeat.interval.ms``
@@ -27,6 +29,7 @@ class GroupConfig:
         return (
             self.consumer_session_timeout_ms is None
             and self.consumer_heartbeat_interval_ms is None
+            and self.consumer_assignment_interval_ms is None
             and self.share_session_timeout_ms is None
             and self.share_heartbeat_interval_ms is None
             and self.share_record_lock_duration_ms is None

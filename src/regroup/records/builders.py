@@ -107,8 +107,8 @@ def new_consumer_group_target_assignment_tombstone(group_id: str, member_id: str
     return Record(ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id), None)
 
 
-def new_consumer_group_target_assignment_epoch_record(group_id: str, epoch: int) -> Record:
-    value = ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch)
+def new_consumer_group_target_assignment_epoch_record(group_id: str, epoch: int, at_ms: int = 0) -> Record:
+    value = ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch, assignment_timestamp_ms=at_ms)
     return Record(ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id), value)
 
 

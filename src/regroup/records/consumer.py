@@ -81,6 +81,9 @@ class ConsumerGroupTargetAssignmentMetadataKey:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConsumerGroupTargetAssignmentMetadataValue:
     assignment_epoch: int
+    #: when the target was computed (KIP-1263's ``AssignmentTimestamp``): the next waits for the group's
+    #: assignment interval from it; 0 when not known (written before it was kept)
+    assignment_timestamp_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

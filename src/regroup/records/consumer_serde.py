@@ -91,6 +91,8 @@ def _value_out(value: ConsumerRecordValue) -> dict[str, Any]:
             },
         }
     if isinstance(value, ConsumerGroupTargetAssignmentMetadataValue):
+        if value.assignment_timestamp_ms:
+            return {"epoch": value.assignment_epoch, "at_ms": value.assignment_timestamp_ms}
         return {"epoch": value.assignment_epoch}
     if isinstance(value, ConsumerGroupTargetAssignmentMemberValue):
         return {"partitions": _parts_out(value.partitions)}
@@ -130,7 +132,12 @@ def decode_consumer(doc: dict[str, Any]) -> tuple[ConsumerRecordKey, ConsumerRec
         return key, ConsumerGroupPartitionMetadataValue(topics=topics)
     if kind == "cg-target-epoch":
         key = ConsumerGroupTargetAssignmentMetadataKey(group_id=group)
-        return key, None if v is None else ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=int(v["epoch"]))
+        if v is None:
+            return key, None
+        at_ms = int(v.get("at_ms", 0))
+        return key, ConsumerGroupTargetAssignmentMetadataValue(
+            assignment_epoch=int(v["epoch"]), assignment_timestamp_ms=at_ms
+        )
     if kind == "cg-regex":
         key = ConsumerGroupRegularExpressionKey(group_id=group, regex=str(doc["regex"]))
         if v is None:

@@ -4,8 +4,10 @@ overrides, kept durably in ``group-configs.json`` of the data directory.
 
 The settings are Kafka's (``GroupConfig``). ``consumer.session.timeout.ms`` and
 ``consumer.heartbeat.interval.ms`` override the broker's for the group's consumer-protocol members, and the
-coordinator acts on them (``coordinator/group_config.py``; docs/protocol.md, K22). ``share.session.timeout.ms``,
-``share.heartbeat.interval.ms`` and ``share.record.lock.duration.ms`` do the same for share groups;
+coordinator acts on them (``coordinator/group_config.py``; docs/protocol.md, K22); so does
+``consumer.assignment.interval.ms``, the least time between two of the group's target computations (KIP-1263).
+``share.session.timeout.ms``, ``share.heartbeat.interval.ms`` and ``share.record.lock.duration.ms`` do the same
+for share groups;
 ``share.auto.offset.reset`` is read by the shell when it initializes a share partition, and
 ``share.isolation.level`` by ShareFetch on every read (so a change applies from the group's next fetch).
 
@@ -15,9 +17,11 @@ string that is not one of its values (``share.isolation.level`` in lower case on
 it), and a session timeout not above its heartbeat interval are INVALID_CONFIG. The ranges are the broker's:
 ``group.consumer.min.session.timeout.ms`` to ``group.consumer.max.session.timeout.ms`` (45 s to 60 s),
 ``group.consumer.min.heartbeat.interval.ms`` to ``group.consumer.max.heartbeat.interval.ms`` (5 s to 15 s), the
-same for share groups, and 15 s to 60 s for the record lock; where a ``regroup serve`` flag sets the broker's
-own session timeout, heartbeat interval or record lock duration outside its range, the range is widened to
-include it (a setting the broker runs with is one a group may have).
+same for share groups, 15 s to 60 s for the record lock, and ``group.consumer.min.assignment.interval.ms`` to
+``group.consumer.max.assignment.interval.ms`` (0 to 15 s; regroup's bounds) for the assignment interval, the one
+integer setting that may be 0; where a ``regroup serve`` flag sets the broker's own session timeout, heartbeat
+interval, record lock duration or assignment interval outside its range, the range is widened to include it (a
+setting the broker runs with is one a group may have).
 
 A shell module; :class:`GroupConfigStore` does the file I/O.
 """
@@ -57,6 +61,7 @@ MAX_INT: Final = 2**31 - 1
 
 CONSUMER_SESSION: Final = "consumer.session.timeout.ms"
 CONSUMER_HEARTBEAT: Final = "consumer.heartbeat.interval.ms"
+CONSUMER_ASSIGNMENT: Final = "consumer.assignment.interval.ms"
 SHARE_SESSION: Final = "share.session.timeout.ms"
 SHARE_HEARTBEAT: Final = "share.heartbeat.interval.ms"
 SHARE_LOCK: Final = "share.record.lock.duration.ms"
@@ -74,6 +79,7 @@ class Ranges:
 
     consumer_session: tuple[int, int]
     consumer_heartbeat: tuple[int, int]
+    consumer_assignment: tuple[int, int] = (0, 15_000)
     share_session: tuple[int, int] = (45_000, 60_000)
     share_heartbeat: tuple[int, int] = (5_000, 15_000)
     share_lock: tuple[int, int] = (15_000, 60_000)
@@ -83,9 +89,14 @@ class Ranges:
         session, heartbeat = config.consumer_group_session_timeout_ms, config.consumer_group_heartbeat_interval_ms
         share_session, share_heartbeat = config.share_group_session_timeout_ms, config.share_group_heartbeat_interval_ms
         lock = config.share_group_record_lock_duration_ms
+        assignment = config.consumer_group_assignment_interval_ms
         return Ranges(
             consumer_session=(min(45_000, session), max(60_000, session)),
             consumer_heartbeat=(min(5_000, heartbeat), max(15_000, heartbeat)),
+            consumer_assignment=(
+                min(config.consumer_group_min_assignment_interval_ms, assignment),
+                max(config.consumer_group_max_assignment_interval_ms, assignment),
+            ),
             share_session=(min(45_000, share_session), max(60_000, share_session)),
             share_heartbeat=(min(5_000, share_heartbeat), max(15_000, share_heartbeat)),
             share_lock=(
@@ -109,6 +120,8 @@ class GroupKey:
     #: whether a string setting's value must be one of ``choices`` as written (Kafka's ``in`` validator), not in
     #: any case (its case-insensitive one)
     exact_case: bool = False
+    #: the least an integer setting may be whatever the broker's ranges
+    at_least: int = 1
 
 
 GROUP_KEYS: Final[Mapping[str, GroupKey]] = {
@@ -127,6 +140,14 @@ GROUP_KEYS: Final[Mapping[str, GroupKey]] = {
             "The heartbeat interval given to the members of a consumer group.",
             lambda c: str(c.consumer_group_heartbeat_interval_ms),
             lambda r: r.consumer_heartbeat,
+        ),
+        GroupKey(
+            CONSUMER_ASSIGNMENT,
+            ConfigType.INT,
+            "The interval between assignment updates for a consumer group.",
+            lambda c: str(c.consumer_group_assignment_interval_ms),
+            lambda r: r.consumer_assignment,
+            at_least=0,
         ),
         GroupKey(
             SHARE_SESSION,
@@ -189,8 +210,8 @@ def _integer(key: GroupKey, bounds: tuple[int, int], value: str) -> str:
         raise ConfigError(f"Invalid value {value} for configuration {key.name}: Not a number of type INT") from None
     if not -(2**31) <= number <= MAX_INT:
         raise ConfigError(f"Invalid value {value} for configuration {key.name}: Not a number of type INT")
-    if number < 1:
-        raise ConfigError(f"Invalid value {number} for configuration {key.name}: Value must be at least 1")
+    if number < key.at_least:
+        raise ConfigError(f"Invalid value {number} for configuration {key.name}: Value must be at least {key.at_least}")
     low, high = bounds
     if number < low:
         raise ConfigError(f"{key.name} must be greater than or equal to {low}")
@@ -254,6 +275,7 @@ def core_group_config(overrides: Mapping[str, str]) -> GroupConfig | None:
     config = GroupConfig(
         consumer_session_timeout_ms=number(CONSUMER_SESSION),
         consumer_heartbeat_interval_ms=number(CONSUMER_HEARTBEAT),
+        consumer_assignment_interval_ms=number(CONSUMER_ASSIGNMENT),
         share_session_timeout_ms=number(SHARE_SESSION),
         share_heartbeat_interval_ms=number(SHARE_HEARTBEAT),
         share_record_lock_duration_ms=number(SHARE_LOCK),

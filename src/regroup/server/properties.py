@@ -335,6 +335,9 @@ FLAG_SETTINGS: Final[Mapping[str, Callable[[str, str], Any]]] = {
         "disabled", "upgrade", "downgrade", "bidirectional", case_insensitive=True
     ),
     "group.consumer.assignor.offload.enable": _boolean,
+    "group.consumer.assignment.interval.ms": _int(0),
+    "group.consumer.min.assignment.interval.ms": _int(0),
+    "group.consumer.max.assignment.interval.ms": _int(0),
     "transaction.max.timeout.ms": _int(1),
     "transactional.id.expiration.ms": _int(1),
     "group.share.enable": _boolean,

@@ -134,6 +134,8 @@ class ConsumerGroup:
     group_id: str
     group_epoch: int = 0
     assignment_epoch: int = 0
+    #: when the target was computed (0: not known): the next waits for the assignment interval from it
+    assignment_timestamp_ms: int = 0
     members: dict[str, ConsumerGroupMember] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     targets: dict[str, Partitions] = field(default_factory=dict)

@@ -89,9 +89,11 @@ def replay(groups: Groups, record: Record, journal: Journal = _UNJOURNALED) -> N
     elif isinstance(key, ConsumerGroupTargetAssignmentMetadataKey):
         if value is None:
             journal.set(group, "assignment_epoch", 0)
+            journal.set(group, "assignment_timestamp_ms", 0)
         else:
             assert isinstance(value, ConsumerGroupTargetAssignmentMetadataValue)
             journal.set(group, "assignment_epoch", value.assignment_epoch)
+            journal.set(group, "assignment_timestamp_ms", value.assignment_timestamp_ms)
     elif isinstance(key, ConsumerGroupRegularExpressionKey):
         if value is None:
             journal.remove(group.resolved_regexes, key.regex)

@@ -15,6 +15,9 @@ targets. If the group has moved on, its current epoch is computed next, starting
 change of the subscribed topics themselves (partitions, topics gone or added) drops it. A computation that
 failed leaves that epoch to the next heartbeat, which computes it within and answers with the error, as
 without offloading.
+
+When: with an assignment interval (KIP-1263's ``consumer.assignment.interval.ms``), no sooner than the interval
+after the group's last target; an ``AssignmentIntervalTimer`` computes the one that waited when it ends.
 """
 
 from __future__ import annotations
@@ -38,6 +41,23 @@ from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.groups import Groups
 from regroup.model.errors import ApiError
+
+
+@dataclass(slots=True, eq=False)
+class AssignmentIntervalTimer:
+    """A group's assignment interval ended: its target is computed if the group epoch moved past it."""
+
+    group_id: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return ("consumer-assignment-interval", self.group_id)
+
+    def fire(self, ctx: Ctx, groups: Groups) -> None:
+        group = groups.typed(self.group_id, ConsumerGroup)
+        if group is not None:
+            with suppress(ApiError):  # (a failure writes nothing: the next heartbeat computes it and is told)
+                ensure_target(ctx, ConsumerWrites(ctx, groups), group)
 
 
 @dataclass(slots=True, eq=False)
@@ -113,9 +133,19 @@ def _topics(member: ConsumerGroupMember, resolved: Mapping[str, ResolvedRegex]) 
 
 def ensure_target(ctx: Ctx, writes: ConsumerWrites, group: ConsumerGroup) -> None:
     """If something bumped the group epoch past the target epoch, compute the target for it, or hand the
-    computation out (``Result.asides``) for a large group; nothing while one is out."""
+    computation out (``Result.asides``) for a large group; nothing while one is out. Nor while the group's
+    assignment interval (KIP-1263's ``consumer.assignment.interval.ms``) runs from its last target: then an
+    ``AssignmentIntervalTimer`` computes it when the interval ends, and the members heartbeat against the last
+    target meanwhile, as while a computation is out (a group whose last target's time is not known, or that
+    had none, computes at once)."""
     if group.group_epoch <= group.assignment_epoch or group.target_aside is not None:
         return
+    last = group.assignment_timestamp_ms
+    if last > 0 and group.assignment_epoch > 0:
+        due = last + ctx.consumer_assignment_interval_ms(group.group_id)
+        if ctx.now_ms < due:
+            ctx.timers.schedule(AssignmentIntervalTimer(group.group_id), due)
+            return
     assignor = group.preferred_assignor(ctx.config.consumer_group_assignors[0])
     offload = ctx.config.consumer_group_assignor_offload_members
     if (

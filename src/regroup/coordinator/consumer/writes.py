@@ -104,7 +104,9 @@ class ConsumerWrites:
 
     def target_epoch(self, group_id: str, epoch: int, assignor: str) -> None:
         """The new target is complete: its epoch, computed by ``assignor`` (Kafka's name)."""
-        self._write(new_consumer_group_target_assignment_epoch_record(group_id, epoch))
+        # (its time kept only while the group has an assignment interval: the next computation waits for it)
+        at_ms = self.ctx.now_ms if self.ctx.consumer_assignment_interval_ms(group_id) > 0 else 0
+        self._write(new_consumer_group_target_assignment_epoch_record(group_id, epoch, at_ms))
         group = self._existing(group_id)
         members = group.members
         # (member id, client id, ``group.target_of(member id)``) per member, the tuples built by C-level
