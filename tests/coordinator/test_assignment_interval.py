@@ -9,8 +9,14 @@ interval running."""
 
 from __future__ import annotations
 
+import itertools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from regroup.coordinator.group_config import GroupConfig
 from regroup.model.errors import ErrorCode
+from regroup.records.consumer import ConsumerGroupTargetAssignmentMetadataValue
 from tests.coordinator.consumer_harness import ConsumerHarness, named
 
 INTERVAL = 1_000
@@ -118,3 +124,47 @@ def test_the_target_s_time_survives_serialization_and_an_older_record_reads_as_u
     encoded = serde.encode(untimed)
     assert b"at_ms" not in encoded  # (byte for byte what a coordinator without the setting wrote)
     assert serde.decode(encoded) == untimed
+
+
+@st.composite
+def _story(draw: st.DrawFn) -> tuple[int, list[tuple[str, int]]]:
+    """An interval and steps (an action, then a wait), the waits often just short of, at or past the interval."""
+    interval = draw(st.integers(1, 3_000))
+    near = st.sampled_from((0, 1, interval - 1, interval, interval + 1))
+    wait = st.one_of(near, st.integers(0, 1_500))
+    steps = draw(st.lists(st.tuples(st.sampled_from(("join", "leave", "heartbeat", "wait")), wait), max_size=30))
+    return interval, steps
+
+
+@settings(max_examples=100, deadline=None)
+@given(_story())
+def test_targets_are_at_least_an_interval_apart_and_the_last_changes_are_assigned(
+    story: tuple[int, list[tuple[str, int]]],
+) -> None:
+    """Over any joins, leaves, heartbeats and waits: two target computations are never closer than the interval;
+    and once every member has heartbeated after the last change (a leave alone computes nothing, as without an
+    interval) and an interval has passed, the target is at the group epoch."""
+    interval, steps = story
+    h = _harness(interval)
+    members = [h.join_cg().member_id]
+    for action, wait in steps:
+        if action == "join" or (action != "wait" and not members):
+            members.append(h.join_cg().member_id)
+        elif action == "leave":
+            h.hb(members.pop(wait % len(members)), -1)
+        elif action == "heartbeat":
+            member_id = members[wait % len(members)]
+            answer = h.hb(member_id, h.cmember(member_id).member_epoch)
+            assert answer.error is ErrorCode.NONE, answer
+        h.sleep(wait)
+    for member_id in members:
+        h.hb(member_id, h.cmember(member_id).member_epoch)
+    h.sleep(interval)
+    times = [
+        r.value.assignment_timestamp_ms
+        for r in h.records
+        if isinstance(r.value, ConsumerGroupTargetAssignmentMetadataValue)
+    ]
+    assert times and all(b - a >= interval for a, b in itertools.pairwise(times))
+    if members:
+        assert h.cg().assignment_epoch == h.cg().group_epoch
