@@ -247,6 +247,7 @@ def test_serve_flags_are_validated(tmp_path: Path) -> None:
         (["--consumer-assignment-interval-ms", "20000"], "must be within"),
         (["--consumer-assignment-interval-ms", "-1"], "outside"),
         (["--consumer-min-assignment-interval-ms", "500"], "must be within"),
+        (["--share-assignment-interval-ms", "16000"], "must be within"),
     ):
         done = subprocess.run(base + extra, capture_output=True, text=True, timeout=30)
         assert done.returncode == 2, (extra, done.stderr)

@@ -146,3 +146,16 @@ def test_the_store_round_trips_and_reports_damage(tmp_path: Path) -> None:
         path.write_text(damage, encoding="utf-8")
         with pytest.raises(CorruptLogError, match=r"group-configs\.json"):
             GroupConfigStore(path, KAFKA, sync=True).load()
+
+
+def test_a_share_group_s_assignment_interval_is_bounded_the_same_way() -> None:
+    name = "share.assignment.interval.ms"
+    assert core_group_config(validate_group_configs({name: "0"}, KAFKA)) == GroupConfig(share_assignment_interval_ms=0)
+    assert core_group_config(validate_group_configs({name: " 2500 "}, KAFKA)) == GroupConfig(
+        share_assignment_interval_ms=2_500
+    )
+    for bad, why in (("-1", "at least 0"), ("15001", "less than or equal to 15000"), ("1.5", "Not a number")):
+        with pytest.raises(ConfigError, match=why):
+            validate_group_configs({name: bad}, KAFKA)
+    lenient = CoordinatorConfig(share_group_max_assignment_interval_ms=30_000)
+    assert validate_group_configs({name: "20000"}, lenient) == {name: "20000"}

@@ -72,6 +72,9 @@ KAFKA_NAMES = {
     "share_record_lock_duration_ms": "group.share.record.lock.duration.ms",
     "share_min_record_lock_duration_ms": "group.share.min.record.lock.duration.ms",
     "share_max_record_lock_duration_ms": "group.share.max.record.lock.duration.ms",
+    "share_assignment_interval_ms": "group.share.assignment.interval.ms",
+    "share_min_assignment_interval_ms": "group.share.min.assignment.interval.ms",
+    "share_max_assignment_interval_ms": "group.share.max.assignment.interval.ms",
     "share_delivery_count_limit": "group.share.delivery.count.limit",
     "share_partition_max_record_locks": "group.share.partition.max.record.locks",
     "share_max_sessions": "group.share.max.share.sessions",
@@ -513,6 +516,30 @@ def _share_group_options(parser: argparse.ArgumentParser) -> None:
         "set (default 60000)",
     )
     share.add_argument(
+        "--share-assignment-interval-ms",
+        type=_int_at_least(0),
+        default=0,
+        metavar="MS",
+        help="group.share.assignment.interval.ms (KIP-1263): the least time between two target computations of a "
+        "share group (default 0: at once; Kafka 4.3's is 1000)",
+    )
+    share.add_argument(
+        "--share-min-assignment-interval-ms",
+        type=_int_at_least(0),
+        default=0,
+        metavar="MS",
+        help="group.share.min.assignment.interval.ms: the shortest share.assignment.interval.ms a group may set "
+        "(default 0)",
+    )
+    share.add_argument(
+        "--share-max-assignment-interval-ms",
+        type=_int_at_least(0),
+        default=15_000,
+        metavar="MS",
+        help="group.share.max.assignment.interval.ms: the longest share.assignment.interval.ms a group may set "
+        "(default 15000)",
+    )
+    share.add_argument(
         "--share-delivery-count-limit",
         type=_int_at_least(2, 10),
         default=5,
@@ -623,17 +650,14 @@ def _coordinator_config(args: argparse.Namespace) -> CoordinatorConfig:
         extra["consumer_group_max_size"] = args.consumer_max_size
     if args.consumer_assignor_offload:
         extra["consumer_group_assignor_offload_members"] = args.consumer_assignor_offload_members
-    low, interval, high = (
-        args.consumer_min_assignment_interval_ms,
-        args.consumer_assignment_interval_ms,
-        args.consumer_max_assignment_interval_ms,
-    )
-    if not low <= interval <= high:
-        raise ServeError(
-            f"{_label(args, 'consumer_assignment_interval_ms')} ({interval}) must be within "
-            f"{_label(args, 'consumer_min_assignment_interval_ms')} ({low}) and "
-            f"{_label(args, 'consumer_max_assignment_interval_ms')} ({high})"
-        )
+    for kind in ("consumer", "share"):
+        low, interval, high = (getattr(args, f"{kind}_{m}assignment_interval_ms") for m in ("min_", "", "max_"))
+        if not low <= interval <= high:
+            raise ServeError(
+                f"{_label(args, f'{kind}_assignment_interval_ms')} ({interval}) must be within "
+                f"{_label(args, f'{kind}_min_assignment_interval_ms')} ({low}) and "
+                f"{_label(args, f'{kind}_max_assignment_interval_ms')} ({high})"
+            )
     if args.share_heartbeat_interval_ms >= args.share_session_timeout_ms:
         raise ServeError(
             f"{_label(args, 'share_heartbeat_interval_ms')} ({args.share_heartbeat_interval_ms}) must be less than "
@@ -648,6 +672,9 @@ def _coordinator_config(args: argparse.Namespace) -> CoordinatorConfig:
         share_group_max_record_lock_duration_ms=args.share_max_record_lock_duration_ms,
         share_group_delivery_count_limit=args.share_delivery_count_limit,
         share_group_partition_max_record_locks=args.share_partition_max_record_locks,
+        share_group_assignment_interval_ms=args.share_assignment_interval_ms,
+        share_group_min_assignment_interval_ms=args.share_min_assignment_interval_ms,
+        share_group_max_assignment_interval_ms=args.share_max_assignment_interval_ms,
         group_initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
         consumer_group_heartbeat_interval_ms=heartbeat_ms,
         consumer_group_session_timeout_ms=session_ms,

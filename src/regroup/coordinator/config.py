@@ -52,6 +52,11 @@ class CoordinatorConfig:
     share_group_max_record_lock_duration_ms: int = 60_000
     share_group_delivery_count_limit: int = 5
     share_group_partition_max_record_locks: int = 2_000
+    #: KIP-1263's ``group.share.assignment.interval.ms`` (0: at once; Kafka 4.3's default is 1,000) and the bounds
+    #: of a group's own ``share.assignment.interval.ms``
+    share_group_assignment_interval_ms: int = 0
+    share_group_min_assignment_interval_ms: int = 0
+    share_group_max_assignment_interval_ms: int = 15_000
 
     def __post_init__(self) -> None:
         if self.consumer_group_migration_policy not in MIGRATION_POLICIES:
@@ -62,9 +67,9 @@ class CoordinatorConfig:
         offload = self.consumer_group_assignor_offload_members
         if offload is not None and offload < 1:
             raise ValueError(f"consumer_group_assignor_offload_members must be at least 1, got {offload}")
-        interval = self.consumer_group_assignment_interval_ms
-        if interval < 0:
-            raise ValueError(f"consumer_group_assignment_interval_ms must not be negative, got {interval}")
+        for name in ("consumer_group_assignment_interval_ms", "share_group_assignment_interval_ms"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
         if not self.consumer_group_assignors:
             raise ValueError("consumer_group_assignors must name at least one assignor")
 

@@ -70,6 +70,12 @@ class Ctx:
         interval = None if own is None else own.share_heartbeat_interval_ms
         return self.config.share_group_heartbeat_interval_ms if interval is None else interval
 
+    def share_assignment_interval_ms(self, group_id: str) -> int:
+        """The least time between two target computations of share group ``group_id`` (KIP-1263)."""
+        own = self.group_configs.get(group_id)
+        interval = None if own is None else own.share_assignment_interval_ms
+        return self.config.share_group_assignment_interval_ms if interval is None else interval
+
     def share_record_lock_duration_ms(self, group_id: str) -> int:
         own = self.group_configs.get(group_id)
         duration = None if own is None else own.share_record_lock_duration_ms

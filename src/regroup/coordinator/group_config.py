@@ -22,6 +22,8 @@ class GroupConfig:
     share_session_timeout_ms: Final[int | None] = None
     #: ``share.heartbeat.interval.ms``: None keeps the broker's ``group.share.heartbeat.interval.ms``
     share_heartbeat_interval_ms: Final[int | None] = None
+    #: ``share.assignment.interval.ms``: None keeps the broker's ``group.share.assignment.interval.ms``
+    share_assignment_interval_ms: Final[int | None] = None
     #: ``share.record.lock.duration.ms``: None keeps the broker's ``group.share.record.lock.duration.ms``
     share_record_lock_duration_ms: Final[int | None] = None
 
@@ -32,5 +34,6 @@ class GroupConfig:
             and self.consumer_assignment_interval_ms is None
             and self.share_session_timeout_ms is None
             and self.share_heartbeat_interval_ms is None
+            and self.share_assignment_interval_ms is None
             and self.share_record_lock_duration_ms is None
         )

@@ -45,6 +45,9 @@ class ShareGroupTargetAssignmentMetadataKey:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ShareGroupTargetAssignmentMetadataValue:
     assignment_epoch: int
+    #: when the target was computed (KIP-1263's ``AssignmentTimestamp``), kept while the group has an assignment
+    #: interval; 0 when not known
+    assignment_timestamp_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -68,6 +68,8 @@ def _value_out(value: ShareRecordValue) -> dict[str, Any]:
             "topics": list(value.subscribed_topic_names),
         }
     if isinstance(value, ShareGroupTargetAssignmentMetadataValue):
+        if value.assignment_timestamp_ms:
+            return {"epoch": value.assignment_epoch, "at_ms": value.assignment_timestamp_ms}
         return {"epoch": value.assignment_epoch}
     if isinstance(value, ShareGroupTargetAssignmentMemberValue):
         return {"partitions": _parts_out(value.partitions)}
@@ -94,7 +96,12 @@ def decode_share(doc: dict[str, Any]) -> tuple[ShareRecordKey, ShareRecordValue 
         )
     if kind == "sg-target-epoch":
         key = ShareGroupTargetAssignmentMetadataKey(group_id=group)
-        return key, None if v is None else ShareGroupTargetAssignmentMetadataValue(assignment_epoch=int(v["epoch"]))
+        if v is None:
+            return key, None
+        at_ms = int(v.get("at_ms", 0))
+        return key, ShareGroupTargetAssignmentMetadataValue(
+            assignment_epoch=int(v["epoch"]), assignment_timestamp_ms=at_ms
+        )
     if kind == "sg-state":
         skey = SharePartitionStateKey(
             group_id=group, topic_id=uuid.UUID(str(doc["topic"])), partition=int(doc["partition"])

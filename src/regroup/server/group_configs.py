@@ -6,8 +6,8 @@ The settings are Kafka's (``GroupConfig``). ``consumer.session.timeout.ms`` and
 ``consumer.heartbeat.interval.ms`` override the broker's for the group's consumer-protocol members, and the
 coordinator acts on them (``coordinator/group_config.py``; docs/protocol.md, K22); so does
 ``consumer.assignment.interval.ms``, the least time between two of the group's target computations (KIP-1263).
-``share.session.timeout.ms``, ``share.heartbeat.interval.ms`` and ``share.record.lock.duration.ms`` do the same
-for share groups;
+``share.session.timeout.ms``, ``share.heartbeat.interval.ms``, ``share.assignment.interval.ms`` and
+``share.record.lock.duration.ms`` do the same for share groups;
 ``share.auto.offset.reset`` is read by the shell when it initializes a share partition, and
 ``share.isolation.level`` by ShareFetch on every read (so a change applies from the group's next fetch).
 
@@ -18,10 +18,10 @@ it), and a session timeout not above its heartbeat interval are INVALID_CONFIG. 
 ``group.consumer.min.session.timeout.ms`` to ``group.consumer.max.session.timeout.ms`` (45 s to 60 s),
 ``group.consumer.min.heartbeat.interval.ms`` to ``group.consumer.max.heartbeat.interval.ms`` (5 s to 15 s), the
 same for share groups, 15 s to 60 s for the record lock, and ``group.consumer.min.assignment.interval.ms`` to
-``group.consumer.max.assignment.interval.ms`` (0 to 15 s; regroup's bounds) for the assignment interval, the one
-integer setting that may be 0; where a ``regroup serve`` flag sets the broker's own session timeout, heartbeat
-interval, record lock duration or assignment interval outside its range, the range is widened to include it (a
-setting the broker runs with is one a group may have).
+``group.consumer.max.assignment.interval.ms`` (0 to 15 s; regroup's bounds; the same for share groups) for the
+assignment interval, the one integer setting that may be 0; where a ``regroup serve`` flag sets the broker's own
+session timeout, heartbeat interval, record lock duration or assignment interval outside its range, the range
+is widened to include it (a setting the broker runs with is one a group may have).
 
 A shell module; :class:`GroupConfigStore` does the file I/O.
 """
@@ -64,6 +64,7 @@ CONSUMER_HEARTBEAT: Final = "consumer.heartbeat.interval.ms"
 CONSUMER_ASSIGNMENT: Final = "consumer.assignment.interval.ms"
 SHARE_SESSION: Final = "share.session.timeout.ms"
 SHARE_HEARTBEAT: Final = "share.heartbeat.interval.ms"
+SHARE_ASSIGNMENT: Final = "share.assignment.interval.ms"
 SHARE_LOCK: Final = "share.record.lock.duration.ms"
 SHARE_RESET: Final = "share.auto.offset.reset"
 SHARE_ISOLATION: Final = "share.isolation.level"
@@ -83,6 +84,7 @@ class Ranges:
     share_session: tuple[int, int] = (45_000, 60_000)
     share_heartbeat: tuple[int, int] = (5_000, 15_000)
     share_lock: tuple[int, int] = (15_000, 60_000)
+    share_assignment: tuple[int, int] = (0, 15_000)
 
     @staticmethod
     def of(config: CoordinatorConfig) -> Ranges:
@@ -102,6 +104,10 @@ class Ranges:
             share_lock=(
                 min(config.share_group_min_record_lock_duration_ms, lock),
                 max(config.share_group_max_record_lock_duration_ms, lock),
+            ),
+            share_assignment=(
+                min(config.share_group_min_assignment_interval_ms, config.share_group_assignment_interval_ms),
+                max(config.share_group_max_assignment_interval_ms, config.share_group_assignment_interval_ms),
             ),
         )
 
@@ -162,6 +168,14 @@ GROUP_KEYS: Final[Mapping[str, GroupKey]] = {
             "The heartbeat interval given to the members of a share group.",
             lambda c: str(c.share_group_heartbeat_interval_ms),
             lambda r: r.share_heartbeat,
+        ),
+        GroupKey(
+            SHARE_ASSIGNMENT,
+            ConfigType.INT,
+            "The interval between assignment updates for a share group.",
+            lambda c: str(c.share_group_assignment_interval_ms),
+            lambda r: r.share_assignment,
+            at_least=0,
         ),
         GroupKey(
             SHARE_LOCK,
@@ -278,6 +292,7 @@ def core_group_config(overrides: Mapping[str, str]) -> GroupConfig | None:
         consumer_assignment_interval_ms=number(CONSUMER_ASSIGNMENT),
         share_session_timeout_ms=number(SHARE_SESSION),
         share_heartbeat_interval_ms=number(SHARE_HEARTBEAT),
+        share_assignment_interval_ms=number(SHARE_ASSIGNMENT),
         share_record_lock_duration_ms=number(SHARE_LOCK),
     )
     return None if config.is_empty() else config

@@ -60,6 +60,8 @@ class ShareGroup:
     group_id: str
     group_epoch: int = 0
     assignment_epoch: int = 0
+    #: when the target was computed (0: not known): the next waits for the assignment interval from it
+    assignment_timestamp_ms: int = 0
     members: dict[str, ShareGroupMember] = field(default_factory=dict)
     targets: dict[str, Partitions] = field(default_factory=dict)
     #: the share partitions the group has state for (initialized), by (topic id, partition)

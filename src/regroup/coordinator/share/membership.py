@@ -4,6 +4,8 @@ updates, the target assignment, and leaving (epoch -1) or being fenced. A member
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.events import GroupCreated, LeaveReason
 from regroup.coordinator.groups import Groups
@@ -141,10 +143,19 @@ def _subscribed_topics(group: ShareGroup, image: ClusterImage) -> SubscribedTopi
 
 
 def _ensure_target(writes: ShareWrites, group: ShareGroup, topics: SubscribedTopics) -> None:
-    """Compute and write a new target when the group epoch moved past the target's."""
+    """Compute and write a new target when the group epoch moved past the target's; with an assignment interval
+    (KIP-1263's ``share.assignment.interval.ms``) no sooner than the interval after the last one (a timer computes
+    it when the interval ends; the members keep the last target meanwhile)."""
     group.target_topics = topics
     if group.group_epoch <= group.assignment_epoch:
         return
+    ctx = writes.ctx
+    last = group.assignment_timestamp_ms
+    if last > 0 and group.assignment_epoch > 0:
+        due = last + ctx.share_assignment_interval_ms(group.group_id)
+        if ctx.now_ms < due:
+            ctx.timers.schedule(ShareAssignmentIntervalTimer(group.group_id), due)
+            return
     subscriptions = {m.member_id: m.subscribed_topic_names for m in group.members.values()}
     by_name = {name: (topic_id, count) for name, topic_id, count in topics}
     target = assignor.assign(subscriptions, by_name, group.targets)
@@ -171,6 +182,23 @@ def _leave(ctx: Ctx, groups: Groups, req: ShareGroupHeartbeatRequest) -> ShareGr
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {req.group_id}.")
     fence_member(ctx, groups, group, req.member_id, "leave")
     return ShareGroupHeartbeatResponse(member_id=req.member_id, member_epoch=LEAVE_EPOCH)
+
+
+@dataclass(slots=True, eq=False)
+class ShareAssignmentIntervalTimer:
+    """A share group's assignment interval ended: its target is computed if the group epoch moved past it."""
+
+    group_id: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return ("share-assignment-interval", self.group_id)
+
+    def fire(self, ctx: Ctx, groups: Groups) -> None:
+        group = groups.typed(self.group_id, ShareGroup)
+        if group is not None:
+            _ensure_target(ShareWrites(ctx, groups), group, _subscribed_topics(group, groups.image))
+            report_state(group, ctx)
 
 
 def fence_member(ctx: Ctx, groups: Groups, group: ShareGroup, member_id: str, reason: LeaveReason) -> None:

@@ -64,9 +64,11 @@ def replay(groups: Groups, record: Record, journal: Journal = _UNJOURNALED) -> N
     elif isinstance(key, ShareGroupTargetAssignmentMetadataKey):
         if value is None:
             journal.set(group, "assignment_epoch", 0)
+            journal.set(group, "assignment_timestamp_ms", 0)
         else:
             assert isinstance(value, ShareGroupTargetAssignmentMetadataValue)
             journal.set(group, "assignment_epoch", value.assignment_epoch)
+            journal.set(group, "assignment_timestamp_ms", value.assignment_timestamp_ms)
     elif isinstance(key, ShareGroupTargetAssignmentMemberKey):
         if value is None:
             journal.remove(group.targets, key.member_id)

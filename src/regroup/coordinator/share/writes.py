@@ -128,7 +128,11 @@ class ShareWrites:
 
     def target_epoch(self, group_id: str, epoch: int) -> None:
         key = ShareGroupTargetAssignmentMetadataKey(group_id=group_id)
-        self._write(Record(key, ShareGroupTargetAssignmentMetadataValue(assignment_epoch=epoch)))
+        # (its time kept only while the group has an assignment interval: the next computation waits for it)
+        at_ms = self.ctx.now_ms if self.ctx.share_assignment_interval_ms(group_id) > 0 else 0
+        self._write(
+            Record(key, ShareGroupTargetAssignmentMetadataValue(assignment_epoch=epoch, assignment_timestamp_ms=at_ms))
+        )
         group = self._existing(group_id)
         target_of = group.target_of
         targets = tuple((member_id, m.client_id, target_of(member_id)) for member_id, m in group.members.items())
