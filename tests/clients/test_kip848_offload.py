@@ -2,7 +2,8 @@
 computes on its worker thread (``--consumer-assignor-offload-members 2``): members join onto two topics with
 different subscriptions (a full computation every time), leave and come back, and the group settles each time
 with every partition owned by one member at a time; the server's metrics count the work done aside. With
-offloading switched off the same history settles the same way and counts none."""
+offloading switched off the same history settles the same way and counts none, and so it does with an
+assignment interval."""
 
 from __future__ import annotations
 
@@ -20,10 +21,15 @@ pytestmark = pytest.mark.timeout(150)
 PARTITIONS = 6
 
 
-@pytest.mark.parametrize("offload", [True, False], ids=["offloaded", "within"])
-def test_members_settle_with_the_target_computed_aside(tmp_path: Path, offload: bool) -> None:
+@pytest.mark.parametrize(
+    ("offload", "interval_ms"), [(True, 0), (False, 0), (False, 1_000)], ids=["offloaded", "within", "batched"]
+)
+def test_members_settle_with_the_target_computed_aside(tmp_path: Path, offload: bool, interval_ms: int) -> None:
+    """``batched``: within, with an assignment interval of a second (KIP-1263, Kafka 4.3's default): the members'
+    changes are taken together, and the group settles all the same."""
     metrics_port = free_port()
     flags = ["--consumer-assignor-offload-members", "2"] if offload else ["--no-consumer-assignor-offload"]
+    flags += ["--consumer-assignment-interval-ms", str(interval_ms)]
     with served(tmp_path, *SERVER_ARGS, *flags, "--metrics-port", str(metrics_port)) as server:
         port, group = server.port, "offload"
         bootstrap = f"127.0.0.1:{port}"
