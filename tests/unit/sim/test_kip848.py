@@ -178,3 +178,30 @@ def test_cli_reports_a_bad_protocol_in_one_line_and_exits_2(tmp_path: Path) -> N
 def test_downgrade_then_immediate_upgrade_keeps_ownership_exclusive() -> None:
     sim = simulate(load(str(Path(__file__).with_name("downgrade-then-upgrade.json"))))
     assert sim.checker.violations == []
+
+
+def test_an_assignment_interval_holds_back_the_joiners_partitions_in_the_simulator() -> None:
+    """A scenario's coordinator may set ``consumer_group_assignment_interval_ms`` (KIP-1263): with members
+    heartbeating every 100 ms, two members joining 200 and 400 ms after the first get partitions within a few
+    heartbeats without an interval, and only once the interval of a second has passed with one; the group
+    settles the same, with no violation."""
+    base = json.loads(
+        (Path(__file__).parents[3] / "src/regroup/sim/scenarios/third-member-joins-consumer.json").read_text()
+    )
+    base["events"] = [
+        {"at_ms": 0, "action": "join", "member": "c0"},
+        {"at_ms": 200, "action": "join", "member": "c1"},
+        {"at_ms": 400, "action": "join", "member": "c2"},
+    ]
+    first: dict[int, int] = {}
+    for interval in (0, 1_000):
+        coordinator = {**base["coordinator"], "consumer_group_heartbeat_interval_ms": 100}
+        doc = dict(base, coordinator={**coordinator, "consumer_group_assignment_interval_ms": interval})
+        sim = simulate(parse(json.dumps(doc)))
+        assert sim.checker.violations == []
+        final = summarize(sim.log.events).final_assignment
+        assert sorted(p for owned in final.values() for p in owned.get("topic-foo", [])) == [0, 1, 2]
+        first[interval] = max(
+            min(e["t"] for e in sim.log.events if e["type"] == "assigned" and e["member"] == m) for m in ("c1", "c2")
+        )
+    assert first[0] < 1_000 <= first[1_000]
