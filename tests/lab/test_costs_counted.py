@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from regroup.lab import grid, runner, scenarios
+from regroup.lab.errors import LabInputError
 from regroup.lab.metrics import Context, analyze, analyze_rows, churn_of
 from regroup.sim import load, parse, simulate
 from regroup.sim.eventlog import EventLog
@@ -147,3 +148,22 @@ def test_a_log_without_members_has_no_settled_verdict_beyond_its_group_states() 
     row, rows = analyze_rows(log.rows, Context(run_id="r", source="s", group_id="g"))
     assert rows == [] and row["settled"] is False  # a rebalance in progress at the log's end
     assert row["cut_off_unowned_partition_ms"] is None and row["unowned_partition_ms"] is None
+
+
+def test_an_assignment_interval_in_the_grid_settings_reaches_the_coordinator() -> None:
+    """``settings.consumer_assignment_interval_ms`` (KIP-1263) is the scenario's coordinator setting (none when
+    0, the scenario as before). With an interval longer than the warm-up, the members forming the group after the
+    first and the member joining at the warm-up's end are all assigned by one target when the interval ends: no
+    rebalance of its own for the join, where without it the join has one."""
+    plain = one_run(churn="join", strategies="uniform", protocols="consumer")
+    assert "consumer_group_assignment_interval_ms" not in scenarios.document(plain)["coordinator"]
+    batched = one_run(
+        churn="join", strategies="uniform", protocols="consumer", settings={"consumer_assignment_interval_ms": 12_000}
+    )
+    assert batched.settings.warmup_ms < 12_000
+    assert scenarios.document(batched)["coordinator"]["consumer_group_assignment_interval_ms"] == 12_000
+    rows = [runner.simulate_run(run)[0] for run in (plain, batched)]
+    assert all(row["settled"] is True for row in rows)
+    assert [row["rebalances"] for row in rows] == [1, 0]
+    with pytest.raises(LabInputError, match="consumer_assignment_interval_ms"):
+        one_run(strategies="uniform", protocols="consumer", settings={"consumer_assignment_interval_ms": -1})

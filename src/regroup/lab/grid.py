@@ -52,6 +52,8 @@ class Settings:
     # group.consumer.heartbeat.interval.ms, at Kafka's defaults)
     consumer_session_timeout_ms: int = 45_000
     consumer_heartbeat_interval_ms: int = 5_000
+    #: KIP-1263's group.consumer.assignment.interval.ms (0: a target per epoch bump, as Kafka 4.2; 4.3's is 1000)
+    consumer_assignment_interval_ms: int = 0
     auto_commit: bool = False
     latency_ms: int = 5
     jitter_ms: int = 0
@@ -362,7 +364,8 @@ class _Reader:
             elif key in ("metadata_bytes", "share_rate_per_s") and v is None:
                 out[key] = None
             else:
-                out[key] = self.int_(v, where, 0 if key in ("jitter_ms", "warmup_ms", "share_backlog") else 1)
+                zero_ok = ("jitter_ms", "warmup_ms", "share_backlog", "consumer_assignment_interval_ms")
+                out[key] = self.int_(v, where, 0 if key in zero_ok else 1)
         settings = Settings(**out)
         if settings.heartbeat_interval_ms >= settings.session_timeout_ms:
             raise self.fail("settings.heartbeat_interval_ms", "must be lower than session_timeout_ms")

@@ -54,6 +54,8 @@ SETTING_WORDS: Final = {
     "consumer_session_timeout_ms": "KIP-848: the broker's group.consumer.session.timeout.ms",
     "consumer_heartbeat_interval_ms": "KIP-848: group.consumer.heartbeat.interval.ms: a partition released by "
     "one member waits for the next member's heartbeat",
+    "consumer_assignment_interval_ms": "KIP-1263: group.consumer.assignment.interval.ms: the least time between two "
+    "target computations of a group (0: one per epoch bump)",
     "auto_commit": "members commit offsets automatically",
     "latency_ms": "one-way network latency between a member and the coordinator",
     "jitter_ms": "random extra latency, 0 to this (what makes seeds differ)",

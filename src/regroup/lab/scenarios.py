@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any, Final
 
 from regroup.lab import protocols
-from regroup.lab.grid import RunSpec
+from regroup.lab.grid import RunSpec, Settings
 from regroup.sim.scenario import Scenario, parse
 
 #: share runs: the share of the members' processing capacity the producers fill when the grid gives no rate
@@ -101,6 +101,7 @@ def document(run: RunSpec) -> dict[str, Any]:
         "coordinator": {
             "consumer_group_session_timeout_ms": s.consumer_session_timeout_ms,
             "consumer_group_heartbeat_interval_ms": s.consumer_heartbeat_interval_ms,
+            **_interval(s),
         },
         "topics": {t: run.partitions for t in topic_names(run)},
         "member_defaults": {
@@ -182,3 +183,9 @@ def scenario(run: RunSpec) -> Scenario:
             _PARSED.clear()
         parsed = _PARSED[key] = parse(json.dumps(document(key)), key.run_id)
     return replace(parsed, name=run.run_id)
+
+
+def _interval(s: Settings) -> dict[str, int]:
+    """The coordinator's assignment interval when the grid sets one (none: the scenario is as before)."""
+    interval = s.consumer_assignment_interval_ms
+    return {"consumer_group_assignment_interval_ms": interval} if interval else {}
