@@ -158,3 +158,19 @@ def test_a_refused_scenario_is_one_line_and_exit_2(tmp_path: Path) -> None:
     proc = regroup("lab", "validate", str(scenario), "--out", str(tmp_path / "out"))
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "plays only" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_every_coordinator_setting_a_real_run_passes_on_is_a_serve_flag() -> None:
+    """``real_run.SERVE_FLAGS``: each names a ``regroup serve`` flag that exists (the assignment intervals
+    included), so a scenario's coordinator settings reach the real server as they reach the simulated one."""
+    from regroup.cli.main import _build_parser
+    from regroup.lab import real_run
+
+    (serve,) = [
+        action.choices["serve"]
+        for action in _build_parser()._actions
+        if isinstance(getattr(action, "choices", None), dict) and "serve" in action.choices
+    ]
+    flags = {flag for action in serve._actions for flag in action.option_strings}
+    assert set(real_run.SERVE_FLAGS.values()) <= flags
+    assert {"consumer_group_assignment_interval_ms", "share_group_assignment_interval_ms"} <= set(real_run.SERVE_FLAGS)

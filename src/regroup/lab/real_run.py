@@ -59,6 +59,7 @@ SERVE_FLAGS: Final = {
     "consumer_group_heartbeat_interval_ms": "--consumer-heartbeat-interval-ms",
     "consumer_group_session_timeout_ms": "--consumer-session-timeout-ms",
     "consumer_group_assignors": "--consumer-assignors",
+    "consumer_group_assignment_interval_ms": "--consumer-assignment-interval-ms",
     **real_share.SHARE_SERVE_FLAGS,
 }
 

@@ -26,6 +26,7 @@ SHARE_SERVE_FLAGS: Final = {
     "share_group_delivery_count_limit": "--share-delivery-count-limit",
     "share_group_partition_max_record_locks": "--share-partition-max-record-locks",
     "share_group_max_size": "--share-max-size",
+    "share_group_assignment_interval_ms": "--share-assignment-interval-ms",
 }
 
 
