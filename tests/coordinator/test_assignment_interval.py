@@ -22,8 +22,8 @@ from tests.coordinator.consumer_harness import ConsumerHarness, named
 INTERVAL = 1_000
 
 
-def _harness(interval: int = INTERVAL) -> ConsumerHarness:
-    h = ConsumerHarness(consumer_group_assignment_interval_ms=interval)
+def _harness(interval: int = INTERVAL, session_ms: int = 45_000) -> ConsumerHarness:
+    h = ConsumerHarness(consumer_group_assignment_interval_ms=interval, consumer_group_session_timeout_ms=session_ms)
     h.topics(foo=6)
     h.now_ms = 10_000
     return h
@@ -145,11 +145,13 @@ def test_targets_are_at_least_an_interval_apart_and_the_last_changes_are_assigne
     and once every member has heartbeated after the last change (a leave alone computes nothing, as without an
     interval) and an interval has passed, the target is at the group epoch."""
     interval, steps = story
-    h = _harness(interval)
-    members = [h.join_cg().member_id]
+    # (no member's session or revocation times out within a story: leaving is a step of its own)
+    h = _harness(interval, session_ms=3_600_000)
+    patient = {"rebalance_timeout_ms": 3_600_000}
+    members = [h.join_cg(**patient).member_id]
     for action, wait in steps:
         if action == "join" or (action != "wait" and not members):
-            members.append(h.join_cg().member_id)
+            members.append(h.join_cg(**patient).member_id)
         elif action == "leave":
             h.hb(members.pop(wait % len(members)), -1)
         elif action == "heartbeat":

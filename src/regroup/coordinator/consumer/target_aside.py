@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 
+from regroup.coordinator.assignment_interval import interval_running
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, Partitions, ResolvedRegex
 from regroup.coordinator.consumer.kept_target import kept_topics
 from regroup.coordinator.consumer.subscriptions import member_topics
@@ -140,12 +141,10 @@ def ensure_target(ctx: Ctx, writes: ConsumerWrites, group: ConsumerGroup) -> Non
     had none, computes at once)."""
     if group.group_epoch <= group.assignment_epoch or group.target_aside is not None:
         return
-    last = group.assignment_timestamp_ms
-    if last > 0 and group.assignment_epoch > 0:
-        due = last + ctx.consumer_assignment_interval_ms(group.group_id)
-        if ctx.now_ms < due:
-            ctx.timers.schedule(AssignmentIntervalTimer(group.group_id), due)
-            return
+    interval = ctx.consumer_assignment_interval_ms(group.group_id)
+    timer = AssignmentIntervalTimer(group.group_id)
+    if interval_running(ctx, group.assignment_timestamp_ms, group.assignment_epoch, interval, timer):
+        return
     assignor = group.preferred_assignor(ctx.config.consumer_group_assignors[0])
     offload = ctx.config.consumer_group_assignor_offload_members
     if (

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from regroup.coordinator.assignment_interval import interval_running
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.events import GroupCreated, LeaveReason
 from regroup.coordinator.groups import Groups
@@ -150,12 +151,10 @@ def _ensure_target(writes: ShareWrites, group: ShareGroup, topics: SubscribedTop
     if group.group_epoch <= group.assignment_epoch:
         return
     ctx = writes.ctx
-    last = group.assignment_timestamp_ms
-    if last > 0 and group.assignment_epoch > 0:
-        due = last + ctx.share_assignment_interval_ms(group.group_id)
-        if ctx.now_ms < due:
-            ctx.timers.schedule(ShareAssignmentIntervalTimer(group.group_id), due)
-            return
+    interval = ctx.share_assignment_interval_ms(group.group_id)
+    timer = ShareAssignmentIntervalTimer(group.group_id)
+    if interval_running(ctx, group.assignment_timestamp_ms, group.assignment_epoch, interval, timer):
+        return
     subscriptions = {m.member_id: m.subscribed_topic_names for m in group.members.values()}
     by_name = {name: (topic_id, count) for name, topic_id, count in topics}
     target = assignor.assign(subscriptions, by_name, group.targets)
