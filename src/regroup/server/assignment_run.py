@@ -176,6 +176,5 @@ class AssignmentRun(Generic[H]):
             encoded = topics.get(topic)
             if encoded is None:
                 encoded = topics[topic] = _json(topic)
-            number = str(partition) if type(partition) is int else _json(partition)
-            ends.append(f'{encoded},"partition":{number}')
+            ends.append(f'{encoded},"partition":{_json(partition)}')
         return (held, client_id, f'{_json(client_id)},"member_id":{_json(member_id)}', rows, ends)

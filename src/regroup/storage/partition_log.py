@@ -411,23 +411,21 @@ class PartitionLog:
         if segment_bytes <= 0 or max_batch_bytes <= 0:
             raise ValueError("segment_bytes and max_batch_bytes must be positive")
         directory = Path(directory)
-        if not os.path.lexists(directory):
-            # (a partition never written: nothing to recover or list, one stat rather than five failed calls;
-            # a Produce to a thousand new partitions opens them all on the event loop)
-            cache = HandleCache(PRIVATE_HANDLES) if handles is None else handles
-            return cls(directory, [_Segment(0, directory / segment_name(0))], 0, ProducerStates(), fsync,
-                       segment_bytes, max_batch_bytes, fsync_interval_ms, clock, 0, cache, False,
-                       PartitionTxns())  # fmt: skip
-        for done in recover(directory, sync=fsync is not FsyncPolicy.NEVER):
-            log.warning("%s: %s", directory, done)
-        settled = _recover_roll(directory, sync=fsync is not FsyncPolicy.NEVER)
-        if settled:
-            log.warning("%s: %s", directory, settled)
-        listing = list_dir(directory, expected_name)
-        problem = listing.problem(directory, "a partition directory")
-        if problem:
-            raise CorruptLogError(problem)
-        files = listing.files()
+        # (a partition never written has no directory: nothing to recover, list or read there, one stat rather than
+        # five failed calls; a Produce to a thousand new partitions opens them all on the event loop)
+        found = os.path.lexists(directory)
+        files: list[tuple[int, bool]] = []
+        if found:
+            for done in recover(directory, sync=fsync is not FsyncPolicy.NEVER):
+                log.warning("%s: %s", directory, done)
+            settled = _recover_roll(directory, sync=fsync is not FsyncPolicy.NEVER)
+            if settled:
+                log.warning("%s: %s", directory, settled)
+            listing = list_dir(directory, expected_name)
+            problem = listing.problem(directory, "a partition directory")
+            if problem:
+                raise CorruptLogError(problem)
+            files = listing.files()
         segments = [_Segment(b, directory / (gap_name(b) if g else segment_name(b)), gap=g) for b, g in files]
         exists = bool(segments)
         if not exists:
@@ -441,7 +439,7 @@ class PartitionLog:
         if exists:
             leo, cut = _recover(segments[-1], producers, fsync is not FsyncPolicy.NEVER, txns)
         try:
-            start = read_log_start(directory)
+            start = read_log_start(directory) if found else 0
         except ValueError as exc:
             raise CorruptLogError(str(exc)) from None
         plog = cls(directory, segments, leo, producers, fsync, segment_bytes, max_batch_bytes,
