@@ -39,6 +39,8 @@ Cases (``--cases``; ``--quick`` runs the first three at a tenth of the size):
   sent), then DeleteTopics v6 of the 3,000 by name, again (the stalls column tells the two APIs apart);
 - ``offset-commit-10k``: OffsetCommit v9 of the 10,000 partitions of one topic (a group with no members);
 - ``list-offsets-10k``: ListOffsets v8 (latest) of the 10,000 partitions of one topic;
+- ``produce-10k``: Produce v9 (acks=all) of one record to each of the 10,000 partitions of one topic (the first
+  request creates every partition's files, the later ones append to open logs);
 - ``offset-fetch-10k``: OffsetFetch v9 of every partition the group of ``offset-commit-10k`` committed (10,000).
 - ``offset-fetch-named-10k``: OffsetFetch v9 of the same 10,000 partitions, each named in the request.
 - ``list-groups-10k``: ListGroups v5 of 10,000 groups (5,000 classic, 5,000 KIP-848 consumer groups, one member
@@ -92,11 +94,12 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from group_commit import record_batch
 from server_loader import load_server_bench
 
 sb = load_server_bench()
 
-METADATA, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH = 3, 2, 8, 9
+PRODUCE, METADATA, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH = 0, 3, 2, 8, 9
 CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_TOPIC_PARTITIONS = 19, 20, 75
 COMMIT_TOPIC = "bench-stall-commits"
 HEAVY_GROUP = "bench-stall-heavy"
@@ -178,6 +181,23 @@ def offset_commit(size: int) -> list[bytes]:
         member_id="",
         group_instance_id=None,
         topics=[{"name": "bench-stall-big", "partitions": partitions}],
+    )
+    return [bytes(request)]
+
+
+def produce_all(size: int) -> list[bytes]:
+    """Produce v9 (acks=all) of one record of 100 bytes to each of ``size`` partitions of one topic: the first
+    appends to partitions never written (their directories and segments made), the next to open logs."""
+    batch = record_batch(1, 100)
+    partitions = [{"index": p, "records": batch} for p in range(size)]
+    request = sb.encode_request(
+        PRODUCE,
+        9,
+        0,
+        transactional_id=None,
+        acks=-1,
+        timeout=30_000,
+        topic_data=[{"name": "bench-stall-big", "partition_data": partitions}],
     )
     return [bytes(request)]
 
@@ -316,6 +336,7 @@ def cases(scale: float) -> list[Case]:
         Case("create-topics-10k", {}, lambda _: create_and_delete(n(10_000))),
         Case("create-topics-3000", {}, lambda _: create_and_delete_many(n(3_000))),
         Case("list-offsets-10k", big, lambda _: list_offsets(n(10_000))),
+        Case("produce-10k", big, lambda _: produce_all(n(10_000))),
         Case("offset-fetch-10k", big, lambda _: offset_fetch_all(0), prepare=lambda _: offset_commit(n(10_000))),
         Case(
             "offset-fetch-named-10k",

@@ -1,12 +1,14 @@
-"""OffsetCommit, OffsetFetch and ListOffsets answers encoded by hand (``server/offset_answers.py``) are byte for
-byte kio's encoding of the straightforward entities, for every served version and random contents (names,
-metadata strings, error codes, layouts over ``CHUNK`` partitions, so the paused paths run); and the ListOffsets
+"""OffsetCommit, OffsetFetch, ListOffsets (``server/offset_answers.py``) and Produce (``server/produce_answers.py``)
+answers encoded by hand are byte for byte kio's encoding of the straightforward entities, for every served
+version and random contents (names, metadata strings, error codes, layouts over ``CHUNK`` partitions, so the
+paused paths run); and the ListOffsets
 handler, which answers partitions never opened without opening them, answers as the straightforward handler
 (every log opened) over random topic layouts, data, targets, isolation levels and versions."""
 
 from __future__ import annotations
 
 import asyncio
+import datetime
 import tempfile
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -24,6 +26,7 @@ from regroup.server.handlers import data
 from regroup.server.handlers.topics import NO_THROTTLE, response_module
 from regroup.server.handlers.topics import build as build_versioned
 from regroup.server.offset_answers import CHUNK, commit_topics, fetch_groups, fetch_topics
+from regroup.server.produce_answers import PRODUCE_TOPIC_ID_FROM, ProducePartition, produce_answer
 from regroup.server.topics import TopicStore
 from regroup.storage.partition_log import PartitionLog
 from regroup.storage.record_log import FsyncPolicy
@@ -31,7 +34,7 @@ from tests.server_data.batches import BASE_TS, make_batch
 from tests.server_data.helpers import _ms, request_module
 
 T = TypeVar("T")
-LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH = 2, 8, 9
+PRODUCE, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH = 0, 2, 8, 9
 NAMES = st.text(alphabet="ab._-é", min_size=0, max_size=4)
 METADATA = st.none() | st.sampled_from(["", "m"]) | st.text(max_size=5)
 ERRORS = st.sampled_from([0, 0, 0, 3, 29, 16, 87])
@@ -294,3 +297,69 @@ def test_list_offsets_of_many_partitions_opens_no_log_and_pauses() -> None:
             assert body == encode(reference_list_offsets(store, request, 8))
         finally:
             store.close()
+
+
+# ---------------------------------------------------------------------------------------- Produce
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+APPEND_MS = st.sampled_from([-1, -1, 0, 1_700_000_000_123]) | st.integers(0, 2**42)
+MESSAGES = st.none() | st.text(max_size=6)
+
+
+@st.composite
+def produce_layouts(draw: st.DrawFn) -> list[tuple[Any, list[ProducePartition]]]:
+    topics = draw(st.lists(NAMES, max_size=3, unique=True))
+    out: list[tuple[Any, list[ProducePartition]]] = []
+    for t in topics:
+        n = sizes(draw)
+        small = n <= 3
+        rows = [
+            (
+                i,
+                draw(ERRORS),
+                draw(INT64) if small else i,
+                draw(APPEND_MS) if small else -1,
+                draw(INT64) if small else 0,
+                draw(MESSAGES) if small else None,
+            )
+            for i in range(n)
+        ]
+        out.append((t, rows))
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(produce_layouts(), st.integers(3, 13), st.data())
+def test_produce_answer_is_kios_encoding(
+    topics: list[tuple[Any, list[ProducePartition]]], version: int, data_: st.DataObject
+) -> None:
+    """Every served version, random partitions (errors, messages, append times) and topics by name (v3-12)
+    or by id (v13)."""
+    if version >= PRODUCE_TOPIC_ID_FROM:
+        topics = [(data_.draw(st.uuids()), rows) for _, rows in topics]
+    cls = response_class(PRODUCE, version)
+    key = "topic_id" if version >= PRODUCE_TOPIC_ID_FROM else "name"
+    expected = build(
+        cls,
+        throttle_time=0,
+        responses=[
+            {
+                key: t,
+                "partition_responses": [
+                    {
+                        "index": i,
+                        "error_code": e,
+                        "base_offset": base,
+                        "log_append_time": None if ms < 0 else EPOCH + datetime.timedelta(milliseconds=ms),
+                        "log_start_offset": start,
+                        "record_errors": [],
+                        "error_message": message,
+                    }
+                    for i, e, base, ms, start, message in rows
+                ],
+            }
+            for t, rows in topics
+        ],
+    )
+    answer = run(produce_answer(build(cls, throttle_time=0, responses=[]), topics, version))
+    assert answer.body == encode(expected)
+    assert sorted(answer.error_codes) == sorted(e for _, rows in topics for _, e, *_ in rows if e)

@@ -206,6 +206,7 @@ class Connection(asyncio.Protocol):
         self._new_session = new_session
         #: who the peer is and what it may send now (``network/session.py``); PLAINTEXT and anonymous until made
         self.session = Session(listener="PLAINTEXT", monotonic_ms=self._monotonic_ms, wall_ms=_wall_ms)
+        self.session.on_released = self._released
         self._close_when_written = False  # the session failed: close once the responses before are written
         self._stalls = stalls
         self._notable_s = float("inf") if stalls is None else stalls.notable_s
@@ -230,6 +231,7 @@ class Connection(asyncio.Protocol):
         self.admitted = True
         if self._new_session is not None:
             self.session = self._new_session(transport)
+            self.session.on_released = self._released
         # the transport reports (pause_writing) a write buffer above the queued-bytes bound
         transport.set_write_buffer_limits(high=self._max_queued_bytes, low=self._max_queued_bytes // 4)
         self._idle_timer = self._loop.call_later(self._max_idle_s, self._check_idle)
@@ -470,6 +472,16 @@ class Connection(asyncio.Protocol):
         """A later turn for the requests left buffered when the previous turn's budget ran out."""
         self._next_turn = None
         self._process()
+
+    def _released(self) -> None:
+        """The request that held the later ones (``Session.hold``) let go, maybe before it is answered: they go
+        on, on a turn of their own."""
+        if self._closing or self._close_when_written:
+            return
+        if self._frames.buffered and self._next_turn is None:
+            self._next_turn = self._loop.call_soon(self._turn)
+        else:
+            self._update_reading()
 
     def _finished(self, slot: _Slot, task: asyncio.Task[Response]) -> None:
         """A handler task ended: record its outcome and write whatever is now at the head, in order (unless the

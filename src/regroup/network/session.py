@@ -93,8 +93,26 @@ class Session:
         self._reauthenticating = False
         self._bad_mechanism: str | None = None  # a re-authentication that asked for another mechanism
         self._fail_next: str | None = None  # the exchange failed but sent a last challenge (OAUTHBEARER)
-        #: an exchange step is being answered (a failure's response waits Kafka's delay): hold later requests
-        self.busy = False
+        #: requests being answered that hold the connection's later requests until they let go (``hold``)
+        self._holds = 0
+        #: called when the last hold is let go (the connection goes on with the requests it held)
+        self.on_released: Callable[[], None] | None = None
+
+    @property
+    def busy(self) -> bool:
+        """A request being answered holds the connection's later requests: none is started meanwhile."""
+        return self._holds > 0
+
+    def hold(self) -> None:
+        """Hold the connection's later requests until ``release``: a failed exchange step whose response waits
+        Kafka's delay; a Produce appending over several turns of the event loop, so that the requests behind it
+        see all of its records, as they would in Kafka, which handles a connection's requests one at a time."""
+        self._holds += 1
+
+    def release(self) -> None:
+        self._holds -= 1
+        if self._holds == 0 and self.on_released is not None:
+            self.on_released()
 
     @property
     def authenticated(self) -> bool:

@@ -22,6 +22,11 @@ earliest transaction still open in the partition (or the log end offset).
   Kafka) and are verified with the transaction coordinator per partition (``transactions.produce_refusal``:
   the producer's session and that the partition was added to its transaction). A disk error fails just that
   partition with KAFKA_STORAGE_ERROR (after a failed fsync its log refuses writes until the server restarts).
+  A Produce of many partitions appends for ``PRODUCE_SLICE_S`` at most, then gives the event loop a turn and
+  goes on: its connection's later requests wait meanwhile (``Session.hold``), so they see all of its records,
+  as in Kafka, which handles a connection's requests one at a time; a topic deleted between two turns is gone
+  for the rest of the request. The answer is encoded by hand, ``CHUNK`` partitions between two yields
+  (``server/produce_answers.py``).
 - **Fetch**: no fetch sessions. A full fetch (session epoch 0 or -1) is answered with ``session_id`` 0, which
   tells the client sessions are not in use so it keeps sending full fetches; an incremental one gets
   FETCH_SESSION_ID_NOT_FOUND. Long polling: when fewer than ``min_bytes`` are available the handler waits for
@@ -50,10 +55,10 @@ Authorization, as Kafka's ``KafkaApis`` checks it, before any partition is touch
 from __future__ import annotations
 
 import asyncio
-import datetime
 import logging
 import time
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol, cast
 
 from kio.schema.errors import ErrorCode
 
@@ -73,6 +78,7 @@ from regroup.server.handlers.topics import (
 )
 from regroup.server.handlers.transactions import produce_refusal, transactional_producers
 from regroup.server.offset_answers import CHUNK, Pacer, list_offsets_partitions, list_offsets_topic, pause
+from regroup.server.produce_answers import PRODUCE_TOPIC_ID_FROM, ProducePartition, produce_answer
 from regroup.server.topics import TopicStore
 from regroup.storage.compaction import has_keyless_record
 from regroup.storage.format import StorageError
@@ -87,6 +93,8 @@ log = logging.getLogger(__name__)
 ZSTD = 4
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 UNKNOWN_TOPIC = ErrorCode.unknown_topic_or_partition
+NO_TIMESTAMP = -1
+NOT_ON_DISK = "the records could not be written to disk"
 
 
 def _resolve(store: TopicStore, topic: Any) -> tuple[str | None, ErrorCode]:
@@ -99,6 +107,25 @@ def _resolve(store: TopicStore, topic: Any) -> tuple[str | None, ErrorCode]:
 
 
 # ---------------------------------------------------------------------- Produce
+
+#: a Produce appends for this long at most before it gives the event loop a turn (holding its connection's later
+#: requests meanwhile): appending to a thousand partitions never written before takes about 100 ms
+PRODUCE_SLICE_S = 0.005
+
+
+def _topic_id(store: TopicStore, name: str | None) -> object:
+    info = store.topic(name) if name is not None else None
+    return None if info is None else info.topic_id
+
+
+def _hold_connection(ctx: RequestContext) -> Callable[[], None]:
+    """Hold the connection's later requests (``Session.hold``); what lets them go on."""
+    session = ctx.session
+    if session is None:  # (a handler called outside a connection)
+        return lambda: None
+    session.hold()
+    release: Callable[[], None] = session.release
+    return release
 
 
 async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> Any:
@@ -124,74 +151,72 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
     pending = iter(per_partition)
     grouped = request.acks != 0  # under ALWAYS: appended now, answered once the group commit has them on disk
     durable: dict[PartitionLog, int] = {}
-    rows: list[tuple[dict[str, Any], PartitionLog | None]] = []
-    responses = []
-    for topic in request.topic_data:
-        name, topic_error = _resolve(store, topic)
-        topic_refusal = refuse
-        if name is not None and not whole_request and not may(broker, ctx, AclOperation.WRITE, name):
-            topic_refusal = UNAUTHORIZED, "Topic authorization failed."
-        partitions = []
-        for part in topic.partition_data:
-            code, message = topic_refusal or (topic_error, None)
-            plog = store.partition(name, part.index) if name is not None else None
-            if code is ErrorCode.none and plog is None:
-                code = UNKNOWN_TOPIC
-            result: tuple[int, int] = (-1, -1)
-            append_time: datetime.datetime | None = None
-            transactional = next(pending)
-            if code is ErrorCode.none and plog is not None and transactional and name is not None:
-                (producer,) = transactional
-                refusal = produce_refusal(broker, request.transactional_id, producer, (name, part.index), version)
-                code = ErrorCode(int(refusal))
-            if code is ErrorCode.none and plog is not None and name is not None:
-                policy = store.configs.policy(name)
-                if policy.compact and has_keyless_record(bytes(part.records or b"")):
-                    code, message = ErrorCode.invalid_record, "Compacted topic cannot accept message without key."
-                    plog = None
-                if plog is not None and policy.log_append_time:  # message.timestamp.type=LogAppendTime
-                    now_ms = int(time.time() * 1000)
-                    append_time = datetime.datetime.fromtimestamp(now_ms / 1000, datetime.UTC)
-                    part = _Stamped(part.index, stamp_log_append_time(bytes(part.records or b""), now_ms))
-                if plog is not None:
-                    deferred = plog.fsync_policy is FsyncPolicy.ALWAYS
-                    code, message, result = _append(
-                        plog, part.records, version, sync=request.acks != 0 and not deferred
-                    )
-                    if deferred and code is ErrorCode.none:
-                        if grouped:  # (a duplicate too: the batch it repeats may still be on its way to disk)
-                            durable[plog] = plog.written_end
-                        else:
-                            store.group_sync.schedule(plog)
-            row = {
-                "index": part.index,
-                "error_code": code,
-                "base_offset": result[0],
-                "log_append_time": append_time if code is ErrorCode.none else None,
-                "log_start_offset": result[1],
-                "record_errors": (),
-                "error_message": message,
-            }
-            rows.append((row, plog if code is ErrorCode.none else None))
-            partitions.append(row)
-        responses.append((topic, name, partitions))
+    # each partition's answer: index, error, base offset, log append time, log start offset, error message
+    rows: list[tuple[list[Any], PartitionLog | None]] = []
+    responses: list[tuple[Any, list[list[Any]]]] = []
+    slice_began = time.perf_counter()
+    release: Callable[[], None] | None = None  # while appending over several turns: lets the connection go on
+    try:
+        for topic in request.topic_data:
+            name, topic_error = _resolve(store, topic)
+            topic_id = _topic_id(store, name)
+            topic_refusal = refuse
+            if name is not None and not whole_request and not may(broker, ctx, AclOperation.WRITE, name):
+                topic_refusal = UNAUTHORIZED, "Topic authorization failed."
+            partitions: list[list[Any]] = []
+            for part in topic.partition_data:
+                if time.perf_counter() - slice_began >= PRODUCE_SLICE_S:
+                    release = release or _hold_connection(ctx)
+                    await asyncio.sleep(0)
+                    slice_began = time.perf_counter()
+                    if topic_error is ErrorCode.none and _topic_id(store, name) != topic_id:
+                        # deleted meanwhile (and maybe created again): the rest of it is a topic that is gone
+                        topic_error = UNKNOWN_TOPIC if hasattr(topic, "name") else ErrorCode.unknown_topic_id
+                code, message = topic_refusal or (topic_error, None)
+                plog = store.partition(name, part.index) if name is not None else None
+                if code is ErrorCode.none and plog is None:
+                    code = UNKNOWN_TOPIC
+                result: tuple[int, int] = (-1, -1)
+                append_ms = NO_TIMESTAMP
+                transactional = next(pending)
+                if code is ErrorCode.none and plog is not None and transactional and name is not None:
+                    (producer,) = transactional
+                    refusal = produce_refusal(broker, request.transactional_id, producer, (name, part.index), version)
+                    code = ErrorCode(int(refusal))
+                if code is ErrorCode.none and plog is not None and name is not None:
+                    policy = store.configs.policy(name)
+                    if policy.compact and has_keyless_record(bytes(part.records or b"")):
+                        code, message = ErrorCode.invalid_record, "Compacted topic cannot accept message without key."
+                        plog = None
+                    if plog is not None and policy.log_append_time:  # message.timestamp.type=LogAppendTime
+                        append_ms = int(time.time() * 1000)
+                        part = _Stamped(part.index, stamp_log_append_time(bytes(part.records or b""), append_ms))
+                    if plog is not None:
+                        deferred = plog.fsync_policy is FsyncPolicy.ALWAYS
+                        code, message, result = _append(
+                            plog, part.records, version, sync=request.acks != 0 and not deferred
+                        )
+                        if deferred and code is ErrorCode.none:
+                            if grouped:  # (a duplicate too: the batch it repeats may still be on its way to disk)
+                                durable[plog] = plog.written_end
+                            else:
+                                store.group_sync.schedule(plog)
+                appended = code is ErrorCode.none
+                row = [part.index, code, result[0], append_ms if appended else NO_TIMESTAMP, result[1], message]
+                rows.append((row, plog if appended else None))
+                partitions.append(row)
+            responses.append((name if version < PRODUCE_TOPIC_ID_FROM else topic.topic_id, partitions))
+    finally:
+        if release is not None:
+            release()
     if durable:
         failed = await store.group_sync.wait(durable)
         for row, plog in rows:
             if plog is not None and plog in failed:
-                row.update(error_code=ErrorCode.kafka_storage_error, base_offset=-1, log_start_offset=-1)
-                row.update(log_append_time=None, error_message="the records could not be written to disk")
-    topics = tuple(
-        build(
-            mod,
-            "TopicProduceResponse",
-            name=name,
-            topic_id=getattr(topic, "topic_id", None),
-            partition_responses=tuple(build(mod, "PartitionProduceResponse", **row) for row in partitions),
-        )
-        for topic, name, partitions in responses
-    )
-    return build(mod, "ProduceResponse", responses=topics, throttle_time=NO_THROTTLE)
+                row[1:] = [ErrorCode.kafka_storage_error, -1, NO_TIMESTAMP, -1, NOT_ON_DISK]
+    empty = build(mod, "ProduceResponse", responses=(), throttle_time=NO_THROTTLE)
+    answer = [(topic, [cast(ProducePartition, tuple(row)) for row in partitions]) for topic, partitions in responses]
+    return await produce_answer(empty, answer, version)
 
 
 class _Stamped:

@@ -84,9 +84,11 @@ async def sasl_authenticate(broker: Broker, ctx: RequestContext, request: Any) -
     elif step.error is not ErrorCode.NONE:
         if not session.rejected:  # (a rejection already logged ends here)
             _log_failure(ctx, session)
-        session.busy = True  # later requests wait: the connection closes after this response
-        await asyncio.sleep(FAILED_AUTHENTICATION_DELAY_S)
-        session.busy = False
+        session.hold()  # later requests wait: the connection closes after this response
+        try:
+            await asyncio.sleep(FAILED_AUTHENTICATION_DELAY_S)
+        finally:
+            session.release()
     elif session.authenticated:
         log.debug("connection %d authenticated as %s", ctx.connection_id, session.principal)
     return respond(
