@@ -1,12 +1,14 @@
 """A Produce appends for ``PRODUCE_SLICE_S`` at most before it gives the event loop a turn
 (``handlers/data.py``): its answer is the one it would give in one step, its connection's later requests are
 held while it appends over turns, and a topic deleted (or deleted and created again) between two turns is gone
-for the rest of the request. Called directly on a real store, with the slice at 0 (a turn before every
-partition but the first)."""
+for the rest of the request. The files of many partitions never written are made on the topic store's worker
+thread first (``FILES_ASIDE_MIN``), a topic deleted meanwhile getting none. Called directly on a real store,
+most with the slice at 0 (a turn before every partition but the first)."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
+from regroup.server import topics as topics_module
 from regroup.server.api import RequestContext
 from regroup.server.handlers import data
 from regroup.server.handlers.data import handle_produce
@@ -159,7 +162,8 @@ def test_the_connection_is_held_while_appending_over_turns(
     assert (1, 0) in seen  # held while the handler gave turns away
 
 
-def test_one_step_holds_nothing(broker: FakeBroker, store: TopicStore) -> None:
+def test_one_step_holds_nothing(broker: FakeBroker, store: TopicStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(data, "PRODUCE_SLICE_S", 60.0)
     store.create_topic("t", 5)
     session = Hold()
     response, _ = asyncio.run(
@@ -213,3 +217,82 @@ def test_a_topic_deleted_between_two_turns_is_gone_for_the_rest(
     assert 1 <= appended < 6 and codes == [ErrorCode.none] * appended + [gone] * (6 - appended)
     if recreate:  # nothing of it went to the topic created since
         assert all(store.partition("t", p).log_end_offset == 0 for p in range(6))
+
+
+# ---------------------------------------------------------------------------------------- files made aside
+
+
+def watch_makes(monkeypatch: pytest.MonkeyPatch, before: Any = None) -> list[tuple[str, str]]:
+    """Each partition directory the topic store's worker makes: (its name, the thread that made it)."""
+    made: list[tuple[str, str]] = []
+    real = topics_module.make_files
+
+    def make_files(directory: Path, segment: Path) -> None:
+        if before is not None:
+            before()
+        made.append((directory.name, threading.current_thread().name))
+        real(directory, segment)
+
+    monkeypatch.setattr(topics_module, "make_files", make_files)
+    return made
+
+
+def test_many_new_partitions_have_their_files_made_on_the_store_worker(
+    broker: FakeBroker, store: TopicStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = watch_makes(monkeypatch)
+    info = store.create_topic("t", 40)
+    store.partition("t", 0).append(make_batch([b"old"]))  # (written before: its files exist)
+    session = Hold()
+    response, _ = asyncio.run(
+        produce_counting_turns(broker, 9, produce(9, {"t": {p: make_batch([b"v"]) for p in range(40)}}), session)
+    )
+    assert [(p, code, base) for _, p, code, base in answers(response)] == [(0, 0, 1)] + [
+        (p, 0, 0) for p in range(1, 40)
+    ]
+    assert sorted(int(name) for name, _ in made) == list(range(1, 40))
+    assert all(thread.startswith("topic-disk") for _, thread in made)
+    assert (session.holds, session.releases) == (1, 1)  # (the connection held while they were made)
+    assert [store.partition(info.name, p).log_end_offset for p in range(40)] == [2] + [1] * 39
+
+
+def test_a_few_new_partitions_are_made_by_their_appends(
+    broker: FakeBroker, store: TopicStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(data, "PRODUCE_SLICE_S", 60.0)
+    made = watch_makes(monkeypatch)
+    store.create_topic("t", data.FILES_ASIDE_MIN - 1)
+    request = produce(9, {"t": {p: make_batch([b"v"]) for p in range(data.FILES_ASIDE_MIN - 1)}})
+    response, turns = asyncio.run(produce_counting_turns(broker, 9, request, Hold()))
+    assert made == [] and turns <= 1
+    assert all(code == 0 for _, _, code, _ in answers(response))
+
+
+@pytest.mark.parametrize("version", [9, 13])
+def test_a_topic_deleted_while_its_files_are_made_is_gone(
+    broker: FakeBroker, store: TopicStore, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, version: int
+) -> None:
+    """DeleteTopics on the loop while the worker makes the files: nothing is made for it, nothing appended,
+    and every partition of it is answered as a topic that is gone."""
+    info = store.create_topic("t", 30)
+    loop_ready = threading.Event()
+    deleted = threading.Event()
+    watch_makes(monkeypatch, before=lambda: (loop_ready.set(), deleted.wait(10)))
+    request = wire(produce(version, {(info if version >= 13 else "t"): {p: make_batch([b"v"]) for p in range(30)}}))
+
+    async def scenario() -> Any:
+        task = asyncio.get_running_loop().create_task(handle_produce(broker, context(version), request))
+        for _ in range(5_000):
+            if loop_ready.is_set() or task.done():
+                break
+            await asyncio.sleep(0.001)
+        assert loop_ready.is_set(), "the worker made no files"
+        store.delete_topic("t")
+        deleted.set()
+        return wire(await task)
+
+    response = asyncio.run(scenario())
+    gone = ErrorCode.unknown_topic_or_partition if version < 13 else ErrorCode.unknown_topic_id
+    assert [code for _, _, code, _ in answers(response)] == [gone] * 30
+    assert not (tmp_path / "topics" / "topics" / "t").exists()
+    assert (tmp_path / "topics" / "topics").is_dir()

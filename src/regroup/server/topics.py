@@ -60,7 +60,7 @@ from regroup.server.group_sync import GroupSync
 from regroup.server.topic_configs import TopicConfigs, expected_in_topic_dir
 from regroup.storage.format import CorruptLogError, StorageError
 from regroup.storage.handles import DEFAULT_CAPACITY, HandleCache
-from regroup.storage.partition_log import PartitionLog, fsync_dir
+from regroup.storage.partition_log import PartitionLog, fsync_dir, make_files
 from regroup.storage.record_log import FsyncPolicy, lock_directory
 from regroup.storage.topic_config import DEFAULT_MESSAGE_MAX_BYTES, DEFAULT_SEGMENT_BYTES, BrokerLogDefaults
 
@@ -370,6 +370,20 @@ class TopicStore:
             await loop.run_in_executor(self._executor(), fsync_dir, self._dir / "topics")
         if not self._closed:
             self._executor().submit(_remove_trees, list(trash), self._disk_stop)
+
+    async def make_files(self, logs: Sequence[PartitionLog]) -> None:
+        """Make the files the first appends to ``logs`` would make (those never written:
+        ``PartitionLog.unmade_files``) on the worker thread, then tell each log made: a Produce to thousands of
+        new partitions creates none of their directories on the event loop. A log whose files could not be made
+        (its topic deleted meanwhile, a disk error) is left to its first append, which fails as it would have."""
+        wanted = [(plog, files) for plog in logs if (files := plog.unmade_files()) is not None]
+        if not wanted or self._closed:
+            return
+        loop = asyncio.get_running_loop()
+        made = await loop.run_in_executor(self._executor(), _make_files, [files for _, files in wanted])
+        for (plog, _), ok in zip(wanted, made, strict=True):
+            if ok:
+                plog.files_made()
 
     # ------------------------------------------------------------------ creating topics off the event loop
 
@@ -824,6 +838,19 @@ class _Waker:
                 self.store._unsynced.add(self.plog)
         if self.key in self.store._waiters:
             self.store._wake(self.key)
+
+
+def _make_files(files: list[tuple[Path, Path]]) -> list[bool]:
+    """(on the worker thread) ``make_files`` for each partition: whether it was made."""
+    made = []
+    for directory, segment in files:
+        try:
+            make_files(directory, segment)
+        except OSError:
+            made.append(False)
+        else:
+            made.append(True)
+    return made
 
 
 def _remove_trees(paths: list[Path], stop: threading.Event) -> None:

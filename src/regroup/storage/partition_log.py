@@ -120,6 +120,7 @@ __all__ = [
     "SegmentSpan",
     "find_left_roll",
     "fsync_dir",
+    "make_files",
     "settle_left_roll",
 ]
 
@@ -345,6 +346,17 @@ class _Roll:
         return (seg.path, seg.path.with_name(segment_name(seg.base))) if seg.rolling else None
 
 
+def make_files(directory: Path, segment: Path) -> None:
+    """Make what a never-written partition's first append would (:meth:`PartitionLog.unmade_files`: its
+    directory and first segment), on any thread, without fsyncs; then tell the log
+    (:meth:`PartitionLog.files_made`). The parent must exist: for a topic deleted meanwhile this raises
+    ``FileNotFoundError`` and leaves nothing behind. What exists already is kept."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(directory)
+    with contextlib.suppress(FileExistsError):
+        _create_file(segment)
+
+
 class PartitionLog:
     """The log of one partition; open it with :meth:`PartitionLog.open`."""
 
@@ -380,6 +392,9 @@ class PartitionLog:
         self._closed = False
         self._handles = handles
         self._exists = exists  # the active segment's file (and so the directory) exists
+        #: whether the directory existed when the log was opened (if not, the first append's is a new entry of
+        #: the parent directory, whoever made it: ``_create`` or ``make_files`` on another thread)
+        self._dir_found = True
         #: the directories whose new entries the first append made (``_create``) that no fsync has made durable
         #: yet: fsynced with the partition's next fsync, on whatever thread runs it
         self._created: tuple[Path, ...] = ()
@@ -446,6 +461,7 @@ class PartitionLog:
                    fsync_interval_ms, clock, cut, HandleCache(PRIVATE_HANDLES) if handles is None else handles,
                    exists, txns)  # fmt: skip
         plog._start = min(start, leo)
+        plog._dir_found = found
         return plog
 
     # ------------------------------------------------------------------ state
@@ -1060,13 +1076,26 @@ class PartitionLog:
         by the partition's next fsync (``_created``: the parent's fsync for a new directory, the directory's for
         the segment), before the append is, on whatever thread runs it: a produce to a thousand new partitions
         used to fsync two thousand directories on the event loop (under ``NEVER`` nothing is fsynced)."""
-        fresh = not self._dir.is_dir()
         self._dir.mkdir(parents=True, exist_ok=True)
         path = self._segments[-1].path
         with contextlib.suppress(FileExistsError):
             _create_file(path)
+        self.files_made()
+
+    def unmade_files(self) -> tuple[Path, Path] | None:
+        """The directory and first segment the first append would create (:func:`make_files` makes them on
+        any thread), or None: they exist (or the log is closed)."""
+        if self._exists or self._closed:
+            return None
+        return self._dir, self._segments[-1].path
+
+    def files_made(self) -> None:
+        """The files of :meth:`unmade_files` exist (made by :func:`make_files`, maybe on another thread): the
+        first append writes to them, and the partition's next fsync makes their names durable."""
+        if self._exists or self._closed:
+            return
         if self._policy is not FsyncPolicy.NEVER:
-            self._created = (self._dir.parent, self._dir) if fresh else (self._dir,)
+            self._created = (self._dir.parent, self._dir) if not self._dir_found else (self._dir,)
         self._exists = True
 
     def _roll(self) -> None:

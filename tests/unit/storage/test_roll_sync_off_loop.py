@@ -182,6 +182,53 @@ def test_a_first_append_leaves_its_directory_fsyncs_to_the_first_fsync(
     plog.close()
 
 
+@pytest.mark.parametrize("told", [True, False])
+def test_files_made_on_another_thread_are_made_durable_by_the_first_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, told: bool
+) -> None:
+    """A never-written partition's files made by ``make_files`` on another thread (a Produce to many new
+    partitions has the topic store's worker make them): the first append writes to them, and the first fsync
+    makes both names durable, the new directory's in its parent too, as for files the append made itself;
+    also when the log was not told (another append found them made)."""
+    path = tmp_path / "topic-0"
+    plog = _open(path, FsyncPolicy.ALWAYS)
+    files = plog.unmade_files()
+    assert files == (path, path / f"{0:020d}.log")
+    maker = threading.Thread(target=partition_log.make_files, args=files)
+    maker.start()
+    maker.join()
+    assert _names(path) == [f"{0:020d}.log"]
+    if told:
+        plog.files_made()
+        assert plog.unmade_files() is None
+    disk = Disk(monkeypatch)
+    plog.append(BATCH, sync=False)
+    worker = _sync_on_a_worker(plog)
+    assert [(what, name, t) for what, name, t in disk.events] == [
+        ("fsync-dir", tmp_path.name, worker),
+        ("fsync-dir", "topic-0", worker),
+        ("fsync", f"{0:020d}.log", worker),
+    ]
+    plog.close()
+    assert _reopened(path) == [0]
+
+
+def test_files_are_not_made_for_a_topic_gone_meanwhile(tmp_path: Path) -> None:
+    """The parent is not made again: a topic deleted (its directory renamed away) while its partitions' files
+    were to be made leaves nothing behind."""
+    topic = tmp_path / "topics" / "t"
+    topic.mkdir(parents=True)
+    plog = _open(topic / "0", FsyncPolicy.NEVER)
+    files = plog.unmade_files()
+    assert files is not None
+    topic.rename(tmp_path / "trash")
+    with pytest.raises(FileNotFoundError):
+        partition_log.make_files(*files)
+    assert not (tmp_path / "topics" / "t").exists() and list((tmp_path / "trash").iterdir()) == []
+    plog.close()
+    assert plog.unmade_files() is None
+
+
 def test_a_first_append_fsyncs_its_directory_on_close_and_nothing_under_never(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -118,14 +118,73 @@ def _topic_id(store: TopicStore, name: str | None) -> object:
     return None if info is None else info.topic_id
 
 
-def _hold_connection(ctx: RequestContext) -> Callable[[], None]:
-    """Hold the connection's later requests (``Session.hold``); what lets them go on."""
-    session = ctx.session
-    if session is None:  # (a handler called outside a connection)
-        return lambda: None
-    session.hold()
-    release: Callable[[], None] = session.release
-    return release
+#: a Produce writing first to at least this many partitions never written has their files made on the topic
+#: store's worker thread before it appends (about 0.05 ms each on the loop, and far more on a busy disk)
+FILES_ASIDE_MIN = 16
+
+
+def _gone(topic: Any) -> ErrorCode:
+    """What the rest of a topic deleted while a Produce appended to it answers."""
+    return UNKNOWN_TOPIC if hasattr(topic, "name") else ErrorCode.unknown_topic_id
+
+
+class _Slices:
+    """A Produce's work cut into slices of ``PRODUCE_SLICE_S``, the event loop given a turn between two; from the
+    first turn given until ``release`` the connection's later requests are held (``Session.hold``)."""
+
+    __slots__ = ("_began", "_ctx", "_release", "yielded")
+
+    def __init__(self, ctx: RequestContext) -> None:
+        self._ctx = ctx
+        self._began = time.perf_counter()
+        self._release: Callable[[], None] | None = None
+        #: whether the loop ran other work since the request began (topics may have changed)
+        self.yielded = False
+
+    async def tick(self) -> bool:
+        """Give the loop a turn if this slice is over; whether it was."""
+        if time.perf_counter() - self._began < PRODUCE_SLICE_S:
+            return False
+        self.hold()
+        await asyncio.sleep(0)
+        self.restart()
+        return True
+
+    def hold(self) -> None:
+        session = self._ctx.session
+        if self._release is None and session is not None:  # (None: a handler called outside a connection)
+            session.hold()
+            self._release = session.release
+
+    def restart(self) -> None:
+        """The loop ran other work (a turn, or an await): a new slice begins."""
+        self._began = time.perf_counter()
+        self.yielded = True
+
+    def release(self) -> None:
+        release, self._release = self._release, None
+        if release is not None:
+            release()
+
+
+async def _make_files_aside(
+    store: TopicStore, slices: _Slices, topics: list[tuple[Any, str | None, ErrorCode]], denied: list[bool]
+) -> None:
+    """Have the files of the partitions this Produce writes first (never written before) made on the topic store's
+    worker thread, when there are ``FILES_ASIDE_MIN`` of them: their first appends then find them made."""
+    logs: list[PartitionLog] = []
+    for (topic, name, error), refused in zip(topics, denied, strict=True):
+        if name is None or error is not ErrorCode.none or refused:
+            continue
+        for part in topic.partition_data:
+            await slices.tick()
+            plog = store.partition(name, part.index)
+            if plog is not None and plog.unmade_files() is not None:
+                logs.append(plog)
+    if len(logs) >= FILES_ASIDE_MIN:
+        slices.hold()
+        await store.make_files(logs)
+        slices.restart()
 
 
 async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> Any:
@@ -154,24 +213,24 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
     # each partition's answer: index, error, base offset, log append time, log start offset, error message
     rows: list[tuple[list[Any], PartitionLog | None]] = []
     responses: list[tuple[Any, list[list[Any]]]] = []
-    slice_began = time.perf_counter()
-    release: Callable[[], None] | None = None  # while appending over several turns: lets the connection go on
+    slices = _Slices(ctx)
     try:
-        for topic in request.topic_data:
-            name, topic_error = _resolve(store, topic)
-            topic_id = _topic_id(store, name)
-            topic_refusal = refuse
-            if name is not None and not whole_request and not may(broker, ctx, AclOperation.WRITE, name):
-                topic_refusal = UNAUTHORIZED, "Topic authorization failed."
+        topics = [(topic, *_resolve(store, topic)) for topic in request.topic_data]
+        ids = [_topic_id(store, name) for _, name, _ in topics]
+        denied = [
+            name is not None and not whole_request and not may(broker, ctx, AclOperation.WRITE, name)
+            for _, name, _ in topics
+        ]
+        if refuse is None and len(per_partition) >= FILES_ASIDE_MIN:
+            await _make_files_aside(store, slices, topics, denied)
+        for (topic, name, topic_error), topic_id, refused in zip(topics, ids, denied, strict=True):
+            if slices.yielded and topic_error is ErrorCode.none and _topic_id(store, name) != topic_id:
+                topic_error = _gone(topic)
+            topic_refusal = (UNAUTHORIZED, "Topic authorization failed.") if refused else refuse
             partitions: list[list[Any]] = []
             for part in topic.partition_data:
-                if time.perf_counter() - slice_began >= PRODUCE_SLICE_S:
-                    release = release or _hold_connection(ctx)
-                    await asyncio.sleep(0)
-                    slice_began = time.perf_counter()
-                    if topic_error is ErrorCode.none and _topic_id(store, name) != topic_id:
-                        # deleted meanwhile (and maybe created again): the rest of it is a topic that is gone
-                        topic_error = UNKNOWN_TOPIC if hasattr(topic, "name") else ErrorCode.unknown_topic_id
+                if await slices.tick() and topic_error is ErrorCode.none and _topic_id(store, name) != topic_id:
+                    topic_error = _gone(topic)  # deleted meanwhile (and maybe created again)
                 code, message = topic_refusal or (topic_error, None)
                 plog = store.partition(name, part.index) if name is not None else None
                 if code is ErrorCode.none and plog is None:
@@ -207,8 +266,7 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
                 partitions.append(row)
             responses.append((name if version < PRODUCE_TOPIC_ID_FROM else topic.topic_id, partitions))
     finally:
-        if release is not None:
-            release()
+        slices.release()
     if durable:
         failed = await store.group_sync.wait(durable)
         for row, plog in rows:
