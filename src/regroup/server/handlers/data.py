@@ -25,8 +25,10 @@ earliest transaction still open in the partition (or the log end offset).
   A Produce of many partitions appends for ``PRODUCE_SLICE_S`` at most, then gives the event loop a turn and
   goes on: its connection's later requests wait meanwhile (``Session.hold``), so they see all of its records,
   as in Kafka, which handles a connection's requests one at a time; a topic deleted between two turns is gone
-  for the rest of the request. The answer is encoded by hand, ``CHUNK`` partitions between two yields
-  (``server/produce_answers.py``).
+  for the rest of the request. When it writes first to ``FILES_ASIDE_MIN`` partitions or more never written
+  before, their directories and first segments are made on the topic store's worker thread first
+  (``TopicStore.make_files``), the connection held meanwhile. The answer is encoded by hand, ``CHUNK``
+  partitions between two yields (``server/produce_answers.py``).
 - **Fetch**: no fetch sessions. A full fetch (session epoch 0 or -1) is answered with ``session_id`` 0, which
   tells the client sessions are not in use so it keeps sending full fetches; an incremental one gets
   FETCH_SESSION_ID_NOT_FOUND. Long polling: when fewer than ``min_bytes`` are available the handler waits for
