@@ -131,6 +131,11 @@ class ServerConfig:
     #: append waits up to 5 ms each time behind a loop busy encoding, and every request queued behind that
     #: append waits with it
     switch_interval_s: float | None = None
+    #: the cyclic garbage collector's thresholds (``gc.set_threshold``) for a process that is this one server;
+    #: None leaves them. With Python's 700 a collection runs every few hundred containers a request makes, and
+    #: the objects a large request keeps over several turns (a Produce of thousands of partitions) are pushed
+    #: into the oldest generation, whose full collections walk everything the server holds
+    gc_thresholds: tuple[int, int, int] | None = None
     snapshot_every: int = 100_000
     auto_create_topics: bool = True
     default_partitions: int = 1
@@ -420,6 +425,8 @@ class Server:
         # it accept finds all the others accepting too.
         if cfg.switch_interval_s is not None:
             sys.setswitchinterval(cfg.switch_interval_s)
+        if cfg.gc_thresholds is not None:
+            gc.set_threshold(*cfg.gc_thresholds)
         if cfg.freeze_loaded:
             # What was loaded (groups, topics, the rebalance history) lives as long as the process: out of the
             # cyclic collector's sight, its collections of the young objects every request makes never walk it.
