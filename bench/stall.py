@@ -41,6 +41,8 @@ Cases (``--cases``; ``--quick`` runs the first three at a tenth of the size):
 - ``list-offsets-10k``: ListOffsets v8 (latest) of the 10,000 partitions of one topic;
 - ``produce-10k``: Produce v9 (acks=all) of one record to each of the 10,000 partitions of one topic (the first
   request creates every partition's files, the later ones append to open logs);
+- ``delete-records-10k``: that Produce, then DeleteRecords v2 of the same 10,000 partitions up to their high
+  watermark, in turn (every partition's new log start offset written durably each round);
 - ``offset-fetch-10k``: OffsetFetch v9 of every partition the group of ``offset-commit-10k`` committed (10,000).
 - ``offset-fetch-named-10k``: OffsetFetch v9 of the same 10,000 partitions, each named in the request.
 - ``list-groups-10k``: ListGroups v5 of 10,000 groups (5,000 classic, 5,000 KIP-848 consumer groups, one member
@@ -100,7 +102,7 @@ from server_loader import load_server_bench
 sb = load_server_bench()
 
 PRODUCE, METADATA, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH = 0, 3, 2, 8, 9
-CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_TOPIC_PARTITIONS = 19, 20, 75
+CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, DESCRIBE_TOPIC_PARTITIONS = 19, 20, 21, 75
 COMMIT_TOPIC = "bench-stall-commits"
 HEAVY_GROUP = "bench-stall-heavy"
 CREATED_TOPIC = "bench-stall-created"
@@ -200,6 +202,16 @@ def produce_all(size: int) -> list[bytes]:
         topic_data=[{"name": "bench-stall-big", "partition_data": partitions}],
     )
     return [bytes(request)]
+
+
+def produce_then_delete_records(size: int) -> list[bytes]:
+    """``produce_all``, then DeleteRecords v2 of the same partitions up to their high watermark (offset -1): each
+    round writes every partition's new log start offset durably, and takes its older segments out."""
+    partitions = [{"partition_index": p, "offset": -1} for p in range(size)]
+    delete = sb.encode_request(
+        DELETE_RECORDS, 2, 0, topics=[{"name": "bench-stall-big", "partitions": partitions}], timeout=30_000
+    )
+    return [*produce_all(size), bytes(delete)]
 
 
 def list_offsets(size: int) -> list[bytes]:
@@ -337,6 +349,7 @@ def cases(scale: float) -> list[Case]:
         Case("create-topics-3000", {}, lambda _: create_and_delete_many(n(3_000))),
         Case("list-offsets-10k", big, lambda _: list_offsets(n(10_000))),
         Case("produce-10k", big, lambda _: produce_all(n(10_000))),
+        Case("delete-records-10k", big, lambda _: produce_then_delete_records(n(10_000))),
         Case("offset-fetch-10k", big, lambda _: offset_fetch_all(0), prepare=lambda _: offset_commit(n(10_000))),
         Case(
             "offset-fetch-named-10k",

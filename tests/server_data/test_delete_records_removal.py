@@ -1,6 +1,10 @@
-"""DeleteRecords' file deletions off the event loop (``handlers/records.py``, ``PartitionLog.move_log_start``,
-``DroppedSegments``): the new log start offset is written durably and the segments wholly below it taken out of
-the log on the loop; their files are removed on a worker thread.
+"""DeleteRecords' file work off the event loop (``handlers/records.py``, ``PartitionLog.plan_log_start`` /
+``log_start_written``, ``TopicStore.write_log_starts``, ``DroppedSegments``): the new log start offsets are
+written durably on the topic store's worker thread, then the segments wholly below them taken out of the log
+on the loop; their files are removed on a worker thread.
+
+- reads below a new log start succeed until its write is done; two requests of one partition never take its
+  log start back down, whatever order their writes come in; a topic deleted meanwhile is answered as unknown;
 
 - the answer carries the new low watermark; while the files wait for the worker, a read below it is refused
   and the loop serves other work; once the handler has answered, the files are gone;
@@ -24,6 +28,7 @@ from kio.schema.delete_records.v2 import request as dr
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32Timedelta
 
+from regroup.server import topics as topics_module
 from regroup.server.api import RequestContext
 from regroup.server.handlers.records import handle_delete_records
 from regroup.server.log_cleaner import LogCleaner
@@ -168,3 +173,102 @@ def test_a_crash_before_the_files_are_removed_reopens_with_the_persisted_log_sta
     again = PartitionLog.open(directory)
     assert again.log_start_offset == 6 and _values(again) == [6, 7]
     again.close()
+
+
+# ---------------------------------------------------------------------------------------- the log start's writes
+
+
+def _watch_writes(monkeypatch: pytest.MonkeyPatch, before: Any = None) -> list[tuple[str, int, str]]:
+    """Each ``log-start-offset`` the topic store's worker writes: (partition directory, offset, thread)."""
+    writes: list[tuple[str, int, str]] = []
+    real = topics_module.write_log_start_up
+
+    def write(directory: Path, offset: int, *, sync: bool) -> None:
+        if before is not None:
+            before()
+        writes.append((directory.name, offset, threading.current_thread().name))
+        real(directory, offset, sync=sync)
+
+    monkeypatch.setattr(topics_module, "write_log_start_up", write)
+    return writes
+
+
+def test_the_log_starts_are_written_on_the_store_worker_before_reads_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writes of every partition of the request go to the topic store's worker; until a partition's is
+    done, reads below the new log start still succeed (nothing was acknowledged yet), and after it they do not."""
+    store = _filled_store(tmp_path / "d", partitions=3)
+    broker = FakeBroker(topic_store=store)
+    entered, release = threading.Event(), threading.Event()
+    writes = _watch_writes(monkeypatch, before=lambda: (entered.set(), release.wait(30)))
+
+    async def scenario() -> dict[int, tuple[ErrorCode, int]]:
+        task = asyncio.create_task(_delete(broker, "t", {0: 5, 1: 3, 2: -1}))
+        for _ in range(5_000):
+            if entered.is_set() or task.done():
+                break
+            await asyncio.sleep(0.001)
+        assert entered.is_set() and not task.done()
+        plog = store.partition("t", 0)
+        assert plog is not None and plog.log_start_offset == 0 and _values(plog)[0] == 0
+        release.set()
+        return await task
+
+    try:
+        answer = asyncio.run(scenario())
+    finally:
+        release.set()
+    assert answer == {0: (ErrorCode.none, 5), 1: (ErrorCode.none, 3), 2: (ErrorCode.none, BATCHES)}
+    assert [(name, offset) for name, offset, _ in writes] == [("0", 5), ("1", 3), ("2", BATCHES)]
+    assert all(thread.startswith("topic-disk") for _, _, thread in writes)
+    for p, start in ((0, 5), (1, 3), (2, BATCHES)):
+        plog = store.partition("t", p)
+        assert plog is not None and plog.log_start_offset == start
+        assert (plog.directory / LOG_START_FILE).read_text().strip() == str(start)
+    store.close()
+
+
+def test_two_requests_of_one_partition_never_move_its_log_start_down(tmp_path: Path) -> None:
+    """Two DeleteRecords of one partition at once, the higher first: both planned before either is written;
+    the lower one's write does not take the file back down, and both answer the higher log start."""
+    store = _filled_store(tmp_path / "d", partitions=1)
+    broker = FakeBroker(topic_store=store)
+
+    async def both() -> list[dict[int, tuple[ErrorCode, int]]]:
+        return list(await asyncio.gather(_delete(broker, "t", {0: 6}), _delete(broker, "t", {0: 3})))
+
+    assert asyncio.run(both()) == [{0: (ErrorCode.none, 6)}, {0: (ErrorCode.none, 6)}]
+    plog = store.partition("t", 0)
+    assert plog is not None and plog.log_start_offset == 6
+    directory = plog.directory
+    assert (directory / LOG_START_FILE).read_text().strip() == "6"
+    store.close()
+    again = PartitionLog.open(directory)
+    assert again.log_start_offset == 6
+    again.close()
+
+
+def test_a_topic_deleted_while_its_log_starts_are_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = _filled_store(tmp_path / "d", partitions=2)
+    broker = FakeBroker(topic_store=store)
+    entered, release = threading.Event(), threading.Event()
+    _watch_writes(monkeypatch, before=lambda: (entered.set(), release.wait(30)))
+
+    async def scenario() -> dict[int, tuple[ErrorCode, int]]:
+        task = asyncio.create_task(_delete(broker, "t", {0: 5, 1: 3}))
+        for _ in range(5_000):
+            if entered.is_set() or task.done():
+                break
+            await asyncio.sleep(0.001)
+        assert entered.is_set()
+        store.delete_topic("t")
+        release.set()
+        return await task
+
+    try:
+        answer = asyncio.run(scenario())
+    finally:
+        release.set()
+    assert answer == {p: (ErrorCode.unknown_topic_or_partition, -1) for p in (0, 1)}
+    store.close()

@@ -62,6 +62,7 @@ from regroup.storage.format import CorruptLogError, StorageError
 from regroup.storage.handles import DEFAULT_CAPACITY, HandleCache
 from regroup.storage.partition_log import PartitionLog, fsync_dir, make_files
 from regroup.storage.record_log import FsyncPolicy, lock_directory
+from regroup.storage.segment_swap import write_log_start_up
 from regroup.storage.topic_config import DEFAULT_MESSAGE_MAX_BYTES, DEFAULT_SEGMENT_BYTES, BrokerLogDefaults
 
 __all__ = [
@@ -384,6 +385,16 @@ class TopicStore:
         for (plog, _), ok in zip(wanted, made, strict=True):
             if ok:
                 plog.files_made()
+
+    async def write_log_starts(self, starts: Sequence[tuple[PartitionLog, int]]) -> list[OSError | None]:
+        """Write each partition's new log start offset (``PartitionLog.plan_log_start``) to its
+        ``log-start-offset``, durably, on the worker thread, one after another (a partition's file never moves
+        down: ``write_log_start_up``); what each write raised, None when it was written."""
+        if not starts:
+            return []
+        self._check_open()
+        jobs = [(plog.directory, offset, plog.syncs_log_start) for plog, offset in starts]
+        return await asyncio.get_running_loop().run_in_executor(self._executor(), _write_log_starts, jobs)
 
     # ------------------------------------------------------------------ creating topics off the event loop
 
@@ -851,6 +862,19 @@ def _make_files(files: list[tuple[Path, Path]]) -> list[bool]:
         else:
             made.append(True)
     return made
+
+
+def _write_log_starts(jobs: list[tuple[Path, int, bool]]) -> list[OSError | None]:
+    """(on the worker thread) ``write_log_start_up`` for each partition: what it raised, or None."""
+    raised: list[OSError | None] = []
+    for directory, offset, sync in jobs:
+        try:
+            write_log_start_up(directory, offset, sync=sync)
+        except OSError as exc:
+            raised.append(exc)
+        else:
+            raised.append(None)
+    return raised
 
 
 def _remove_trees(paths: list[Path], stop: threading.Event) -> None:

@@ -832,11 +832,30 @@ class PartitionLog:
         Returns the log start offset and their files, oldest first, to remove in that order
         (:class:`DroppedSegments`). Until they are removed they are older segments below the log start offset
         ``log-start-offset`` holds, which a reopened log finds again and the next call drops."""
+        target = self.plan_log_start(offset)
+        if target is not None:
+            write_log_start(self._dir, target, sync=self.syncs_log_start)
+        return self.log_start_written(offset)
+
+    def plan_log_start(self, offset: int) -> int | None:
+        """The first step of :meth:`move_log_start` done in three (the write on another thread): ``offset`` if
+        ``log-start-offset`` must be written (:func:`write_log_start_up` with :attr:`syncs_log_start`), None if
+        the log start is there already. Raises :class:`OffsetOutOfRange` past the log end, and what a write
+        raises on a closed or failed log."""
         self._check_writable()
         if not 0 <= offset <= self._leo:
             raise OffsetOutOfRange(f"offset {offset} is outside [0, {self._leo}]")
-        if offset > self.log_start_offset:
-            write_log_start(self._dir, offset, sync=self._policy is not FsyncPolicy.NEVER)
+        return offset if offset > self.log_start_offset else None
+
+    @property
+    def syncs_log_start(self) -> bool:
+        return self._policy is not FsyncPolicy.NEVER
+
+    def log_start_written(self, offset: int) -> tuple[int, list[Path]]:
+        """The last step: ``log-start-offset`` holds ``offset`` or more, durably. No read goes below it from now
+        on and the older segments wholly below it are out of the log: (the log start offset, their files)."""
+        self._check_writable()
+        if offset > self._start:
             self._start = offset
         return self.log_start_offset, self.drop_below_start()
 

@@ -47,6 +47,7 @@ __all__ = [
     "swap_in",
     "write_cleaned",
     "write_log_start",
+    "write_log_start_up",
 ]
 
 LOG_START_FILE = "log-start-offset"
@@ -169,3 +170,15 @@ def read_log_start(directory: Path) -> int:
 
 def write_log_start(directory: Path, offset: int, *, sync: bool) -> None:
     write_file_atomically(directory / LOG_START_FILE, f"{offset}\n".encode("ascii"), sync=sync)
+
+
+def write_log_start_up(directory: Path, offset: int, *, sync: bool) -> None:
+    """``write_log_start`` unless ``log-start-offset`` holds ``offset`` or more already: the log start never moves
+    down, whatever order two DeleteRecords' writes of one partition come in (made on one thread, one at a
+    time). An unreadable file is written over."""
+    try:
+        if read_log_start(directory) >= offset:
+            return
+    except ValueError:
+        pass
+    write_log_start(directory, offset, sync=sync)

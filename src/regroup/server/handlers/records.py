@@ -5,12 +5,15 @@ offset -1 means the high watermark (the log end offset here); any other negative
 watermark, is OFFSET_OUT_OF_RANGE; a topic or partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION; a
 topic whose ``cleanup.policy`` does not include ``delete`` is POLICY_VIOLATION. Asking for an offset below the
 current log start changes nothing. The answer's ``low_watermark`` is the log start offset afterwards (-1 with
-an error). The new log start is fsynced before the answer (``log-start-offset`` in the partition's directory);
-older segments wholly below it are taken out of the log at once, and their files removed on a worker thread
-(``server/log_cleaner.remove_dropped``) before the answer goes: the event loop deletes no file, and serves
-other requests between two partitions. A crash before the files are gone leaves older segments below the
-persisted log start offset, which the reopened log keeps out of reach (and the next DeleteRecords or cleaning
-pass drops). Fetch below it is OFFSET_OUT_OF_RANGE and ListOffsets' earliest answers it.
+an error). The new log starts are written and fsynced before the answer (``log-start-offset`` in each
+partition's directory), all of the request's on the topic store's worker thread in one job
+(``TopicStore.write_log_starts``; a partition's file never moves down, whatever order two requests' writes
+come in); only then do reads stop below them, and the older segments wholly below them are taken out of the
+log, their files removed on a worker thread (``server/log_cleaner.remove_dropped``) before the answer goes.
+The event loop writes and deletes no file, and walks the partitions ``CHUNK`` at a time between two yields.
+A topic deleted while the writes were made is UNKNOWN_TOPIC_OR_PARTITION. A crash before the files are gone
+leaves older segments below the persisted log start offset, which the reopened log keeps out of reach (and the
+next DeleteRecords or cleaning pass drops). Fetch below it is OFFSET_OUT_OF_RANGE and ListOffsets' earliest answers it.
 
 Authorization (Kafka's ``KafkaApis.handleDeleteRecordsRequest``): DELETE on each Topic. The partitions of a
 topic without it are TOPIC_AUTHORIZATION_FAILED (low watermark -1), checked before the topic's existence, and
@@ -19,7 +22,6 @@ keep their records.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from pathlib import Path
 from typing import Any
@@ -31,9 +33,10 @@ from regroup.security.acl import AclOperation
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.handlers.topics import NO_THROTTLE, UNAUTHORIZED, build, may, response_module, store_of
 from regroup.server.log_cleaner import remove_dropped
+from regroup.server.offset_answers import Pacer, pause
 from regroup.server.topics import TopicStore
 from regroup.storage.format import StorageError
-from regroup.storage.partition_log import DroppedSegments, OffsetOutOfRange
+from regroup.storage.partition_log import DroppedSegments, OffsetOutOfRange, PartitionLog
 
 __all__ = ["SPECS", "handle_delete_records"]
 
@@ -46,48 +49,86 @@ async def handle_delete_records(broker: Broker, ctx: RequestContext, request: An
     """DELETE on each Topic."""
     mod = response_module(request)
     store = store_of(broker)
-    topics = []
-    removals: list[tuple[Path, DroppedSegments]] = []
-    for topic in request.topics:
+    # each partition's answer (index, error, low watermark), and the moves waiting for their write
+    rows: list[list[tuple[int, ErrorCode, int]]] = []
+    # (topic, partition: in ``rows``; the log, the offset, whether its log start is to be written)
+    moves: list[tuple[int, int, PartitionLog, int, bool]] = []
+    pacer = Pacer()
+    for t, topic in enumerate(request.topics):
         deletable = may(broker, ctx, AclOperation.DELETE, topic.name)
-        partitions = []
+        answers: list[tuple[int, ErrorCode, int]] = []
         for p in topic.partitions:
+            if pacer.due():
+                await pause()
             code, low = UNAUTHORIZED, -1
             if deletable:
-                code, low = _delete(store, topic.name, p.partition_index, p.offset, removals)
-                await asyncio.sleep(0)  # one partition's durable write per turn of the loop
-            partitions.append(
-                build(
-                    mod,
-                    "DeleteRecordsPartitionResult",
-                    partition_index=p.partition_index,
-                    low_watermark=low,
-                    error_code=code,
-                )
-            )
-        topics.append(build(mod, "DeleteRecordsTopicResult", name=topic.name, partitions=tuple(partitions)))
+                code, low, move = _plan(store, topic.name, p.offset, p.partition_index)
+                if move is not None:
+                    moves.append((t, len(answers), *move))
+            answers.append((p.partition_index, code, low))
+        rows.append(answers)
+    removals: list[tuple[Path, DroppedSegments]] = []
+    writes = [(plog, offset) for _, _, plog, offset, write in moves if write]
+    raised = iter(await store.write_log_starts(writes) if writes else [])
+    for t, i, plog, offset, write in moves:
+        if pacer.due():
+            await pause()
+        rows[t][i] = (rows[t][i][0], *_moved(plog, offset, next(raised) if write else None, removals))
     for directory, exc in await remove_dropped(removals):
         log.error("removing the deleted segments of %s failed: %s: %s", directory, type(exc).__name__, exc)
-    return build(mod, "DeleteRecordsResponse", throttle_time=NO_THROTTLE, topics=tuple(topics))
+    topics = tuple(
+        build(
+            mod,
+            "DeleteRecordsTopicResult",
+            name=topic.name,
+            partitions=tuple(
+                build(mod, "DeleteRecordsPartitionResult", partition_index=index, low_watermark=low, error_code=code)
+                for index, code, low in answers
+            ),
+        )
+        for topic, answers in zip(request.topics, rows, strict=True)
+    )
+    return build(mod, "DeleteRecordsResponse", throttle_time=NO_THROTTLE, topics=topics)
 
 
-def _delete(
-    store: TopicStore, name: str, index: int, offset: int, removals: list[tuple[Path, DroppedSegments]]
-) -> tuple[ErrorCode, int]:
-    """``(error, low watermark)`` of deleting the records of one partition below ``offset``; the files of the
-    segments it takes out of the log go to ``removals``."""
+def _plan(
+    store: TopicStore, name: str, offset: int, index: int
+) -> tuple[ErrorCode, int, tuple[PartitionLog, int, bool] | None]:
+    """``(error, low watermark, the move)`` of deleting one partition's records below ``offset``, as far as the
+    event loop decides it before any write: a move (its log, offset, and whether ``log-start-offset`` must be
+    written first) is finished by ``_moved``."""
     plog = store.partition(name, index) if store.topic(name) is not None else None
     if plog is None:
-        return ErrorCode.unknown_topic_or_partition, -1
+        return ErrorCode.unknown_topic_or_partition, -1, None
     target = plog.log_end_offset if offset == HIGH_WATERMARK else offset
     if target < 0 or target > plog.log_end_offset:
-        return ErrorCode.offset_out_of_range, -1
+        return ErrorCode.offset_out_of_range, -1, None
     if not store.configs.policy(name).delete:
-        return ErrorCode.policy_violation, -1
+        return ErrorCode.policy_violation, -1, None
     try:
-        start, dropped = plog.move_log_start(target)
+        written = plog.plan_log_start(target)
     except OffsetOutOfRange:
-        return ErrorCode.offset_out_of_range, -1
+        return ErrorCode.offset_out_of_range, -1, None
+    except (OSError, StorageError) as exc:
+        log.error("deleting records of %s failed: %s: %s", plog.directory, type(exc).__name__, exc)
+        return ErrorCode.kafka_storage_error, -1, None
+    if written is None:  # (the log start is there already: nothing to write; older segments left below it drop)
+        return ErrorCode.none, -1, (plog, plog.log_start_offset, False)
+    return ErrorCode.none, -1, (plog, written, True)
+
+
+def _moved(
+    plog: PartitionLog, offset: int, error: OSError | None, removals: list[tuple[Path, DroppedSegments]]
+) -> tuple[ErrorCode, int]:
+    """``(error, low watermark)`` once the move's write is done (or failed); the files of the segments it takes
+    out of the log go to ``removals``."""
+    if plog.closed:  # (its topic deleted meanwhile)
+        return ErrorCode.unknown_topic_or_partition, -1
+    if error is not None:
+        log.error("deleting records of %s failed: %s: %s", plog.directory, type(error).__name__, error)
+        return ErrorCode.kafka_storage_error, -1
+    try:
+        start, dropped = plog.log_start_written(offset)
     except (OSError, StorageError) as exc:
         log.error("deleting records of %s failed: %s: %s", plog.directory, type(exc).__name__, exc)
         return ErrorCode.kafka_storage_error, -1
