@@ -167,6 +167,70 @@ def test_group_sync_reports_the_log_whose_fsync_failed(tmp_path: Path, monkeypat
     bad.close()
 
 
+def test_a_large_round_is_batched_per_thread_and_gives_the_loop_turns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A round of 300 logs, every fifth one's fsync failing: the fsyncs run on the worker threads in one batch
+    per thread, each failure is reported for its log only, the others are durable, and with the slice at 0 the
+    loop gets a turn between two logs' steps."""
+    import regroup.server.group_sync as group_sync_module
+
+    monkeypatch.setattr(group_sync_module, "SLICE_S", 0.0)
+    logs = [_open(tmp_path / f"p{i}") for i in range(300)]
+    bad = set(logs[::5])
+    real_run = PendingSync.run
+    threads: set[str] = set()
+
+    def run(self: PendingSync) -> None:
+        threads.add(threading.current_thread().name)
+        if self.target == 2:  # (the bad logs have two records)
+            os.close(self.fd)
+            raise OSError(5, "Input/output error")
+        real_run(self)
+
+    monkeypatch.setattr(PendingSync, "run", run)
+    submitted: list[int] = []
+    real_submit = group_sync_module.concurrent.futures.ThreadPoolExecutor.submit
+
+    def submit(self: Any, fn: Any, *args: Any) -> Any:
+        submitted.append(len(args[0]) if args else 0)
+        return real_submit(self, fn, *args)
+
+    monkeypatch.setattr(group_sync_module.concurrent.futures.ThreadPoolExecutor, "submit", submit)
+
+    async def main() -> tuple[set[PartitionLog], int]:
+        for plog in logs:
+            plog.append(make_batch([b"a", b"b"] if plog in bad else [b"a"]), sync=False)
+        turns = 0
+        done = False
+
+        async def count() -> None:
+            nonlocal turns
+            while not done:
+                turns += 1
+                await asyncio.sleep(0)
+
+        counter = asyncio.get_running_loop().create_task(count())
+        failed = await sync.wait({plog: plog.written_end for plog in logs})
+        done = True
+        await counter
+        return failed, turns
+
+    sync = GroupSync()
+    try:
+        failed, turns = asyncio.run(main())
+    finally:
+        sync.close()
+    assert failed == bad
+    assert all(plog.durable(1) and not plog.failed for plog in logs if plog not in bad)
+    assert all(plog.failed for plog in bad)
+    assert sorted(submitted) == [300 // 8] * 4 + [300 // 8 + 1] * 4  # (one batch per thread)
+    assert threads and all(name.startswith("regroup-fsync") for name in threads)
+    assert turns >= 300
+    for plog in logs:
+        plog.close()
+
+
 def test_the_store_has_one_group_sync(tmp_path: Path) -> None:
     from regroup.server.topics import TopicStore
 

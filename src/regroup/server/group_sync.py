@@ -11,14 +11,17 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import time
 
-from regroup.storage.partition_log import PartitionLog
+from regroup.storage.partition_log import PartitionLog, PendingSync
 
 log = logging.getLogger(__name__)
 
 #: worker threads of one store's group commit: fsyncs of different files issued together, so the file
 #: system can put them in one journal commit
 SYNC_THREADS = 8
+#: a round gives the loop a turn after this long (each log's ``begin_sync`` and ``finish_sync`` run on it)
+SLICE_S = 0.005
 
 
 class GroupSync:
@@ -28,7 +31,10 @@ class GroupSync:
     whatever the policy: a transaction marker). One round at a time: every log with appends not yet fsynced is
     handed to the worker threads (:meth:`PartitionLog.begin_sync`, one fsync per log, all at once), and when
     they have all ended each log learns its result on the loop (:meth:`PartitionLog.finish_sync`); appends made
-    meanwhile go in the next round. ``wait`` returns the logs whose fsync failed (or that were closed) first."""
+    meanwhile go in the next round. The logs are handed out as one batch per worker thread (each thread fsyncs
+    its batch one log after another), and the loop's part is cut into slices of ``SLICE_S``: a round of 10,000
+    partitions held the loop for about half a second. ``wait`` returns the logs whose fsync failed (or that were
+    closed) first."""
 
     def __init__(self) -> None:
         #: (log -> the offset it waits for, whether it waits for ``fsynced`` rather than ``durable``, its future)
@@ -62,16 +68,22 @@ class GroupSync:
         loop = asyncio.get_running_loop()
         while self._dirty:
             logs, self._dirty = self._dirty, set()
-            rounds = [(plog, plog.begin_sync()) for plog in logs]
-            jobs = [(plog, job, loop.run_in_executor(self._executor(), job.run)) for plog, job in rounds if job]
-            for plog, job, done in jobs:
-                error: BaseException | None = None
-                try:
-                    await done
-                except Exception as exc:  # an fsync error: the log refuses appends from now on
-                    log.error("fsync of %s failed: %s: %s", plog.directory, type(exc).__name__, exc)
-                    error = exc
-                plog.finish_sync(job, error)
+            slices = _Slices()
+            rounds: list[tuple[PartitionLog, PendingSync]] = []
+            for plog in logs:
+                job = plog.begin_sync()
+                if job is not None:
+                    rounds.append((plog, job))
+                await slices.tick()
+            # one batch per worker thread: a round of 10,000 partitions is 8 futures on the loop, not 10,000
+            batches = [rounds[i::SYNC_THREADS] for i in range(min(SYNC_THREADS, len(rounds)))]
+            runs = [loop.run_in_executor(self._executor(), _sync_all, [job for _, job in b]) for b in batches]
+            for batch, run in zip(batches, runs, strict=True):
+                for (plog, job), error in zip(batch, await run, strict=True):
+                    if error is not None:  # an fsync error: the log refuses appends from now on
+                        log.error("fsync of %s failed: %s: %s", plog.directory, type(error).__name__, error)
+                    plog.finish_sync(job, error)
+                    await slices.tick()
             self._release()  # (a produce still waiting puts its logs back for the next round)
 
     def _release(self) -> None:
@@ -93,6 +105,34 @@ class GroupSync:
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False)
+
+
+def _sync_all(jobs: list[PendingSync]) -> list[Exception | None]:
+    """(on a worker thread) Each job's fsync, one after another: what each raised, or None."""
+    errors: list[Exception | None] = []
+    for job in jobs:
+        try:
+            job.run()
+        except Exception as exc:
+            errors.append(exc)
+        else:
+            errors.append(None)
+    return errors
+
+
+class _Slices:
+    """A round's work on the loop (each log's ``begin_sync`` and ``finish_sync``) cut into slices of
+    ``SLICE_S``, the loop given a turn between two."""
+
+    __slots__ = ("_began",)
+
+    def __init__(self) -> None:
+        self._began = time.perf_counter()
+
+    async def tick(self) -> None:
+        if time.perf_counter() - self._began >= SLICE_S:
+            await asyncio.sleep(0)
+            self._began = time.perf_counter()
 
 
 def _reached(plog: PartitionLog, end: int, fsynced: bool) -> bool:
