@@ -9,7 +9,7 @@ import importlib
 import io
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32Timedelta
@@ -147,3 +147,27 @@ def fetch_request(
 
 def _ms(ms: int) -> Any:
     return i32Timedelta.parse(datetime.timedelta(milliseconds=ms))
+
+
+T = TypeVar("T")
+
+
+async def counting_turns(awaitable: Awaitable[T]) -> tuple[T, int]:
+    """``awaitable``'s result, and how many turns of the event loop went by while it ran (a task beside it counts
+    them)."""
+    turns = 0
+    done = False
+
+    async def count() -> None:
+        nonlocal turns
+        while not done:
+            turns += 1
+            await asyncio.sleep(0)
+
+    counter = asyncio.get_running_loop().create_task(count())
+    try:
+        result = await awaitable
+    finally:
+        done = True
+        await counter
+    return result, turns

@@ -26,6 +26,7 @@ from regroup.storage.record_log import FsyncPolicy
 from tests.server.conftest import served
 from tests.server.wire import WireClient, create_topics
 from tests.server_data.batches import make_batch
+from tests.server_data.helpers import counting_turns
 
 PRODUCE, FETCH, LIST_OFFSETS = 0, 1, 2
 TOPIC = "group-commit"
@@ -201,20 +202,7 @@ def test_a_large_round_is_batched_per_thread_and_gives_the_loop_turns(
     async def main() -> tuple[set[PartitionLog], int]:
         for plog in logs:
             plog.append(make_batch([b"a", b"b"] if plog in bad else [b"a"]), sync=False)
-        turns = 0
-        done = False
-
-        async def count() -> None:
-            nonlocal turns
-            while not done:
-                turns += 1
-                await asyncio.sleep(0)
-
-        counter = asyncio.get_running_loop().create_task(count())
-        failed = await sync.wait({plog: plog.written_end for plog in logs})
-        done = True
-        await counter
-        return failed, turns
+        return await counting_turns(sync.wait({plog: plog.written_end for plog in logs}))
 
     sync = GroupSync()
     try:

@@ -20,6 +20,7 @@ from regroup.storage.markers import TRANSACTIONAL
 from regroup.storage.record_log import FsyncPolicy
 from regroup.transactions.results import MarkerJob
 from tests.server_data.batches import make_batch
+from tests.server_data.helpers import counting_turns
 
 PARTITIONS = 4
 PRODUCER = 7
@@ -73,19 +74,7 @@ def test_markers_are_fsynced_on_worker_threads_before_the_transaction_completes(
 
     async def main() -> int:
         writer = MarkerWriter(store, complete, lambda: 1_000)
-        turns = 0
-        stop = False
-
-        async def ticker() -> None:
-            nonlocal turns
-            while not stop:
-                turns += 1
-                await asyncio.sleep(0)
-
-        ticking = asyncio.get_running_loop().create_task(ticker())
-        await writer.submit(_job())
-        stop = True
-        await ticking
+        _, turns = await counting_turns(writer.submit(_job()))
         await writer.close()
         return turns
 

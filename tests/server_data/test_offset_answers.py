@@ -31,7 +31,7 @@ from regroup.server.topics import TopicStore
 from regroup.storage.partition_log import PartitionLog
 from regroup.storage.record_log import FsyncPolicy
 from tests.server_data.batches import BASE_TS, make_batch
-from tests.server_data.helpers import _ms, request_module
+from tests.server_data.helpers import _ms, counting_turns, request_module
 
 T = TypeVar("T")
 PRODUCE, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH = 0, 2, 8, 9
@@ -276,19 +276,9 @@ def test_list_offsets_of_many_partitions_opens_no_log_and_pauses() -> None:
             plog.append(make_batch([b"v"] * 3))
 
             async def answer_counting_turns() -> tuple[bytes, int]:
-                turns = 0
-                done = False
-
-                async def count() -> None:
-                    nonlocal turns
-                    while not done:
-                        turns += 1
-                        await asyncio.sleep(0)
-
-                counter = asyncio.ensure_future(count())
-                response = await data.handle_list_offsets(Broker(store), ctx(LIST_OFFSETS, 8), request)
-                done = True
-                await counter
+                response, turns = await counting_turns(
+                    data.handle_list_offsets(Broker(store), ctx(LIST_OFFSETS, 8), request)
+                )
                 return response.body, turns
 
             body, turns = run(answer_counting_turns())

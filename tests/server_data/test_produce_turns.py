@@ -24,7 +24,7 @@ from regroup.server.handlers.data import handle_produce
 from regroup.server.topics import TopicStore
 from regroup.storage.record_log import FsyncPolicy
 from tests.server_data.batches import make_batch
-from tests.server_data.helpers import API_KEYS, FakeBroker, _ms, build, request_module, wire
+from tests.server_data.helpers import API_KEYS, FakeBroker, _ms, build, counting_turns, request_module, wire
 
 
 class Hold:
@@ -76,22 +76,8 @@ def answers(response: Any, names: dict[Any, str] | None = None) -> list[tuple[ob
 
 async def produce_counting_turns(broker: FakeBroker, version: int, request: Any, session: Any = None) -> Any:
     """The handler's answer, and how many turns of the loop went by while it ran."""
-    turns = 0
-    done = False
-
-    async def count() -> None:
-        nonlocal turns
-        while not done:
-            turns += 1
-            await asyncio.sleep(0)
-
-    counter = asyncio.get_running_loop().create_task(count())
-    try:
-        response = wire(await handle_produce(broker, context(version, session), wire(request)))
-    finally:
-        done = True
-        await counter
-    return response, turns
+    response, turns = await counting_turns(handle_produce(broker, context(version, session), wire(request)))
+    return wire(response), turns
 
 
 layouts = st.lists(

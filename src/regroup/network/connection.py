@@ -476,8 +476,12 @@ class Connection(asyncio.Protocol):
     def _released(self) -> None:
         """The request that held the later ones (``Session.hold``) let go, maybe before it is answered: they go
         on, on a turn of their own."""
-        if self._closing or self._close_when_written:
-            return
+        if not (self._closing or self._close_when_written):
+            self._go_on()
+
+    def _go_on(self) -> None:
+        """Handle the frames left buffered on a turn of their own (no request starts inside another's task), or
+        read again."""
         if self._frames.buffered and self._next_turn is None:
             self._next_turn = self._loop.call_soon(self._turn)
         else:
@@ -506,12 +510,8 @@ class Connection(asyncio.Protocol):
         if slot.done:
             return
         self._settle(slot, data, error)
-        if self._closing or self._close_when_written:
-            return
-        if self._frames.buffered and self._next_turn is None:
-            self._next_turn = self._loop.call_soon(self._turn)
-        else:
-            self._update_reading()
+        if not (self._closing or self._close_when_written):
+            self._go_on()
 
     def _settle(self, slot: _Slot, data: Response | None, error: BaseException | None) -> None:
         """Record ``slot``'s outcome and write the answers now complete at the head, in order."""

@@ -76,19 +76,7 @@ async def handle_delete_records(broker: Broker, ctx: RequestContext, request: An
         rows[t][i] = (rows[t][i][0], *_moved(plog, offset, next(raised) if write else None, removals))
     for directory, exc in await remove_dropped(removals):
         log.error("removing the deleted segments of %s failed: %s: %s", directory, type(exc).__name__, exc)
-    topics = tuple(
-        build(
-            mod,
-            "DeleteRecordsTopicResult",
-            name=topic.name,
-            partitions=tuple(
-                build(mod, "DeleteRecordsPartitionResult", partition_index=index, low_watermark=low, error_code=code)
-                for index, code, low in answers
-            ),
-        )
-        for topic, answers in zip(request.topics, rows, strict=True)
-    )
-    return build(mod, "DeleteRecordsResponse", throttle_time=NO_THROTTLE, topics=topics)
+    return _answer(mod, [(topic.name, answers) for topic, answers in zip(request.topics, rows, strict=True)])
 
 
 def _plan(
@@ -140,27 +128,31 @@ def _moved(
     return ErrorCode.none, start
 
 
-def _delete_records_error(ctx: RequestContext, request: Any, code: int) -> Any:
-    mod, error = response_module(request), ErrorCode(int(code))
-    topics = tuple(
-        build(
-            mod,
-            "DeleteRecordsTopicResult",
-            name=topic.name,
-            partitions=tuple(
-                build(
-                    mod,
-                    "DeleteRecordsPartitionResult",
-                    partition_index=p.partition_index,
-                    low_watermark=-1,
-                    error_code=error,
-                )
-                for p in topic.partitions
-            ),
-        )
-        for topic in request.topics
+def _answer(mod: Any, topics: list[tuple[str, list[tuple[int, ErrorCode, int]]]]) -> Any:
+    """The DeleteRecords answer of ``topics``: each one's name and partitions (index, error, low watermark)."""
+    return build(
+        mod,
+        "DeleteRecordsResponse",
+        throttle_time=NO_THROTTLE,
+        topics=tuple(
+            build(
+                mod,
+                "DeleteRecordsTopicResult",
+                name=name,
+                partitions=tuple(
+                    build(mod, "DeleteRecordsPartitionResult", partition_index=i, low_watermark=low, error_code=code)
+                    for i, code, low in partitions
+                ),
+            )
+            for name, partitions in topics
+        ),
     )
-    return build(mod, "DeleteRecordsResponse", throttle_time=NO_THROTTLE, topics=topics)
+
+
+def _delete_records_error(ctx: RequestContext, request: Any, code: int) -> Any:
+    error = ErrorCode(int(code))
+    topics = [(topic.name, [(p.partition_index, error, -1) for p in topic.partitions]) for topic in request.topics]
+    return _answer(response_module(request), topics)
 
 
 SPECS: list[ApiSpec] = [
