@@ -24,6 +24,7 @@ from typing import Any, Final
 from regroup.lab import protocols
 from regroup.lab.grid import Settings
 from regroup.lab.replay import ReplayPlan
+from regroup.lab.scenarios import interval_setting
 
 #: the ``grid`` column of a replayed run
 REPLAY_GRID: Final = "replay"
@@ -127,7 +128,7 @@ def document(plan: ReplayPlan, run: ReplayRun) -> dict[str, Any] | None:
         "coordinator": {
             "consumer_group_session_timeout_ms": s.consumer_session_timeout_ms,
             "consumer_group_heartbeat_interval_ms": s.consumer_heartbeat_interval_ms,
-            **_interval(s),
+            **interval_setting(s),
         },
         "topics": dict(plan.topics),
         "member_defaults": {
@@ -141,9 +142,3 @@ def document(plan: ReplayPlan, run: ReplayRun) -> dict[str, Any] | None:
         "members": [{"id": name, "topics": list(topics)} for name, topics in plan.members],
         "events": scenario_events(plan, s),
     }
-
-
-def _interval(s: Settings) -> dict[str, int]:
-    """The coordinator's assignment interval when the grid sets one (none: the scenario is as before)."""
-    interval = s.consumer_assignment_interval_ms
-    return {"consumer_group_assignment_interval_ms": interval} if interval else {}

@@ -101,7 +101,7 @@ def document(run: RunSpec) -> dict[str, Any]:
         "coordinator": {
             "consumer_group_session_timeout_ms": s.consumer_session_timeout_ms,
             "consumer_group_heartbeat_interval_ms": s.consumer_heartbeat_interval_ms,
-            **_interval(s),
+            **interval_setting(s),
         },
         "topics": {t: run.partitions for t in topic_names(run)},
         "member_defaults": {
@@ -185,7 +185,7 @@ def scenario(run: RunSpec) -> Scenario:
     return replace(parsed, name=run.run_id)
 
 
-def _interval(s: Settings) -> dict[str, int]:
+def interval_setting(s: Settings) -> dict[str, int]:
     """The coordinator's assignment interval when the grid sets one (none: the scenario is as before)."""
     interval = s.consumer_assignment_interval_ms
     return {"consumer_group_assignment_interval_ms": interval} if interval else {}

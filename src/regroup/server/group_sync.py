@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import time
 
+from regroup.server.time_slices import TimeSlices
 from regroup.storage.partition_log import PartitionLog, PendingSync
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ class GroupSync:
         loop = asyncio.get_running_loop()
         while self._dirty:
             logs, self._dirty = self._dirty, set()
-            slices = _Slices()
+            slices = TimeSlices(SLICE_S)
             rounds: list[tuple[PartitionLog, PendingSync]] = []
             for plog in logs:
                 job = plog.begin_sync()
@@ -118,21 +118,6 @@ def _sync_all(jobs: list[PendingSync]) -> list[Exception | None]:
         else:
             errors.append(None)
     return errors
-
-
-class _Slices:
-    """A round's work on the loop (each log's ``begin_sync`` and ``finish_sync``) cut into slices of
-    ``SLICE_S``, the loop given a turn between two."""
-
-    __slots__ = ("_began",)
-
-    def __init__(self) -> None:
-        self._began = time.perf_counter()
-
-    async def tick(self) -> None:
-        if time.perf_counter() - self._began >= SLICE_S:
-            await asyncio.sleep(0)
-            self._began = time.perf_counter()
 
 
 def _reached(plog: PartitionLog, end: int, fsynced: bool) -> bool:

@@ -51,7 +51,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from kio.schema.errors import ErrorCode
 
@@ -381,9 +381,9 @@ class TopicStore:
         if not wanted or self._closed:
             return
         loop = asyncio.get_running_loop()
-        made = await loop.run_in_executor(self._executor(), _make_files, [files for _, files in wanted])
-        for (plog, _), ok in zip(wanted, made, strict=True):
-            if ok:
+        raised = await loop.run_in_executor(self._executor(), _each, make_files, [files for _, files in wanted])
+        for (plog, _), error in zip(wanted, raised, strict=True):
+            if error is None:
                 plog.files_made()
 
     async def write_log_starts(self, starts: Sequence[tuple[PartitionLog, int]]) -> list[OSError | None]:
@@ -394,7 +394,7 @@ class TopicStore:
             return []
         self._check_open()
         jobs = [(plog.directory, offset, plog.syncs_log_start) for plog, offset in starts]
-        return await asyncio.get_running_loop().run_in_executor(self._executor(), _write_log_starts, jobs)
+        return await asyncio.get_running_loop().run_in_executor(self._executor(), _each, _write_log_start_up, jobs)
 
     # ------------------------------------------------------------------ creating topics off the event loop
 
@@ -851,30 +851,21 @@ class _Waker:
             self.store._wake(self.key)
 
 
-def _make_files(files: list[tuple[Path, Path]]) -> list[bool]:
-    """(on the worker thread) ``make_files`` for each partition: whether it was made."""
-    made = []
-    for directory, segment in files:
-        try:
-            make_files(directory, segment)
-        except OSError:
-            made.append(False)
-        else:
-            made.append(True)
-    return made
-
-
-def _write_log_starts(jobs: list[tuple[Path, int, bool]]) -> list[OSError | None]:
-    """(on the worker thread) ``write_log_start_up`` for each partition: what it raised, or None."""
+def _each(work: Callable[..., None], jobs: list[tuple[Any, ...]]) -> list[OSError | None]:
+    """(on the worker thread) ``work(*job)`` for each job, one after another: what each raised, or None."""
     raised: list[OSError | None] = []
-    for directory, offset, sync in jobs:
+    for job in jobs:
         try:
-            write_log_start_up(directory, offset, sync=sync)
+            work(*job)
         except OSError as exc:
             raised.append(exc)
         else:
             raised.append(None)
     return raised
+
+
+def _write_log_start_up(directory: Path, offset: int, sync: bool) -> None:
+    write_log_start_up(directory, offset, sync=sync)
 
 
 def _remove_trees(paths: list[Path], stop: threading.Event) -> None:

@@ -81,6 +81,7 @@ from regroup.server.handlers.topics import (
 from regroup.server.handlers.transactions import produce_refusal, transactional_producers
 from regroup.server.offset_answers import CHUNK, Pacer, list_offsets_partitions, list_offsets_topic, pause
 from regroup.server.produce_answers import PRODUCE_TOPIC_ID_FROM, ProducePartition, produce_answer
+from regroup.server.time_slices import TimeSlices
 from regroup.server.topics import TopicStore
 from regroup.storage.compaction import has_keyless_record
 from regroup.storage.format import StorageError
@@ -130,38 +131,25 @@ def _gone(topic: Any) -> ErrorCode:
     return UNKNOWN_TOPIC if hasattr(topic, "name") else ErrorCode.unknown_topic_id
 
 
-class _Slices:
-    """A Produce's work cut into slices of ``PRODUCE_SLICE_S``, the event loop given a turn between two; from the
-    first turn given until ``release`` the connection's later requests are held (``Session.hold``)."""
+class _Slices(TimeSlices):
+    """A Produce's work cut into slices of ``PRODUCE_SLICE_S``; from the first turn given to the loop until
+    ``release`` the connection's later requests are held (``Session.hold``)."""
 
-    __slots__ = ("_began", "_ctx", "_release", "yielded")
+    __slots__ = ("_ctx", "_release")
 
     def __init__(self, ctx: RequestContext) -> None:
+        super().__init__(PRODUCE_SLICE_S)
         self._ctx = ctx
-        self._began = time.perf_counter()
         self._release: Callable[[], None] | None = None
-        #: whether the loop ran other work since the request began (topics may have changed)
-        self.yielded = False
 
-    async def tick(self) -> bool:
-        """Give the loop a turn if this slice is over; whether it was."""
-        if time.perf_counter() - self._began < PRODUCE_SLICE_S:
-            return False
+    def before_turn(self) -> None:
         self.hold()
-        await asyncio.sleep(0)
-        self.restart()
-        return True
 
     def hold(self) -> None:
         session = self._ctx.session
         if self._release is None and session is not None:  # (None: a handler called outside a connection)
             session.hold()
             self._release = session.release
-
-    def restart(self) -> None:
-        """The loop ran other work (a turn, or an await): a new slice begins."""
-        self._began = time.perf_counter()
-        self.yielded = True
 
     def release(self) -> None:
         release, self._release = self._release, None
