@@ -17,7 +17,7 @@ from regroup.protocol.classic import JoinGroupRequest, JoinGroupResponse
 from regroup.protocol.offsets import OffsetCommitRequest, OffsetFetchRequest, PartitionCommit
 from regroup.records.model import Record
 from regroup.server.errors import CoordinatorUnavailable, RequestDropped
-from regroup.server.runtime import CoordinatorRuntime
+from regroup.server.runtime import ANSWERS_PER_TURN, CoordinatorRuntime
 from regroup.storage.record_log import FsyncPolicy
 from tests.group_views import classic_groups
 
@@ -149,6 +149,40 @@ def test_a_superseded_parked_join_is_dropped() -> None:
             await other
         await rt.call(join_op(member_id), may_park=True)  # the leader rejoins: the join phase completes
         assert (await parked).generation_id == 2
+        await rt.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_join_phase_completing_for_many_members_wakes_them_a_slice_per_turn() -> None:
+    """A result answering many parked requests (a large classic group's join phase completing) hands out its
+    answers ``ANSWERS_PER_TURN`` per turn of the loop; every member still gets its answer, of the same
+    generation."""
+    members = 3 * ANSWERS_PER_TURN + 7
+
+    async def scenario() -> None:
+        rt, _ = runtime()
+        leader: JoinGroupResponse = await rt.call(join_op(), may_park=True)
+        parked = [asyncio.create_task(rt.call(join_op(), may_park=True)) for _ in range(members - 1)]
+        for _ in range(100):
+            await asyncio.sleep(0)
+            if len(classic_groups(rt.coordinator)["g"].members) == members:
+                break
+        assert not any(task.done() for task in parked)
+        rejoined = asyncio.create_task(rt.call(join_op(leader.member_id), may_park=True))
+        woken: list[int] = []
+        for _ in range(200):
+            if all(task.done() for task in parked):
+                break
+            before = sum(task.done() for task in parked)
+            await asyncio.sleep(0)
+            woken.append(sum(task.done() for task in parked) - before)
+        assert all(task.done() for task in parked)
+        assert max(woken) <= ANSWERS_PER_TURN
+        assert sum(1 for n in woken if n) >= (members - 1) // ANSWERS_PER_TURN
+        answers = [task.result() for task in parked] + [await rejoined]
+        assert {answer.generation_id for answer in answers} == {2}
+        assert len({answer.member_id for answer in answers}) == members
         await rt.close()
 
     asyncio.run(scenario())

@@ -22,7 +22,10 @@ shared machinery of ``core_runtime.py``; this module adds what is specific to th
 * **Parked requests.** A request key is a counter; its future resolves with the completion carrying that
   key, possibly in the result of a later call (a parked JoinGroup). A key the core ``dropped`` (superseded by
   a newer request of the same member) fails with ``RequestDropped``; the connection layer then closes that
-  connection, which is what its client did already (Kafka leaves such a request unanswered forever).
+  connection, which is what its client did already (Kafka leaves such a request unanswered forever). A
+  result that answers many waiting requests at once (a classic group of 10,000 members completing its join
+  or sync phase) hands their answers out ``ANSWERS_PER_TURN`` per turn of the loop, so that the requests
+  woken, each encoding and writing its response, take the loop a slice at a time.
 * **Work beside the loop.** Work a core call hands out (``Result.asides``: a large KIP-848 group's target
   computed in full) runs on one worker thread, one piece after another; its outcome comes back to the loop,
   where ``GroupCoordinator.land`` applies it as a write of its own (a landing that raises is landed again as
@@ -44,7 +47,7 @@ import itertools
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
@@ -67,6 +70,10 @@ from regroup.storage.record_log import FsyncPolicy
 from regroup.storage.snapshotted_log import SnapshotJob
 
 log = logging.getLogger("regroup.server.runtime")
+
+#: the most waiting requests one turn of the loop hands their answers to (``_answer``): each one woken then
+#: encodes and writes its response in the next turn, about 50 microseconds for a JoinGroup or SyncGroup
+ANSWERS_PER_TURN = 100
 
 CoreOp = Callable[[GroupCoordinator, RequestKey, int], Result]
 #: ``op(coordinator, *request, now_ms)``: the answer given at once, or None (see ``answer_at_once``)
@@ -269,20 +276,14 @@ class CoordinatorRuntime:
         return future
 
     def _resolve_now(self, result: Result, key: RequestKey) -> tuple[bool, Any]:
-        """``_resolve`` for a result that needs no append; ``key``'s own response is returned, not resolved."""
+        """``_resolve`` for a result that needs no append; ``key``'s own response is returned, not resolved
+        (nothing waits for it yet)."""
         found, response = False, None
         for completion in result.completions:
             if completion.key == key:
-                if not found:
-                    found, response = True, completion.response
-                continue
-            future = self._waiting.get(completion.key)
-            if future is not None and not future.done():
-                future.set_result(completion.response)
-        for dropped in result.dropped:
-            future = self._waiting.get(dropped)
-            if future is not None and not future.done():
-                future.set_exception(RequestDropped(f"request {dropped} was superseded"))
+                found, response = True, completion.response
+                break
+        self._answer(result.completions, result.dropped, 0)
         return found, response
 
     def _observe(self, result: Result) -> None:
@@ -363,12 +364,26 @@ class CoordinatorRuntime:
         failed write ``_failed`` fails every waiting request.)"""
         if error is not None:
             return
-        for completion in completions:
-            future = self._waiting.get(completion.key)
+        self._answer(completions, dropped, 0)
+
+    def _answer(self, completions: Sequence[Completion], dropped: Sequence[RequestKey], start: int) -> None:
+        """Hand ``completions[start:]`` to the requests waiting for them, at most ``ANSWERS_PER_TURN`` in this
+        turn of the loop and the rest in later turns, then fail the ``dropped`` keys. Each request woken goes
+        on in the next turn (its handler encodes and writes its response), so a rebalance that releases
+        10,000 parked requests at once wakes them a slice per turn, and the requests of other connections are
+        read and answered in between. (Answers of different requests need no order among them: everything
+        each one depends on is durable already.)"""
+        waiting = self._waiting
+        end = min(start + ANSWERS_PER_TURN, len(completions))
+        for completion in completions[start:end]:
+            future = waiting.get(completion.key)
             if future is not None and not future.done():
                 future.set_result(completion.response)
+        if end < len(completions):
+            asyncio.get_running_loop().call_soon(self._answer, completions, dropped, end)
+            return
         for key in dropped:
-            future = self._waiting.get(key)
+            future = waiting.get(key)
             if future is not None and not future.done():
                 future.set_exception(RequestDropped(f"request {key} was superseded"))
 
