@@ -18,7 +18,10 @@ requests by order and correlation id).
   ``SECONDS_PER_TURN`` of one connection (the request that crosses the time bound is the turn's last); the
   rest of what it sent is handled in later turns (``loop.call_soon``), after every other connection with
   data has had its turn. A client that pipelines thousands of requests therefore delays another client's
-  heartbeat by about one turn, not by its whole burst.
+  heartbeat by about one turn, not by its whole burst. With a ``TurnBudget`` (the server's, shared by all
+  its connections: ``network/turn_budget.py``) a connection also stops where the turn's shared budget ends,
+  after one request at least, so that many connections with data at once take the loop a turn at a time too;
+  what it leaves for later waits in the budget's one queue, taken in order a budget's worth per turn.
 * **Back-pressure.** Two bounds per connection, checked before each request is handled: at most
   ``max_in_flight`` requests in the FIFO (unfinished, or finished and waiting behind an unfinished one; the
   responses of one turn's synchronous requests are bounded by ``FRAMES_PER_TURN`` instead), and at most
@@ -72,6 +75,7 @@ from regroup.network.errors import CloseConnection, ProtocolError
 from regroup.network.framing import DEFAULT_MAX_FRAME_BYTES, FrameBuffer
 from regroup.network.limits import Limits
 from regroup.network.session import Session, SessionState
+from regroup.network.turn_budget import Later, TurnBudget
 
 log = logging.getLogger("regroup.network.connection")
 
@@ -178,6 +182,7 @@ class Connection(asyncio.Protocol):
         on_close: Callable[[Connection], None] | None = None,
         new_session: Callable[[asyncio.Transport], Session] | None = None,
         stalls: StallObserver | None = None,
+        turn_budget: TurnBudget | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.connection_id = connection_id
@@ -198,7 +203,7 @@ class Connection(asyncio.Protocol):
         self._reading_paused = False
         self._writing_paused = False
         self._processing = False
-        self._next_turn: asyncio.Handle | None = None  # buffered requests left for a later turn
+        self._next_turn: asyncio.Handle | Later | None = None  # buffered requests left for a later turn
         self._decoding = False  # a large frame is being decoded aside: nothing behind it is handled yet
         self._closing = False
         self._last_active = self._loop.time()
@@ -209,6 +214,8 @@ class Connection(asyncio.Protocol):
         self.session.on_released = self._released
         self._close_when_written = False  # the session failed: close once the responses before are written
         self._stalls = stalls
+        #: the request handling every connection of the server shares per turn of the loop, if any
+        self._turn_budget = turn_budget
         self._notable_s = float("inf") if stalls is None else stalls.notable_s
         self._on_step = None if stalls is None else self._late_step
         #: the dispatcher's answers at once from a request's bytes (``server/at_once.py``), if it gives any
@@ -271,8 +278,9 @@ class Connection(asyncio.Protocol):
         self._process()
 
     # ------------------------------------------------------------------------------ requests
-    def _process(self) -> None:
-        """Handle the complete frames buffered, within this turn's budget and the back-pressure bounds."""
+    def _process(self, most: int = FRAMES_PER_TURN) -> None:
+        """Handle the complete frames buffered, ``most`` at most, within this turn's budget and the back-pressure
+        bounds."""
         if self._processing or self._closing or self._next_turn is not None or self._close_when_written:
             return
         if self._decoding:
@@ -289,6 +297,8 @@ class Connection(asyncio.Protocol):
         clock = time.perf_counter
         now = clock()  # (after each request: its handling is timed from the end of the one before)
         turn_ends = now + SECONDS_PER_TURN
+        if self._turn_budget is not None:
+            turn_ends = min(turn_ends, self._turn_budget.ends(now))
         notable = self._notable_s
         at_once, host, connection_id = self._at_once, self.client_host, self.connection_id
         try:
@@ -300,9 +310,9 @@ class Connection(asyncio.Protocol):
                     out_bytes = 0
                     queued = self._held_bytes + transport.get_write_buffer_size()
                     continue
-                if handled >= FRAMES_PER_TURN or now >= turn_ends:
+                if handled and (handled >= most or now >= turn_ends):  # (one request at least)
                     if frames.buffered:
-                        self._next_turn = self._loop.call_soon(self._turn)
+                        self._take_a_later_turn()
                     break
                 session = self.session
                 if session.busy or self._close_when_written:
@@ -468,10 +478,19 @@ class Connection(asyncio.Protocol):
     def _monotonic_ms(self) -> float:
         return self._loop.time() * 1000
 
+    def _take_a_later_turn(self) -> None:
+        """Handle the frames left buffered when this turn's budget ran out in a later turn of the loop: in the
+        shared queue of the turn budget when there is one, else on a turn of this connection's own."""
+        budget = self._turn_budget
+        self._next_turn = self._loop.call_soon(self._turn) if budget is None else budget.later(self._turn)
+
     def _turn(self) -> None:
-        """A later turn for the requests left buffered when the previous turn's budget ran out."""
+        """A later turn for the requests left buffered when the previous turn's budget ran out: with a shared
+        budget, one request, then the back of its queue (the waiting connections take turns request by
+        request, so one with a single request waits for one request of each ahead of it, not for their
+        backlogs)."""
         self._next_turn = None
-        self._process()
+        self._process(1 if self._turn_budget is not None else FRAMES_PER_TURN)
 
     def _released(self) -> None:
         """The request that held the later ones (``Session.hold``) let go, maybe before it is answered: they go
@@ -483,7 +502,7 @@ class Connection(asyncio.Protocol):
         """Handle the frames left buffered on a turn of their own (no request starts inside another's task), or
         read again."""
         if self._frames.buffered and self._next_turn is None:
-            self._next_turn = self._loop.call_soon(self._turn)
+            self._next_turn = self._loop.call_soon(self._turn)  # (new work: one request at least, next turn)
         else:
             self._update_reading()
 

@@ -40,6 +40,7 @@ from regroup.network.connection import DEFAULT_MAX_IDLE_MS, DEFAULT_MAX_IN_FLIGH
 from regroup.network.framing import DEFAULT_MAX_FRAME_BYTES
 from regroup.network.limits import DEFAULT_LIMITS
 from regroup.network.listeners import ListenerConfig, default_listener
+from regroup.network.turn_budget import TurnBudget
 from regroup.security.authorizer import Authorizer
 from regroup.server.acl_store import ACL_FILE, AclStore
 from regroup.server.api import ApiSpec, TopicStore
@@ -253,6 +254,8 @@ class Server:
         self._accept_errors: AcceptErrors | None = None
         self._share_sessions = ShareSessions(config.share_max_sessions)
         self._watchdog = StallWatchdog(config.stall_warn_ms) if config.stall_warn_ms > 0 else None
+        #: the request handling all connections share per turn of the loop (made with the loop, in ``_start``)
+        self._turn_budget: TurnBudget | None = None
         #: releases of share members whose connection dropped, running
         self._background: set[asyncio.Task[None]] = set()
         self.port = config.port
@@ -360,6 +363,7 @@ class Server:
             self.http_port = self.metrics_port = self._http.port
         listeners = [_security(listener, self._scram) for listener in listeners_of(cfg)]
         loop = asyncio.get_running_loop()
+        self._turn_budget = TurnBudget(loop)
         self._accept_errors = AcceptErrors(loop.get_exception_handler())
         loop.set_exception_handler(self._accept_errors)
         endpoints: dict[str, tuple[str, int]] = {}
@@ -527,6 +531,7 @@ class Server:
             on_close=self._closed,
             new_session=security.new_session,
             stalls=self._watchdog,
+            turn_budget=self._turn_budget,
         )
 
     def _admit(self, connection: Connection) -> bool:

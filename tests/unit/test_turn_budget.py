@@ -1,0 +1,125 @@
+"""The server's connections share one budget of request handling per turn of the event loop
+(``network/turn_budget.py``): once the requests of some connections have spent it, another connection with data
+in the same turn handles one request and leaves the rest for a later turn; what connections leave waits in one
+queue, taken in order a budget's worth per turn; everything is still handled, each connection's requests in
+order."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from typing import Any
+
+from regroup.network.codec import DecodedRequest
+from regroup.network.connection import Connection
+from regroup.network.turn_budget import TurnBudget
+from tests.server.wire import encode_request
+
+API_VERSIONS = 18
+#: what handling one request costs here (the responder sleeps), and the shared budget of a turn
+REQUEST_S = 0.002
+BUDGET_S = 0.005
+
+
+class SlowResponder:
+    """Answers each request synchronously after ``REQUEST_S``, noting which connection asked, in order."""
+
+    def __init__(self) -> None:
+        self.versions = {API_VERSIONS: (0, 3)}
+        self.limits: dict[int, Any] = {}
+        self.handled: list[tuple[int, int]] = []  # (connection id, correlation id)
+
+    async def respond(
+        self, request: DecodedRequest, *, client_host: str, connection_id: int, session: Any = None
+    ) -> bytes | None:
+        time.sleep(REQUEST_S)
+        self.handled.append((connection_id, request.correlation_id))
+        return b"\x00\x00\x00\x04" + request.correlation_id.to_bytes(4, "big")
+
+
+class Transport:
+    """The little of ``asyncio.Transport`` a connection uses, writes kept."""
+
+    def __init__(self) -> None:
+        self.written: list[bytes] = []
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 9999) if name == "peername" else default
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        pass
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+
+    def writelines(self, chunks: list[bytes]) -> None:
+        self.written.extend(chunks)
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def is_closing(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
+
+
+def frames(count: int) -> bytes:
+    return b"".join(encode_request(API_VERSIONS, 0, i, "c") for i in range(count))
+
+
+def test_a_connection_with_data_after_the_turn_budget_is_spent_handles_one_request_then_waits_a_turn() -> None:
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        responder = SlowResponder()
+        budget = TurnBudget(loop, BUDGET_S)
+        busy, late = Connection(responder, 1, turn_budget=budget), Connection(responder, 2, turn_budget=budget)
+        for connection in (busy, late):
+            connection.connection_made(Transport())  # type: ignore[arg-type]
+        busy.data_received(frames(20))
+        spent = len(responder.handled)
+        assert 1 <= spent <= BUDGET_S / REQUEST_S + 1  # the busy connection stopped where the budget ended
+        late.data_received(frames(20))  # in the same turn: the budget is spent
+        assert responder.handled[spent:] == [(2, 0)]  # one request, the rest waits
+        for _ in range(200):
+            if len(responder.handled) == 40:
+                break
+            before = len(responder.handled)
+            await asyncio.sleep(0)
+            # a later turn: the waiting connections' queue, a budget's worth (one request at least)
+            assert 1 <= len(responder.handled) - before <= BUDGET_S / REQUEST_S + 1
+        # in turn, request by request, while both wait
+        first_turn = spent + 1
+        both = responder.handled[first_turn : next(i for i, (_, c) in enumerate(responder.handled) if c == 19)]
+        runs = [len(list(run)) for _, run in itertools.groupby(who for who, _ in both)]
+        assert runs and max(runs) == 1
+        for connection_id in (1, 2):
+            assert [c for who, c in responder.handled if who == connection_id] == list(range(20))
+        busy.close()
+        late.close()
+
+    asyncio.run(scenario())
+
+
+def test_without_a_shared_budget_each_connection_keeps_its_own() -> None:
+    async def scenario() -> None:
+        responder = SlowResponder()
+        first, second = Connection(responder, 1), Connection(responder, 2)
+        for connection in (first, second):
+            connection.connection_made(Transport())  # type: ignore[arg-type]
+        first.data_received(frames(20))
+        spent = len(responder.handled)
+        second.data_received(frames(20))
+        assert len(responder.handled) - spent >= 2  # its own 5 ms, not what the first one left
+        first.close()
+        second.close()
+
+    asyncio.run(scenario())
