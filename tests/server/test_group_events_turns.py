@@ -3,24 +3,26 @@ a consumer group whose target covers 1,800 partitions of three members gives ``R
 call that computed it and the rest in later turns of the event loop, every later row behind them; a target of
 many members gives none within the call; in the end the rows, their order and their ``seq`` are those handed
 out at once. A long backlog drains faster, too many waiting are handed out at once; ``close`` hands out what
-waits."""
+waits. A call with many members leaving logs a line for each of the first few only, and hands out their rows over
+turns too."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from regroup.coordinator.coordinator import GroupCoordinator
-from regroup.coordinator.events import GroupStateChanged, TargetComputed
+from regroup.coordinator.events import GroupStateChanged, MemberLeft, TargetComputed
 from regroup.coordinator.result import Result
 from regroup.model.cluster import ClusterImage, TopicImage, topic_id_for
 from regroup.server import events as events_module
-from regroup.server.events import ROWS_PER_TURN, GroupEvents
+from regroup.server.events import MEMBER_LINES_PER_CALL, ROWS_PER_TURN, GroupEvents
 
 PARTITIONS = 600
 
@@ -153,3 +155,53 @@ def test_too_many_waiting_are_handed_out_at_once(monkeypatch: pytest.MonkeyPatch
         observer.close()
 
     asyncio.run(scenario())
+
+
+def members_leaving(count: int) -> list[MemberLeft]:
+    return [MemberLeft("classic-big", "classic", f"m-{i:05d}", f"client-{i}", 7, "leave") for i in range(count)]
+
+
+def test_a_large_leave_logs_a_line_per_member_up_to_a_bound_and_hands_its_rows_out_over_turns(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A LeaveGroup of many members in one call: ``MEMBER_LINES_PER_CALL`` lines at info, then one line saying
+    how many more left (each of them at debug); its ``member_state`` rows, the same as handed out at once, a
+    turn's worth at a time, the group's next row behind them."""
+    count = 2 * ROWS_PER_TURN + 30
+    gone = GroupStateChanged("classic-big", "classic", "Empty", 7, "range", None, None, 7, 0)
+    path = tmp_path / "at-once.jsonl"
+    observer = GroupEvents(path)
+    with caplog.at_level(logging.DEBUG, logger="regroup.server.events"):
+        observer(coordinator(), result_of(*members_leaving(count), gone), 10)
+    observer.close()
+    expected = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [row["member_id"] for row in expected[:count]] == [f"m-{i:05d}" for i in range(count)]
+    assert expected[0]["detail"] == "group=classic-big reason=leave" and expected[0]["state"] == "Left"
+    assert expected[-1]["type"] == "group_state" and expected[-1]["state"] == "Empty"
+    info = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO and "left" in r.getMessage()]
+    assert info[:MEMBER_LINES_PER_CALL] == [
+        f"group=classic-big member left member_id=m-{i:05d} client_id=client-{i}" for i in range(MEMBER_LINES_PER_CALL)
+    ]
+    assert info[MEMBER_LINES_PER_CALL:] == [
+        f"group=classic-big {count - MEMBER_LINES_PER_CALL} more members left (each logged at debug)"
+    ]
+    debug = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG and " member left" in r.getMessage()]
+    assert len(debug) == count - MEMBER_LINES_PER_CALL
+
+    async def scenario() -> list[int]:
+        seen: list[dict[str, Any]] = []
+        observer = GroupEvents()
+        observer.add_sink(seen.append)
+        observer(coordinator(), result_of(*members_leaving(count), gone), 10)
+        handed = [len(seen)]
+        while observer.backlog_rows:
+            await asyncio.sleep(0)
+            handed.append(len(seen))
+        assert [{k: v for k, v in row.items() if k != "t"} for row in seen] == [
+            {k: v for k, v in row.items() if k != "t"} for row in expected
+        ]
+        return handed
+
+    handed = asyncio.run(scenario())
+    assert handed[0] <= ROWS_PER_TURN and len(handed) >= 3
+    assert all(b - a <= ROWS_PER_TURN for a, b in itertools.pairwise(handed))

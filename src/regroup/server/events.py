@@ -1,8 +1,9 @@
 """Rebalance events: the runtime calls ``GroupEvents`` after every core call with its result; it turns the
 core's events (``coordinator/events.py``: what happened, in order) into info log lines (state, generation,
-members joining and leaving) and, with ``--events FILE``, JSON lines in the simulator's event schema
-(docs/simulator.md). At startup it writes the groups loaded from the log as they are (their state, members
-and stored assignment), as a first look at them. A call that changed nothing (a heartbeat) has no events
+members joining and leaving: a line each for the first ``MEMBER_LINES_PER_CALL`` of a call, then one line per
+group saying how many more, each of those at debug) and, with ``--events FILE``, JSON lines in the simulator's
+event schema (docs/simulator.md). At startup it writes the groups loaded from the log as they are (their state,
+members and stored assignment), as a first look at them. A call that changed nothing (a heartbeat) has no events
 and costs nothing here. What it knows of a group it learnt from those events: the core's groups are not read.
 
 * ``group_state`` — one per transition of the group (Empty when it is created; Dead when it is deleted or
@@ -121,6 +122,8 @@ ROWS_PER_TURN = 500
 BACKLOG_SHARE = 16
 #: more rows than this waiting are handed out at once
 MAX_BACKLOG_ROWS = 1_000_000
+#: the members joining or leaving that one call logs a line each for at info (the others: ``_MemberLines``)
+MEMBER_LINES_PER_CALL = 20
 
 #: what a consumer group's member metadata says that a rebalance follows: subscription, rack, server assignor
 _MemberMark = tuple[tuple[tuple[str, ...], str | None], str | None, str | None]
@@ -239,7 +242,13 @@ class GroupEvents:
         moves: dict[str, str] = {}
         joined: set[str] = set()
         converted: set[str] = set()  # members that left a group as it changed type (and join its other side)
+        members = _MemberLines()
+        rows: list[PendingRow] = []  # this call's member_state rows not handed out yet (in order)
+        writing = self._file is not None or bool(self._sinks)
         for event in events:
+            if rows and not isinstance(event, (MemberJoined, MemberLeft)):
+                self._queue(iter(rows), len(rows))
+                rows = []
             if isinstance(event, GroupStateChanged):
                 if event.group_type == "classic":
                     cause = None
@@ -269,7 +278,9 @@ class GroupEvents:
                 else:
                     moves.setdefault(event.group_id, "join")
                 joined.add(event.member_id)
-                self._member_state(now_ms, event.group_id, event.member_id, event.client_id, event.generation, "Joined")
+                members.line(event.group_id, "joined", event.member_id, event.client_id)
+                if writing:
+                    rows.append(_member_row(now_ms, event.group_id, event.member_id, event.client_id, event.generation))
             elif isinstance(event, MemberLeft):
                 if event.group_type == "classic":
                     self._protocols.get(event.group_id, {}).pop(event.member_id, None)
@@ -279,15 +290,13 @@ class GroupEvents:
                     converted.add(event.member_id)
                 else:
                     moves.setdefault(event.group_id, _word(event.reason))
-                self._member_state(
-                    now_ms,
-                    event.group_id,
-                    event.member_id,
-                    event.client_id,
-                    event.generation,
-                    "Left",
-                    _word(event.reason),
-                )
+                members.line(event.group_id, "left", event.member_id, event.client_id)
+                if writing:
+                    reason = _word(event.reason)
+                    row = _member_row(
+                        now_ms, event.group_id, event.member_id, event.client_id, event.generation, reason
+                    )
+                    rows.append(row)
             elif isinstance(event, MemberProtocolsChanged):
                 if event.group_type == "classic":
                     self._protocols.setdefault(event.group_id, {})[event.member_id] = event.protocols
@@ -311,6 +320,9 @@ class GroupEvents:
                         partition=partition,
                         detail=f"group={event.group_id}",
                     )
+        if rows:
+            self._queue(iter(rows), len(rows))
+        members.summarise()
 
     def close(self) -> None:
         self._drain_all()
@@ -405,29 +417,6 @@ class GroupEvents:
         if self._names[0] is not image:
             self._names = (image, {t.topic_id: t.name for t in image.by_name.values()})
         return self._names[1]
-
-    def _member_state(
-        self,
-        now: int,
-        group_id: str,
-        member_id: str,
-        client_id: str,
-        generation: int,
-        state: str,
-        reason: str | None = None,
-    ) -> None:
-        """A member joined or left: one log line and one ``member_state`` event."""
-        verb = "joined" if state == "Joined" else "left"
-        log.info("group=%s member %s member_id=%s client_id=%s", group_id, verb, member_id, client_id)
-        self._emit(
-            now,
-            "member_state",
-            member=client_id,
-            member_id=member_id,
-            generation=generation,
-            state=state,
-            detail=f"group={group_id}" if reason is None else f"group={group_id} reason={reason}",
-        )
 
     def _assignment_rows(self, event: AssignmentStored, now: int) -> None:
         if not self._writing or event.protocol_type != "consumer":
@@ -529,6 +518,52 @@ class GroupEvents:
             while self._hand_out(waiting, ROWS_PER_TURN) == ROWS_PER_TURN:
                 pass
         self._backlog_rows = 0
+
+
+def _member_row(
+    now: int, group_id: str, member_id: str, client_id: str, generation: int, reason: str | None = None
+) -> PendingRow:
+    """A member's ``member_state`` row: ``Joined``, or ``Left`` for ``reason``."""
+    return (
+        now,
+        "member_state",
+        {
+            "member": client_id,
+            "member_id": member_id,
+            "generation": generation,
+            "state": "Joined" if reason is None else "Left",
+            "detail": f"group={group_id}" if reason is None else f"group={group_id} reason={reason}",
+        },
+    )
+
+
+class _MemberLines:
+    """One call's log lines of members joining and leaving: one line each at info for the first
+    ``MEMBER_LINES_PER_CALL``, the others at debug and counted, a line per group and kind saying how many (a
+    classic group of 10,000 members leaving in one LeaveGroup is one line, not 10,000 of them in one turn)."""
+
+    __slots__ = ("_debug", "_more", "_said")
+
+    def __init__(self) -> None:
+        self._said = 0
+        self._more: dict[tuple[str, str], int] = {}
+        self._debug: bool | None = None
+
+    def line(self, group_id: str, verb: str, member_id: str, client_id: str) -> None:
+        if self._said < MEMBER_LINES_PER_CALL:
+            self._said += 1
+            log.info("group=%s member %s member_id=%s client_id=%s", group_id, verb, member_id, client_id)
+            return
+        key = (group_id, verb)
+        self._more[key] = self._more.get(key, 0) + 1
+        if self._debug is None:
+            self._debug = log.isEnabledFor(logging.DEBUG)
+        if self._debug:
+            log.debug("group=%s member %s member_id=%s client_id=%s", group_id, verb, member_id, client_id)
+
+    def summarise(self) -> None:
+        for (group_id, verb), count in self._more.items():
+            log.info("group=%s %d more members %s (each logged at debug)", group_id, count, verb)
 
 
 def _topic_name(names: dict[uuid.UUID, str], topic_id: uuid.UUID) -> str:
