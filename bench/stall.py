@@ -61,6 +61,11 @@ Cases (``--cases``; ``--quick`` runs the first three at a tenth of the size):
 - ``kip848-joins-10k-batched``: the flood of ``kip848-joins-10k`` against a server with an assignment interval
   of 1,000 ms (``--consumer-assignment-interval-ms``, KIP-1263; Kafka 4.3's default): one target a second at
   most, the changes meanwhile taken together.
+- ``classic-joins-10k``: classic groups of 10,000 members formed one after another, 50 members to a connection
+  (``--heavy`` does not apply: one process forms them): every member's two-phase JoinGroup v9, the join phase
+  completing for all 10,000 at once (10,000 JoinGroup answers, the leader's with every subscription), the
+  leader's range assignment, 10,000 SyncGroup v5 answered when the leader's arrives, then one LeaveGroup of
+  all; the heavy latency is each group's rebalance (``bench/server.py``'s join case).
 
 ``--micro`` measures instead what one all-topics Metadata v12 answer costs the server, in process CPU time
 (handler and encoding, the way the dispatcher runs them, with no network), for each tree in a child process of
@@ -80,6 +85,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import importlib.util
 import json
 import multiprocessing
@@ -132,6 +138,9 @@ class Case:
     pace_s: float = 0.0
     #: more ``regroup serve`` flags for this case
     server_args: tuple[str, ...] = ()
+    #: the heavy side when it is not ``--heavy`` connections sending ``requests`` in turn: one child process
+    #: running ``worker(port, seconds, out)`` (``classic_rebalances``), or None
+    worker: Callable[[int, float, Connection], None] | None = None
 
 
 def layout(topics: int, partitions: int, prefix: str = "bench-stall") -> dict[str, int]:
@@ -393,6 +402,12 @@ def cases(scale: float) -> list[Case]:
             pace_s=0.25,
         ),
         Case(
+            "classic-joins-10k",
+            {},
+            lambda _: [],
+            worker=functools.partial(classic_rebalances, n(10_000), max(1, n(10_000) // MEMBERS_PER_CONNECTION)),
+        ),
+        Case(
             "kip848-joins-10k-batched",
             {},
             kip848_joins,
@@ -428,6 +443,42 @@ def heavy_worker(port: int, requests: list[bytes], seconds: float, out: Connecti
                 if pace_s:
                     time.sleep(pace_s)
         out.send(("ok", latencies))
+    except Exception as exc:  # reported, not raised: the parent decides
+        out.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+#: members of a ``classic_rebalances`` group per connection (below the server's 64 requests in flight on one)
+MEMBERS_PER_CONNECTION = 50
+
+
+def classic_rebalances(members: int, connections: int, port: int, seconds: float, out: Connection) -> None:
+    """Classic groups of ``members`` members formed one after another until ``seconds`` pass, each as
+    ``bench/server.py``'s join case forms one (the two-phase JoinGroup v9 of every member, the join phase
+    completing for all of them at once, the leader's range assignment over ten topics of 1,000 partitions and
+    every member's SyncGroup v5), its members sharing ``connections`` connections, then left with one LeaveGroup
+    of them all; sends back the time each rebalance took (last JoinGroup written to last SyncGroup answer)."""
+
+    class NoProcess:
+        def cpu_seconds(self) -> float:
+            return 0.0
+
+    async def run() -> list[float]:
+        conns = [await sb.bounded(sb.KafkaConnection.open(port), "connect") for _ in range(connections + 1)]
+        admin, per_member = conns[-1], [conns[i % connections] for i in range(members)]
+        took: list[float] = []
+        deadline = time.monotonic() + seconds
+        round_ = 0
+        while time.monotonic() < deadline:
+            round_ += 1
+            run, joined = await sb.join_case(NoProcess(), per_member, admin, f"bench-stall-classic-{round_}")
+            took.append(run.seconds)
+            await sb.leave_all(admin, joined)
+        for conn in conns:
+            conn.close()
+        return took
+
+    try:
+        out.send(("ok", asyncio.run(run())))
     except Exception as exc:  # reported, not raised: the parent decides
         out.send(("error", f"{type(exc).__name__}: {exc}"))
 
@@ -667,12 +718,15 @@ async def stall_case(args: argparse.Namespace, server: StallServer, tree: str, c
     cpu_before = server.cpu_seconds()
     window_start = time.perf_counter()
     receiver, sender = multiprocessing.Pipe(duplex=False)
-    workers = [
-        multiprocessing.Process(
-            target=heavy_worker, args=(server.port, case.requests(0), args.window, sender, case.pace_s)
-        )
-        for _ in range(args.heavy)
-    ]
+    if case.worker is not None:
+        workers = [multiprocessing.Process(target=case.worker, args=(server.port, args.window, sender))]
+    else:
+        workers = [
+            multiprocessing.Process(
+                target=heavy_worker, args=(server.port, case.requests(0), args.window, sender, case.pace_s)
+            )
+            for _ in range(args.heavy)
+        ]
     for worker in workers:
         worker.start()
     results = []
