@@ -123,3 +123,26 @@ def test_without_a_shared_budget_each_connection_keeps_its_own() -> None:
         second.close()
 
     asyncio.run(scenario())
+
+
+def test_a_connection_new_to_the_wait_goes_before_the_backlogs_of_those_back_again() -> None:
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        responder = SlowResponder()
+        budget = TurnBudget(loop, BUDGET_S)
+        connections = [Connection(responder, i, turn_budget=budget) for i in (1, 2, 3)]
+        for connection in connections:
+            connection.connection_made(Transport())  # type: ignore[arg-type]
+        connections[0].data_received(frames(30))
+        connections[1].data_received(frames(30))
+        for _ in range(3):  # both busy connections have had turns from the queue: back again, in its second line
+            await asyncio.sleep(0)
+        connections[2].data_received(frames(2))  # its first request now, the second waits
+        handled = len(responder.handled)
+        assert responder.handled[-1] == (3, 0)
+        await asyncio.sleep(0)
+        assert responder.handled[handled] == (3, 1)  # first in the next turn, before the busy backlogs
+        for connection in connections:
+            connection.close()
+
+    asyncio.run(scenario())

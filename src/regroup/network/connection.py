@@ -21,7 +21,8 @@ requests by order and correlation id).
   heartbeat by about one turn, not by its whole burst. With a ``TurnBudget`` (the server's, shared by all
   its connections: ``network/turn_budget.py``) a connection also stops where the turn's shared budget ends,
   after one request at least, so that many connections with data at once take the loop a turn at a time too;
-  what it leaves for later waits in the budget's one queue, taken in order a budget's worth per turn.
+  what it leaves for later waits in the budget's queue, each waiting connection taking a short turn in order
+  (those that come back after one behind those new to the wait), a budget's worth per turn.
 * **Back-pressure.** Two bounds per connection, checked before each request is handled: at most
   ``max_in_flight`` requests in the FIFO (unfinished, or finished and waiting behind an unfinished one; the
   responses of one turn's synchronous requests are bounded by ``FRAMES_PER_TURN`` instead), and at most
@@ -75,7 +76,7 @@ from regroup.network.errors import CloseConnection, ProtocolError
 from regroup.network.framing import DEFAULT_MAX_FRAME_BYTES, FrameBuffer
 from regroup.network.limits import Limits
 from regroup.network.session import Session, SessionState
-from regroup.network.turn_budget import Later, TurnBudget
+from regroup.network.turn_budget import QUEUED_TURN_S, Later, TurnBudget
 
 log = logging.getLogger("regroup.network.connection")
 
@@ -216,6 +217,7 @@ class Connection(asyncio.Protocol):
         self._stalls = stalls
         #: the request handling every connection of the server shares per turn of the loop, if any
         self._turn_budget = turn_budget
+        self._in_queued_turn = False  # handling a turn from the turn budget's queue (``_queued_turn``)
         self._notable_s = float("inf") if stalls is None else stalls.notable_s
         self._on_step = None if stalls is None else self._late_step
         #: the dispatcher's answers at once from a request's bytes (``server/at_once.py``), if it gives any
@@ -278,9 +280,9 @@ class Connection(asyncio.Protocol):
         self._process()
 
     # ------------------------------------------------------------------------------ requests
-    def _process(self, most: int = FRAMES_PER_TURN) -> None:
-        """Handle the complete frames buffered, ``most`` at most, within this turn's budget and the back-pressure
-        bounds."""
+    def _process(self, seconds: float = SECONDS_PER_TURN) -> None:
+        """Handle the complete frames buffered for ``seconds`` at most (one request at least), within this turn's
+        budgets and the back-pressure bounds."""
         if self._processing or self._closing or self._next_turn is not None or self._close_when_written:
             return
         if self._decoding:
@@ -296,7 +298,7 @@ class Connection(asyncio.Protocol):
         handled = 0
         clock = time.perf_counter
         now = clock()  # (after each request: its handling is timed from the end of the one before)
-        turn_ends = now + SECONDS_PER_TURN
+        turn_ends = now + seconds
         if self._turn_budget is not None:
             turn_ends = min(turn_ends, self._turn_budget.ends(now))
         notable = self._notable_s
@@ -310,7 +312,7 @@ class Connection(asyncio.Protocol):
                     out_bytes = 0
                     queued = self._held_bytes + transport.get_write_buffer_size()
                     continue
-                if handled and (handled >= most or now >= turn_ends):  # (one request at least)
+                if handled and (handled >= FRAMES_PER_TURN or now >= turn_ends):  # (one request at least)
                     if frames.buffered:
                         self._take_a_later_turn()
                     break
@@ -480,17 +482,28 @@ class Connection(asyncio.Protocol):
 
     def _take_a_later_turn(self) -> None:
         """Handle the frames left buffered when this turn's budget ran out in a later turn of the loop: in the
-        shared queue of the turn budget when there is one, else on a turn of this connection's own."""
+        shared queue of the turn budget when there is one (back in its second line when this turn was a turn
+        from it), else on a turn of this connection's own."""
         budget = self._turn_budget
-        self._next_turn = self._loop.call_soon(self._turn) if budget is None else budget.later(self._turn)
+        if budget is None:
+            self._next_turn = self._loop.call_soon(self._turn)
+        else:
+            self._next_turn = budget.later(self._queued_turn, again=self._in_queued_turn)
 
     def _turn(self) -> None:
-        """A later turn for the requests left buffered when the previous turn's budget ran out: with a shared
-        budget, one request, then the back of its queue (the waiting connections take turns request by
-        request, so one with a single request waits for one request of each ahead of it, not for their
-        backlogs)."""
+        """A later turn for the requests left buffered when the previous turn's budget ran out."""
         self._next_turn = None
-        self._process(1 if self._turn_budget is not None else FRAMES_PER_TURN)
+        self._process()
+
+    def _queued_turn(self) -> None:
+        """A turn from the shared budget's queue: ``QUEUED_TURN_S`` of handling (one request at least), then the
+        back of the queue's second line if requests are left."""
+        self._next_turn = None
+        self._in_queued_turn = True
+        try:
+            self._process(QUEUED_TURN_S)
+        finally:
+            self._in_queued_turn = False
 
     def _released(self) -> None:
         """The request that held the later ones (``Session.hold``) let go, maybe before it is answered: they go

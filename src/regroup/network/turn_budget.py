@@ -12,12 +12,13 @@ before the loop next reads its sockets. A connection handles requests until the 
 shared end, then leaves the rest for a later turn; it always handles at least one request when it gets its
 turn, so a connection that arrives after the budget is spent (the heartbeat) is answered in its first turn.
 
-What connections leave for a later turn waits in one queue (``later``), taken in order once per turn of the
-loop with a budget of its own: one request of each connection in turn (``Connection._turn``) until the budget is
-spent, the rest where they stand for the next turn, and a connection that still has requests after its turn
-goes to the back. So a turn does about ``seconds`` of the waiting work however many connections wait, and a
-connection with one request waiting waits for one request of each connection ahead of it, not for their
-backlogs.
+What connections leave for a later turn waits (``later``), taken once per turn of the loop with a budget of
+its own, a short turn (``QUEUED_TURN_S``: a few JoinGroups, a hundred heartbeats) for each connection in turn
+until the budget is spent, the rest where they stand for the next turn. A connection that still has requests
+after such a turn goes to the back of a second line, served after the first: so a connection with one request
+left over (a healthy member whose heartbeat and commit came together) is taken in the next turn, before the
+backlogs of the busy ones, which share the rest of the loop in turn. A turn does about ``seconds`` of the
+waiting work however many connections wait.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ import collections
 import time
 from collections.abc import Callable
 
-__all__ = ["SECONDS_PER_LOOP_TURN", "Later", "TurnBudget"]
+__all__ = ["QUEUED_TURN_S", "SECONDS_PER_LOOP_TURN", "Later", "TurnBudget"]
 
 #: the request handling all connections together do in one turn of the loop before the rest waits a turn
 SECONDS_PER_LOOP_TURN = 0.005
+#: the handling one waiting connection gets when its turn in the queue comes (one request at least)
+QUEUED_TURN_S = 0.0005
 
 
 class Later:
@@ -48,15 +51,16 @@ class Later:
 
 class TurnBudget:
     """The shared end of this turn's request handling (``ends``), renewed once per turn of the loop, and the
-    queue of connections waiting for a later turn (``later``)."""
+    connections waiting for a later turn (``later``): those new to the wait first, then those back again."""
 
-    __slots__ = ("_ends", "_loop", "_queue", "_taking", "seconds")
+    __slots__ = ("_again", "_ends", "_loop", "_new", "_taking", "seconds")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, seconds: float = SECONDS_PER_LOOP_TURN) -> None:
         self._loop = loop
         self.seconds = seconds
         self._ends: float | None = None
-        self._queue: collections.deque[Later] = collections.deque()
+        self._new: collections.deque[Later] = collections.deque()
+        self._again: collections.deque[Later] = collections.deque()
         self._taking = False  # the queue's next turn is scheduled
 
     def ends(self, now: float) -> float:
@@ -68,10 +72,11 @@ class TurnBudget:
             self._loop.call_soon(self._renew)
         return ends
 
-    def later(self, turn: Callable[[], None]) -> Later:
-        """Call ``turn`` in a later turn of the loop, in order behind the connections already waiting."""
+    def later(self, turn: Callable[[], None], *, again: bool = False) -> Later:
+        """Call ``turn`` in a later turn of the loop, behind the connections already waiting in its line: the
+        first, or with ``again`` (the connection had a turn from this queue and still has requests) the second."""
         waiting = Later(turn)
-        self._queue.append(waiting)
+        (self._again if again else self._new).append(waiting)
         if not self._taking:
             self._taking = True
             self._loop.call_soon(self._take_turns)
@@ -81,18 +86,23 @@ class TurnBudget:
         self._ends = None
 
     def _take_turns(self) -> None:
-        """The waiting connections' turn: in order, with a budget of its own, at least one of them."""
+        """The waiting connections' turn, with a budget of its own: the first line in order, then the second,
+        until the budget is spent (at least one connection)."""
         self._taking = False
         self._ends = None
-        queue, clock = self._queue, time.perf_counter
-        while queue:
-            waiting = queue.popleft()
-            if waiting.cancelled:
+        clock = time.perf_counter
+        for line in (self._new, self._again):
+            while line:
+                waiting = line.popleft()
+                if waiting.cancelled:
+                    continue
+                waiting.turn()
+                ends = self._ends
+                if ends is not None and clock() >= ends:
+                    break
+            else:
                 continue
-            waiting.turn()
-            ends = self._ends
-            if ends is not None and clock() >= ends:
-                break
-        if queue and not self._taking:
+            break
+        if (self._new or self._again) and not self._taking:
             self._taking = True
             self._loop.call_soon(self._take_turns)
