@@ -5,6 +5,7 @@ dropped."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.coordinator import GroupCoordinator
+from regroup.coordinator.result import Result
 from regroup.protocol.classic import JoinGroupRequest, JoinGroupResponse
 from regroup.protocol.offsets import OffsetCommitRequest, OffsetFetchRequest, PartitionCommit
 from regroup.records.model import Record
@@ -183,6 +185,37 @@ def test_a_join_phase_completing_for_many_members_wakes_them_a_slice_per_turn() 
         answers = [task.result() for task in parked] + [await rejoined]
         assert {answer.generation_id for answer in answers} == {2}
         assert len({answer.member_id for answer in answers}) == members
+        await rt.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_parked_request_keeps_no_reference_to_the_result_that_parked_it() -> None:
+    """While a JoinGroup waits for the rebalance, nothing keeps the core result of the call that parked it (its
+    records, events and completions): for 10,000 parked members that would be tens of thousands of objects the
+    collector walks for as long as the rebalance lasts."""
+
+    def results_naming(member_id: str) -> list[Result]:
+        gc.collect()
+        return [
+            o
+            for o in gc.get_objects()
+            if isinstance(o, Result) and any(getattr(e, "member_id", None) == member_id for e in o.events)
+        ]
+
+    async def scenario() -> None:
+        rt, _ = runtime()
+        leader: JoinGroupResponse = await rt.call(join_op(), may_park=True)
+        parked = asyncio.create_task(rt.call(join_op(), may_park=True))  # a second member: a rebalance
+        for _ in range(100):
+            await asyncio.sleep(0)
+            if len(classic_groups(rt.coordinator)["g"].members) == 2:
+                break
+        (newcomer,) = (m for m in classic_groups(rt.coordinator)["g"].members if m != leader.member_id)
+        assert not parked.done()
+        assert results_naming(newcomer) == []
+        await rt.call(join_op(leader.member_id), may_park=True)
+        assert (await parked).member_id == newcomer
         await rt.close()
 
     asyncio.run(scenario())

@@ -204,11 +204,13 @@ class CoordinatorRuntime:
                 raise RequestDropped(f"request {key} was superseded")
             if not may_park:
                 raise NoResponse(f"core call {op!r} answered nothing")
+            del result  # (a parked request's frame keeps none of it for as long as it waits)
             return await self._wait_for(key)
         future = self._wait_for(key)
         if not may_park and not any(c.key == key for c in result.completions):
             future.set_exception(NoResponse(f"core call {op!r} answered nothing"))
         self._after(result)
+        del result
         return await future
 
     def answer_at_once(self, op: AtOnceOp, *request: Any) -> Any | None:
