@@ -1,10 +1,11 @@
 """The classic group's ``has_all_members_joined`` (a cursor over the members, not a walk of them all on every
 JoinGroup) against the plain definition, after any sequence of members added, removed, replaced (a static
-member's new id: a new members dict), parking a JoinGroup or having it answered, and pending member ids."""
+member's new id: a new members dict), parking a JoinGroup or having it answered, and pending member ids; and the
+next leader when the leader leaves (another cursor) against the first member in the group's order."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupMember
@@ -67,3 +68,42 @@ def test_members_rejoining_in_the_groups_order_move_the_cursor_forward() -> None
         assert group._join_scan_at == i  # (stopped at the first member not rejoined, not walked from the start)
         m.awaiting_join_key = i
     assert group.has_all_members_joined()
+
+
+LEADER_OPS = ("add", "remove", "remove-leader", "replace")
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(LEADER_OPS), st.integers(0, 3)), max_size=40))
+@example([("add", 0), ("add", 1), ("add", 2), ("remove-leader", 0), ("replace", 2), ("remove-leader", 0)])
+def test_the_next_leader_is_the_first_member_in_the_groups_order(ops: list[tuple[str, int]]) -> None:
+    """When the leader leaves, the first member in the group's order leads (as Kafka picks it), whatever members
+    were added, removed or replaced before (the cursor that finds it is never fooled by a member gone, nor by a
+    members dict replaced)."""
+    group = ClassicGroup(group_id="g")
+    for op, index in ops:
+        member_id = f"m{index}"
+        known = group.members.get(member_id)
+        if op == "add" and known is None:
+            group.add(member(member_id, False))
+        elif op == "remove":
+            group.remove(member_id)
+        elif op == "remove-leader" and group.leader_id is not None:
+            group.remove(group.leader_id)
+            assert group.leader_id == next(iter(group.members), None), op
+        elif op == "replace" and known is not None:
+            group.members = {mid: (member(mid, False) if mid == member_id else m) for mid, m in group.members.items()}
+        assert group.leader_id is None or group.leader_id in group.members or not group.members
+
+
+def test_members_leaving_in_the_groups_order_move_the_leader_cursor_forward() -> None:
+    group = ClassicGroup(group_id="g")
+    for i in range(50):
+        group.add(member(f"m{i:02}", False))
+    for i in range(49):
+        assert group.leader_id == f"m{i:02}"
+        group.remove(f"m{i:02}")
+        assert group._leader_scan_at == i  # (the next member found from where the last one stood)
+    assert group.leader_id == "m49"
+    group.remove("m49")
+    assert group.leader_id is None and not group.members

@@ -107,6 +107,12 @@ class ClassicGroup:
     # where the last member found not rejoined stood
     _join_scan: list[ClassicGroupMember] = field(default_factory=list, init=False, repr=False, compare=False)
     _join_scan_at: int = field(default=0, init=False, repr=False, compare=False)
+    # the next leader's cursor (derived, not group state): the members in order as of the members dict
+    # ``_leader_scan_of`` and no member added since (None: to be taken again), and where the first member still
+    # there stood
+    _leader_scan: list[ClassicGroupMember] | None = field(default=None, init=False, repr=False, compare=False)
+    _leader_scan_of: dict[str, ClassicGroupMember] | None = field(default=None, init=False, repr=False, compare=False)
+    _leader_scan_at: int = field(default=0, init=False, repr=False, compare=False)
 
     # --- state -----------------------------------------------------------------------------------------
     def transition(self, to: ClassicGroupState, now_ms: int) -> None:
@@ -124,6 +130,7 @@ class ClassicGroup:
         if not self.members:
             self.protocol_type = member.protocol_type
         self.members[member.member_id] = member
+        self._leader_scan = None
         self._protocols_dirty.add(member.member_id)
         if member.group_instance_id is not None:
             self.static_members[member.group_instance_id] = member.member_id
@@ -138,8 +145,28 @@ class ClassicGroup:
         if instance is not None and self.static_members.get(instance) == member_id:
             del self.static_members[instance]
         if self.leader_id == member_id:
-            self.leader_id = next(iter(self.members), None)
+            self.leader_id = self._first_member_id()
         return member
+
+    def _first_member_id(self) -> str | None:
+        """The first member in the group's order (the next leader, as in Kafka), found with a cursor: members
+        leaving in the group's order (one LeaveGroup of them all) would otherwise make each pick walk the
+        slots of those gone before it (a dict's deleted entries stay until it is resized), quadratic in the
+        group's size."""
+        members = self.members
+        scan = self._leader_scan
+        if scan is None or self._leader_scan_of is not members:
+            scan = self._leader_scan = list(members.values())
+            self._leader_scan_of, self._leader_scan_at = members, 0
+        at = self._leader_scan_at
+        while at < len(scan):
+            member = scan[at]
+            if members.get(member.member_id) is member:
+                self._leader_scan_at = at
+                return member.member_id
+            at += 1
+        self._leader_scan_at = at
+        return None  # (every member of the scan gone, none added since: none left)
 
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
