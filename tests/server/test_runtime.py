@@ -219,3 +219,29 @@ def test_a_parked_request_keeps_no_reference_to_the_result_that_parked_it() -> N
         await rt.close()
 
     asyncio.run(scenario())
+
+
+def test_a_parked_request_answered_or_cancelled_waits_no_more() -> None:
+    """The runtime forgets a waiting request once its answer is read, and when its caller gave up (a connection
+    closed under a parked JoinGroup cancels the handler): nothing is left behind either way."""
+
+    async def scenario() -> None:
+        rt, _ = runtime()
+        leader: JoinGroupResponse = await rt.call(join_op(), may_park=True)
+        given_up = asyncio.create_task(rt.call(join_op(), may_park=True))
+        answered = asyncio.create_task(rt.call(join_op(), may_park=True))
+        for _ in range(100):
+            await asyncio.sleep(0)
+            if len(classic_groups(rt.coordinator)["g"].members) == 3:
+                break
+        assert len(rt._waiting) == 2
+        given_up.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await given_up
+        assert len(rt._waiting) == 1
+        await rt.call(join_op(leader.member_id), may_park=True)
+        assert (await answered).generation_id == 2
+        assert rt._waiting == {}
+        await rt.close()
+
+    asyncio.run(scenario())

@@ -205,13 +205,13 @@ class CoordinatorRuntime:
             if not may_park:
                 raise NoResponse(f"core call {op!r} answered nothing")
             del result  # (a parked request's frame keeps none of it for as long as it waits)
-            return await self._wait_for(key)
+            return await self._answer_to(key, self._wait_for(key))
         future = self._wait_for(key)
         if not may_park and not any(c.key == key for c in result.completions):
             future.set_exception(NoResponse(f"core call {op!r} answered nothing"))
         self._after(result)
         del result
-        return await future
+        return await self._answer_to(key, future)
 
     def answer_at_once(self, op: AtOnceOp, *request: Any) -> Any | None:
         """``op(coordinator, *request, now_ms)``: a core operation that either answers at once, having changed
@@ -255,7 +255,7 @@ class CoordinatorRuntime:
         done = Completion(key, None)  # resolved by the writer once everything queued so far is durable
         self._submit(result, [*result.completions, done])
         self._arm_timer()
-        await future
+        await self._answer_to(key, future)
 
     def update_group_config(self, group_id: str, config: GroupConfig | None) -> None:
         """Hand the coordinator a group's new settings (they apply from each member's next heartbeat)."""
@@ -272,10 +272,19 @@ class CoordinatorRuntime:
         self._after(result)
 
     def _wait_for(self, key: RequestKey) -> asyncio.Future[Any]:
+        """A future for ``key``'s answer, found by ``_answer`` while it waits (``_answer_to``)."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting[key] = future
-        future.add_done_callback(lambda _: self._waiting.pop(key, None))
         return future
+
+    async def _answer_to(self, key: RequestKey, future: asyncio.Future[Any]) -> Any:
+        """``future``'s outcome; ``key`` waits no more once it is read, or its caller cancelled. (No done callback:
+        it would cost each waiting request a closure and a copy of the context, objects the collector walks for
+        as long as the request is parked.)"""
+        try:
+            return await future
+        finally:
+            self._waiting.pop(key, None)
 
     def _resolve_now(self, result: Result, key: RequestKey) -> tuple[bool, Any]:
         """``_resolve`` for a result that needs no append; ``key``'s own response is returned, not resolved
