@@ -146,3 +146,23 @@ def test_a_connection_new_to_the_wait_goes_before_the_backlogs_of_those_back_aga
             connection.close()
 
     asyncio.run(scenario())
+
+
+def test_a_turn_that_raises_does_not_keep_the_others_waiting() -> None:
+    async def scenario() -> list[str]:
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda _, context: None)  # (the raising turn's error, reported by the loop)
+        budget = TurnBudget(loop, BUDGET_S)
+        ran: list[str] = []
+
+        def fails() -> None:
+            ran.append("fails")
+            raise RuntimeError("a turn that fails")
+
+        budget.later(fails)
+        budget.later(lambda: ran.append("next"))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        return ran
+
+    assert asyncio.run(scenario()) == ["fails", "next"]

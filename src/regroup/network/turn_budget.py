@@ -91,18 +91,20 @@ class TurnBudget:
         self._taking = False
         self._ends = None
         clock = time.perf_counter
-        for line in (self._new, self._again):
-            while line:
-                waiting = line.popleft()
-                if waiting.cancelled:
+        try:
+            for line in (self._new, self._again):
+                while line:
+                    waiting = line.popleft()
+                    if waiting.cancelled:
+                        continue
+                    waiting.turn()
+                    ends = self._ends
+                    if ends is not None and clock() >= ends:
+                        break
+                else:
                     continue
-                waiting.turn()
-                ends = self._ends
-                if ends is not None and clock() >= ends:
-                    break
-            else:
-                continue
-            break
-        if (self._new or self._again) and not self._taking:
-            self._taking = True
-            self._loop.call_soon(self._take_turns)
+                break
+        finally:  # (also should a turn raise: the others still get theirs)
+            if (self._new or self._again) and not self._taking:
+                self._taking = True
+                self._loop.call_soon(self._take_turns)
