@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from types import SimpleNamespace
 from typing import Any
 
 from regroup.network.codec import DecodedRequest
@@ -38,38 +39,20 @@ class SlowResponder:
         return b"\x00\x00\x00\x04" + request.correlation_id.to_bytes(4, "big")
 
 
-class Transport:
-    """The little of ``asyncio.Transport`` a connection uses, writes kept."""
+def transport() -> Any:
+    """The little of ``asyncio.Transport`` a connection uses; what it writes, dropped."""
 
-    def __init__(self) -> None:
-        self.written: list[bytes] = []
+    def nothing(*_: Any, **__: Any) -> None:
+        return None
 
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return ("127.0.0.1", 9999) if name == "peername" else default
-
-    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
-        pass
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def write(self, data: bytes) -> None:
-        self.written.append(data)
-
-    def writelines(self, chunks: list[bytes]) -> None:
-        self.written.extend(chunks)
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
-
-    def is_closing(self) -> bool:
-        return False
-
-    def close(self) -> None:
-        pass
+    peer = ("127.0.0.1", 9999)
+    return SimpleNamespace(
+        get_extra_info=lambda name, default=None: peer if name == "peername" else default,
+        get_write_buffer_size=lambda: 0,
+        is_closing=lambda: False,
+        **dict.fromkeys(("set_write_buffer_limits", "write", "writelines", "pause_reading", "resume_reading"), nothing),
+        close=nothing,
+    )
 
 
 def frames(count: int) -> bytes:
@@ -83,7 +66,7 @@ def test_a_connection_with_data_after_the_turn_budget_is_spent_handles_one_reque
         budget = TurnBudget(loop, BUDGET_S)
         busy, late = Connection(responder, 1, turn_budget=budget), Connection(responder, 2, turn_budget=budget)
         for connection in (busy, late):
-            connection.connection_made(Transport())  # type: ignore[arg-type]
+            connection.connection_made(transport())
         busy.data_received(frames(20))
         spent = len(responder.handled)
         assert 1 <= spent <= BUDGET_S / REQUEST_S + 1  # the busy connection stopped where the budget ended
@@ -114,7 +97,7 @@ def test_without_a_shared_budget_each_connection_keeps_its_own() -> None:
         responder = SlowResponder()
         first, second = Connection(responder, 1), Connection(responder, 2)
         for connection in (first, second):
-            connection.connection_made(Transport())  # type: ignore[arg-type]
+            connection.connection_made(transport())
         first.data_received(frames(20))
         spent = len(responder.handled)
         second.data_received(frames(20))
@@ -132,7 +115,7 @@ def test_a_connection_new_to_the_wait_goes_before_the_backlogs_of_those_back_aga
         budget = TurnBudget(loop, BUDGET_S)
         connections = [Connection(responder, i, turn_budget=budget) for i in (1, 2, 3)]
         for connection in connections:
-            connection.connection_made(Transport())  # type: ignore[arg-type]
+            connection.connection_made(transport())
         connections[0].data_received(frames(30))
         connections[1].data_received(frames(30))
         for _ in range(3):  # both busy connections have had turns from the queue: back again, in its second line
