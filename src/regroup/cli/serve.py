@@ -50,8 +50,10 @@ SERVE_SWITCH_INTERVAL_S = 0.0002
 #: the cyclic collector's thresholds in the server's process (``ServerConfig.gc_thresholds``): the young
 #: generation collected every 50,000 container allocations rather than 700, so the objects of a request die
 #: young instead of being pushed into the oldest generation, whose full collections walk every group, member
-#: and partition the server holds (docs/benchmarks.md, "The collector's young generation")
-SERVE_GC_THRESHOLDS = (50_000, 10, 10)
+#: and partition the server holds (docs/benchmarks.md, "The collector's young generation"); the middle one every
+#: 3 young collections rather than 10, so that it never holds the survivors of ten (the parked requests of a
+#: 10,000-member rebalance: collections of 170 ms; docs/benchmarks.md, "The collector's middle generation")
+SERVE_GC_THRESHOLDS = (50_000, 3, 10)
 #: the options whose setting has a Kafka name: option (argparse dest) -> Kafka's name (``--host`` and
 #: ``--port`` are ``listeners``, the advertised ones ``advertised.listeners``: see ``server_config``)
 KAFKA_NAMES = {
