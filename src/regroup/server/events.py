@@ -243,12 +243,12 @@ class GroupEvents:
         joined: set[str] = set()
         converted: set[str] = set()  # members that left a group as it changed type (and join its other side)
         members = _MemberLines()
-        rows: list[PendingRow] = []  # this call's member_state rows not handed out yet (in order)
+        moved: list[MemberJoined | MemberLeft] = []  # members joining or leaving whose rows wait (in order)
         writing = self._file is not None or bool(self._sinks)
         for event in events:
-            if rows and not isinstance(event, (MemberJoined, MemberLeft)):
-                self._queue(iter(rows), len(rows))
-                rows = []
+            if moved and not isinstance(event, (MemberJoined, MemberLeft)):
+                self._queue(_member_rows(now_ms, moved), len(moved))
+                moved = []
             if isinstance(event, GroupStateChanged):
                 if event.group_type == "classic":
                     cause = None
@@ -280,7 +280,7 @@ class GroupEvents:
                 joined.add(event.member_id)
                 members.line(event.group_id, "joined", event.member_id, event.client_id)
                 if writing:
-                    rows.append(_member_row(now_ms, event.group_id, event.member_id, event.client_id, event.generation))
+                    moved.append(event)
             elif isinstance(event, MemberLeft):
                 if event.group_type == "classic":
                     self._protocols.get(event.group_id, {}).pop(event.member_id, None)
@@ -292,11 +292,7 @@ class GroupEvents:
                     moves.setdefault(event.group_id, _word(event.reason))
                 members.line(event.group_id, "left", event.member_id, event.client_id)
                 if writing:
-                    reason = _word(event.reason)
-                    row = _member_row(
-                        now_ms, event.group_id, event.member_id, event.client_id, event.generation, reason
-                    )
-                    rows.append(row)
+                    moved.append(event)
             elif isinstance(event, MemberProtocolsChanged):
                 if event.group_type == "classic":
                     self._protocols.setdefault(event.group_id, {})[event.member_id] = event.protocols
@@ -320,8 +316,8 @@ class GroupEvents:
                         partition=partition,
                         detail=f"group={event.group_id}",
                     )
-        if rows:
-            self._queue(iter(rows), len(rows))
+        if moved:
+            self._queue(_member_rows(now_ms, moved), len(moved))
         members.summarise()
 
     def close(self) -> None:
@@ -520,21 +516,17 @@ class GroupEvents:
         self._backlog_rows = 0
 
 
-def _member_row(
-    now: int, group_id: str, member_id: str, client_id: str, generation: int, reason: str | None = None
-) -> PendingRow:
-    """A member's ``member_state`` row: ``Joined``, or ``Left`` for ``reason``."""
-    return (
-        now,
-        "member_state",
-        {
-            "member": client_id,
-            "member_id": member_id,
-            "generation": generation,
-            "state": "Joined" if reason is None else "Left",
-            "detail": f"group={group_id}" if reason is None else f"group={group_id} reason={reason}",
-        },
-    )
+def _member_rows(now: int, moved: list[MemberJoined | MemberLeft]) -> Iterator[PendingRow]:
+    """The ``member_state`` rows of members joining (``Joined``) or leaving (``Left``, with the reason), each made
+    as it is handed out (a LeaveGroup of 10,000 members makes none in its own step)."""
+    for event in moved:
+        group = f"group={event.group_id}"
+        values = {"member": event.client_id, "member_id": event.member_id, "generation": event.generation}
+        if isinstance(event, MemberLeft):
+            values.update(state="Left", detail=f"{group} reason={_word(event.reason)}")
+        else:
+            values.update(state="Joined", detail=group)
+        yield now, "member_state", values
 
 
 class _MemberLines:
