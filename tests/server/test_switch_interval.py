@@ -6,19 +6,24 @@ from __future__ import annotations
 import asyncio
 import gc
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 from regroup.server.app import Server, ServerConfig
 from regroup.storage.record_log import FsyncPolicy
 
+T = TypeVar("T")
 
-async def _started(config: ServerConfig) -> float:
+
+async def _seen_while_serving(config: ServerConfig, read: Callable[[], T]) -> T:
+    """What ``read`` says of the process while a server made with ``config`` is running."""
     server = Server(config)
     await server.start()
     try:
-        return sys.getswitchinterval()
+        return read()
     finally:
         await server.close()
 
@@ -28,19 +33,10 @@ def test_the_switch_interval_is_the_configured_one(tmp_path: Path, interval: flo
     before = sys.getswitchinterval()
     try:
         config = ServerConfig(port=0, data_dir=tmp_path, fsync=FsyncPolicy.NEVER, switch_interval_s=interval)
-        seen = asyncio.run(_started(config))
+        seen = asyncio.run(_seen_while_serving(config, sys.getswitchinterval))
         assert seen == pytest.approx(before if interval is None else interval)
     finally:
         sys.setswitchinterval(before)
-
-
-async def _thresholds_started(config: ServerConfig) -> tuple[int, int, int]:
-    server = Server(config)
-    await server.start()
-    try:
-        return gc.get_threshold()
-    finally:
-        await server.close()
 
 
 @pytest.mark.parametrize("thresholds", [None, (12_345, 7, 9)])
@@ -50,7 +46,7 @@ def test_the_collector_thresholds_are_the_configured_ones(
     before = gc.get_threshold()
     try:
         config = ServerConfig(port=0, data_dir=tmp_path, fsync=FsyncPolicy.NEVER, gc_thresholds=thresholds)
-        seen = asyncio.run(_thresholds_started(config))
+        seen = asyncio.run(_seen_while_serving(config, gc.get_threshold))
         assert seen == (before if thresholds is None else thresholds)
     finally:
         gc.set_threshold(*before)

@@ -20,6 +20,7 @@ import datetime
 import os
 import shutil
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,34 @@ def _values(plog: PartitionLog) -> list[int]:
     return out
 
 
+def _delete_held(
+    broker: FakeBroker,
+    offsets: dict[int, int],
+    entered: threading.Event,
+    release: threading.Event,
+    while_held: Callable[[asyncio.Task[dict[int, tuple[ErrorCode, int]]]], None],
+) -> dict[int, tuple[ErrorCode, int]]:
+    """DeleteRecords of topic ``t`` whose worker-thread job sets ``entered`` and waits for ``release``:
+    ``while_held(task)`` runs on the loop once the worker holds the job (the loop still turning), then the job is
+    released and the answer returned."""
+
+    async def scenario() -> dict[int, tuple[ErrorCode, int]]:
+        task = asyncio.create_task(_delete(broker, "t", offsets))
+        for _ in range(5_000):  # the loop keeps turning while the worker holds the job
+            if entered.is_set() or task.done():
+                break
+            await asyncio.sleep(0.001)
+        assert entered.is_set(), "the job was not handed to a worker thread"
+        while_held(task)
+        release.set()
+        return await task
+
+    try:
+        return asyncio.run(scenario())
+    finally:
+        release.set()
+
+
 def test_answered_reads_below_refused_files_removed_on_a_worker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -107,11 +136,7 @@ def test_answered_reads_below_refused_files_removed_on_a_worker(
 
     monkeypatch.setattr(DroppedSegments, "remove", held)
 
-    async def scenario() -> dict[int, tuple[ErrorCode, int]]:
-        task = asyncio.create_task(_delete(broker, "t", {0: 5, 1: 3}))
-        while not entered.is_set() and not task.done():  # the loop keeps turning while the worker holds the files
-            await asyncio.sleep(0.001)
-        assert entered.is_set(), "the files were not handed to a worker thread"
+    def while_held(task: asyncio.Task[Any]) -> None:
         for p, start in ((0, 5), (1, 3)):
             plog = store.partition("t", p)
             assert plog is not None and plog.log_start_offset == start
@@ -121,13 +146,8 @@ def test_answered_reads_below_refused_files_removed_on_a_worker(
             assert (directories[p] / LOG_START_FILE).read_text().strip() == str(start)
         assert _segments(directories[0])[0] == 0  # not removed yet: the worker holds them
         assert not task.done()
-        release.set()
-        return await task
 
-    try:
-        answer = asyncio.run(scenario())
-    finally:
-        release.set()
+    answer = _delete_held(broker, {0: 5, 1: 3}, entered, release, while_held)
     assert answer == {0: (ErrorCode.none, 5), 1: (ErrorCode.none, 3)}
     assert threads and threading.get_ident() not in threads
     assert _segments(directories[0]) == [5, 6, 7]
@@ -203,22 +223,12 @@ def test_the_log_starts_are_written_on_the_store_worker_before_reads_stop(
     entered, release = threading.Event(), threading.Event()
     writes = _watch_writes(monkeypatch, before=lambda: (entered.set(), release.wait(30)))
 
-    async def scenario() -> dict[int, tuple[ErrorCode, int]]:
-        task = asyncio.create_task(_delete(broker, "t", {0: 5, 1: 3, 2: -1}))
-        for _ in range(5_000):
-            if entered.is_set() or task.done():
-                break
-            await asyncio.sleep(0.001)
-        assert entered.is_set() and not task.done()
+    def while_held(task: asyncio.Task[Any]) -> None:
+        assert not task.done()
         plog = store.partition("t", 0)
         assert plog is not None and plog.log_start_offset == 0 and _values(plog)[0] == 0
-        release.set()
-        return await task
 
-    try:
-        answer = asyncio.run(scenario())
-    finally:
-        release.set()
+    answer = _delete_held(broker, {0: 5, 1: 3, 2: -1}, entered, release, while_held)
     assert answer == {0: (ErrorCode.none, 5), 1: (ErrorCode.none, 3), 2: (ErrorCode.none, BATCHES)}
     assert [(name, offset) for name, offset, _ in writes] == [("0", 5), ("1", 3), ("2", BATCHES)]
     assert all(thread.startswith("topic-disk") for _, _, thread in writes)
@@ -255,20 +265,6 @@ def test_a_topic_deleted_while_its_log_starts_are_written(tmp_path: Path, monkey
     entered, release = threading.Event(), threading.Event()
     _watch_writes(monkeypatch, before=lambda: (entered.set(), release.wait(30)))
 
-    async def scenario() -> dict[int, tuple[ErrorCode, int]]:
-        task = asyncio.create_task(_delete(broker, "t", {0: 5, 1: 3}))
-        for _ in range(5_000):
-            if entered.is_set() or task.done():
-                break
-            await asyncio.sleep(0.001)
-        assert entered.is_set()
-        store.delete_topic("t")
-        release.set()
-        return await task
-
-    try:
-        answer = asyncio.run(scenario())
-    finally:
-        release.set()
+    answer = _delete_held(broker, {0: 5, 1: 3}, entered, release, lambda _: store.delete_topic("t"))
     assert answer == {p: (ErrorCode.unknown_topic_or_partition, -1) for p in (0, 1)}
     store.close()

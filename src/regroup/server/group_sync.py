@@ -4,16 +4,22 @@ partitions are on disk (``handlers/data.py``); under ``--fsync interval`` the st
 whose interval has passed and, on its timer, every partition with appends not yet fsynced (nobody waits: the
 records were readable as soon as written). One per topic store (``TopicStore.group_sync``), on its event loop;
 the store closes it. A log's fsync here also settles a segment roll it has not made durable yet (the old segment's
-fsync, the new one's rename into place, the directory's fsync: ``PendingSync``), so no roll fsyncs on the loop."""
+fsync, the new one's rename into place, the directory's fsync: ``PendingSync``), so no roll fsyncs on the loop.
+A worker thread runs its batch of jobs one after another, each failure reported for its own job (``run_each``,
+which the topic store's worker jobs use too)."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
 import logging
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from regroup.server.time_slices import TimeSlices
 from regroup.storage.partition_log import PartitionLog, PendingSync
+
+E = TypeVar("E", bound=Exception)
 
 log = logging.getLogger(__name__)
 
@@ -107,17 +113,23 @@ class GroupSync:
             self._pool.shutdown(wait=False)
 
 
-def _sync_all(jobs: list[PendingSync]) -> list[Exception | None]:
-    """(on a worker thread) Each job's fsync, one after another: what each raised, or None."""
-    errors: list[Exception | None] = []
+def run_each(run: Callable[..., object], jobs: Sequence[tuple[Any, ...]], catching: type[E]) -> list[E | None]:
+    """(on a worker thread) ``run(*job)`` for each job, one after another: what each raised of ``catching``, or
+    None (anything else is raised)."""
+    raised: list[E | None] = []
     for job in jobs:
         try:
-            job.run()
-        except Exception as exc:
-            errors.append(exc)
+            run(*job)
+        except catching as exc:
+            raised.append(exc)
         else:
-            errors.append(None)
-    return errors
+            raised.append(None)
+    return raised
+
+
+def _sync_all(jobs: list[PendingSync]) -> list[Exception | None]:
+    """(on a worker thread) Each job's fsync, one after another: what each raised, or None."""
+    return run_each(PendingSync.run, [(job,) for job in jobs], Exception)
 
 
 def _reached(plog: PartitionLog, end: int, fsynced: bool) -> bool:

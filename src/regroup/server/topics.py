@@ -51,12 +51,12 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from kio.schema.errors import ErrorCode
 
 from regroup.server.api import TopicInfo
-from regroup.server.group_sync import GroupSync
+from regroup.server.group_sync import GroupSync, run_each
 from regroup.server.topic_configs import TopicConfigs, expected_in_topic_dir
 from regroup.storage.format import CorruptLogError, StorageError
 from regroup.storage.handles import DEFAULT_CAPACITY, HandleCache
@@ -381,7 +381,8 @@ class TopicStore:
         if not wanted or self._closed:
             return
         loop = asyncio.get_running_loop()
-        raised = await loop.run_in_executor(self._executor(), _each, make_files, [files for _, files in wanted])
+        jobs = [files for _, files in wanted]
+        raised = await loop.run_in_executor(self._executor(), run_each, make_files, jobs, OSError)
         for (plog, _), error in zip(wanted, raised, strict=True):
             if error is None:
                 plog.files_made()
@@ -394,7 +395,8 @@ class TopicStore:
             return []
         self._check_open()
         jobs = [(plog.directory, offset, plog.syncs_log_start) for plog, offset in starts]
-        return await asyncio.get_running_loop().run_in_executor(self._executor(), _each, _write_log_start_up, jobs)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor(), run_each, _write_log_start_up, jobs, OSError)
 
     # ------------------------------------------------------------------ creating topics off the event loop
 
@@ -849,19 +851,6 @@ class _Waker:
                 self.store._unsynced.add(self.plog)
         if self.key in self.store._waiters:
             self.store._wake(self.key)
-
-
-def _each(work: Callable[..., None], jobs: list[tuple[Any, ...]]) -> list[OSError | None]:
-    """(on the worker thread) ``work(*job)`` for each job, one after another: what each raised, or None."""
-    raised: list[OSError | None] = []
-    for job in jobs:
-        try:
-            work(*job)
-        except OSError as exc:
-            raised.append(exc)
-        else:
-            raised.append(None)
-    return raised
 
 
 def _write_log_start_up(directory: Path, offset: int, sync: bool) -> None:
