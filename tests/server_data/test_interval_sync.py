@@ -4,7 +4,8 @@ to the group commit's worker threads, while the records stay readable as soon as
 
 - the fsyncs run on a worker thread, never on the loop's; records are read before their fsync;
 - a failed fsync fails that partition's log (appends refuse: KAFKA_STORAGE_ERROR) and no other;
-- a roll while an fsync is under way fsyncs nothing: the next fsync settles it; a close fsyncs on the spot;
+- a roll while an fsync is under way fsyncs nothing: the next fsync settles it (the store's next round, not its
+  timer); a close fsyncs on the spot;
 - without a running event loop (a plain synchronous owner) the store still fsyncs inline;
 - the server: produces acknowledged under ``--fsync interval`` survive ``kill -9`` once the interval passed.
 """
@@ -147,6 +148,49 @@ def test_a_failed_interval_fsync_fails_that_partition_only(tmp_path: Path, monke
             assert bad.read(0, 1 << 20) != b""  # what was written stays readable
             assert not good.failed
             assert good.append(make_batch([b"h"])).base_offset == 1
+
+    asyncio.run(main())
+
+
+def test_the_logs_know_when_their_store_runs_a_group_commit(tmp_path: Path) -> None:
+    with _store(tmp_path / "d", interval_ms=5) as store:  # a synchronous owner: its fsyncs run inline
+        assert not _plog(store, 0).group_commit and not _plog(store, 1).group_commit
+        assert store.group_sync is not None  # (made by the first round an owner on an event loop asks for)
+        assert _plog(store, 0).group_commit and _plog(store, 1).group_commit
+        store.create_topic("u", 1)
+        added = store.partition("u", 0)
+        assert added is not None and added.group_commit
+
+
+def test_a_roll_during_a_round_is_fsynced_by_the_next_round_not_the_timer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loop_thread = threading.current_thread()
+    batch = make_batch([b"x" * 200])
+    threads: list[threading.Thread] = []
+    inside, release = threading.Event(), threading.Event()
+    real = partition_log._fsync_file
+
+    def held(fd: int) -> None:  # the first fsync waits inside until the test lets it go
+        threads.append(threading.current_thread())
+        inside.set()
+        release.wait(30)
+        real(fd)
+
+    async def main() -> None:
+        with TopicStore.open(tmp_path / "d", fsync=FsyncPolicy.INTERVAL, fsync_interval_ms=60_000) as store:
+            store.create_topic("t", 1, {"segment.bytes": str(len(batch) * 2)})
+            plog = _plog(store)
+            plog.append(batch, sync=True)
+            monkeypatch.setattr(partition_log, "_fsync_file", held)
+            store.sync()  # (the owner's timer, once: a round starts)
+            await _until(inside.is_set, "the round's fsync started")
+            plog.append(batch, sync=True)
+            plog.append(batch, sync=True)  # rolls while the round runs; the interval is far from passed
+            assert plog.roll_unsettled and plog.segment_count == 2
+            release.set()
+            await _until(lambda: not plog.roll_unsettled, "the roll settled without the timer")
+            assert loop_thread not in threads and len(threads) >= 3  # (the round's, the old segment's, the new one's)
 
     asyncio.run(main())
 

@@ -86,14 +86,17 @@ def test_rolls_in_the_store_fsync_on_worker_threads_only(
                     longest = max(longest, time.perf_counter() - started)
                 if policy is FsyncPolicy.ALWAYS:
                     assert await store.group_sync.wait({plog: plog.written_end}) == set()
-                else:  # (a segment filling up before its last roll's fsync ended would settle it on the spot)
-                    await asyncio.sleep(SLOW * 2)
+                else:  # nobody waits: the append's own wake-up has the roll fsynced (paced to the slow disk
+                    # here; a segment full again before that grows, up to twice its size: tests/unit/storage)
+                    deadline = time.monotonic() + 30
+                    while plog.roll_unsettled and time.monotonic() < deadline:
+                        await asyncio.sleep(SLOW / 4)
             await asyncio.sleep(SLOW * 8)  # under INTERVAL: the last round ends
             store.sync()  # (the owner's timer)
             await asyncio.sleep(SLOW * 8)
 
         asyncio.run(main())
-        assert plog.segment_count >= 10 and not plog.failed
+        assert plog.segment_count >= 8 and not plog.failed  # (46 batches, three a segment, six if a roll waits)
         assert {what for what, _ in seen} == {"fsync", "rename", "fsync-dir"}  # (rolls of both kinds)
         assert [what for what, t in seen if t is loop_thread] == []
         assert longest < 2 * SLOW, longest  # no append waited for the two fsyncs a roll made before
@@ -155,7 +158,7 @@ def test_acknowledged_produces_with_small_segments_survive_kill_9(tmp_path: Path
             time.sleep(0.5)  # past the interval: the timer's fsync has run
         server.kill(signal.SIGKILL)
         segments = list((tmp_path / "data").rglob("*.log"))
-        assert len(segments) >= producers * rounds // 3  # it rolled every third batch or so
+        assert len(segments) >= producers * rounds // 6  # three batches a segment, six at most while a roll waits
         server.start()
         with WireClient(server.port, timeout=30) as client:
             values = _read_values(client, partitions)

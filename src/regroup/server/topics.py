@@ -616,6 +616,8 @@ class TopicStore:
         """The group commit of this store's partition logs' fsyncs (made on first use)."""
         if self._group_sync is None:
             self._group_sync = GroupSync()
+            for _, plog in self.loaded_partitions():  # (a synchronous owner, fsyncing inline, makes none)
+                plog.group_commit = True
         return self._group_sync
 
     def close(self) -> None:
@@ -821,6 +823,7 @@ class TopicStore:
         plog.configure(max_batch_bytes=policy.max_message_bytes, segment_bytes=policy.segment_bytes)
         interval = self._fsync is FsyncPolicy.INTERVAL
         plog.defer_interval_sync = interval
+        plog.group_commit = self._group_sync is not None  # (its fsyncs run in rounds off the loop: see group_sync)
         plog.listener = _Waker(self, (name, p), plog if interval else None)
         return plog
 
@@ -833,7 +836,8 @@ class TopicStore:
 class _Waker:
     """A partition log's listener: wakes the long polls waiting on that partition (and, under ``INTERVAL``,
     puts the log on the list of those :meth:`TopicStore.sync` fsyncs, or has it fsynced now if the interval
-    since its last fsync has passed)."""
+    since its last fsync has passed or a roll waits for one: in the group commit's next round, even while one
+    runs, since the segment that roll started cannot roll again until then)."""
 
     __slots__ = ("key", "plog", "store")
 
@@ -844,7 +848,7 @@ class _Waker:
 
     def __call__(self) -> None:
         if self.plog is not None:
-            if self.plog.sync_due:
+            if self.plog.sync_due or self.plog.roll_waits:  # (a roll: fsynced in the next round, even if one runs)
                 self.store._unsynced.discard(self.plog)
                 self.store._sync_partition(self.plog)
             else:

@@ -41,7 +41,9 @@ the log's next fsync (on whatever thread runs it) fsyncs the old segment, only t
 ``ALWAYS``, are read). A crash in between leaves the ``.rolling`` file, which ``open`` settles: renamed if the
 segment before it is whole, removed if that segment lost its tail (then nothing after it was on disk). A
 segment that fills up before the last roll is settled settles that roll on the spot (the old segment's and the
-directory's fsyncs, what every roll cost before). Likewise, when the handle
+directory's fsyncs, what every roll cost before), unless an fsync that settles it is under way or the owner
+runs a group commit (:attr:`PartitionLog.group_commit`): then it keeps taking appends past its size (the next
+roll waits for that fsync), up to ``UNSETTLED_ROLL_GROWTH`` times ``segment.bytes``. Likewise, when the handle
 cache closes the active segment's descriptor while it has unsynced appends, the log keeps a duplicate for
 its next fsync instead of fsyncing there. :meth:`PartitionLog.drop_oldest_segment` takes the oldest segment out of the
 log at once and leaves its file for the owner to remove (:class:`DroppedSegments`, oldest first);
@@ -131,6 +133,9 @@ fsync_dir = _fsync_dir
 DEFAULT_MAX_BATCH_BYTES = 1024 * 1024 + 12  # Kafka's message.max.bytes default (1048588)
 DEFAULT_FSYNC_INTERVAL_MS = 100
 PRIVATE_HANDLES = 4  # a log opened without a shared cache gets one this size
+#: a segment full while the roll that started it is not durable yet takes appends up to this many times
+#: ``segment.bytes`` before that roll is settled on the appending thread (the disk is far behind)
+UNSETTLED_ROLL_GROWTH = 2
 #: bytes 12..17 of every stored batch: partitionLeaderEpoch -1, then magic 2 (how damage scans resynchronise)
 _MARK = b"\xff\xff\xff\xff\x02"
 
@@ -340,6 +345,8 @@ class _Roll:
 
     segment: _Segment
     old_fd: int
+    #: an fsync handed out by ``begin_sync`` settles it (unless that fsync fails, which fails the log)
+    syncing: bool = False
 
     def rename(self) -> tuple[Path, Path] | None:
         seg = self.segment
@@ -407,6 +414,9 @@ class PartitionLog:
         #: under ``INTERVAL``: an append does not fsync when the interval has passed; the owner watches
         #: :attr:`sync_due` and fsyncs off its thread (:meth:`begin_sync`)
         self.defer_interval_sync = False
+        #: the owner fsyncs this log soon after its appends, off its thread (a group commit): a segment full
+        #: before its roll is settled grows rather than settling that roll here (see ``UNSETTLED_ROLL_GROWTH``)
+        self.group_commit = False
 
     @classmethod
     def open(
@@ -592,9 +602,15 @@ class PartitionLog:
             offset += h.record_count
         idx = self._segments[-1].index
         if idx.end > 0 and idx.end + len(data) > self._segment_bytes:
-            if self._unsettled is not None:  # full before the last roll's fsync: that roll is settled here
-                self._settle_here(self._unsettled)
-            self._roll()
+            roll = self._unsettled
+            if roll is None:
+                self._roll()
+            elif not (self.group_commit or roll.syncing) or (
+                idx.end + len(data) > self._segment_bytes * UNSETTLED_ROLL_GROWTH
+            ):  # nobody settles that roll soon, or the disk is far behind: it is settled here
+                self._settle_here(roll)
+                self._roll()
+            # else full before the last roll's fsync: the segment grows, the roll after that fsync
             idx = self._segments[-1].index
         if not self._exists:
             self._create()
@@ -632,6 +648,17 @@ class PartitionLog:
             )
         )
 
+    @property
+    def roll_unsettled(self) -> bool:
+        """The last roll is not durable yet (the log's next fsync settles it)."""
+        return self._unsettled is not None
+
+    @property
+    def roll_waits(self) -> bool:
+        """A roll is not durable yet and no fsync under way settles it: the next fsync should run soon (until
+        it has, the segment the roll started grows past its size instead of rolling again)."""
+        return self._unsettled is not None and not self._unsettled.syncing
+
     def sync(self) -> None:
         """fsync what was appended since the last fsync (any policy)."""
         self._check_writable()
@@ -662,6 +689,7 @@ class PartitionLog:
                     os.close(fd)
                 raise
             pending = PendingSync(fd, self._leo, roll, old, roll.rename(), self._dir, self._created)
+            roll.syncing = True
         self._detached = -1
         self._dirty = False
         self._syncing += 1

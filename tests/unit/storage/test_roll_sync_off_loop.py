@@ -332,7 +332,7 @@ def test_an_inline_fsync_settles_the_roll_first(tmp_path: Path, monkeypatch: pyt
 def test_a_segment_full_again_before_its_roll_is_settled_settles_it_on_the_spot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    plog = _open(tmp_path / "p")
+    plog = _open(tmp_path / "p")  # (an owner fsyncing inline: no group commit, no fsync under way)
     for _ in range(4):
         plog.append(BATCH, sync=False)
     disk = Disk(monkeypatch)
@@ -347,6 +347,80 @@ def test_a_segment_full_again_before_its_roll_is_settled_settles_it_on_the_spot(
     plog.close()
     reopened = _open(tmp_path / "p")
     assert _offsets(reopened) == [0, 1, 2, 3, 4]
+    reopened.close()
+
+
+def test_a_segment_full_again_before_its_roll_is_settled_grows_and_rolls_after_the_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plog = _open(tmp_path / "p")
+    plog.group_commit = True  # (its owner fsyncs it soon, off this thread)
+    for _ in range(3):
+        plog.append(BATCH, sync=False)  # the third rolls: its segment starts as .rolling
+    assert plog.roll_waits
+    disk = Disk(monkeypatch)
+    for _ in range(3):
+        plog.append(BATCH, sync=False)  # the new segment full: it takes them past its size, fsyncing nothing
+    assert disk.events == [] and plog.segment_count == 2
+    assert _names(tmp_path / "p") == [f"{0:020d}.log", f"{2:020d}.rolling"]
+    pending = plog.begin_sync()
+    assert pending is not None and not plog.roll_waits  # (the fsync handed out settles it)
+    pending.run()
+    plog.finish_sync(pending, None)
+    assert [w for w, _, _ in disk.events] == [*CREATED, "fsync", "rename", "fsync-dir", "fsync"]
+    assert plog.log_end_offset == 6 and not plog.roll_waits
+    plog.append(BATCH, sync=False)  # the roll waited for (the segment whole on disk: no .rolling), no fsync here
+    assert plog.segment_count == 3 and len(disk.events) == 6
+    assert _names(tmp_path / "p") == [f"{0:020d}.log", f"{2:020d}.log", f"{6:020d}.log"]
+    plog.sync()
+    plog.close()
+    reopened = _open(tmp_path / "p")
+    assert _offsets(reopened) == list(range(7))
+    reopened.close()
+
+
+def test_a_segment_full_again_while_the_fsync_settling_its_roll_runs_grows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plog = _open(tmp_path / "p")  # (no group commit: the fsync handed out is what settles the roll)
+    for _ in range(3):
+        plog.append(BATCH, sync=False)
+    pending = plog.begin_sync()
+    assert pending is not None and plog.roll_unsettled and not plog.roll_waits
+    disk = Disk(monkeypatch)
+    for _ in range(2):
+        plog.append(BATCH, sync=False)  # full again while it runs: grows, nothing fsynced here
+    assert disk.events == [] and plog.segment_count == 2
+    pending.run()
+    plog.finish_sync(pending, None)
+    assert not plog.roll_unsettled and plog.log_end_offset == 3  # (what the fsync covered)
+    plog.sync()
+    plog.close()
+    reopened = _open(tmp_path / "p")
+    assert _offsets(reopened) == list(range(5))
+    reopened.close()
+
+
+def test_a_segment_grown_to_twice_its_size_before_its_roll_is_settled_settles_it_on_the_spot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plog = _open(tmp_path / "p")
+    plog.group_commit = True
+    for _ in range(2 + partition_log.UNSETTLED_ROLL_GROWTH * 2):  # (two batches a segment)
+        plog.append(BATCH, sync=False)
+    disk = Disk(monkeypatch)
+    assert disk.events == [] and plog.segment_count == 2
+    plog.append(BATCH, sync=False)  # past twice the size: the first roll is settled here, then the second made
+    assert [w for w, _, _ in disk.events] == ["fsync", "rename", "fsync-dir"]
+    assert [n for _, n, _ in disk.events][:2] == [f"{0:020d}.log", f"{2:020d}.rolling"]
+    assert _names(tmp_path / "p") == [f"{0:020d}.log", f"{2:020d}.log", f"{6:020d}.rolling"]
+    assert plog.log_end_offset == 0  # (nothing after offset 1 was fsynced yet: read once the next fsync ends)
+    plog.sync()
+    synced = [w for w, _, _ in disk.events][3:]
+    assert plog.log_end_offset == 7 and synced == [*CREATED, "fsync", "rename", "fsync-dir", "fsync"]
+    plog.close()
+    reopened = _open(tmp_path / "p")
+    assert _offsets(reopened) == list(range(7))
     reopened.close()
 
 
