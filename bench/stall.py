@@ -35,10 +35,14 @@ Cases (``--cases``; ``--quick`` runs the first three at a tenth of the size):
 - ``describe-topic-partitions``: DescribeTopicPartitions v0, all topics (the first page, 2,000 partitions) of
   the 100 x 100 layout;
 - ``create-topics-10k``: CreateTopics v7 of one topic of 10,000 partitions, then DeleteTopics v6 of it, again;
+- ``delete-topics-10k``: CreateTopics v7 of one topic of 10,000 partitions, Produce v9 of one record to each,
+  DeleteTopics v6 of it, again (the topic deleted has 10,000 partitions' files);
 - ``create-topics-3000``: CreateTopics v7 of 3,000 topics of one partition each (names no topic has when it is
   sent), then DeleteTopics v6 of the 3,000 by name, again (the stalls column tells the two APIs apart);
 - ``offset-commit-10k``: OffsetCommit v9 of the 10,000 partitions of one topic (a group with no members);
 - ``list-offsets-10k``: ListOffsets v8 (latest) of the 10,000 partitions of one topic;
+- ``fetch-10k``: Fetch v12 without a fetch session of the 10,000 partitions of one topic from offset 0 (one
+  record of 100 bytes in each, produced once before the window), answered at once (max_wait 0);
 - ``produce-10k``: Produce v9 (acks=all) of one record to each of the 10,000 partitions of one topic (the first
   request creates every partition's files, the later ones append to open logs);
 - ``delete-records-10k``: that Produce, then DeleteRecords v2 of the same 10,000 partitions up to their high
@@ -107,7 +111,7 @@ from server_loader import load_server_bench
 
 sb = load_server_bench()
 
-PRODUCE, METADATA, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH = 0, 3, 2, 8, 9
+PRODUCE, FETCH, METADATA, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 3, 2, 8, 9
 CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, DESCRIBE_TOPIC_PARTITIONS = 19, 20, 21, 75
 COMMIT_TOPIC = "bench-stall-commits"
 HEAVY_GROUP = "bench-stall-heavy"
@@ -196,7 +200,7 @@ def offset_commit(size: int) -> list[bytes]:
     return [bytes(request)]
 
 
-def produce_all(size: int) -> list[bytes]:
+def produce_all(size: int, topic: str = "bench-stall-big") -> list[bytes]:
     """Produce v9 (acks=all) of one record of 100 bytes to each of ``size`` partitions of one topic: the first
     appends to partitions never written (their directories and segments made), the next to open logs."""
     batch = record_batch(1, 100)
@@ -208,9 +212,16 @@ def produce_all(size: int) -> list[bytes]:
         transactional_id=None,
         acks=-1,
         timeout=30_000,
-        topic_data=[{"name": "bench-stall-big", "partition_data": partitions}],
+        topic_data=[{"name": topic, "partition_data": partitions}],
     )
     return [bytes(request)]
+
+
+def create_produce_delete(size: int) -> list[bytes]:
+    """``create_and_delete`` with a Produce to every partition in between: the topic deleted has data (a file
+    and a directory per partition to remove, a log per partition to close)."""
+    create, delete = create_and_delete(size)
+    return [create, *produce_all(size, CREATED_TOPIC), delete]
 
 
 def produce_then_delete_records(size: int) -> list[bytes]:
@@ -221,6 +232,39 @@ def produce_then_delete_records(size: int) -> list[bytes]:
         DELETE_RECORDS, 2, 0, topics=[{"name": "bench-stall-big", "partitions": partitions}], timeout=30_000
     )
     return [*produce_all(size), bytes(delete)]
+
+
+def fetch_all(size: int) -> list[bytes]:
+    """Fetch v12 (no fetch session: every partition named, as a consumer of that many partitions sends when the
+    server gives no session) of ``size`` partitions of one topic from offset 0, answered at once."""
+    partitions = [
+        {
+            "partition": p,
+            "current_leader_epoch": -1,
+            "fetch_offset": 0,
+            "last_fetched_epoch": -1,
+            "log_start_offset": -1,
+            "partition_max_bytes": 1 << 20,
+        }
+        for p in range(size)
+    ]
+    request = sb.encode_request(
+        FETCH,
+        12,
+        0,
+        cluster_id=None,
+        replica_id=-1,
+        max_wait=0,
+        min_bytes=1,
+        max_bytes=50 << 20,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=[{"topic": "bench-stall-big", "partitions": partitions}],
+        forgotten_topics_data=[],
+        rack_id="",
+    )
+    return [bytes(request)]
 
 
 def list_offsets(size: int) -> list[bytes]:
@@ -356,7 +400,9 @@ def cases(scale: float) -> list[Case]:
         Case("metadata-100k", layout(100, n(1_000)), lambda _: metadata_all(0)),
         Case("create-topics-10k", {}, lambda _: create_and_delete(n(10_000))),
         Case("create-topics-3000", {}, lambda _: create_and_delete_many(n(3_000))),
+        Case("delete-topics-10k", {}, lambda _: create_produce_delete(n(10_000))),
         Case("list-offsets-10k", big, lambda _: list_offsets(n(10_000))),
+        Case("fetch-10k", big, lambda _: fetch_all(n(10_000)), prepare=lambda _: produce_all(n(10_000))),
         Case("produce-10k", big, lambda _: produce_all(n(10_000))),
         Case("delete-records-10k", big, lambda _: produce_then_delete_records(n(10_000))),
         Case("offset-fetch-10k", big, lambda _: offset_fetch_all(0), prepare=lambda _: offset_commit(n(10_000))),

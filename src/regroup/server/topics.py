@@ -57,6 +57,7 @@ from kio.schema.errors import ErrorCode
 
 from regroup.server.api import TopicInfo
 from regroup.server.group_sync import GroupSync, run_each
+from regroup.server.time_slices import TimeSlices
 from regroup.server.topic_configs import TopicConfigs, expected_in_topic_dir
 from regroup.storage.format import CorruptLogError, StorageError
 from regroup.storage.handles import DEFAULT_CAPACITY, HandleCache
@@ -85,6 +86,8 @@ MAX_NAME_LENGTH = 249
 DEFAULT_MAX_PARTITIONS_PER_TOPIC = 10_000
 DEFAULT_MAX_PARTITIONS = 100_000
 PRODUCER_ID_BLOCK = 1000
+#: deleted topics' logs are closed in slices of this long (a turn of the loop between two)
+CLOSE_SLICE_S = 0.005
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
@@ -205,6 +208,8 @@ class TopicStore:
         self._disk: concurrent.futures.ThreadPoolExecutor | None = None
         self._disk_stop = threading.Event()  # set by close(): the worker attempts no more topics
         self._group_sync: GroupSync | None = None
+        #: logs of topics deleted (``detach_topic``) not closed yet: ``settle_deletes`` closes them
+        self._detached_logs: list[PartitionLog] = []
 
     @classmethod
     def open(
@@ -327,6 +332,7 @@ class TopicStore:
         trash = self.detach_topic(name)
         if trash is None:
             return False
+        self._close_detached_logs()
         if self._sync_enabled:
             fsync_dir(self._dir / "topics")
         shutil.rmtree(trash, ignore_errors=True)
@@ -334,8 +340,9 @@ class TopicStore:
 
     def detach_topic(self, name: str) -> Path | None:
         """The part of :meth:`delete_topic` done on the event loop: forget ``name`` and rename its directory
-        into ``trash/`` (one rename); returns that directory, or ``None`` if there is no such topic. The rename
-        is durable, and the data gone, once :meth:`settle_deletes` is done (the caller answers after it)."""
+        into ``trash/`` (one rename); returns that directory, or ``None`` if there is no such topic. Its logs are
+        closed, the rename durable and the data gone once :meth:`settle_deletes` is done (the caller answers
+        after it)."""
         self._check_open()
         info = self._topics.pop(name, None)
         if info is None:
@@ -349,7 +356,7 @@ class TopicStore:
             if plog is not None:
                 plog.listener = None
                 self._unsynced.discard(plog)
-                plog.close()
+                self._detached_logs.append(plog)  # (closed by settle_deletes, in slices: a topic may have 100,000)
         trash = self._dir / "trash" / info.topic_id.hex
         try:
             os.rename(self._dir / "topics" / name, trash)
@@ -359,10 +366,26 @@ class TopicStore:
             self._changed()
         return trash
 
+    def _close_detached_logs(self) -> None:
+        closing, self._detached_logs = self._detached_logs, []
+        for plog in closing:
+            plog.close(discard=True)
+
     async def settle_deletes(self, trash: Sequence[Path]) -> None:
-        """Make the renames of :meth:`detach_topic` durable (one fsync of ``topics/``, on the worker thread)
-        and then remove ``trash`` there, without waiting for that (``trash/`` is emptied on open anyway).
+        """Close the logs of the topics :meth:`detach_topic` took out (in slices, without fsyncing them), make
+        the renames durable (one fsync of ``topics/``, on the worker thread) and then remove ``trash`` there,
+        without waiting for that (``trash/`` is emptied on open anyway).
         Raises ``OSError`` when the fsync fails: the deletions are then not durable."""
+        closing, self._detached_logs = self._detached_logs, []
+        slices = TimeSlices(CLOSE_SLICE_S)
+        closed = 0
+        try:
+            for plog in closing:
+                plog.close(discard=True)  # (its data goes: appends not on disk yet are not fsynced)
+                closed += 1
+                await slices.tick()
+        finally:  # (cancelled: the rest are closed by the next deletion or the store's close)
+            self._detached_logs.extend(closing[closed:])
         if not trash:
             return
         self._check_open()
@@ -631,6 +654,7 @@ class TopicStore:
         if self._group_sync is not None:
             self._group_sync.close()
         try:
+            self._close_detached_logs()
             for logs in self._logs.values():
                 for plog in logs:
                     if plog is not None:

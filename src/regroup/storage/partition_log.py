@@ -807,15 +807,23 @@ class PartitionLog:
 
     # ------------------------------------------------------------------ closing
 
-    def close(self) -> None:
+    def close(self, *, discard: bool = False) -> None:
         """fsync pending appends (unless ``NEVER``; also those of an fsync still under way on another thread)
-        and give back its file handles. Idempotent."""
+        and give back its file handles. Idempotent. ``discard``: its files are being deleted, nothing is
+        fsynced (a crash before the deletion is durable finds them as any crash would: what was fsynced, a
+        torn tail or an unsettled roll recovered on open)."""
         if self._closed:
             return
         self._closed = True
         try:
             unsynced = self._dirty or self._syncing > 0 or self._unsettled is not None or bool(self._created)
-            if unsynced and self._exists and self._failed is None and self._policy is not FsyncPolicy.NEVER:
+            if (
+                unsynced
+                and not discard
+                and self._exists
+                and self._failed is None
+                and self._policy is not FsyncPolicy.NEVER
+            ):
                 self._sync()
         finally:
             if self._unsettled is not None and self._unsettled.old_fd >= 0:

@@ -29,7 +29,7 @@ Authorization, as Kafka checks it (``KafkaApis.handleTopicMetadataRequest``, the
   DELETE TOPIC_AUTHORIZATION_FAILED. By id: an unknown id is UNKNOWN_TOPIC_ID; without DELETE the topic is
   TOPIC_AUTHORIZATION_FAILED, with its name only when the principal may DESCRIBE it.
 
-Large requests (more than ``SYNC_TOPICS`` topics) never hold the event loop for long. A CreateTopics checks what
+Large requests never hold the event loop for long. A CreateTopics of more than ``SYNC_TOPICS`` topics checks what
 concerns the whole request first (duplicates, authorization, Kafka's bound on partitions per request), then each
 topic, with the same answers as a small request, ``CHECK_SLICE`` topics per turn of the loop, reserving each name
 it will create as it is checked (``TopicStore.reserve_topic``; a topic is checked and reserved in one turn, so a
@@ -38,9 +38,10 @@ connection gets TOPIC_ALREADY_EXISTS, as in Kafka, and Metadata does not show it
 LEADER_NOT_AVAILABLE where it would auto-create it: Kafka's answer for a topic being created). The directories are
 then written in chunks of ``CREATE_CHUNK`` on the topic store's worker thread, each chunk registered on the loop
 when written (one new cluster image per chunk); a topic whose writing fails (``OSError``) is answered
-UNKNOWN_SERVER_ERROR, the others are unaffected. A DeleteTopics deletes ``DELETE_CHUNK`` topics per turn of the
-loop (each a rename, as a small one's; the coordinator gets one new cluster image when all are done) and makes
-them durable on the worker thread. Either answer is built and
+UNKNOWN_SERVER_ERROR, the others are unaffected. A DeleteTopics, of any size, deletes ``DELETE_CHUNK`` topics per
+turn of the loop (each a rename; the coordinator gets one new cluster image when all are done), closes their
+logs in slices without fsyncing them, makes the renames durable and removes the files on the worker thread.
+Either answer is built and
 encoded ``ANSWER_SLICE`` topics per turn. validate_only requests write nothing.
 
 Also home of the small helpers the data handlers share: building a kio response entity of the request's
@@ -99,8 +100,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 NO_THROTTLE = datetime.timedelta(0)
-#: a CreateTopics or DeleteTopics of at most this many topics is handled in one step on the event loop (no
-#: thread hop; about 1 ms a topic); a larger one in chunks
+#: a CreateTopics of at most this many topics is handled in one step on the event loop (no thread hop; about
+#: 1 ms a topic); a larger one in chunks
 SYNC_TOPICS = 16
 #: topics of a large CreateTopics checked and reserved per turn of the event loop (about 12 µs a topic)
 CHECK_SLICE = 100
@@ -664,24 +665,11 @@ def _created(
 
 
 async def handle_delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    """DELETE on the Cluster or on each Topic (DESCRIBE on it decides what a refusal discloses)."""
-    if len(request.topics if hasattr(request, "topics") else request.topic_names) > SYNC_TOPICS:
-        return await _delete_topics_chunked(broker, ctx, request)
-    with store_of(broker).batched():  # one new cluster image for the coordinator, not one per topic
-        return _delete_topics(broker, ctx, request)
+    """DELETE on the Cluster or on each Topic (DESCRIBE on it decides what a refusal discloses).
 
-
-def _delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    mod = response_module(request)
-    delete = store_of(broker).delete_topic
-    on_cluster = may_on_cluster(broker, ctx, AclOperation.DELETE)
-    results = [_delete_one(broker, ctx, mod, on_cluster, one, delete) for one in _deletions(request)]
-    return build(mod, "DeleteTopicsResponse", throttle_time=NO_THROTTLE, responses=tuple(results))
-
-
-async def _delete_topics_chunked(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    """A large DeleteTopics: ``DELETE_CHUNK`` topics per turn of the loop (each renamed into ``trash/`` as a
-    small request's are), made durable by one fsync on the topic store's worker thread before the answer."""
+    ``DELETE_CHUNK`` topics per turn of the loop (each renamed into ``trash/``), their logs closed in slices
+    and the renames made durable by one fsync on the topic store's worker thread before the answer, their files
+    removed there after it: a topic of 10,000 partitions with data took seconds to delete on the loop."""
     mod = response_module(request)
     store = store_of(broker)
     trash: list[Path] = []

@@ -1,0 +1,134 @@
+"""DeleteTopics of a topic with data holds the event loop for no partition's disk work (``TopicStore.detach_topic``,
+``TopicStore.settle_deletes``, ``handlers/topics.py``): the topic's directory renamed into ``trash/`` on the loop,
+its logs closed there in slices without fsyncing what they still held unsynced (the data goes), the rename made
+durable and the files removed on the store's worker thread.
+
+- a DeleteTopics of one topic, of any size, takes that path: no fsync and no file removal on the loop's thread,
+  every log closed, the files gone soon after the answer, the topic gone after a restart;
+- the closes are cut into slices (other work on the loop sees the topic's logs partly closed);
+- logs detached but not closed yet (a deletion cancelled mid-way) are closed by the store's close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from regroup.server import topics as topics_module
+from regroup.server.handlers.topics import ZERO_UUID, build, handle_delete_topics
+from regroup.server.topics import TopicStore
+from regroup.storage import partition_log
+from regroup.storage.partition_log import PartitionLog
+from regroup.storage.record_log import FsyncPolicy
+from tests.server_data.batches import make_batch
+from tests.server_data.helpers import FakeBroker, _ms, acall, request_module
+
+PARTITIONS = 40
+BATCH = make_batch([b"x" * 100])
+
+
+def _disk_threads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, threading.Thread]]:
+    """The thread of every segment fsync and every tree removal (both still done)."""
+    seen: list[tuple[str, threading.Thread]] = []
+    real_fsync, real_rmtree = partition_log._fsync_file, shutil.rmtree
+
+    def fsync(fd: int) -> None:
+        seen.append(("fsync", threading.current_thread()))
+        real_fsync(fd)
+
+    def rmtree(path: Path, ignore_errors: bool = False) -> None:
+        seen.append(("rmtree", threading.current_thread()))
+        real_rmtree(path, ignore_errors=ignore_errors)
+
+    monkeypatch.setattr(partition_log, "_fsync_file", fsync)
+    monkeypatch.setattr(topics_module.shutil, "rmtree", rmtree)
+    return seen
+
+
+def _written(store: TopicStore, name: str) -> list[PartitionLog]:
+    """``name`` with one batch in every partition, none of them fsynced yet (as under ``--fsync interval`` just
+    after a produce)."""
+    store.create_topic(name, PARTITIONS)
+    logs = []
+    for p in range(PARTITIONS):
+        plog = store.partition(name, p)
+        assert plog is not None
+        plog.append(BATCH, sync=False)
+        logs.append(plog)
+    return logs
+
+
+@pytest.mark.parametrize("policy", [FsyncPolicy.ALWAYS, FsyncPolicy.INTERVAL])
+def test_deleting_one_topic_with_data_does_its_disk_work_off_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: FsyncPolicy
+) -> None:
+    loop_thread = threading.current_thread()
+    mod = request_module("delete_topics", 6)
+    state = build(mod, "DeleteTopicState", name="doomed", topic_id=ZERO_UUID)
+    request = build(mod, "DeleteTopicsRequest", topics=(state,), timeout=_ms(1000))
+    with TopicStore.open(tmp_path / "d", fsync=policy, fsync_interval_ms=60_000) as store:
+        logs = _written(store, "doomed")
+        kept = _written(store, "kept")
+        seen = _disk_threads(monkeypatch)
+        broker = FakeBroker(store)
+
+        async def main() -> list[int]:
+            answer = await acall(handle_delete_topics, broker, "delete_topics", request)
+            return [r.error_code for r in answer.responses]
+
+        assert asyncio.run(main()) == [0]
+        assert all(plog.closed for plog in logs) and not any(plog.closed for plog in kept)
+        assert store.topic("doomed") is None and store.topic("kept") is not None
+        deadline = time.monotonic() + 30
+        while (tmp_path / "d" / "trash").exists() and any((tmp_path / "d" / "trash").iterdir()):
+            assert time.monotonic() < deadline, "trash/ never emptied"
+            time.sleep(0.01)
+        assert not (tmp_path / "d" / "topics" / "doomed").exists()
+        assert [what for what, thread in seen if thread is loop_thread] == []
+        assert ("rmtree", loop_thread) not in seen and any(what == "rmtree" for what, _ in seen)
+    with TopicStore.open(tmp_path / "d", fsync=policy) as reopened:
+        assert reopened.topic("doomed") is None and reopened.topic("kept") is not None
+
+
+def test_the_closes_of_a_deleted_topic_are_cut_into_slices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(topics_module, "CLOSE_SLICE_S", 0.0)  # (a turn after every close)
+
+    async def main() -> set[int]:
+        with TopicStore.open(tmp_path / "d", fsync=FsyncPolicy.INTERVAL) as store:
+            logs = _written(store, "doomed")
+            trash = store.detach_topic("doomed")
+            assert trash is not None and not any(plog.closed for plog in logs)  # (the loop's part: one rename)
+            seen: set[int] = set()  # how many were closed, as other work on the loop saw it
+            done = False
+
+            async def watch() -> None:
+                while not done:
+                    seen.add(sum(plog.closed for plog in logs))
+                    await asyncio.sleep(0)
+
+            watcher = asyncio.get_running_loop().create_task(watch())
+            await asyncio.sleep(0)
+            try:
+                await store.settle_deletes([trash])
+            finally:
+                done = True
+                await watcher
+            assert all(plog.closed for plog in logs)
+            return seen
+
+    partly = {n for n in asyncio.run(main()) if 0 < n < PARTITIONS}
+    assert len(partly) >= PARTITIONS // 2  # (between two closes, mostly)
+
+
+def test_logs_detached_and_not_closed_yet_are_closed_with_the_store(tmp_path: Path) -> None:
+    store = TopicStore.open(tmp_path / "d", fsync=FsyncPolicy.ALWAYS)
+    logs = _written(store, "doomed")
+    assert store.detach_topic("doomed") is not None
+    assert not any(plog.closed for plog in logs)
+    store.close()
+    assert all(plog.closed for plog in logs)
