@@ -33,7 +33,10 @@ earliest transaction still open in the partition (or the log end offset).
   tells the client sessions are not in use so it keeps sending full fetches; an incremental one gets
   FETCH_SESSION_ID_NOT_FOUND. Long polling: when fewer than ``min_bytes`` are available the handler waits for
   an append to a requested partition, at most ``max_wait``. read_committed (isolation level 1) reads below the
-  last stable offset only, with the aborted transactions whose data overlaps what it returns.
+  last stable offset only, with the aborted transactions whose data overlaps what it returns. A Fetch of many
+  partitions reads for ``FETCH_SLICE_S`` at most between two turns of the loop (a partition read later may have
+  grown meanwhile, as in Kafka, which reads partitions one after another too); the answer is encoded by hand,
+  ``CHUNK`` partitions between two yields (``server/fetch_answers.py``).
 - **ListOffsets**: -2 earliest, -1 latest, -3 max timestamp, -4 earliest local (= earliest), -5 latest tiered
   (-1: no tiered storage), otherwise the first offset whose timestamp is ≥ the target (-1 if none). With
   read_committed, latest is the last stable offset and a timestamp lookup finding an offset at or past it
@@ -69,6 +72,7 @@ from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed, authorizer_of
 from regroup.server.encoded import PreEncoded, response_type, splice_pieces
+from regroup.server.fetch_answers import FETCH_TOPIC_ID_FROM, FetchPartition, FetchTopic, fetch_answer
 from regroup.server.handlers.topics import (
     NO_THROTTLE,
     UNAUTHORIZED,
@@ -299,6 +303,11 @@ def _append(
 # ---------------------------------------------------------------------- Fetch
 
 
+#: a Fetch reads its partitions for this long at most before it gives the event loop a turn: reading 10,000
+#: partitions (their segments opened, read and closed again by the open-files cache) takes about 150 ms
+FETCH_SLICE_S = 0.005
+
+
 async def handle_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     mod = response_module(request)
     store = store_of(broker)
@@ -321,20 +330,17 @@ async def handle_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any
     max_wait_s = max(request.max_wait.total_seconds(), 0.0)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_wait_s
+    slices = TimeSlices(FETCH_SLICE_S)
     while True:
-        responses, size, errors = _read_all(mod, store, wanted, request)
+        responses, size, errors = await _read_all(store, wanted, request, ctx.api_version, slices)
         remaining = deadline - loop.time()
         if size >= request.min_bytes or errors or not keys or remaining <= 0:
             break
         await store.wait_for_append(keys, remaining)
-    return build(
-        mod,
-        "FetchResponse",
-        throttle_time=NO_THROTTLE,
-        error_code=ErrorCode.none,
-        session_id=0,
-        responses=tuple(responses),
+    empty = build(
+        mod, "FetchResponse", throttle_time=NO_THROTTLE, error_code=ErrorCode.none, session_id=0, responses=()
     )
+    return await fetch_answer(empty, responses, ctx.api_version)
 
 
 def _readable(
@@ -354,31 +360,34 @@ def _readable(
     return resolved if permitted else (name, UNAUTHORIZED)
 
 
-def _read_all(
-    mod: Any, store: TopicStore, wanted: list[tuple[tuple[str | None, ErrorCode], Any]], request: Any
-) -> tuple[list[Any], int, bool]:
-    """One pass over the requested partitions: ``(topic responses, bytes of records, any error)``."""
+async def _read_all(
+    store: TopicStore,
+    wanted: list[tuple[tuple[str | None, ErrorCode], Any]],
+    request: Any,
+    version: int,
+    slices: TimeSlices,
+) -> tuple[list[FetchTopic], int, bool]:
+    """One pass over the requested partitions, ``FETCH_SLICE_S`` at most between two turns of the loop:
+    ``(topics answered, bytes of records, any error)``."""
     budget = getattr(request, "max_bytes", 2**31 - 1)
     committed_only = getattr(request, "isolation_level", 0) == 1
-    total, errors, responses = 0, False, []
+    by_id = version >= FETCH_TOPIC_ID_FROM
+    total, errors, responses = 0, False, list[FetchTopic]()
     for (name, topic_error), topic in wanted:
-        partitions = []
+        partitions: list[FetchPartition] = []
         for p in topic.partitions:
+            await slices.tick()
             plog = store.partition(name, p.partition) if name is not None and topic_error is ErrorCode.none else None
             code = topic_error if topic_error is not ErrorCode.none else (ErrorCode.none if plog else UNKNOWN_TOPIC)
             records = b""
-            aborted: tuple[Any, ...] | None = () if committed_only else None
+            aborted: list[tuple[int, int]] | None = [] if committed_only else None
             if plog is not None:
                 try:
                     limit = plog.last_stable_offset if committed_only else None
                     size = min(p.partition_max_bytes, budget - total)
                     records = plog.read(p.fetch_offset, size, min_one=total == 0, max_offset=limit)
                     if committed_only and records:
-                        found = plog.aborted_transactions(p.fetch_offset, _end_offset(records))
-                        aborted = tuple(
-                            build(mod, "AbortedTransaction", producer_id=pid, first_offset=first)
-                            for pid, first in found
-                        )
+                        aborted = list(plog.aborted_transactions(p.fetch_offset, _end_offset(records)))
                 except OffsetOutOfRange:
                     code = ErrorCode.offset_out_of_range
                 except (OSError, StorageError) as exc:
@@ -386,32 +395,12 @@ def _read_all(
                     code = ErrorCode.kafka_storage_error
             errors |= code is not ErrorCode.none
             total += len(records)
-            ok = plog is not None and code is ErrorCode.none
-            leo = plog.log_end_offset if plog is not None and ok else -1
-            lso = plog.last_stable_offset if plog is not None and ok else -1
-            partitions.append(
-                build(
-                    mod,
-                    "PartitionData",
-                    partition_index=p.partition,
-                    error_code=code,
-                    high_watermark=leo,
-                    last_stable_offset=lso,
-                    log_start_offset=plog.log_start_offset if plog is not None and ok else -1,
-                    aborted_transactions=aborted,
-                    preferred_read_replica=-1,
-                    records=records,
-                )
-            )
-        responses.append(
-            build(
-                mod,
-                "FetchableTopicResponse",
-                topic=name,
-                topic_id=getattr(topic, "topic_id", None),
-                partitions=tuple(partitions),
-            )
-        )
+            if plog is not None and code is ErrorCode.none:
+                offsets = (plog.log_end_offset, plog.last_stable_offset, plog.log_start_offset)
+            else:
+                offsets = (-1, -1, -1)
+            partitions.append((p.partition, int(code), *offsets, aborted, records))
+        responses.append((topic.topic_id if by_id else name, partitions))
     return responses, total, errors
 
 
