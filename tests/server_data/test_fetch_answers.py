@@ -151,3 +151,66 @@ def test_a_fetch_of_many_partitions_reads_them_in_slices(monkeypatch: Any) -> No
             for p in got.partitions:
                 assert p.error_code == 0 and p.high_watermark == 1 and p.records
                 assert (b"v%d" % p.partition_index) in bytes(p.records)
+
+
+def _fetch_request(version: int, partitions: int, max_wait_ms: int) -> Any:
+    mod = request_module("fetch", version)
+    fetched = tuple(
+        build_versioned(
+            mod,
+            "FetchPartition",
+            partition=p,
+            current_leader_epoch=-1,
+            fetch_offset=0,
+            last_fetched_epoch=-1,
+            log_start_offset=-1,
+            partition_max_bytes=1 << 20,
+        )
+        for p in range(partitions)
+    )
+    topic = build_versioned(mod, "FetchTopic", topic="t", partitions=fetched)
+    return build_versioned(
+        mod,
+        "FetchRequest",
+        replica_id=-1,
+        max_wait=_ms(max_wait_ms),
+        min_bytes=1,
+        max_bytes=50 << 20,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=(topic,),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
+
+
+def test_an_append_to_a_partition_read_earlier_in_the_pass_wakes_the_long_poll(monkeypatch: Any) -> None:
+    """The read pass gives the loop turns: an append made then to a partition it read already (empty) ends the
+    long poll at once, not at ``max_wait``."""
+    monkeypatch.setattr(data, "FETCH_SLICE_S", 0.0)
+    partitions = 50
+    with tempfile.TemporaryDirectory() as tmp, TopicStore.open(Path(tmp), fsync=FsyncPolicy.NEVER) as store:
+        store.create_topic("t", partitions)
+        ctx = RequestContext(FETCH, 12, 1, "test", "127.0.0.1", 1)
+
+        async def main() -> tuple[Any, float]:
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            fetch = loop.create_task(
+                data.handle_fetch(FakeBroker(store), ctx, wire(_fetch_request(12, partitions, 20_000)))
+            )
+            for _ in range(partitions // 2):  # (into the pass: partition 0 read, empty)
+                await asyncio.sleep(0)
+            assert not fetch.done()
+            plog = store.partition("t", 0)
+            assert plog is not None
+            plog.append(make_batch([b"late"]), sync=False)
+            answer = await asyncio.wait_for(fetch, 15)
+            return answer, loop.time() - started
+
+        answer, took = asyncio.run(main())
+        assert took < 10  # (not the 20 s long poll)
+        (got,) = wire(answer).responses
+        first = got.partitions[0]
+        assert first.partition_index == 0 and first.records and b"late" in bytes(first.records)

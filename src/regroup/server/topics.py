@@ -597,22 +597,16 @@ class TopicStore:
     async def wait_for_append(self, partitions: Iterable[tuple[str, int]], timeout_s: float) -> bool:
         """Wait until one of ``partitions`` gets an append (or is deleted) or ``timeout_s`` passes; ``True``
         if woken. Register before the caller yields to the event loop, so no append can slip in between."""
-        keys = list(partitions)
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        for key in keys:
-            self._waiters.setdefault(key, set()).add(future)
+        waiter = self.append_waiter(partitions)
         try:
-            await asyncio.wait_for(future, timeout_s)
-            return True
-        except TimeoutError:
-            return False
+            return await waiter.wait(timeout_s)
         finally:
-            for key in keys:
-                waiting = self._waiters.get(key)
-                if waiting is not None:
-                    waiting.discard(future)
-                    if not waiting:
-                        del self._waiters[key]
+            waiter.close()
+
+    def append_waiter(self, partitions: Iterable[tuple[str, int]]) -> AppendWaiter:
+        """Be woken by the next append to one of ``partitions`` (or their deletion) from now on: a long poll
+        whose reads give the loop turns registers before its first turn, so an append meanwhile wakes it."""
+        return AppendWaiter(self._waiters, list(partitions))
 
     def sync(self) -> None:
         """fsync every partition's unsynced appends (an owner using ``INTERVAL`` calls this on a timer): on the
@@ -855,6 +849,37 @@ class TopicStore:
         for future in self._waiters.pop(key, ()):
             if not future.done():
                 future.set_result(None)
+
+
+class AppendWaiter:
+    """A long poll's registration for the next append to some partitions (``TopicStore.append_waiter``): woken
+    once, by the first append to any of them after it was made; ``close`` it when done."""
+
+    __slots__ = ("_keys", "_waiters", "future")
+
+    def __init__(self, waiters: dict[tuple[str, int], set[asyncio.Future[None]]], keys: list[tuple[str, int]]) -> None:
+        self._waiters = waiters
+        self._keys = keys
+        self.future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        for key in keys:
+            waiters.setdefault(key, set()).add(self.future)
+
+    async def wait(self, timeout_s: float) -> bool:
+        """Until woken (``True``, at once if woken already) or ``timeout_s`` passed (``False``)."""
+        try:
+            await asyncio.wait_for(self.future, timeout_s)
+            return True
+        except TimeoutError:
+            return False
+
+    def close(self) -> None:
+        for key in self._keys:
+            waiting = self._waiters.get(key)
+            if waiting is not None:
+                waiting.discard(self.future)
+                if not waiting:
+                    del self._waiters[key]
+        self._keys = []
 
 
 class _Waker:

@@ -86,7 +86,7 @@ from regroup.server.handlers.transactions import produce_refusal, transactional_
 from regroup.server.offset_answers import CHUNK, Pacer, list_offsets_partitions, list_offsets_topic, pause
 from regroup.server.produce_answers import PRODUCE_TOPIC_ID_FROM, ProducePartition, produce_answer
 from regroup.server.time_slices import TimeSlices
-from regroup.server.topics import TopicStore
+from regroup.server.topics import AppendWaiter, TopicStore
 from regroup.storage.compaction import has_keyless_record
 from regroup.storage.format import StorageError
 from regroup.storage.partition_log import AppendRejected, OffsetOutOfRange, PartitionLog
@@ -330,17 +330,42 @@ async def handle_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any
     max_wait_s = max(request.max_wait.total_seconds(), 0.0)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_wait_s
-    slices = TimeSlices(FETCH_SLICE_S)
-    while True:
-        responses, size, errors = await _read_all(store, wanted, request, ctx.api_version, slices)
-        remaining = deadline - loop.time()
-        if size >= request.min_bytes or errors or not keys or remaining <= 0:
-            break
-        await store.wait_for_append(keys, remaining)
+    slices = _FetchSlices(store, keys if max_wait_s > 0 else [])
+    try:
+        while True:
+            responses, size, errors = await _read_all(store, wanted, request, ctx.api_version, slices)
+            remaining = deadline - loop.time()
+            if size >= request.min_bytes or errors or not keys or remaining <= 0:
+                break
+            waiter, slices.waiter = slices.waiter or store.append_waiter(keys), None
+            try:
+                await waiter.wait(remaining)
+            finally:
+                waiter.close()
+    finally:
+        if slices.waiter is not None:
+            slices.waiter.close()
     empty = build(
         mod, "FetchResponse", throttle_time=NO_THROTTLE, error_code=ErrorCode.none, session_id=0, responses=()
     )
     return await fetch_answer(empty, responses, ctx.api_version)
+
+
+class _FetchSlices(TimeSlices):
+    """A Fetch's read pass in slices: before its first turn given to the loop, a long poll registers for the
+    appends to its partitions (``waiter``), so one made to a partition already read is not missed."""
+
+    __slots__ = ("_keys", "_store", "waiter")
+
+    def __init__(self, store: TopicStore, keys: list[tuple[str, int]]) -> None:
+        super().__init__(FETCH_SLICE_S)
+        self._store = store
+        self._keys = keys
+        self.waiter: AppendWaiter | None = None
+
+    def before_turn(self) -> None:
+        if self.waiter is None and self._keys:
+            self.waiter = self._store.append_waiter(self._keys)
 
 
 def _readable(
