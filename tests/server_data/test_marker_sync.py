@@ -26,10 +26,10 @@ PARTITIONS = 4
 PRODUCER = 7
 
 
-def _store(path: Path, policy: FsyncPolicy) -> TopicStore:
+def _store(path: Path, policy: FsyncPolicy, partitions: int = PARTITIONS) -> TopicStore:
     store = TopicStore.open(path, fsync=policy)
-    store.create_topic("t", PARTITIONS)
-    for p in range(PARTITIONS):
+    store.create_topic("t", partitions)
+    for p in range(partitions):
         plog = store.partition("t", p)
         assert plog is not None
         plog.append(
@@ -39,14 +39,13 @@ def _store(path: Path, policy: FsyncPolicy) -> TopicStore:
     return store
 
 
-def _job() -> MarkerJob:
-    partitions = frozenset(("t", p) for p in range(PARTITIONS))
+def _job(partitions: int = PARTITIONS) -> MarkerJob:
     return MarkerJob(
         transactional_id="tx",
         producer_id=PRODUCER,
         producer_epoch=0,
         committed=True,
-        partitions=partitions,
+        partitions=frozenset(("t", p) for p in range(partitions)),
         groups=frozenset(),
         coordinator_epoch=0,
     )
@@ -137,3 +136,45 @@ def test_a_marker_appended_without_its_fsync_is_fsynced_once_a_sync_covers_it(
     plog.sync()
     assert plog.fsynced(end) and plog.last_stable_offset == end
     store.close()
+
+
+def test_the_markers_of_a_large_transaction_are_appended_in_slices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Other work runs between two appends (the slice made 0): it sees the transaction's markers partly appended,
+    and the transaction completes with every partition marked."""
+    monkeypatch.setattr(txn_markers, "MARKER_SLICE_S", 0.0)
+    store = _store(tmp_path / "store", FsyncPolicy.NEVER, 40)
+    completed: list[MarkerJob] = []
+
+    async def complete(job: MarkerJob) -> None:
+        completed.append(job)
+
+    async def main() -> set[int]:
+        writer = MarkerWriter(store, complete, lambda: 1_000)
+        seen: set[int] = set()
+        done = False
+
+        async def watch() -> None:
+            while not done:
+                seen.add(writer.written)
+                await asyncio.sleep(0)
+
+        watcher = asyncio.get_running_loop().create_task(watch())
+        try:
+            await writer.submit(_job(40))
+        finally:
+            done = True
+            await watcher
+            await writer.close()
+        return seen
+
+    try:
+        seen = asyncio.run(main())
+        assert len(completed) == 1
+        for p in range(40):
+            plog = store.partition("t", p)
+            assert plog is not None and plog.last_stable_offset == plog.log_end_offset == 2
+    finally:
+        store.close()
+    assert len({n for n in seen if 0 < n < 40}) >= 20

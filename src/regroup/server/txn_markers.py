@@ -1,5 +1,6 @@
 """Writing transaction markers (Kafka's ``TransactionMarkerChannelManager``, in process): for a ``MarkerJob``
-a COMMIT or ABORT control batch into every partition of the transaction (appended on the loop, then fsynced
+a COMMIT or ABORT control batch into every partition of the transaction (appended on the loop, at most
+``MARKER_SLICE_S`` between two turns given to other work, then fsynced
 together by the store's group commit on its worker threads, under ``interval`` too), the outcome handed to
 the group coordinator for the groups whose offsets the transaction committed, then the coordinator told
 (``markers_written``) so the transaction completes.
@@ -23,6 +24,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from regroup.server.errors import CoordinatorUnavailable
+from regroup.server.time_slices import TimeSlices
 from regroup.server.topics import TopicStore
 from regroup.storage.batches import AppendRejected
 from regroup.storage.format import StorageError
@@ -37,6 +39,9 @@ log = logging.getLogger("regroup.server.transactions")
 #: producer's pending transactional offsets, durably, before it returns
 GroupCompletion = Callable[[int, int, bool], Awaitable[None]]
 RETRY_FIRST_S = 0.5
+#: markers are appended for this long at most before the loop gets a turn (a transaction may span thousands
+#: of partitions, each append about 20 µs)
+MARKER_SLICE_S = 0.005
 RETRY_MAX_S = 30.0
 
 
@@ -118,7 +123,9 @@ class MarkerWriter:
         the store's group commit (worker threads, not the loop); a partition counts as done once its marker is
         fsynced (or refused, or its topic gone). A failed fsync raises, for the job to be retried."""
         written: dict[tuple[str, int], tuple[PartitionLog, int]] = {}
+        slices = TimeSlices(MARKER_SLICE_S)
         for tp in sorted(job.partitions - done):
+            await slices.tick()
             plog = self._store.partition(*tp)
             if plog is None:
                 done.add(tp)  # the topic is gone, and its data with it
