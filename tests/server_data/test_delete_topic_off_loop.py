@@ -96,7 +96,7 @@ def test_deleting_one_topic_with_data_does_its_disk_work_off_the_loop(
 
 
 def test_the_closes_of_a_deleted_topic_are_cut_into_slices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(topics_module, "CLOSE_SLICE_S", 0.0)  # (a turn after every close)
+    monkeypatch.setattr(topics_module, "SLICE_S", 0.0)  # (a turn after every close)
 
     async def main() -> set[int]:
         with TopicStore.open(tmp_path / "d", fsync=FsyncPolicy.INTERVAL) as store:

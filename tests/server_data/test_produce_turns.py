@@ -242,6 +242,37 @@ def test_many_new_partitions_have_their_files_made_on_the_store_worker(
     assert [store.partition(info.name, p).log_end_offset for p in range(40)] == [2] + [1] * 39
 
 
+def test_the_files_made_aside_are_noted_by_their_logs_in_slices(
+    store: TopicStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's loop work over the new partitions gives the loop turns (the slice made 0): other work sees
+    them noted as made one after another, and every one is made in the end."""
+    monkeypatch.setattr(topics_module, "SLICE_S", 0.0)
+    store.create_topic("t", 40)
+    logs = [store.partition("t", p) for p in range(40)]
+
+    async def scenario() -> set[int]:
+        seen: set[int] = set()
+        done = False
+
+        async def watch() -> None:
+            while not done:
+                seen.add(sum(plog.unmade_files() is None for plog in logs))
+                await asyncio.sleep(0)
+
+        watcher = asyncio.get_running_loop().create_task(watch())
+        try:
+            await store.make_files(logs)
+        finally:
+            done = True
+            await watcher
+        return seen
+
+    seen = asyncio.run(scenario())
+    assert all(plog.unmade_files() is None for plog in logs)
+    assert len({n for n in seen if 0 < n < 40}) >= 20
+
+
 def test_a_few_new_partitions_are_made_by_their_appends(
     broker: FakeBroker, store: TopicStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

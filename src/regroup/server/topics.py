@@ -86,8 +86,9 @@ MAX_NAME_LENGTH = 249
 DEFAULT_MAX_PARTITIONS_PER_TOPIC = 10_000
 DEFAULT_MAX_PARTITIONS = 100_000
 PRODUCER_ID_BLOCK = 1000
-#: deleted topics' logs are closed in slices of this long (a turn of the loop between two)
-CLOSE_SLICE_S = 0.005
+#: the store's work on the loop over many partitions (closing a deleted topic's logs, noting the files made for
+#: a Produce's new partitions) gives the loop a turn every this long
+SLICE_S = 0.005
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
@@ -377,7 +378,7 @@ class TopicStore:
         without waiting for that (``trash/`` is emptied on open anyway).
         Raises ``OSError`` when the fsync fails: the deletions are then not durable."""
         closing, self._detached_logs = self._detached_logs, []
-        slices = TimeSlices(CLOSE_SLICE_S)
+        slices = TimeSlices(SLICE_S)
         closed = 0
         try:
             for plog in closing:
@@ -400,15 +401,23 @@ class TopicStore:
         ``PartitionLog.unmade_files``) on the worker thread, then tell each log made: a Produce to thousands of
         new partitions creates none of their directories on the event loop. A log whose files could not be made
         (its topic deleted meanwhile, a disk error) is left to its first append, which fails as it would have."""
-        wanted = [(plog, files) for plog in logs if (files := plog.unmade_files()) is not None]
+        slices = TimeSlices(SLICE_S)
+        wanted: list[tuple[PartitionLog, tuple[Path, Path]]] = []
+        for plog in logs:
+            files = plog.unmade_files()
+            if files is not None:
+                wanted.append((plog, files))
+            await slices.tick()
         if not wanted or self._closed:
             return
         loop = asyncio.get_running_loop()
         jobs = [files for _, files in wanted]
         raised = await loop.run_in_executor(self._executor(), run_each, make_files, jobs, OSError)
+        slices.restart()
         for (plog, _), error in zip(wanted, raised, strict=True):
             if error is None:
                 plog.files_made()
+            await slices.tick()
 
     async def write_log_starts(self, starts: Sequence[tuple[PartitionLog, int]]) -> list[OSError | None]:
         """Write each partition's new log start offset (``PartitionLog.plan_log_start``) to its
