@@ -98,62 +98,8 @@ def test_fetch_answer_is_kios_encoding(
     assert sorted(answer.error_codes) == sorted(e for _, rows in topics for _, e, *_ in rows if e)
 
 
-def test_a_fetch_of_many_partitions_reads_them_in_slices(monkeypatch: Any) -> None:
-    """Every partition read and answered (its record there), the loop given turns while it reads."""
-    monkeypatch.setattr(data, "FETCH_SLICE_S", 0.0)  # (a turn before every partition)
-    partitions = 300
-    with tempfile.TemporaryDirectory() as tmp, TopicStore.open(Path(tmp), fsync=FsyncPolicy.NEVER) as store:
-        store.create_topic("t", partitions)
-        for p in range(partitions):
-            plog = store.partition("t", p)
-            assert plog is not None
-            plog.append(make_batch([b"v%d" % p]), sync=False)
-        info = store.topic("t")
-        assert info is not None
-        for version in (4, 12, 13, 18):
-            mod = request_module("fetch", version)
-            fetched = tuple(
-                build_versioned(
-                    mod,
-                    "FetchPartition",
-                    partition=p,
-                    current_leader_epoch=-1,
-                    fetch_offset=0,
-                    last_fetched_epoch=-1,
-                    log_start_offset=-1,
-                    partition_max_bytes=1 << 20,
-                )
-                for p in range(partitions)
-            )
-            topic = build_versioned(mod, "FetchTopic", topic="t", topic_id=info.topic_id, partitions=fetched)
-            request = build_versioned(
-                mod,
-                "FetchRequest",
-                replica_id=-1,
-                max_wait=_ms(0),
-                min_bytes=1,
-                max_bytes=50 << 20,
-                isolation_level=0,
-                session_id=0,
-                session_epoch=-1,
-                topics=(topic,),
-                forgotten_topics_data=(),
-                rack_id="",
-            )
-            ctx = RequestContext(FETCH, version, 1, "test", "127.0.0.1", 1)
-            answer, turns = asyncio.run(counting_turns(data.handle_fetch(FakeBroker(store), ctx, wire(request))))
-            assert turns >= partitions
-            (got,) = wire(answer).responses
-            assert (got.topic_id if version >= FETCH_TOPIC_ID_FROM else got.topic) == (
-                info.topic_id if version >= FETCH_TOPIC_ID_FROM else "t"
-            )
-            assert [p.partition_index for p in got.partitions] == list(range(partitions))
-            for p in got.partitions:
-                assert p.error_code == 0 and p.high_watermark == 1 and p.records
-                assert (b"v%d" % p.partition_index) in bytes(p.records)
-
-
-def _fetch_request(version: int, partitions: int, max_wait_ms: int) -> Any:
+def _fetch_request(version: int, partitions: int, max_wait_ms: int, topic_id: Any = None) -> Any:
+    """Fetch of partitions 0..``partitions`` of topic ``t`` (or ``topic_id``) from offset 0, no fetch session."""
     mod = request_module("fetch", version)
     fetched = tuple(
         build_versioned(
@@ -168,7 +114,7 @@ def _fetch_request(version: int, partitions: int, max_wait_ms: int) -> Any:
         )
         for p in range(partitions)
     )
-    topic = build_versioned(mod, "FetchTopic", topic="t", partitions=fetched)
+    topic = build_versioned(mod, "FetchTopic", topic="t", topic_id=topic_id, partitions=fetched)
     return build_versioned(
         mod,
         "FetchRequest",
@@ -183,6 +129,33 @@ def _fetch_request(version: int, partitions: int, max_wait_ms: int) -> Any:
         forgotten_topics_data=(),
         rack_id="",
     )
+
+
+def test_a_fetch_of_many_partitions_reads_them_in_slices(monkeypatch: Any) -> None:
+    """Every partition read and answered (its record there), the loop given turns while it reads."""
+    monkeypatch.setattr(data, "FETCH_SLICE_S", 0.0)  # (a turn before every partition)
+    partitions = 300
+    with tempfile.TemporaryDirectory() as tmp, TopicStore.open(Path(tmp), fsync=FsyncPolicy.NEVER) as store:
+        store.create_topic("t", partitions)
+        for p in range(partitions):
+            plog = store.partition("t", p)
+            assert plog is not None
+            plog.append(make_batch([b"v%d" % p]), sync=False)
+        info = store.topic("t")
+        assert info is not None
+        for version in (4, 12, 13, 18):
+            request = _fetch_request(version, partitions, 0, info.topic_id)
+            ctx = RequestContext(FETCH, version, 1, "test", "127.0.0.1", 1)
+            answer, turns = asyncio.run(counting_turns(data.handle_fetch(FakeBroker(store), ctx, wire(request))))
+            assert turns >= partitions
+            (got,) = wire(answer).responses
+            assert (got.topic_id if version >= FETCH_TOPIC_ID_FROM else got.topic) == (
+                info.topic_id if version >= FETCH_TOPIC_ID_FROM else "t"
+            )
+            assert [p.partition_index for p in got.partitions] == list(range(partitions))
+            for p in got.partitions:
+                assert p.error_code == 0 and p.high_watermark == 1 and p.records
+                assert (b"v%d" % p.partition_index) in bytes(p.records)
 
 
 def test_an_append_to_a_partition_read_earlier_in_the_pass_wakes_the_long_poll(monkeypatch: Any) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from regroup.server.encoded import PreEncoded, array_header, response_type, splice_pieces
-from regroup.server.offset_answers import CHUNK, Pacer, pause, string
+from regroup.server.offset_answers import CHUNK, Pacer, pause, topic_head
 
 __all__ = ["FETCH_FLEXIBLE_FROM", "FetchPartition", "FetchTopic", "fetch_answer"]
 
@@ -36,15 +36,6 @@ _TAGS = b"\x00"
 _INT32 = struct.Struct(">i")
 _ABORTED = struct.Struct(">qq")
 _NO_REPLICA = _INT32.pack(-1)
-
-
-def _topic_head(topic: str | uuid.UUID | None, count: int, version: int) -> bytes:
-    flexible = version >= FETCH_FLEXIBLE_FROM
-    if version >= FETCH_TOPIC_ID_FROM:
-        key = (topic if isinstance(topic, uuid.UUID) else uuid.UUID(int=0)).bytes
-    else:
-        key = string(topic if isinstance(topic, str) else "", flexible)
-    return key + array_header(count, flexible)
 
 
 def _aborted(found: Sequence[tuple[int, int]] | None, flexible: bool) -> bytes:
@@ -63,7 +54,7 @@ async def fetch_answer(empty: Any, topics: Sequence[FetchTopic], version: int) -
     no_aborted, empty_aborted = _aborted(None, flexible), _aborted((), flexible)
     pacer, parts, errors = Pacer(), list[bytes](), list[int]()
     for topic, partitions in topics:
-        parts.append(_topic_head(topic, len(partitions), version))
+        parts.append(topic_head(topic, len(partitions), flexible, version >= FETCH_TOPIC_ID_FROM))
         for i, (index, error, high, stable, start, aborted, records) in enumerate(partitions):
             if i % CHUNK == 0 and pacer.due(min(CHUNK, len(partitions) - i)):
                 await pause()

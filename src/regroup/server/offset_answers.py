@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -88,6 +89,16 @@ class Pacer:
 async def pause() -> None:
     """Give the event loop one turn (other connections' requests, timers) before the next chunk."""
     await asyncio.sleep(0)
+
+
+def topic_head(topic: str | uuid.UUID | None, count: int, flexible: bool, by_id: bool) -> bytes:
+    """The start of a topic entry in a Produce or Fetch answer: its name (or, ``by_id``, its id; the zero id
+    when it has none), then the length prefix of its ``count`` partitions."""
+    if by_id:
+        key = (topic if isinstance(topic, uuid.UUID) else uuid.UUID(int=0)).bytes
+    else:
+        key = string(topic if isinstance(topic, str) else "", flexible)
+    return key + array_header(count, flexible)
 
 
 def string(value: str, flexible: bool) -> bytes:

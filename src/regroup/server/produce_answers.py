@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from regroup.server.encoded import PreEncoded, array_header, response_type, splice_pieces
-from regroup.server.offset_answers import CHUNK, Pacer, pause, string
+from regroup.server.offset_answers import CHUNK, Pacer, pause, string, topic_head
 
 __all__ = ["PRODUCE_FLEXIBLE_FROM", "ProducePartition", "ProduceTopic", "produce_answer"]
 
@@ -32,15 +32,6 @@ ProduceTopic = tuple[str | uuid.UUID | None, Sequence[ProducePartition]]
 _TAGS = b"\x00"
 
 
-def _topic_head(topic: str | uuid.UUID | None, count: int, version: int) -> bytes:
-    flexible = version >= PRODUCE_FLEXIBLE_FROM
-    if version >= PRODUCE_TOPIC_ID_FROM:
-        key = (topic if isinstance(topic, uuid.UUID) else uuid.UUID(int=0)).bytes
-    else:
-        key = string(topic if isinstance(topic, str) else "", flexible)
-    return key + array_header(count, flexible)
-
-
 async def produce_answer(empty: Any, topics: Sequence[ProduceTopic], version: int) -> PreEncoded:
     """The Produce answer ``empty`` (the response entity of ``version``, ``responses`` empty) with ``topics``."""
     flexible = version >= PRODUCE_FLEXIBLE_FROM
@@ -52,7 +43,7 @@ async def produce_answer(empty: Any, topics: Sequence[ProduceTopic], version: in
     no_message += _TAGS if flexible else b""
     pacer, parts, errors = Pacer(), list[bytes](), list[int]()
     for topic, partitions in topics:
-        parts.append(_topic_head(topic, len(partitions), version))
+        parts.append(topic_head(topic, len(partitions), flexible, version >= PRODUCE_TOPIC_ID_FROM))
         for i, (index, error, base, append_ms, start, message) in enumerate(partitions):
             if i % CHUNK == 0 and pacer.due(min(CHUNK, len(partitions) - i)):
                 await pause()

@@ -329,27 +329,6 @@ def test_an_inline_fsync_settles_the_roll_first(tmp_path: Path, monkeypatch: pyt
     plog.close()
 
 
-def test_a_segment_full_again_before_its_roll_is_settled_settles_it_on_the_spot(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    plog = _open(tmp_path / "p")  # (an owner fsyncing inline: no group commit, no fsync under way)
-    for _ in range(4):
-        plog.append(BATCH, sync=False)
-    disk = Disk(monkeypatch)
-    plog.append(BATCH, sync=False)  # the second roll: the first one is settled here (old segment, rename, directory)
-    assert [w for w, _, _ in disk.events] == ["fsync", "rename", "fsync-dir"]
-    assert [n for _, n, _ in disk.events][:2] == [f"{0:020d}.log", f"{2:020d}.rolling"]
-    assert _names(tmp_path / "p") == [f"{0:020d}.log", f"{2:020d}.log", f"{4:020d}.rolling"]
-    assert plog.log_end_offset == 0  # (nothing after offset 1 was fsynced yet: read once the next fsync ends)
-    plog.sync()
-    synced = [w for w, _, _ in disk.events][3:]
-    assert plog.log_end_offset == 5 and synced == [*CREATED, "fsync", "rename", "fsync-dir", "fsync"]
-    plog.close()
-    reopened = _open(tmp_path / "p")
-    assert _offsets(reopened) == [0, 1, 2, 3, 4]
-    reopened.close()
-
-
 def test_a_segment_full_again_before_its_roll_is_settled_grows_and_rolls_after_the_fsync(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -374,9 +353,7 @@ def test_a_segment_full_again_before_its_roll_is_settled_grows_and_rolls_after_t
     assert _names(tmp_path / "p") == [f"{0:020d}.log", f"{2:020d}.log", f"{6:020d}.log"]
     plog.sync()
     plog.close()
-    reopened = _open(tmp_path / "p")
-    assert _offsets(reopened) == list(range(7))
-    reopened.close()
+    assert _reopened(tmp_path / "p") == list(range(7))
 
 
 def test_a_segment_full_again_while_the_fsync_settling_its_roll_runs_grows(
@@ -396,32 +373,32 @@ def test_a_segment_full_again_while_the_fsync_settling_its_roll_runs_grows(
     assert not plog.roll_unsettled and plog.log_end_offset == 3  # (what the fsync covered)
     plog.sync()
     plog.close()
-    reopened = _open(tmp_path / "p")
-    assert _offsets(reopened) == list(range(5))
-    reopened.close()
+    assert _reopened(tmp_path / "p") == list(range(5))
 
 
-def test_a_segment_grown_to_twice_its_size_before_its_roll_is_settled_settles_it_on_the_spot(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("group_commit", [False, True])
+def test_a_segment_full_again_before_its_roll_is_settled_settles_it_on_the_spot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, group_commit: bool
 ) -> None:
+    """Without a group commit (an owner fsyncing inline) as soon as the segment is full again; with one once it
+    has grown to twice its size (the disk far behind)."""
     plog = _open(tmp_path / "p")
-    plog.group_commit = True
-    for _ in range(2 + partition_log.UNSETTLED_ROLL_GROWTH * 2):  # (two batches a segment)
+    plog.group_commit = group_commit
+    before = 2 + (partition_log.UNSETTLED_ROLL_GROWTH * 2 if group_commit else 2)  # (two batches a segment)
+    for _ in range(before):
         plog.append(BATCH, sync=False)
     disk = Disk(monkeypatch)
     assert disk.events == [] and plog.segment_count == 2
-    plog.append(BATCH, sync=False)  # past twice the size: the first roll is settled here, then the second made
+    plog.append(BATCH, sync=False)  # the second roll: the first one is settled here (old segment, rename, directory)
     assert [w for w, _, _ in disk.events] == ["fsync", "rename", "fsync-dir"]
     assert [n for _, n, _ in disk.events][:2] == [f"{0:020d}.log", f"{2:020d}.rolling"]
-    assert _names(tmp_path / "p") == [f"{0:020d}.log", f"{2:020d}.log", f"{6:020d}.rolling"]
+    assert _names(tmp_path / "p") == [f"{0:020d}.log", f"{2:020d}.log", f"{before:020d}.rolling"]
     assert plog.log_end_offset == 0  # (nothing after offset 1 was fsynced yet: read once the next fsync ends)
     plog.sync()
     synced = [w for w, _, _ in disk.events][3:]
-    assert plog.log_end_offset == 7 and synced == [*CREATED, "fsync", "rename", "fsync-dir", "fsync"]
+    assert plog.log_end_offset == before + 1 and synced == [*CREATED, "fsync", "rename", "fsync-dir", "fsync"]
     plog.close()
-    reopened = _open(tmp_path / "p")
-    assert _offsets(reopened) == list(range(7))
-    reopened.close()
+    assert _reopened(tmp_path / "p") == list(range(before + 1))
 
 
 def test_the_segment_before_an_unsettled_roll_is_not_dropped(tmp_path: Path) -> None:
