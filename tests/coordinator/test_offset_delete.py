@@ -51,6 +51,23 @@ def test_O13_an_empty_classic_group_loses_the_named_offsets_only() -> None:
     assert _committed(h, "foo", [0, 1]) == (FetchedOffset(partition=0), FetchedOffset(partition=1, offset=6))
 
 
+def test_a_partition_named_twice_is_deleted_once_and_the_rest_in_order() -> None:
+    """Given a simple group with offsets for foo-0..2;
+    when OffsetDelete names foo-2, foo-0, foo-2 again and foo-1;
+    then each is answered NONE, and foo-2, foo-0, foo-1 are tombstoned once each, in that order."""
+    h = ConsumerHarness()
+    h.topics(foo=3)
+    h.commit("", -1, {("foo", 0): 5, ("foo", 1): 6, ("foo", 2): 7})
+    mark = h.mark()
+    response = h.delete_offsets({"foo": [2, 0, 2, 1]})
+    assert response.topics == (("foo", ((2, E.NONE), (0, E.NONE), (2, E.NONE), (1, E.NONE))),)
+    assert [(r.key.topic, r.key.partition, r.value) for r in h.records_since(mark)] == [  # type: ignore[union-attr]
+        ("foo", 2, None),
+        ("foo", 0, None),
+        ("foo", 1, None),
+    ]
+
+
 def test_O14_a_classic_consumer_group_keeps_the_offsets_of_its_subscribed_topics() -> None:
     """Given a Stable classic group of consumers subscribed to foo, with offsets for foo-0 and bar-0;
     when OffsetDelete names foo-0 and bar-0;

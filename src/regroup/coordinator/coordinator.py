@@ -207,7 +207,7 @@ class GroupCoordinator:
     def _apply_live(self, records: list[Record], result: Result | None) -> None:
         """Apply the records of one write (a request or a timer firing) to the persisted state; then each group
         the write touched says what changed about it (``result``: where to say so)."""
-        touched: list[str] = []
+        touched: dict[str, None] = {}  # (in order; a dict: a write may touch thousands of groups)
         apply_commits = self.offsets.apply_commits
         i, end = 0, len(records)
         while i < end:
@@ -217,8 +217,8 @@ class GroupCoordinator:
                 break
             record = records[i]
             i += 1
-            if self._apply(record, loading=False, result=result) and record.key.group_id not in touched:
-                touched.append(record.key.group_id)
+            if self._apply(record, loading=False, result=result):
+                touched[record.key.group_id] = None
         if result is not None:
             for group_id in touched:
                 group = self.groups.get(group_id)

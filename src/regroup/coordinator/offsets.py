@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import compress, groupby, islice, repeat
+from itertools import compress, groupby, repeat
 from operator import itemgetter
 
 from regroup.coordinator.classic.group import ClassicGroup
@@ -131,7 +131,8 @@ class OffsetStore:
         group_id: str | None = None
         per_group: dict[Partition, OffsetCommitValue] = {}
         stamps: dict[Partition, int] = {}
-        for record in islice(records, start, None):
+        for i in range(start, len(records)):  # (not islice: that walks the first ``start`` records every call)
+            record = records[i]
             key = record.key
             if type(key) is not commit_key:
                 break
@@ -557,21 +558,22 @@ def offset_delete(ctx: Ctx, groups: Groups, store: OffsetStore, req: OffsetDelet
     committed = store.of(req.group_id)
     image = groups.image
     topics: list[tuple[str, tuple[tuple[int, ErrorCode], ...]]] = []
-    deleted: list[tuple[str, int]] = []
+    deleted: dict[tuple[str, int], None] = {}  # (in order; a partition named twice is deleted once)
+    unknown, refused, done = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ErrorCode.NONE
     for topic, partitions in req.topics:
         known = image.by_name.get(topic)
         codes: list[tuple[int, ErrorCode]] = []
         for partition in partitions:
             if known is None or not 0 <= partition < known.partitions:
-                codes.append((partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                codes.append((partition, unknown))
             elif subscribed is None or topic in subscribed:
-                codes.append((partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
+                codes.append((partition, refused))
             else:
                 where = (topic, partition)
                 if (where in committed or store.is_pending(req.group_id, where)) and where not in deleted:
                     ctx.emit(new_offset_tombstone(req.group_id, topic, partition))
-                    deleted.append((topic, partition))
-                codes.append((partition, ErrorCode.NONE))
+                    deleted[where] = None
+                codes.append((partition, done))
         topics.append((topic, tuple(codes)))
     if deleted:
         ctx.event(OffsetsDeleted(req.group_id, tuple(deleted)))

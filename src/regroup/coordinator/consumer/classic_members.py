@@ -233,7 +233,7 @@ def _all_released(group: ConsumerGroup, member: ConsumerGroupMember) -> bool:
 
 def leave_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: LeaveGroupRequest) -> LeaveGroupResponse:
     outcomes: list[LeaveGroupMemberResponse] = []
-    leaving: list[str] = []
+    leaving: dict[str, None] = {}  # (in order, each once: a LeaveGroup may name thousands)
     for one in req.members:
         error = ErrorCode.NONE
         try:
@@ -246,13 +246,12 @@ def leave_group(ctx: Ctx, groups: Groups, group: ConsumerGroup, req: LeaveGroupR
                 member = group.members[holder]
                 if member.classic is None:
                     raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
-            if member.member_id not in leaving:
-                leaving.append(member.member_id)
+            leaving[member.member_id] = None
         except ApiError as exc:
             error = exc.code
         outcomes.append(
             LeaveGroupMemberResponse(member_id=one.member_id, group_instance_id=one.group_instance_id, error=error)
         )
     if leaving:
-        remove_members(ctx, groups, group, leaving, "leave")
+        remove_members(ctx, groups, group, list(leaving), "leave")
     return LeaveGroupResponse(members=tuple(outcomes))
