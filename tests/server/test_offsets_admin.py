@@ -151,3 +151,23 @@ def test_list_describe_and_delete_groups(server: ServerProcess) -> None:
             client.call(DESCRIBE, 5, groups=["simple-a"], include_authorized_operations=False).groups[0].group_state
             == "Dead"
         )
+
+
+def test_a_delete_groups_of_more_groups_than_one_core_call_takes(server: ServerProcess) -> None:
+    """1,100 groups (three of the handler's chunks of 500), unknown names among them and a group named twice
+    across a chunk boundary: every group deleted, each answered in the request's order, the twice-named one alike
+    both times."""
+    from regroup.server.handlers.admin import DELETE_GROUPS_CHUNK
+
+    groups = [f"bulk-{i:04d}" for i in range(1_100)]
+    assert len(groups) > 2 * DELETE_GROUPS_CHUNK
+    with WireClient(server.port, client_id="admin") as client:
+        create_topics(client, {"t": 1})
+        for group in groups:
+            assert commit(client, 8, group, {("t", 0): 1}) == {("t", 0): NONE}
+        named = [*groups[:600], "no-such-1", groups[0], *groups[600:], "no-such-2"]
+        deleted = client.call(DELETE, 2, groups_names=named)
+        expected = [(g, GROUP_ID_NOT_FOUND if g.startswith("no-such") else NONE) for g in named]
+        assert [(r.group_id, r.error_code) for r in deleted.results] == expected
+        left = {g.group_id for g in client.call(LIST, 5, states_filter=[], types_filter=[]).groups}
+        assert not left & set(groups)

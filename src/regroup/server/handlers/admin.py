@@ -7,7 +7,8 @@ ALTER_CONFIGS: Kafka 4's, group configurations included) the principal may do: e
 
 DescribeGroups and ListGroups read the core's rows in their first step and build their answers a chunk at a time,
 yielding to the event loop between chunks (``server/inspection_answers.py``): 10,000 groups or members are
-answered without holding the loop for the whole answer.
+answered without holding the loop for the whole answer. DeleteGroups asks the core about ``DELETE_GROUPS_CHUNK``
+groups per call, in the request's order, each group once (a group named twice gets the same answer twice).
 
 Authorization, as Kafka's ``KafkaApis`` checks it:
 
@@ -21,9 +22,12 @@ Authorization, as Kafka's ``KafkaApis`` checks it:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.inspect import DescribedRow, ListedRow, MemberRow, described_rows, listed_rows
+from regroup.coordinator.result import RequestKey, Result
 from regroup.model.errors import ErrorCode
 from regroup.protocol.admin import DeleteGroupsResponse, DescribedGroup, ListGroupsRequest
 from regroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
@@ -48,6 +52,9 @@ from regroup.server.offset_answers import Pacer, pause
 __all__ = ["GROUP_OPERATIONS", "OPERATIONS_NOT_REQUESTED", "SPECS"]
 
 DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
+#: groups a DeleteGroups hands the core per call (about 9 µs a group there, and its records written apart): a
+#: DeleteGroups of 10,000 groups was one call of about 90 ms on the event loop
+DELETE_GROUPS_CHUNK = 500
 
 
 # ------------------------------------------------------------------------------------- DescribeGroups
@@ -185,14 +192,21 @@ async def delete_groups(broker: Broker, ctx: RequestContext, request: Any) -> An
             group_ids.append(group_id)
         else:
             refused[group_id] = ErrorCode.GROUP_AUTHORIZATION_FAILED
-    results: list[tuple[str, ErrorCode]] = []
-    if group_ids:
+    unique = list(dict.fromkeys(group_ids))  # (a group named twice is answered alike, whichever call it falls in)
+    outcome: dict[str, ErrorCode] = {}
+    for start in range(0, len(unique), DELETE_GROUPS_CHUNK):
         resp: DeleteGroupsResponse = await broker.coordinator.call(
-            lambda c, key, now: c.delete_groups(group_ids, key, now)
+            functools.partial(_delete_chunk, unique[start : start + DELETE_GROUPS_CHUNK])
         )
-        results.extend(resp.results)
+        for group_id, code in resp.results:
+            outcome.setdefault(group_id, code)
+    results = [(group_id, outcome[group_id]) for group_id in group_ids]
     results.extend(refused.items())
     return respond(ctx, results=[{"group_id": g, "error_code": code} for g, code in results])
+
+
+def _delete_chunk(group_ids: list[str], coordinator: GroupCoordinator, key: RequestKey, now_ms: int) -> Result:
+    return coordinator.delete_groups(group_ids, key, now_ms)
 
 
 SPECS = [
