@@ -396,24 +396,18 @@ class TopicStore:
         if not self._closed:
             self._executor().submit(_remove_trees, list(trash), self._disk_stop)
 
-    async def make_files(self, logs: Sequence[PartitionLog]) -> None:
-        """Make the files the first appends to ``logs`` would make (those never written:
-        ``PartitionLog.unmade_files``) on the worker thread, then tell each log made: a Produce to thousands of
-        new partitions creates none of their directories on the event loop. A log whose files could not be made
-        (its topic deleted meanwhile, a disk error) is left to its first append, which fails as it would have."""
-        slices = TimeSlices(SLICE_S)
-        wanted: list[tuple[PartitionLog, tuple[Path, Path]]] = []
-        for plog in logs:
-            files = plog.unmade_files()
-            if files is not None:
-                wanted.append((plog, files))
-            await slices.tick()
+    async def make_files(self, wanted: Sequence[tuple[PartitionLog, tuple[Path, Path]]]) -> None:
+        """Make the files the first appends to never-written logs would make (each log with its
+        ``PartitionLog.unmade_files``, as the caller found them) on the worker thread, then tell each log made: a
+        Produce to thousands of new partitions creates none of their directories on the event loop. A log whose
+        files could not be made (its topic deleted meanwhile, a disk error) is left to its first append, which
+        fails as it would have; one written meanwhile keeps what its append made (nothing is made over it)."""
         if not wanted or self._closed:
             return
         loop = asyncio.get_running_loop()
         jobs = [files for _, files in wanted]
         raised = await loop.run_in_executor(self._executor(), run_each, make_files, jobs, OSError)
-        slices.restart()
+        slices = TimeSlices(SLICE_S)
         for (plog, _), error in zip(wanted, raised, strict=True):
             if error is None:
                 plog.files_made()

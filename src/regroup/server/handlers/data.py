@@ -63,6 +63,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol, cast
 
 from kio.schema.errors import ErrorCode
@@ -166,18 +167,19 @@ async def _make_files_aside(
 ) -> None:
     """Have the files of the partitions this Produce writes first (never written before) made on the topic store's
     worker thread, when there are ``FILES_ASIDE_MIN`` of them: their first appends then find them made."""
-    logs: list[PartitionLog] = []
+    wanted: list[tuple[PartitionLog, tuple[Path, Path]]] = []
     for (topic, name, error), refused in zip(topics, denied, strict=True):
         if name is None or error is not ErrorCode.none or refused:
             continue
         for part in topic.partition_data:
             await slices.tick()
             plog = store.partition(name, part.index)
-            if plog is not None and plog.unmade_files() is not None:
-                logs.append(plog)
-    if len(logs) >= FILES_ASIDE_MIN:
+            files = plog.unmade_files() if plog is not None else None
+            if plog is not None and files is not None:
+                wanted.append((plog, files))
+    if len(wanted) >= FILES_ASIDE_MIN:
         slices.hold()
-        await store.make_files(logs)
+        await store.make_files(wanted)
         slices.restart()
 
 
