@@ -1,10 +1,9 @@
-"""A server configured with a thread switch interval, or with the cyclic collector's thresholds, sets them for its
-process when it starts; one configured without leaves the interpreter's as they are."""
+"""A server configured with a thread switch interval sets it for its process when it starts; one configured without
+leaves the interpreter's as it is. (The collector's settings: ``test_young_gc.py``.)"""
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -37,16 +36,3 @@ def test_the_switch_interval_is_the_configured_one(tmp_path: Path, interval: flo
         assert seen == pytest.approx(before if interval is None else interval)
     finally:
         sys.setswitchinterval(before)
-
-
-@pytest.mark.parametrize("thresholds", [None, (12_345, 7, 9)])
-def test_the_collector_thresholds_are_the_configured_ones(
-    tmp_path: Path, thresholds: tuple[int, int, int] | None
-) -> None:
-    before = gc.get_threshold()
-    try:
-        config = ServerConfig(port=0, data_dir=tmp_path, fsync=FsyncPolicy.NEVER, gc_thresholds=thresholds)
-        seen = asyncio.run(_seen_while_serving(config, gc.get_threshold))
-        assert seen == (before if thresholds is None else thresholds)
-    finally:
-        gc.set_threshold(*before)

@@ -47,13 +47,11 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 #: p99 beside a ConsumerGroupDescribe of 10,000 members from 166 to 41 ms; 0.2 ms cut it beside DescribeGroups of
 #: 1,000 groups from 63 to about 20 ms, at no cost in heartbeats per second (docs/benchmarks.md)
 SERVE_SWITCH_INTERVAL_S = 0.0002
-#: the cyclic collector's thresholds in the server's process (``ServerConfig.gc_thresholds``): the young
-#: generation collected every 50,000 container allocations rather than 700, so the objects of a request die
-#: young instead of being pushed into the oldest generation, whose full collections walk every group, member
-#: and partition the server holds (docs/benchmarks.md, "The collector's young generation"); the middle one every
-#: 3 young collections rather than 10, so that it never holds the survivors of ten (the parked requests of a
-#: 10,000-member rebalance: collections of 170 ms; docs/benchmarks.md, "The collector's middle generation")
-SERVE_GC_THRESHOLDS = (50_000, 3, 10)
+#: the server's process runs the cyclic collector on its young generation only, every this many net container
+#: allocations, freezing the survivors (``ServerConfig.gc_young_threshold``, ``server/young_gc.py``): Python's
+#: middle and oldest generations walk the survivors of many young collections, or the whole heap, at once (a
+#: 10,000-member rebalance's parked requests: 50–100 ms; docs/benchmarks.md, "Young collections only")
+SERVE_GC_YOUNG_THRESHOLD = 10_000
 #: the options whose setting has a Kafka name: option (argparse dest) -> Kafka's name (``--host`` and
 #: ``--port`` are ``listeners``, the advertised ones ``advertised.listeners``: see ``server_config``)
 KAFKA_NAMES = {
@@ -780,7 +778,7 @@ def server_config(args: argparse.Namespace) -> tuple[ServerConfig, tuple[str, ..
     config = ServerConfig(
         freeze_loaded=True,  # this process is the one server
         switch_interval_s=SERVE_SWITCH_INTERVAL_S,
-        gc_thresholds=SERVE_GC_THRESHOLDS,
+        gc_young_threshold=SERVE_GC_YOUNG_THRESHOLD,
         host=address.host,
         port=address.port,
         advertised_host=address.advertised_host,

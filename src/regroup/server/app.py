@@ -64,6 +64,7 @@ from regroup.server.topics import DEFAULT_MAX_PARTITIONS, DEFAULT_MAX_PARTITIONS
 from regroup.server.topics import TopicStore as PartitionTopicStore
 from regroup.server.txn_runtime import TransactionRuntime
 from regroup.server.watchdog import DEFAULT_STALL_WARN_MS, StallWatchdog
+from regroup.server.young_gc import YoungCollector
 from regroup.storage.coordinator_log import CoordinatorLog
 from regroup.storage.format import CorruptLogError, StorageError
 from regroup.storage.handles import DEFAULT_CAPACITY, capacity_for_limit
@@ -72,6 +73,8 @@ from regroup.storage.topic_config import DEFAULT_MESSAGE_MAX_BYTES, DEFAULT_SEGM
 from regroup.storage.transaction_log import TransactionLog
 from regroup.transactions.results import TxnConfig
 
+#: how often ``regroup serve``'s young-only collector counts its frozen objects (``YoungCollector.check``)
+RECLAIM_CHECK_S = 1.0
 log = logging.getLogger("regroup.server")
 
 #: where the HTTP console (and its /metrics) listens unless --http-host says otherwise
@@ -132,11 +135,11 @@ class ServerConfig:
     #: append waits up to 5 ms each time behind a loop busy encoding, and every request queued behind that
     #: append waits with it
     switch_interval_s: float | None = None
-    #: the cyclic garbage collector's thresholds (``gc.set_threshold``) for a process that is this one server;
-    #: None leaves them. With Python's 700 a collection runs every few hundred containers a request makes, and
-    #: the objects a large request keeps over several turns (a Produce of thousands of partitions) are pushed
-    #: into the oldest generation, whose full collections walk everything the server holds
-    gc_thresholds: tuple[int, int, int] | None = None
+    #: for a process that is this one server: the cyclic garbage collector runs on the young generation only,
+    #: every this many net container allocations, and freezes what survives (``server/young_gc.py``); None leaves
+    #: the collector as it is. Python's own generations walk the survivors of many young collections at once (a
+    #: large rebalance's parked requests: 50–100 ms), and the whole heap in a full collection
+    gc_young_threshold: int | None = None
     snapshot_every: int = 100_000
     auto_create_topics: bool = True
     default_partitions: int = 1
@@ -254,6 +257,8 @@ class Server:
         self._accept_errors: AcceptErrors | None = None
         self._share_sessions = ShareSessions(config.share_max_sessions)
         self._watchdog = StallWatchdog(config.stall_warn_ms) if config.stall_warn_ms > 0 else None
+        self._young_gc = None if config.gc_young_threshold is None else YoungCollector(config.gc_young_threshold)
+        self._reclaimer: asyncio.Task[None] | None = None
         #: the request handling all connections share per turn of the loop (made with the loop, in ``_start``)
         self._turn_budget: TurnBudget | None = None
         #: releases of share members whose connection dropped, running
@@ -345,6 +350,7 @@ class Server:
                 topics=self._topics,
                 records_at_start=clog.log.next_offset,
                 watchdog=self._watchdog,
+                young_gc=self._young_gc,
             )
             view = ServerView(self._runtime, self._topics, None if self._history is None else self._history.timeline)
             self._runtime.add_observer(view.observe)
@@ -429,13 +435,14 @@ class Server:
         # it accept finds all the others accepting too.
         if cfg.switch_interval_s is not None:
             sys.setswitchinterval(cfg.switch_interval_s)
-        if cfg.gc_thresholds is not None:
-            gc.set_threshold(*cfg.gc_thresholds)
         if cfg.freeze_loaded:
             # What was loaded (groups, topics, the rebalance history) lives as long as the process: out of the
             # cyclic collector's sight, its collections of the young objects every request makes never walk it.
             gc.collect()
             gc.freeze()
+        if self._young_gc is not None:
+            self._young_gc.install()
+            self._reclaimer = asyncio.get_running_loop().create_task(self._reclaim_cycles(self._young_gc))
         for server in self._listeners[1:] + self._listeners[:1]:
             await server.start_serving()
         for security in listeners[1:]:
@@ -597,6 +604,14 @@ class Server:
                 with contextlib.suppress(OSError):
                     self._topics.sync()
 
+    @staticmethod
+    async def _reclaim_cycles(collector: YoungCollector) -> None:
+        """The frozen objects counted about once a second, and their cycles reclaimed when they have grown
+        (``YoungCollector.check``): between turns of the loop, never inside a request's handling."""
+        while True:
+            await asyncio.sleep(RECLAIM_CHECK_S)
+            collector.check()
+
     async def _log_stats(self) -> None:
         assert self._dispatcher is not None
         while True:
@@ -634,9 +649,11 @@ class Server:
             self._replays = None
         for listener in self._listeners:
             listener.close()
-        for task in [self._stats, self._syncer, self._cleaner]:
+        for task in [self._stats, self._syncer, self._cleaner, self._reclaimer]:
             if task is not None:
                 task.cancel()
+        if self._young_gc is not None:
+            self._young_gc.uninstall()
         if self._watchdog is not None:
             await self._watchdog.close()
         handlers = [task for connection in list(self._connections) for task in connection.close()]

@@ -18,6 +18,7 @@ from regroup.server.rebalances import RebalanceLog
 from regroup.server.runtime import CoordinatorRuntime
 from regroup.server.topics import TopicStore
 from regroup.server.watchdog import StallWatchdog
+from regroup.server.young_gc import YoungCollector
 from regroup.storage.coordinator_log import CoordinatorLog
 
 log = logging.getLogger("regroup.server.metrics")
@@ -33,6 +34,7 @@ class ScrapeSources:
     records_at_start: int
     failures: FailureLog | None = None
     watchdog: StallWatchdog | None = None
+    young_gc: YoungCollector | None = None
     connections_open: int = 0
     connections_opened: int = 0
     connections_refused: dict[str, int] = field(default_factory=dict)  # reason -> count
@@ -91,6 +93,8 @@ async def scrape(src: ScrapeSources) -> str:
     )
     if src.watchdog is not None:
         families.extend(src.watchdog.families())
+    if src.young_gc is not None:
+        families.extend(src.young_gc.families())
     return exposition(families)
 
 

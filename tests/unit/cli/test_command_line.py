@@ -160,13 +160,13 @@ def test_share_groups_flag_overrides_the_configuration_file(tmp_path: Path) -> N
 
 def test_serve_is_the_one_server_of_its_process() -> None:
     """`regroup serve` freezes what it loaded, shortens the thread switch interval (the event loop shares
-    the interpreter's lock with the coordinator's writer) and collects its young generation less often; a
-    server started by another program leaves all three."""
-    from regroup.cli.serve import SERVE_GC_THRESHOLDS, SERVE_SWITCH_INTERVAL_S, server_config
+    the interpreter's lock with the coordinator's writer) and collects its young generation only; a server
+    started by another program leaves all three."""
+    from regroup.cli.serve import SERVE_GC_YOUNG_THRESHOLD, SERVE_SWITCH_INTERVAL_S, server_config
     from regroup.server.app import ServerConfig
 
     config, _ = server_config(_build_parser().parse_args(["serve"]))
     assert config.freeze_loaded is True
     assert config.switch_interval_s == SERVE_SWITCH_INTERVAL_S < 0.005
-    assert config.gc_thresholds == SERVE_GC_THRESHOLDS and SERVE_GC_THRESHOLDS[0] > 700
-    assert ServerConfig().switch_interval_s is None and ServerConfig().gc_thresholds is None
+    assert config.gc_young_threshold == SERVE_GC_YOUNG_THRESHOLD > 700
+    assert ServerConfig().switch_interval_s is None and ServerConfig().gc_young_threshold is None

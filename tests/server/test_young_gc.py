@@ -1,0 +1,142 @@
+"""The young-only collector of ``regroup serve`` (``server/young_gc.py``): the thresholds it sets and restores,
+survivors frozen after each collection, cycles among them kept until a reclamation and freed by it, and the
+reclamation's rule (the heap's smallest over the window, against what the last one left)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import sys
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from regroup.server.app import Server, ServerConfig
+from regroup.server.metrics import exposition
+from regroup.server.young_gc import NEVER, YoungCollector
+from regroup.storage.record_log import FsyncPolicy
+
+
+class Node:
+    """A container that can sit in a reference cycle and be watched through a weak reference."""
+
+    def __init__(self) -> None:
+        self.other: object = None
+
+
+@pytest.fixture
+def collector() -> Iterator[YoungCollector]:
+    before = gc.get_threshold()
+    young = YoungCollector(5_000, window=3)
+    young.install()
+    try:
+        yield young
+    finally:
+        young.uninstall()
+        gc.set_threshold(*before)
+
+
+def _in_a_generation(obj: object) -> bool:
+    return any(o is obj for o in gc.get_objects())
+
+
+def test_install_sets_young_collections_only_and_uninstall_restores(collector: YoungCollector) -> None:
+    assert gc.get_threshold() == (5_000, NEVER, NEVER)
+    collector.uninstall()
+    assert gc.get_threshold() != (5_000, NEVER, NEVER)
+    assert gc.get_freeze_count() == 0  # thawed
+
+
+def test_a_collections_survivors_are_frozen(collector: YoungCollector) -> None:
+    survivor = Node()
+    assert _in_a_generation(survivor)
+    gc.collect(0)
+    assert not _in_a_generation(survivor)  # moved out of every generation's walk
+    assert gc.is_tracked(survivor)
+
+
+def test_a_frozen_cycle_waits_for_the_reclamation_which_frees_it(collector: YoungCollector) -> None:
+    node = Node()
+    node.other = node  # a cycle: reference counting alone never frees it
+    gone = weakref.ref(node)
+    gc.collect(0)  # it survives (still referenced), so it is frozen
+    del node
+    gc.collect(0)
+    gc.collect(1)
+    assert gone() is not None  # young collections never see it again
+    found = collector.reclaim()
+    assert gone() is None and found >= 1
+    assert collector.reclamations == 1 and collector.reclaimed == found
+    assert gc.get_freeze_count() > 0 and collector.baseline > 0  # the survivors frozen again, the heap noted
+
+
+def test_a_frozen_object_is_still_freed_by_reference_counting(collector: YoungCollector) -> None:
+    node = Node()
+    gone = weakref.ref(node)
+    gc.collect(0)
+    del node
+    assert gone() is None
+
+
+def test_reclaims_when_the_heaps_smallest_over_the_window_doubled(
+    collector: YoungCollector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counts: list[int] = []
+    real = sys.getallocatedblocks
+
+    def noted() -> int:
+        return counts.pop(0) if counts else real()
+
+    monkeypatch.setattr(sys, "getallocatedblocks", noted)
+    collector.baseline = 1_000
+    counts[:] = [1_000, 50_000, 1_100]  # a peak (a rebalance's parked requests): the fewest did not double
+    assert [collector.check() for _ in range(3)] == [False, False, False]
+    counts[:] = [2_500, 2_100, 3_000]  # then the window's fewest is over twice the baseline
+    assert [collector.check() for _ in range(3)] == [False, False, True]
+    assert collector.reclamations == 1 and collector.baseline > 3_000  # what the reclamation left (the real heap)
+    counts[:] = [10**9]
+    assert not collector.check()  # the window starts again
+
+
+def test_checks_do_nothing_when_not_installed() -> None:
+    young = YoungCollector(5_000, window=1)
+    assert not young.check() and young.reclaim() == 0
+
+
+def test_the_metrics_name_the_frozen_objects_and_the_reclamations(collector: YoungCollector) -> None:
+    collector.reclaim()
+    text = exposition(collector.families())
+    assert "regroup_heap_blocks " in text
+    assert "regroup_gc_reclamations_total 1" in text
+    assert "regroup_gc_reclaimed_objects_total " in text
+
+
+@pytest.mark.parametrize("bad", [{"young_threshold": 0}, {"young_threshold": 10, "growth": 1.0}])
+def test_settings_out_of_range_are_refused(bad: dict[str, float]) -> None:
+    with pytest.raises(ValueError):
+        YoungCollector(**bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("threshold", [None, 12_345])
+def test_a_server_configured_so_collects_young_only_while_it_runs(tmp_path: Path, threshold: int | None) -> None:
+    before = gc.get_threshold()
+
+    async def run() -> tuple[tuple[int, int, int], int]:
+        server = Server(ServerConfig(port=0, data_dir=tmp_path, fsync=FsyncPolicy.NEVER, gc_young_threshold=threshold))
+        await server.start()
+        try:
+            return gc.get_threshold(), gc.get_freeze_count()
+        finally:
+            await server.close()
+
+    try:
+        seen, frozen = asyncio.run(run())
+        if threshold is None:
+            assert seen == before and frozen == 0
+        else:
+            assert seen == (threshold, NEVER, NEVER) and frozen > 0
+        assert gc.get_threshold() == before and gc.get_freeze_count() == 0  # as found, once closed
+    finally:
+        gc.set_threshold(*before)
