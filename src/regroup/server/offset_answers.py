@@ -43,6 +43,7 @@ __all__ = [
     "fetch_topics",
     "list_offsets_partitions",
     "list_offsets_topic",
+    "nullable_string",
     "pause",
     "string",
 ]
@@ -107,7 +108,8 @@ def string(value: str, flexible: bool) -> bytes:
     return (array_header(len(data), True) if flexible else _INT16.pack(len(data))) + data
 
 
-def _nullable_string(value: str | None, flexible: bool) -> bytes:
+def nullable_string(value: str | None, flexible: bool) -> bytes:
+    """A nullable string: null is a compact length of 0 in flexible versions, an int16 of -1 before."""
     if value is None:
         return b"\x00" if flexible else b"\xff\xff"
     return string(value, flexible)
@@ -156,7 +158,7 @@ async def _fetch_topics(
                 await pause()
             encoded = metadata_bytes.get(metadata)
             if encoded is None:
-                encoded = metadata_bytes[metadata] = _nullable_string(metadata, flexible)
+                encoded = metadata_bytes[metadata] = nullable_string(metadata, flexible)
             parts.append(head(p, offset, epoch) if epochs else head(p, offset))
             parts.append(encoded)
             parts.append(error_tail(error, 0) if flexible else error_tail(error))

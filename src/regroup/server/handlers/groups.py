@@ -10,6 +10,11 @@ them) and maps the core's response back to the requested version. Version quirks
 * LeaveGroup v0-2 carry one member id and answer with one error: the top-level error if set, else that
   member's (KIP-345 normalises them to a one-member batch).
 
+At 10,000 members a classic group's answers are large: the leader's JoinGroup answer and a batched LeaveGroup's
+are encoded by hand a chunk of members at a time (``server/member_answers.py``), and a LeaveGroup hands the core
+``LEAVE_GROUP_CHUNK`` members per call, a turn of the loop between two calls (a member named twice is answered
+UNKNOWN_MEMBER_ID the second time, as in one call).
+
 Authorization (Kafka's API-to-ACL table): all four need READ on the Group; without it the request is answered
 GROUP_AUTHORIZATION_FAILED before the coordinator sees it. SyncGroup checks its v5 protocol fields first, as
 Kafka does.
@@ -21,10 +26,13 @@ session deadline moved, without the general path's layers.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from functools import cache
 from typing import Any
 
 from regroup.coordinator.coordinator import GroupCoordinator
+from regroup.coordinator.result import RequestKey, Result
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.network.codec import response_class
 from regroup.protocol.classic import (
@@ -32,6 +40,7 @@ from regroup.protocol.classic import (
     HeartbeatResponse,
     JoinGroupRequest,
     JoinGroupResponse,
+    LeaveGroupMemberResponse,
     LeaveGroupRequest,
     LeaveGroupResponse,
     LeavingMember,
@@ -44,10 +53,14 @@ from regroup.server.authz import permits, require
 from regroup.server.encoded import PreEncoded, entity_bytes
 from regroup.server.entities import build, ms
 from regroup.server.handlers._common import client_info, respond
+from regroup.server.member_answers import join_members, leave_members
+from regroup.server.offset_answers import pause
 
 JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
 JOIN_NULLABLE_PROTOCOL_FROM = 7
 LEAVE_BATCH_FROM = 3
+#: members of one LeaveGroup handed to the core per call (a call of 10,000 held the loop about 45 ms)
+LEAVE_GROUP_CHUNK = 500
 SYNC_PROTOCOL_FIELDS_FROM = 5
 
 
@@ -95,6 +108,9 @@ async def join_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         client=client_info(ctx),
     )
     resp = await broker.coordinator.call(lambda c, key, now: c.join_group(req, key, now), may_park=True)
+    if resp.members:  # the leader's answer: its members encoded by hand, a chunk between two yields
+        empty = _join_response(ctx, dataclasses.replace(resp, members=()))
+        return await join_members(empty, resp.members, ctx.api_version, int(resp.error))
     return _join_response(ctx, resp)
 
 
@@ -192,21 +208,39 @@ async def leave_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         )
     else:
         members = (LeavingMember(member_id=request.member_id),)
-    req = LeaveGroupRequest(group_id=request.group_id, members=members)
-    resp: LeaveGroupResponse = await broker.coordinator.call(lambda c, key, now: c.leave_group(req, key, now))
+    resp = await _leave(broker, request.group_id, members)
     if not batch:
         error = resp.error
         if error is ErrorCode.NONE and resp.members:
             error = resp.members[0].error
         return respond(ctx, error_code=error)
-    return respond(
-        ctx,
-        error_code=resp.error,
-        members=[
-            {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "error_code": m.error}
-            for m in resp.members
-        ],
-    )
+    return await leave_members(respond(ctx, error_code=resp.error, members=[]), resp.members, int(resp.error))
+
+
+async def _leave(broker: Broker, group_id: str, members: tuple[LeavingMember, ...]) -> LeaveGroupResponse:
+    """The core's answer to ``members`` leaving, asked ``LEAVE_GROUP_CHUNK`` members per call: a top-level error
+    of the first call is the answer (nothing left); one of a later call (the group changed in between) is the
+    error of each of that call's members."""
+    answered: list[LeaveGroupMemberResponse] = []
+    for start in range(0, max(len(members), 1), LEAVE_GROUP_CHUNK):
+        if start:
+            await pause()  # (a call that writes nothing answers without a turn of the loop)
+        req = LeaveGroupRequest(group_id=group_id, members=members[start : start + LEAVE_GROUP_CHUNK])
+        resp: LeaveGroupResponse = await broker.coordinator.call(functools.partial(_leave_chunk, req))
+        if resp.error is ErrorCode.NONE:
+            answered.extend(resp.members)
+        elif start == 0:
+            return resp
+        else:
+            answered.extend(
+                LeaveGroupMemberResponse(member_id=m.member_id, group_instance_id=m.group_instance_id, error=resp.error)
+                for m in req.members
+            )
+    return LeaveGroupResponse(members=tuple(answered))
+
+
+def _leave_chunk(req: LeaveGroupRequest, coordinator: GroupCoordinator, key: RequestKey, now_ms: int) -> Result:
+    return coordinator.leave_group(req, key, now_ms)
 
 
 SPECS = [
