@@ -4,13 +4,21 @@ directory's ``history/``) for ``--history-window``, so the timeline outlives a r
 window are read back and folded before any new row. Rows are encoded as they come (a run of ``group_assignment``
 rows comes with its lines made: ``sink_run``) and appended once per turn of the event loop, however many one call
 produced; a periodic task forgets what left the window, in memory and on disk. A failing disk stops the
-history's writes (logged once), never the server."""
+history's writes (logged once), never the server.
+
+Once ``start`` ran, the rows are folded on a thread of their own (``_Folder``), in order: one row can cost the
+fold tens of milliseconds (a 10,000-partition group's rebalance closes 10,000 ownership intervals at once), and
+the interpreter hands its lock back to the event loop within the thread switch interval (``regroup serve`` sets
+0.2 ms), so the loop is never held that long. Whoever reads the timelines (``timeline``) first waits until every
+row handed so far is folded, so a read sees them all; the fold and the reads share a lock."""
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -28,6 +36,79 @@ log = logging.getLogger("regroup.server.history")
 DEFAULT_WINDOW_MS: Final = 24 * 3_600_000
 PRUNE_INTERVAL_S: Final = 60.0
 DIRECTORY: Final = "history"
+#: rows waiting for the fold thread past which a new one waits until they are folded (memory stays bounded)
+MAX_UNFOLDED: Final = 200_000
+
+#: what the fold thread does next: fold a row, fold a run's piece, or forget what left the window at a time
+Fold = tuple[str, Any]
+
+
+class _Folder:
+    """A thread folding rows into ``timelines`` in the order they were handed (``put``), under ``lock``."""
+
+    def __init__(self, timelines: Timelines) -> None:
+        self.timelines = timelines
+        self.lock = threading.Lock()
+        self._waiting: collections.deque[Fold] = collections.deque()
+        self._changed = threading.Condition()
+        self._handed = 0
+        self._folded = 0
+        self._stopping = False
+        self._idle = False  # the fold thread is waiting for work
+        self._thread = threading.Thread(target=self._run, name="regroup-history-fold", daemon=True)
+        self._thread.start()
+
+    def put(self, work: Fold) -> None:
+        with self._changed:
+            self._waiting.append(work)
+            self._handed += 1
+            if self._idle:  # (only the fold thread waits for work; a reader waits only while it settles)
+                self._changed.notify_all()
+            crowded = len(self._waiting) > MAX_UNFOLDED
+        if crowded:
+            self.settle()
+
+    def settle(self) -> None:
+        """Wait until everything handed so far is folded."""
+        with self._changed:
+            handed = self._handed
+            self._changed.wait_for(lambda: self._folded >= handed or not self._thread.is_alive())
+
+    def stop(self) -> None:
+        """Fold what is waiting, then end the thread."""
+        with self._changed:
+            self._stopping = True
+            self._changed.notify_all()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                self._idle = True
+                self._changed.wait_for(lambda: bool(self._waiting) or self._stopping)
+                self._idle = False
+                if not self._waiting:
+                    return
+                work = self._waiting.popleft()
+            try:
+                with self.lock:
+                    _fold(self.timelines, work)
+            except Exception:  # (the timelines never raise on a row; anything else must not end the fold)
+                log.exception("rebalance history: a row could not be folded")
+            with self._changed:
+                self._folded += 1
+                if self._folded == self._handed:  # (all folded: a reader settling may go on)
+                    self._changed.notify_all()
+
+
+def _fold(timelines: Timelines, work: Fold) -> None:
+    kind, item = work
+    if kind == "row":
+        timelines.observe(item)
+    elif kind == "run":
+        timelines.observe_assignments(item.row(0), item.rows)
+    else:
+        timelines.prune(item)
 
 
 class HistoryFeed:
@@ -43,6 +124,8 @@ class HistoryFeed:
         self._pending_newest = 0
         self._flush_scheduled = False
         self._pruner: asyncio.Task[None] | None = None
+        #: the fold thread, from ``start`` to ``close`` (else rows are folded as they are handed)
+        self._folder: _Folder | None = None
 
     def load(self) -> int:
         """Fold the rows kept on disk within the window (before any new row); how many there were."""
@@ -63,8 +146,14 @@ class HistoryFeed:
             )
         return count
 
+    def _hand(self, work: Fold) -> None:
+        if self._folder is None:
+            _fold(self.timelines, work)
+        else:
+            self._folder.put(work)
+
     def sink(self, row: Mapping[str, Any]) -> None:
-        self.timelines.observe(row)
+        self._hand(("row", row))
         if self._log is None:
             return
         try:
@@ -76,7 +165,7 @@ class HistoryFeed:
 
     def sink_run(self, piece: Piece) -> None:
         """The rows of a run's ``piece``: as ``sink`` of each, with the lines the piece made."""
-        self.timelines.observe_assignments(piece.row(0), piece.rows)
+        self._hand(("run", piece))
         if self._log is not None:
             self._keep(("\n".join(piece.lines) + "\n").encode(), piece.t)
 
@@ -90,7 +179,12 @@ class HistoryFeed:
                 asyncio.get_running_loop().call_soon(self.flush)
 
     def timeline(self, group_id: str, since_ms: int | None, until_ms: int | None) -> dict[str, Any] | None:
-        return self.timelines.timeline(group_id, since_ms, until_ms)
+        folder = self._folder
+        if folder is None:
+            return self.timelines.timeline(group_id, since_ms, until_ms)
+        folder.settle()
+        with folder.lock:
+            return self.timelines.timeline(group_id, since_ms, until_ms)
 
     def segments(self) -> list[Path]:
         """The history's segment files, oldest first, every row handed so far written to them (empty when the
@@ -113,6 +207,9 @@ class HistoryFeed:
             self._log = None
 
     def start(self) -> None:
+        """Fold the rows handed from now on on the fold thread, and forget what leaves the window periodically."""
+        if self._folder is None:
+            self._folder = _Folder(self.timelines)
         self._pruner = asyncio.get_running_loop().create_task(self._prune_forever())
 
     async def _prune_forever(self) -> None:
@@ -122,7 +219,7 @@ class HistoryFeed:
 
     def prune(self) -> None:
         now = self._clock()
-        self.timelines.prune(now)
+        self._hand(("prune", now))
         if self._log is not None:
             try:
                 self._log.prune(now)
@@ -135,6 +232,9 @@ class HistoryFeed:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._pruner
             self._pruner = None
+        folder, self._folder = self._folder, None
+        if folder is not None:
+            folder.stop()
         self.flush()
         if self._log is not None:
             self._log.close()

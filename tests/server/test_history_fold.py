@@ -1,0 +1,103 @@
+"""The rebalance history's fold thread (``server/history_feed.py``): once started, rows are folded off the event
+loop's thread, in the order handed, a read of the timeline sees every row handed before it, a fold that computes
+for long never holds the loop, and closing folds what was still waiting."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from regroup.history import Timelines
+from regroup.server.history_feed import HistoryFeed
+
+WINDOW_MS = 86_400_000
+
+
+def _state(t: int, state: str, generation: int) -> dict[str, Any]:
+    return {
+        "t": t,
+        "type": "group_state",
+        "state": state,
+        "generation": generation,
+        "detail": "group=g type=classic protocol=range",
+    }
+
+
+def test_rows_are_folded_off_the_loop_in_order_and_a_read_sees_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folded_on: list[int] = []
+    real = Timelines.observe
+
+    def observe(self: Timelines, row: Any) -> None:
+        folded_on.append(threading.get_ident())
+        real(self, row)
+
+    monkeypatch.setattr(Timelines, "observe", observe)
+
+    async def run() -> dict[str, Any] | None:
+        feed = HistoryFeed(tmp_path, WINDOW_MS, lambda: 10_000)
+        feed.start()
+        try:
+            for i, state in enumerate(["PreparingRebalance", "CompletingRebalance", "Stable"] * 50):
+                feed.sink(_state(1_000 + i, state, i // 3 + 1))
+            return feed.timeline("g", None, None)
+        finally:
+            await feed.close()
+
+    timeline = asyncio.run(run())
+    assert timeline is not None and len(timeline["rebalances"]) == 50  # every row folded before the read
+    assert len(folded_on) == 150 and threading.get_ident() not in folded_on
+
+
+def test_a_long_fold_never_holds_the_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def observe(self: Timelines, row: Any) -> None:
+        ends = time.perf_counter() + 0.3
+        while time.perf_counter() < ends:  # computing, the interpreter's lock held but for switches
+            pass
+
+    monkeypatch.setattr(Timelines, "observe", observe)
+
+    async def run() -> float:
+        feed = HistoryFeed(tmp_path, WINDOW_MS, lambda: 10_000)
+        feed.start()
+        longest = 0.0
+
+        async def tick() -> None:
+            nonlocal longest
+            ends = time.perf_counter() + 0.5
+            last = time.perf_counter()
+            while (now := time.perf_counter()) < ends:
+                longest = max(longest, now - last)
+                last = now
+                await asyncio.sleep(0)
+
+        ticking = asyncio.get_running_loop().create_task(tick())
+        try:
+            await asyncio.sleep(0.05)
+            feed.sink(_state(1_000, "PreparingRebalance", 0))
+            await ticking
+        finally:
+            await feed.close()
+        return longest
+
+    assert asyncio.run(run()) < 0.1  # (folded on the loop: one turn of 300 ms)
+
+
+def test_closing_folds_what_waits(tmp_path: Path) -> None:
+    async def run() -> HistoryFeed:
+        feed = HistoryFeed(tmp_path, WINDOW_MS, lambda: 10_000)
+        feed.start()
+        for i, state in enumerate(["PreparingRebalance", "CompletingRebalance", "Stable"] * 20):
+            feed.sink(_state(1_000 + i, state, i // 3 + 1))
+        await feed.close()
+        return feed
+
+    feed = asyncio.run(run())
+    timeline = feed.timeline("g", None, None)  # (closed: read as it is)
+    assert timeline is not None and len(timeline["rebalances"]) == 20
