@@ -31,16 +31,23 @@ or partition changes nothing:
 * OffsetDelete: DELETE on the Group (else GROUP_AUTHORIZATION_FAILED), then READ on each Topic: partitions of
   a topic without it are TOPIC_AUTHORIZATION_FAILED and keep their offsets; the rest go to the coordinator
   (which answers unknown topics and partitions UNKNOWN_TOPIC_OR_PARTITION).
+
+An OffsetDelete hands the core ``OFFSET_DELETE_CHUNK`` partitions per call, a turn of the loop between two, and
+its answer is encoded by hand like OffsetCommit's (the same layout).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
+from collections.abc import Iterator
 from operator import attrgetter
 from typing import Any
 
+from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.offsets import PlannedTopic, narrow_plan
+from regroup.coordinator.result import RequestKey, Result
 from regroup.model.errors import ErrorCode
 from regroup.protocol.offsets import (
     NO_LEADER_EPOCH,
@@ -58,10 +65,12 @@ from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed, authorizer_of, require
 from regroup.server.entities import ms
 from regroup.server.handlers._common import respond
-from regroup.server.offset_answers import FetchTopic, commit_topics, fetch_groups, fetch_topics
+from regroup.server.offset_answers import FetchTopic, commit_topics, fetch_groups, fetch_topics, pause
 
 OFFSET_COMMIT, OFFSET_FETCH, OFFSET_DELETE = 8, 9, 47
 RETENTION_VERSIONS = range(2, 5)
+#: partitions of one OffsetDelete handed to the core per call (a call of 10,000 held the loop 20-40 ms)
+OFFSET_DELETE_CHUNK = 1_000
 #: the fields of a decoded OffsetCommit partition the core's columns are made of
 _PARTITION_INDEX = attrgetter("partition_index")
 _OFFSET = attrgetter("committed_offset")
@@ -380,23 +389,71 @@ async def offset_delete(broker: Broker, ctx: RequestContext, request: Any) -> An
     consumers refuses (NON_EMPTY_GROUP)."""
     _require_group(broker, ctx, AclOperation.DELETE, request.group_id)
     valid, refused = _split_refused(broker, ctx, request.topics, known_only=False)  # the core answers unknown ones
-    req = OffsetDeleteRequest(
-        group_id=request.group_id,
-        topics=tuple((name, tuple(p.partition_index for p in partitions)) for name, partitions in valid),
-    )
-    resp: OffsetDeleteResponse = await broker.coordinator.call(lambda c, key, now: c.offset_delete(req, key, now))
+    wanted = [(name, tuple(p.partition_index for p in partitions)) for name, partitions in valid]
+    error, answered = await _delete_offsets(broker, request.group_id, wanted)
     # as Kafka's response builder: the refused partitions first, then the coordinator's merged by topic
     rows: dict[str, list[tuple[int, ErrorCode]]] = {name: list(partitions) for name, partitions in refused.items()}
-    for name, partitions in resp.topics:
+    for name, partitions in answered:
         rows.setdefault(name, []).extend(partitions)
-    return respond(
-        ctx,
-        error_code=resp.error,
-        topics=[
-            {"name": name, "partitions": [{"partition_index": p, "error_code": code} for p, code in partitions]}
-            for name, partitions in rows.items()
-        ],
-    )
+    if error is not ErrorCode.NONE:
+        return respond(
+            ctx,
+            error_code=error,
+            topics=[
+                {"name": name, "partitions": [{"partition_index": p, "error_code": code} for p, code in partitions]}
+                for name, partitions in rows.items()
+            ],
+        )
+    return await commit_topics(respond(ctx, error_code=error, topics=[]), list(rows.items()))
+
+
+async def _delete_offsets(
+    broker: Broker, group_id: str, topics: list[tuple[str, tuple[int, ...]]]
+) -> tuple[ErrorCode, list[tuple[str, tuple[tuple[int, ErrorCode], ...]]]]:
+    """The core's answer to deleting ``topics``' offsets, asked ``OFFSET_DELETE_CHUNK`` partitions per call (a
+    turn of the loop between two): the group's error and the partitions' outcomes. A group error of the first
+    call is the answer (nothing deleted); one of a later call (the group changed in between) is the error of
+    each of that call's partitions."""
+    error, answered = ErrorCode.NONE, list[tuple[str, tuple[tuple[int, ErrorCode], ...]]]()
+    for index, chunk in enumerate(_offset_chunks(topics, OFFSET_DELETE_CHUNK)):
+        if index:
+            await pause()  # (a call that deletes nothing answers without a turn of the loop)
+        req = OffsetDeleteRequest(group_id=group_id, topics=tuple(chunk))
+        resp: OffsetDeleteResponse = await broker.coordinator.call(functools.partial(_delete_chunk, req))
+        if resp.error is ErrorCode.NONE:
+            answered.extend(resp.topics)
+        elif index == 0:
+            error = resp.error
+            break
+        else:
+            answered.extend((name, tuple((p, resp.error) for p in partitions)) for name, partitions in chunk)
+    return error, answered
+
+
+def _offset_chunks(topics: list[tuple[str, tuple[int, ...]]], size: int) -> Iterator[list[tuple[str, tuple[int, ...]]]]:
+    """``topics`` cut into chunks of at most ``size`` partitions, in order (a topic may span two chunks; one
+    named with no partitions keeps its place); at least one chunk, empty when ``topics`` is."""
+    chunk: list[tuple[str, tuple[int, ...]]] = []
+    count, given = 0, False
+    for name, partitions in topics:
+        if not partitions:
+            chunk.append((name, ()))
+            continue
+        start = 0
+        while start < len(partitions):
+            taken = partitions[start : start + size - count]
+            chunk.append((name, taken))
+            count += len(taken)
+            start += len(taken)
+            if count >= size:
+                yield chunk
+                chunk, count, given = [], 0, True
+    if chunk or not given:
+        yield chunk
+
+
+def _delete_chunk(req: OffsetDeleteRequest, coordinator: GroupCoordinator, key: RequestKey, now_ms: int) -> Result:
+    return coordinator.offset_delete(req, key, now_ms)
 
 
 SPECS = [
