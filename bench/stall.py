@@ -1022,6 +1022,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     trees: list[tuple[str, str | None]] = [("after", None)]
     if args.before:
         trees.insert(0, ("before", args.before))
+    if args.data_root is not None and not Path(args.data_root).is_dir():
+        parser.error(f"--data-root {args.data_root}: no such directory")
     facts = sb.machine_facts(args.data_root)
     print("machine: " + ", ".join(f"{k}={v}" for k, v in facts.items()), flush=True)
     if args.micro:

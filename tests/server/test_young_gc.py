@@ -140,3 +140,26 @@ def test_a_server_configured_so_collects_young_only_while_it_runs(tmp_path: Path
         assert gc.get_threshold() == before and gc.get_freeze_count() == 0  # as found, once closed
     finally:
         gc.set_threshold(*before)
+
+
+def test_a_running_server_checks_its_heap_periodically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from regroup.server import app
+
+    checks: list[int] = []
+    monkeypatch.setattr(app, "RECLAIM_CHECK_S", 0.01)
+    monkeypatch.setattr(YoungCollector, "check", lambda self: checks.append(1) or False)
+    before = gc.get_threshold()
+
+    async def run() -> None:
+        server = Server(ServerConfig(port=0, data_dir=tmp_path, fsync=FsyncPolicy.NEVER, gc_young_threshold=10_000))
+        await server.start()
+        try:
+            await asyncio.sleep(0.2)
+        finally:
+            await server.close()
+
+    try:
+        asyncio.run(run())
+    finally:
+        gc.set_threshold(*before)
+    assert len(checks) >= 5
