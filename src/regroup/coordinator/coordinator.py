@@ -11,6 +11,7 @@ back through the operation's journal (``journal.py``) before the error response 
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -34,7 +35,7 @@ from regroup.coordinator.group_type import GroupType
 from regroup.coordinator.group_types import GROUP_TYPES, RECORD_OWNERS, type_of
 from regroup.coordinator.groups import Group, Groups
 from regroup.coordinator.ids import CountingIds, IdSource
-from regroup.coordinator.inspect import delete_groups, describe_group, list_groups
+from regroup.coordinator.inspect import delete_groups, describe_group, group_counts, list_groups
 from regroup.coordinator.journal import Journal
 from regroup.coordinator.offsets import (
     OffsetStore,
@@ -50,7 +51,7 @@ from regroup.coordinator.result import RequestKey, Result
 from regroup.coordinator.share import offsets as share_offsets
 from regroup.coordinator.share import operations as share_operations
 from regroup.coordinator.share.describe import describe_share_group
-from regroup.coordinator.share.group import TopicPartition
+from regroup.coordinator.share.group import ShareGroup, TopicPartition
 from regroup.coordinator.share.membership import share_group_heartbeat
 from regroup.coordinator.share.partition import AckBatch, ShareError
 from regroup.coordinator.timers import Timers
@@ -341,6 +342,14 @@ class GroupCoordinator:
         sets without a write, so no event says it."""
         group = self.groups.typed(group_id, ConsumerGroup)
         return group is not None and group.metadata_refresh_needed
+
+    def group_counts(self) -> Counter[tuple[str, str, str]]:
+        """A read-only view for metrics: groups by (state, group type, protocol type), as ListGroups lists them."""
+        return group_counts(self.groups)
+
+    def share_group_ids(self) -> list[str]:
+        """A read-only view for metrics: the share groups' ids, in order."""
+        return sorted(group.group_id for group in self.groups.of_type(ShareGroup))
 
     def members_by_type(self) -> dict[str, int]:
         """A read-only view for metrics: members of groups, by group type (every registered type, 0 included)."""

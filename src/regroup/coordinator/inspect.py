@@ -10,6 +10,7 @@ equal to each group type's own ``listed`` and ``described``."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -91,6 +92,17 @@ def listed_rows(groups: Groups, req: ListGroupsRequest) -> list[ListedRow]:
     if not states and not types:
         return rows
     return [row for row in rows if (not states or row[2].lower() in states) and (not types or row[3] in types)]
+
+
+def group_counts(groups: Groups) -> Counter[tuple[str, str, str]]:
+    """How many groups there are by (state, group type, protocol type), as ListGroups would list them: for the
+    metrics, without the rows' sort and entities."""
+    get = _LISTED_ROWS.get
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for group in groups.values():
+        _, protocol_type, state, group_type = (get(type(group)) or _listed_row)(group)
+        counts[(state, group_type, protocol_type)] += 1
+    return counts
 
 
 def list_groups(groups: Groups, req: ListGroupsRequest) -> ListGroupsResponse:

@@ -10,7 +10,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from regroup.protocol.admin import ListGroupsRequest, ListGroupsResponse
 from regroup.server.errors import CoordinatorUnavailable
 from regroup.server.failures import FailureLog
 from regroup.server.metrics import Family, RequestMetrics, exposition
@@ -100,13 +99,7 @@ async def scrape(src: ScrapeSources) -> str:
 
 async def _groups(runtime: CoordinatorRuntime) -> list[Family]:
     groups = Family("regroup_groups", "gauge", "Groups by state, group type and protocol type.")
-    try:
-        listed: ListGroupsResponse = await runtime.call(
-            lambda c, key, now: c.list_groups(ListGroupsRequest(), key, now)
-        )
-    except CoordinatorUnavailable:
-        return [groups]  # shutting down
-    counts = Counter((g.state, g.group_type, g.protocol_type) for g in listed.groups)
+    counts = runtime.coordinator.group_counts()  # (a plain read: ListGroups' rows, counted, not sorted or built)
     for (state, group_type, protocol_type), n in sorted(counts.items()):
         groups.add(n, {"state": state, "type": group_type, "protocol_type": protocol_type})
     members = runtime.coordinator.members_by_type()
@@ -126,11 +119,7 @@ async def _share_lag(runtime: CoordinatorRuntime, topics: TopicStore) -> Family:
     )
     names = {info.topic_id: info.name for info in topics.topics().values()}
     try:
-        listed: ListGroupsResponse = await runtime.call(
-            lambda c, key, now: c.list_groups(ListGroupsRequest(types=("share",)), key, now)
-        )
-        for listed_group in listed.groups:
-            group_id = listed_group.group_id
+        for group_id in runtime.coordinator.share_group_ids():
 
             def op(c: Any, key: Any, now: int, group_id: str = group_id) -> Any:
                 log_ends = {}
