@@ -101,3 +101,50 @@ def test_closing_folds_what_waits(tmp_path: Path) -> None:
     feed = asyncio.run(run())
     timeline = feed.timeline("g", None, None)  # (closed: read as it is)
     assert timeline is not None and len(timeline["rebalances"]) == 20
+
+
+def test_the_consoles_read_waits_for_the_fold_without_holding_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = Timelines.observe
+
+    def observe(self: Timelines, row: Any) -> None:
+        ends = time.perf_counter() + 0.1
+        while time.perf_counter() < ends:
+            pass
+        real(self, row)
+
+    monkeypatch.setattr(Timelines, "observe", observe)
+
+    async def run() -> tuple[float, dict[str, Any] | None]:
+        feed = HistoryFeed(tmp_path, WINDOW_MS, lambda: 10_000)
+        feed.start()
+        longest = 0.0
+        reading = True
+
+        async def tick() -> None:
+            nonlocal longest
+            last = time.perf_counter()
+            while True:
+                now = time.perf_counter()
+                longest = max(longest, now - last)
+                last = now
+                if not reading:
+                    return
+                await asyncio.sleep(0)
+
+        ticking = asyncio.get_running_loop().create_task(tick())
+        try:
+            await asyncio.sleep(0.01)
+            for i, state in enumerate(["PreparingRebalance", "CompletingRebalance", "Stable"]):
+                feed.sink(_state(1_000 + i, state, 1))
+            timeline = await feed.timeline_settled("g", None, None)  # (three 100 ms folds to wait for)
+            reading = False
+            await ticking
+        finally:
+            await feed.close()
+        return longest, timeline
+
+    longest, timeline = asyncio.run(run())
+    assert timeline is not None and len(timeline["rebalances"]) == 1
+    assert longest < 0.1  # (the synchronous read on the loop: one turn of about 300 ms)

@@ -117,7 +117,7 @@ class Console:
                 bounds.append(int(raw))
             except ValueError:
                 return api.error(400, f"{name}: not an integer: {raw[:50]!r}")
-        timeline = self._view.timeline(group_id, bounds[0], bounds[1])
+        timeline = await self._view.timeline(group_id, bounds[0], bounds[1])
         if timeline is None:
             # a group that exists but has not rebalanced within the window has an empty timeline
             if await self._view.group(group_id) is None:
@@ -132,7 +132,7 @@ class Console:
             asked = api.replay_request(group_id, request.body)
             if isinstance(asked, str):
                 return api.error(400, asked)
-            known = self._view.timeline(group_id, asked.until_ms, asked.until_ms) is not None  # (a narrow window)
+            known = await self._view.timeline(group_id, asked.until_ms, asked.until_ms) is not None  # (a narrow window)
             if not known and await self._view.group(group_id) is None:
                 return api.error(404, f"group {group_id!r} not found")
             try:

@@ -74,7 +74,7 @@ class OperatorView(Protocol):
 
     async def group(self, group_id: str) -> GroupDetail | None: ...
 
-    def timeline(self, group_id: str, since_ms: int | None, until_ms: int | None) -> dict[str, Any] | None:
+    async def timeline(self, group_id: str, since_ms: int | None, until_ms: int | None) -> dict[str, Any] | None:
         """The group's rebalance timeline, or None for a group the history does not know."""
         ...
 

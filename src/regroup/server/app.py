@@ -352,7 +352,9 @@ class Server:
                 watchdog=self._watchdog,
                 young_gc=self._young_gc,
             )
-            view = ServerView(self._runtime, self._topics, None if self._history is None else self._history.timeline)
+            view = ServerView(
+                self._runtime, self._topics, None if self._history is None else self._history.timeline_settled
+            )
             self._runtime.add_observer(view.observe)
             view.observe(self._runtime.coordinator, Result(), wall_ms())
             if self._history is not None:

@@ -10,7 +10,9 @@ Once ``start`` ran, the rows are folded on a thread of their own (``_Folder``), 
 fold tens of milliseconds (a 10,000-partition group's rebalance closes 10,000 ownership intervals at once), and
 the interpreter hands its lock back to the event loop within the thread switch interval (``regroup serve`` sets
 0.2 ms), so the loop is never held that long. Whoever reads the timelines (``timeline``) first waits until every
-row handed so far is folded, so a read sees them all; the fold and the reads share a lock."""
+row handed so far is folded, so a read sees them all; the fold and the reads share a lock. The console reads
+through ``timeline_settled``, which waits and reads on a worker thread: a read right after a large rebalance
+does not hold the loop while the fold catches up."""
 
 from __future__ import annotations
 
@@ -179,12 +181,22 @@ class HistoryFeed:
                 asyncio.get_running_loop().call_soon(self.flush)
 
     def timeline(self, group_id: str, since_ms: int | None, until_ms: int | None) -> dict[str, Any] | None:
+        """The group's timeline once every row handed so far is folded (waiting for the fold thread)."""
         folder = self._folder
         if folder is None:
             return self.timelines.timeline(group_id, since_ms, until_ms)
         folder.settle()
         with folder.lock:
             return self.timelines.timeline(group_id, since_ms, until_ms)
+
+    async def timeline_settled(
+        self, group_id: str, since_ms: int | None, until_ms: int | None
+    ) -> dict[str, Any] | None:
+        """``timeline`` for the console: the wait for the fold and the read (a large group's timeline is
+        thousands of intervals) on a worker thread, the event loop free meanwhile."""
+        if self._folder is None:
+            return self.timelines.timeline(group_id, since_ms, until_ms)
+        return await asyncio.to_thread(self.timeline, group_id, since_ms, until_ms)
 
     def segments(self) -> list[Path]:
         """The history's segment files, oldest first, every row handed so far written to them (empty when the

@@ -13,7 +13,7 @@ between groups, so a long list never holds it. The rebalance history, when the s
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Protocol
 
 from regroup.assignors.consumer_protocol import decode_assignment, decode_subscription
@@ -42,7 +42,7 @@ class EndOffsets(Protocol):
     def opened_partition(self, name: str, index: int) -> Any: ...
 
 
-TimelineSource = Callable[[str, int | None, int | None], dict[str, Any] | None]
+TimelineSource = Callable[[str, int | None, int | None], Awaitable[dict[str, Any] | None]]
 
 
 class ServerView:
@@ -78,8 +78,8 @@ class ServerView:
     def has_timelines(self) -> bool:
         return self._timeline is not None
 
-    def timeline(self, group_id: str, since_ms: int | None, until_ms: int | None) -> dict[str, Any] | None:
-        return None if self._timeline is None else self._timeline(group_id, since_ms, until_ms)
+    async def timeline(self, group_id: str, since_ms: int | None, until_ms: int | None) -> dict[str, Any] | None:
+        return None if self._timeline is None else await self._timeline(group_id, since_ms, until_ms)
 
     async def groups(self) -> list[GroupSummary]:
         listed: ListGroupsResponse = await self._runtime.call(
