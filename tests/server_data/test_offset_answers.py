@@ -1,9 +1,9 @@
-"""OffsetCommit, OffsetFetch, ListOffsets (``server/offset_answers.py``) and Produce (``server/produce_answers.py``)
-answers encoded by hand are byte for byte kio's encoding of the straightforward entities, for every served
-version and random contents (names, metadata strings, error codes, layouts over ``CHUNK`` partitions, so the
-paused paths run); and the ListOffsets
-handler, which answers partitions never opened without opening them, answers as the straightforward handler
-(every log opened) over random topic layouts, data, targets, isolation levels and versions."""
+"""OffsetCommit, DeleteRecords, OffsetFetch, ListOffsets (``server/offset_answers.py``) and Produce
+(``server/produce_answers.py``) answers encoded by hand are byte for byte kio's encoding of the straightforward
+entities, for every served version and random contents (names, metadata strings, error codes, layouts over
+``CHUNK`` partitions, so the paused paths run); and the ListOffsets handler, which answers partitions never opened
+without opening them, answers as the straightforward handler (every log opened) over random topic layouts, data,
+targets, isolation levels and versions."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from regroup.server.entities import build
 from regroup.server.handlers import data
 from regroup.server.handlers.topics import NO_THROTTLE, response_module
 from regroup.server.handlers.topics import build as build_versioned
-from regroup.server.offset_answers import CHUNK, commit_topics, fetch_groups, fetch_topics
+from regroup.server.offset_answers import CHUNK, commit_topics, delete_records_topics, fetch_groups, fetch_topics
 from regroup.server.produce_answers import PRODUCE_TOPIC_ID_FROM, ProducePartition, produce_answer
 from regroup.server.topics import TopicStore
 from regroup.storage.partition_log import PartitionLog
@@ -34,7 +34,7 @@ from tests.server_data.batches import BASE_TS, make_batch
 from tests.server_data.helpers import _ms, counting_turns, request_module
 
 T = TypeVar("T")
-PRODUCE, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH = 0, 2, 8, 9
+PRODUCE, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH, DELETE_RECORDS = 0, 2, 8, 9, 21
 NAMES = st.text(alphabet="ab._-é", min_size=0, max_size=4)
 METADATA = st.none() | st.sampled_from(["", "m"]) | st.text(max_size=5)
 ERRORS = st.sampled_from([0, 0, 0, 3, 29, 16, 87])
@@ -83,6 +83,37 @@ def test_commit_answer_is_kios_encoding(topics: list[tuple[str, list[tuple[int, 
     answer = run(commit_topics(build(cls, throttle_time=0, topics=[]), topics))
     assert answer.body == encode(expected)
     assert sorted(answer.error_codes) == sorted(e for _, ps in topics for _, e in ps if e)
+
+
+# ---------------------------------------------------------------------------------------- DeleteRecords
+@st.composite
+def deleted_layouts(draw: st.DrawFn) -> list[tuple[str, list[tuple[int, int, int]]]]:
+    topics = draw(st.lists(NAMES, max_size=3, unique=True))
+    return [(t, [(i, draw(ERRORS), draw(INT64)) for i in range(sizes(draw))]) for t in topics]
+
+
+@settings(max_examples=60, deadline=None)
+@given(deleted_layouts(), st.integers(0, 2))
+def test_delete_records_answer_is_kios_encoding(
+    topics: list[tuple[str, list[tuple[int, int, int]]]], version: int
+) -> None:
+    cls = response_class(DELETE_RECORDS, version)
+    expected = build(
+        cls,
+        throttle_time=0,
+        topics=[
+            {
+                "name": t,
+                "partitions": [
+                    {"partition_index": p, "low_watermark": low, "error_code": e} for p, e, low in partitions
+                ],
+            }
+            for t, partitions in topics
+        ],
+    )
+    answer = run(delete_records_topics(build(cls, throttle_time=0, topics=[]), topics))
+    assert answer.body == encode(expected)
+    assert sorted(answer.error_codes) == sorted(e for _, ps in topics for _, e, _ in ps if e)
 
 
 # ---------------------------------------------------------------------------------------- OffsetFetch

@@ -1,5 +1,5 @@
-"""The bodies of OffsetCommit, OffsetFetch and ListOffsets answers, encoded by hand, a chunk of partitions at a
-time with the event loop given back between chunks.
+"""The bodies of OffsetCommit (and OffsetDelete), OffsetFetch, ListOffsets and DeleteRecords answers, encoded by
+hand, a chunk of partitions at a time with the event loop given back between chunks.
 
 A kio entity per partition and kio's generic writer cost about 10 µs a partition: 100 ms for an answer of
 10,000 partitions, held on the event loop. Here each partition is one ``struct`` pack (and, for OffsetFetch,
@@ -14,7 +14,10 @@ empty tagged-field section):
 
 - ListOffsets v1-11 (flexible from 6): topic = name, [partition_index int32, error_code int16, timestamp int64,
   offset int64, leader_epoch int32 (v4+)];
-- OffsetCommit v2-9 (flexible from 8): topic = name, [partition_index int32, error_code int16];
+- OffsetCommit v2-9 (flexible from 8), and OffsetDelete v0: topic = name, [partition_index int32, error_code
+  int16];
+- DeleteRecords v0-2 (flexible from 2): topic = name, [partition_index int32, low_watermark int64, error_code
+  int16];
 - OffsetFetch v1-7 (flexible from 6): topic = name, [partition_index int32, committed_offset int64,
   committed_leader_epoch int32 (v5+), metadata nullable string, error_code int16]; v8-9 (flexible): group =
   group_id, [topic as in v7], error_code int16.
@@ -39,6 +42,7 @@ __all__ = [
     "ListTopic",
     "Pacer",
     "commit_topics",
+    "delete_records_topics",
     "fetch_groups",
     "fetch_topics",
     "list_offsets_partitions",
@@ -140,6 +144,33 @@ async def commit_topics(empty: Any, topics: Sequence[CommitTopic]) -> PreEncoded
             else:
                 parts.append(b"".join([pack(p, e) for p, e in chunk]))
             errors.extend(int(e) for _, e in chunk if e)
+        parts.append(tail)
+    return PreEncoded(response_type(empty), splice_pieces(empty, "topics", len(topics), parts), tuple(errors))
+
+
+# ---------------------------------------------------------------------------------------- DeleteRecords
+#: (name, [(partition, error code, low watermark)])
+DeletedTopic = tuple[str, Sequence[tuple[int, int, int]]]
+
+
+async def delete_records_topics(empty: Any, topics: Sequence[DeletedTopic]) -> PreEncoded:
+    """The DeleteRecords answer ``empty`` (the response entity of the request's version, ``topics`` empty) with
+    ``topics``."""
+    flexible = bool(type(empty).__flexible__)
+    tail = _TAGS if flexible else b""
+    pack = struct.Struct(">iqh" + ("B" if flexible else "")).pack
+    pacer, parts, errors = Pacer(), list[bytes](), list[int]()
+    for name, partitions in topics:
+        parts.append(_topic(name, len(partitions), flexible))
+        for start in range(0, len(partitions), CHUNK):
+            if pacer.due(min(CHUNK, len(partitions) - start)):
+                await pause()
+            chunk = partitions[start : start + CHUNK]
+            if flexible:
+                parts.append(b"".join([pack(p, low, e, 0) for p, e, low in chunk]))
+            else:
+                parts.append(b"".join([pack(p, low, e) for p, e, low in chunk]))
+            errors.extend(int(e) for _, e, _ in chunk if e)
         parts.append(tail)
     return PreEncoded(response_type(empty), splice_pieces(empty, "topics", len(topics), parts), tuple(errors))
 

@@ -10,7 +10,8 @@ partition's directory), all of the request's on the topic store's worker thread 
 (``TopicStore.write_log_starts``; a partition's file never moves down, whatever order two requests' writes
 come in); only then do reads stop below them, and the older segments wholly below them are taken out of the
 log, their files removed on a worker thread (``server/log_cleaner.remove_dropped``) before the answer goes.
-The event loop writes and deletes no file, and walks the partitions ``CHUNK`` at a time between two yields.
+The event loop writes and deletes no file, and walks the partitions ``CHUNK`` at a time between two yields; the
+answer is encoded by hand, ``CHUNK`` partitions per step (``offset_answers.delete_records_topics``).
 A topic deleted while the writes were made is UNKNOWN_TOPIC_OR_PARTITION. A crash before the files are gone
 leaves older segments below the persisted log start offset, which the reopened log keeps out of reach (and the
 next DeleteRecords or cleaning pass drops). Fetch below it is OFFSET_OUT_OF_RANGE and ListOffsets' earliest answers it.
@@ -33,7 +34,7 @@ from regroup.security.acl import AclOperation
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.handlers.topics import NO_THROTTLE, UNAUTHORIZED, build, may, response_module, store_of
 from regroup.server.log_cleaner import remove_dropped
-from regroup.server.offset_answers import Pacer, pause
+from regroup.server.offset_answers import Pacer, delete_records_topics, pause
 from regroup.server.topics import TopicStore
 from regroup.storage.format import StorageError
 from regroup.storage.partition_log import DroppedSegments, OffsetOutOfRange, PartitionLog
@@ -76,7 +77,8 @@ async def handle_delete_records(broker: Broker, ctx: RequestContext, request: An
         rows[t][i] = (rows[t][i][0], *_moved(plog, offset, next(raised) if write else None, removals))
     for directory, exc in await remove_dropped(removals):
         log.error("removing the deleted segments of %s failed: %s: %s", directory, type(exc).__name__, exc)
-    return _answer(mod, [(topic.name, answers) for topic, answers in zip(request.topics, rows, strict=True)])
+    topics = [(topic.name, answers) for topic, answers in zip(request.topics, rows, strict=True)]
+    return await delete_records_topics(_answer(mod, []), topics)  # (kio's entities: about 4 us a partition)
 
 
 def _plan(
