@@ -1,4 +1,5 @@
-"""OffsetCommit, DeleteRecords, OffsetFetch, ListOffsets (``server/offset_answers.py``) and Produce
+"""OffsetCommit (and TxnOffsetCommit, AddPartitionsToTxn), DeleteRecords, OffsetFetch, ListOffsets
+(``server/offset_answers.py``) and Produce
 (``server/produce_answers.py``) answers encoded by hand are byte for byte kio's encoding of the straightforward
 entities, for every served version and random contents (names, metadata strings, error codes, layouts over
 ``CHUNK`` partitions, so the paused paths run); and the ListOffsets handler, which answers partitions never opened
@@ -35,6 +36,7 @@ from tests.server_data.helpers import _ms, counting_turns, request_module
 
 T = TypeVar("T")
 PRODUCE, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH, DELETE_RECORDS = 0, 2, 8, 9, 21
+ADD_PARTITIONS_TO_TXN, TXN_OFFSET_COMMIT = 24, 28
 NAMES = st.text(alphabet="ab._-é", min_size=0, max_size=4)
 METADATA = st.none() | st.sampled_from(["", "m"]) | st.text(max_size=5)
 ERRORS = st.sampled_from([0, 0, 0, 3, 29, 16, 87])
@@ -81,6 +83,45 @@ def test_commit_answer_is_kios_encoding(topics: list[tuple[str, list[tuple[int, 
         ],
     )
     answer = run(commit_topics(build(cls, throttle_time=0, topics=[]), topics))
+    assert answer.body == encode(expected)
+    assert sorted(answer.error_codes) == sorted(e for _, ps in topics for _, e in ps if e)
+
+
+@settings(max_examples=40, deadline=None)
+@given(commit_layouts(), st.integers(0, 4))
+def test_txn_offset_commit_answer_is_kios_encoding(
+    topics: list[tuple[str, list[tuple[int, int]]]], version: int
+) -> None:
+    cls = response_class(TXN_OFFSET_COMMIT, version)
+    expected = build(
+        cls,
+        throttle_time=0,
+        topics=[
+            {"name": t, "partitions": [{"partition_index": p, "error_code": e} for p, e in ps]} for t, ps in topics
+        ],
+    )
+    assert run(commit_topics(build(cls, throttle_time=0, topics=[]), topics)).body == encode(expected)
+
+
+@settings(max_examples=40, deadline=None)
+@given(commit_layouts(), st.integers(0, 3))
+def test_add_partitions_answer_is_kios_encoding(topics: list[tuple[str, list[tuple[int, int]]]], version: int) -> None:
+    cls = response_class(ADD_PARTITIONS_TO_TXN, version)
+    field = "results_by_topic_v3_and_below"
+    expected = build(
+        cls,
+        throttle_time=0,
+        **{
+            field: [
+                {
+                    "name": t,
+                    "results_by_partition": [{"partition_index": p, "partition_error_code": e} for p, e in ps],
+                }
+                for t, ps in topics
+            ]
+        },
+    )
+    answer = run(commit_topics(build(cls, throttle_time=0, **{field: []}), topics, field))
     assert answer.body == encode(expected)
     assert sorted(answer.error_codes) == sorted(e for _, ps in topics for _, e in ps if e)
 

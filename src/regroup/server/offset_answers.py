@@ -14,8 +14,8 @@ empty tagged-field section):
 
 - ListOffsets v1-11 (flexible from 6): topic = name, [partition_index int32, error_code int16, timestamp int64,
   offset int64, leader_epoch int32 (v4+)];
-- OffsetCommit v2-9 (flexible from 8), and OffsetDelete v0: topic = name, [partition_index int32, error_code
-  int16];
+- OffsetCommit v2-9 (flexible from 8), OffsetDelete v0, TxnOffsetCommit v0-4 (flexible from 3) and
+  AddPartitionsToTxn v0-3 (flexible from 3): topic = name, [partition_index int32, error_code int16];
 - DeleteRecords v0-2 (flexible from 2): topic = name, [partition_index int32, low_watermark int64, error_code
   int16];
 - OffsetFetch v1-7 (flexible from 6): topic = name, [partition_index int32, committed_offset int64,
@@ -125,9 +125,10 @@ def _topic(name: str, count: int, flexible: bool) -> bytes:
 
 
 # ---------------------------------------------------------------------------------------- OffsetCommit
-async def commit_topics(empty: Any, topics: Sequence[CommitTopic]) -> PreEncoded:
+async def commit_topics(empty: Any, topics: Sequence[CommitTopic], field: str = "topics") -> PreEncoded:
     """The OffsetCommit answer ``empty`` (the response entity of the request's version, ``topics`` empty) with
-    ``topics``."""
+    ``topics``; also any answer whose array ``field`` holds topics of (partition, error code) in that layout
+    (OffsetDelete, TxnOffsetCommit, AddPartitionsToTxn up to v3)."""
     flexible = bool(type(empty).__flexible__)
     tail = _TAGS if flexible else b""
     entry = struct.Struct(">ih" + ("B" if flexible else ""))
@@ -145,7 +146,7 @@ async def commit_topics(empty: Any, topics: Sequence[CommitTopic]) -> PreEncoded
                 parts.append(b"".join([pack(p, e) for p, e in chunk]))
             errors.extend(int(e) for _, e in chunk if e)
         parts.append(tail)
-    return PreEncoded(response_type(empty), splice_pieces(empty, "topics", len(topics), parts), tuple(errors))
+    return PreEncoded(response_type(empty), splice_pieces(empty, field, len(topics), parts), tuple(errors))
 
 
 # ---------------------------------------------------------------------------------------- DeleteRecords

@@ -58,6 +58,7 @@ from regroup.server.authz import allowed, require, require_cluster
 from regroup.server.entities import ms
 from regroup.server.handlers._common import respond
 from regroup.server.handlers.authorized import authorize_by_resource_type
+from regroup.server.offset_answers import commit_topics
 from regroup.server.txn_runtime import TransactionRuntime
 from regroup.transactions.state import TopicPartition, TransactionMetadata, TxnState
 
@@ -223,7 +224,9 @@ async def add_partitions_to_txn(broker: Broker, ctx: RequestContext, request: An
             topics,
             False,
         )
-        return respond(ctx, results_by_topic_v3_and_below=_partition_rows(topics, codes.__getitem__))
+        answered = [(name, [(p, codes[(name, p)]) for p in partitions]) for name, partitions in topics]
+        empty = respond(ctx, results_by_topic_v3_and_below=[])
+        return await commit_topics(empty, answered, "results_by_topic_v3_and_below")
     require_cluster(broker, ctx, AclOperation.CLUSTER_ACTION)
     results = []
     for txn in request.transactions:
@@ -324,14 +327,14 @@ async def txn_offset_commit(broker: Broker, ctx: RequestContext, request: Any) -
         if present:
             valid.append((t.name, present))
     if not valid:
-        return respond(ctx, topics=_offsets_rows(rows.items()))
+        return await commit_topics(respond(ctx, topics=[]), list(rows.items()))
     tid, group, pid, epoch = request.transactional_id, request.group_id, request.producer_id, request.producer_epoch
     refusal = E.INVALID_GROUP_ID if not group else runtime.coordinator.check_offsets(tid, pid, epoch, group)
     if refusal is not E.NONE:
         code = _offsets_refusal(refusal, ctx.api_version)
         for name, partitions in valid:
             rows.setdefault(name, []).extend((p.partition_index, code) for p in partitions)
-        return respond(ctx, topics=_offsets_rows(rows.items()))
+        return await commit_topics(respond(ctx, topics=[]), list(rows.items()))
     req = TxnOffsetCommitRequest(
         transactional_id=tid,
         group_id=group,
@@ -359,7 +362,7 @@ async def txn_offset_commit(broker: Broker, ctx: RequestContext, request: Any) -
     resp: OffsetCommitResponse = await broker.coordinator.call(lambda c, key, now: c.txn_offset_commit(req, key, now))
     for name, codes in resp.topics:
         rows.setdefault(name, []).extend(codes)
-    return respond(ctx, topics=_offsets_rows(rows.items()))
+    return await commit_topics(respond(ctx, topics=[]), list(rows.items()))
 
 
 # --------------------------------------------------------------------------- ListTransactions, Describe...
