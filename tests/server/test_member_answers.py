@@ -23,6 +23,7 @@ from regroup.server.handlers._common import respond
 from regroup.server.handlers.groups import JOIN_GROUP, LEAVE_GROUP, _join_response
 from regroup.server.member_answers import join_members, leave_members
 from regroup.server.offset_answers import CHUNK
+from tests.server_data.helpers import counting_turns
 
 TEXT = st.text(alphabet="ab-é0", max_size=6)
 MEMBERS = st.builds(
@@ -82,22 +83,8 @@ def test_the_loop_has_turns_between_chunks() -> None:
     empty = _join_response(ctx, JoinGroupResponse(leader="m-0", member_id="m-0"))
 
     async def run() -> int:
-        turns = 0
-        done = False
-
-        async def count() -> None:
-            nonlocal turns
-            while not done:
-                turns += 1
-                await asyncio.sleep(0)
-
-        counter = asyncio.get_running_loop().create_task(count())
-        await asyncio.sleep(0)
-        before = turns
-        await join_members(empty, members, 9, 0)
-        done = True
-        await counter
-        return turns - before
+        _, turns = await counting_turns(join_members(empty, members, 9, 0))
+        return turns
 
     assert asyncio.run(run()) >= 2  # a 3,000-member answer yields after each 1,000
 

@@ -152,7 +152,8 @@ def test_delete_records_answer_is_kios_encoding(
             for t, partitions in topics
         ],
     )
-    answer = run(delete_records_topics(build(cls, throttle_time=0, topics=[]), topics))
+    rows = [(t, [(p, low, e) for p, e, low in partitions]) for t, partitions in topics]
+    answer = run(delete_records_topics(build(cls, throttle_time=0, topics=[]), rows))
     assert answer.body == encode(expected)
     assert sorted(answer.error_codes) == sorted(e for _, ps in topics for _, e, _ in ps if e)
 

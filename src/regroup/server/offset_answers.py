@@ -129,37 +129,28 @@ async def commit_topics(empty: Any, topics: Sequence[CommitTopic], field: str = 
     """The OffsetCommit answer ``empty`` (the response entity of the request's version, ``topics`` empty) with
     ``topics``; also any answer whose array ``field`` holds topics of (partition, error code) in that layout
     (OffsetDelete, TxnOffsetCommit, AddPartitionsToTxn up to v3)."""
-    flexible = bool(type(empty).__flexible__)
-    tail = _TAGS if flexible else b""
-    entry = struct.Struct(">ih" + ("B" if flexible else ""))
-    pack = entry.pack
-    pacer, parts, errors = Pacer(), list[bytes](), list[int]()
-    for name, partitions in topics:
-        parts.append(_topic(name, len(partitions), flexible))
-        for start in range(0, len(partitions), CHUNK):
-            if pacer.due(min(CHUNK, len(partitions) - start)):
-                await pause()
-            chunk = partitions[start : start + CHUNK]
-            if flexible:
-                parts.append(b"".join([pack(p, e, 0) for p, e in chunk]))
-            else:
-                parts.append(b"".join([pack(p, e) for p, e in chunk]))
-            errors.extend(int(e) for _, e in chunk if e)
-        parts.append(tail)
-    return PreEncoded(response_type(empty), splice_pieces(empty, field, len(topics), parts), tuple(errors))
+    return await _packed_topics(empty, topics, field, "ih", 1)
 
 
 # ---------------------------------------------------------------------------------------- DeleteRecords
-#: (name, [(partition, error code, low watermark)])
+#: (name, [(partition, low watermark, error code)])
 DeletedTopic = tuple[str, Sequence[tuple[int, int, int]]]
 
 
 async def delete_records_topics(empty: Any, topics: Sequence[DeletedTopic]) -> PreEncoded:
     """The DeleteRecords answer ``empty`` (the response entity of the request's version, ``topics`` empty) with
     ``topics``."""
+    return await _packed_topics(empty, topics, "topics", "iqh", 2)
+
+
+async def _packed_topics(
+    empty: Any, topics: Sequence[tuple[str, Sequence[tuple[int, ...]]]], field: str, layout: str, error_at: int
+) -> PreEncoded:
+    """``empty`` with its array ``field`` holding ``topics``: each a name and its partitions' rows, every row the
+    fields ``layout`` packs (``struct`` codes, big-endian), its error code at ``error_at``."""
     flexible = bool(type(empty).__flexible__)
     tail = _TAGS if flexible else b""
-    pack = struct.Struct(">iqh" + ("B" if flexible else "")).pack
+    pack = struct.Struct(">" + layout + ("B" if flexible else "")).pack
     pacer, parts, errors = Pacer(), list[bytes](), list[int]()
     for name, partitions in topics:
         parts.append(_topic(name, len(partitions), flexible))
@@ -168,12 +159,12 @@ async def delete_records_topics(empty: Any, topics: Sequence[DeletedTopic]) -> P
                 await pause()
             chunk = partitions[start : start + CHUNK]
             if flexible:
-                parts.append(b"".join([pack(p, low, e, 0) for p, e, low in chunk]))
+                parts.append(b"".join([pack(*row, 0) for row in chunk]))
             else:
-                parts.append(b"".join([pack(p, low, e) for p, e, low in chunk]))
-            errors.extend(int(e) for _, e, _ in chunk if e)
+                parts.append(b"".join([pack(*row) for row in chunk]))
+            errors.extend(int(row[error_at]) for row in chunk if row[error_at])
         parts.append(tail)
-    return PreEncoded(response_type(empty), splice_pieces(empty, "topics", len(topics), parts), tuple(errors))
+    return PreEncoded(response_type(empty), splice_pieces(empty, field, len(topics), parts), tuple(errors))
 
 
 # ---------------------------------------------------------------------------------------- OffsetFetch

@@ -77,7 +77,10 @@ async def handle_delete_records(broker: Broker, ctx: RequestContext, request: An
         rows[t][i] = (rows[t][i][0], *_moved(plog, offset, next(raised) if write else None, removals))
     for directory, exc in await remove_dropped(removals):
         log.error("removing the deleted segments of %s failed: %s: %s", directory, type(exc).__name__, exc)
-    topics = [(topic.name, answers) for topic, answers in zip(request.topics, rows, strict=True)]
+    topics = [
+        (topic.name, [(i, low, code) for i, code, low in answers])
+        for topic, answers in zip(request.topics, rows, strict=True)
+    ]
     return await delete_records_topics(_answer(mod, []), topics)  # (kio's entities: about 4 us a partition)
 
 
