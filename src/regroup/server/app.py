@@ -73,7 +73,7 @@ from regroup.storage.topic_config import DEFAULT_MESSAGE_MAX_BYTES, DEFAULT_SEGM
 from regroup.storage.transaction_log import TransactionLog
 from regroup.transactions.results import TxnConfig
 
-#: how often ``regroup serve``'s young-only collector counts its frozen objects (``YoungCollector.check``)
+#: how often ``regroup serve``'s young-only collector reads the heap's size (``YoungCollector.check``)
 RECLAIM_CHECK_S = 1.0
 log = logging.getLogger("regroup.server")
 
@@ -608,7 +608,7 @@ class Server:
 
     @staticmethod
     async def _reclaim_cycles(collector: YoungCollector) -> None:
-        """The frozen objects counted about once a second, and their cycles reclaimed when they have grown
+        """The heap's size read about once a second, and the frozen objects' cycles reclaimed once it has doubled
         (``YoungCollector.check``): between turns of the loop, never inside a request's handling."""
         while True:
             await asyncio.sleep(RECLAIM_CHECK_S)
