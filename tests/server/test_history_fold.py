@@ -148,3 +148,33 @@ def test_the_consoles_read_waits_for_the_fold_without_holding_the_loop(
     longest, timeline = asyncio.run(run())
     assert timeline is not None and len(timeline["rebalances"]) == 1
     assert longest < 0.1  # (the synchronous read on the loop: one turn of about 300 ms)
+
+
+def test_a_read_is_not_starved_by_rows_handed_after_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = Timelines.observe
+
+    def observe(self: Timelines, row: Any) -> None:
+        time.sleep(0.002)  # (a fold a little slower than the rows come)
+        real(self, row)
+
+    monkeypatch.setattr(Timelines, "observe", observe)
+
+    async def run() -> float:
+        feed = HistoryFeed(tmp_path, WINDOW_MS, lambda: 10_000)
+        feed.start()
+        try:
+            feed.sink(_state(1_000, "PreparingRebalance", 0))
+            reading = asyncio.ensure_future(feed.timeline_settled("g", None, None))
+            began = time.perf_counter()
+            i = 0
+            while not reading.done() and time.perf_counter() - began < 5:
+                i += 1
+                feed.sink(_state(1_000 + i, "PreparingRebalance", 0))  # the backlog never empties
+                await asyncio.sleep(0.001)
+            took = time.perf_counter() - began
+            assert reading.done()
+            return took
+        finally:
+            await feed.close()
+
+    assert asyncio.run(run()) < 2.0  # (answered once the rows handed before it are folded)

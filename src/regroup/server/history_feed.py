@@ -57,6 +57,7 @@ class _Folder:
         self._folded = 0
         self._stopping = False
         self._idle = False  # the fold thread is waiting for work
+        self._settling = 0  # readers waiting in ``settle``
         self._thread = threading.Thread(target=self._run, name="regroup-history-fold", daemon=True)
         self._thread.start()
 
@@ -74,7 +75,11 @@ class _Folder:
         """Wait until everything handed so far is folded."""
         with self._changed:
             handed = self._handed
-            self._changed.wait_for(lambda: self._folded >= handed or not self._thread.is_alive())
+            self._settling += 1
+            try:
+                self._changed.wait_for(lambda: self._folded >= handed or not self._thread.is_alive())
+            finally:
+                self._settling -= 1
 
     def stop(self) -> None:
         """Fold what is waiting, then end the thread."""
@@ -99,7 +104,7 @@ class _Folder:
                 log.exception("rebalance history: a row could not be folded")
             with self._changed:
                 self._folded += 1
-                if self._folded == self._handed:  # (all folded: a reader settling may go on)
+                if self._settling or self._folded == self._handed:  # (a reader settling may go on)
                     self._changed.notify_all()
 
 
