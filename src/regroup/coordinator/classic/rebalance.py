@@ -217,13 +217,17 @@ def maybe_prepare_or_complete(ctx: Ctx, group: ClassicGroup) -> None:
 def prepare_rebalance(ctx: Ctx, group: ClassicGroup) -> None:
     if group.is_in(ClassicStates.COMPLETING_REBALANCE):
         group.assignments_cleared = True
+        sessions: list[tuple[SessionTimer, int]] = []
         for member in group.members.values():
             member.assignment = b""
             if member.awaiting_sync_key is not None:
                 ctx.complete(member.awaiting_sync_key, SyncGroupResponse(error=ErrorCode.REBALANCE_IN_PROGRESS))
                 member.awaiting_sync_key = None
                 # as for a successful SyncGroup: its session may have lapsed while it was parked
-                schedule_session(ctx, group, member.member_id, member.session_timeout_ms)
+                sessions.append(
+                    (SessionTimer(group.group_id, member.member_id), ctx.now_ms + member.session_timeout_ms)
+                )
+        ctx.timers.schedule_all(sessions)
     ctx.timers.cancel(sync_phase_key(group.group_id))
     group.pending_sync_members.clear()
     was_empty = group.is_in(ClassicStates.EMPTY)

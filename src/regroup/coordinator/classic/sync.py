@@ -5,6 +5,7 @@ from __future__ import annotations
 from regroup.coordinator.classic.group import ClassicGroup, ClassicStates
 from regroup.coordinator.classic.join import check_identity
 from regroup.coordinator.classic.rebalance import (
+    SessionTimer,
     after_departure,
     assignment_stored,
     persist,
@@ -74,11 +75,14 @@ def sync_group(ctx: Ctx, found: ClassicGroup | None, req: SyncGroupRequest, key:
     persist(ctx, group)
     transition(ctx, group, ClassicStates.STABLE)
     ctx.event(assignment_stored(group))
+    sessions: list[tuple[SessionTimer, int]] = []  # (restarted together: one undo entry, not one per member)
+    now_ms = ctx.now_ms
     for m in group.members.values():
         if m.awaiting_sync_key is not None:
             ctx.complete(m.awaiting_sync_key, _sync_response(group, m.assignment))
             m.awaiting_sync_key = None
-            schedule_session(ctx, group, m.member_id, m.session_timeout_ms)
+            sessions.append((SessionTimer(group.group_id, m.member_id), now_ms + m.session_timeout_ms))
+    ctx.timers.schedule_all(sessions)
 
 
 def _sync_response(group: ClassicGroup, assignment: bytes) -> SyncGroupResponse:
