@@ -14,12 +14,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import threading
 import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode as E
 from kio.serial import entity_reader
@@ -28,7 +30,7 @@ from regroup.coordinator.config import CoordinatorConfig
 from regroup.network.limits import DEFAULT_LIMITS, GROUP_ID
 from regroup.server.app import Server, ServerConfig
 from regroup.storage.record_log import FsyncPolicy
-from tests.server.wire import DESCRIBE, HEARTBEAT, JOIN, SYNC, encode_request
+from tests.server.wire import DESCRIBE, HEARTBEAT, JOIN, LEAVE, SYNC, encode_request
 
 SESSION_MS = 1_500  # (long enough for a loaded machine to keep up with a heartbeat every 100 ms)
 
@@ -191,6 +193,57 @@ def test_an_answer_at_once_waits_behind_a_parked_request_of_its_connection(tmp_p
             assert (correlation_id, heartbeat.error_code) == (behind, E.none)
             first.close()
             second.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_heartbeat_goes_on_while_another_groups_records_are_being_written(tmp_path: Path) -> None:
+    """Group by group: a steady member's heartbeat is answered (at once, and by the general path when it is
+    not steady) while another group's records wait for the log, and a heartbeat of that other group waits
+    for them."""
+
+    async def scenario() -> None:
+        async with running(tmp_path) as (server, port, general):
+            steady, busy = await Client.open(port), await Client.open(port)
+            member_id, generation = await joined(steady, "steady")
+            await steady.call(HEARTBEAT, 4, **beat("steady", member_id, generation))  # its bytes learned
+            busy_id, busy_generation = await joined(busy, "busy")
+            runtime = server._runtime
+            assert runtime is not None
+            writer = runtime._writer
+            gate = threading.Event()
+            append = writer._append
+
+            def held(records: Any) -> object:
+                assert gate.wait(10)
+                return append(records)
+
+            writer._append = held
+            try:
+                leaving = [{"member_id": busy_id, "group_instance_id": None, "reason": None}]
+                left = busy.send(LEAVE, 5, group_id="busy", members=leaving)  # the group empties: records, held
+                await asyncio.sleep(0.2)
+                assert not writer.idle and "busy" in runtime._unwritten
+                answered_before = general.get(str(HEARTBEAT), 0)
+                beat_at_once = await asyncio.wait_for(
+                    steady.call(HEARTBEAT, 4, **beat("steady", member_id, generation)), 2
+                )
+                assert beat_at_once.error_code == E.none
+                assert general.get(str(HEARTBEAT), 0) == answered_before  # answered at once
+                stale = await asyncio.wait_for(steady.call(HEARTBEAT, 4, **beat("steady", member_id, -5)), 2)
+                assert stale.error_code == E.illegal_generation  # (the general path's, not held either)
+                assert general.get(str(HEARTBEAT), 0) == answered_before + 1
+                waiting = busy.send(HEARTBEAT, 4, **beat("busy", busy_id, busy_generation))
+                with pytest.raises(asyncio.TimeoutError):  # neither the leave nor its group's heartbeat answered
+                    await asyncio.wait_for(busy.reader.readexactly(4), 0.3)
+            finally:
+                gate.set()
+            correlation_id, leave = await busy.receive()
+            assert (correlation_id, leave.error_code) == (left, E.none)
+            correlation_id, late = await busy.receive()
+            assert (correlation_id, late.error_code) == (waiting, E.unknown_member_id)
+            steady.close()
+            busy.close()
 
     asyncio.run(scenario())
 

@@ -87,7 +87,13 @@ class CoreRuntime:
         self.core = core
         self.calls: list[int] = []
 
-    async def call(self, op: Callable[[GroupCoordinator, RequestKey, int], Result], *, may_park: bool = False) -> Any:
+    async def call(
+        self,
+        op: Callable[[GroupCoordinator, RequestKey, int], Result],
+        *,
+        may_park: bool = False,
+        group_id: str | None = None,
+    ) -> Any:
         result = op(self.core, len(self.calls), NOW_MS)
         request = getattr(op, "args", (None,))[0]
         self.calls.append(len(request.members) if isinstance(request, LeaveGroupRequest) else -1)

@@ -36,7 +36,13 @@ class CoreRuntime:
         self.now_ms = now_ms
         self.calls: list[int] = []
 
-    async def call(self, op: Callable[[GroupCoordinator, RequestKey, int], Result], *, may_park: bool = False) -> Any:
+    async def call(
+        self,
+        op: Callable[[GroupCoordinator, RequestKey, int], Result],
+        *,
+        may_park: bool = False,
+        group_id: str | None = None,
+    ) -> Any:
         request = getattr(op, "args", (None,))[0]
         assert isinstance(request, OffsetDeleteRequest)
         self.calls.append(sum(len(partitions) for _, partitions in request.topics))

@@ -40,12 +40,17 @@ class FakeLog:
         self.log = FakeRecordLog()
         self.appended: list[Record] = []
         self.gate: threading.Event | None = None
+        #: (when set) one event per append to come: each append waits for its own
+        self.turns: list[threading.Event] | None = None
         self.fail = False
         self.closed = False
 
     def append(self, records: Sequence[Record]) -> int:
         if self.gate is not None:
             assert self.gate.wait(5)
+        if self.turns is not None:
+            assert self.turns[0].wait(5)
+            self.turns.pop(0)
         if self.fail:
             raise OSError(28, "No space left on device")
         self.appended.extend(records)
@@ -107,6 +112,73 @@ def test_responses_wait_until_their_records_and_earlier_ones_are_appended() -> N
         assert fake.closed
 
     asyncio.run(scenario())
+
+
+def test_an_answer_about_one_group_waits_only_for_that_groups_records() -> None:
+    async def scenario() -> None:
+        rt, fake = runtime()
+        fake.gate = threading.Event()
+        commit = asyncio.create_task(rt.call(commit_op("g", 5), group_id="g"))
+        await asyncio.sleep(0)
+        other = asyncio.create_task(rt.call(fetch_op("h"), group_id="h"))  # nothing of h is being written
+        same = asyncio.create_task(rt.call(fetch_op("g"), group_id="g"))
+        unnamed = asyncio.create_task(rt.call(fetch_op("h")))  # (no group named: waits for every earlier call)
+        await asyncio.sleep(0.1)
+        assert other.done() and other.result().topics[0][1][0].offset == -1
+        assert not commit.done() and not same.done() and not unnamed.done() and fake.appended == []
+        fake.gate.set()
+        assert (await same).topics[0][1][0].offset == 5
+        await unnamed
+        assert commit.done() and rt._unwritten == {}
+        await rt.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_group_waits_for_every_batch_of_its_records_not_yet_durable() -> None:
+    """Two batches holding the group's records: an answer about it waits until the second is durable too, and
+    one about a group whose records are only in the first goes on once the first is."""
+
+    async def scenario() -> None:
+        rt, fake = runtime()
+        turns = fake.turns = [threading.Event(), threading.Event()]
+        first = asyncio.create_task(rt.call(lambda c, key, now: _commits(c, key, now, ("g", "h"), 1)))
+        await asyncio.sleep(0)  # (the first batch is being written: the next one waits for it)
+        second = asyncio.create_task(rt.call(commit_op("g", 2), group_id="g"))
+        await asyncio.sleep(0.05)
+        assert rt._unwritten == {"g": 2, "h": 1}
+        g_read = asyncio.create_task(rt.call(fetch_op("g"), group_id="g"))
+        h_read = asyncio.create_task(rt.call(fetch_op("h"), group_id="h"))
+        await asyncio.sleep(0.05)
+        assert not g_read.done() and not h_read.done()
+        turns[0].set()
+        await first
+        assert rt._unwritten == {"g": 1}
+        h_after = await rt.call(fetch_op("h"), group_id="h")  # (h's batch is durable: answered at once)
+        assert h_after.topics[0][1][0].offset == 1
+        await asyncio.sleep(0.05)
+        assert not g_read.done() and not second.done()
+        turns[0].set()
+        assert (await g_read).topics[0][1][0].offset == 2
+        await h_read
+        await second
+        assert rt._unwritten == {}
+        await rt.close()
+
+    asyncio.run(scenario())
+
+
+def _commits(c: GroupCoordinator, key: Any, now: int, groups: Sequence[str], offset: int) -> Result:
+    """One core call committing ``offset`` for each of ``groups`` (one batch holding records of all of them)."""
+    result = Result()
+    for group in groups:
+        req = OffsetCommitRequest(group_id=group, topics=(("t", (PartitionCommit(partition=0, offset=offset),)),))
+        part = c.offset_commit(req, key, now)
+        result.records.extend(part.records)
+        result.events.extend(part.events)
+        if group == groups[0]:
+            result.completions.extend(part.completions)
+    return result
 
 
 def test_a_failed_append_is_fatal() -> None:

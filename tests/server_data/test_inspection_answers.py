@@ -351,7 +351,7 @@ class _Runtime:
         self.c = c
         self.key = 0
 
-    async def call(self, op: Any, *, may_park: bool = False) -> Any:
+    async def call(self, op: Any, *, may_park: bool = False, group_id: str | None = None) -> Any:
         self.key += 1
         result = op(self.c, self.key, 0)
         return next(comp.response for comp in result.completions if comp.key == self.key)

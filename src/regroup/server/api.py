@@ -69,14 +69,23 @@ class TopicStore(Protocol):
 class GroupService(Protocol):
     """The coordinator runtime as the handlers see it (implemented in ``server/runtime.py``)."""
 
-    async def call(self, op: Callable[[GroupCoordinator, RequestKey, int], Result], *, may_park: bool = False) -> Any:
+    async def call(
+        self,
+        op: Callable[[GroupCoordinator, RequestKey, int], Result],
+        *,
+        may_park: bool = False,
+        group_id: str | None = None,
+    ) -> Any:
         """Run ``op(coordinator, request_key, now_ms)`` and return the response completed for the key once
-        its records are durable. ``may_park``: the response may come later (a parked JoinGroup/SyncGroup)."""
+        its records are durable. ``may_park``: the response may come later (a parked JoinGroup/SyncGroup).
+        ``group_id``: the one group the call concerns, when it concerns one (its answer then waits only for
+        the records of that group, not for every earlier call's)."""
         ...
 
-    def answer_at_once(self, op: Callable[..., Any], *request: Any) -> Any | None:
+    def answer_at_once(self, op: Callable[..., Any], *request: Any, group_id: str | None = None) -> Any | None:
         """``op(coordinator, *request, now_ms)``'s answer when the core can give it at once with nothing to make
-        durable and every earlier call answered; None: ``call`` must run the request."""
+        durable and every earlier call it could depend on answered (``group_id``: the request's group); None:
+        ``call`` must run the request."""
         ...
 
     def plan_offset_commit(

@@ -9,16 +9,20 @@ shared machinery of ``core_runtime.py``; this module adds what is specific to th
   worker thread (under ``--fsync always`` pipelined on two: the next batch is written while the previous one
   is fsynced) and only then resolves the response futures of those results, in call order. A result
   without records still waits for the appends queued before it, so nobody is told about state that a crash
-  could take back. When nothing is queued or being written and a result has no records, its completions
-  are handed out at once instead (the writer would resolve them next anyway, with nothing to wait for): the
-  common Heartbeat/OffsetFetch answer costs no trip through the writer. A failed append is fatal (as
+  could take back. When a result has no records and nothing it could depend on waits for the writer, its
+  completions are handed out at once instead: when nothing is queued or being written at all, or, for a
+  call that concerns one group (``call``'s ``group_id``), when no record of that group is waiting (the
+  runtime counts, per group, the batches not yet durable that hold its records). A group's answers depend
+  only on its own state, so a healthy member's Heartbeat or OffsetFetch does not wait behind another
+  group's large rebalance being written (Kafka's coordinator gets the same from its fifty partitions, each
+  with a log of its own). A failed append is fatal (as
   in docs/architecture.md): waiting requests fail with ``CoordinatorUnavailable`` and ``on_fatal`` is
   called so the server stops; a restart replays the log. Under ``--fsync interval`` the writer also syncs
   the log shortly after appends stop.
 * **Answers at once.** ``answer_at_once`` runs a core operation that either answers with nothing to make
   durable and nothing else changed but soft state (a steady member's heartbeat moving its session deadline:
   ``GroupCoordinator.heartbeat_at_once``) or declines; it runs only when ``call``'s fast path would apply
-  (the writer idle), so the answer may go out at once.
+  (the writer idle, or nothing of the request's group waiting for it), so the answer may go out at once.
 * **Parked requests.** A request key is a counter; its future resolves with the completion carrying that
   key, possibly in the result of a later call (a parked JoinGroup). A key the core ``dropped`` (superseded by
   a newer request of the same member) fails with ``RequestDropped``; the connection layer then closes that
@@ -123,6 +127,8 @@ class CoordinatorRuntime:
         )
         self._timer = DeadlineTimer(clock, self._on_timer)
         self._closed = False
+        #: group id -> batches submitted to the writer, holding records of the group, not yet durable
+        self._unwritten: dict[str, int] = {}
         #: runs the work core calls hand out (``_hand_out``), made on first use
         self._aside_pool: ThreadPoolExecutor | None = None
         #: pieces of work handed out and landed since start, and the worker's time on them (metrics)
@@ -176,9 +182,11 @@ class CoordinatorRuntime:
         return self._writer.failure
 
     # ------------------------------------------------------------------------------------------ calls
-    async def call(self, op: CoreOp, *, may_park: bool = False) -> Any:
+    async def call(self, op: CoreOp, *, may_park: bool = False, group_id: str | None = None) -> Any:
         """Run ``op(coordinator, key, now_ms)`` and return the response completed for ``key`` once the records
-        of this and every earlier call are durable. ``may_park``: the response may come from a later call."""
+        of this and every earlier call are durable. ``may_park``: the response may come from a later call.
+        ``group_id``: the one group the call concerns (its answers, and those of requests parked on the group
+        that it completes, depend on that group's state alone), or None (several groups, or none named)."""
         writer = self._writer
         if self._closed or writer.failure is not None:
             raise CoordinatorUnavailable("the coordinator is not running")
@@ -186,10 +194,10 @@ class CoordinatorRuntime:
         result = op(self.coordinator, key, self._clock.now())
         if result.asides:
             self._hand_out(result)
-        if not result.records and writer.started and writer.idle:
-            # Fast path: nothing is queued or being written, so every earlier call is durable and answered, and
-            # this result has nothing to make durable: its completions go out now, in the order the writer would
-            # have used, without a trip through the writer (and without a future for an immediate answer).
+        if not result.records and writer.started and self._nothing_waits(group_id):
+            # Fast path: every earlier call this one could depend on is durable, and this result has nothing
+            # to make durable: its completions go out now, in the order the writer would have used, without a
+            # trip through the writer (and without a future for an immediate answer).
             if result.events:
                 self._observe(result)
             completions = result.completions
@@ -213,14 +221,15 @@ class CoordinatorRuntime:
         del result
         return await self._answer_to(key, future)
 
-    def answer_at_once(self, op: AtOnceOp, *request: Any) -> Any | None:
+    def answer_at_once(self, op: AtOnceOp, *request: Any, group_id: str | None = None) -> Any | None:
         """``op(coordinator, *request, now_ms)``: a core operation that either answers at once, having changed
         nothing a record, an event or another request's answer would carry (a steady member's heartbeat moving
-        its session deadline), or answers None having changed nothing. Runs only when every earlier call is
-        durable and answered (``call``'s own fast path: the writer idle), so the answer may go out now; None
-        otherwise, and from a stopped coordinator (``call`` is for all of those)."""
+        its session deadline), or answers None having changed nothing. Runs only when every earlier call it
+        could depend on is durable (``call``'s own fast path: the writer idle, or no record of ``group_id``,
+        the request's group, waiting for it), so the answer may go out now; None otherwise, and from a stopped
+        coordinator (``call`` is for all of those)."""
         writer = self._writer
-        if self._closed or writer.failure is not None or not writer.started or not writer.idle:
+        if self._closed or writer.failure is not None or not writer.started or not self._nothing_waits(group_id):
             return None
         response = op(self.coordinator, *request, self._clock.now())
         if response is not None:
@@ -312,9 +321,37 @@ class CoordinatorRuntime:
             self._submit(result, list(result.completions))
         self._arm_timer()
 
+    def _nothing_waits(self, group_id: str | None) -> bool:
+        """No earlier call that an answer about ``group_id`` (None: about anything) could depend on waits for
+        the writer: the writer is idle, or no batch holding a record of the group is."""
+        if self._writer.idle:
+            return True
+        return group_id is not None and group_id not in self._unwritten
+
     def _submit(self, result: Result, completions: list[Completion]) -> None:
         """Hand ``result``'s records to the writer; ``completions`` and the dropped keys are resolved after."""
-        self._writer.submit(result.records, partial(self._resolve, completions, list(result.dropped)))
+        dropped = list(result.dropped)
+        if not result.records:
+            self._writer.submit(result.records, partial(self._resolve, completions, dropped))
+            return
+        groups = {record.key.group_id for record in result.records}
+        unwritten = self._unwritten
+        for group_id in groups:
+            unwritten[group_id] = unwritten.get(group_id, 0) + 1
+        self._writer.submit(result.records, partial(self._written, groups, completions, dropped))
+
+    def _written(
+        self, groups: set[str], completions: list[Completion], dropped: list[RequestKey], error: BaseException | None
+    ) -> None:
+        """A batch holding records of ``groups`` is durable (or failed): those groups wait for it no more."""
+        unwritten = self._unwritten
+        for group_id in groups:
+            left = unwritten.get(group_id, 1) - 1
+            if left > 0:
+                unwritten[group_id] = left
+            else:
+                unwritten.pop(group_id, None)
+        self._resolve(completions, dropped, error)
 
     # ------------------------------------------------------------------------------------------ timers
     def _arm_timer(self) -> None:

@@ -162,7 +162,7 @@ async def consumer_group_heartbeat(broker: Broker, ctx: RequestContext, request:
         )
     req = _heartbeat_request(ctx.api_version, request, client_info(ctx))
     resp: ConsumerGroupHeartbeatResponse = await broker.coordinator.call(
-        lambda c, key, now: c.consumer_group_heartbeat(req, key, now)
+        lambda c, key, now: c.consumer_group_heartbeat(req, key, now), group_id=req.group_id
     )
     return _heartbeat_response(ctx, resp)
 
@@ -218,7 +218,7 @@ def _heartbeat_at_once(
     if not permits(broker, principal, client_host, AclOperation.READ, ResourceType.GROUP, req.group_id):
         return None
     resp: ConsumerGroupHeartbeatResponse | None = broker.coordinator.answer_at_once(
-        GroupCoordinator.consumer_group_heartbeat_at_once, req, _client(client_id, client_host)
+        GroupCoordinator.consumer_group_heartbeat_at_once, req, _client(client_id, client_host), group_id=req.group_id
     )
     if resp is None:
         return None

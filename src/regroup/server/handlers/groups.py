@@ -107,7 +107,9 @@ async def join_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         version=ctx.api_version,
         client=client_info(ctx),
     )
-    resp = await broker.coordinator.call(lambda c, key, now: c.join_group(req, key, now), may_park=True)
+    resp = await broker.coordinator.call(
+        lambda c, key, now: c.join_group(req, key, now), may_park=True, group_id=req.group_id
+    )
     if resp.members:  # the leader's answer: its members encoded by hand, a chunk between two yields
         empty = _join_response(ctx, dataclasses.replace(resp, members=()))
         return await join_members(empty, resp.members, ctx.api_version, int(resp.error))
@@ -144,7 +146,9 @@ async def sync_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         protocol_name=protocol_name,
         assignments=tuple((a.member_id, a.assignment) for a in request.assignments),
     )
-    resp = await broker.coordinator.call(lambda c, key, now: c.sync_group(req, key, now), may_park=True)
+    resp = await broker.coordinator.call(
+        lambda c, key, now: c.sync_group(req, key, now), may_park=True, group_id=req.group_id
+    )
     return _sync_response(ctx, resp)
 
 
@@ -174,7 +178,9 @@ def _heartbeat_request(request: Any) -> HeartbeatRequest:
 async def heartbeat(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     _require_read(broker, ctx, request.group_id)
     req = _heartbeat_request(request)
-    resp: HeartbeatResponse = await broker.coordinator.call(lambda c, key, now: c.heartbeat(req, key, now))
+    resp: HeartbeatResponse = await broker.coordinator.call(
+        lambda c, key, now: c.heartbeat(req, key, now), group_id=req.group_id
+    )
     return _heartbeat_answer(ctx.api_version, resp.error)
 
 
@@ -185,7 +191,9 @@ def _heartbeat_at_once(
     allowed, else None and ``heartbeat`` answers GROUP_AUTHORIZATION_FAILED."""
     if not permits(broker, principal, client_host, AclOperation.READ, ResourceType.GROUP, req.group_id):
         return None
-    resp: HeartbeatResponse | None = broker.coordinator.answer_at_once(GroupCoordinator.heartbeat_at_once, req)
+    resp: HeartbeatResponse | None = broker.coordinator.answer_at_once(
+        GroupCoordinator.heartbeat_at_once, req, group_id=req.group_id
+    )
     return None if resp is None else _heartbeat_answer(version, resp.error)
 
 
@@ -226,7 +234,9 @@ async def _leave(broker: Broker, group_id: str, members: tuple[LeavingMember, ..
         if start:
             await pause()  # (a call that writes nothing answers without a turn of the loop)
         req = LeaveGroupRequest(group_id=group_id, members=members[start : start + LEAVE_GROUP_CHUNK])
-        resp: LeaveGroupResponse = await broker.coordinator.call(functools.partial(_leave_chunk, req))
+        resp: LeaveGroupResponse = await broker.coordinator.call(
+            functools.partial(_leave_chunk, req), group_id=group_id
+        )
         if resp.error is ErrorCode.NONE:
             answered.extend(resp.members)
         elif start == 0:

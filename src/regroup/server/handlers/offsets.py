@@ -238,7 +238,7 @@ async def _commit_valid(
     if not any(planned):
         planned = []
     resp: OffsetCommitResponse = await broker.coordinator.call(
-        lambda c, key, now: c.offset_commit(req, key, now, planned)
+        lambda c, key, now: c.offset_commit(req, key, now, planned), group_id=req.group_id
     )
     return resp.topics
 
@@ -314,7 +314,9 @@ def _fetch_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
 
 
 async def _fetch_one(broker: Broker, req: OffsetFetchRequest) -> OffsetFetchResponse:
-    resp: OffsetFetchResponse = await broker.coordinator.call(lambda c, key, now: c.offset_fetch(req, key, now))
+    resp: OffsetFetchResponse = await broker.coordinator.call(
+        lambda c, key, now: c.offset_fetch(req, key, now), group_id=req.group_id
+    )
     return resp
 
 

@@ -111,7 +111,7 @@ async def share_group_heartbeat(broker: Broker, ctx: RequestContext, request: An
         client=client_info(ctx),
     )
     resp: ShareGroupHeartbeatResponse = await broker.coordinator.call(
-        lambda c, key, now: c.share_group_heartbeat(req, key, now)
+        lambda c, key, now: c.share_group_heartbeat(req, key, now), group_id=req.group_id
     )
     if resp.error is ErrorCode.NONE and resp.uninitialized:
         await initialize_partitions(broker, request.group_id, resp.uninitialized)

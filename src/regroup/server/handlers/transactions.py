@@ -359,7 +359,9 @@ async def txn_offset_commit(broker: Broker, ctx: RequestContext, request: Any) -
             for name, partitions in valid
         ),
     )
-    resp: OffsetCommitResponse = await broker.coordinator.call(lambda c, key, now: c.txn_offset_commit(req, key, now))
+    resp: OffsetCommitResponse = await broker.coordinator.call(
+        lambda c, key, now: c.txn_offset_commit(req, key, now), group_id=req.group_id
+    )
     for name, codes in resp.topics:
         rows.setdefault(name, []).extend(codes)
     return await commit_topics(respond(ctx, topics=[]), list(rows.items()))
