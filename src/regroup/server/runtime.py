@@ -77,7 +77,7 @@ log = logging.getLogger("regroup.server.runtime")
 
 #: the most waiting requests one turn of the loop hands their answers to (``_answer``): each one woken then
 #: encodes and writes its response in the next turn, about 50 microseconds for a JoinGroup or SyncGroup
-ANSWERS_PER_TURN = 100
+ANSWERS_PER_TURN = 50
 
 CoreOp = Callable[[GroupCoordinator, RequestKey, int], Result]
 #: ``op(coordinator, *request, now_ms)``: the answer given at once, or None (see ``answer_at_once``)

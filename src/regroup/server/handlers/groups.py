@@ -60,7 +60,7 @@ JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
 JOIN_NULLABLE_PROTOCOL_FROM = 7
 LEAVE_BATCH_FROM = 3
 #: members of one LeaveGroup handed to the core per call (a call of 10,000 held the loop about 45 ms)
-LEAVE_GROUP_CHUNK = 500
+LEAVE_GROUP_CHUNK = 250
 SYNC_PROTOCOL_FIELDS_FROM = 5
 
 
