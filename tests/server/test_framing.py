@@ -42,3 +42,21 @@ def test_end_of_stream_inside_a_frame_is_truncation() -> None:
     assert buffer.next_frame() is None
     with pytest.raises(TruncatedFrame, match="3 of 5"):
         buffer.check_complete()
+
+
+def test_the_next_api_key_is_read_once_its_two_bytes_are_in() -> None:
+    payloads = [struct.pack(">hh", 11, 9) + b"rest", struct.pack(">h", -1), b"\x00", struct.pack(">hh", 68, 1)]
+    stream = b"".join(frame(p) for p in payloads)
+    for chunk in (1, 3, len(stream)):
+        buffer, seen = FrameBuffer(), []
+        for i in range(0, len(stream), chunk):
+            buffer.feed(stream[i : i + chunk])
+            while True:
+                head = payloads[len(seen)] if len(seen) < len(payloads) else b""
+                expected = struct.unpack(">h", head[:2])[0] if len(head) >= 2 and buffer.buffered >= 6 else None
+                assert buffer.next_api_key() == expected  # (a frame too short to hold one has none)
+                payload = buffer.next_frame()
+                if payload is None:
+                    break
+                seen.append(payload)
+        assert seen == payloads and buffer.next_api_key() is None

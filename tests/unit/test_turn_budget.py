@@ -7,6 +7,7 @@ order."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import time
 from types import SimpleNamespace
@@ -15,7 +16,7 @@ from typing import Any
 from regroup.network.codec import DecodedRequest
 from regroup.network.connection import Connection
 from regroup.network.turn_budget import TurnBudget
-from tests.server.wire import encode_request
+from tests.server.wire import LEAVE, encode_request
 
 API_VERSIONS = 18
 #: what handling one request costs here (the responder sleeps), and the shared budget of a turn
@@ -131,6 +132,44 @@ def test_a_connection_new_to_the_wait_goes_before_the_backlogs_of_those_back_aga
     asyncio.run(scenario())
 
 
+def leaves(count: int) -> bytes:
+    """``count`` LeaveGroup v0 requests: a classic rebalance's (``REBALANCE_APIS``)."""
+    return b"".join(encode_request(LEAVE, 0, i, "c", group_id="g", member_id=f"m{i}") for i in range(count))
+
+
+def test_a_connection_whose_next_request_is_a_rebalances_waits_behind_the_others() -> None:
+    """Two connections sending a burst of a rebalance's requests and a steady one with two requests, in the same
+    turn once the budget is spent: the steady one's second request goes first in the next turn, though the
+    rebalancing connections were waiting before it, and every request is still handled, in order."""
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        responder = SlowResponder()
+        responder.versions[LEAVE] = (0, 0)
+        budget = TurnBudget(loop, BUDGET_S)
+        rebalancing = [Connection(responder, i, turn_budget=budget) for i in (1, 2)]
+        steady = Connection(responder, 3, turn_budget=budget)
+        for connection in (*rebalancing, steady):
+            connection.connection_made(transport())
+        rebalancing[0].data_received(leaves(20))
+        rebalancing[1].data_received(leaves(20))  # the budget is spent: one handled, the rest waits
+        steady.data_received(frames(2))
+        handled = len(responder.handled)
+        assert responder.handled[-1] == (3, 0)
+        await asyncio.sleep(0)
+        assert responder.handled[handled] == (3, 1)  # first in the next turn, before the rebalances' requests
+        for _ in range(200):
+            if len(responder.handled) == 42:
+                break
+            await asyncio.sleep(0)
+        for connection_id, count in ((1, 20), (2, 20), (3, 2)):
+            assert [c for who, c in responder.handled if who == connection_id] == list(range(count))
+        for connection in (*rebalancing, steady):
+            connection.close()
+
+    asyncio.run(scenario())
+
+
 def test_a_turn_that_raises_does_not_keep_the_others_waiting() -> None:
     async def scenario() -> list[str]:
         loop = asyncio.get_running_loop()
@@ -149,3 +188,22 @@ def test_a_turn_that_raises_does_not_keep_the_others_waiting() -> None:
         return ran
 
     assert asyncio.run(scenario()) == ["fails", "next"]
+
+
+def test_the_second_line_gets_a_turn_in_every_turn_however_long_the_first() -> None:
+    async def scenario() -> list[str]:
+        loop = asyncio.get_running_loop()
+        budget = TurnBudget(loop, 0.0)  # (spent by the first turn taken)
+        ran: list[str] = []
+
+        def first(name: str) -> None:
+            budget.ends(time.perf_counter())  # (as a connection's handling opens the turn's budget)
+            ran.append(name)
+
+        for i in range(3):
+            budget.later(functools.partial(first, f"new{i}"))
+        budget.later(functools.partial(first, "again"), again=True)
+        await asyncio.sleep(0)
+        return ran
+
+    assert asyncio.run(scenario())[:2] == ["new0", "again"]  # (the rest of the first line in later turns)

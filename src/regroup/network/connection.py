@@ -91,6 +91,10 @@ FRAMES_PER_TURN = 128
 #: the largest frame a connection not yet authenticated may send (Kafka's sasl.server.max.receive.size)
 SASL_MAX_RECEIVE_BYTES = 524_288
 SECONDS_PER_TURN = 0.005
+#: the requests of a classic rebalance (JoinGroup, LeaveGroup, SyncGroup): a connection whose next request is
+#: one of them, left for a later turn, waits in the turn budget's second line, behind the connections whose
+#: next request is anything else (a steady member's heartbeat, commit or fetch)
+REBALANCE_APIS = frozenset({11, 13, 14})
 #: frames at least this large are decoded in the decoding thread (about 1.5 ms of kio's time on the loop)
 DECODE_ASIDE_BYTES = 64 * 1024
 
@@ -482,13 +486,15 @@ class Connection(asyncio.Protocol):
 
     def _take_a_later_turn(self) -> None:
         """Handle the frames left buffered when this turn's budget ran out in a later turn of the loop: in the
-        shared queue of the turn budget when there is one (back in its second line when this turn was a turn
-        from it), else on a turn of this connection's own."""
+        shared queue of the turn budget when there is one (in its second line when this turn was a turn from
+        it, or when the next request is a rebalance's, ``REBALANCE_APIS``), else on a turn of this connection's
+        own."""
         budget = self._turn_budget
         if budget is None:
             self._next_turn = self._loop.call_soon(self._turn)
         else:
-            self._next_turn = budget.later(self._queued_turn, again=self._in_queued_turn)
+            again = self._in_queued_turn or self._frames.next_api_key() in REBALANCE_APIS
+            self._next_turn = budget.later(self._queued_turn, again=again)
 
     def _turn(self) -> None:
         """A later turn for the requests left buffered when the previous turn's budget ran out."""

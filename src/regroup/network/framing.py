@@ -37,6 +37,14 @@ class FrameBuffer:
         """Bytes received and not yet returned as a frame."""
         return len(self._buffer) - self._offset
 
+    def next_api_key(self) -> int | None:
+        """The API key of the next request, when the first bytes of its frame are in (None before)."""
+        buffer, offset = self._buffer, self._offset
+        if len(buffer) - offset < _SIZE.size + 2 or _SIZE.unpack_from(buffer, offset)[0] < 2:
+            return None
+        start = offset + _SIZE.size
+        return int.from_bytes(buffer[start : start + 2], "big", signed=True)
+
     def next_frame(self) -> bytes | None:
         """The next complete frame's payload, or None until more bytes arrive. Raises ``FrameTooLarge``."""
         buffer, offset = self._buffer, self._offset

@@ -15,10 +15,13 @@ turn, so a connection that arrives after the budget is spent (the heartbeat) is 
 What connections leave for a later turn waits (``later``), taken once per turn of the loop with a budget of
 its own, a short turn (``QUEUED_TURN_S``: a few JoinGroups, a hundred heartbeats) for each connection in turn
 until the budget is spent, the rest where they stand for the next turn. A connection that still has requests
-after such a turn goes to the back of a second line, served after the first: so a connection with one request
-left over (a healthy member whose heartbeat and commit came together) is taken in the next turn, before the
-backlogs of the busy ones, which share the rest of the loop in turn. A turn does about ``seconds`` of the
-waiting work however many connections wait.
+after such a turn goes to the back of a second line, served after the first, and so does one whose next
+request is a classic rebalance's (``connection.REBALANCE_APIS``: the members of a large group sending their
+JoinGroups and SyncGroups over hundreds of connections): so a connection with one request left over (a
+healthy member whose heartbeat and commit came together) is taken in the next turn, before the backlogs of
+the busy ones and before a rebalance's requests, which share the rest of the loop in turn (one of them at
+least in every turn, however long the first line). A turn does about ``seconds`` of the waiting work however
+many connections wait.
 """
 
 from __future__ import annotations
@@ -91,6 +94,7 @@ class TurnBudget:
         self._taking = False
         self._ends = None
         clock = time.perf_counter
+        again_served = False
         try:
             for line in (self._new, self._again):
                 while line:
@@ -98,12 +102,18 @@ class TurnBudget:
                     if waiting.cancelled:
                         continue
                     waiting.turn()
+                    again_served = again_served or line is self._again
                     ends = self._ends
                     if ends is not None and clock() >= ends:
                         break
                 else:
                     continue
                 break
+            while self._again and not again_served:  # (the second line gets a turn in every turn of the loop)
+                waiting = self._again.popleft()
+                if not waiting.cancelled:
+                    waiting.turn()
+                    again_served = True
         finally:  # (also should a turn raise: the others still get theirs)
             if (self._new or self._again) and not self._taking:
                 self._taking = True
