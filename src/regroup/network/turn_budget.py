@@ -34,7 +34,7 @@ from collections.abc import Callable
 __all__ = ["QUEUED_TURN_S", "SECONDS_PER_LOOP_TURN", "Later", "TurnBudget"]
 
 #: the request handling all connections together do in one turn of the loop before the rest waits a turn
-SECONDS_PER_LOOP_TURN = 0.0025
+SECONDS_PER_LOOP_TURN = 0.005
 #: the handling one waiting connection gets when its turn in the queue comes (one request at least)
 QUEUED_TURN_S = 0.0005
 
