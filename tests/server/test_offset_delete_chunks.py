@@ -116,6 +116,12 @@ def test_chunks_keep_the_order_and_empty_topics() -> None:
     ]
     assert list(_offset_chunks([], 2)) == [[]]
     assert list(_offset_chunks([("a", (1, 2))], 2)) == [[("a", (1, 2))]]  # (full at the end: no empty chunk)
+    # a topic named with no partitions after a full chunk goes with it (no call of its own)
+    assert list(_offset_chunks([("a", (1, 2)), ("b", ()), ("c", (3,))], 2)) == [
+        [("a", (1, 2)), ("b", ())],
+        [("c", (3,))],
+    ]
+    assert list(_offset_chunks([("a", ()), ("a", (1, 2)), ("b", ())], 2)) == [[("a", ()), ("a", (1, 2)), ("b", ())]]
 
 
 @settings(max_examples=30, deadline=None)

@@ -436,22 +436,21 @@ def _offset_chunks(topics: list[tuple[str, tuple[int, ...]]], size: int) -> Iter
     """``topics`` cut into chunks of at most ``size`` partitions, in order (a topic may span two chunks; one
     named with no partitions keeps its place); at least one chunk, empty when ``topics`` is."""
     chunk: list[tuple[str, tuple[int, ...]]] = []
-    count, given = 0, False
+    count = 0
     for name, partitions in topics:
         if not partitions:
-            chunk.append((name, ()))
+            chunk.append((name, ()))  # (after a full chunk too: no call of its own for it)
             continue
         start = 0
         while start < len(partitions):
+            if count >= size:  # (a full chunk goes once more partitions follow it)
+                yield chunk
+                chunk, count = [], 0
             taken = partitions[start : start + size - count]
             chunk.append((name, taken))
             count += len(taken)
             start += len(taken)
-            if count >= size:
-                yield chunk
-                chunk, count, given = [], 0, True
-    if chunk or not given:
-        yield chunk
+    yield chunk
 
 
 def _delete_chunk(req: OffsetDeleteRequest, coordinator: GroupCoordinator, key: RequestKey, now_ms: int) -> Result:
