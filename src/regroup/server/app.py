@@ -32,7 +32,11 @@ from regroup.console.auth import BasicAuth
 from regroup.console.http import HttpServer
 from regroup.console.routes import Console
 from regroup.console.sse import EventHub
-from regroup.coordinator.config import SERVER_ASSIGNOR_OFFLOAD_MEMBERS, CoordinatorConfig
+from regroup.coordinator.config import (
+    SERVER_ASSIGNOR_OFFLOAD_MEMBERS,
+    SERVER_JOIN_ANSWERS_PER_CALL,
+    CoordinatorConfig,
+)
 from regroup.coordinator.result import Result
 from regroup.network.admission import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP, AcceptErrors, Admission
 from regroup.network.authentication import ListenerSecurity, SecurityConfigError
@@ -92,7 +96,10 @@ class DataDirInUseError(StartupError):
 
 
 #: the coordinator settings of a server built without any (``regroup serve``'s defaults)
-SERVER_COORDINATOR = CoordinatorConfig(consumer_group_assignor_offload_members=SERVER_ASSIGNOR_OFFLOAD_MEMBERS)
+SERVER_COORDINATOR = CoordinatorConfig(
+    consumer_group_assignor_offload_members=SERVER_ASSIGNOR_OFFLOAD_MEMBERS,
+    classic_join_answers_per_call=SERVER_JOIN_ANSWERS_PER_CALL,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

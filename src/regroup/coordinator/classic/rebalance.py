@@ -1,6 +1,8 @@
 """Preparing and completing a classic rebalance, and the liveness timers that drive it (session,
 new-member join, initial delay, join phase, pending sync): ``SessionTimer``, ``JoinPhaseTimer`` and
-``SyncPhaseTimer``, each firing its own handler on the group it names if that group is still there."""
+``SyncPhaseTimer``, each firing its own handler on the group it names if that group is still there; and
+``JoinAnswersTimer``, answering a large group's parked JoinGroups a chunk at a time after its join phase
+completed (``CoordinatorConfig.classic_join_answers_per_call``)."""
 
 from __future__ import annotations
 
@@ -35,6 +37,10 @@ def join_phase_key(group_id: str) -> tuple[str, str]:
 
 def sync_phase_key(group_id: str) -> tuple[str, str]:
     return ("classic-sync", group_id)
+
+
+def join_answers_key(group_id: str) -> tuple[str, str]:
+    return ("classic-join-answers", group_id)
 
 
 def _live(groups: Groups, group_id: str) -> ClassicGroup | None:
@@ -73,6 +79,22 @@ class JoinPhaseTimer:
         group = _live(groups, self.group_id)
         if group is not None:
             on_join_timer(ctx, group)
+
+
+@dataclass(slots=True, eq=False)
+class JoinAnswersTimer:
+    """The next chunk of the parked JoinGroups a completed join phase left unanswered."""
+
+    group_id: Final[str]
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return join_answers_key(self.group_id)
+
+    def fire(self, ctx: Ctx, groups: Groups) -> None:
+        group = _live(groups, self.group_id)
+        if group is not None:
+            answer_joins_left(ctx, group)
 
 
 @dataclass(slots=True, eq=False)
@@ -300,10 +322,35 @@ def complete_join(ctx: Ctx, group: ClassicGroup) -> None:
         )
         for m in group.members.values()
     )
+    # every member of the new generation, also a static one that did not rejoin (it gets no response), has its
+    # session restarted and is expected to send SyncGroup before the pending-sync timeout
+    members = list(group.members.values())
+    for member in members:
+        member.is_new = False  # (a member whose answer waits stays parked: its session cannot expire meanwhile)
+        group.pending_sync_members.add(member.member_id)
+    chunk = ctx.config.classic_join_answers_per_call
+    left: list[ClassicGroupMember] = []
+    if chunk is not None and len(members) > chunk:
+        leader = group.members.get(group.leader_id or "")
+        if leader is not None:  # (the leader first: it assigns while the others are answered)
+            members.remove(leader)
+            members.insert(0, leader)
+        members, left = members[:chunk], members[chunk:]
+    _answer_joins(ctx, group, members, everyone)
+    ctx.timers.schedule(SyncPhaseTimer(group.group_id), now_ms + group.rebalance_timeout_ms())
+    group.join_answers_left = [m.member_id for m in left]
+    if left:
+        ctx.timers.schedule(JoinAnswersTimer(group.group_id), now_ms + 1)
+
+
+def _answer_joins(
+    ctx: Ctx, group: ClassicGroup, members: list[ClassicGroupMember], everyone: tuple[JoinGroupMember, ...]
+) -> None:
+    """Answer the parked JoinGroups of ``members`` with the group's generation (the leader's with ``everyone``)
+    and restart their sessions."""
+    now_ms = ctx.now_ms
     sessions: list[tuple[SessionTimer, int]] = []
-    for member in group.members.values():
-        # every member of the new generation, also a static one that did not rejoin (it gets no response),
-        # has its session restarted and is expected to send SyncGroup before the pending-sync timeout
+    for member in members:
         if member.awaiting_join_key is not None:
             is_leader = member.member_id == group.leader_id
             ctx.complete(
@@ -318,11 +365,27 @@ def complete_join(ctx: Ctx, group: ClassicGroup) -> None:
                 ),
             )
             member.awaiting_join_key = None
-        member.is_new = False
         sessions.append((SessionTimer(group.group_id, member.member_id), now_ms + member.session_timeout_ms))
-        group.pending_sync_members.add(member.member_id)
     ctx.timers.schedule_all(sessions)
-    ctx.timers.schedule(SyncPhaseTimer(group.group_id), now_ms + group.rebalance_timeout_ms())
+
+
+def answer_joins_left(ctx: Ctx, group: ClassicGroup) -> None:
+    """The next chunk of the JoinGroups the completion of the group's join phase left, a millisecond later each
+    (a timer due at once would fire again in the same call). When the group has moved on to another
+    rebalance, the members still parked are answered by its completion instead (with its generation); a
+    member gone meanwhile was answered as it left."""
+    left = group.join_answers_left
+    if not left:
+        return
+    if not group.is_in(ClassicStates.COMPLETING_REBALANCE, ClassicStates.STABLE):
+        group.join_answers_left = []  # (a completion sets them anew)
+        return
+    chunk = ctx.config.classic_join_answers_per_call or len(left)
+    group.join_answers_left = left[chunk:]
+    members = [m for m in (group.members.get(member_id) for member_id in left[:chunk]) if m is not None]
+    _answer_joins(ctx, group, members, ())
+    if group.join_answers_left:
+        ctx.timers.schedule(JoinAnswersTimer(group.group_id), ctx.now_ms + 1)
 
 
 def on_sync_timer(ctx: Ctx, group: ClassicGroup) -> None:
