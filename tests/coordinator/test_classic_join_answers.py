@@ -1,7 +1,9 @@
-"""A large classic group's join phase completing with ``classic_join_answers_per_call``: the leader and a chunk of
-members are answered in the call that completes it, the others a chunk a millisecond, each answer (and each
-restarted session) the same as one call would have given; a member gone meanwhile is answered as it leaves, and
-a newer rebalance answers the members still parked with its own generation."""
+"""A large classic group with ``classic_answers_per_call``: the join phase completing answers the leader and a chunk
+of members in the call that completes it, the others a chunk a millisecond, each answer (and each restarted
+session) the same as one call would have given; a member gone meanwhile is answered as it leaves, and a newer
+rebalance answers the members still parked with its own generation. The leader's SyncGroup likewise answers
+itself and a chunk of the parked SyncGroups, the others a chunk a millisecond, or all at once when the group is
+about to rebalance."""
 
 from __future__ import annotations
 
@@ -42,7 +44,7 @@ def ticks(h: GroupHarness, ms: int) -> None:
 
 
 def harness(chunk: int | None) -> GroupHarness:
-    return GroupHarness(CoordinatorConfig(group_initial_rebalance_delay_ms=0, classic_join_answers_per_call=chunk))
+    return GroupHarness(CoordinatorConfig(group_initial_rebalance_delay_ms=0, classic_answers_per_call=chunk))
 
 
 def test_the_leader_and_a_chunk_are_answered_at_once_the_others_a_chunk_a_millisecond() -> None:
@@ -139,3 +141,65 @@ def test_a_newer_rebalance_answers_the_members_still_parked_with_its_generation(
     later = answers(h, [*parked_then, *rejoined.values()])
     assert len(later) == 29 and {r.generation_id for r in later.values()} == {first_generation + 1}
     assert all(key not in h.dropped for key in keys)
+
+
+def synced_parked(h: GroupHarness, n: int, leader_at: int = 0) -> tuple[dict[str, int], dict[str, bytes]]:
+    """A group of ``n`` members whose join phase completed (led by member ``leader_at``), every follower's
+    SyncGroup parked: (the keys of the parked SyncGroups by member, the leader's assignments to come)."""
+    ids, keys = parked(h, n)
+    h.group().leader_id = ids[leader_at]  # (as after a static leader was replaced: it need not come first)
+    keys.append(h.join(ids[-1]).key)
+    ticks(h, n)
+    assert len(answers(h, keys)) == n
+    leader = h.group().leader_id
+    assert leader is not None
+    syncs = {m: h.sync(m).key for m in ids if m != leader}
+    assert not any(key in h.responses for key in syncs.values())
+    return syncs, {m: f"assignment-of-{m}".encode() for m in ids}
+
+
+def test_the_leaders_sync_answers_itself_and_a_chunk_the_others_a_chunk_a_millisecond() -> None:
+    h = harness(100)
+    syncs, given = synced_parked(h, 350, leader_at=200)
+    leader = h.group().leader_id
+    assert leader is not None
+    own = h.sync(leader, assignments=given)
+    assert own.response.assignment == given[leader] and h.state is ClassicGroupState.STABLE
+    for count in (99, 199, 299, 349):
+        assert len(answers(h, list(syncs.values()))) == count
+        h.sleep(1)
+    for member_id, key in syncs.items():
+        assert h.responses[key].assignment == given[member_id]
+        assert h.member(member_id).awaiting_sync_key is None
+    assert h.group().sync_answers_left == []
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(2, 40), st.integers(1, 15))
+def test_the_sync_answers_in_chunks_equal_those_of_one_call(members: int, chunk: int) -> None:
+    outcomes = []
+    for per_call in (None, chunk):
+        h = harness(per_call)
+        syncs, given = synced_parked(h, members)
+        leader = h.group().leader_id
+        assert leader is not None
+        h.sync(leader, assignments=given)
+        ticks(h, members)
+        group = h.group()
+        outcomes.append((answers(h, list(syncs.values())), group.state, sorted(group.pending_sync_members)))
+    assert len(outcomes[0][0]) == members - 1 and outcomes[0] == outcomes[1]
+
+
+def test_a_rebalance_starting_answers_every_sync_left_first() -> None:
+    h = harness(10)
+    syncs, given = synced_parked(h, 40)
+    leader = h.group().leader_id
+    assert leader is not None
+    h.sync(leader, assignments=given)
+    assert len(answers(h, list(syncs.values()))) == 9
+    h.join_new()  # a newcomer: the Stable group rebalances, the parked SyncGroups told their assignments first
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
+    assert all(h.responses[key].assignment == given[m] for m, key in syncs.items())
+    assert h.group().sync_answers_left == []
+    ticks(h, 5)
+    assert all(h.responses[key].assignment == given[m] for m, key in syncs.items())

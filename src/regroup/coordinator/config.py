@@ -9,9 +9,10 @@ MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 #: the fewest members of a consumer group whose target the server computes beside its coordinator
 #: (``consumer_group_assignor_offload_members``): a smaller group's full computation takes a few milliseconds
 SERVER_ASSIGNOR_OFFLOAD_MEMBERS = 2_000
-#: the parked JoinGroups the server's coordinator answers in the call that completes a classic join phase
-#: (``classic_join_answers_per_call``): a call answering 10,000 of them held the event loop about 20 ms
-SERVER_JOIN_ANSWERS_PER_CALL = 1_000
+#: the parked JoinGroups (SyncGroups) the server's coordinator answers in the call that completes a classic join
+#: phase (that stores the leader's assignment): ``classic_answers_per_call``; a call answering 10,000 of them
+#: held the event loop about 20 ms (10 ms)
+SERVER_CLASSIC_ANSWERS_PER_CALL = 1_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -26,8 +27,9 @@ class CoordinatorConfig:
     offset_metadata_max_bytes: int = 4096
     #: a classic join phase completing answers the leader and this many members' parked JoinGroups at most in
     #: the call that completes it, the others a chunk at a time by a timer due 1 ms later each (their sessions
-    #: restarted as they are answered; parked, they cannot expire); None: every member in that call
-    classic_join_answers_per_call: int | None = None
+    #: restarted as they are answered; parked, they cannot expire); the leader's SyncGroup likewise answers
+    #: itself and this many parked SyncGroups; None: every member in that call
+    classic_answers_per_call: int | None = None
     # --- KIP-848 consumer groups ---
     consumer_group_session_timeout_ms: int = 45_000
     consumer_group_heartbeat_interval_ms: int = 5_000
@@ -71,9 +73,9 @@ class CoordinatorConfig:
                 f"consumer_group_migration_policy must be one of {', '.join(MIGRATION_POLICIES)}, "
                 f"got {self.consumer_group_migration_policy!r}"
             )
-        chunk = self.classic_join_answers_per_call
+        chunk = self.classic_answers_per_call
         if chunk is not None and chunk < 1:
-            raise ValueError(f"classic_join_answers_per_call must be at least 1, got {chunk}")
+            raise ValueError(f"classic_answers_per_call must be at least 1, got {chunk}")
         offload = self.consumer_group_assignor_offload_members
         if offload is not None and offload < 1:
             raise ValueError(f"consumer_group_assignor_offload_members must be at least 1, got {offload}")

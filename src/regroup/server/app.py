@@ -34,7 +34,7 @@ from regroup.console.routes import Console
 from regroup.console.sse import EventHub
 from regroup.coordinator.config import (
     SERVER_ASSIGNOR_OFFLOAD_MEMBERS,
-    SERVER_JOIN_ANSWERS_PER_CALL,
+    SERVER_CLASSIC_ANSWERS_PER_CALL,
     CoordinatorConfig,
 )
 from regroup.coordinator.result import Result
@@ -98,7 +98,7 @@ class DataDirInUseError(StartupError):
 #: the coordinator settings of a server built without any (``regroup serve``'s defaults)
 SERVER_COORDINATOR = CoordinatorConfig(
     consumer_group_assignor_offload_members=SERVER_ASSIGNOR_OFFLOAD_MEMBERS,
-    classic_join_answers_per_call=SERVER_JOIN_ANSWERS_PER_CALL,
+    classic_answers_per_call=SERVER_CLASSIC_ANSWERS_PER_CALL,
 )
 
 

@@ -94,8 +94,10 @@ class ClassicGroup:
     #: has stored new ones yet: cooperative members may own partitions the group no longer records (soft state)
     assignments_cleared: bool = False
     #: the members whose parked JoinGroup the completion of the join phase left for ``JoinAnswersTimer`` (soft
-    #: state: ``CoordinatorConfig.classic_join_answers_per_call``)
+    #: state: ``CoordinatorConfig.classic_answers_per_call``)
     join_answers_left: list[str] = field(default_factory=list, repr=False, compare=False)
+    #: likewise the members whose parked SyncGroup the leader's left for ``SyncAnswersTimer``
+    sync_answers_left: list[str] = field(default_factory=list, repr=False, compare=False)
     # candidate_protocols' bookkeeping (derived from the members, not group state): member id -> its
     # protocol list and their names, and per protocol name the number of members supporting it
     _protocols_seen: dict[str, tuple[tuple[tuple[str, bytes], ...], frozenset[str]]] = field(

@@ -1,8 +1,9 @@
 """Preparing and completing a classic rebalance, and the liveness timers that drive it (session,
 new-member join, initial delay, join phase, pending sync): ``SessionTimer``, ``JoinPhaseTimer`` and
 ``SyncPhaseTimer``, each firing its own handler on the group it names if that group is still there; and
-``JoinAnswersTimer``, answering a large group's parked JoinGroups a chunk at a time after its join phase
-completed (``CoordinatorConfig.classic_join_answers_per_call``)."""
+``JoinAnswersTimer`` and ``SyncAnswersTimer``, answering a large group's parked JoinGroups (SyncGroups) a chunk
+at a time after its join phase completed (after the leader's assignment was stored):
+``CoordinatorConfig.classic_answers_per_call``."""
 
 from __future__ import annotations
 
@@ -41,6 +42,10 @@ def sync_phase_key(group_id: str) -> tuple[str, str]:
 
 def join_answers_key(group_id: str) -> tuple[str, str]:
     return ("classic-join-answers", group_id)
+
+
+def sync_answers_key(group_id: str) -> tuple[str, str]:
+    return ("classic-sync-answers", group_id)
 
 
 def _live(groups: Groups, group_id: str) -> ClassicGroup | None:
@@ -95,6 +100,22 @@ class JoinAnswersTimer:
         group = _live(groups, self.group_id)
         if group is not None:
             answer_joins_left(ctx, group)
+
+
+@dataclass(slots=True, eq=False)
+class SyncAnswersTimer:
+    """The next chunk of the parked SyncGroups the leader's SyncGroup left unanswered."""
+
+    group_id: Final[str]
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return sync_answers_key(self.group_id)
+
+    def fire(self, ctx: Ctx, groups: Groups) -> None:
+        group = _live(groups, self.group_id)
+        if group is not None:
+            answer_syncs_left(ctx, group)
 
 
 @dataclass(slots=True, eq=False)
@@ -237,6 +258,7 @@ def maybe_prepare_or_complete(ctx: Ctx, group: ClassicGroup) -> None:
 
 
 def prepare_rebalance(ctx: Ctx, group: ClassicGroup) -> None:
+    answer_every_sync_left(ctx, group)  # (their assignment was stored: they are told it, as they would have been)
     if group.is_in(ClassicStates.COMPLETING_REBALANCE):
         group.assignments_cleared = True
         sessions: list[tuple[SessionTimer, int]] = []
@@ -328,7 +350,7 @@ def complete_join(ctx: Ctx, group: ClassicGroup) -> None:
     for member in members:
         member.is_new = False  # (a member whose answer waits stays parked: its session cannot expire meanwhile)
         group.pending_sync_members.add(member.member_id)
-    chunk = ctx.config.classic_join_answers_per_call
+    chunk = ctx.config.classic_answers_per_call
     left: list[ClassicGroupMember] = []
     if chunk is not None and len(members) > chunk:
         leader = group.members.get(group.leader_id or "")
@@ -380,12 +402,50 @@ def answer_joins_left(ctx: Ctx, group: ClassicGroup) -> None:
     if not group.is_in(ClassicStates.COMPLETING_REBALANCE, ClassicStates.STABLE):
         group.join_answers_left = []  # (a completion sets them anew)
         return
-    chunk = ctx.config.classic_join_answers_per_call or len(left)
+    chunk = ctx.config.classic_answers_per_call or len(left)
     group.join_answers_left = left[chunk:]
     members = [m for m in (group.members.get(member_id) for member_id in left[:chunk]) if m is not None]
     _answer_joins(ctx, group, members, ())
     if group.join_answers_left:
         ctx.timers.schedule(JoinAnswersTimer(group.group_id), ctx.now_ms + 1)
+
+
+def answer_syncs(ctx: Ctx, group: ClassicGroup, members: list[ClassicGroupMember]) -> None:
+    """Answer the parked SyncGroups of ``members`` with their stored assignments and restart their sessions (together:
+    one undo entry, not one per member)."""
+    now_ms = ctx.now_ms
+    sessions: list[tuple[SessionTimer, int]] = []
+    for member in members:
+        if member.awaiting_sync_key is not None:
+            ctx.complete(member.awaiting_sync_key, sync_response(group, member.assignment))
+            member.awaiting_sync_key = None
+            sessions.append((SessionTimer(group.group_id, member.member_id), now_ms + member.session_timeout_ms))
+    ctx.timers.schedule_all(sessions)
+
+
+def sync_response(group: ClassicGroup, assignment: bytes) -> SyncGroupResponse:
+    return SyncGroupResponse(
+        protocol_type=group.protocol_type, protocol_name=group.protocol_name, assignment=assignment
+    )
+
+
+def answer_syncs_left(ctx: Ctx, group: ClassicGroup) -> None:
+    """The next chunk of the SyncGroups the leader's left, a millisecond later each (as ``answer_joins_left``)."""
+    left = group.sync_answers_left
+    if not left:
+        return
+    chunk = ctx.config.classic_answers_per_call or len(left)
+    group.sync_answers_left = left[chunk:]
+    answer_syncs(ctx, group, [m for m in (group.members.get(member_id) for member_id in left[:chunk]) if m])
+    if group.sync_answers_left:
+        ctx.timers.schedule(SyncAnswersTimer(group.group_id), ctx.now_ms + 1)
+
+
+def answer_every_sync_left(ctx: Ctx, group: ClassicGroup) -> None:
+    """Every SyncGroup the leader's left, now: the group is about to change (a rebalance, a conversion)."""
+    if group.sync_answers_left:
+        left, group.sync_answers_left = group.sync_answers_left, []
+        answer_syncs(ctx, group, [m for m in (group.members.get(member_id) for member_id in left) if m])
 
 
 def on_sync_timer(ctx: Ctx, group: ClassicGroup) -> None:

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from regroup.coordinator.classic.group import ClassicGroup, ClassicStates
+from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupMember, ClassicStates
 from regroup.coordinator.classic.join import check_identity
 from regroup.coordinator.classic.rebalance import (
-    SessionTimer,
+    SyncAnswersTimer,
     after_departure,
+    answer_syncs,
     assignment_stored,
     persist,
     remove_member,
     schedule_session,
     session_key,
+    sync_response,
     transition,
     try_complete_join,
 )
@@ -27,7 +29,6 @@ from regroup.protocol.classic import (
     LeaveGroupRequest,
     LeaveGroupResponse,
     SyncGroupRequest,
-    SyncGroupResponse,
 )
 
 
@@ -59,7 +60,7 @@ def sync_group(ctx: Ctx, found: ClassicGroup | None, req: SyncGroupRequest, key:
     if group.is_in(ClassicStates.STABLE):
         group.pending_sync_members.discard(req.member_id)
         schedule_session(ctx, group, member.member_id, member.session_timeout_ms)
-        ctx.complete(key, _sync_response(group, member.assignment))
+        ctx.complete(key, sync_response(group, member.assignment))
         return
     # CompletingRebalance: park; the leader's assignment completes everyone
     if member.awaiting_sync_key is not None and member.awaiting_sync_key != key:
@@ -75,20 +76,17 @@ def sync_group(ctx: Ctx, found: ClassicGroup | None, req: SyncGroupRequest, key:
     persist(ctx, group)
     transition(ctx, group, ClassicStates.STABLE)
     ctx.event(assignment_stored(group))
-    sessions: list[tuple[SessionTimer, int]] = []  # (restarted together: one undo entry, not one per member)
-    now_ms = ctx.now_ms
-    for m in group.members.values():
-        if m.awaiting_sync_key is not None:
-            ctx.complete(m.awaiting_sync_key, _sync_response(group, m.assignment))
-            m.awaiting_sync_key = None
-            sessions.append((SessionTimer(group.group_id, m.member_id), now_ms + m.session_timeout_ms))
-    ctx.timers.schedule_all(sessions)
-
-
-def _sync_response(group: ClassicGroup, assignment: bytes) -> SyncGroupResponse:
-    return SyncGroupResponse(
-        protocol_type=group.protocol_type, protocol_name=group.protocol_name, assignment=assignment
-    )
+    waiting = [m for m in group.members.values() if m.awaiting_sync_key is not None]
+    chunk = ctx.config.classic_answers_per_call
+    left: list[ClassicGroupMember] = []
+    if chunk is not None and len(waiting) > chunk:  # (the leader first: its own answer)
+        waiting.remove(member)
+        waiting.insert(0, member)
+        waiting, left = waiting[:chunk], waiting[chunk:]
+    answer_syncs(ctx, group, waiting)
+    group.sync_answers_left = [m.member_id for m in left]
+    if left:
+        ctx.timers.schedule(SyncAnswersTimer(group.group_id), ctx.now_ms + 1)
 
 
 def heartbeat(ctx: Ctx, found: ClassicGroup | None, req: HeartbeatRequest) -> HeartbeatResponse:
