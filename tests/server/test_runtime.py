@@ -15,7 +15,7 @@ import pytest
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.result import Result
-from regroup.protocol.classic import JoinGroupRequest, JoinGroupResponse
+from regroup.protocol.classic import JoinGroupRequest, JoinGroupResponse, SyncGroupRequest
 from regroup.protocol.offsets import OffsetCommitRequest, OffsetFetchRequest, PartitionCommit
 from regroup.records.model import Record
 from regroup.server.errors import CoordinatorUnavailable, RequestDropped
@@ -83,9 +83,9 @@ def fetch_op(group: str) -> Any:
     return lambda c, key, now: c.offset_fetch(req, key, now)
 
 
-def join_op(member_id: str = "", session_ms: int = 6000, version: int = 3) -> Any:
+def join_op(member_id: str = "", session_ms: int = 6000, version: int = 3, group: str = "g") -> Any:
     req = JoinGroupRequest(
-        group_id="g",
+        group_id=group,
         member_id=member_id,
         session_timeout_ms=session_ms,
         rebalance_timeout_ms=session_ms,
@@ -163,6 +163,47 @@ def test_a_group_waits_for_every_batch_of_its_records_not_yet_durable() -> None:
         await h_read
         await second
         assert rt._unwritten == {}
+        await rt.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_call_that_fires_another_groups_timers_waits_for_every_earlier_call() -> None:
+    """The core fires the timers due before a request: what they do may be another group's (a member expiring,
+    its group's parked requests answered), so a call made when a timer is due is answered only once every
+    earlier call's records are durable, whatever group it names."""
+
+    async def scenario() -> None:
+        now = [1_000_000]
+        config = CoordinatorConfig(group_initial_rebalance_delay_ms=0, group_min_session_timeout_ms=10)
+        rt, fake = runtime(config, clock=lambda: now[0])
+        joined: JoinGroupResponse = await rt.call(join_op(session_ms=60_000, group="h"), may_park=True)
+        assert joined.generation_id == 1
+        sync = SyncGroupRequest(
+            group_id="h", generation_id=1, member_id=joined.member_id, assignments=((joined.member_id, b""),)
+        )
+        await rt.call(lambda c, key, now: c.sync_group(sync, key, now), may_park=True)  # Stable
+        # a newcomer's first JoinGroup: a pending member (KIP-394) whose session is short
+        pending: JoinGroupResponse = await rt.call(join_op(session_ms=100, version=4, group="h"), may_park=True)
+        assert pending.member_id and pending.generation_id == -1
+        rejoin = asyncio.create_task(rt.call(join_op(joined.member_id, 60_000, 3, "h"), may_park=True))
+        await asyncio.sleep(0.05)
+        assert not rejoin.done()  # parked: the join phase waits for the pending member
+        fake.gate = threading.Event()
+        commit = asyncio.create_task(rt.call(commit_op("g", 5), group_id="g"))
+        await asyncio.sleep(0)
+        quiet = await rt.call(fetch_op("x"), group_id="x")  # (no timer due: at once)
+        assert quiet.topics[0][1][0].offset == -1
+        now[0] += 1_000  # the pending member's session is over: its timer is due, not fired yet
+        due = asyncio.create_task(rt.call(fetch_op("x"), group_id="x"))
+        await asyncio.sleep(0.1)
+        # the timer fired inside that call and completed h's join phase (no record): nothing is told yet
+        assert classic_groups(rt.coordinator)["h"].generation == 2
+        assert not due.done() and not rejoin.done() and not commit.done()
+        fake.gate.set()
+        await due
+        assert (await rejoin).generation_id == 2
+        await commit
         await rt.close()
 
     asyncio.run(scenario())

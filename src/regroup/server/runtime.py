@@ -186,12 +186,17 @@ class CoordinatorRuntime:
         """Run ``op(coordinator, key, now_ms)`` and return the response completed for ``key`` once the records
         of this and every earlier call are durable. ``may_park``: the response may come from a later call.
         ``group_id``: the one group the call concerns (its answers, and those of requests parked on the group
-        that it completes, depend on that group's state alone), or None (several groups, or none named)."""
+        that it completes, depend on that group's state alone), or None (several groups, or none named); it
+        is not heeded when a timer is due, since the core fires those first, within the call."""
         writer = self._writer
         if self._closed or writer.failure is not None:
             raise CoordinatorUnavailable("the coordinator is not running")
         key = next(self._keys)
-        result = op(self.coordinator, key, self._clock.now())
+        now_ms = self._clock.now()
+        deadline = self.coordinator.next_deadline()
+        if deadline is not None and deadline <= now_ms:
+            group_id = None  # (the timers due fire first, within the call: what they do may be any group's)
+        result = op(self.coordinator, key, now_ms)
         if result.asides:
             self._hand_out(result)
         if not result.records and writer.started and self._nothing_waits(group_id):
