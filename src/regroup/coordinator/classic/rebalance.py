@@ -442,7 +442,8 @@ def answer_syncs_left(ctx: Ctx, group: ClassicGroup) -> None:
 
 
 def answer_every_sync_left(ctx: Ctx, group: ClassicGroup) -> None:
-    """Every SyncGroup the leader's left, now: the group is about to change (a rebalance, a conversion)."""
+    """Every SyncGroup the leader's left, now: the group is about to rebalance. (A conversion to a consumer group
+    answers every parked request of the group itself.)"""
     if group.sync_answers_left:
         left, group.sync_answers_left = group.sync_answers_left, []
         answer_syncs(ctx, group, [m for m in (group.members.get(member_id) for member_id in left) if m])
