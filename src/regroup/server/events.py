@@ -116,10 +116,10 @@ PendingRow = tuple[int, str, dict[str, Any]]
 #: rows waiting to be handed out: single rows, or a run of ``group_assignment`` rows
 Waiting = Iterator[PendingRow] | AssignmentRun[Any]
 #: the rows handed out in one turn of the event loop while few wait (a run's about 2.5 us each, sinks included)
-ROWS_PER_TURN = 200
+ROWS_PER_TURN = 500
 #: while more wait, a turn hands out this share of them: rows made faster than turns of ``ROWS_PER_TURN`` hand
 #: them out lengthen the turns rather than the backlog
-BACKLOG_SHARE = 32
+BACKLOG_SHARE = 16
 #: more rows than this waiting are handed out at once
 MAX_BACKLOG_ROWS = 1_000_000
 #: the members joining or leaving that one call logs a line each for at info (the others: ``_MemberLines``)
