@@ -10,7 +10,8 @@ Once ``start`` ran, the rows are folded on a thread of their own (``_Folder``), 
 fold tens of milliseconds (a 10,000-partition group's rebalance closes 10,000 ownership intervals at once), and
 the interpreter hands its lock back to the event loop within the thread switch interval (``regroup serve`` sets
 0.2 ms), so the loop is never held that long. Whoever reads the timelines (``timeline``) first waits until every
-row handed so far is folded, so a read sees them all; the fold and the reads share a lock. The console reads
+row handed so far is folded, so a read sees them all; the fold and the reads share a lock. A turn's rows are
+handed to the thread together, once the turn ends (one lock and one wake-up a turn, not one a row). The console reads
 through ``timeline_settled``, which waits and reads on a worker thread: a read right after a large rebalance
 does not hold the loop while the fold catches up."""
 
@@ -61,10 +62,11 @@ class _Folder:
         self._thread = threading.Thread(target=self._run, name="regroup-history-fold", daemon=True)
         self._thread.start()
 
-    def put(self, work: Fold) -> None:
+    def put(self, works: list[Fold]) -> None:
+        """Fold ``works`` after what was handed before them."""
         with self._changed:
-            self._waiting.append(work)
-            self._handed += 1
+            self._waiting.extend(works)
+            self._handed += len(works)
             if self._idle:  # (only the fold thread waits for work; a reader waits only while it settles)
                 self._changed.notify_all()
             crowded = len(self._waiting) > MAX_UNFOLDED
@@ -133,6 +135,8 @@ class HistoryFeed:
         self._pruner: asyncio.Task[None] | None = None
         #: the fold thread, from ``start`` to ``close`` (else rows are folded as they are handed)
         self._folder: _Folder | None = None
+        #: what this turn handed for the fold thread, handed over together at the turn's end
+        self._unhanded: list[Fold] = []
 
     def load(self) -> int:
         """Fold the rows kept on disk within the window (before any new row); how many there were."""
@@ -156,8 +160,19 @@ class HistoryFeed:
     def _hand(self, work: Fold) -> None:
         if self._folder is None:
             _fold(self.timelines, work)
-        else:
-            self._folder.put(work)
+            return
+        self._unhanded.append(work)
+        if len(self._unhanded) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self._hand_over)
+            except RuntimeError:  # (no running loop)
+                self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Give the fold thread what was handed since the last time (on the loop's thread)."""
+        works, self._unhanded = self._unhanded, []
+        if works and self._folder is not None:
+            self._folder.put(works)
 
     def sink(self, row: Mapping[str, Any]) -> None:
         self._hand(("row", row))
@@ -187,6 +202,11 @@ class HistoryFeed:
 
     def timeline(self, group_id: str, since_ms: int | None, until_ms: int | None) -> dict[str, Any] | None:
         """The group's timeline once every row handed so far is folded (waiting for the fold thread)."""
+        self._hand_over()
+        return self._settled_read(group_id, since_ms, until_ms)
+
+    def _settled_read(self, group_id: str, since_ms: int | None, until_ms: int | None) -> dict[str, Any] | None:
+        """``timeline`` once the rows given to the fold thread are folded (any thread)."""
         folder = self._folder
         if folder is None:
             return self.timelines.timeline(group_id, since_ms, until_ms)
@@ -201,7 +221,8 @@ class HistoryFeed:
         thousands of intervals) on a worker thread, the event loop free meanwhile."""
         if self._folder is None:
             return self.timelines.timeline(group_id, since_ms, until_ms)
-        return await asyncio.to_thread(self.timeline, group_id, since_ms, until_ms)
+        self._hand_over()
+        return await asyncio.to_thread(self._settled_read, group_id, since_ms, until_ms)
 
     def segments(self) -> list[Path]:
         """The history's segment files, oldest first, every row handed so far written to them (empty when the
@@ -249,6 +270,7 @@ class HistoryFeed:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._pruner
             self._pruner = None
+        self._hand_over()
         folder, self._folder = self._folder, None
         if folder is not None:
             folder.stop()
