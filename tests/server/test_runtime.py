@@ -14,7 +14,7 @@ import pytest
 
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.coordinator import GroupCoordinator
-from regroup.coordinator.result import Result
+from regroup.coordinator.result import Completion, Result
 from regroup.protocol.classic import JoinGroupRequest, JoinGroupResponse, SyncGroupRequest
 from regroup.protocol.offsets import OffsetCommitRequest, OffsetFetchRequest, PartitionCommit
 from regroup.records.model import Record
@@ -168,10 +168,11 @@ def test_a_group_waits_for_every_batch_of_its_records_not_yet_durable() -> None:
     asyncio.run(scenario())
 
 
-def test_a_call_that_fires_another_groups_timers_waits_for_every_earlier_call() -> None:
-    """The core fires the timers due before a request: what they do may be another group's (a member expiring,
-    its group's parked requests answered), so a call made when a timer is due is answered only once every
-    earlier call's records are durable, whatever group it names."""
+def test_a_call_made_when_a_timer_is_due_fires_it_as_a_write_of_its_own() -> None:
+    """The timers due fire before a request: what they do may be another group's (a member expiring, its group's
+    parked requests answered), so a call naming its group fires them first as a write of their own, whose
+    answers wait for every earlier call's records to be durable; the call's own answer, about its group alone,
+    does not."""
 
     async def scenario() -> None:
         now = [1_000_000]
@@ -195,13 +196,13 @@ def test_a_call_that_fires_another_groups_timers_waits_for_every_earlier_call() 
         quiet = await rt.call(fetch_op("x"), group_id="x")  # (no timer due: at once)
         assert quiet.topics[0][1][0].offset == -1
         now[0] += 1_000  # the pending member's session is over: its timer is due, not fired yet
-        due = asyncio.create_task(rt.call(fetch_op("x"), group_id="x"))
+        due = await asyncio.wait_for(rt.call(fetch_op("x"), group_id="x"), 1)  # at once: x waits for nothing
+        assert due.topics[0][1][0].offset == -1
         await asyncio.sleep(0.1)
-        # the timer fired inside that call and completed h's join phase (no record): nothing is told yet
+        # the timer fired before that call and completed h's join phase (no record): h's member is not told yet
         assert classic_groups(rt.coordinator)["h"].generation == 2
-        assert not due.done() and not rejoin.done() and not commit.done()
+        assert not rejoin.done() and not commit.done()
         fake.gate.set()
-        await due
         assert (await rejoin).generation_id == 2
         await commit
         await rt.close()
@@ -298,6 +299,81 @@ def test_a_join_phase_completing_for_many_members_wakes_them_a_slice_per_turn() 
         answers = [task.result() for task in parked] + [await rejoined]
         assert {answer.generation_id for answer in answers} == {2}
         assert len({answer.member_id for answer in answers}) == members
+        await rt.close()
+
+    asyncio.run(scenario())
+
+
+def test_large_results_due_in_one_turn_share_its_answers_and_a_small_one_is_answered_at_once() -> None:
+    """Two large results made durable in the same turn (two chunks of a rebalance's answers in one batch) wake
+    ``ANSWERS_PER_TURN`` requests per turn together, not that many each, in order (the first result's
+    requests, then its dropped keys, then the second's), but for each one's first answer (the request whose
+    call made it), which goes out at once; a small result due meanwhile (a commit) is answered at once too,
+    not behind them."""
+    size = 2 * ANSWERS_PER_TURN + 3
+
+    async def scenario() -> None:
+        rt, _ = runtime()
+        loop = asyncio.get_running_loop()
+        first, second = list(range(10_000, 10_000 + size)), list(range(20_000, 20_000 + size))
+        dropped, small = 30_000, 40_000
+        futures = {key: loop.create_future() for key in [*first, *second, dropped, small]}
+        rt._waiting.update(futures)
+        rt._answer([Completion(key, key) for key in first], [dropped])
+        rt._answer([Completion(key, key) for key in second], [])
+        rt._answer([Completion(small, "committed")], [])
+        at_once = {key for key, future in futures.items() if future.done()}
+        assert at_once == {*first[: 1 + ANSWERS_PER_TURN], second[0], small}
+        order: list[int] = []
+        woken: list[int] = []
+        later = [*first[1 + ANSWERS_PER_TURN :], dropped, *second[1:]]
+        for _ in range(50):
+            await asyncio.sleep(0)
+            now = [key for key in later if futures[key].done() and key not in order]
+            order += now
+            woken.append(sum(1 for key in now if key != dropped))  # (a dropped key is failed, not answered)
+            if len(order) == len(later):
+                break
+        assert order == later
+        assert max(woken) <= ANSWERS_PER_TURN
+        assert sum(1 for n in woken if n) >= len(later) // ANSWERS_PER_TURN
+        assert all(futures[key].result() == key for key in [*first, *second])
+        with pytest.raises(RequestDropped):
+            futures[dropped].result()
+        await rt.close()
+
+    asyncio.run(scenario())
+
+
+def test_the_answer_to_the_call_that_made_a_large_result_goes_out_first() -> None:
+    """A call whose result also answers many parked requests (a heartbeat whose call fired the timer answering
+    a chunk of a rebalance's members) has its own answer go out first once the result is durable, not behind
+    theirs, a slice of which go out per turn."""
+
+    async def scenario() -> None:
+        rt, fake = runtime()
+        loop_time = asyncio.get_running_loop().time
+        fake.gate = threading.Event()
+        commit = asyncio.create_task(rt.call(commit_op("g", 5), group_id="g"))  # holds the writer
+        await asyncio.sleep(0)
+        keys = list(range(50_000, 50_000 + 3 * ANSWERS_PER_TURN))
+        futures = {key: rt._wait_for(key) for key in keys}
+        own = keys[-1]
+        rt._after(Result(completions=[Completion(key, key) for key in keys]), own)
+        await asyncio.sleep(0.05)
+        assert not any(future.done() for future in futures.values())  # (not durable yet)
+        fake.gate.set()
+        give_up = loop_time() + 5
+        while not futures[own].done() and loop_time() < give_up:
+            await asyncio.sleep(0)  # (a turn at a time: each hands out a slice at most)
+        assert futures[own].result() == own
+        assert sum(future.done() for future in futures.values()) <= 1 + ANSWERS_PER_TURN
+        for _ in range(100):
+            if all(future.done() for future in futures.values()):
+                break
+            await asyncio.sleep(0)
+        assert all(futures[key].result() == key for key in keys)
+        await commit
         await rt.close()
 
     asyncio.run(scenario())

@@ -139,8 +139,9 @@ def leaves(count: int) -> bytes:
 
 def test_a_connection_whose_next_request_is_a_rebalances_waits_behind_the_others() -> None:
     """Two connections sending a burst of a rebalance's requests and a steady one with two requests, in the same
-    turn once the budget is spent: the steady one's second request goes first in the next turn, though the
-    rebalancing connections were waiting before it, and every request is still handled, in order."""
+    turn: the second rebalancing connection, with data once the budget is spent, handles none of it in that
+    turn (the steady one handles one); the steady one's second request goes first in the next turn, though
+    the rebalancing connections were waiting before it, and every request is still handled, in order."""
 
     async def scenario() -> None:
         loop = asyncio.get_running_loop()
@@ -152,7 +153,8 @@ def test_a_connection_whose_next_request_is_a_rebalances_waits_behind_the_others
         for connection in (*rebalancing, steady):
             connection.connection_made(transport())
         rebalancing[0].data_received(leaves(20))
-        rebalancing[1].data_received(leaves(20))  # the budget is spent: one handled, the rest waits
+        rebalancing[1].data_received(leaves(20))  # the budget is spent: none handled, all of it waits
+        assert not [c for who, c in responder.handled if who == 2]
         steady.data_received(frames(2))
         handled = len(responder.handled)
         assert responder.handled[-1] == (3, 0)

@@ -22,7 +22,9 @@ requests by order and correlation id).
   its connections: ``network/turn_budget.py``) a connection also stops where the turn's shared budget ends,
   after one request at least, so that many connections with data at once take the loop a turn at a time too;
   what it leaves for later waits in the budget's queue, each waiting connection taking a short turn in order
-  (those that come back after one behind those new to the wait), a budget's worth per turn.
+  (those that come back after one behind those new to the wait), a budget's worth per turn. A connection
+  whose next request is a classic rebalance's (``REBALANCE_APIS``) handles none when it gets data after the
+  shared budget is spent: it waits in the queue's second line at once.
 * **Back-pressure.** Two bounds per connection, checked before each request is handled: at most
   ``max_in_flight`` requests in the FIFO (unfinished, or finished and waiting behind an unfinished one; the
   responses of one turn's synchronous requests are bounded by ``FRAMES_PER_TURN`` instead), and at most
@@ -304,7 +306,16 @@ class Connection(asyncio.Protocol):
         now = clock()  # (after each request: its handling is timed from the end of the one before)
         turn_ends = now + seconds
         if self._turn_budget is not None:
-            turn_ends = min(turn_ends, self._turn_budget.ends(now))
+            shared_ends = self._turn_budget.ends(now)
+            if now >= shared_ends and not self._in_queued_turn and self._frames.next_api_key() in REBALANCE_APIS:
+                # the turn's shared budget is spent and this is a rebalance's request: it waits in the second
+                # line rather than being handled in this turn (hundreds of a large group's connections with
+                # data at once would each handle one here)
+                self._processing = False
+                self._take_a_later_turn()
+                self._update_reading()
+                return
+            turn_ends = min(turn_ends, shared_ends)
         notable = self._notable_s
         at_once, host, connection_id = self._at_once, self.client_host, self.connection_id
         try:

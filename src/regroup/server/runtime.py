@@ -28,8 +28,11 @@ shared machinery of ``core_runtime.py``; this module adds what is specific to th
   a newer request of the same member) fails with ``RequestDropped``; the connection layer then closes that
   connection, which is what its client did already (Kafka leaves such a request unanswered forever). A
   result that answers many waiting requests at once (a classic group of 10,000 members completing its join
-  or sync phase) hands their answers out ``ANSWERS_PER_TURN`` per turn of the loop, so that the requests
-  woken, each encoding and writing its response, take the loop a slice at a time.
+  or sync phase) hands their answers out behind those of the large results before it, ``ANSWERS_PER_TURN``
+  per turn of the loop for all of them together, so that the requests woken, each encoding and writing its
+  response, take the loop a slice at a time however many such results are due in one turn (the batches of
+  several chunks of a rebalance's answers made durable together); a result answering a few requests (a
+  commit) answers them at once, never behind a rebalance's.
 * **Work beside the loop.** Work a core call hands out (``Result.asides``: a large KIP-848 group's target
   computed in full) runs on one worker thread, one piece after another; its outcome comes back to the loop,
   where ``GroupCoordinator.land`` applies it as a write of its own (a landing that raises is landed again as
@@ -47,6 +50,7 @@ shared machinery of ``core_runtime.py``; this module adds what is specific to th
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import logging
 import time
@@ -75,8 +79,9 @@ from regroup.storage.snapshotted_log import SnapshotJob
 
 log = logging.getLogger("regroup.server.runtime")
 
-#: the most waiting requests one turn of the loop hands their answers to (``_answer``): each one woken then
-#: encodes and writes its response in the next turn, about 50 microseconds for a JoinGroup or SyncGroup
+#: the most waiting requests one turn of the loop hands the answers of large results to (``_answer``), all
+#: such results together: each one woken then encodes and writes its response in the next turn, about 50
+#: microseconds for a JoinGroup or SyncGroup; a result answering this many or fewer answers them at once
 ANSWERS_PER_TURN = 50
 
 CoreOp = Callable[[GroupCoordinator, RequestKey, int], Result]
@@ -129,6 +134,9 @@ class CoordinatorRuntime:
         self._closed = False
         #: group id -> batches submitted to the writer, holding records of the group, not yet durable
         self._unwritten: dict[str, int] = {}
+        #: large results' answers not handed out yet, in order: [completions, dropped keys, next to hand]
+        self._answers: collections.deque[list[Any]] = collections.deque()
+        self._answers_scheduled = False  # a later turn hands out more of ``_answers``
         #: runs the work core calls hand out (``_hand_out``), made on first use
         self._aside_pool: ThreadPoolExecutor | None = None
         #: pieces of work handed out and landed since start, and the worker's time on them (metrics)
@@ -186,16 +194,16 @@ class CoordinatorRuntime:
         """Run ``op(coordinator, key, now_ms)`` and return the response completed for ``key`` once the records
         of this and every earlier call are durable. ``may_park``: the response may come from a later call.
         ``group_id``: the one group the call concerns (its answers, and those of requests parked on the group
-        that it completes, depend on that group's state alone), or None (several groups, or none named); it
-        is not heeded when a timer is due, since the core fires those first, within the call."""
+        that it completes, depend on that group's state alone), or None (several groups, or none named); with
+        it, the timers due are fired first, as a write of their own (``_fire_due``: what they do may be any
+        group's), so that the call's own result is about that group alone."""
         writer = self._writer
         if self._closed or writer.failure is not None:
             raise CoordinatorUnavailable("the coordinator is not running")
         key = next(self._keys)
         now_ms = self._clock.now()
-        deadline = self.coordinator.next_deadline()
-        if deadline is not None and deadline <= now_ms:
-            group_id = None  # (the timers due fire first, within the call: what they do may be any group's)
+        if group_id is not None:
+            self._fire_due(now_ms)  # (as a write of their own: what they do may be any group's)
         result = op(self.coordinator, key, now_ms)
         if result.asides:
             self._hand_out(result)
@@ -222,7 +230,7 @@ class CoordinatorRuntime:
         future = self._wait_for(key)
         if not may_park and not any(c.key == key for c in result.completions):
             future.set_exception(NoResponse(f"core call {op!r} answered nothing"))
-        self._after(result)
+        self._after(result, key)
         del result
         return await self._answer_to(key, future)
 
@@ -234,9 +242,14 @@ class CoordinatorRuntime:
         the request's group, waiting for it), so the answer may go out now; None otherwise, and from a stopped
         coordinator (``call`` is for all of those)."""
         writer = self._writer
-        if self._closed or writer.failure is not None or not writer.started or not self._nothing_waits(group_id):
+        if self._closed or writer.failure is not None or not writer.started:
             return None
-        response = op(self.coordinator, *request, self._clock.now())
+        now_ms = self._clock.now()
+        if group_id is not None:
+            self._fire_due(now_ms)
+        if not self._nothing_waits(group_id):
+            return None
+        response = op(self.coordinator, *request, now_ms)
         if response is not None:
             self._arm_timer()
         return response
@@ -267,7 +280,7 @@ class CoordinatorRuntime:
         future = self._wait_for(key)
         self._observe(result)
         done = Completion(key, None)  # resolved by the writer once everything queued so far is durable
-        self._submit(result, [*result.completions, done])
+        self._submit(result, [done, *result.completions])
         self._arm_timer()
         await self._answer_to(key, future)
 
@@ -308,7 +321,7 @@ class CoordinatorRuntime:
             if completion.key == key:
                 found, response = True, completion.response
                 break
-        self._answer(result.completions, result.dropped, 0)
+        self._answer(result.completions, result.dropped)
         return found, response
 
     def _observe(self, result: Result) -> None:
@@ -320,10 +333,17 @@ class CoordinatorRuntime:
             except Exception:
                 log.exception("observer failed")
 
-    def _after(self, result: Result) -> None:
+    def _after(self, result: Result, key: RequestKey | None = None) -> None:
+        """Observe ``result`` and hand it to the writer; ``key``: the request whose call made it, whose answer
+        goes first (``_answer``: before the parked requests the call completed too)."""
         self._observe(result)
         if result.records or result.completions or result.dropped:
-            self._submit(result, list(result.completions))
+            completions = list(result.completions)
+            if key is not None and len(completions) > 1 and completions[0].key != key:
+                own = next((i for i, c in enumerate(completions) if c.key == key), None)
+                if own is not None:
+                    completions.insert(0, completions.pop(own))
+            self._submit(result, completions)
         self._arm_timer()
 
     def _nothing_waits(self, group_id: str | None) -> bool:
@@ -366,8 +386,18 @@ class CoordinatorRuntime:
     def _on_timer(self) -> None:
         if self._closed or self.failure is not None:
             return
+        self._fire(self._clock.now())
+
+    def _fire_due(self, now_ms: int) -> None:
+        """Fire the timers due by ``now_ms``, if any, as a write of their own (before a call about one group,
+        whose result then concerns that group alone)."""
+        deadline = self.coordinator.next_deadline()
+        if deadline is not None and deadline <= now_ms:
+            self._fire(now_ms)
+
+    def _fire(self, now_ms: int) -> None:
         try:
-            result = self.coordinator.advance(self._clock.now())
+            result = self.coordinator.advance(now_ms)
         except Exception:
             log.exception("coordinator timers failed")
             result = Result()
@@ -417,28 +447,44 @@ class CoordinatorRuntime:
         failed write ``_failed`` fails every waiting request.)"""
         if error is not None:
             return
-        self._answer(completions, dropped, 0)
+        self._answer(completions, dropped)
 
-    def _answer(self, completions: Sequence[Completion], dropped: Sequence[RequestKey], start: int) -> None:
-        """Hand ``completions[start:]`` to the requests waiting for them, at most ``ANSWERS_PER_TURN`` in this
-        turn of the loop and the rest in later turns, then fail the ``dropped`` keys. Each request woken goes
-        on in the next turn (its handler encodes and writes its response), so a rebalance that releases
-        10,000 parked requests at once wakes them a slice per turn, and the requests of other connections are
-        read and answered in between. (Answers of different requests need no order among them: everything
-        each one depends on is durable already.)"""
-        waiting = self._waiting
-        end = min(start + ANSWERS_PER_TURN, len(completions))
-        for completion in completions[start:end]:
-            future = waiting.get(completion.key)
-            if future is not None and not future.done():
-                future.set_result(completion.response)
-        if end < len(completions):
-            asyncio.get_running_loop().call_soon(self._answer, completions, dropped, end)
+    def _answer(self, completions: Sequence[Completion], dropped: Sequence[RequestKey]) -> None:
+        """Hand ``completions`` to the requests waiting for them, then fail the ``dropped`` keys: at once when
+        they are ``ANSWERS_PER_TURN`` at most, else the first at once (the answer to the request whose call
+        made the result, put first by ``_after``: a heartbeat whose call fired a rebalance's timer) and the
+        others behind the large results still being handed out, that many per turn of the loop for them all.
+        Each request woken goes on in the next turn (its handler encodes and writes its response), so a
+        rebalance that releases 10,000 parked requests at once wakes them a slice per turn, and the requests
+        of other connections are read and answered in between. (Answers of different requests need no order
+        among them: everything each one depends on is durable already.)"""
+        if len(completions) <= ANSWERS_PER_TURN:
+            _hand(self._waiting, completions, dropped)
             return
-        for key in dropped:
-            future = waiting.get(key)
-            if future is not None and not future.done():
-                future.set_exception(RequestDropped(f"request {key} was superseded"))
+        _hand(self._waiting, completions[:1], ())  # (the request whose call made the result: ``_after``)
+        self._answers.append([completions, dropped, 1])
+        if not self._answers_scheduled:
+            self._hand_answers()
+
+    def _hand_answers(self) -> None:
+        """One turn's share of the large results' answers (``_answer``); a later turn asked for the rest."""
+        self._answers_scheduled = False
+        waiting, queue = self._waiting, self._answers
+        budget = ANSWERS_PER_TURN
+        while queue and budget:
+            entry = queue[0]
+            completions, dropped, start = entry
+            end = min(start + budget, len(completions))
+            _hand(waiting, completions[start:end], ())
+            budget -= end - start
+            if end < len(completions):
+                entry[2] = end
+                break
+            queue.popleft()
+            _hand(waiting, (), dropped)
+        if queue:
+            self._answers_scheduled = True
+            asyncio.get_running_loop().call_soon(self._hand_answers)
 
     def _failed(self, exc: BaseException) -> None:
         for future in list(self._waiting.values()):
@@ -446,6 +492,20 @@ class CoordinatorRuntime:
                 future.set_exception(CoordinatorUnavailable("the coordinator log failed"))
         if self._on_fatal is not None:
             self._on_fatal(exc)
+
+
+def _hand(
+    waiting: dict[RequestKey, asyncio.Future[Any]], completions: Sequence[Completion], dropped: Sequence[RequestKey]
+) -> None:
+    """Resolve the futures ``completions`` answer, then fail those of the ``dropped`` keys (superseded)."""
+    for completion in completions:
+        future = waiting.get(completion.key)
+        if future is not None and not future.done():
+            future.set_result(completion.response)
+    for key in dropped:
+        future = waiting.get(key)
+        if future is not None and not future.done():
+            future.set_exception(RequestDropped(f"request {key} was superseded"))
 
 
 def _timed_outcome(aside: Aside) -> tuple[object, float]:
