@@ -3,7 +3,8 @@ changing what a client sees: requests pipelined behind a large one on the same c
 it and answered in order, a large frame that does not decode closes the connection before anything behind it
 is handled, and many large requests in a row are all answered. A large OffsetCommit's records are planned on
 the decoding thread (``handlers/offsets._plan_commit``): its answers and offsets are those of a commit without a
-plan, with partitions refused beside it and with the group refusing it."""
+plan, with partitions refused beside it and with the group refusing it. A leader's SyncGroup large enough to be
+decoded aside (its assignments made there: ``handlers/groups._plan_sync``) hands every member its own."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 from regroup.model.errors import ErrorCode
 from regroup.network.connection import DECODE_ASIDE_BYTES
 from tests.server.conftest import ServerProcess
-from tests.server.wire import WireClient, create_topics, encode_request
+from tests.server.wire import JOIN, SYNC, WireClient, create_topics, encode_request
 
 MakeServer = Callable[..., ServerProcess]
 OFFSET_COMMIT, OFFSET_FETCH, API_VERSIONS = 8, 9, 18
@@ -149,3 +150,35 @@ def test_a_large_commit_planned_aside_commits_what_a_small_one_would(make_server
     expected = {(TOPIC, p): (p + 3, "") for p in range(PARTITIONS)}
     expected.update({("small", p): (10 + p, "m") for p in range(3)})
     assert offsets == expected
+
+
+def test_a_leaders_sync_group_decoded_aside_hands_every_member_its_assignment(make_server: MakeServer) -> None:
+    server = make_server()
+    join = {
+        "group_id": "aside-sync",
+        "session_timeout": 30_000,
+        "rebalance_timeout": 30_000,
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b""}],
+    }
+    with (
+        WireClient(server.port, client_id="a", timeout=30) as a,
+        WireClient(server.port, client_id="b", timeout=30) as b,
+    ):
+        a_id = a.call(JOIN, 5, member_id="", **join).member_id
+        assert a.call(JOIN, 5, member_id=a_id, **join).generation_id == 1
+        b_id = b.call(JOIN, 5, member_id="", **join).member_id
+        b.send(JOIN, 5, member_id=b_id, **join)  # parks until a rejoins
+        rejoined = a.call(JOIN, 5, member_id=a_id, **join)
+        assert (rejoined.error_code, rejoined.generation_id, rejoined.leader) == (0, 2, a_id)
+        assert b.receive().generation_id == 2
+        sync = {"group_id": "aside-sync", "generation_id": 2, "group_instance_id": None}
+        b.send(SYNC, 3, member_id=b_id, assignments=[], **sync)  # parks until the leader's
+        assigned = {a_id: bytes(range(256)) * 160, b_id: b"b" * 50_000}
+        assert sum(map(len, assigned.values())) >= DECODE_ASIDE_BYTES
+        leaders = [{"member_id": m, "assignment": data} for m, data in assigned.items()]
+        answer = a.call(SYNC, 3, member_id=a_id, assignments=leaders, **sync)
+        assert (answer.error_code, answer.assignment) == (0, assigned[a_id])
+        answer = b.receive()
+        assert (answer.error_code, answer.assignment) == (0, assigned[b_id])

@@ -67,6 +67,35 @@ def test_the_rebalance_style_follows_the_assignors_the_members_list(tmp_path: Pa
     ]
 
 
+def test_the_members_who_disagree_leaving_makes_the_rest_agree(tmp_path: Path) -> None:
+    """Three members, one listing cooperative-sticky only: no style; once it leaves, the two left agree (eager);
+    once both rejoined listing what it listed, cooperative."""
+    path = tmp_path / "events.jsonl"
+    h = ObservedHarness(path)
+    formed = h.form_group(3, protocols=[EAGER_OR_COOPERATIVE, COOPERATIVE, EAGER_OR_COOPERATIVE])
+    a, odd, c = formed.members
+    h.leave(odd)
+    h.rejoin_all()
+    h.sync_all()
+    assert styles(path)[-6:] == [
+        ("PreparingRebalance", None),
+        ("CompletingRebalance", None),
+        ("Stable", None),
+        ("PreparingRebalance", "eager"),
+        ("CompletingRebalance", "eager"),
+        ("Stable", "eager"),
+    ]
+    h.join(a, protocols=COOPERATIVE)
+    h.join(c, protocols=COOPERATIVE)
+    h.sync_all()
+    h.observer.close()
+    assert styles(path)[-3:] == [
+        ("PreparingRebalance", None),  # (the first to rejoin lists cooperative-sticky only, the other not yet)
+        ("CompletingRebalance", "cooperative"),
+        ("Stable", "cooperative"),
+    ]
+
+
 def test_a_restarted_server_knows_the_loaded_members_assignors(tmp_path: Path) -> None:
     h = GroupHarness()
     h.form_group(2, protocols=[COOPERATIVE, COOPERATIVE])

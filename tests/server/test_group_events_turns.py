@@ -18,11 +18,17 @@ from typing import Any
 import pytest
 
 from regroup.coordinator.coordinator import GroupCoordinator
-from regroup.coordinator.events import GroupStateChanged, MemberLeft, TargetComputed
+from regroup.coordinator.events import GroupStateChanged, MemberJoined, MemberLeft, TargetComputed
 from regroup.coordinator.result import Result
 from regroup.model.cluster import ClusterImage, TopicImage, topic_id_for
 from regroup.server import events as events_module
-from regroup.server.events import MEMBER_LINES_PER_CALL, ROWS_PER_TURN, GroupEvents
+from regroup.server.events import (
+    MEMBER_LINES_PER_CALL,
+    MEMBER_LINES_PER_WINDOW,
+    MEMBER_LINES_WINDOW_MS,
+    ROWS_PER_TURN,
+    GroupEvents,
+)
 
 PARTITIONS = 600
 
@@ -165,15 +171,16 @@ def test_a_large_leave_logs_a_line_per_member_up_to_a_bound_and_hands_its_rows_o
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A LeaveGroup of many members in one call: ``MEMBER_LINES_PER_CALL`` lines at info, then one line saying
-    how many more left (each of them at debug); its ``member_state`` rows, the same as handed out at once, a
-    turn's worth at a time, the group's next row behind them."""
+    how many more left (each of them at debug) once the group's window of lines is over (here: at close); its
+    ``member_state`` rows, the same as handed out at once, a turn's worth at a time, the group's next row behind
+    them."""
     count = 2 * ROWS_PER_TURN + 30
     gone = GroupStateChanged("classic-big", "classic", "Empty", 7, "range", None, None, 7, 0)
     path = tmp_path / "at-once.jsonl"
     observer = GroupEvents(path)
     with caplog.at_level(logging.DEBUG, logger="regroup.server.events"):
         observer(coordinator(), result_of(*members_leaving(count), gone), 10)
-    observer.close()
+        observer.close()
     expected = [json.loads(line) for line in path.read_text().splitlines()]
     assert [row["member_id"] for row in expected[:count]] == [f"m-{i:05d}" for i in range(count)]
     assert expected[0]["detail"] == "group=classic-big reason=leave" and expected[0]["state"] == "Left"
@@ -205,3 +212,39 @@ def test_a_large_leave_logs_a_line_per_member_up_to_a_bound_and_hands_its_rows_o
     handed = asyncio.run(scenario())
     assert handed[0] <= ROWS_PER_TURN and len(handed) >= 3
     assert all(b - a <= ROWS_PER_TURN for a, b in itertools.pairwise(handed))
+
+
+def test_members_joining_one_call_at_a_time_log_a_bounded_number_of_lines_a_window(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A group's members joining one call each (a large classic group forming): a line each at info for the first
+    ``MEMBER_LINES_PER_WINDOW`` of the window, the others counted; the next call after the window says how many
+    more joined, and a new window logs lines again; another group's lines have a window of their own."""
+    window = MEMBER_LINES_WINDOW_MS
+    count = MEMBER_LINES_PER_WINDOW + 35
+
+    def joined(group: str, i: int) -> MemberJoined:
+        return MemberJoined(group, "classic", f"{group}-m{i}", f"client-{i}", 1, ("range",))
+
+    observer = GroupEvents()
+    with caplog.at_level(logging.INFO, logger="regroup.server.events"):
+        for i in range(count):
+            observer(coordinator(), result_of(joined("big", i)), 1_000 + i)
+        observer(coordinator(), result_of(joined("small", 0)), 1_000 + count)
+        first = [r.getMessage() for r in caplog.records]
+        assert first == [
+            *(
+                f"group=big member joined member_id=big-m{i} client_id=client-{i}"
+                for i in range(MEMBER_LINES_PER_WINDOW)
+            ),
+            "group=small member joined member_id=small-m0 client_id=client-0",
+        ]
+        caplog.clear()
+        observer(coordinator(), result_of(joined("big", count)), 1_000 + window)  # (the window is over)
+        assert [r.getMessage() for r in caplog.records] == [
+            f"group=big {count - MEMBER_LINES_PER_WINDOW} more members joined (each logged at debug)",
+            f"group=big member joined member_id=big-m{count} client_id=client-{count}",
+        ]
+        caplog.clear()
+        observer.close()
+        assert not caplog.records  # (nothing counted since)

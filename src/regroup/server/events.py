@@ -1,7 +1,8 @@
 """Rebalance events: the runtime calls ``GroupEvents`` after every core call with its result; it turns the
 core's events (``coordinator/events.py``: what happened, in order) into info log lines (state, generation,
-members joining and leaving: a line each for the first ``MEMBER_LINES_PER_CALL`` of a call, then one line per
-group saying how many more, each of those at debug) and, with ``--events FILE``, JSON lines in the simulator's
+members joining and leaving: a line each for the first ``MEMBER_LINES_PER_CALL`` of a call and
+``MEMBER_LINES_PER_WINDOW`` of a group a second, then one line per group saying how many more, each of those at
+debug) and, with ``--events FILE``, JSON lines in the simulator's
 event schema (docs/simulator.md). At startup it writes the groups loaded from the log as they are (their state,
 members and stored assignment), as a first look at them. A call that changed nothing (a heartbeat) has no events
 and costs nothing here. What it knows of a group it learnt from those events: the core's groups are not read.
@@ -124,6 +125,9 @@ BACKLOG_SHARE = 16
 MAX_BACKLOG_ROWS = 1_000_000
 #: the members joining or leaving that one call logs a line each for at info (the others: ``_MemberLines``)
 MEMBER_LINES_PER_CALL = 20
+#: and those of one group in a window of ``MEMBER_LINES_WINDOW_MS`` (its members joining one call at a time)
+MEMBER_LINES_PER_WINDOW = 20
+MEMBER_LINES_WINDOW_MS = 1_000
 
 #: what a consumer group's member metadata says that a rebalance follows: subscription, rack, server assignor
 _MemberMark = tuple[tuple[tuple[str, ...], str | None], str | None, str | None]
@@ -201,8 +205,8 @@ class GroupEvents:
 
     def __init__(self, path: Path | None = None) -> None:
         self._styles: dict[tuple[str, ...], str | None] = {}  # rebalance style by the assignors a member lists
-        #: classic group id -> member id -> the assignors the member listed (from the events)
-        self._protocols: dict[str, dict[str, tuple[str, ...]]] = {}
+        #: the assignors each classic group's members listed (from the events)
+        self._protocols = _ProtocolLists()
         self._names: tuple[ClusterImage | None, dict[uuid.UUID, str]] = (None, {})  # topic names of an image
         self._primed = False
         self._seq = 0
@@ -218,6 +222,7 @@ class GroupEvents:
         self._backlog: deque[Waiting] = deque()
         self._backlog_rows = 0
         self._drain_scheduled = False
+        self._member_lines = _MemberLines()
 
     @property
     def _writing(self) -> bool:
@@ -242,7 +247,8 @@ class GroupEvents:
         moves: dict[str, str] = {}
         joined: set[str] = set()
         converted: set[str] = set()  # members that left a group as it changed type (and join its other side)
-        members = _MemberLines()
+        members = self._member_lines
+        members.new_call(now_ms)
         moved: list[MemberJoined | MemberLeft] = []  # members joining or leaving whose rows wait (in order)
         writing = self._file is not None or bool(self._sinks)
         for event in events:
@@ -272,33 +278,33 @@ class GroupEvents:
                     self._epoch_state(event, now_ms, cause)
             elif isinstance(event, MemberJoined):
                 if event.group_type == "classic":
-                    self._protocols.setdefault(event.group_id, {})[event.member_id] = event.protocols
+                    self._protocols.set(event.group_id, event.member_id, event.protocols)
                 if event.member_id in converted:  # (a member of a converted group, on its other side)
                     converted.discard(event.member_id)
                 else:
                     moves.setdefault(event.group_id, "join")
                 joined.add(event.member_id)
-                members.line(event.group_id, "joined", event.member_id, event.client_id)
+                members.line(now_ms, event.group_id, "joined", event.member_id, event.client_id)
                 if writing:
                     moved.append(event)
             elif isinstance(event, MemberLeft):
                 if event.group_type == "classic":
-                    self._protocols.get(event.group_id, {}).pop(event.member_id, None)
+                    self._protocols.remove(event.group_id, event.member_id)
                 else:
                     self._marks.get(event.group_id, {}).pop(event.member_id, None)
                 if event.reason == "converted":
                     converted.add(event.member_id)
                 else:
                     moves.setdefault(event.group_id, _word(event.reason))
-                members.line(event.group_id, "left", event.member_id, event.client_id)
+                members.line(now_ms, event.group_id, "left", event.member_id, event.client_id)
                 if writing:
                     moved.append(event)
             elif isinstance(event, MemberProtocolsChanged):
                 if event.group_type == "classic":
-                    self._protocols.setdefault(event.group_id, {})[event.member_id] = event.protocols
+                    self._protocols.set(event.group_id, event.member_id, event.protocols)
             elif isinstance(event, GroupDeleted):
                 if event.group_type == "classic":
-                    self._protocols.pop(event.group_id, None)
+                    self._protocols.forget(event.group_id)
             elif isinstance(event, AssignmentStored):
                 self._assignment_rows(event, now_ms)
             elif isinstance(event, TargetComputed):
@@ -318,10 +324,10 @@ class GroupEvents:
                     )
         if moved:
             self._queue(_member_rows(now_ms, moved), len(moved))
-        members.summarise()
 
     def close(self) -> None:
         self._drain_all()
+        self._member_lines.close()
         if self._file is not None:
             self._file.close()
             self._file = None
@@ -345,12 +351,8 @@ class GroupEvents:
         )
         if not self._writing:
             return
-        members = self._protocols.get(group_id)
-        style = (
-            rebalance_style(event.protocol_type, members.values(), self._styles)
-            if event.state != "Dead" and members
-            else None
-        )
+        lists = self._protocols.distinct(group_id)
+        style = rebalance_style(event.protocol_type, lists, self._styles) if event.state != "Dead" and lists else None
         rebalance = f" rebalance={style}" if style else ""
         detail = f"group={group_id} type=classic protocol={event.protocol}{rebalance} leader={event.leader}"
         if cause is not None:
@@ -529,33 +531,104 @@ def _member_rows(now: int, moved: list[MemberJoined | MemberLeft]) -> Iterator[P
         yield now, "member_state", values
 
 
-class _MemberLines:
-    """One call's log lines of members joining and leaving: one line each at info for the first
-    ``MEMBER_LINES_PER_CALL``, the others at debug and counted, a line per group and kind saying how many (a
-    classic group of 10,000 members leaving in one LeaveGroup is one line, not 10,000 of them in one turn)."""
+class _ProtocolLists:
+    """Per classic group, the assignors each member listed, and how many members list each distinct list (a
+    rebalance style is worked out from the few distinct lists, not from 10,000 members' at each transition)."""
 
-    __slots__ = ("_debug", "_more", "_said")
+    __slots__ = ("_counts", "_members")
 
     def __init__(self) -> None:
-        self._said = 0
-        self._more: dict[tuple[str, str], int] = {}
+        self._members: dict[str, dict[str, tuple[str, ...]]] = {}  # group id -> member id -> its list
+        self._counts: dict[str, dict[tuple[str, ...], int]] = {}  # group id -> list -> members listing it
+
+    def set(self, group_id: str, member_id: str, protocols: tuple[str, ...]) -> None:
+        members = self._members.setdefault(group_id, {})
+        counts = self._counts.setdefault(group_id, {})
+        before = members.get(member_id)
+        if before is not None:
+            if before == protocols:
+                return
+            self._drop(counts, before)
+        members[member_id] = protocols
+        counts[protocols] = counts.get(protocols, 0) + 1
+
+    def remove(self, group_id: str, member_id: str) -> None:
+        members = self._members.get(group_id)
+        before = None if members is None else members.pop(member_id, None)
+        if before is not None:
+            self._drop(self._counts[group_id], before)
+
+    def forget(self, group_id: str) -> None:
+        self._members.pop(group_id, None)
+        self._counts.pop(group_id, None)
+
+    def distinct(self, group_id: str) -> list[tuple[str, ...]]:
+        """The distinct lists the group's members list (none: no members known)."""
+        return list(self._counts.get(group_id, ()))
+
+    @staticmethod
+    def _drop(counts: dict[tuple[str, ...], int], protocols: tuple[str, ...]) -> None:
+        left = counts[protocols] - 1
+        if left:
+            counts[protocols] = left
+        else:
+            del counts[protocols]
+
+
+class _MemberLines:
+    """The log lines of members joining and leaving: one line each at info for the first
+    ``MEMBER_LINES_PER_CALL`` of a call that are also among the first ``MEMBER_LINES_PER_WINDOW`` of their group
+    in a window of ``MEMBER_LINES_WINDOW_MS`` (from the group's first line), the others at debug and counted;
+    once the window is over (seen at the next call, or at ``close``), a line per kind saying how many more (a
+    classic group of 10,000 members leaving in one LeaveGroup, or joining one JoinGroup at a time, is twenty
+    lines and a count, not 10,000 lines)."""
+
+    __slots__ = ("_debug", "_order", "_said", "_windows")
+
+    def __init__(self) -> None:
+        #: group id -> its window: [when it ends (ms), lines said at info, kind -> lines only counted]
+        self._windows: dict[str, list[Any]] = {}
+        self._order: deque[tuple[str, list[Any]]] = deque()  # the windows, as they were opened (so as they end)
+        self._said = 0  # lines said at info in this call
         self._debug: bool | None = None
 
-    def line(self, group_id: str, verb: str, member_id: str, client_id: str) -> None:
-        if self._said < MEMBER_LINES_PER_CALL:
+    def new_call(self, now_ms: int) -> None:
+        """A call begins: the windows over by ``now_ms`` say how many more they counted."""
+        self._said = 0
+        order = self._order
+        while order and order[0][1][0] <= now_ms:
+            group_id, window = order.popleft()
+            if self._windows.get(group_id) is window:
+                del self._windows[group_id]
+            _summarise(group_id, window)
+
+    def line(self, now_ms: int, group_id: str, verb: str, member_id: str, client_id: str) -> None:
+        window = self._windows.get(group_id)
+        if window is None:
+            window = self._windows[group_id] = [now_ms + MEMBER_LINES_WINDOW_MS, 0, {}]
+            self._order.append((group_id, window))
+        if self._said < MEMBER_LINES_PER_CALL and window[1] < MEMBER_LINES_PER_WINDOW:
             self._said += 1
+            window[1] += 1
             log.info("group=%s member %s member_id=%s client_id=%s", group_id, verb, member_id, client_id)
             return
-        key = (group_id, verb)
-        self._more[key] = self._more.get(key, 0) + 1
+        more: dict[str, int] = window[2]
+        more[verb] = more.get(verb, 0) + 1
         if self._debug is None:
             self._debug = log.isEnabledFor(logging.DEBUG)
         if self._debug:
             log.debug("group=%s member %s member_id=%s client_id=%s", group_id, verb, member_id, client_id)
 
-    def summarise(self) -> None:
-        for (group_id, verb), count in self._more.items():
-            log.info("group=%s %d more members %s (each logged at debug)", group_id, count, verb)
+    def close(self) -> None:
+        """Every window says how many more it counted."""
+        while self._order:
+            _summarise(*self._order.popleft())
+        self._windows.clear()
+
+
+def _summarise(group_id: str, window: list[Any]) -> None:
+    for verb, count in window[2].items():
+        log.info("group=%s %d more members %s (each logged at debug)", group_id, count, verb)
 
 
 def _topic_name(names: dict[uuid.UUID, str], topic_id: uuid.UUID) -> str:

@@ -144,12 +144,22 @@ async def sync_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         group_instance_id=getattr(request, "group_instance_id", None),
         protocol_type=protocol_type,
         protocol_name=protocol_name,
-        assignments=tuple((a.member_id, a.assignment) for a in request.assignments),
+        assignments=ctx.plan if ctx.plan is not None else _assignments(request),
     )
     resp = await broker.coordinator.call(
         lambda c, key, now: c.sync_group(req, key, now), may_park=True, group_id=req.group_id
     )
     return _sync_response(ctx, resp)
+
+
+def _assignments(request: Any) -> tuple[tuple[str, bytes], ...]:
+    return tuple((a.member_id, a.assignment) for a in request.assignments)
+
+
+def _plan_sync(broker: Broker, version: int, request: Any) -> tuple[tuple[str, bytes], ...]:
+    """A large SyncGroup's assignments (a leader's for 10,000 members) as the core takes them, made on the thread
+    that decoded it (``ApiSpec.plan_aside``): a few milliseconds the loop's step is spared."""
+    return _assignments(request)
 
 
 # ------------------------------------------------------------------------------------------ Heartbeat
@@ -255,7 +265,7 @@ def _leave_chunk(req: LeaveGroupRequest, coordinator: GroupCoordinator, key: Req
 
 SPECS = [
     ApiSpec(JOIN_GROUP, 0, 9, join_group, _join_error),
-    ApiSpec(SYNC_GROUP, 0, 5, sync_group, _sync_error),
+    ApiSpec(SYNC_GROUP, 0, 5, sync_group, _sync_error, plan_aside=_plan_sync),
     ApiSpec(
         HEARTBEAT,
         0,
