@@ -12,7 +12,7 @@ SERVER_ASSIGNOR_OFFLOAD_MEMBERS = 2_000
 #: the parked JoinGroups (SyncGroups) the server's coordinator answers in the call that completes a classic join
 #: phase (that stores the leader's assignment): ``classic_answers_per_call``; a call answering 10,000 of them
 #: held the event loop about 20 ms (10 ms)
-SERVER_CLASSIC_ANSWERS_PER_CALL = 1_000
+SERVER_CLASSIC_ANSWERS_PER_CALL = 250
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

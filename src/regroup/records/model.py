@@ -21,9 +21,10 @@ class GroupMetadataKey:
     group_id: Final[str]
 
 
-@dataclass(slots=True, kw_only=True, unsafe_hash=True)
+@dataclass(slots=True, unsafe_hash=True)
 class MemberMetadata:
-    """A classic member as persisted: the metadata of the selected protocol and its assignment."""
+    """A classic member as persisted: the metadata of the selected protocol and its assignment. (Its fields may be
+    given by position: a group's record is 10,000 of these, made in one step.)"""
 
     member_id: Final[str]
     group_instance_id: Final[str | None]
