@@ -20,6 +20,7 @@ from regroup.model.cluster import ClusterImage, TopicImage, topic_id_for
 from regroup.model.eventlog import FIELDS, event_line
 from regroup.server.assignment_run import AssignmentRun, Piece
 from regroup.server.events import GroupEvents
+from regroup.server.member_run import MemberPiece
 from tests.server.test_group_events_turns import coordinator
 
 _TEXT = st.text(st.characters(codec="utf-8"), max_size=8) | st.sampled_from(('"', "\\", "\x7f", "\x00\n", "é", "g=h"))
@@ -119,7 +120,7 @@ def test_every_sink_and_the_file_get_the_same_rows_in_order(tmp_path: Path) -> N
     path = tmp_path / "events.jsonl"
     observer = GroupEvents(path)
     plain: list[dict[str, Any]] = []
-    pieces: list[Piece] = []
+    pieces: list[Piece | MemberPiece] = []
     others: list[dict[str, Any]] = []
     observer.add_sink(plain.append)
     observer.add_sink(others.append, pieces.append)
@@ -130,9 +131,12 @@ def test_every_sink_and_the_file_get_the_same_rows_in_order(tmp_path: Path) -> N
     assert [r["seq"] for r in plain] == list(range(len(plain)))
     assignments = [r for r in plain if r["type"] == "group_assignment"]
     assert len(assignments) == count > 1_500
-    assert [r for piece in pieces for r in piece.rows()] == assignments
-    assert [line for piece in pieces for line in piece.lines] == [event_line(r) for r in assignments]
-    assert others == [r for r in plain if r["type"] != "group_assignment"]
+    runs = [piece for piece in pieces if isinstance(piece, Piece)]
+    assert [r for piece in runs for r in piece.rows()] == assignments
+    assert [line for piece in runs for line in piece.lines] == [event_line(r) for r in assignments]
+    members = [r for piece in pieces if isinstance(piece, MemberPiece) for r in piece.rows()]
+    assert members == [r for r in plain if r["type"] == "member_state"] and members
+    assert others == [r for r in plain if r["type"] not in ("group_assignment", "member_state")]
     assert plain[-1]["type"] == "group_state" and plain[-1]["state"] == "Stable"  # (after the run)
 
 

@@ -55,8 +55,9 @@ milliseconds. Every line has all keys of the schema, in its order.
 Rows go to the events file, if there is one, and to every sink ``add_sink`` added (the rebalance timeline,
 ``regroup.history``; the console's stream): each sink is handed every row, as a fresh dict, whether or not there
 is a file. A generation's or target's ``group_assignment`` rows are made as one run (``assignment_run.py``: their
-lines encoded from pieces shared by the rows); a sink added with a ``runs`` callable is handed those rows as
-``Piece``s (their lines and rows) instead.
+lines encoded from pieces shared by the rows), and so are a call's ``member_state`` rows (``member_run.py``: each
+row made and encoded once); a sink added with a ``runs`` callable is handed those rows as pieces (their lines and
+rows: ``Piece``, ``MemberPiece``) instead.
 
 A call's rows are handed out as it returns, ``ROWS_PER_TURN`` at most: the ``group_assignment`` rows of a
 large group (one per partition: 10,000 for a target over 10,000 partitions, about 25 ms of work) are made and
@@ -105,17 +106,18 @@ from regroup.records.consumer import (
 )
 from regroup.records.model import Record
 from regroup.server.assignment_run import AssignmentRun, Memo, Piece
+from regroup.server.member_run import MemberPiece, MemberRun, reason_word
 
 log = logging.getLogger("regroup.server.events")
 
 #: a sink for the rows: called with each row (a fresh dict with the keys of ``FIELDS``, its own to keep), in order
 Sink = Callable[[dict[str, Any]], None]
 #: a sink's other side, for the rows of a run: called with each piece of it, in order with the other rows
-RunSink = Callable[[Piece], None]
+RunSink = Callable[[Piece | MemberPiece], None]
 #: a row before it is handed out: (t, type, its other values); ``seq`` is given as it goes out
 PendingRow = tuple[int, str, dict[str, Any]]
-#: rows waiting to be handed out: single rows, or a run of ``group_assignment`` rows
-Waiting = Iterator[PendingRow] | AssignmentRun[Any]
+#: rows waiting to be handed out: single rows, a run of ``group_assignment`` rows or of ``member_state`` rows
+Waiting = Iterator[PendingRow] | AssignmentRun[Any] | MemberRun
 #: the rows handed out in one turn of the event loop while few wait (a run's about 2.5 us each, sinks included)
 ROWS_PER_TURN = 500
 #: while more wait, a turn hands out this share of them: rows made faster than turns of ``ROWS_PER_TURN`` hand
@@ -131,11 +133,6 @@ MEMBER_LINES_WINDOW_MS = 1_000
 
 #: what a consumer group's member metadata says that a rebalance follows: subscription, rack, server assignor
 _MemberMark = tuple[tuple[tuple[str, ...], str | None], str | None, str | None]
-
-
-def _word(reason: str) -> str:
-    """A leave reason as one token: ``session timeout`` -> ``session-timeout``."""
-    return reason.replace(" ", "-")
 
 
 def _member_mark(value: ConsumerGroupMemberMetadataValue) -> _MemberMark:
@@ -253,7 +250,7 @@ class GroupEvents:
         writing = self._file is not None or bool(self._sinks)
         for event in events:
             if moved and not isinstance(event, (MemberJoined, MemberLeft)):
-                self._queue(_member_rows(now_ms, moved), len(moved))
+                self._queue(MemberRun(now_ms, moved), len(moved))
                 moved = []
             if isinstance(event, GroupStateChanged):
                 if event.group_type == "classic":
@@ -295,7 +292,7 @@ class GroupEvents:
                 if event.reason == "converted":
                     converted.add(event.member_id)
                 else:
-                    moves.setdefault(event.group_id, _word(event.reason))
+                    moves.setdefault(event.group_id, reason_word(event.reason))
                 members.line(now_ms, event.group_id, "left", event.member_id, event.client_id)
                 if writing:
                     moved.append(event)
@@ -323,7 +320,7 @@ class GroupEvents:
                         detail=f"group={event.group_id}",
                     )
         if moved:
-            self._queue(_member_rows(now_ms, moved), len(moved))
+            self._queue(MemberRun(now_ms, moved), len(moved))
 
     def close(self) -> None:
         self._drain_all()
@@ -446,7 +443,7 @@ class GroupEvents:
         for sink, _ in self._sinks:
             sink(dict(event))
 
-    def _deliver_piece(self, piece: Piece) -> None:
+    def _deliver_piece(self, piece: Piece | MemberPiece) -> None:
         self._seq += len(piece.lines)
         if self._file is not None:
             self._file.write("\n".join(piece.lines) + "\n")
@@ -459,7 +456,7 @@ class GroupEvents:
 
     def _hand_out(self, waiting: Waiting, most: int) -> int:
         """Hand out ``most`` of the ``waiting`` rows at most; how many (fewer: there were no more)."""
-        if isinstance(waiting, AssignmentRun):
+        if isinstance(waiting, (AssignmentRun, MemberRun)):
             piece = waiting.take(most, self._seq)
             if piece is None:
                 return 0
@@ -516,19 +513,6 @@ class GroupEvents:
             while self._hand_out(waiting, ROWS_PER_TURN) == ROWS_PER_TURN:
                 pass
         self._backlog_rows = 0
-
-
-def _member_rows(now: int, moved: list[MemberJoined | MemberLeft]) -> Iterator[PendingRow]:
-    """The ``member_state`` rows of members joining (``Joined``) or leaving (``Left``, with the reason), each made
-    as it is handed out (a LeaveGroup of 10,000 members makes none in its own step)."""
-    for event in moved:
-        group = f"group={event.group_id}"
-        values = {"member": event.client_id, "member_id": event.member_id, "generation": event.generation}
-        if isinstance(event, MemberLeft):
-            values.update(state="Left", detail=f"{group} reason={_word(event.reason)}")
-        else:
-            values.update(state="Joined", detail=group)
-        yield now, "member_state", values
 
 
 class _ProtocolLists:

@@ -30,6 +30,7 @@ import orjson
 
 from regroup.history import Timelines
 from regroup.server.assignment_run import Piece
+from regroup.server.member_run import MemberPiece
 from regroup.storage.history_log import HistoryLog
 
 __all__ = ["DEFAULT_WINDOW_MS", "HistoryFeed"]
@@ -115,7 +116,11 @@ def _fold(timelines: Timelines, work: Fold) -> None:
     if kind == "row":
         timelines.observe(item)
     elif kind == "run":
-        timelines.observe_assignments(item.row(0), item.rows)
+        if isinstance(item, MemberPiece):
+            for row in item.rows():
+                timelines.observe(row)
+        else:
+            timelines.observe_assignments(item.row(0), item.rows)
     else:
         timelines.prune(item)
 
@@ -185,7 +190,7 @@ class HistoryFeed:
         t = row.get("t")
         self._keep(line, t if type(t) is int else 0)
 
-    def sink_run(self, piece: Piece) -> None:
+    def sink_run(self, piece: Piece | MemberPiece) -> None:
         """The rows of a run's ``piece``: as ``sink`` of each, with the lines the piece made."""
         self._hand(("run", piece))
         if self._log is not None:
