@@ -15,7 +15,7 @@ import pytest
 
 from regroup.server.app import Server, ServerConfig
 from regroup.server.metrics import exposition
-from regroup.server.young_gc import NEVER, YoungCollector
+from regroup.server.young_gc import NEVER, YoungCollector, freeze_young
 from regroup.storage.record_log import FsyncPolicy
 
 
@@ -55,6 +55,21 @@ def test_a_collections_survivors_are_frozen(collector: YoungCollector) -> None:
     gc.collect(0)
     assert not _in_a_generation(survivor)  # moved out of every generation's walk
     assert gc.is_tracked(survivor)
+
+
+def test_freeze_young_freezes_the_young_objects_only_while_a_collector_is_installed(
+    collector: YoungCollector,
+) -> None:
+    """What a large request decoded aside leaves (``Dispatcher.plan_aside``): frozen at once, out of the next young
+    collection's walk; without a collector installed (the simulator, the lab, tests), nothing is frozen."""
+    young = Node()
+    assert _in_a_generation(young)
+    assert freeze_young()
+    assert not _in_a_generation(young) and gc.is_tracked(young)
+    collector.uninstall()
+    other = Node()
+    assert not freeze_young()
+    assert _in_a_generation(other)
 
 
 def test_a_frozen_cycle_waits_for_the_reclamation_which_frees_it(collector: YoungCollector) -> None:

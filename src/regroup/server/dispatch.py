@@ -34,6 +34,7 @@ from regroup.server.entities import build
 from regroup.server.errors import CoordinatorUnavailable, RequestDropped
 from regroup.server.failures import FailureLog
 from regroup.server.metrics import RequestMetrics
+from regroup.server.young_gc import freeze_young
 
 log = logging.getLogger("regroup.server.dispatch")
 
@@ -113,14 +114,16 @@ class Dispatcher:
     def plan_aside(self, request: DecodedRequest) -> None:
         """Set ``request.plan`` to its API's ``plan_aside`` of the body, if the API has one: called on the thread
         that decoded a large request, before ``respond``. A failure there is the server's own and leaves no plan
-        (logged once per API): the handler answers without it."""
+        (logged once per API): the handler answers without it. Then the young objects are frozen
+        (``young_gc.freeze_young``): the request's and its plan's live until it is answered, and the collector
+        need not walk them."""
         spec = self.specs.get(request.api_key)
-        if spec is None or spec.plan_aside is None or request.body is None or request.over_limit is not None:
-            return
-        try:
-            request.plan = spec.plan_aside(self.broker, request.api_version, request.body)
-        except Exception as exc:
-            request.plan = _PlanFailed(exc)  # (reported by ``_respond``, on the loop: ``failures`` is not shared)
+        if spec is not None and spec.plan_aside is not None and request.body is not None and request.over_limit is None:
+            try:
+                request.plan = spec.plan_aside(self.broker, request.api_version, request.body)
+            except Exception as exc:
+                request.plan = _PlanFailed(exc)  # (reported by ``_respond``, on the loop: ``failures`` is not shared)
+        freeze_young()
 
     async def respond(
         self, request: DecodedRequest, *, client_host: str, connection_id: int, session: Session | None = None

@@ -33,7 +33,7 @@ from typing import Any
 
 from regroup.server.metrics import Family
 
-__all__ = ["DEFAULT_GROWTH", "DEFAULT_WINDOW", "NEVER", "YoungCollector"]
+__all__ = ["DEFAULT_GROWTH", "DEFAULT_WINDOW", "NEVER", "YoungCollector", "freeze_young"]
 
 log = logging.getLogger("regroup.server.young_gc")
 
@@ -43,6 +43,21 @@ NEVER = 2**30
 DEFAULT_GROWTH = 2.0
 #: the checks whose fewest frozen objects are compared (about a second apart: the server's own cadence)
 DEFAULT_WINDOW = 30
+
+
+#: the collector installed in this process, if any (``freeze_young``)
+_installed: YoungCollector | None = None
+
+
+def freeze_young() -> bool:
+    """With a ``YoungCollector`` installed, freeze the young objects now (what its collections do to their
+    survivors, without walking them): called once a large request is decoded (a leader's SyncGroup of 10,000
+    assignments, an OffsetCommit of 10,000 partitions: tens of thousands of objects that live until it is
+    answered, and that the next young collection would walk in one pause of 10–30 ms). Whether it froze."""
+    if _installed is None:
+        return False
+    gc.freeze()
+    return True
 
 
 class YoungCollector:
@@ -94,6 +109,8 @@ class YoungCollector:
         gc.callbacks.append(self._on_collection)
         self._installed = True
         self.baseline = sys.getallocatedblocks()
+        global _installed
+        _installed = self
 
     def uninstall(self) -> None:
         """Back to the thresholds found at ``install``; what is frozen is thawed into the oldest generation."""
@@ -104,6 +121,9 @@ class YoungCollector:
             gc.set_threshold(*self._before)
         gc.unfreeze()
         self._installed = False
+        global _installed
+        if _installed is self:
+            _installed = None
 
     def check(self) -> bool:
         """Note the heap's size; reclaim (and say so) when its smallest over the window has grown by ``growth``
