@@ -182,3 +182,26 @@ def test_a_leaders_sync_group_decoded_aside_hands_every_member_its_assignment(ma
         assert (answer.error_code, answer.assignment) == (0, assigned[a_id])
         answer = b.receive()
         assert (answer.error_code, answer.assignment) == (0, assigned[b_id])
+
+
+def test_a_consumer_groups_assignments_are_read_where_the_sync_group_is_decoded() -> None:
+    """``handlers/groups._plan_sync``: the assignments as the core takes them, and each one's partitions read
+    there (kept by ``assigned_partitions``: the generation's ``group_assignment`` rows find them read); another
+    protocol's opaque bytes are not read."""
+    from types import SimpleNamespace
+
+    from regroup.assignors.consumer_protocol import ConsumerProtocolAssignment, encode_assignment
+    from regroup.client import embedded
+    from regroup.server.handlers.groups import _plan_sync
+
+    data = {f"m{i}": encode_assignment(ConsumerProtocolAssignment(partitions={"t": (i, i + 7)})) for i in range(3)}
+    entries = [SimpleNamespace(member_id=m, assignment=d) for m, d in data.items()]
+    embedded._ASSIGNED.clear()
+    other = SimpleNamespace(protocol_type="other", assignments=entries)
+    assert _plan_sync(None, 5, other) == tuple(data.items())  # type: ignore[arg-type]
+    assert not embedded._ASSIGNED
+    consumer = SimpleNamespace(protocol_type="consumer", assignments=entries)
+    assert _plan_sync(None, 5, consumer) == tuple(data.items())  # type: ignore[arg-type]
+    assert {d: embedded._ASSIGNED.get(d) for d in data.values()} == {
+        d: frozenset({("t", i), ("t", i + 7)}) for i, d in enumerate(data.values())
+    }

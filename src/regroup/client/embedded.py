@@ -71,8 +71,11 @@ def flatten(per_topic: Mapping[str, tuple[int, ...] | list[int]]) -> frozenset[T
 
 #: ``assigned_partitions`` of bytes already read: a member that keeps its partitions is sent the same bytes
 #: generation after generation, and gets the same set object back, which the member's and the simulator's
-#: comparisons of owned sets then settle by identity (bounded: cleared when full)
+#: comparisons of owned sets then settle by identity; the server reads a large group's assignments ahead, where
+#: their SyncGroup is decoded, for its events' rows (bounded: cleared when full, past a few generations of a
+#: group of 10,000 members)
 _ASSIGNED: Final[dict[bytes, frozenset[TopicPartition]]] = {}
+_ASSIGNED_MOST: Final = 32_768
 
 
 def assigned_partitions(data: bytes) -> frozenset[TopicPartition] | None:
@@ -87,7 +90,7 @@ def assigned_partitions(data: bytes) -> frozenset[TopicPartition] | None:
     except ProtocolDecodeError:
         return None
     partitions = flatten(assignment.partitions)
-    if len(_ASSIGNED) >= 4096:
+    if len(_ASSIGNED) >= _ASSIGNED_MOST:
         _ASSIGNED.clear()
     _ASSIGNED[bytes(data)] = partitions
     return partitions
