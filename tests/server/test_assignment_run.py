@@ -67,12 +67,12 @@ def test_pieces_are_the_rows_and_their_lines_are_their_event_lines(
     )
     rows: list[dict[str, Any]] = []
     seq = first_seq
-    total = sum(len(held) for _, held in members.values())
-    for size in itertools.islice(itertools.cycle(sizes), total + 1):  # (each piece has one row at least)
+    total = sum(len(held) for _, held in members.values()) + len(members)
+    for size in itertools.islice(itertools.cycle(sizes), total + 1):  # (each piece: a row or a member walked)
         piece = run.take(size, seq)
         if piece is None:
             break
-        assert 1 <= len(piece.lines) <= size
+        assert 1 <= len(piece.lines) + piece.walked <= size
         assert [piece.row(i) for i in range(len(piece.lines))] == list(piece.rows())
         for line, row in zip(piece.lines, piece.rows(), strict=True):
             assert tuple(row) == FIELDS
@@ -82,6 +82,26 @@ def test_pieces_are_the_rows_and_their_lines_are_their_event_lines(
         seq += len(piece.lines)
     assert run.take(5, seq) is None
     assert rows == _expected(t, group_id, generation, members, first_seq)
+
+
+def test_members_without_rows_are_walked_a_piece_s_worth_at_a_time() -> None:
+    """A classic group of many members, most of them assigned nothing: a piece walks ``most`` members at most,
+    those without rows counting as rows, so no piece walks the whole group; the rows are still all there, in
+    member order, with consecutive ``seq`` numbers."""
+    members = [(f"m{i:03d}", f"c{i}", [("t", i)] if i % 40 == 7 else []) for i in range(200)]
+    run = AssignmentRun(5, "g", 1, members, lambda held: held)
+    walked: list[int] = []
+    rows: list[dict[str, Any]] = []
+    seq = 0
+    while (piece := run.take(10, seq)) is not None:
+        assert len(piece.lines) + piece.walked <= 10
+        walked.append(piece.walked)
+        rows.extend(piece.rows())
+        seq += len(piece.lines)
+    assert sum(walked) == 195 and max(walked) == 10
+    assert [(row["member_id"], row["partition"], row["seq"]) for row in rows] == [
+        (f"m{i:03d}", i, k) for k, i in enumerate(range(7, 200, 40))
+    ]
 
 
 def test_a_piece_s_rows_are_fresh_dicts() -> None:

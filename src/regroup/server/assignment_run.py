@@ -41,7 +41,8 @@ def _json(value: Any) -> str:
 class Piece:
     """Rows of a run handed out together: ``lines[i]`` is row ``i``'s line (no newline), whose ``seq`` is
     ``first_seq + i``; ``spans`` says whose rows they are: (client id, member id, that member's rows, the first
-    and the end of those in this piece), in order."""
+    and the end of those in this piece), in order; ``walked``: the members without rows passed over meanwhile
+    (a piece may have no rows: its walk alone)."""
 
     t: int
     generation: int
@@ -49,6 +50,7 @@ class Piece:
     first_seq: int
     spans: list[Span]
     lines: list[str]
+    walked: int = 0
 
     def row(self, i: int) -> dict[str, Any]:
         """Row ``i`` as a fresh dict with the keys of ``FIELDS`` in order (the caller's own)."""
@@ -125,7 +127,9 @@ class AssignmentRun(Generic[H]):
         self._tail = f',"value":null,"detail":{_json(self.detail)}}}'
 
     def take(self, most: int, first_seq: int) -> Piece | None:
-        """The next ``most`` rows at most, numbered from ``first_seq``; None once every row was taken."""
+        """The next ``most`` rows at most, numbered from ``first_seq``, a member without rows passed over counting
+        as a row (a group of 10,000 members, most of them assigned nothing, is walked ``most`` members at a time,
+        not all at once); None once every member was walked and every row taken."""
         if self._members is not None:
             self._order = iter(sorted(self._members, key=_MEMBER_ID))
             self._members = None
@@ -135,10 +139,15 @@ class AssignmentRun(Generic[H]):
         seq = first_seq
         tail = self._tail
         left = most
+        walked = 0
         while left > 0:
-            current = self._current or self._next_member()
+            current = self._current
             if current is None:
-                break
+                current, passed = self._next_member(left)
+                walked += passed
+                left -= passed
+                if current is None:
+                    break
             member, member_id, middle, rows, ends, at = current
             end = len(rows)
             if end - at > left:
@@ -151,12 +160,16 @@ class AssignmentRun(Generic[H]):
                 seq += 1
             spans.append((member, member_id, rows, at, end))
             left -= end - at
-        if not lines:
+        if not lines and not walked:
             return None
-        return Piece(self.t, self.generation, self.detail, first_seq, spans, lines)
+        return Piece(self.t, self.generation, self.detail, first_seq, spans, lines, walked)
 
-    def _next_member(self) -> tuple[str, str, str, list[tuple[str, int]], list[str], int] | None:
-        """The next member with rows, or None."""
+    def _next_member(
+        self, most: int
+    ) -> tuple[tuple[str, str, str, list[tuple[str, int]], list[str], int] | None, int]:
+        """The next member with rows (None: there is none, or ``most`` members without rows were passed over
+        first), and how many members without rows were passed over."""
+        passed = 0
         for member_id, client_id, held in self._order:
             known = self._previous.get(member_id)
             if known is None or known[0] is not held or known[1] != client_id:
@@ -164,8 +177,11 @@ class AssignmentRun(Generic[H]):
             self.memo[member_id] = known
             _, _, ids, rows, ends = known
             if rows:
-                return (client_id, member_id, f"{self._head}{ids}{self._generation}", rows, ends, 0)
-        return None
+                return (client_id, member_id, f"{self._head}{ids}{self._generation}", rows, ends, 0), passed
+            passed += 1
+            if passed >= most:
+                break
+        return None, passed
 
     def _remember(self, member_id: str, client_id: str, held: H) -> Memo:
         given = self._partitions(held)

@@ -460,8 +460,9 @@ class GroupEvents:
             piece = waiting.take(most, self._seq)
             if piece is None:
                 return 0
-            self._deliver_piece(piece)
-            return len(piece.lines)
+            if piece.lines:
+                self._deliver_piece(piece)
+            return len(piece.lines) + piece.walked  # (a run's members without rows walked count as rows)
         handed = 0
         for row in islice(waiting, most):
             self._deliver(*row)

@@ -40,6 +40,9 @@ class MemberPiece:
 
     __slots__ = ("_rows", "lines", "t")
 
+    #: members passed over without rows (``assignment_run.Piece``'s): none here, every member has its row
+    walked = 0
+
     def __init__(self, t: int, rows: list[dict[str, Any]]) -> None:
         self.t = t
         self._rows = rows
