@@ -164,9 +164,7 @@ class AssignmentRun(Generic[H]):
             return None
         return Piece(self.t, self.generation, self.detail, first_seq, spans, lines, walked)
 
-    def _next_member(
-        self, most: int
-    ) -> tuple[tuple[str, str, str, list[tuple[str, int]], list[str], int] | None, int]:
+    def _next_member(self, most: int) -> tuple[tuple[str, str, str, list[tuple[str, int]], list[str], int] | None, int]:
         """The next member with rows (None: there is none, or ``most`` members without rows were passed over
         first), and how many members without rows were passed over."""
         passed = 0
