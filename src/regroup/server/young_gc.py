@@ -46,7 +46,7 @@ DEFAULT_WINDOW = 30
 
 
 #: the collector installed in this process, if any (``freeze_young``)
-_installed: YoungCollector | None = None
+_active: YoungCollector | None = None
 
 
 def freeze_young() -> bool:
@@ -54,7 +54,7 @@ def freeze_young() -> bool:
     survivors, without walking them): called once a large request is decoded (a leader's SyncGroup of 10,000
     assignments, an OffsetCommit of 10,000 partitions: tens of thousands of objects that live until it is
     answered, and that the next young collection would walk in one pause of 10–30 ms). Whether it froze."""
-    if _installed is None:
+    if _active is None:
         return False
     gc.freeze()
     return True
@@ -109,8 +109,8 @@ class YoungCollector:
         gc.callbacks.append(self._on_collection)
         self._installed = True
         self.baseline = sys.getallocatedblocks()
-        global _installed
-        _installed = self
+        global _active
+        _active = self
 
     def uninstall(self) -> None:
         """Back to the thresholds found at ``install``; what is frozen is thawed into the oldest generation."""
@@ -121,9 +121,9 @@ class YoungCollector:
             gc.set_threshold(*self._before)
         gc.unfreeze()
         self._installed = False
-        global _installed
-        if _installed is self:
-            _installed = None
+        global _active
+        if _active is self:
+            _active = None
 
     def check(self) -> bool:
         """Note the heap's size; reclaim (and say so) when its smallest over the window has grown by ``growth``
