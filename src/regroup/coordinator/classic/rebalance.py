@@ -350,19 +350,33 @@ def complete_join(ctx: Ctx, group: ClassicGroup) -> None:
     for member in members:
         member.is_new = False  # (a member whose answer waits stays parked: its session cannot expire meanwhile)
         group.pending_sync_members.add(member.member_id)
-    chunk = ctx.config.classic_answers_per_call
-    left: list[ClassicGroupMember] = []
-    if chunk is not None and len(members) > chunk:
-        leader = group.members.get(group.leader_id or "")
-        if leader is not None:  # (the leader first: it assigns while the others are answered)
-            members.remove(leader)
-            members.insert(0, leader)
-        members, left = members[:chunk], members[chunk:]
+    # (the leader first: it assigns while the others are answered)
+    members, left = first_chunk(ctx, members, group.members.get(group.leader_id or ""))
     _answer_joins(ctx, group, members, everyone)
     ctx.timers.schedule(SyncPhaseTimer(group.group_id), now_ms + group.rebalance_timeout_ms())
     group.join_answers_left = [m.member_id for m in left]
     if left:
         ctx.timers.schedule(JoinAnswersTimer(group.group_id), now_ms + 1)
+
+
+def first_chunk(
+    ctx: Ctx, members: list[ClassicGroupMember], first: ClassicGroupMember | None
+) -> tuple[list[ClassicGroupMember], list[ClassicGroupMember]]:
+    """``members`` to answer in this call and those left for later (``classic_answers_per_call``; none left when
+    it is unset or not exceeded), ``first`` (one of ``members``) moved to the front when they are cut."""
+    chunk = ctx.config.classic_answers_per_call
+    if chunk is None or len(members) <= chunk:
+        return members, []
+    if first is not None:
+        members.remove(first)
+        members.insert(0, first)
+    return members[:chunk], members[chunk:]
+
+
+def _present(group: ClassicGroup, member_ids: list[str]) -> list[ClassicGroupMember]:
+    """The members of ``member_ids`` still in the group, in order."""
+    members = group.members
+    return [m for m in (members.get(member_id) for member_id in member_ids) if m is not None]
 
 
 def _answer_joins(
@@ -404,8 +418,7 @@ def answer_joins_left(ctx: Ctx, group: ClassicGroup) -> None:
         return
     chunk = ctx.config.classic_answers_per_call or len(left)
     group.join_answers_left = left[chunk:]
-    members = [m for m in (group.members.get(member_id) for member_id in left[:chunk]) if m is not None]
-    _answer_joins(ctx, group, members, ())
+    _answer_joins(ctx, group, _present(group, left[:chunk]), ())
     if group.join_answers_left:
         ctx.timers.schedule(JoinAnswersTimer(group.group_id), ctx.now_ms + 1)
 
@@ -436,7 +449,7 @@ def answer_syncs_left(ctx: Ctx, group: ClassicGroup) -> None:
         return
     chunk = ctx.config.classic_answers_per_call or len(left)
     group.sync_answers_left = left[chunk:]
-    answer_syncs(ctx, group, [m for m in (group.members.get(member_id) for member_id in left[:chunk]) if m])
+    answer_syncs(ctx, group, _present(group, left[:chunk]))
     if group.sync_answers_left:
         ctx.timers.schedule(SyncAnswersTimer(group.group_id), ctx.now_ms + 1)
 
@@ -446,7 +459,7 @@ def answer_every_sync_left(ctx: Ctx, group: ClassicGroup) -> None:
     answers every parked request of the group itself.)"""
     if group.sync_answers_left:
         left, group.sync_answers_left = group.sync_answers_left, []
-        answer_syncs(ctx, group, [m for m in (group.members.get(member_id) for member_id in left) if m])
+        answer_syncs(ctx, group, _present(group, left))
 
 
 def on_sync_timer(ctx: Ctx, group: ClassicGroup) -> None:

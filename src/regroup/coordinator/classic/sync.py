@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from regroup.coordinator.classic.group import ClassicGroup, ClassicGroupMember, ClassicStates
+from regroup.coordinator.classic.group import ClassicGroup, ClassicStates
 from regroup.coordinator.classic.join import check_identity
 from regroup.coordinator.classic.rebalance import (
     SyncAnswersTimer,
     after_departure,
     answer_syncs,
     assignment_stored,
+    first_chunk,
     persist,
     remove_member,
     schedule_session,
@@ -77,12 +78,7 @@ def sync_group(ctx: Ctx, found: ClassicGroup | None, req: SyncGroupRequest, key:
     transition(ctx, group, ClassicStates.STABLE)
     ctx.event(assignment_stored(group))
     waiting = [m for m in group.members.values() if m.awaiting_sync_key is not None]
-    chunk = ctx.config.classic_answers_per_call
-    left: list[ClassicGroupMember] = []
-    if chunk is not None and len(waiting) > chunk:  # (the leader first: its own answer)
-        waiting.remove(member)
-        waiting.insert(0, member)
-        waiting, left = waiting[:chunk], waiting[chunk:]
+    waiting, left = first_chunk(ctx, waiting, member)  # (the leader first: its own answer)
     answer_syncs(ctx, group, waiting)
     group.sync_answers_left = [m.member_id for m in left]
     if left:
