@@ -2,7 +2,10 @@
 (``network/turn_budget.py``): once the requests of some connections have spent it, another connection with data
 in the same turn handles one request and leaves the rest for a later turn; what connections leave waits in one
 queue, taken in order a budget's worth per turn; everything is still handled, each connection's requests in
-order."""
+order.
+
+The clock the connections and the budget read is a test clock here, moved on only by the responder's work: how
+many requests fit in a budget does not depend on how busy the machine running the tests is."""
 
 from __future__ import annotations
 
@@ -10,8 +13,11 @@ import asyncio
 import functools
 import itertools
 import time
+from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
+
+import pytest
 
 from regroup.network.codec import DecodedRequest
 from regroup.network.connection import Connection
@@ -22,10 +28,33 @@ API_VERSIONS = 18
 #: what handling one request costs here (the responder sleeps), and the shared budget of a turn
 REQUEST_S = 0.002
 BUDGET_S = 0.005
+#: the requests a connection handles in 5 ms: the one that crosses the bound is the last
+REQUESTS_PER_BUDGET = 3
+
+
+class SteppedClock:
+    """``time.perf_counter`` for these tests: it stands still but for what ``spend`` adds."""
+
+    def __init__(self) -> None:
+        self.seconds = 1000.0
+
+    def __call__(self) -> float:
+        return self.seconds
+
+    def spend(self, seconds: float) -> None:
+        self.seconds += seconds
+
+
+@pytest.fixture(autouse=True)
+def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[SteppedClock]:
+    test_clock = SteppedClock()
+    monkeypatch.setattr(time, "perf_counter", test_clock)
+    yield test_clock
 
 
 class SlowResponder:
-    """Answers each request synchronously after ``REQUEST_S``, noting which connection asked, in order."""
+    """Answers each request synchronously, its handling taking ``REQUEST_S`` of the test clock, noting which
+    connection asked, in order."""
 
     def __init__(self) -> None:
         self.versions = {API_VERSIONS: (0, 3)}
@@ -35,7 +64,7 @@ class SlowResponder:
     async def respond(
         self, request: DecodedRequest, *, client_host: str, connection_id: int, session: Any = None
     ) -> bytes | None:
-        time.sleep(REQUEST_S)
+        time.perf_counter.spend(REQUEST_S)  # type: ignore[attr-defined]
         self.handled.append((connection_id, request.correlation_id))
         return b"\x00\x00\x00\x04" + request.correlation_id.to_bytes(4, "big")
 
@@ -70,7 +99,7 @@ def test_a_connection_with_data_after_the_turn_budget_is_spent_handles_one_reque
             connection.connection_made(transport())
         busy.data_received(frames(20))
         spent = len(responder.handled)
-        assert 1 <= spent <= BUDGET_S / REQUEST_S + 1  # the busy connection stopped where the budget ended
+        assert spent == REQUESTS_PER_BUDGET  # the busy connection stopped where the budget ended
         late.data_received(frames(20))  # in the same turn: the budget is spent
         assert responder.handled[spent:] == [(2, 0)]  # one request, the rest waits
         for _ in range(200):
@@ -102,7 +131,8 @@ def test_without_a_shared_budget_each_connection_keeps_its_own() -> None:
         first.data_received(frames(20))
         spent = len(responder.handled)
         second.data_received(frames(20))
-        assert len(responder.handled) - spent >= 2  # its own 5 ms, not what the first one left
+        assert spent == REQUESTS_PER_BUDGET
+        assert len(responder.handled) - spent == REQUESTS_PER_BUDGET  # its own 5 ms, not what the first one left
         first.close()
         second.close()
 
