@@ -7,9 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from regroup.coordinator import timers as timers_module
 from regroup.coordinator.timers import Timers
 
 
@@ -40,6 +42,33 @@ OPS = st.lists(
 
 @given(OPS)
 def test_timers_match_a_plain_model(ops: list[tuple[str, object, int]]) -> None:
+    _check_against_model(ops)
+
+
+@given(OPS)
+def test_timers_compacting_their_heap_at_once_match_the_plain_model(ops: list[tuple[str, object, int]]) -> None:
+    """The same with the heap rebuilt without its disowned entries as soon as there are two of them and they are
+    most of it (``COMPACT_AT``: a thousand in the server)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(timers_module, "COMPACT_AT", 1)
+        _check_against_model(ops)
+
+
+def test_a_mass_cancellation_is_taken_out_of_the_heap_at_once() -> None:
+    """10,000 sessions cancelled together (a group leaving at once), behind 10 still scheduled: the next read of
+    the deadline rebuilds the heap of the 10 left, not leaving 10,000 disowned entries to pop one by one; those
+    10 still come due in order."""
+    timers = Timers()
+    for i in range(10_010):
+        timers.schedule(Probe(("session", i)), 1_000 + i)
+    for i in range(10, 10_010):
+        timers.cancel(("session", i))
+    assert timers.next_deadline() == 1_000
+    assert len(timers._heap) == 10  # (no disowned entry left)
+    assert [_key(timers.pop_due(2**40)) for _ in range(11)] == [("session", i) for i in range(10)] + [None]
+
+
+def _check_against_model(ops: list[tuple[str, object, int]]) -> None:
     timers = Timers()
     model: dict[object, tuple[int, int]] = {}
     for n, (op, key, value) in enumerate(ops):

@@ -104,6 +104,23 @@ def test_members_without_rows_are_walked_a_piece_s_worth_at_a_time() -> None:
     ]
 
 
+def test_a_member_of_many_rows_has_only_the_rows_handed_out_encoded() -> None:
+    """A member holding 10,000 partitions: a piece of 10 rows encodes those 10 of its rows, not all of them
+    (the run's memo of the member holds as many); the next run of the group, the member holding the very same
+    object, takes the memo over and goes on from there, its lines those of its rows."""
+    held = [("t", p) for p in range(10_000)]
+    first = AssignmentRun(5, "g", 1, [("m", "c", held)], lambda h: h)
+    piece = first.take(10, 0)
+    assert piece is not None and len(piece.lines) == 10
+    assert len(first.memo["m"][4]) == 10
+    again = AssignmentRun(6, "g", 2, [("m", "c", held)], lambda h: h, memo=first.memo)
+    lines: list[str] = []
+    while (piece := again.take(3_000, len(lines))) is not None:
+        lines.extend(piece.lines)
+    assert len(again.memo["m"][4]) == 10_000
+    assert lines == [event_line(row) for row in _expected(6, "g", 2, {"m": ("c", held)}, 0)]
+
+
 def test_a_piece_s_rows_are_fresh_dicts() -> None:
     run = AssignmentRun(5, "g", 1, [("m", "c", [("t", 0)])], lambda held: held)
     piece = run.take(10, 0)

@@ -24,7 +24,8 @@ their ``Final`` fields keep them immutable for mypy, ``unsafe_hash`` keeps the f
 * ``MemberProtocolsChanged`` — a member still in its group lists other protocols: a classic member rejoined
   with another list, or a consumer group's member moved between the classic and the consumer protocol.
 * ``AssignmentStored`` — a classic generation's assignments, stored by the leader's SyncGroup (or carried
-  over when a consumer group converts back to classic).
+  over when a consumer group converts back to classic): the members of the group's record itself, so that a
+  group of 10,000 members costs the event no copy of them.
 * ``TargetComputed`` — a consumer group's new target assignment: its epoch, the assignor and every member's
   target.
 * ``MemberAssignmentChanged`` — a consumer group's member has a new current assignment: its member epoch and
@@ -42,6 +43,8 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
+
+from regroup.records.model import MemberMetadata
 
 #: the types of group an event can name
 GroupTypeName = Literal["classic", "consumer", "share"]
@@ -136,15 +139,20 @@ class MemberProtocolsChanged:
 
 @dataclass(slots=True, unsafe_hash=True)
 class AssignmentStored:
-    """A classic generation's assignments: (member id, client id, the opaque assignment bytes) per member, in
-    the group's member order; ``protocol_type`` says how to read them (``consumer``: Kafka's consumer
-    protocol)."""
+    """A classic generation's assignments: the members as the group's record stores them (``members``, in the
+    group's member order, each with its opaque assignment bytes); ``protocol_type`` says how to read them
+    (``consumer``: Kafka's consumer protocol)."""
 
     group_id: Final[str]
     generation: Final[int]
     protocol_type: Final[str | None]
     protocol: Final[str | None]
-    assignments: Final[tuple[tuple[str, str, bytes], ...]]
+    members: Final[tuple[MemberMetadata, ...]]
+
+    @property
+    def assignments(self) -> tuple[tuple[str, str, bytes], ...]:
+        """(member id, client id, assignment) per member, in order (made when asked)."""
+        return tuple([(m.member_id, m.client_id, m.assignment) for m in self.members])
 
 
 @dataclass(slots=True)

@@ -44,8 +44,11 @@ class JoinGroupRequest:
     client: ClientInfo = NO_CLIENT
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class JoinGroupMember:
+    """A member as the leader's JoinGroup answer lists it. (Its fields may be given by position: a leader's answer
+    lists 10,000 of these, made in one step.)"""
+
     member_id: str
     group_instance_id: str | None
     metadata: bytes

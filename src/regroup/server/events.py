@@ -59,8 +59,10 @@ lines encoded from pieces shared by the rows), and so are a call's ``member_stat
 row made and encoded once); a sink added with a ``runs`` callable is handed those rows as pieces (their lines and
 rows: ``Piece``, ``MemberPiece``) instead.
 
-A call's rows are handed out as it returns, ``ROWS_PER_TURN`` at most: the ``group_assignment`` rows of a
-large group (one per partition: 10,000 for a target over 10,000 partitions, about 25 ms of work) are made and
+A call's rows are handed out as it returns, ``ROWS_PER_TURN`` at most, but for its ``group_assignment`` rows:
+those are made from the next turn of the event loop on (a member's partitions are read only as its rows are
+made, and one member of 10,000 partitions is milliseconds of reading and sorting: not the call's), and those of
+a large group (one per partition: 10,000 for a target over 10,000 partitions, about 25 ms of work) are made and
 handed out ``ROWS_PER_TURN`` per turn of the event loop (a ``BACKLOG_SHARE`` of those waiting when that is
 more), and every later row waits behind them, so the order and the ``seq`` numbers are those of the calls.
 Should more than ``MAX_BACKLOG_ROWS`` wait, they are handed out at once; ``close()`` hands out whatever still
@@ -397,7 +399,7 @@ class GroupEvents:
         memo = last[1] if last is not None and last[0] is names else None
         run = AssignmentRun(now, event.group_id, event.assignment_epoch, event.targets, partitions, memo)
         self._memos[event.group_id] = (names, run.memo)
-        self._queue(run, count)
+        self._queue(run, count, later=True)
 
     def _partitions(
         self, coordinator: GroupCoordinator, partitions: Iterable[tuple[uuid.UUID, Iterable[int]]]
@@ -422,8 +424,10 @@ class GroupEvents:
 
         # (the count is not known before the assignments are decoded: one per member, at least a turn's worth
         # for a large group)
-        run = AssignmentRun(now, event.group_id, event.generation, event.assignments, partitions)
-        self._queue(run, len(event.assignments))
+        members = event.members  # (the record's own: read as the rows are taken, not here)
+        held = ((m.member_id, m.client_id, m.assignment) for m in members)
+        run = AssignmentRun(now, event.group_id, event.generation, held, partitions)
+        self._queue(run, len(members), later=True)
 
     def _emit(self, t: int, type_: str, **values: Any) -> None:
         if self._file is None and not self._sinks:
@@ -469,11 +473,11 @@ class GroupEvents:
             handed += 1
         return handed
 
-    def _queue(self, rows: Waiting, count: int) -> None:
+    def _queue(self, rows: Waiting, count: int, *, later: bool = False) -> None:
         """Hand out ``rows`` (about ``count`` of them) after those waiting: now if none wait and they are a
-        turn's worth at most, else in later turns (so the call that made a large group's rows, which has worked
-        enough, hands out none of them)."""
-        if not self._backlog and count <= ROWS_PER_TURN:
+        turn's worth at most, unless ``later``, else in later turns (so the call that made a large group's rows,
+        which has worked enough, hands out none of them)."""
+        if not self._backlog and count <= ROWS_PER_TURN and not later:
             handed = self._hand_out(rows, ROWS_PER_TURN)
             if handed < ROWS_PER_TURN:
                 return  # (all of them)

@@ -4,6 +4,7 @@ and from the group-metadata record."""
 from __future__ import annotations
 
 import enum
+import operator
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Final
@@ -73,6 +74,21 @@ class ClassicGroupMember:
         return next(name for name, _ in self.protocols if name in candidates)
 
 
+@dataclass(slots=True)
+class Assigning:
+    """A leader's assignment being stored a chunk at a time: the members of the group when it came, in order, the
+    assignment the leader gave each (by member id), and the record entries made so far (those of the first
+    ``len(stored)`` members)."""
+
+    members: list[ClassicGroupMember]
+    given: dict[str, bytes]
+    stored: list[MemberMetadata]
+
+
+#: a member's rebalance timeout, read in C (the group's is the longest of 10,000 at each rebalance)
+_REBALANCE_TIMEOUT_MS: Final = operator.attrgetter("rebalance_timeout_ms")
+
+
 @dataclass(slots=True, kw_only=True)
 class ClassicGroup:
     group_id: str
@@ -98,6 +114,9 @@ class ClassicGroup:
     join_answers_left: list[str] = field(default_factory=list, repr=False, compare=False)
     #: likewise the members whose parked SyncGroup the leader's left for ``SyncAnswersTimer``
     sync_answers_left: list[str] = field(default_factory=list, repr=False, compare=False)
+    #: the leader's assignment being stored a chunk at a time (soft state: ``CoordinatorConfig.
+    #: classic_assignments_per_call``); any transition abandons it
+    assigning: Assigning | None = field(default=None, repr=False, compare=False)
     # candidate_protocols' bookkeeping (derived from the members, not group state): member id -> its
     # protocol list and their names, and per protocol name the number of members supporting it
     _protocols_seen: dict[str, tuple[tuple[tuple[str, bytes], ...], frozenset[str]]] = field(
@@ -126,6 +145,7 @@ class ClassicGroup:
         self.previous_state = self.state
         self.state = to
         self.state_timestamp_ms = now_ms
+        self.assigning = None
 
     def is_in(self, *states: ClassicGroupState) -> bool:
         return self.state in states
@@ -174,7 +194,7 @@ class ClassicGroup:
         return None  # (every member of the scan gone, none added since: none left)
 
     def rebalance_timeout_ms(self) -> int:
-        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+        return max(map(_REBALANCE_TIMEOUT_MS, self.members.values()), default=0)
 
     def has_all_members_joined(self) -> bool:
         """Asked on every JoinGroup of a rebalance: so, rather than walk the members each time (quadratic in a
@@ -274,28 +294,54 @@ class ClassicGroup:
 
     # --- records ---------------------------------------------------------------------------------------
     def to_record_value(self) -> GroupMetadataValue:
+        return self.record_value(tuple(self.record_members(list(self.members.values()))))
+
+    def record_value(self, members: tuple[MemberMetadata, ...]) -> GroupMetadataValue:
+        """The group's record with ``members`` as its members."""
         return GroupMetadataValue(
             protocol_type=self.protocol_type,
             generation=self.generation,
             protocol_name=self.protocol_name,
             leader=self.leader_id,
             current_state_timestamp_ms=self.state_timestamp_ms,
-            members=tuple(
-                [  # (by position, from a list: half the time of keywords from a generator, at 10,000 members)
-                    MemberMetadata(
-                        m.member_id,
-                        m.group_instance_id,
-                        m.client_id,
-                        m.client_host,
-                        m.rebalance_timeout_ms,
-                        m.session_timeout_ms,
-                        m.metadata(self.protocol_name),
-                        m.assignment,
-                    )
-                    for m in self.members.values()
-                ]
-            ),
+            members=members,
         )
+
+    def record_members(
+        self, members: list[ClassicGroupMember], assignments: dict[str, bytes] | None = None
+    ) -> list[MemberMetadata]:
+        """The record's entries of ``members``, each with its assignment, or with the one ``assignments`` gives
+        it (none: empty) when given."""
+        protocol = self.protocol_name
+        # (by position, from a list: half the time of keywords from a generator, at 10,000 members)
+        if assignments is None:
+            return [
+                MemberMetadata(
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    m.rebalance_timeout_ms,
+                    m.session_timeout_ms,
+                    m.metadata(protocol),
+                    m.assignment,
+                )
+                for m in members
+            ]
+        given = assignments.get
+        return [
+            MemberMetadata(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                m.metadata(protocol),
+                given(m.member_id, b""),
+            )
+            for m in members
+        ]
 
     @staticmethod
     def from_record(group_id: str, value: GroupMetadataValue) -> ClassicGroup:

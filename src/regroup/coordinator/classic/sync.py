@@ -5,17 +5,12 @@ from __future__ import annotations
 from regroup.coordinator.classic.group import ClassicGroup, ClassicStates
 from regroup.coordinator.classic.join import check_identity
 from regroup.coordinator.classic.rebalance import (
-    SyncAnswersTimer,
     after_departure,
-    answer_syncs,
-    assignment_stored,
-    first_chunk,
-    persist,
     remove_member,
     schedule_session,
     session_key,
+    store_assignment,
     sync_response,
-    transition,
     try_complete_join,
 )
 from regroup.coordinator.context import Ctx
@@ -68,21 +63,9 @@ def sync_group(ctx: Ctx, found: ClassicGroup | None, req: SyncGroupRequest, key:
         ctx.drop(member.awaiting_sync_key)  # superseded by a retry: replaced silently, as Kafka does
     member.awaiting_sync_key = key
     group.pending_sync_members.discard(req.member_id)
-    if req.member_id != group.leader_id:
-        return
-    given = dict(req.assignments)
-    for member_id, m in group.members.items():
-        m.assignment = given.get(member_id, b"")
-    group.assignments_cleared = False
-    persist(ctx, group)
-    transition(ctx, group, ClassicStates.STABLE)
-    ctx.event(assignment_stored(group))
-    waiting = [m for m in group.members.values() if m.awaiting_sync_key is not None]
-    waiting, left = first_chunk(ctx, waiting, member)  # (the leader first: its own answer)
-    answer_syncs(ctx, group, waiting)
-    group.sync_answers_left = [m.member_id for m in left]
-    if left:
-        ctx.timers.schedule(SyncAnswersTimer(group.group_id), ctx.now_ms + 1)
+    if req.member_id != group.leader_id or group.assigning is not None:
+        return  # (a leader's retry while its assignment is being stored waits for it)
+    store_assignment(ctx, group, member, dict(req.assignments))
 
 
 def heartbeat(ctx: Ctx, found: ClassicGroup | None, req: HeartbeatRequest) -> HeartbeatResponse:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
@@ -223,18 +224,8 @@ def _leave_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
 async def leave_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     _require_read(broker, ctx, request.group_id)
     batch = ctx.api_version >= LEAVE_BATCH_FROM
-    if batch:
-        members = tuple(
-            LeavingMember(
-                member_id=m.member_id,
-                group_instance_id=getattr(m, "group_instance_id", None),
-                reason=getattr(m, "reason", None),
-            )
-            for m in request.members
-        )
-    else:
-        members = (LeavingMember(member_id=request.member_id),)
-    resp = await _leave(broker, request.group_id, members)
+    members: Sequence[Any] = request.members if batch else (LeavingMember(member_id=request.member_id),)
+    resp = await _leave(broker, request.group_id, members, _leaving if batch else _as_is)
     if not batch:
         error = resp.error
         if error is ErrorCode.NONE and resp.members:
@@ -243,15 +234,32 @@ async def leave_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     return await leave_members(respond(ctx, error_code=resp.error, members=[]), resp.members, int(resp.error))
 
 
-async def _leave(broker: Broker, group_id: str, members: tuple[LeavingMember, ...]) -> LeaveGroupResponse:
-    """The core's answer to ``members`` leaving, asked ``LEAVE_GROUP_CHUNK`` members per call: a top-level error
-    of the first call is the answer (nothing left); one of a later call (the group changed in between) is the
-    error of each of that call's members."""
+def _leaving(member: Any) -> LeavingMember:
+    """A decoded LeaveGroup v3+ member as the core's ``LeavingMember``."""
+    return LeavingMember(
+        member_id=member.member_id,
+        group_instance_id=getattr(member, "group_instance_id", None),
+        reason=getattr(member, "reason", None),
+    )
+
+
+def _as_is(member: LeavingMember) -> LeavingMember:
+    return member
+
+
+async def _leave(
+    broker: Broker, group_id: str, members: Sequence[Any], leaving: Callable[[Any], LeavingMember] = _as_is
+) -> LeaveGroupResponse:
+    """The core's answer to ``members`` leaving (each made a ``LeavingMember`` by ``leaving`` as its chunk is
+    asked: a LeaveGroup of 10,000 members is not made over at once), asked ``LEAVE_GROUP_CHUNK`` members per
+    call: a top-level error of the first call is the answer (nothing left); one of a later call (the group
+    changed in between) is the error of each of that call's members."""
     answered: list[LeaveGroupMemberResponse] = []
     for start in range(0, max(len(members), 1), LEAVE_GROUP_CHUNK):
         if start:
             await pause()  # (a call that writes nothing answers without a turn of the loop)
-        req = LeaveGroupRequest(group_id=group_id, members=members[start : start + LEAVE_GROUP_CHUNK])
+        chunk = tuple(map(leaving, members[start : start + LEAVE_GROUP_CHUNK]))
+        req = LeaveGroupRequest(group_id=group_id, members=chunk)
         resp: LeaveGroupResponse = await broker.coordinator.call(
             functools.partial(_leave_chunk, req), group_id=group_id
         )

@@ -1,0 +1,138 @@
+"""A large classic group with ``classic_assignments_per_call``: the leader's SyncGroup stores the assignment of a
+chunk of members in its own call and the others a chunk a millisecond; the last chunk writes the group's record,
+makes the group Stable and answers the parked SyncGroups, everything as one call would have left it (records,
+answers, assignments, what a reload rebuilds). A rebalance meanwhile abandons the assignment: the leader's
+SyncGroup is answered REBALANCE_IN_PROGRESS and nothing of it is written; a leader's retry meanwhile waits for
+the assignment being stored."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from regroup.coordinator.classic.group import ClassicGroupState
+from regroup.coordinator.config import CoordinatorConfig
+from regroup.model.errors import ErrorCode
+from regroup.records.model import GroupMetadataKey, Record
+from tests.coordinator.harness import GroupHarness
+from tests.coordinator.test_classic_join_answers import answers, synced_parked, ticks
+
+
+def harness(assignments: int | None, answered: int | None = None) -> GroupHarness:
+    return GroupHarness(
+        CoordinatorConfig(
+            group_initial_rebalance_delay_ms=0,
+            classic_answers_per_call=answered,
+            classic_assignments_per_call=assignments,
+        )
+    )
+
+
+def group_records(records: list[Record]) -> list[Record]:
+    return [r for r in records if isinstance(r.key, GroupMetadataKey)]
+
+
+def test_a_large_leaders_assignment_is_stored_a_chunk_a_millisecond() -> None:
+    h = harness(100)
+    syncs, given = synced_parked(h, 350, leader_at=120)
+    leader = h.group().leader_id
+    assert leader is not None
+    before = {m: h.member(m).assignment for m in given}
+    mark = h.mark()
+    own = h.sync(leader, assignments=given)
+    for _ in range(3):  # the leader's call stored 100, each millisecond 100 more: 350 after three
+        assert not own.done and h.state is ClassicGroupState.COMPLETING_REBALANCE
+        assert group_records(h.records_since(mark)) == [] and not answers(h, list(syncs.values()))
+        assert {m: h.member(m).assignment for m in given} == before  # (the members hold theirs once all is)
+        h.sleep(1)
+    assert h.state is ClassicGroupState.STABLE and own.response.assignment == given[leader]
+    (record,) = group_records(h.records_since(mark))
+    assert record.value is not None and [m.assignment for m in record.value.members] == list(given.values())
+    assert all(h.responses[key].assignment == given[m] for m, key in syncs.items())
+    assert all(h.member(m).assignment == given[m] for m in given) and h.group().assigning is None
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    members=st.integers(2, 40),
+    chunk=st.integers(1, 15),
+    answered=st.none() | st.integers(1, 15),
+    leader_at=st.integers(0, 39),
+)
+def test_a_leaders_assignment_stored_in_chunks_is_the_one_call_stores(
+    members: int, chunk: int, answered: int | None, leader_at: int
+) -> None:
+    """The records written, every SyncGroup's answer, the group's state and members' assignments once all is
+    done, and the group a reload rebuilds from the records: the same as without chunks."""
+    outcomes = []
+    for per_call in (None, chunk):
+        h = harness(per_call, answered)
+        syncs, assignments = synced_parked(h, members, leader_at=leader_at % members)
+        leader = h.group().leader_id
+        assert leader is not None
+        mark = h.mark()
+        # (every third member left out of the leader's assignment: it is stored with none)
+        own = h.sync(leader, assignments={m: a for i, (m, a) in enumerate(assignments.items()) if i % 3})
+        ticks(h, 2 * members + 2)
+        group = h.group()
+        written = group_records(h.records_since(mark))
+        state = (group.state, group.generation, {m.member_id: m.assignment for m in group.members.values()})
+        h.reload()
+        reloaded = h.group()
+        assert (reloaded.state, reloaded.generation) == state[:2]
+        assert {m.member_id: m.assignment for m in reloaded.members.values()} == state[2]
+        outcomes.append((written, own.response, answers(h, list(syncs.values())), state))
+    assert outcomes[0][3][0] is ClassicGroupState.STABLE and len(outcomes[0][0]) == 1
+    assert outcomes[0] == outcomes[1]
+
+
+def test_a_rebalance_while_the_assignment_is_stored_abandons_it() -> None:
+    """A newcomer joins before the last chunk: the group rebalances as if the leader's SyncGroup had come after
+    the newcomer; the leader's SyncGroup and the parked ones are answered REBALANCE_IN_PROGRESS, nothing of the
+    assignment is written or kept, and the timer's next chunk does nothing."""
+    h = harness(10)
+    syncs, given = synced_parked(h, 40)
+    leader = h.group().leader_id
+    assert leader is not None
+    mark = h.mark()
+    own = h.sync(leader, assignments=given)
+    h.sleep(1)
+    assert h.group().assigning is not None
+    h.join_new()
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE and h.group().assigning is None
+    assert own.response.error is ErrorCode.REBALANCE_IN_PROGRESS
+    assert {h.responses[key].error for key in syncs.values()} == {ErrorCode.REBALANCE_IN_PROGRESS}
+    ticks(h, 10)
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
+    assert group_records(h.records_since(mark)) == []
+    assert all(m.assignment == b"" for m in h.group().members.values())  # (cleared, as any rebalance from here)
+
+
+def test_a_member_leaving_while_the_assignment_is_stored_abandons_it() -> None:
+    h = harness(10)
+    syncs, given = synced_parked(h, 40)
+    leader = h.group().leader_id
+    assert leader is not None
+    own = h.sync(leader, assignments=given)
+    gone = next(iter(syncs))
+    h.leave(gone)
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE and h.group().assigning is None
+    assert own.response.error is ErrorCode.REBALANCE_IN_PROGRESS
+    ticks(h, 10)
+    assert h.state is ClassicGroupState.PREPARING_REBALANCE
+
+
+def test_a_leaders_retry_while_the_assignment_is_stored_waits_for_it() -> None:
+    """The leader sends its SyncGroup again (a retry) before the last chunk: the first is superseded, as any
+    parked SyncGroup a retry replaces; the retry is answered with the assignment first stored, once stored."""
+    h = harness(10)
+    syncs, given = synced_parked(h, 40)
+    leader = h.group().leader_id
+    assert leader is not None
+    first = h.sync(leader, assignments=given)
+    h.sleep(1)
+    retry = h.sync(leader, assignments={m: b"other" for m in given})
+    assert first.dropped and not retry.done
+    ticks(h, 5)
+    assert h.state is ClassicGroupState.STABLE and retry.response.assignment == given[leader]
+    assert all(h.responses[key].assignment == given[m] for m, key in syncs.items())
