@@ -1,7 +1,7 @@
 """A large classic group with ``classic_assignments_per_call``: the leader's SyncGroup stores the assignment of a
-chunk of members in its own call and the others a chunk a millisecond; the last chunk writes the group's record,
-makes the group Stable and answers the parked SyncGroups, everything as one call would have left it (records,
-answers, assignments, what a reload rebuilds). A rebalance meanwhile abandons the assignment: the leader's
+chunk of members in its own call and the others a chunk a millisecond; the call after the last chunk writes the
+group's record, makes the group Stable and answers the parked SyncGroups, everything as one call would have left
+it (records, answers, assignments, what a reload rebuilds). A rebalance meanwhile abandons the assignment: the leader's
 SyncGroup is answered REBALANCE_IN_PROGRESS and nothing of it is written; a leader's retry meanwhile waits for
 the assignment being stored."""
 
@@ -40,7 +40,7 @@ def test_a_large_leaders_assignment_is_stored_a_chunk_a_millisecond() -> None:
     before = {m: h.member(m).assignment for m in given}
     mark = h.mark()
     own = h.sync(leader, assignments=given)
-    for _ in range(3):  # the leader's call stored 100, each millisecond 100 more: 350 after three
+    for _ in range(4):  # the leader's call stored 100, each millisecond 100 more, the record a millisecond later
         assert not own.done and h.state is ClassicGroupState.COMPLETING_REBALANCE
         assert group_records(h.records_since(mark)) == [] and not answers(h, list(syncs.values()))
         assert {m: h.member(m).assignment for m in given} == before  # (the members hold theirs once all is)

@@ -34,10 +34,10 @@ class CoordinatorConfig:
     #: itself and this many parked SyncGroups; None: every member in that call
     classic_answers_per_call: int | None = None
     #: the leader's SyncGroup stores the assignments of this many members at most in its own call (the group's
-    #: record made for them), the others a chunk at a time by a timer due 1 ms later each; the last chunk writes
-    #: the record and makes the group Stable (a rebalance meanwhile abandons them: the leader's SyncGroup is
-    #: answered REBALANCE_IN_PROGRESS, as if it had come after the rebalance began); None: every member in the
-    #: leader's call
+    #: record made for them), the others a chunk at a time by a timer due 1 ms later each; the call after the
+    #: last chunk writes the record and makes the group Stable (a rebalance meanwhile abandons them: the leader's
+    #: SyncGroup is answered REBALANCE_IN_PROGRESS, as if it had come after the rebalance began); None: every
+    #: member in the leader's call
     classic_assignments_per_call: int | None = None
     # --- KIP-848 consumer groups ---
     consumer_group_session_timeout_ms: int = 45_000

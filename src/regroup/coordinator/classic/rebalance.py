@@ -485,7 +485,7 @@ def store_assignment(ctx: Ctx, group: ClassicGroup, leader: ClassicGroupMember, 
     """The leader's SyncGroup gave ``given`` (member id -> its assignment): store it, in this call when the group
     has ``classic_assignments_per_call`` members at most, else that many members' entries of the group's record
     now and the others a chunk at a time (``AssignTimer``, 1 ms later each: a timer due at once would fire again
-    in the same call); the group's record is written with the last chunk."""
+    in the same call); the group's record is written in the call after the last chunk."""
     chunk = ctx.config.classic_assignments_per_call
     members = list(group.members.values())
     if chunk is None or len(members) <= chunk:
@@ -496,16 +496,17 @@ def store_assignment(ctx: Ctx, group: ClassicGroup, leader: ClassicGroupMember, 
 
 
 def store_assignment_chunk(ctx: Ctx, group: ClassicGroup) -> None:
-    """The next chunk of the assignment being stored (nothing once a transition abandoned it); with the last,
-    the group's record, Stable, and the parked SyncGroups answered."""
+    """The next chunk of the assignment being stored (nothing once a transition abandoned it); once every
+    member's entry is made, in a call of its own, the group's record, Stable, and the parked SyncGroups
+    answered."""
     assigning = group.assigning
     if assigning is None:
         return
     members, stored = assigning.members, assigning.stored
-    chunk = ctx.config.classic_assignments_per_call or len(members)
     start = len(stored)
-    stored.extend(group.record_members(members[start : start + chunk], assigning.given))
-    if len(stored) < len(members):
+    if start < len(members):
+        chunk = ctx.config.classic_assignments_per_call or len(members)
+        stored.extend(group.record_members(members[start : start + chunk], assigning.given))
         ctx.timers.schedule(AssignTimer(group.group_id), ctx.now_ms + 1)
         return
     group.assigning = None
