@@ -1,4 +1,6 @@
-"""A large classic group with ``classic_assignments_per_call``: the leader's SyncGroup stores the assignment of a
+"""A large classic group with ``classic_members_per_call``: a completed join phase lists the members for the
+leader's JoinGroup answer a chunk a call, then answers the JoinGroups as one call would have (a rebalance meanwhile
+leaves them to the next completion); the leader's SyncGroup stores the assignment of a
 chunk of members in its own call and the others a chunk a millisecond; the call after the last chunk writes the
 group's record, makes the group Stable and answers the parked SyncGroups, everything as one call would have left
 it (records, answers, assignments, what a reload rebuilds). A rebalance meanwhile abandons the assignment: the leader's
@@ -15,7 +17,7 @@ from regroup.coordinator.config import CoordinatorConfig
 from regroup.model.errors import ErrorCode
 from regroup.records.model import GroupMetadataKey, Record
 from tests.coordinator.harness import GroupHarness
-from tests.coordinator.test_classic_join_answers import answers, synced_parked, ticks
+from tests.coordinator.test_classic_join_answers import answers, parked, synced_parked, ticks
 
 
 def harness(assignments: int | None, answered: int | None = None) -> GroupHarness:
@@ -23,7 +25,7 @@ def harness(assignments: int | None, answered: int | None = None) -> GroupHarnes
         CoordinatorConfig(
             group_initial_rebalance_delay_ms=0,
             classic_answers_per_call=answered,
-            classic_assignments_per_call=assignments,
+            classic_members_per_call=assignments,
         )
     )
 
@@ -136,3 +138,55 @@ def test_a_leaders_retry_while_the_assignment_is_stored_waits_for_it() -> None:
     ticks(h, 5)
     assert h.state is ClassicGroupState.STABLE and retry.response.assignment == given[leader]
     assert all(h.responses[key].assignment == given[m] for m, key in syncs.items())
+
+
+# ------------------------------------------------------------------------ the leader's JoinGroup answer, listed
+def test_a_large_groups_members_are_listed_for_the_leader_a_chunk_a_millisecond() -> None:
+    """The join phase of 350 members completes: they are listed for the leader's answer 100 a call, and the call
+    after the last chunk answers the leader (with all 350) and the other JoinGroups; until then none is."""
+    h = harness(100)
+    ids, keys = parked(h, 350)
+    keys.append(h.join(ids[-1]).key)
+    assert h.state is ClassicGroupState.COMPLETING_REBALANCE
+    for _ in range(4):  # 100 listed in the completing call, 100 more each millisecond, the answers after
+        assert not answers(h, keys) and h.group().listing is not None
+        h.sleep(1)
+    answered = answers(h, keys)
+    assert len(answered) == 350 and h.group().listing is None
+    leader = answered[keys[0]]
+    assert leader.leader == ids[0] and [m.member_id for m in leader.members] == ids
+    assert {r.generation_id for r in answered.values()} == {h.group().generation}
+
+
+@settings(max_examples=25, deadline=None)
+@given(members=st.integers(2, 40), chunk=st.integers(1, 15), answered=st.none() | st.integers(1, 15))
+def test_members_listed_in_chunks_get_the_answers_of_one_call(members: int, chunk: int, answered: int | None) -> None:
+    outcomes = []
+    for per_call in (None, chunk):
+        h = harness(per_call, answered)
+        ids, keys = parked(h, members)
+        keys.append(h.join(ids[-1]).key)
+        ticks(h, 2 * members + 2)
+        group = h.group()
+        outcomes.append(
+            (answers(h, keys), group.state, group.generation, group.leader_id, sorted(group.pending_sync_members))
+        )
+    assert len(outcomes[0][0]) == members and outcomes[0] == outcomes[1]
+
+
+def test_a_rebalance_while_the_members_are_listed_leaves_them_to_the_next_completion() -> None:
+    """A newcomer joins before the leader's answer: the group rebalances, and since every member is still parked
+    in its JoinGroup the join phase completes again at once; no JoinGroup is answered with the generation
+    nobody was told of, and the new completion answers every parked one, the newcomer's too, with its own."""
+    h = harness(10)
+    ids, keys = parked(h, 40)
+    keys.append(h.join(ids[-1]).key)
+    completed = h.group().generation
+    h.sleep(1)
+    newcomer = h.join_new()
+    assert h.state is ClassicGroupState.COMPLETING_REBALANCE and h.group().generation == completed + 1
+    assert not answers(h, keys) and not newcomer.done
+    ticks(h, 10)
+    later = answers(h, [*keys, newcomer.key])
+    assert len(later) == 41 and {r.generation_id for r in later.values()} == {completed + 1}
+    assert len(later[keys[0]].members) == 41  # (the leader's answer lists the newcomer)

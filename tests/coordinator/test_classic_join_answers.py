@@ -149,7 +149,7 @@ def synced_parked(h: GroupHarness, n: int, leader_at: int = 0) -> tuple[dict[str
     ids, keys = parked(h, n)
     h.group().leader_id = ids[leader_at]  # (as after a static leader was replaced: it need not come first)
     keys.append(h.join(ids[-1]).key)
-    ticks(h, n)
+    ticks(h, 2 * n + 2)  # (enough for the members listed and answered a chunk a millisecond, if they are)
     assert len(answers(h, keys)) == n
     leader = h.group().leader_id
     assert leader is not None

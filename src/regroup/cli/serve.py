@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from regroup.coordinator.config import (
     SERVER_ASSIGNOR_OFFLOAD_MEMBERS,
     SERVER_CLASSIC_ANSWERS_PER_CALL,
-    SERVER_CLASSIC_ASSIGNMENTS_PER_CALL,
+    SERVER_CLASSIC_MEMBERS_PER_CALL,
 )
 from regroup.network.limits import CLIENT_ID, DEFAULT_LIMITS, INSTANCE_ID, MEMBER_ID, MEMBER_ID_SUFFIX_BYTES
 
@@ -693,7 +693,7 @@ def _coordinator_config(args: argparse.Namespace) -> CoordinatorConfig:
         consumer_group_min_assignment_interval_ms=args.consumer_min_assignment_interval_ms,
         consumer_group_max_assignment_interval_ms=args.consumer_max_assignment_interval_ms,
         classic_answers_per_call=SERVER_CLASSIC_ANSWERS_PER_CALL,
-        classic_assignments_per_call=SERVER_CLASSIC_ASSIGNMENTS_PER_CALL,
+        classic_members_per_call=SERVER_CLASSIC_MEMBERS_PER_CALL,
         **extra,
     )
 

@@ -13,9 +13,11 @@ SERVER_ASSIGNOR_OFFLOAD_MEMBERS = 2_000
 #: phase (that stores the leader's assignment): ``classic_answers_per_call``; a call answering 10,000 of them
 #: held the event loop about 20 ms (10 ms)
 SERVER_CLASSIC_ANSWERS_PER_CALL = 250
-#: the members whose assignment the server's coordinator stores in one call when a classic group's leader sends
-#: its SyncGroup: ``classic_assignments_per_call``; the call storing 10,000 of them held the event loop 8-13 ms
-SERVER_CLASSIC_ASSIGNMENTS_PER_CALL = 2_000
+#: the members of a classic group the server's coordinator lists for the leader's JoinGroup answer in one call
+#: when a join phase completes, and whose assignment it stores in one call when the leader sends its SyncGroup:
+#: ``classic_members_per_call``; at 10,000 members the call completing the join phase held the event loop
+#: 9-13 ms, the one storing the assignment 8-13 ms
+SERVER_CLASSIC_MEMBERS_PER_CALL = 2_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,12 +35,14 @@ class CoordinatorConfig:
     #: restarted as they are answered; parked, they cannot expire); the leader's SyncGroup likewise answers
     #: itself and this many parked SyncGroups; None: every member in that call
     classic_answers_per_call: int | None = None
-    #: the leader's SyncGroup stores the assignments of this many members at most in its own call (the group's
-    #: record made for them), the others a chunk at a time by a timer due 1 ms later each; the call after the
-    #: last chunk writes the record and makes the group Stable (a rebalance meanwhile abandons them: the leader's
-    #: SyncGroup is answered REBALANCE_IN_PROGRESS, as if it had come after the rebalance began); None: every
-    #: member in the leader's call
-    classic_assignments_per_call: int | None = None
+    #: a classic join phase completing lists this many members at most for the leader's JoinGroup answer in the
+    #: call that completes it, the others a chunk at a time by a timer due 1 ms later each, and the call after
+    #: the last chunk answers the first JoinGroups (a rebalance meanwhile leaves them parked for the next
+    #: completion); the leader's SyncGroup likewise stores the assignments of this many members in its own call
+    #: (the group's record made for them) and the others a chunk at a time, and the call after the last chunk
+    #: writes the record and makes the group Stable (a rebalance meanwhile abandons them: the leader's SyncGroup
+    #: is answered REBALANCE_IN_PROGRESS, as if it had come after the rebalance began); None: all in one call
+    classic_members_per_call: int | None = None
     # --- KIP-848 consumer groups ---
     consumer_group_session_timeout_ms: int = 45_000
     consumer_group_heartbeat_interval_ms: int = 5_000
@@ -82,7 +86,7 @@ class CoordinatorConfig:
                 f"consumer_group_migration_policy must be one of {', '.join(MIGRATION_POLICIES)}, "
                 f"got {self.consumer_group_migration_policy!r}"
             )
-        for name in ("classic_answers_per_call", "classic_assignments_per_call"):
+        for name in ("classic_answers_per_call", "classic_members_per_call"):
             chunk = getattr(self, name)
             if chunk is not None and chunk < 1:
                 raise ValueError(f"{name} must be at least 1, got {chunk}")

@@ -35,7 +35,7 @@ from regroup.console.sse import EventHub
 from regroup.coordinator.config import (
     SERVER_ASSIGNOR_OFFLOAD_MEMBERS,
     SERVER_CLASSIC_ANSWERS_PER_CALL,
-    SERVER_CLASSIC_ASSIGNMENTS_PER_CALL,
+    SERVER_CLASSIC_MEMBERS_PER_CALL,
     CoordinatorConfig,
 )
 from regroup.coordinator.result import Result
@@ -100,7 +100,7 @@ class DataDirInUseError(StartupError):
 SERVER_COORDINATOR = CoordinatorConfig(
     consumer_group_assignor_offload_members=SERVER_ASSIGNOR_OFFLOAD_MEMBERS,
     classic_answers_per_call=SERVER_CLASSIC_ANSWERS_PER_CALL,
-    classic_assignments_per_call=SERVER_CLASSIC_ASSIGNMENTS_PER_CALL,
+    classic_members_per_call=SERVER_CLASSIC_MEMBERS_PER_CALL,
 )
 
 

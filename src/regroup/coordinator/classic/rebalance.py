@@ -3,8 +3,10 @@ new-member join, initial delay, join phase, pending sync): ``SessionTimer``, ``J
 ``SyncPhaseTimer``, each firing its own handler on the group it names if that group is still there; and
 ``JoinAnswersTimer`` and ``SyncAnswersTimer``, answering a large group's parked JoinGroups (SyncGroups) a chunk
 at a time after its join phase completed (after the leader's assignment was stored):
-``CoordinatorConfig.classic_answers_per_call``; and ``AssignTimer``, storing a large group's assignment a chunk
-at a time after its leader's SyncGroup (``classic_assignments_per_call``), then the group's record."""
+``CoordinatorConfig.classic_answers_per_call``; and ``ListMembersTimer`` and ``AssignTimer``, listing a large
+group's members for its leader's JoinGroup answer a chunk at a time when its join phase completed, then answering
+the first JoinGroups, and storing its assignment a chunk at a time after its leader's SyncGroup, then writing the
+group's record (``classic_members_per_call``)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from regroup.coordinator.classic.group import (
     ClassicGroupMember,
     ClassicGroupState,
     ClassicStates,
+    Listing,
 )
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.events import (
@@ -58,6 +61,10 @@ def sync_answers_key(group_id: str) -> tuple[str, str]:
 
 def assign_key(group_id: str) -> tuple[str, str]:
     return ("classic-assign", group_id)
+
+
+def list_members_key(group_id: str) -> tuple[str, str]:
+    return ("classic-list-members", group_id)
 
 
 def _live(groups: Groups, group_id: str) -> ClassicGroup | None:
@@ -128,6 +135,22 @@ class SyncAnswersTimer:
         group = _live(groups, self.group_id)
         if group is not None:
             answer_syncs_left(ctx, group)
+
+
+@dataclass(slots=True, eq=False)
+class ListMembersTimer:
+    """The next chunk of a large group's members to list for its leader's JoinGroup answer."""
+
+    group_id: Final[str]
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return list_members_key(self.group_id)
+
+    def fire(self, ctx: Ctx, groups: Groups) -> None:
+        group = _live(groups, self.group_id)
+        if group is not None:
+            list_members_chunk(ctx, group)
 
 
 @dataclass(slots=True, eq=False)
@@ -366,24 +389,50 @@ def complete_join(ctx: Ctx, group: ClassicGroup) -> None:
         return
     group.protocol_name = group.select_protocol()
     transition(ctx, group, ClassicStates.COMPLETING_REBALANCE)
-    now_ms = ctx.now_ms
-    protocol = group.protocol_name
-    everyone = tuple(  # (by position, from a list: at 10,000 members half the time of keywords from a generator)
-        [JoinGroupMember(m.member_id, m.group_instance_id, m.metadata(protocol)) for m in group.members.values()]
-    )
     # every member of the new generation, also a static one that did not rejoin (it gets no response), has its
     # session restarted and is expected to send SyncGroup before the pending-sync timeout
     members = list(group.members.values())
     for member in members:
         member.is_new = False  # (a member whose answer waits stays parked: its session cannot expire meanwhile)
-        group.pending_sync_members.add(member.member_id)
+    group.pending_sync_members.update(group.members)
+    chunk = ctx.config.classic_members_per_call
+    if chunk is None or len(members) <= chunk:
+        _answer_first_joins(ctx, group, members, tuple(group.join_entries(members)))
+        return
+    group.listing = Listing(members, [])
+    list_members_chunk(ctx, group)
+
+
+def list_members_chunk(ctx: Ctx, group: ClassicGroup) -> None:
+    """The next chunk of the members of a completed join phase listed for the leader's answer (nothing once a
+    transition abandoned them: the next completion answers the JoinGroups still parked); once all are, in a
+    call of its own, the first JoinGroups answered, the leader's first."""
+    listing = group.listing
+    if listing is None:
+        return
+    members, entries = listing.members, listing.entries
+    start = len(entries)
+    if start < len(members):
+        chunk = ctx.config.classic_members_per_call or len(members)
+        entries.extend(group.join_entries(members[start : start + chunk]))
+        ctx.timers.schedule(ListMembersTimer(group.group_id), ctx.now_ms + 1)
+        return
+    group.listing = None
+    _answer_first_joins(ctx, group, members, tuple(entries))
+
+
+def _answer_first_joins(
+    ctx: Ctx, group: ClassicGroup, members: list[ClassicGroupMember], everyone: tuple[JoinGroupMember, ...]
+) -> None:
+    """Answer the leader's JoinGroup (with ``everyone``) and ``classic_answers_per_call`` others, the rest a
+    chunk a millisecond (``JoinAnswersTimer``); the members have the rebalance timeout from now to sync."""
     # (the leader first: it assigns while the others are answered)
     members, left = first_chunk(ctx, members, group.members.get(group.leader_id or ""))
     _answer_joins(ctx, group, members, everyone)
-    ctx.timers.schedule(SyncPhaseTimer(group.group_id), now_ms + group.rebalance_timeout_ms())
+    ctx.timers.schedule(SyncPhaseTimer(group.group_id), ctx.now_ms + group.rebalance_timeout_ms())
     group.join_answers_left = [m.member_id for m in left]
     if left:
-        ctx.timers.schedule(JoinAnswersTimer(group.group_id), now_ms + 1)
+        ctx.timers.schedule(JoinAnswersTimer(group.group_id), ctx.now_ms + 1)
 
 
 def first_chunk(
@@ -483,10 +532,10 @@ def answer_syncs_left(ctx: Ctx, group: ClassicGroup) -> None:
 
 def store_assignment(ctx: Ctx, group: ClassicGroup, leader: ClassicGroupMember, given: dict[str, bytes]) -> None:
     """The leader's SyncGroup gave ``given`` (member id -> its assignment): store it, in this call when the group
-    has ``classic_assignments_per_call`` members at most, else that many members' entries of the group's record
+    has ``classic_members_per_call`` members at most, else that many members' entries of the group's record
     now and the others a chunk at a time (``AssignTimer``, 1 ms later each: a timer due at once would fire again
     in the same call); the group's record is written in the call after the last chunk."""
-    chunk = ctx.config.classic_assignments_per_call
+    chunk = ctx.config.classic_members_per_call
     members = list(group.members.values())
     if chunk is None or len(members) <= chunk:
         _stored(ctx, group, group.record_members(members, given), leader)
@@ -505,7 +554,7 @@ def store_assignment_chunk(ctx: Ctx, group: ClassicGroup) -> None:
     members, stored = assigning.members, assigning.stored
     start = len(stored)
     if start < len(members):
-        chunk = ctx.config.classic_assignments_per_call or len(members)
+        chunk = ctx.config.classic_members_per_call or len(members)
         stored.extend(group.record_members(members[start : start + chunk], assigning.given))
         ctx.timers.schedule(AssignTimer(group.group_id), ctx.now_ms + 1)
         return
