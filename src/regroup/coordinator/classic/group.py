@@ -326,22 +326,12 @@ class ClassicGroup:
         """The record's entries of ``members``, each with its assignment, or with the one ``assignments`` gives
         it (none: empty) when given."""
         protocol = self.protocol_name
-        # (by position, from a list: half the time of keywords from a generator, at 10,000 members)
         if assignments is None:
-            return [
-                MemberMetadata(
-                    m.member_id,
-                    m.group_instance_id,
-                    m.client_id,
-                    m.client_host,
-                    m.rebalance_timeout_ms,
-                    m.session_timeout_ms,
-                    m.metadata(protocol),
-                    m.assignment,
-                )
-                for m in members
-            ]
-        given = assignments.get
+            assigned = [m.assignment for m in members]
+        else:
+            given = assignments.get
+            assigned = [given(m.member_id, b"") for m in members]
+        # (by position, from a list: half the time of keywords from a generator, at 10,000 members)
         return [
             MemberMetadata(
                 m.member_id,
@@ -351,9 +341,9 @@ class ClassicGroup:
                 m.rebalance_timeout_ms,
                 m.session_timeout_ms,
                 m.metadata(protocol),
-                given(m.member_id, b""),
+                assignment,
             )
-            for m in members
+            for m, assignment in zip(members, assigned, strict=True)
         ]
 
     def join_entries(self, members: list[ClassicGroupMember]) -> list[JoinGroupMember]:
