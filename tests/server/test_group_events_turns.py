@@ -214,6 +214,27 @@ def test_a_large_leave_logs_a_line_per_member_up_to_a_bound_and_hands_its_rows_o
     assert all(b - a <= ROWS_PER_TURN for a, b in itertools.pairwise(handed))
 
 
+@pytest.mark.parametrize("count", [events_module.MEMBER_ROWS_AT_ONCE, events_module.MEMBER_ROWS_AT_ONCE + 1])
+def test_a_call_hands_out_the_rows_of_a_few_members_itself_and_of_more_from_the_next_turn(count: int) -> None:
+    """``MEMBER_ROWS_AT_ONCE`` members leaving: their rows within the call; one more: none of them within the
+    call (a LeaveGroup's chunk of 250 members), all of them in the next turn, in order."""
+
+    async def scenario() -> tuple[int, list[str]]:
+        seen: list[dict[str, Any]] = []
+        observer = GroupEvents()
+        observer.add_sink(seen.append)
+        observer(coordinator(), result_of(*members_leaving(count)), 10)
+        within = len(seen)
+        await asyncio.sleep(0)
+        next_turn = [row["member_id"] for row in seen]
+        observer.close()
+        return within, next_turn
+
+    within, ids = asyncio.run(scenario())
+    assert within == (count if count <= events_module.MEMBER_ROWS_AT_ONCE else 0)
+    assert ids == [f"m-{i:05d}" for i in range(count)]
+
+
 def test_members_joining_one_call_at_a_time_log_a_bounded_number_of_lines_a_window(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

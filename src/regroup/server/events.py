@@ -59,9 +59,10 @@ lines encoded from pieces shared by the rows), and so are a call's ``member_stat
 row made and encoded once); a sink added with a ``runs`` callable is handed those rows as pieces (their lines and
 rows: ``Piece``, ``MemberPiece``) instead.
 
-A call's rows are handed out as it returns, ``ROWS_PER_TURN`` at most, but for its ``group_assignment`` rows:
-those are made from the next turn of the event loop on (a member's partitions are read only as its rows are
-made, and one member of 10,000 partitions is milliseconds of reading and sorting: not the call's), and those of
+A call's rows are handed out as it returns, ``ROWS_PER_TURN`` at most, but for its ``group_assignment`` rows and
+the ``member_state`` rows of more than ``MEMBER_ROWS_AT_ONCE`` members: those are made from the next turn of the
+event loop on (a member's partitions are read only as its rows are made, and one member of 10,000 partitions is
+milliseconds of reading and sorting; 250 members leaving, milliseconds of rows: not the call's), and those of
 a large group (one per partition: 10,000 for a target over 10,000 partitions, about 25 ms of work) are made and
 handed out ``ROWS_PER_TURN`` per turn of the event loop (a ``BACKLOG_SHARE`` of those waiting when that is
 more), and every later row waits behind them, so the order and the ``seq`` numbers are those of the calls.
@@ -127,6 +128,9 @@ ROWS_PER_TURN = 500
 BACKLOG_SHARE = 16
 #: more rows than this waiting are handed out at once
 MAX_BACKLOG_ROWS = 1_000_000
+#: the members joining or leaving in one call whose ``member_state`` rows the call hands out itself (more: from
+#: the next turn on)
+MEMBER_ROWS_AT_ONCE = 64
 #: the members joining or leaving that one call logs a line each for at info (the others: ``_MemberLines``)
 MEMBER_LINES_PER_CALL = 20
 #: and those of one group in a window of ``MEMBER_LINES_WINDOW_MS`` (its members joining one call at a time)
@@ -252,7 +256,7 @@ class GroupEvents:
         writing = self._file is not None or bool(self._sinks)
         for event in events:
             if moved and not isinstance(event, (MemberJoined, MemberLeft)):
-                self._queue(MemberRun(now_ms, moved), len(moved))
+                self._queue_members(MemberRun(now_ms, moved), len(moved))
                 moved = []
             if isinstance(event, GroupStateChanged):
                 if event.group_type == "classic":
@@ -322,7 +326,12 @@ class GroupEvents:
                         detail=f"group={event.group_id}",
                     )
         if moved:
-            self._queue(MemberRun(now_ms, moved), len(moved))
+            self._queue_members(MemberRun(now_ms, moved), len(moved))
+
+    def _queue_members(self, run: MemberRun, count: int) -> None:
+        """A call's ``member_state`` rows: handed out now when few, from the next turn on when more than
+        ``MEMBER_ROWS_AT_ONCE`` (a LeaveGroup's chunk of 250 members: 2–5 ms of rows, not the call's)."""
+        self._queue(run, count, later=count > MEMBER_ROWS_AT_ONCE)
 
     def close(self) -> None:
         self._drain_all()
