@@ -11,9 +11,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import pytest
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32Timedelta
 
+from regroup.server import group_sync
 from regroup.server.api import RequestContext
 from regroup.server.encoded import PreEncoded, response_type
 from regroup.server.handlers.topics import build
@@ -31,6 +33,12 @@ API_KEYS = {
     "describe_cluster": 60,
     "describe_topic_partitions": 75,
 }
+
+
+def fsync_file_by_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Topic stores opened from now on fsync every round file by file, never with one sync of the whole file
+    system: for tests that watch or fail one file's fsync (``PendingSync.run``, ``partition_log._fsync_file``)."""
+    monkeypatch.setattr(group_sync, "syncs_filesystem", lambda: False)
 
 
 @dataclass

@@ -28,12 +28,14 @@ from regroup.storage.record_log import FsyncPolicy
 from tests.server.conftest import served
 from tests.server.wire import WireClient, create_topics
 from tests.server_data.batches import make_batch
+from tests.server_data.helpers import fsync_file_by_file
 from tests.server_data.test_group_commit import TOPIC, _end_offsets, _produce, _read_values
 
 
 @pytest.fixture
 def fsync_threads(monkeypatch: pytest.MonkeyPatch) -> list[threading.Thread]:
-    """The thread of every fsync of a partition's segment (the real fsync still runs)."""
+    """The thread of every fsync of a partition's segment (the real fsync still runs; file by file)."""
+    fsync_file_by_file(monkeypatch)
     seen: list[threading.Thread] = []
     real = partition_log._fsync_file
 
@@ -116,6 +118,7 @@ def test_without_a_running_loop_the_store_fsyncs_inline(tmp_path: Path, fsync_th
 
 def test_a_failed_interval_fsync_fails_that_partition_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bad_dir = str(tmp_path / "d" / "topics" / "t" / "1")
+    fsync_file_by_file(monkeypatch)
     real_run = PendingSync.run
     failing: list[int] = []
 

@@ -20,7 +20,7 @@ from regroup.storage.markers import TRANSACTIONAL
 from regroup.storage.record_log import FsyncPolicy
 from regroup.transactions.results import MarkerJob
 from tests.server_data.batches import make_batch
-from tests.server_data.helpers import counting_turns
+from tests.server_data.helpers import counting_turns, fsync_file_by_file
 
 PARTITIONS = 4
 PRODUCER = 7
@@ -55,6 +55,7 @@ def _job(partitions: int = PARTITIONS) -> MarkerJob:
 def test_markers_are_fsynced_on_worker_threads_before_the_transaction_completes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: FsyncPolicy
 ) -> None:
+    fsync_file_by_file(monkeypatch)
     store = _store(tmp_path / "store", policy)
     fsyncs: list[threading.Thread] = []
     real = partition_log._fsync_file
@@ -89,6 +90,7 @@ def test_markers_are_fsynced_on_worker_threads_before_the_transaction_completes(
 def test_a_failed_marker_fsync_leaves_the_transaction_to_its_retries(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    fsync_file_by_file(monkeypatch)
     store = _store(tmp_path / "store", FsyncPolicy.ALWAYS)
     bad = store.partition("t", 2)
     assert bad is not None

@@ -84,7 +84,6 @@ log = logging.getLogger("regroup.server")
 
 #: where the HTTP console (and its /metrics) listens unless --http-host says otherwise
 LOOPBACK = "127.0.0.1"
-TOPIC_SYNC_INTERVAL_S = 0.1  # with --fsync interval: how often appended topic data is forced to disk
 T = TypeVar("T")
 
 
@@ -248,7 +247,6 @@ class Server:
         self._runtime: CoordinatorRuntime | None = None
         self._topics: PartitionTopicStore | None = None
         self._transactions: TransactionRuntime | None = None
-        self._syncer: asyncio.Task[None] | None = None
         self._cleaner: asyncio.Task[None] | None = None
         self._image_feed: ImageFeed | None = None
         self._events: GroupEvents | None = None
@@ -434,8 +432,6 @@ class Server:
         if self._watchdog is not None:
             self._watchdog.start()
         self._stats = asyncio.get_running_loop().create_task(self._log_stats())
-        if cfg.fsync is FsyncPolicy.INTERVAL:
-            self._syncer = asyncio.get_running_loop().create_task(self._sync_topics())
         self._cleaner = asyncio.get_running_loop().create_task(
             cleaner.run_forever(cfg.log_retention_check_interval_ms, wall_ms)
         )
@@ -607,14 +603,6 @@ class Server:
         self.exit_code = 1
         self.stopped.set()
 
-    async def _sync_topics(self) -> None:
-        """Under ``--fsync interval`` nothing else forces appended topic data to disk: do it periodically."""
-        while True:
-            await asyncio.sleep(TOPIC_SYNC_INTERVAL_S)
-            if self._topics is not None:
-                with contextlib.suppress(OSError):
-                    self._topics.sync()
-
     @staticmethod
     async def _reclaim_cycles(collector: YoungCollector) -> None:
         """The heap's size read about once a second, and the frozen objects' cycles reclaimed once it has doubled
@@ -660,7 +648,7 @@ class Server:
             self._replays = None
         for listener in self._listeners:
             listener.close()
-        for task in [self._stats, self._syncer, self._cleaner, self._reclaimer]:
+        for task in [self._stats, self._cleaner, self._reclaimer]:
             if task is not None:
                 task.cancel()
         if self._young_gc is not None:

@@ -6,17 +6,24 @@ records were readable as soon as written). One per topic store (``TopicStore.gro
 the store closes it. A log's fsync here also settles a segment roll it has not made durable yet (the old segment's
 fsync, the new one's rename into place, the directory's fsync: ``PendingSync``), so no roll fsyncs on the loop.
 A worker thread runs its batch of jobs one after another, each failure reported for its own job (``run_each``,
-which the topic store's worker jobs use too)."""
+which the topic store's worker jobs use too). A round of several files may instead be one sync of the whole file
+system (``syncfs``, on one worker thread, the rolls to settle beside it file by file) when that has cost less
+lately (``sync_choice.py``); if it fails, each of its files is fsynced on its own, which tells which failed."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
 import logging
+import os
+import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
+from regroup.server.sync_choice import SyncChoice
 from regroup.server.time_slices import TimeSlices
+from regroup.storage.files import CLOEXEC, sync_filesystem, syncs_filesystem
 from regroup.storage.partition_log import PartitionLog, PendingSync
 
 E = TypeVar("E", bound=Exception)
@@ -42,12 +49,20 @@ class GroupSync:
     partitions held the loop for about half a second. ``wait`` returns the logs whose fsync failed (or that were
     closed) first."""
 
-    def __init__(self) -> None:
+    def __init__(self, directory: Path | None = None) -> None:
+        """``directory``: where the logs are (their store's), whose file system a round may sync whole; None: every
+        round fsyncs file by file."""
         #: (log -> the offset it waits for, whether it waits for ``fsynced`` rather than ``durable``, its future)
         self._waiting: list[tuple[dict[PartitionLog, int], bool, asyncio.Future[None]]] = []
         self._dirty: set[PartitionLog] = set()
         self._runner: asyncio.Task[None] | None = None
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        #: a descriptor of ``directory``, held open for the whole syncs: each reports the write-back errors on the
+        #: file system since the one before (since this opened it, for the first)
+        self._fs_fd = -1
+        if directory is not None and syncs_filesystem():
+            self._fs_fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | CLOEXEC)
+        self.choice = SyncChoice(self._fs_fd >= 0)
 
     def schedule(self, plog: PartitionLog) -> None:
         """fsync ``plog``'s appends in the next round, without waiting for it (acks=0; ``INTERVAL``)."""
@@ -81,16 +96,36 @@ class GroupSync:
                 if job is not None:
                     rounds.append((plog, job))
                 await slices.tick()
-            # one batch per worker thread: a round of 10,000 partitions is 8 futures on the loop, not 10,000
-            batches = [rounds[i::SYNC_THREADS] for i in range(min(SYNC_THREADS, len(rounds)))]
-            runs = [loop.run_in_executor(self._executor(), _sync_all, [job for _, job in b]) for b in batches]
+            batches, runs = self._hand_out(loop, rounds)
             for batch, run in zip(batches, runs, strict=True):
-                for (plog, job), error in zip(batch, await run, strict=True):
+                errors, seconds, whole = await run
+                if seconds is not None and whole:
+                    self.choice.saw_whole(seconds)
+                elif seconds is not None:
+                    self.choice.saw_files(seconds, len(batch))
+                for (plog, job), error in zip(batch, errors, strict=True):
                     if error is not None:  # an fsync error: the log refuses appends from now on
                         log.error("fsync of %s failed: %s: %s", plog.directory, type(error).__name__, error)
                     plog.finish_sync(job, error)
                     await slices.tick()
             self._release()  # (a produce still waiting puts its logs back for the next round)
+
+    def _hand_out(
+        self, loop: asyncio.AbstractEventLoop, rounds: list[tuple[PartitionLog, PendingSync]]
+    ) -> tuple[list[list[tuple[PartitionLog, PendingSync]]], list[asyncio.Future[_Done]]]:
+        """The round's jobs in batches, each running on a worker thread: one batch per thread (a round of 10,000
+        partitions is 8 futures on the loop, not 10,000), or, when the choice says so, one whole sync of the file
+        system for every job it covers and the rolls to settle beside it, spread over the other threads."""
+        covered = [entry for entry in rounds if not entry[1].ordered]
+        whole = self.choice.whole(len(covered))
+        rest = [entry for entry in rounds if entry[1].ordered] if whole else rounds
+        threads = SYNC_THREADS - 1 if whole else SYNC_THREADS
+        batches = [rest[i::threads] for i in range(min(threads, len(rest)))]
+        runs = [loop.run_in_executor(self._executor(), _sync_all, [job for _, job in b]) for b in batches]
+        if whole:
+            batches.append(covered)
+            runs.append(loop.run_in_executor(self._executor(), _sync_whole, self._fs_fd, [job for _, job in covered]))
+        return batches, runs
 
     def _release(self) -> None:
         still = []
@@ -111,6 +146,9 @@ class GroupSync:
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False)
+        if self._fs_fd >= 0:
+            os.close(self._fs_fd)
+            self._fs_fd = -1
 
 
 def run_each(run: Callable[..., object], jobs: Sequence[tuple[Any, ...]], catching: type[E]) -> list[E | None]:
@@ -127,9 +165,31 @@ def run_each(run: Callable[..., object], jobs: Sequence[tuple[Any, ...]], catchi
     return raised
 
 
-def _sync_all(jobs: list[PendingSync]) -> list[Exception | None]:
+#: what a worker thread's batch ended with: each job's error or None, how long it took (None: not a measure of
+#: either way), whether it was one sync of the whole file system
+_Done = tuple[list[Exception | None], float | None, bool]
+
+
+def _sync_all(jobs: list[PendingSync]) -> _Done:
     """(on a worker thread) Each job's fsync, one after another: what each raised, or None."""
-    return run_each(PendingSync.run, [(job,) for job in jobs], Exception)
+    start = time.perf_counter()
+    errors = run_each(PendingSync.run, [(job,) for job in jobs], Exception)
+    return errors, time.perf_counter() - start, False
+
+
+def _sync_whole(fd: int, jobs: list[PendingSync]) -> _Done:
+    """(on a worker thread) One sync of the file system ``fd`` is on, covering every job; if it fails, each job's
+    own fsync (what each raised, or None: the failed write-back is reported by its file's)."""
+    start = time.perf_counter()
+    try:
+        sync_filesystem(fd)
+    except OSError as exc:
+        log.warning("syncing the whole file system failed (%s): fsyncing each file of the round", exc)
+        return run_each(PendingSync.run, [(job,) for job in jobs], Exception), None, True
+    seconds = time.perf_counter() - start
+    for job in jobs:
+        job.close()
+    return [None] * len(jobs), seconds, True
 
 
 def _reached(plog: PartitionLog, end: int, fsynced: bool) -> bool:

@@ -189,6 +189,9 @@ class TopicStore:
         #: each topic's partition logs; ``None`` until a partition is first used
         self._logs: dict[str, list[PartitionLog | None]] = {}
         self._unsynced: set[PartitionLog] = set()
+        #: under ``INTERVAL`` on a running loop: the timer fsyncing ``_unsynced`` (armed by the first append after
+        #: the last one fired, so no record waits longer than the interval and a round takes every partition)
+        self._sync_timer: asyncio.TimerHandle | None = None
         self._waiters: dict[tuple[str, int], set[asyncio.Future[None]]] = {}
         self._next_pid = self._reserved_pid = 0
         self._closed = False
@@ -612,12 +615,33 @@ class TopicStore:
         return AppendWaiter(self._waiters, list(partitions))
 
     def sync(self) -> None:
-        """fsync every partition's unsynced appends (an owner using ``INTERVAL`` calls this on a timer): on the
-        group commit's worker threads when called on a running event loop (it returns at once, the fsyncs
-        follow), else here. A partition whose fsync fails is logged and left failed (its appends refuse until
-        the next start)."""
+        """fsync every partition's unsynced appends (under ``INTERVAL`` on a running loop the store's own timer
+        calls this): on the group commit's worker threads when called on a running event loop (it returns at
+        once, the fsyncs follow, in one round), else here. A partition whose fsync fails is logged and left
+        failed (its appends refuse until the next start)."""
         while self._unsynced:
             self._sync_partition(self._unsynced.pop())
+
+    def _sync_later(self, plog: PartitionLog) -> None:
+        """Under ``INTERVAL``: ``plog`` has appends not fsynced yet. On a running loop they are fsynced when the
+        store's timer next fires (armed now if it is not: within the interval); a synchronous owner fsyncs here
+        once the log's interval has passed, and otherwise when it calls :meth:`sync`."""
+        self._unsynced.add(plog)
+        if self._sync_timer is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            if plog.sync_due:
+                self._unsynced.discard(plog)
+                self._sync_partition(plog)
+            return
+        self._sync_timer = loop.call_later(self._interval_ms / 1000.0, self._timer_sync)
+
+    def _timer_sync(self) -> None:
+        self._sync_timer = None
+        if not self._closed:
+            self.sync()
 
     def _sync_partition(self, plog: PartitionLog) -> None:
         """fsync ``plog``'s unsynced appends off the loop if there is one running, else inline."""
@@ -635,7 +659,7 @@ class TopicStore:
     def group_sync(self) -> GroupSync:
         """The group commit of this store's partition logs' fsyncs (made on first use)."""
         if self._group_sync is None:
-            self._group_sync = GroupSync()
+            self._group_sync = GroupSync(self._dir)
             for _, plog in self.loaded_partitions():  # (a synchronous owner, fsyncing inline, makes none)
                 plog.group_commit = True
         return self._group_sync
@@ -645,6 +669,9 @@ class TopicStore:
         if self._closed:
             return
         self._closed = True
+        if self._sync_timer is not None:
+            self._sync_timer.cancel()
+            self._sync_timer = None
         self._disk_stop.set()
         if self._disk is not None:  # the topic being written is finished; nothing else is begun
             self._disk.shutdown(wait=True, cancel_futures=True)
@@ -887,9 +914,9 @@ class AppendWaiter:
 
 class _Waker:
     """A partition log's listener: wakes the long polls waiting on that partition (and, under ``INTERVAL``,
-    puts the log on the list of those :meth:`TopicStore.sync` fsyncs, or has it fsynced now if the interval
-    since its last fsync has passed or a roll waits for one: in the group commit's next round, even while one
-    runs, since the segment that roll started cannot roll again until then)."""
+    hands the log to the store's interval fsyncs, :meth:`TopicStore._sync_later`, or has it fsynced now if a
+    roll waits for one: in the group commit's next round, even while one runs, since the segment that roll
+    started cannot roll again until then)."""
 
     __slots__ = ("key", "plog", "store")
 
@@ -900,11 +927,11 @@ class _Waker:
 
     def __call__(self) -> None:
         if self.plog is not None:
-            if self.plog.sync_due or self.plog.roll_waits:  # (a roll: fsynced in the next round, even if one runs)
+            if self.plog.roll_waits:
                 self.store._unsynced.discard(self.plog)
                 self.store._sync_partition(self.plog)
             else:
-                self.store._unsynced.add(self.plog)
+                self.store._sync_later(self.plog)
         if self.key in self.store._waiters:
             self.store._wake(self.key)
 

@@ -2,10 +2,16 @@
 
 A shell (docs/architecture.md). ``fsync_file`` uses ``F_FULLFSYNC`` on macOS (plain ``fsync`` there does not
 flush the drive's cache) and ``fdatasync`` where it exists (enough for appends: a size change is flushed too).
+``sync_filesystem`` is Linux's ``syncfs``: everything dirty on one file system flushed with one call, the drive's
+cache too, which costs about what one file's fsync costs where many files' fsyncs issued together cost several
+(``server/group_sync.py`` chooses between them). It is offered only where a failed write-back is reported by it
+(Linux 5.8 and later, through the descriptor it is given: errors since that descriptor was opened).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import sys
 from collections.abc import Callable
@@ -21,6 +27,8 @@ __all__ = [
     "open_append",
     "read_file",
     "rename_once",
+    "sync_filesystem",
+    "syncs_filesystem",
     "write_all_or_take_back",
     "write_file_atomically",
 ]
@@ -44,6 +52,43 @@ def fsync_file(fd: int) -> None:
         os.fdatasync(fd)
     else:
         os.fsync(fd)
+
+
+def _syncfs() -> Callable[[int], int] | None:
+    """libc's ``syncfs`` where it reports write-back errors (Linux 5.8 and later), else None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        major, minor = (int(part) for part in os.uname().release.split(".")[:2])
+    except ValueError:
+        return None
+    if (major, minor) < (5, 8):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        call: Callable[[int], int] = libc.syncfs
+    except (OSError, AttributeError):
+        return None
+    return call
+
+
+_SYNCFS = _syncfs()
+
+
+def syncs_filesystem() -> bool:
+    """Whether :func:`sync_filesystem` is available here."""
+    return _SYNCFS is not None
+
+
+def sync_filesystem(fd: int) -> None:
+    """Flush everything written to the file system ``fd`` is on (data, metadata, the drive's cache), or raise
+    ``OSError``: a write-back error anywhere on it since ``fd`` was opened (reported once), or no ``syncfs``
+    here (:func:`syncs_filesystem`). It releases the interpreter's lock while it waits, as ``os.fsync`` does."""
+    if _SYNCFS is None:
+        raise OSError("syncfs is not available on this platform")
+    if _SYNCFS(fd) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, os.strerror(errno))
 
 
 def rename_once(src: Path, dst: Path) -> None:

@@ -168,9 +168,20 @@ class PendingSync:
                 _settle_roll(self.old_fd, self.rename, self.directory)
             _fsync_file(self.fd)
         finally:
-            os.close(self.fd)
-            if self.old_fd >= 0:
-                os.close(self.old_fd)
+            self.close()
+
+    @property
+    def ordered(self) -> bool:
+        """It settles a roll, whose steps come in an order (the old segment, the rename, the directory): a sync
+        of the whole file system made before them does not cover it. A sync of the whole file system covers any
+        other (the created directories' entries too)."""
+        return self.directory is not None
+
+    def close(self) -> None:
+        """Close the duplicate descriptors without fsyncing (a sync of the whole file system covered them)."""
+        os.close(self.fd)
+        if self.old_fd >= 0:
+            os.close(self.old_fd)
 
 
 def _settle_roll(old_fd: int, rename: tuple[Path, Path] | None, directory: Path) -> None:
