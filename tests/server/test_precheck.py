@@ -17,7 +17,7 @@ from kio.serial import entity_reader, entity_writer
 from regroup.network import precheck
 from regroup.network.codec import decode_request
 from regroup.network.errors import MalformedRequest
-from regroup.network.limits import GROUP_ID, Limits
+from regroup.network.limits import CLIENT_ID, GROUP_ID, MEMBER_ID, TOPIC_NAME, Limits
 from regroup.server.handlers.registry import load_specs
 from tests.server.fuzz.values import entity_strategy
 
@@ -86,6 +86,33 @@ def test_whatever_the_walk_accepts_kio_reads_to_the_same_end(request: tuple[type
     except Exception:  # kio refuses what the walk does not look at (bad UTF-8, a bool of 2): still safe
         return
     assert used == end
+
+
+def _outcome(walk: object, cls: type, data: bytes, limits: Limits) -> object:
+    try:
+        return walk(cls, data, 0, limits)  # type: ignore[operator]
+    except precheck.SchemaViolation as exc:
+        return ("refused", str(exc))
+
+
+LIMITS: Limits = {GROUP_ID: 3, TOPIC_NAME: 5, MEMBER_ID: 4, CLIENT_ID: 2}
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated(), st.booleans())
+def test_the_written_walker_agrees_with_the_plan_walk(request: tuple[type, bytes], limited: bool) -> None:
+    """Valid and mutated requests of every API and version: the written walker (``check``) returns the same end
+    and the same first over-limit identifier as the walk field by field, or refuses with the same message."""
+    cls, data = request
+    limits = LIMITS if limited else NO_LIMITS
+    assert _outcome(precheck.check, cls, data, limits) == _outcome(precheck.check_by_plan, cls, data, limits)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(requests())
+def test_the_written_walker_measures_valid_requests_with_limits_as_the_plan_walk(request: tuple[type, bytes]) -> None:
+    cls, data = request
+    assert _outcome(precheck.check, cls, data, LIMITS) == _outcome(precheck.check_by_plan, cls, data, LIMITS)
 
 
 def frame_body(hex_frame: str) -> bytes:

@@ -23,11 +23,18 @@ also measured against the server's identifier limits (``network/limits.py``). A 
 ``check`` returns a description of the first one, and the dispatcher answers the request with the API's error
 response (INVALID_REQUEST). The kinds an API checks itself with its own error code (CreateTopics'
 INVALID_TOPIC_EXCEPTION) are left out of its limits by the dispatcher. Plans are compiled once per entity class.
+
+A plan is walked by Python code written for it (``_walker_of``: one function per entity plan, made on first use,
+the fixed-size fields of a run added up at once, every length read in place), about four times faster than
+walking the plan's fields one call at a time (``_Walk``, which still walks the rare tagged fields and which the
+tests hold the written walkers to, byte for byte and refusal for refusal).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import NoneType, UnionType
 from typing import Any, Final, Union, get_args, get_origin
@@ -90,6 +97,15 @@ class _Plan:
 def check(entity_cls: type[Any], data: bytes, offset: int, limits: Limits) -> tuple[int, str | None]:
     """Walk ``data[offset:]`` as an ``entity_cls``. Returns (the offset after it, the first identifier longer than
     its limit as a one-line description, or None). Raises ``SchemaViolation``."""
+    walker = _WALKERS.get(entity_cls)
+    if walker is None:
+        walker = _WALKERS[entity_cls] = _walker_of(plan_of(entity_cls))
+    over: list[str | None] = [None]
+    return walker(data, offset, len(data), limits, over), over[0]
+
+
+def check_by_plan(entity_cls: type[Any], data: bytes, offset: int, limits: Limits) -> tuple[int, str | None]:
+    """``check`` walking the plan field by field (``_Walk``): what the written walkers are held to."""
     walk = _Walk(data, limits)
     end = walk.entity(plan_of(entity_cls), offset, len(data), nullable=False)
     return end, walk.over_limit
@@ -103,6 +119,10 @@ def plan_of(entity_cls: type[Any]) -> _Plan:
 
 
 _PLANS: dict[type[Any], _Plan] = {}
+
+#: a written walker: (data, offset, end, limits, [first over-limit description]) -> the offset after the entity
+Walker = Callable[[bytes, int, int, Limits, list[str | None]], int]
+_WALKERS: dict[type[Any], Walker] = {}
 
 
 # ------------------------------------------------------------------------------------------ compiling
@@ -296,3 +316,192 @@ class _Walk:
         limit = self.limits.get(id_kind)
         if limit is not None and length > limit:
             self.over_limit = f"a {id_kind} of {length} bytes (at most {limit})"
+
+
+# ------------------------------------------------------------------------------------------ written walkers
+_I16: Final = struct.Struct(">h")
+_I32: Final = struct.Struct(">i")
+
+
+def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    """An unsigned varint at ``pos`` (as ``_Walk.varint``): (its value, the offset after it)."""
+    value = shift = 0
+    for _ in range(_MAX_VARINT_BYTES):
+        if pos >= end:
+            raise SchemaViolation("a varint runs past the request")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+    raise SchemaViolation(f"a varint longer than {_MAX_VARINT_BYTES} bytes")
+
+
+def _tags(plan: _Plan, data: bytes, pos: int, end: int, limits: Limits, over: list[str | None]) -> int:
+    """The tagged fields at ``pos`` (any but none: the written walker reads a lone 0 itself), walked by plan."""
+    walk = _Walk(data, limits)
+    walk.over_limit = over[0]
+    pos = walk.tags(plan, pos, end)
+    over[0] = walk.over_limit
+    return pos
+
+
+def _measure(limits: Limits, over: list[str | None], id_kind: str, length: int) -> None:
+    limit = limits.get(id_kind)
+    if limit is not None and length > limit and over[0] is None:
+        over[0] = f"a {id_kind} of {length} bytes (at most {limit})"
+
+
+class _Writer:
+    """Writes the walker functions of a plan and of the plans nested in it, as Python source."""
+
+    def __init__(self) -> None:
+        self.names: dict[int, str] = {}  # id(plan) -> its function's name
+        #: the constants the functions read by name: the plans of their tagged fields, their fixed-size runs
+        self.constants: dict[str, object] = {}
+        self.functions: list[str] = []
+        self._temp = 0
+
+    def function(self, plan: _Plan) -> str:
+        name = self.names.get(id(plan))
+        if name is not None:
+            return name
+        name = self.names[id(plan)] = f"walk_{len(self.names)}"
+        self.constants[f"plan_{name}"] = plan
+        body: list[str] = []
+        run: list[_Field] = []  # the fixed-size fields not added to pos yet
+        for f in plan.fields:
+            if f.kind == _FIXED:
+                run.append(f)
+                continue
+            if run:
+                body += self._fixed(run, "    ")
+                run = []
+            body += self.field(f, "    ")
+        if run:
+            body += self._fixed(run, "    ")
+        if plan.flexible:
+            body += [
+                "    if pos < end and data[pos] == 0:",
+                "        pos += 1",
+                "    else:",
+                f"        pos = _tags(plan_{name}, data, pos, end, limits, over)",
+            ]
+        self.functions.append("\n".join([f"def {name}(data, pos, end, limits, over):", *body, "    return pos"]))
+        return name
+
+    def field(self, f: _Field, at: str) -> list[str]:
+        """Lines advancing ``pos`` over one field (indented ``at``)."""
+        if f.kind == _FIXED:
+            return self._fixed([f], at)
+        if f.kind == _ENTITY:
+            assert f.entity is not None
+            walker = self.function(f.entity)
+            if not f.nullable:
+                return [f"{at}pos = {walker}(data, pos, end, limits, over)"]
+            return [
+                f"{at}if pos >= end:",
+                f"{at}    raise SchemaViolation({f.entity.name + ' ends before its null marker'!r})",
+                f"{at}pos += 1",
+                f"{at}if data[pos - 1] != 0xFF:",
+                f"{at}    pos = {walker}(data, pos, end, limits, over)",
+            ]
+        n = self._fresh("n")
+        inner = at + "    "
+        if f.kind == _TEXT:
+            claimed = "f'field " + f.name + ": {" + n + "} bytes claimed, {end - pos} left'"
+            body = [f"{inner}if {n} > end - pos:", f"{inner}    raise SchemaViolation({claimed})"]
+            if f.id_kind is not None:
+                body += [f"{inner}if limits:", f"{inner}    _measure(limits, over, {f.id_kind!r}, {n})"]
+            body.append(f"{inner}pos += {n}")
+        else:
+            element = f.element
+            assert element is not None
+            claimed = "f'field " + f.name + ": {" + n + "} elements claimed, {end - pos} bytes left'"
+            body = [
+                f"{inner}if {n} * {max(element.min_size, 1)} > end - pos:",
+                f"{inner}    raise SchemaViolation({claimed})",
+            ]
+            if element.kind == _FIXED:
+                body.append(f"{inner}pos += {n} * {element.size}")
+            else:
+                body.append(f"{inner}for _ in range({n}):")
+                body += self.field(element, inner + "    ")
+        return [*self._length(f, n, at), f"{at}if {n} >= 0:", *body]
+
+    def _length(self, f: _Field, n: str, at: str) -> list[str]:
+        """Lines reading the length (or count) of ``f`` into ``n`` (-1: null), refusing what ``_Walk.length``
+        refuses."""
+        past = repr(f"field {f.name} ends past the request")
+        if f.compact:
+            lines = [
+                f"{at}if pos >= end:",
+                f"{at}    raise SchemaViolation({past})",
+                f"{at}{n} = data[pos]",
+                f"{at}if {n} < 0x80:",
+                f"{at}    pos += 1",
+                f"{at}else:",
+                f"{at}    {n}, pos = _varint(data, pos, end)",
+                f"{at}{n} -= 1",
+            ]
+        else:
+            width = 4 if f.kind == _ARRAY or f.wide else 2
+            lines = [
+                f"{at}if pos + {width} > end:",
+                f"{at}    raise SchemaViolation({past})",
+                f"{at}{n} = {'_I32' if width == 4 else '_I16'}.unpack_from(data, pos)[0]",
+                f"{at}pos += {width}",
+            ]
+        null = repr(f"field {f.name} is null, which its schema does not allow")
+        negative = "f'field " + f.name + " has a negative length {" + n + "}'"
+        return [
+            *lines,
+            f"{at}if {n} < 0:",
+            f"{at}    if {n} != -1:",
+            f"{at}        raise SchemaViolation({negative})",
+            f"{at}    pass" if f.nullable else f"{at}    raise SchemaViolation({null})",
+        ]
+
+    def _fixed(self, run: list[_Field], at: str) -> list[str]:
+        """Lines adding up a run of fixed-size fields at once (naming the first that does not fit, if any)."""
+        size = sum(f.size for f in run)
+        if len(run) == 1:
+            refusal = repr(f"field {run[0].name} ends past the request")
+        else:
+            name = self._fresh("run")
+            self.constants[name] = tuple((f.name, f.size) for f in run)
+            refusal = f"_past(pos - {size}, end, {name})"
+        return [f"{at}pos += {size}", f"{at}if pos > end:", f"{at}    raise SchemaViolation({refusal})"]
+
+    def _fresh(self, stem: str) -> str:
+        self._temp += 1
+        return f"{stem}{self._temp}"
+
+
+def _past(pos: int, end: int, run: tuple[tuple[str, int], ...]) -> str:
+    """The refusal of a run of fixed-size fields from ``pos`` that ends past ``end``: its first field that does."""
+    for name, size in run:
+        pos += size
+        if pos > end:
+            return f"field {name} ends past the request"
+    raise AssertionError("the run fits")
+
+
+def _walker_of(plan: _Plan) -> Walker:
+    """The walker function written for ``plan`` (and the plans nested in it)."""
+    writer = _Writer()
+    top = writer.function(plan)
+    namespace: dict[str, Any] = {
+        "SchemaViolation": SchemaViolation,
+        "_I16": _I16,
+        "_I32": _I32,
+        "_varint": _varint,
+        "_tags": _tags,
+        "_measure": _measure,
+        "_past": _past,
+        **writer.constants,
+    }
+    exec(compile("\n\n".join(writer.functions), f"<precheck walker of {plan.name}>", "exec"), namespace)
+    walker: Walker = namespace[top]
+    return walker

@@ -14,6 +14,7 @@ while watching kio's writer read the fields in order (``_Probe``), so nothing he
 
 from __future__ import annotations
 
+import functools
 import io
 import struct
 from collections.abc import Sequence
@@ -123,7 +124,25 @@ def field_offset(entity: Any, field: str) -> tuple[bytes, int]:
 
 
 def _around(entity: Any, field: str) -> tuple[bytes, bytes]:
-    """The bytes of ``entity`` before its (empty) array field ``field`` and after it."""
+    """The bytes of ``entity`` before its (empty) array field ``field`` and after it (kept for the last
+    ``AROUND_KEPT`` entities asked about: most answers are the same empty entity, the throttle time 0, every
+    time; an entity that cannot be hashed is written each time)."""
+    try:
+        return _around_kept(entity, field)
+    except TypeError:  # (unhashable: a list or a dict in it)
+        return _write_around(entity, field)
+
+
+#: how many (entity, field) pairs ``_around`` keeps the bytes of
+AROUND_KEPT = 512
+
+
+@functools.lru_cache(maxsize=AROUND_KEPT)
+def _around_kept(entity: Any, field: str) -> tuple[bytes, bytes]:
+    return _write_around(entity, field)
+
+
+def _write_around(entity: Any, field: str) -> tuple[bytes, bytes]:
     buffer = io.BytesIO()
     probe = _Probe(entity, field, buffer, ())
     entity_writer(type(entity))(buffer, probe)

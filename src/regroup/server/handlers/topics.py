@@ -131,9 +131,14 @@ def may_on_cluster(broker: Broker, ctx: RequestContext, operation: AclOperation)
 
 def response_module(request: object) -> ModuleType:
     """The kio module of the response entities matching ``request``'s API and version."""
-    module = type(request).__module__
+    return _response_module(type(request))
+
+
+@functools.cache
+def _response_module(request_type: type) -> ModuleType:
+    module = request_type.__module__
     if not module.endswith(".request"):
-        raise TypeError(f"not a kio request entity: {request!r}")
+        raise TypeError(f"not a kio request entity: {request_type.__name__}")
     return importlib.import_module(module.removesuffix(".request") + ".response")
 
 
