@@ -12,6 +12,7 @@ tagged field Kafka writes only on NOT_LEADER_OR_FOLLOWER, which a single node ne
 
 from __future__ import annotations
 
+import functools
 import struct
 import uuid
 from collections.abc import Sequence
@@ -32,15 +33,25 @@ ProduceTopic = tuple[str | uuid.UUID | None, Sequence[ProducePartition]]
 _TAGS = b"\x00"
 
 
+_WITH_LOG_START = struct.Struct(">ihqqq").pack
+_WITHOUT_LOG_START = struct.Struct(">ihqq").pack
+
+
+@functools.cache
+def _no_message(flexible: bool, with_errors: bool) -> bytes:
+    """What follows a partition's offsets when it has no error message: the record errors (an empty array) and
+    the null message (v8+), then the tags (flexible versions)."""
+    tail = (array_header(0, flexible) + (b"\x00" if flexible else b"\xff\xff")) if with_errors else b""
+    return tail + (_TAGS if flexible else b"")
+
+
 async def produce_answer(empty: Any, topics: Sequence[ProduceTopic], version: int) -> PreEncoded:
     """The Produce answer ``empty`` (the response entity of ``version``, ``responses`` empty) with ``topics``."""
     flexible = version >= PRODUCE_FLEXIBLE_FROM
     with_errors = version >= PRODUCE_ERRORS_FROM
     log_start = version >= PRODUCE_LOG_START_FROM
-    pack = struct.Struct(">ihqq" + ("q" if log_start else "")).pack
-    # what follows the offsets: the record errors (an empty array) and the error message, then the tags
-    no_message = (array_header(0, flexible) + (b"\x00" if flexible else b"\xff\xff")) if with_errors else b""
-    no_message += _TAGS if flexible else b""
+    pack = _WITH_LOG_START if log_start else _WITHOUT_LOG_START
+    no_message = _no_message(flexible, with_errors)
     pacer, parts, errors = Pacer(), list[bytes](), list[int]()
     for topic, partitions in topics:
         parts.append(topic_head(topic, len(partitions), flexible, version >= PRODUCE_TOPIC_ID_FROM))

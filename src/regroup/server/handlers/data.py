@@ -60,10 +60,12 @@ Authorization, as Kafka's ``KafkaApis`` checks it, before any partition is touch
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Protocol, cast
 
 from kio.schema.errors import ErrorCode
@@ -270,9 +272,14 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
         for row, plog in rows:
             if plog is not None and plog in failed:
                 row[1:] = [ErrorCode.kafka_storage_error, -1, NO_TIMESTAMP, -1, NOT_ON_DISK]
-    empty = build(mod, "ProduceResponse", responses=(), throttle_time=NO_THROTTLE)
     answer = [(topic, [cast(ProducePartition, tuple(row)) for row in partitions]) for topic, partitions in responses]
-    return await produce_answer(empty, answer, version)
+    return await produce_answer(_empty_produce_answer(mod), answer, version)
+
+
+@functools.cache
+def _empty_produce_answer(mod: ModuleType) -> Any:
+    """The ProduceResponse of ``mod``'s version with no topics, not throttled (one per version, shared)."""
+    return build(mod, "ProduceResponse", responses=(), throttle_time=NO_THROTTLE)
 
 
 class _Stamped:
