@@ -219,6 +219,44 @@ def test_a_large_round_is_batched_per_thread_and_gives_the_loop_turns(
         plog.close()
 
 
+def test_a_cancelled_waiter_leaves_the_round_to_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A produce cancelled while its round's fsyncs run (its connection closed): the others' waits end as usual,
+    every log is fsynced, and nothing is left waiting."""
+    logs = [_open(tmp_path / f"p{i}") for i in range(3)]
+    inside, release = threading.Event(), threading.Event()
+    real_run = PendingSync.run
+
+    def held(self: PendingSync) -> None:
+        inside.set()
+        release.wait(10)
+        real_run(self)
+
+    monkeypatch.setattr(PendingSync, "run", held)
+
+    async def main() -> list[set[PartitionLog]]:
+        for plog in logs:
+            plog.append(make_batch([b"a"]), sync=False)
+        waits = [asyncio.ensure_future(sync.wait({plog: plog.written_end})) for plog in logs]
+        while not inside.is_set():
+            await asyncio.sleep(0.001)
+        waits[1].cancel()
+        await asyncio.sleep(0.01)
+        release.set()
+        done = [await waits[0], await waits[2]]
+        assert waits[1].cancelled()
+        return done
+
+    sync = GroupSync()
+    try:
+        results = asyncio.run(main())
+    finally:
+        sync.close()
+    assert results == [set(), set()]
+    assert all(plog.durable(1) for plog in logs) and sync._waiting == []
+    for plog in logs:
+        plog.close()
+
+
 def test_the_store_has_one_group_sync(tmp_path: Path) -> None:
     from regroup.server.topics import TopicStore
 

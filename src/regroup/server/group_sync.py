@@ -78,7 +78,7 @@ class GroupSync:
             future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._waiting.append((pending, fsynced, future))
             self._start()
-            await asyncio.shield(future)  # a cancelled produce leaves the round to the others
+            await future  # (a cancelled produce cancels its own future only: the round goes on for the others)
         return {plog for plog, end in targets.items() if not _reached(plog, end, fsynced)}
 
     def _start(self) -> None:
