@@ -107,7 +107,14 @@ def _open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+@pytest.fixture
+def quiet_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing else waits to be written back (whatever the machine running the tests has dirty)."""
+    monkeypatch.setattr(group_sync, "dirty_bytes", lambda: 0)
+
+
 @needs_syncfs
+@pytest.mark.usefixtures("quiet_machine")
 def test_one_whole_sync_covers_a_round_of_many_logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     logs = [_open(tmp_path / f"p{i}") for i in range(20)]
     wholes: list[threading.Thread] = []
@@ -147,6 +154,7 @@ def test_one_whole_sync_covers_a_round_of_many_logs(tmp_path: Path, monkeypatch:
 
 
 @needs_syncfs
+@pytest.mark.usefixtures("quiet_machine")
 def test_a_failed_whole_sync_falls_back_to_each_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     logs = [_open(tmp_path / f"p{i}") for i in range(6)]
     bad = logs[3]
@@ -185,6 +193,7 @@ def test_a_failed_whole_sync_falls_back_to_each_file(tmp_path: Path, monkeypatch
 
 
 @needs_syncfs
+@pytest.mark.usefixtures("quiet_machine")
 def test_a_roll_is_settled_file_by_file_beside_the_whole_sync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     batch = make_batch([b"x" * 200])
     rolling = PartitionLog.open(tmp_path / "rolling", fsync=FsyncPolicy.ALWAYS, segment_bytes=len(batch) * 2)
@@ -229,6 +238,50 @@ def test_a_roll_is_settled_file_by_file_beside_the_whole_sync(tmp_path: Path, mo
     rolling.close()
     for plog in others:
         plog.close()
+
+
+@needs_syncfs
+@pytest.mark.parametrize("dirty", [group_sync.WHOLE_MAX_DIRTY_BYTES + 1, None])
+def test_much_data_waiting_elsewhere_makes_the_round_file_by_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dirty: int | None
+) -> None:
+    """More than ``WHOLE_MAX_DIRTY_BYTES`` waiting to be written back on the machine (or no way to tell): the round
+    the choice gave to the whole sync fsyncs each file instead, and that counts as a round file by file."""
+    logs = [_open(tmp_path / f"p{i}") for i in range(6)]
+    wholes: list[int] = []
+    per_file: list[int] = []
+    real_file = partition_log._fsync_file
+
+    def one_file(fd: int) -> None:
+        per_file.append(fd)
+        real_file(fd)
+
+    monkeypatch.setattr(group_sync, "dirty_bytes", lambda: dirty)
+    monkeypatch.setattr(group_sync, "sync_filesystem", wholes.append)
+    monkeypatch.setattr(partition_log, "_fsync_file", one_file)
+    sync = GroupSync(tmp_path)
+
+    async def main() -> set[PartitionLog]:
+        for plog in logs:
+            plog.append(make_batch([b"a"]), sync=False)
+        return await sync.wait({plog: plog.written_end for plog in logs})
+
+    try:
+        assert sync.choice.whole(len(logs))  # (the choice would take the whole sync)
+        failed = asyncio.run(main())
+    finally:
+        sync.close()
+    assert failed == set() and wholes == [] and len(per_file) == len(logs)
+    assert sync.choice.whole_s is None and sync.choice.file_s is not None
+    assert all(plog.durable(1) for plog in logs)
+    for plog in logs:
+        plog.close()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/meminfo"), reason="no /proc/meminfo here")
+def test_the_data_waiting_to_be_written_back_is_read_from_the_kernel(tmp_path: Path) -> None:
+    dirty = files.dirty_bytes()
+    assert isinstance(dirty, int) and dirty >= 0
 
 
 # ---------------------------------------------------------------------- the store's interval timer

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from regroup.server.sync_choice import SyncChoice
 from regroup.server.time_slices import TimeSlices
-from regroup.storage.files import CLOEXEC, sync_filesystem, syncs_filesystem
+from regroup.storage.files import CLOEXEC, dirty_bytes, sync_filesystem, syncs_filesystem
 from regroup.storage.partition_log import PartitionLog, PendingSync
 
 E = TypeVar("E", bound=Exception)
@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 #: worker threads of one store's group commit: fsyncs of different files issued together, so the file
 #: system can put them in one journal commit
 SYNC_THREADS = 8
+#: a round is one sync of the whole file system only while the machine has at most this much written data not yet
+#: written back (``storage.files.dirty_bytes``): that sync writes it all before it returns
+WHOLE_MAX_DIRTY_BYTES = 32 << 20
 #: a round gives the loop a turn after this long (each log's ``begin_sync`` and ``finish_sync`` run on it)
 SLICE_S = 0.005
 
@@ -179,7 +182,12 @@ def _sync_all(jobs: list[PendingSync]) -> _Done:
 
 def _sync_whole(fd: int, jobs: list[PendingSync]) -> _Done:
     """(on a worker thread) One sync of the file system ``fd`` is on, covering every job; if it fails, each job's
-    own fsync (what each raised, or None: the failed write-back is reported by its file's)."""
+    own fsync (what each raised, or None: the failed write-back is reported by its file's). With more than
+    ``WHOLE_MAX_DIRTY_BYTES`` waiting to be written back on the machine (another program's writes, which the
+    whole sync would wait for), each job's own fsync instead."""
+    dirty = dirty_bytes()
+    if dirty is None or dirty > WHOLE_MAX_DIRTY_BYTES:
+        return _sync_all(jobs)
     start = time.perf_counter()
     try:
         sync_filesystem(fd)

@@ -22,6 +22,7 @@ if sys.platform != "win32":
 
 __all__ = [
     "create_file",
+    "dirty_bytes",
     "fsync_dir",
     "fsync_file",
     "open_append",
@@ -78,6 +79,27 @@ _SYNCFS = _syncfs()
 def syncs_filesystem() -> bool:
     """Whether :func:`sync_filesystem` is available here."""
     return _SYNCFS is not None
+
+
+def dirty_bytes() -> int | None:
+    """How much written data the kernel has yet to write back, on every file system (``Dirty`` and
+    ``Writeback`` of ``/proc/meminfo``), or None where that cannot be read: what a :func:`sync_filesystem` may
+    have to wait for besides this process's own writes."""
+    try:
+        with open("/proc/meminfo", "rb") as meminfo:
+            text = meminfo.read()
+    except OSError:
+        return None
+    total = 0
+    for name in (b"\nDirty:", b"\nWriteback:"):
+        at = text.find(name)
+        if at < 0:
+            return None
+        fields = text[at + len(name) : text.find(b"\n", at + 1)].split()
+        if len(fields) != 2 or fields[1] != b"kB" or not fields[0].isdigit():
+            return None
+        total += int(fields[0]) * 1024
+    return total
 
 
 def sync_filesystem(fd: int) -> None:

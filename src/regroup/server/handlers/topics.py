@@ -131,15 +131,15 @@ def may_on_cluster(broker: Broker, ctx: RequestContext, operation: AclOperation)
 
 def response_module(request: object) -> ModuleType:
     """The kio module of the response entities matching ``request``'s API and version."""
-    return _response_module(type(request))
+    module = type(request).__module__
+    if not module.endswith(".request"):
+        raise TypeError(f"not a kio request entity: {request!r}")
+    return _response_module(module)
 
 
 @functools.cache
-def _response_module(request_type: type) -> ModuleType:
-    module = request_type.__module__
-    if not module.endswith(".request"):
-        raise TypeError(f"not a kio request entity: {request_type.__name__}")
-    return importlib.import_module(module.removesuffix(".request") + ".response")
+def _response_module(request_module: str) -> ModuleType:
+    return importlib.import_module(request_module.removesuffix(".request") + ".response")
 
 
 @functools.cache
