@@ -108,6 +108,34 @@ def _open_fds() -> int:
 
 
 @pytest.fixture
+def whole_syncs(monkeypatch: pytest.MonkeyPatch) -> list[threading.Thread]:
+    """The thread of every sync of a whole file system (the real one still runs)."""
+    seen: list[threading.Thread] = []
+    real = group_sync.sync_filesystem
+
+    def whole(fd: int) -> None:
+        seen.append(threading.current_thread())
+        real(fd)
+
+    monkeypatch.setattr(group_sync, "sync_filesystem", whole)
+    return seen
+
+
+@pytest.fixture
+def file_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The descriptor of every fsync of one file (the real one still runs)."""
+    seen: list[int] = []
+    real = partition_log._fsync_file
+
+    def one_file(fd: int) -> None:
+        seen.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(partition_log, "_fsync_file", one_file)
+    return seen
+
+
+@pytest.fixture
 def quiet_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing else waits to be written back (whatever the machine running the tests has dirty)."""
     monkeypatch.setattr(group_sync, "dirty_bytes", lambda: 0)
@@ -115,22 +143,10 @@ def quiet_machine(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @needs_syncfs
 @pytest.mark.usefixtures("quiet_machine")
-def test_one_whole_sync_covers_a_round_of_many_logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_whole_sync_covers_a_round_of_many_logs(
+    tmp_path: Path, whole_syncs: list[threading.Thread], file_fsyncs: list[int]
+) -> None:
     logs = [_open(tmp_path / f"p{i}") for i in range(20)]
-    wholes: list[threading.Thread] = []
-    per_file: list[int] = []
-    real_whole, real_file = group_sync.sync_filesystem, partition_log._fsync_file
-
-    def whole(fd: int) -> None:
-        wholes.append(threading.current_thread())
-        real_whole(fd)
-
-    def one_file(fd: int) -> None:
-        per_file.append(fd)
-        real_file(fd)
-
-    monkeypatch.setattr(group_sync, "sync_filesystem", whole)
-    monkeypatch.setattr(partition_log, "_fsync_file", one_file)
     sync = GroupSync(tmp_path)
 
     async def main() -> set[PartitionLog]:
@@ -146,7 +162,7 @@ def test_one_whole_sync_covers_a_round_of_many_logs(tmp_path: Path, monkeypatch:
     finally:
         sync.close()
     assert failed == set()
-    assert len(wholes) == 1 and wholes[0] is not threading.main_thread() and per_file == []
+    assert len(whole_syncs) == 1 and whole_syncs[0] is not threading.main_thread() and file_fsyncs == []
     assert sync.choice.whole_s is not None
     assert all(plog.durable(2) and plog.log_end_offset == 2 and plog.read(0, 1 << 20) for plog in logs)
     for plog in logs:
@@ -194,24 +210,21 @@ def test_a_failed_whole_sync_falls_back_to_each_file(tmp_path: Path, monkeypatch
 
 @needs_syncfs
 @pytest.mark.usefixtures("quiet_machine")
-def test_a_roll_is_settled_file_by_file_beside_the_whole_sync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_roll_is_settled_file_by_file_beside_the_whole_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, whole_syncs: list[threading.Thread]
+) -> None:
     batch = make_batch([b"x" * 200])
     rolling = PartitionLog.open(tmp_path / "rolling", fsync=FsyncPolicy.ALWAYS, segment_bytes=len(batch) * 2)
     others = [_open(tmp_path / f"p{i}") for i in range(5)]
     settled: list[int] = []
-    covered: list[int] = []
-    real_run, real_whole = PendingSync.run, group_sync.sync_filesystem
+    real_run = PendingSync.run
 
     def run(self: PendingSync) -> None:
         settled.append(self.target)
         real_run(self)
 
-    def whole(fd: int) -> None:
-        covered.append(fd)
-        real_whole(fd)
-
     monkeypatch.setattr(PendingSync, "run", run)
-    monkeypatch.setattr(group_sync, "sync_filesystem", whole)
+    covered = whole_syncs
     sync = GroupSync(tmp_path)
 
     async def main() -> set[PartitionLog]:
@@ -243,22 +256,16 @@ def test_a_roll_is_settled_file_by_file_beside_the_whole_sync(tmp_path: Path, mo
 @needs_syncfs
 @pytest.mark.parametrize("dirty", [group_sync.WHOLE_MAX_DIRTY_BYTES + 1, None])
 def test_much_data_waiting_elsewhere_makes_the_round_file_by_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dirty: int | None
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    whole_syncs: list[threading.Thread],
+    file_fsyncs: list[int],
+    dirty: int | None,
 ) -> None:
     """More than ``WHOLE_MAX_DIRTY_BYTES`` waiting to be written back on the machine (or no way to tell): the round
     the choice gave to the whole sync fsyncs each file instead, and that counts as a round file by file."""
     logs = [_open(tmp_path / f"p{i}") for i in range(6)]
-    wholes: list[int] = []
-    per_file: list[int] = []
-    real_file = partition_log._fsync_file
-
-    def one_file(fd: int) -> None:
-        per_file.append(fd)
-        real_file(fd)
-
     monkeypatch.setattr(group_sync, "dirty_bytes", lambda: dirty)
-    monkeypatch.setattr(group_sync, "sync_filesystem", wholes.append)
-    monkeypatch.setattr(partition_log, "_fsync_file", one_file)
     sync = GroupSync(tmp_path)
 
     async def main() -> set[PartitionLog]:
@@ -271,7 +278,7 @@ def test_much_data_waiting_elsewhere_makes_the_round_file_by_file(
         failed = asyncio.run(main())
     finally:
         sync.close()
-    assert failed == set() and wholes == [] and len(per_file) == len(logs)
+    assert failed == set() and whole_syncs == [] and len(file_fsyncs) == len(logs)
     assert sync.choice.whole_s is None and sync.choice.file_s is not None
     assert all(plog.durable(1) for plog in logs)
     for plog in logs:

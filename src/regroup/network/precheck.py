@@ -281,18 +281,7 @@ class _Walk:
         return length, pos
 
     def varint(self, pos: int, end: int) -> tuple[int, int]:
-        data = self.data
-        value = shift = 0
-        for _ in range(_MAX_VARINT_BYTES):
-            if pos >= end:
-                raise SchemaViolation("a varint runs past the request")
-            byte = data[pos]
-            pos += 1
-            value |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                return value, pos
-            shift += 7
-        raise SchemaViolation(f"a varint longer than {_MAX_VARINT_BYTES} bytes")
+        return _varint(self.data, pos, end)
 
     def tags(self, plan: _Plan, pos: int, end: int) -> int:
         count, pos = self.varint(pos, end)
@@ -324,7 +313,7 @@ _I32: Final = struct.Struct(">i")
 
 
 def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
-    """An unsigned varint at ``pos`` (as ``_Walk.varint``): (its value, the offset after it)."""
+    """An unsigned varint at ``pos``: (its value, the offset after it)."""
     value = shift = 0
     for _ in range(_MAX_VARINT_BYTES):
         if pos >= end:
