@@ -1,6 +1,6 @@
-"""Produce under ``--fsync interval`` with the fsyncs off the event loop: the topic store hands a partition whose
-interval has passed (on an append) and every unsynced partition (on ``TopicStore.sync()``, the server's timer)
-to the group commit's worker threads, while the records stay readable as soon as written.
+"""Produce under ``--fsync interval`` with the fsyncs off the event loop: the topic store hands every unsynced
+partition (on its own timer, armed by an append, or on ``TopicStore.sync()``) to the group commit's worker
+threads, while the records stay readable as soon as written.
 
 - the fsyncs run on a worker thread, never on the loop's; records are read before their fsync;
 - a failed fsync fails that partition's log (appends refuse: KAFKA_STORAGE_ERROR) and no other;

@@ -1,7 +1,7 @@
 """Group commit of a topic store's partition logs: the fsyncs of every partition appended to since the last round
 issued together on worker threads. Under ``--fsync always`` every produce waiting on them is released once its
-partitions are on disk (``handlers/data.py``); under ``--fsync interval`` the store hands it the partitions
-whose interval has passed and, on its timer, every partition with appends not yet fsynced (nobody waits: the
+partitions are on disk (``handlers/data.py``); under ``--fsync interval`` the store hands it, on its own
+timer, every partition with appends not yet fsynced, and at once a log whose roll waits (nobody waits: the
 records were readable as soon as written). One per topic store (``TopicStore.group_sync``), on its event loop;
 the store closes it. A log's fsync here also settles a segment roll it has not made durable yet (the old segment's
 fsync, the new one's rename into place, the directory's fsync: ``PendingSync``), so no roll fsyncs on the loop.

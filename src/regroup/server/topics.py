@@ -31,8 +31,9 @@ Partition logs are opened (and recovered) one at a time when the store opens, an
 between uses: they share one :class:`~regroup.storage.handles.HandleCache`, so the open files stay bounded
 however many partitions there are. A partition never written gets its (empty) log object on first use.
 Their fsyncs run on the worker threads of the store's group commit (``server/group_sync.py``) under either
-policy that has them: under ``ALWAYS`` for every produce, under ``INTERVAL`` when an append finds the interval
-passed and on :meth:`TopicStore.sync` (the owner's timer); without a running event loop they run inline.
+policy that has them: under ``ALWAYS`` for every produce, under ``INTERVAL`` on the store's own timer (armed by
+the first append after it last fired: every partition appended to since in one round) and on
+:meth:`TopicStore.sync`; without a running event loop they run inline.
 The store enforces the partition limits (per topic, and in total) on every creation, explicit or automatic.
 """
 

@@ -14,8 +14,8 @@ earliest transaction still open in the partition (or the log end offset).
   last round are fsynced together on worker threads, and every produce waiting on them is answered once all
   its partitions are on disk (records are read by Fetch and counted in the high watermark only then, so no
   consumer sees a record a crash could take back). Under ``INTERVAL`` the records are read at once and the
-  store fsyncs them on the same worker threads once the interval has passed (``TopicStore.sync``), never on
-  the loop. ``acks=0`` appends without waiting for the fsync; the client expects no response, so the
+  store fsyncs them on the same worker threads within the interval (its own timer, ``TopicStore.sync``),
+  never on the loop. ``acks=0`` appends without waiting for the fsync; the client expects no response, so the
   connection layer must not write the one returned. Idempotent batches are
   checked per producer id and partition (duplicates answer with the original offsets). Transactional batches
   need the request's transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request, as
