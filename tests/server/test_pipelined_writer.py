@@ -579,3 +579,52 @@ def test_a_job_is_settled_only_once_its_own_end_was_seen_even_when_a_later_one_e
         asyncio.run(scenario())
     finally:
         logging.getLogger("tests.pipelined_writer").disabled = False
+
+
+def _wave_then(after_wave: list[str], monkeypatch: pytest.MonkeyPatch) -> list[Event]:
+    """Five batches dispatched while jobs run (a wave of five: each flush takes 0.1 s), then, once none runs, the
+    batches of ``after_wave`` submitted one loop turn apart; the events."""
+    from regroup.server import core_runtime
+
+    monkeypatch.setattr(core_runtime, "LINGER_MAX_S", 1.0)  # (the wait is then bounded by the last job's 0.1 s)
+    staged = StagedLog()
+    real_flush = staged.flush
+
+    def slow_flush(written: object = None) -> None:
+        time.sleep(0.1)
+        real_flush(written)
+
+    staged.flush = slow_flush  # type: ignore[method-assign]
+
+    async def scenario() -> None:
+        w = pipelined(staged)
+        for tag in "abcde":
+            w.submit([tag], staged.done(tag))
+            await asyncio.sleep(0)  # each its own job, dispatched while the first flush runs
+        await w.wait_idle()
+        staged.events.clear()
+        for tag in after_wave:
+            w.submit([tag], staged.done(tag))
+            await asyncio.sleep(0)
+        await w.wait_idle()
+        await w.close()
+
+    asyncio.run(scenario())
+    return staged.events
+
+
+def test_a_new_wave_waits_for_its_batches_and_shares_one_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Clients answered by one fsync send their next batches a moment apart: the first of the new wave waits for
+    the rest (as many as the last wave had), and the five are one write and one fsync, not one alone and four
+    behind it."""
+    events = _wave_then(list("fghij"), monkeypatch)
+    assert [e for e in events if e[0] == "written"] == [("written", tuple("fghij"))]
+    assert [e[0] for e in events].count("flush-start") == 1
+    assert [e[1] for e in events if e[0] == "done"] == list("fghij")
+
+
+def test_a_lone_batch_after_a_wave_waits_no_longer_than_the_last_job_took(monkeypatch: pytest.MonkeyPatch) -> None:
+    began = time.perf_counter()
+    events = _wave_then(["f"], monkeypatch)
+    assert [e for e in events if e[0] in ("written", "done")] == [("written", ("f",)), ("done", "f")]
+    assert time.perf_counter() - began < 5  # (the wave 0.5 s at most, the wait 0.1 s, f's flush 0.1 s)
