@@ -16,7 +16,10 @@ durable before anybody is told about them.
     write in submission order (a job waits for the previous job's write to return), so while one job's fsync
     runs the jobs after it are serialised and written, and the next fsync, started as soon as the first
     returns (the log serialises its fsyncs), covers all of them: the jobs whose records it covered do no
-    fsync of their own. Callbacks follow the jobs' completions in submission order.
+    fsync of their own. Callbacks follow the jobs' completions in submission order. When no job runs and fewer
+    batches are queued than the last wave took (the batches dispatched between two moments without a running
+    job), the queue waits for the rest, up to what the last job took (``LINGER_MAX_S`` at most): the clients
+    one fsync answered come back a moment apart, and one fsync covers them instead of two.
   - *whole* (no ``flush``): ``append`` writes and makes durable (or not, as the fsync policy says) in one
     call on the one worker thread, and the callbacks follow it. A batch submitted while the thread is free
     is handed to it within ``submit``; one submitted while it works goes, with everything queued meanwhile,
