@@ -23,10 +23,12 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from regroup.server import group_sync
 from regroup.server.group_sync import GroupSync
-from regroup.server.sync_choice import PROBE_S, SyncChoice
+from regroup.server.sync_choice import KEPT, PROBE_S, SyncChoice
 from regroup.server.topics import TopicStore
 from regroup.storage import files, partition_log
 from regroup.storage.partition_log import PartitionLog, PendingSync
@@ -79,21 +81,33 @@ def test_a_dearer_whole_sync_is_left_and_probed_again_after_a_while() -> None:
     assert not choice.whole(10)
     clock.now += 0.002
     assert choice.whole(10)  # probed again
-    choice.saw_whole(0.0001)  # the disk is quiet again: smoothed down, not at once
-    assert not choice.whole(10)
-    for _ in range(40):
-        choice.saw_whole(0.0001)
+    choice.saw_whole(0.0001)  # the disk is quiet again: the lower median of 50 and 0.1 ms is 0.1 ms
     assert choice.whole(10)
 
 
-def test_the_smoothed_costs_follow_what_is_seen() -> None:
+def test_a_lasting_slowdown_outweighs_one_quick_sync() -> None:
+    clock = _Clock()
+    choice = SyncChoice(True, clock)
+    choice.saw_files(0.0002, 1)
+    for seconds in (0.050, 0.060, 0.0001):  # two slow syncs, then a quick one
+        choice.saw_whole(seconds)
+    assert choice.whole_s == 0.050 and not choice.whole(10)
+    choice.saw_whole(0.0001)
+    assert choice.whole_s == 0.0001 and choice.whole(10)  # (lower median of four: the second smallest)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=20), st.integers(1, 50))
+def test_the_costs_are_the_lower_median_of_the_latest(seen: list[float], files: int) -> None:
     choice = SyncChoice(True)
-    choice.saw_files(0.004, 4)
-    assert choice.file_s == pytest.approx(0.001)
-    choice.saw_files(0.002, 1)
-    assert choice.file_s == pytest.approx(0.001 + 0.2 * 0.001)
+    for seconds in seen:
+        choice.saw_whole(seconds)
+        choice.saw_files(seconds * files, files)
+    latest = sorted(seen[-KEPT:])
+    assert choice.whole_s == latest[(len(latest) - 1) // 2]
+    assert choice.file_s == pytest.approx(choice.whole_s)
     choice.saw_files(1.0, 0)  # (an empty batch says nothing)
-    assert choice.file_s == pytest.approx(0.0012)
+    assert choice.file_s == pytest.approx(choice.whole_s)
 
 
 # ---------------------------------------------------------------------- the group commit
