@@ -14,7 +14,6 @@ import asyncio
 import os
 import signal
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -436,53 +435,3 @@ def test_pipelined_produces_on_one_connection_are_answered_in_order(tmp_path: Pa
                 assert row.base_offset > last.get(int(row.index), -1)
                 last[int(row.index)] = int(row.base_offset)
         assert _end_offsets(client, 4) == {0: 60, 1: 45, 2: 30, 3: 15}
-
-
-def test_the_first_round_after_none_ran_waits_for_as_many_logs_as_the_last_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Producers answered by one round come back a moment apart: the first round after none ran waits (up to what
-    the last round took) until as many logs wait as the last run of rounds took, and they go in one round, not one
-    alone and the rest behind it."""
-    import regroup.server.group_sync as group_sync_module
-
-    monkeypatch.setattr(group_sync_module, "LINGER_MAX_S", 1.0)  # (bounded by the last round, about 10 ms, instead)
-    logs = [_open(tmp_path / f"p{i}") for i in range(5)]
-    real_run = PendingSync.run
-
-    def slow(self: PendingSync) -> None:
-        time.sleep(0.01)
-        real_run(self)
-
-    monkeypatch.setattr(PendingSync, "run", slow)
-    rounds: list[int] = []
-    real_hand_out = GroupSync._hand_out
-
-    def hand_out(self: GroupSync, loop: asyncio.AbstractEventLoop, jobs: list[Any]) -> Any:
-        rounds.append(len(jobs))
-        return real_hand_out(self, loop, jobs)
-
-    monkeypatch.setattr(GroupSync, "_hand_out", hand_out)
-
-    async def produce(plog: PartitionLog) -> set[PartitionLog]:
-        plog.append(make_batch([b"x"]), sync=False)
-        return await sync.wait({plog: plog.written_end})
-
-    async def main() -> list[set[PartitionLog]]:
-        first = await asyncio.gather(*(produce(plog) for plog in logs))  # one round of five
-        again = []
-        for plog in logs:  # then one a loop turn apart
-            again.append(asyncio.ensure_future(produce(plog)))
-            await asyncio.sleep(0)
-        return [*first, *await asyncio.gather(*again)]
-
-    sync = GroupSync()
-    try:
-        failed = asyncio.run(main())
-    finally:
-        sync.close()
-    assert failed == [set()] * 10
-    assert rounds == [5, 5]
-    assert all(plog.durable(2) for plog in logs)
-    for plog in logs:
-        plog.close()

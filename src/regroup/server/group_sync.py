@@ -36,8 +36,6 @@ SYNC_THREADS = 8
 #: a round is one sync of the whole file system only while the machine has at most this much written data not yet
 #: written back (``storage.files.dirty_bytes``): that sync writes it all before it returns
 WHOLE_MAX_DIRTY_BYTES = 32 << 20
-#: the longest the first round after none ran waits for more logs (``GroupSync._gather``)
-LINGER_MAX_S = 0.002
 #: a round gives the loop a turn after this long (each log's ``begin_sync`` and ``finish_sync`` run on it)
 SLICE_S = 0.005
 
@@ -68,11 +66,6 @@ class GroupSync:
         if directory is not None and syncs_filesystem():
             self._fs_fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | CLOEXEC)
         self.choice = SyncChoice(self._fs_fd >= 0)
-        #: logs the last run of rounds took (from none running to none running), how long its last round took,
-        #: and, while the first round of a run waits for more logs (``_gather``), what ends the wait
-        self._wave = 0
-        self._round_s = 0.0
-        self._enough: asyncio.Future[None] | None = None
 
     def schedule(self, plog: PartitionLog) -> None:
         """fsync ``plog``'s appends in the next round, without waiting for it (acks=0; ``INTERVAL``)."""
@@ -94,32 +87,11 @@ class GroupSync:
     def _start(self) -> None:
         if self._runner is None or self._runner.done():
             self._runner = asyncio.get_running_loop().create_task(self._run())
-        elif self._enough is not None and len(self._dirty) >= self._wave and not self._enough.done():
-            self._enough.set_result(None)
-
-    async def _gather(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Before the first round after none ran: if fewer logs wait than the last run of rounds took, wait for
-        the rest, up to what its last round took (``LINGER_MAX_S`` at most). Producers one round answered come
-        back a moment apart: without this the first went alone and the rest waited for its round, then had one
-        of their own (rounds of 5 logs on average from ten connections)."""
-        if self._wave <= 1 or len(self._dirty) >= self._wave:
-            return
-        self._enough = enough = loop.create_future()
-        timer = loop.call_later(min(self._round_s, LINGER_MAX_S), _resolve, enough)
-        try:
-            await enough
-        finally:
-            timer.cancel()
-            self._enough = None
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
-        await self._gather(loop)
-        took = 0
         while self._dirty:
-            began = time.perf_counter()
             logs, self._dirty = self._dirty, set()
-            took += len(logs)
             slices = TimeSlices(SLICE_S)
             rounds: list[tuple[PartitionLog, PendingSync]] = []
             for plog in logs:
@@ -139,9 +111,7 @@ class GroupSync:
                         log.error("fsync of %s failed: %s: %s", plog.directory, type(error).__name__, error)
                     plog.finish_sync(job, error)
                     await slices.tick()
-            self._round_s = time.perf_counter() - began
             self._release()  # (a produce still waiting puts its logs back for the next round)
-        self._wave = took
 
     def _hand_out(
         self, loop: asyncio.AbstractEventLoop, rounds: list[tuple[PartitionLog, PendingSync]]
@@ -228,11 +198,6 @@ def _sync_whole(fd: int, jobs: list[PendingSync]) -> _Done:
     for job in jobs:
         job.close()
     return [None] * len(jobs), seconds, True
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 def _reached(plog: PartitionLog, end: int, fsynced: bool) -> bool:
