@@ -28,8 +28,9 @@ counted for ``--window`` seconds: requests per second, and latency from writing 
 (p50, p99, max). With ``--before`` the summary adds after/before ratios of the medians over the rounds.
 
 ``--fsync-delay-ms X`` plays a slower disk on a fast one: both servers (through a ``sitecustomize`` put first on
-their ``PYTHONPATH``) sleep X ms before every ``fsync`` and ``fdatasync``, outside the interpreter's lock as a
-real fsync waits; a fast disk lets the server's CPU bound every case, and hides what grouping fsyncs buys.
+their ``PYTHONPATH``) sleep X ms before every ``fsync``, ``fdatasync`` and whole file system sync (``syncfs``),
+outside the interpreter's lock as a real fsync waits; a fast disk lets the server's CPU bound every case, and
+hides what grouping fsyncs buys.
 
 Run one benchmark at a time: the load generator and the server share the machine's cores. The default run
 (two trees, two policies, C = 1, 10, 50, 1 s + 4 s windows) takes about two and a half minutes;
@@ -366,7 +367,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--fsync-delay-ms",
         type=float,
         default=0.0,
-        help="make every fsync and fdatasync of both servers this much slower (a slower disk; default 0)",
+        help="make every fsync, fdatasync and syncfs of both servers this much slower (a slower disk; default 0)",
     )
     args = p.parse_args(argv)
     args.clients = [int(c) for c in args.clients.split(",") if c]
@@ -379,7 +380,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-#: the servers' ``sitecustomize`` for ``--fsync-delay-ms``: every fsync and fdatasync sleeps first
+#: the servers' ``sitecustomize`` for ``--fsync-delay-ms``: every fsync, fdatasync and syncfs sleeps first
 _SLOW_DISK = """import os, time
 _DELAY_S = {delay_s!r}
 def _slowed(real):
@@ -390,6 +391,12 @@ def _slowed(real):
 os.fsync = _slowed(os.fsync)
 if hasattr(os, "fdatasync"):
     os.fdatasync = _slowed(os.fdatasync)
+try:  # a tree that syncs a whole file system at once (``storage/files.sync_filesystem``) is slowed there too
+    from regroup.storage import files as _files
+except Exception:
+    _files = None
+if getattr(_files, "_SYNCFS", None) is not None:
+    _files._SYNCFS = _slowed(_files._SYNCFS)
 """
 
 
