@@ -8,10 +8,10 @@ dirty, 0.5 ms with 50). But it also waits for whatever else is dirty on that fil
 may have made large. So :class:`SyncChoice` keeps a recent cost of each (one file's fsync, from the rounds made
 file by file; one whole sync, from the rounds made that way: the lower median of the last ``KEPT`` of each, so
 that one slow sync, such as a first one flushing what a previous program left, does not outweigh the next ones)
-and takes the whole sync for a round of ``files``
-files when it costs at most what ``files`` fsyncs on parallel threads would (about half of ``files`` single
-ones). Until both costs are known it tries each once; when the whole sync has been the dearer one it is tried
-again ``PROBE_S`` seconds after it was last made, to notice the disk quiet again.
+and takes the whole sync for a round of ``files`` files when it costs at most what ``files`` fsyncs on parallel
+threads would (about half of ``files`` single ones). Until both costs are known it tries each once; when the
+whole sync has been the dearer one it is tried again ``PROBE_S`` seconds after it was last made, to notice the
+disk quiet again.
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ cache too, which costs about what one file's fsync costs where many files' fsync
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import sys
 from collections.abc import Callable
@@ -66,7 +65,7 @@ def _syncfs() -> Callable[[int], int] | None:
     if (major, minor) < (5, 8):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc = ctypes.CDLL(None, use_errno=True)  # (the process's own symbols, libc's among them: no search)
         call: Callable[[int], int] = libc.syncfs
     except (OSError, AttributeError):
         return None

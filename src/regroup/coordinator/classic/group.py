@@ -307,7 +307,11 @@ class ClassicGroup:
 
     # --- records ---------------------------------------------------------------------------------------
     def to_record_value(self) -> GroupMetadataValue:
-        return self.record_value(tuple(self.record_members(list(self.members.values()))))
+        return self.record_value(self.record_entries())
+
+    def record_entries(self) -> tuple[MemberMetadata, ...]:
+        """The record's entries of every member, each with its assignment."""
+        return tuple(self.record_members(list(self.members.values())))
 
     def record_value(self, members: tuple[MemberMetadata, ...]) -> GroupMetadataValue:
         """The group's record with ``members`` as its members."""

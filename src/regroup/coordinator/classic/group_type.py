@@ -62,7 +62,7 @@ class ClassicGroupType:
             rebalance.member_joined(ctx, group, member)
         ctx.event(rebalance.classic_state_changed(group))
         if group.state is ClassicGroupState.STABLE:
-            ctx.event(rebalance.assignment_stored(group, group.to_record_value().members))
+            ctx.event(rebalance.assignment_stored(group, group.record_entries()))
         now_ms = ctx.now_ms
         ctx.timers.schedule_all(
             (rebalance.SessionTimer(group.group_id, member.member_id), now_ms + member.session_timeout_ms)

@@ -260,7 +260,7 @@ def announce_group(ctx: Ctx, group: ClassicGroup) -> None:
         member_joined(ctx, group, member)
     ctx.event(classic_state_changed(group))
     if group.state is ClassicStates.STABLE:
-        ctx.event(assignment_stored(group, group.to_record_value().members))
+        ctx.event(assignment_stored(group, group.record_entries()))
 
 
 # ----------------------------------------------------------------------------------------------- helpers
