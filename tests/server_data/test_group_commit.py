@@ -4,6 +4,7 @@ partition touched issued together on worker threads, each produce answered once 
 - the partition log: records appended without their fsync are not read, listed or counted in the high
   watermark until a ``begin_sync``/``finish_sync`` pair has them on disk; a failed fsync fails the log;
 - ``GroupSync``: concurrent waiters over many logs are all released, a failed fsync is reported for its log only;
+  producers split into two groups by a slow fsync end up in one round (``server/round_gather.py``);
 - the server: acknowledged produces from many concurrent connections survive ``kill -9``; pipelined produces
   on one connection are answered in order, with rising offsets.
 """
@@ -14,6 +15,7 @@ import asyncio
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -215,6 +217,50 @@ def test_a_large_round_is_batched_per_thread_and_gives_the_loop_turns(
     assert sorted(submitted) == [300 // 8] * 4 + [300 // 8 + 1] * 4  # (one batch per thread)
     assert threads and all(name.startswith("regroup-fsync") for name in threads)
     assert turns >= 300
+    for plog in logs:
+        plog.close()
+
+
+def test_producers_in_two_groups_end_up_sharing_each_round(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ten producers with one produce in flight each, half of them starting while the first round's (slow) fsyncs
+    run: without a wait between rounds they alternate in two groups, each round covering five logs; the round
+    after one that answered producers while others waited waits for those producers, and from then on every round
+    covers all ten."""
+    logs = [_open(tmp_path / f"p{i}") for i in range(10)]
+    real_run = PendingSync.run
+
+    def slow(self: PendingSync) -> None:
+        time.sleep(0.05)
+        real_run(self)
+
+    monkeypatch.setattr(PendingSync, "run", slow)
+    sizes: list[int] = []
+    real_hand_out = GroupSync._hand_out
+
+    def hand_out(self: GroupSync, loop: Any, rounds: Any) -> Any:
+        sizes.append(len(rounds))
+        return real_hand_out(self, loop, rounds)
+
+    monkeypatch.setattr(GroupSync, "_hand_out", hand_out)
+
+    async def producer(plog: PartitionLog, delay: float) -> None:
+        await asyncio.sleep(delay)
+        for _ in range(8):
+            plog.append(make_batch([b"x"]), sync=False)
+            assert await sync.wait({plog: plog.written_end}) == set()
+
+    async def main() -> None:
+        await asyncio.gather(*(producer(plog, 0 if i < 5 else 0.01) for i, plog in enumerate(logs)))
+
+    sync = GroupSync()
+    try:
+        asyncio.run(main())
+    finally:
+        sync.close()
+    # the first group alone; then both, the first round's producers gathered; the second group's last alone
+    assert sizes == [5] + [10] * 7 + [5], sizes
+    assert sync.gather.gathered >= 1
+    assert all(plog.log_end_offset == 8 and plog.durable(plog.written_end) for plog in logs)
     for plog in logs:
         plog.close()
 

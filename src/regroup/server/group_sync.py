@@ -8,7 +8,9 @@ fsync, the new one's rename into place, the directory's fsync: ``PendingSync``),
 A worker thread runs its batch of jobs one after another, each failure reported for its own job (``run_each``,
 which the topic store's worker jobs use too). A round of several files may instead be one sync of the whole file
 system (``syncfs``, on one worker thread, the rolls to settle beside it file by file) when that has cost less
-lately (``sync_choice.py``); if it fails, each of its files is fsynced on its own, which tells which failed."""
+lately (``sync_choice.py``); if it fails, each of its files is fsynced on its own, which tells which failed.
+A round after one that answered produces while others already waited first waits a moment for the producers it
+answered (``round_gather.py``), so that producers do not settle into two groups taking turns."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from regroup.server.round_gather import RoundGather
 from regroup.server.sync_choice import SyncChoice
 from regroup.server.time_slices import TimeSlices
 from regroup.storage.files import CLOEXEC, dirty_bytes, sync_filesystem, syncs_filesystem
@@ -66,6 +69,9 @@ class GroupSync:
         if directory is not None and syncs_filesystem():
             self._fs_fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | CLOEXEC)
         self.choice = SyncChoice(self._fs_fd >= 0)
+        #: whether the next round waits for the produces the last one answered (``round_gather.py``)
+        self.gather = RoundGather()
+        self._gathered: asyncio.Future[None] | None = None
 
     def schedule(self, plog: PartitionLog) -> None:
         """fsync ``plog``'s appends in the next round, without waiting for it (acks=0; ``INTERVAL``)."""
@@ -80,6 +86,8 @@ class GroupSync:
             self._dirty.update(pending)
             future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._waiting.append((pending, fsynced, future))
+            if self.gather.arrive() and self._gathered is not None and not self._gathered.done():
+                self._gathered.set_result(None)
             self._start()
             await future  # (a cancelled produce cancels its own future only: the round goes on for the others)
         return {plog for plog, end in targets.items() if not _reached(plog, end, fsynced)}
@@ -99,6 +107,7 @@ class GroupSync:
                 if job is not None:
                     rounds.append((plog, job))
                 await slices.tick()
+            began = time.perf_counter()
             batches, runs = self._hand_out(loop, rounds)
             for batch, run in zip(batches, runs, strict=True):
                 errors, seconds, whole = await run
@@ -111,7 +120,21 @@ class GroupSync:
                         log.error("fsync of %s failed: %s: %s", plog.directory, type(error).__name__, error)
                     plog.finish_sync(job, error)
                     await slices.tick()
-            self._release()  # (a produce still waiting puts its logs back for the next round)
+            answered = self._release()  # (a produce still waiting puts its logs back for the next round)
+            wait_s = self.gather.after_round(answered, time.perf_counter() - began, waiting=bool(self._dirty))
+            if wait_s > 0:
+                await self._gather(loop, wait_s)
+
+    async def _gather(self, loop: asyncio.AbstractEventLoop, seconds: float) -> None:
+        """Wait until the produces the last round answered are back, ``seconds`` at most (``round_gather.py``)."""
+        gathered = self._gathered = loop.create_future()
+        timer = loop.call_later(seconds, _set_unless_done, gathered)
+        try:
+            await gathered
+        finally:
+            timer.cancel()
+            self._gathered = None
+            self.gather.ended()
 
     def _hand_out(
         self, loop: asyncio.AbstractEventLoop, rounds: list[tuple[PartitionLog, PendingSync]]
@@ -130,16 +153,20 @@ class GroupSync:
             runs.append(loop.run_in_executor(self._executor(), _sync_whole, self._fs_fd, [job for _, job in covered]))
         return batches, runs
 
-    def _release(self) -> None:
+    def _release(self) -> int:
+        """Answer the waiters whose logs are all durable (or failed, or closed): how many."""
         still = []
+        answered = 0
         for pending, fsynced, future in self._waiting:
             if all(_reached(plog, end, fsynced) or plog.failed or plog.closed for plog, end in pending.items()):
                 if not future.done():
                     future.set_result(None)
+                    answered += 1
             else:
                 still.append((pending, fsynced, future))
                 self._dirty.update(p for p, end in pending.items() if not _reached(p, end, fsynced))
         self._waiting = still
+        return answered
 
     def _executor(self) -> concurrent.futures.ThreadPoolExecutor:
         if self._pool is None:
@@ -198,6 +225,11 @@ def _sync_whole(fd: int, jobs: list[PendingSync]) -> _Done:
     for job in jobs:
         job.close()
     return [None] * len(jobs), seconds, True
+
+
+def _set_unless_done(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _reached(plog: PartitionLog, end: int, fsynced: bool) -> bool:
