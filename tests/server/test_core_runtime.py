@@ -1,17 +1,19 @@
 """The runtimes' shared machinery on its own: the clock never goes backwards, the deadline timer re-arms and
 fires, the group-commit writer appends in order and in groups, waits record-less batches behind earlier
 ones, snapshots when drained, syncs after appends when asked, and fails every waiting batch when an append
-fails."""
+fails; given ``write_now``, a turn's batches are written on the loop unless it declines them."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from regroup.server.core_runtime import DeadlineTimer, GroupCommitWriter, MonotonicClock, WriterClosed
 
@@ -263,3 +265,165 @@ def test_closing_a_writer_that_never_started_gives_up_its_batches() -> None:
         assert len(done) == 1 and isinstance(done[0], WriterClosed) and fake.batches == []
 
     asyncio.run(scenario())
+
+
+# ------------------------------------------------------------------------- writing on the loop (write_now)
+
+
+class NowLog(FakeLog):
+    """A ``FakeLog`` whose ``write_now`` takes a batch on the calling thread unless ``declines`` says no (it is
+    called with the records of one turn); ``order`` is every record written, either way, in order."""
+
+    def __init__(self, declines: Any = None) -> None:
+        super().__init__()
+        self.declines = declines or (lambda records: False)
+        self.now_batches: list[list[str]] = []
+        self.now_threads: set[str] = set()
+        self.order: list[str] = []
+        self.syncs_on: list[str] = []
+
+    def write_now(self, records: Sequence[str]) -> bool:
+        self.now_threads.add(threading.current_thread().name)
+        if self.fail:
+            raise OSError(5, "Input/output error")
+        if self.declines(records):
+            return False
+        self.now_batches.append(list(records))
+        self.order.extend(records)
+        return True
+
+    def append(self, records: Sequence[str]) -> None:
+        super().append(records)
+        self.order.extend(records)
+
+    def sync(self) -> None:
+        self.syncs_on.append(threading.current_thread().name)
+        super().sync()
+
+
+def now_writer(fake: NowLog, **kwargs: Any) -> GroupCommitWriter[str]:
+    return writer(fake, write_now=fake.write_now, **kwargs)
+
+
+def test_a_turn_s_batches_are_written_on_the_loop_together_and_done_in_that_turn() -> None:
+    async def scenario() -> None:
+        fake = NowLog()
+        w = now_writer(fake)
+        done: list[str] = []
+        w.submit(["a"], lambda e: done.append("a"))
+        w.submit([], lambda e: done.append("empty"))
+        w.submit(["b1", "b2"], lambda e: done.append("b"))
+        assert done == [] and not w.idle  # (kept to the end of the turn)
+        await asyncio.sleep(0)
+        assert done == ["a", "empty", "b"] and w.idle
+        assert fake.now_batches == [["a", "b1", "b2"]] and fake.batches == []
+        assert fake.now_threads == {threading.current_thread().name}
+        await w.close()
+
+    asyncio.run(scenario())
+
+
+def test_what_write_now_declines_goes_to_the_thread_and_the_next_turn_is_offered_again() -> None:
+    """A declined turn is appended on the worker thread, with what was submitted while it was being written;
+    once the thread is free again the following batches are offered to ``write_now`` first."""
+
+    async def scenario() -> None:
+        fake = NowLog(declines=lambda records: "big" in records)
+        fake.gate = threading.Event()
+        w = now_writer(fake)
+        done: list[str] = []
+        w.submit(["big"], lambda e: done.append("big"))
+        await asyncio.sleep(0.02)  # declined: "big" is on the thread, held by the gate
+        w.submit(["c"], lambda e: done.append("c"))
+        w.submit(["d"], lambda e: done.append("d"))
+        await asyncio.sleep(0.02)
+        assert done == [] and fake.now_batches == []
+        fake.gate.set()
+        await asyncio.wait_for(w.wait_idle(), 2)
+        assert done == ["big", "c", "d"]
+        assert fake.batches == [["big"]] and fake.now_batches == [["c", "d"]]
+        fake.gate = None
+        w.submit(["e"], lambda e: done.append("e"))
+        await asyncio.wait_for(w.wait_idle(), 2)
+        assert fake.now_batches[-1] == ["e"] and fake.batches == [["big"]]
+        await w.close()
+
+    asyncio.run(scenario())
+
+
+def test_the_interval_sync_after_writes_on_the_loop_runs_on_the_thread() -> None:
+    async def scenario() -> None:
+        fake = NowLog()
+        w = now_writer(fake, sync=fake.sync, sync_after_s=0.01)
+        w.submit(["a"])
+        await asyncio.wait_for(w.wait_idle(), 2)
+        await asyncio.sleep(0.05)
+        await asyncio.wait_for(w.wait_idle(), 2)
+        assert fake.now_batches == [["a"]] and fake.syncs == 1
+        assert fake.syncs_on and all(name.startswith("test-log") for name in fake.syncs_on)
+        await w.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_write_on_the_loop_fails_every_waiting_batch(caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> None:
+        fake = NowLog()
+        fake.fail = True
+        failures: list[BaseException] = []
+        w = now_writer(fake, on_failure=failures.append)
+        errors: list[BaseException | None] = []
+        w.submit(["a"], errors.append)
+        w.submit(["b"], errors.append)
+        await asyncio.sleep(0.01)
+        assert len(errors) == 2 and all(isinstance(e, OSError) for e in errors)
+        assert isinstance(w.failure, OSError) and len(failures) == 1
+        with pytest.raises(RuntimeError):
+            w.submit(["c"])
+        await w.close()
+
+    with caplog.at_level(logging.CRITICAL):
+        asyncio.run(scenario())
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.booleans(), st.booleans()),  # records, declined, a turn passes after
+        min_size=1,
+        max_size=40,
+    )
+)
+@settings(max_examples=60, deadline=None)
+def test_every_record_is_written_once_in_order_and_done_in_order(steps: list[tuple[int, bool, bool]]) -> None:
+    """Over any mix of turns, batches with and without records and batches ``write_now`` declines (those go to
+    the thread): every record is written exactly once, in submission order, and the callbacks run in
+    submission order, each after its records were written."""
+    declined = {f"r{i}-0" for i, (count, no, _) in enumerate(steps) if no and count}
+
+    async def scenario() -> tuple[list[str], list[int], list[int]]:
+        fake = NowLog(declines=lambda records: any(r in declined for r in records))
+        w = now_writer(fake)
+        done: list[int] = []
+        written_when_done: list[int] = []
+
+        def callback(i: int) -> Callable[[BaseException | None], None]:
+            def call(error: BaseException | None) -> None:
+                assert error is None
+                done.append(i)
+                written_when_done.append(len(fake.order))
+
+            return call
+
+        for i, (count, _, turn) in enumerate(steps):
+            w.submit([f"r{i}-{k}" for k in range(count)], callback(i))
+            if turn:
+                await asyncio.sleep(0)
+        await asyncio.wait_for(w.wait_idle(), 5)
+        await w.close()
+        return fake.order, done, written_when_done
+
+    order, done, written_when_done = asyncio.run(scenario())
+    assert order == [f"r{i}-{k}" for i, (count, _, _) in enumerate(steps) for k in range(count)]
+    assert done == list(range(len(steps)))
+    ends = [sum(count for count, _, _ in steps[: i + 1]) for i in range(len(steps))]
+    assert all(seen >= end for seen, end in zip(written_when_done, ends, strict=True))

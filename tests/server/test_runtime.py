@@ -56,6 +56,10 @@ class FakeLog:
         self.appended.extend(records)
         return len(self.appended) - 1
 
+    def write_now(self, records: Sequence[Record]) -> bool:
+        """Declines: every append goes to the writer's thread, where ``gate`` and ``turns`` hold it."""
+        return False
+
     def prepare_snapshot(self, coordinator: GroupCoordinator) -> None:
 
         return None

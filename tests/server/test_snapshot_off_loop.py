@@ -220,7 +220,7 @@ def fetch() -> Any:
     return lambda c, key, now: c.offset_fetch(req, key, now)
 
 
-@pytest.mark.parametrize("fsync", [FsyncPolicy.ALWAYS, FsyncPolicy.NEVER])
+@pytest.mark.parametrize("fsync", list(FsyncPolicy))
 def test_a_log_snapshotted_off_the_loop_rebuilds_the_coordinator(tmp_path: Path, fsync: FsyncPolicy) -> None:
     """Commits past several snapshots (``snapshot_every`` 20) through the runtime; the snapshots exist, the
     log was compacted, and a runtime reloaded from the directory fetches every last offset."""

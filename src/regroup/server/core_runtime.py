@@ -25,7 +25,13 @@ durable before anybody is told about them.
     is handed to it within ``submit``; one submitted while it works goes, with everything queued meanwhile,
     when it is done (its end reaches the loop as one callback: each batch waits two turns of the loop at
     most, which under a busy loop is most of its wait). Optionally it also fsyncs a short while after
-    appends stop (``sync``, for ``--fsync interval``), on the same thread.
+    appends stop (``sync``, for ``--fsync interval``), on the same thread. Given ``write_now``, the batches
+    submitted while the thread is free are instead kept to the end of the loop's turn and offered to it
+    together: it writes them on the loop when that is cheap (small records, no new segment: no fsync), and
+    they are done in that same turn; what it declines goes to the thread as before. The hand-over to the
+    thread and back cost more than writing a few small records (the thread waits for the interpreter's lock
+    the loop holds, then the loop for the thread's wake-up): OffsetCommit under ``--fsync never`` from ten
+    connections, about 9,600 a second through the thread, 13,700 written on the loop.
 
   When the queue drains (nothing queued, nothing being written) the snapshot hook runs on the loop (the core's
   state is then exactly the log's): it takes the state when a snapshot is due and returns a ``SnapshotJob``.
@@ -243,7 +249,9 @@ class GroupCommitWriter(Generic[R]):
     ``SnapshotJob`` (its ``encode`` on a thread of its own, its ``write`` on a worker thread while nothing else
     is written). ``sync``, when given (whole only), runs
     ``sync_after_s`` after an append unless one is already scheduled (under ``--fsync interval`` this bounds
-    the loss window once appends stop). A failure is logged to ``logger`` as ``<what> write failed``."""
+    the loss window once appends stop). ``write_now`` (whole only) writes records on the loop without an fsync
+    when it judges that cheap, and says whether it did. A failure is logged to ``logger`` as ``<what> write
+    failed``."""
 
     def __init__(
         self,
@@ -257,9 +265,15 @@ class GroupCommitWriter(Generic[R]):
         sync: Callable[[], object] | None = None,
         sync_after_s: float = INTERVAL_SYNC_S,
         flush: Callable[[Any], object] | None = None,
+        write_now: Callable[[Sequence[R]], bool] | None = None,
     ) -> None:
         if flush is not None and sync is not None:
             raise ValueError("a pipelined writer fsyncs every job: it takes no interval sync")
+        if flush is not None and write_now is not None:
+            raise ValueError("a pipelined writer writes on its threads only")
+        self._write_now = write_now
+        self._turn_write = False  # (whole, with write_now) the end of this turn's write is scheduled
+        self._declined = False  # (whole, with write_now) it declined the batches queued: the thread takes them
         self._append = append
         self._flush = flush
         self._name = name
@@ -368,10 +382,10 @@ class GroupCommitWriter(Generic[R]):
     # ------------------------------------------------------------------------------------- whole shape
     def _next(self) -> None:
         """(whole, on the loop) Start the next piece of work on the worker thread unless one runs: the encoded
-        snapshot's write, else everything queued (as one append), else the interval's fsync; with nothing left,
-        take a snapshot if one is due and report idle. Called as a batch is submitted and as the thread's
-        work ends: a batch submitted while the thread is free is handed to it at once, with no turn of the loop
-        in between."""
+        snapshot's write, else everything queued (as one append; with ``write_now``, offered to it at the end of
+        the turn first, ``_write_turn``), else the interval's fsync; with nothing left, take a snapshot if one is
+        due and report idle. Called as a batch is submitted and as the thread's work ends: a batch submitted
+        while the thread is free is handed to it at once, with no turn of the loop in between."""
         if not self._started or self._failure is not None or self._closed:
             return
         try:
@@ -379,7 +393,13 @@ class GroupCommitWriter(Generic[R]):
                 if self._snapshot_ready is not None:  # (batches submitted meanwhile are written after it)
                     (job, state), self._snapshot_ready = self._snapshot_ready, None
                     self._on_thread(self._snapshot_write_done, job.write, state)
+                elif self._queue and self._write_now is not None and not self._declined:
+                    if not self._turn_write:
+                        self._turn_write = True
+                        asyncio.get_running_loop().call_soon(self._write_turn)
+                    return
                 elif self._queue:
+                    self._declined = False
                     self._writing, self._queue = self._queue, []
                     records = [r for batch in self._writing for r in batch.records]
                     if records:
@@ -396,6 +416,32 @@ class GroupCommitWriter(Generic[R]):
                     return
         except Exception as exc:
             self._fail(exc)
+
+    def _write_turn(self) -> None:
+        """(whole, on the loop, after the turn in which the first of them was submitted) Offer the batches queued
+        to ``write_now``; done here if it wrote them, else (or with the thread busy meanwhile) as ``_next`` says."""
+        self._turn_write = False
+        if self._busy or self._snapshot_ready is not None or self._failure is not None or self._closed:
+            self._next()
+            return
+        assert self._write_now is not None
+        records = [r for batch in self._queue for r in batch.records]
+        self._busy = True  # (what the callbacks submit waits in the queue, as after the thread's work)
+        try:
+            if not records or self._write_now(records):
+                self._writing, self._queue = self._queue, []
+                if records:
+                    self._appended()
+                else:  # (only batches without records: answered now, in order)
+                    self._writing_done()
+            else:
+                self._declined = True
+        except Exception as exc:
+            self._fail(exc)
+            return
+        finally:
+            self._busy = False
+        self._next()
 
     def _on_thread(self, then: Callable[[], None], work: Callable[..., object], *args: Any) -> None:
         """(whole) Run ``work(*args)`` on the worker thread; ``then`` runs on the loop once it returned."""

@@ -69,7 +69,7 @@ from regroup.coordinator.offsets import PlannedTopic, plan_topic
 from regroup.coordinator.result import Completion, RequestKey, Result
 from regroup.model.cluster import ClusterImage
 from regroup.protocol.offsets import PartitionCommits
-from regroup.records.model import Record
+from regroup.records.model import OffsetCommitKey, OffsetCommitValue, PendingOffsetCommitKey, Record
 from regroup.server.core_runtime import DeadlineTimer, GroupCommitWriter, MonotonicClock
 from regroup.server.core_runtime import wall_ms as wall_ms
 from regroup.server.errors import CoordinatorUnavailable, RequestDropped
@@ -83,6 +83,14 @@ log = logging.getLogger("regroup.server.runtime")
 #: such results together: each one woken then encodes and writes its response in the next turn, about 50
 #: microseconds for a JoinGroup or SyncGroup; a result answering this many or fewer answers them at once
 ANSWERS_PER_TURN = 50
+
+#: the records of one turn the loop writes to the log itself under ``--fsync interval`` and ``never``
+#: (``_write_now``), when every one is a committed offset (or its removal) with metadata of at most
+#: ``WRITE_NOW_MAX_METADATA`` characters: encoding one takes a few microseconds; larger turns, and records of
+#: any other kind (a group of 10,000 members is one record of megabytes), go to the writer's thread
+WRITE_NOW_MAX_RECORDS = 1024
+WRITE_NOW_MAX_METADATA = 512
+_OFFSET_KEYS = (OffsetCommitKey, PendingOffsetCommitKey)
 
 CoreOp = Callable[[GroupCoordinator, RequestKey, int], Result]
 #: ``op(coordinator, *request, now_ms)``: the answer given at once, or None (see ``answer_at_once``)
@@ -129,6 +137,7 @@ class CoordinatorRuntime:
             snapshot=self._snapshot,
             on_failure=self._failed,
             sync=log_.log.sync if interval else None,
+            write_now=None if log_.pipelined else self._write_now,
         )
         self._timer = DeadlineTimer(clock, self._on_timer)
         self._closed = False
@@ -439,6 +448,19 @@ class CoordinatorRuntime:
         self._after(result)
 
     # ------------------------------------------------------------------------------------------ writer
+    def _write_now(self, records: Sequence[Record]) -> bool:
+        """(the writer's, on the loop) Write ``records`` now, without an fsync, when that is cheap: few, all
+        committed offsets, and room for them in the log's segment. Whether it did."""
+        if len(records) > WRITE_NOW_MAX_RECORDS:
+            return False
+        for record in records:
+            value = record.value
+            if not isinstance(record.key, _OFFSET_KEYS) or not (
+                value is None or (type(value) is OffsetCommitValue and len(value.metadata) <= WRITE_NOW_MAX_METADATA)
+            ):
+                return False
+        return self._log.write_now(records)
+
     def _snapshot(self) -> SnapshotJob[Record] | None:
         return self._log.prepare_snapshot(self.coordinator)
 

@@ -325,6 +325,16 @@ class RecordLog:
         """Write ``payloads`` as one batch, as :meth:`append` does, but without the fsync (whatever the
         policy): the batch is durable once a :meth:`sync` that started after this returned has returned. A
         roll still fsyncs the old segment (unless ``NEVER``) before the next one is created."""
+        last = self._write_batch(payloads, roll=True)
+        assert last is not None
+        return last
+
+    def write_unless_full(self, payloads: Sequence[bytes]) -> int | None:
+        """:meth:`write` when the batch fits in the active segment, so that the call neither fsyncs nor creates a
+        file (an owner writing on its event loop); None, having written nothing, when it would start a new one."""
+        return self._write_batch(payloads, roll=False)
+
+    def _write_batch(self, payloads: Sequence[bytes], *, roll: bool) -> int | None:
         fd = self._writable_fd()
         if isinstance(payloads, bytes | bytearray | memoryview):
             raise TypeError("append() takes a sequence of payloads, not a single payload")
@@ -332,6 +342,8 @@ class RecordLog:
             return self._next - 1
         frame = encode_batch(self._next, payloads)
         if self._active_size > 0 and self._active_size + len(frame) > self._segment_bytes:
+            if not roll:
+                return None
             fd = self._roll()
         self._write(fd, frame)
         self._next += len(payloads)

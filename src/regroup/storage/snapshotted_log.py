@@ -74,6 +74,16 @@ class SnapshottedLog(Generic[R]):
         self._since_snapshot += len(records)
         return self.log.write(self.ahead.payloads(records))
 
+    def write_now(self, records: Sequence[R]) -> bool:
+        """:meth:`write` unless the batch would start a new segment (``RecordLog.write_unless_full``: no fsync and
+        no file made in the call): whether it was written (an empty batch: nothing to write)."""
+        if not records:
+            return True
+        if self.log.write_unless_full(self.ahead.payloads(records)) is None:
+            return False
+        self._since_snapshot += len(records)
+        return True
+
     def sync(self, through: int | None = None) -> None:
         """fsync every batch written so far (``RecordLog.sync``; ``through``: unless an fsync covers that offset
         already); may run while the next :meth:`write` does."""

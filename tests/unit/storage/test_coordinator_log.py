@@ -11,7 +11,7 @@ from regroup.coordinator.result import Result
 from regroup.protocol.classic import JoinGroupRequest, LeaveGroupRequest, LeavingMember, SyncGroupRequest
 from regroup.protocol.offsets import OffsetCommitRequest, PartitionCommit
 from regroup.storage.coordinator_log import CoordinatorLog
-from regroup.storage.record_log import FsyncPolicy
+from regroup.storage.record_log import FsyncPolicy, RecordLog
 from tests.group_views import classic_groups
 
 CONFIG = CoordinatorConfig(group_initial_rebalance_delay_ms=3_000)
@@ -129,4 +129,28 @@ def test_snapshot_bounds_what_a_restart_reads(tmp_path: Path) -> None:
     # the snapshot holds one record per surviving key, not the history of 30 commits
     assert len(records) < 30
     assert GroupCoordinator.from_records(records, d.now, CONFIG).hard_state() == d.c.hard_state()
+    reopened.close()
+
+
+def test_write_now_counts_only_what_it_wrote_and_declines_a_new_segment(tmp_path: Path) -> None:
+    """``write_now`` writes a batch that fits the active segment (counted toward the next snapshot) and declines
+    one that would start a new segment (nothing written, nothing counted); ``write`` then takes it."""
+    records = Driver(CoordinatorLog.open(tmp_path / "src", fsync=FsyncPolicy.NEVER), GroupCoordinator(CONFIG))
+    commits = records.c.offset_commit(
+        OffsetCommitRequest(group_id="g", topics=(("t", tuple(PartitionCommit(p, 10 + p) for p in range(4))),)),
+        1,
+        0,
+    ).records
+    assert len(commits) == 4
+    # (segments of 400 bytes: after two records, a batch of four does not fit)
+    log = CoordinatorLog(RecordLog.open(tmp_path / "log", fsync=FsyncPolicy.NEVER, segment_bytes=400), snapshot_every=7)
+    assert log.write_now([]) and log.log.next_offset == 0
+    assert log.write_now(commits[:2]) and log.log.next_offset == 2
+    assert not log.write_now(commits) and log.log.next_offset == 2
+    assert log.prepare_snapshot(records.c) is None  # (two counted, not six)
+    assert log.write(commits) == 5 and log.log.segment_count == 2
+    log.close()
+    records.log.close()
+    reopened = CoordinatorLog.open(tmp_path / "log", fsync=FsyncPolicy.NEVER)
+    assert [r.key for r in reopened.records()] == [r.key for r in [*commits[:2], *commits]]
     reopened.close()

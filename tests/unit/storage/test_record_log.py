@@ -161,6 +161,33 @@ def test_append_returns_offset_of_last_record_and_validates_input(tmp_path: Path
         assert [p for _, p in log.read()] == [b"a", b"b", b"c", b"d", b"e", b"f"]
 
 
+@pytest.mark.parametrize("policy", list(FsyncPolicy))
+def test_write_unless_full_writes_what_fits_and_nothing_that_would_roll(
+    tmp_path: Path, policy: FsyncPolicy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``write_unless_full`` writes a batch the active segment has room for, without an fsync, and declines
+    (None, nothing written, no new file, no fsync) one that would start a new segment, which ``write`` then
+    rolls to."""
+    fsyncs: list[int] = []
+    monkeypatch.setattr(record_log_module, "_fsync_file", lambda fd: fsyncs.append(fd))
+    with RecordLog.open(tmp_path, fsync=policy, segment_bytes=300) as log:
+        written = 0
+        while True:
+            batch = [payload(written + i) for i in range(2)]
+            last = log.write_unless_full(batch)
+            if last is None:
+                break
+            written += 2
+            assert last == written - 1 == log.next_offset - 1
+        assert written > 0 and fsyncs == []
+        assert log.next_offset == written and log.segment_count == 1
+        size = segment_files(tmp_path)[0].stat().st_size
+        assert size + frame_size([len(p) for p in batch]) > 300
+        assert log.write_unless_full([]) == written - 1
+        assert log.write(batch) == written + 1 and log.segment_count == 2
+        assert list(log.read()) == expected(0, written + 2)
+
+
 def test_batch_bigger_than_a_segment_gets_a_segment_of_its_own(tmp_path: Path) -> None:
     with RecordLog.open(tmp_path, fsync=NEVER, segment_bytes=100) as log:
         log.append([b"x" * 10])
