@@ -424,18 +424,28 @@ class GroupCommitWriter(Generic[R]):
         if self._busy or self._snapshot_ready is not None or self._failure is not None or self._closed:
             self._next()
             return
+        self._busy_step(self._write_queued)
+
+    def _write_queued(self) -> None:
+        """(whole, on the loop) What ``_write_turn`` offers: every batch queued, done now if ``write_now`` wrote
+        them (or they hold no records), else marked for the thread."""
         assert self._write_now is not None
         records = [r for batch in self._queue for r in batch.records]
-        self._busy = True  # (what the callbacks submit waits in the queue, as after the thread's work)
+        if not records or self._write_now(records):
+            self._writing, self._queue = self._queue, []
+            if records:
+                self._appended()
+            else:  # (only batches without records: answered now, in order)
+                self._writing_done()
+        else:
+            self._declined = True
+
+    def _busy_step(self, step: Callable[[], None]) -> None:
+        """(whole, on the loop) ``step`` with the worker counted busy, so that what its callbacks submit waits in
+        the queue, then the next piece of work; a step that raises stops the writer."""
+        self._busy = True
         try:
-            if not records or self._write_now(records):
-                self._writing, self._queue = self._queue, []
-                if records:
-                    self._appended()
-                else:  # (only batches without records: answered now, in order)
-                    self._writing_done()
-            else:
-                self._declined = True
+            step()
         except Exception as exc:
             self._fail(exc)
             return
@@ -456,14 +466,7 @@ class GroupCommitWriter(Generic[R]):
         what its callbacks submit waits in the queue), then the next piece of work."""
         if self._ends_here(future):
             return
-        try:
-            then()
-        except Exception as exc:
-            self._fail(exc)
-            return
-        finally:
-            self._busy = False
-        self._next()
+        self._busy_step(then)
 
     def _appended(self) -> None:
         self._schedule_sync()
