@@ -1,19 +1,23 @@
 """kafka-python against ``regroup serve``: a consumer group that joins, consumes (when the embedded
 partition log's Produce/Fetch handlers are installed), auto-commits and commits explicit offsets, seen
-through the admin client's group listing and description."""
+through the admin client's group listing and description; commits acknowledged under ``--fsync interval`` and
+``never`` read back after ``kill -9`` and a restart."""
 
 from __future__ import annotations
 
+import signal
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.server.conftest import ServerProcess
+from tests.server.conftest import ServerProcess, served
 from tests.server.wire import API_VERSIONS, WireClient
 
 kafka = pytest.importorskip("kafka")
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer  # noqa: E402
+from kafka.admin import NewTopic  # noqa: E402
 from kafka.structs import OffsetAndMetadata, TopicPartition  # noqa: E402
 
 PRODUCE, FETCH, METADATA, LIST_OFFSETS = 0, 1, 3, 2
@@ -94,3 +98,33 @@ def test_consumer_group_commits_and_admin_views(server: ServerProcess) -> None:
         assert (state, clients) == ("Empty", [])  # close() sent LeaveGroup
     finally:
         admin.close()
+
+
+@pytest.mark.parametrize("fsync", ["interval", "never"])
+def test_committed_offsets_outlive_a_kill_under_interval_and_never(tmp_path: Path, fsync: str) -> None:
+    """Under ``--fsync interval`` and ``never`` the coordinator writes a turn's committed offsets on its event loop
+    before answering them: kafka-python's commits, acknowledged, are all there after ``kill -9`` and a restart
+    (the page cache outlives the process), read back by a new consumer of the group."""
+    with served(tmp_path, "--fsync", fsync) as server:
+        bootstrap = f"127.0.0.1:{server.port}"
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kp-admin")
+        try:
+            admin.create_topics([NewTopic(name="kp-durable", num_partitions=3, replication_factor=1)])
+        finally:
+            admin.close()
+        partitions = [TopicPartition("kp-durable", p) for p in range(3)]
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id="kp-durable-group", enable_auto_commit=False)
+        try:
+            consumer.assign(partitions)
+            for offset in range(1, 41):  # (each commit answered before the next is sent)
+                consumer.commit({tp: offset_and_metadata(offset * (tp.partition + 1)) for tp in partitions})
+            assert [consumer.committed(tp) for tp in partitions] == [40, 80, 120]
+        finally:
+            consumer.close(autocommit=False)
+        server.kill(signal.SIGKILL)
+        server.start()
+        reader = KafkaConsumer(bootstrap_servers=bootstrap, group_id="kp-durable-group", enable_auto_commit=False)
+        try:
+            assert [reader.committed(tp) for tp in partitions] == [40, 80, 120]
+        finally:
+            reader.close(autocommit=False)
