@@ -265,6 +265,47 @@ def test_producers_in_two_groups_end_up_sharing_each_round(tmp_path: Path, monke
         plog.close()
 
 
+def test_closing_while_a_round_waits_for_its_producers_starts_no_round(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store closes while a round waits for the producers the last one answered, others waiting: the group
+    commit starts no round after it (its threads are gone, the store closes the logs itself) and its task ends
+    without an error."""
+    logs = [_open(tmp_path / f"p{i}") for i in range(4)]
+    real_run = PendingSync.run
+
+    def slow(self: PendingSync) -> None:
+        time.sleep(0.05)
+        real_run(self)
+
+    monkeypatch.setattr(PendingSync, "run", slow)
+
+    async def produce(plog: PartitionLog, delay: float) -> None:
+        await asyncio.sleep(delay)
+        plog.append(make_batch([b"x"]), sync=False)
+        await sync.wait({plog: plog.written_end})
+
+    async def main() -> BaseException | None:
+        first = [asyncio.ensure_future(produce(plog, 0)) for plog in logs[:2]]
+        second = [asyncio.ensure_future(produce(plog, 0.01)) for plog in logs[2:]]
+        while not sync.gather.gathering:  # (the first round answered its two; the other two wait)
+            await asyncio.sleep(0.001)
+        await asyncio.gather(*first)
+        sync.close()
+        runner = sync._runner
+        assert runner is not None
+        await asyncio.wait_for(asyncio.shield(runner), 5)
+        for waiter in second:
+            waiter.cancel()
+        await asyncio.gather(*second, return_exceptions=True)
+        return runner.exception()
+
+    sync = GroupSync()
+    assert asyncio.run(main()) is None
+    for plog in logs:
+        plog.close()
+
+
 def test_a_cancelled_waiter_leaves_the_round_to_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A produce cancelled while its round's fsyncs run (its connection closed): the others' waits end as usual,
     every log is fsynced, and nothing is left waiting."""

@@ -72,6 +72,7 @@ class GroupSync:
         #: whether the next round waits for the produces the last one answered (``round_gather.py``)
         self.gather = RoundGather()
         self._gathered: asyncio.Future[None] | None = None
+        self._closed = False
 
     def schedule(self, plog: PartitionLog) -> None:
         """fsync ``plog``'s appends in the next round, without waiting for it (acks=0; ``INTERVAL``)."""
@@ -98,7 +99,7 @@ class GroupSync:
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
-        while self._dirty:
+        while self._dirty and not self._closed:  # (closed: the store closes its logs itself)
             logs, self._dirty = self._dirty, set()
             slices = TimeSlices(SLICE_S)
             rounds: list[tuple[PartitionLog, PendingSync]] = []
@@ -174,6 +175,7 @@ class GroupSync:
         return self._pool
 
     def close(self) -> None:
+        self._closed = True
         if self._pool is not None:
             self._pool.shutdown(wait=False)
         if self._fs_fd >= 0:
