@@ -178,3 +178,65 @@ def test_a_running_server_checks_its_heap_periodically(tmp_path: Path, monkeypat
     finally:
         gc.set_threshold(*before)
     assert len(checks) >= 5
+
+
+def test_collect_young_walks_a_young_generation_its_count_let_grow(collector: YoungCollector) -> None:
+    """New containers made while as many frozen ones die keep the net count of allocations near zero: no
+    collection starts however many young objects pile up (here 8,000 against a threshold of 5,000);
+    ``collect_young`` collects them, and they are frozen like any collection's survivors."""
+    old = [Node() for _ in range(20_000)]
+    gc.collect(0)  # (frozen: survivors of a collection)
+    collections: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        young = []
+        for _ in range(8_000):
+            young.append(Node())
+            old.pop()  # (a frozen container freed: the young count goes down again)
+        assert collections == [] and len(gc.get_objects(0)) >= 8_000
+        collector.collect_young()
+        assert collections == [0] and len(gc.get_objects(0)) < 100
+        assert not _in_a_generation(young[-1]) and gc.is_tracked(young[-1])
+    finally:
+        gc.callbacks.remove(count)
+
+
+def test_collect_young_does_nothing_when_not_installed() -> None:
+    seen: list[str] = []
+
+    def note(phase: str, info: dict[str, int]) -> None:
+        seen.append(phase)
+
+    gc.callbacks.append(note)
+    try:
+        YoungCollector(5_000).collect_young()
+    finally:
+        gc.callbacks.remove(note)
+    assert seen == []
+
+
+def test_a_running_server_collects_the_young_generation_periodically(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    young: list[int] = []
+    monkeypatch.setattr(YoungCollector, "collect_young", lambda self: young.append(1))
+    before = gc.get_threshold()
+
+    async def run() -> None:
+        server = Server(ServerConfig(port=0, data_dir=tmp_path, fsync=FsyncPolicy.NEVER, gc_young_threshold=10_000))
+        await server.start()
+        try:
+            await asyncio.sleep(0.3)
+        finally:
+            await server.close()
+
+    try:
+        asyncio.run(run())
+    finally:
+        gc.set_threshold(*before)
+    assert len(young) >= 10  # (every 10 ms: about 30)
