@@ -23,7 +23,6 @@ import shutil
 import signal
 import socket
 import sys
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,10 +80,6 @@ from regroup.transactions.results import TxnConfig
 
 #: how often ``regroup serve``'s young-only collector reads the heap's size (``YoungCollector.check``)
 RECLAIM_CHECK_S = 1.0
-#: and how often it collects the young generation whatever the count of allocations says
-#: (``YoungCollector.collect_young``): at 10 ms, classic-joins-10k's longest young collections went from 17–23 ms
-#: of CPU to a few (docs/benchmarks.md)
-YOUNG_PERIOD_S = 0.01
 log = logging.getLogger("regroup.server")
 
 #: where the HTTP console (and its /metrics) listens unless --http-host says otherwise
@@ -610,17 +605,11 @@ class Server:
 
     @staticmethod
     async def _reclaim_cycles(collector: YoungCollector) -> None:
-        """The young generation collected every ``YOUNG_PERIOD_S``, and the heap's size read about once a second,
-        the frozen objects' cycles reclaimed once it has doubled (``YoungCollector.check``): between turns of the
-        loop, never inside a request's handling."""
-        clock = time.monotonic
-        check_at = clock() + RECLAIM_CHECK_S
+        """The heap's size read about once a second, and the frozen objects' cycles reclaimed once it has doubled
+        (``YoungCollector.check``): between turns of the loop, never inside a request's handling."""
         while True:
-            await asyncio.sleep(min(YOUNG_PERIOD_S, RECLAIM_CHECK_S))
-            collector.collect_young()
-            if clock() >= check_at:
-                check_at = clock() + RECLAIM_CHECK_S
-                collector.check()
+            await asyncio.sleep(RECLAIM_CHECK_S)
+            collector.check()
 
     async def _log_stats(self) -> None:
         assert self._dispatcher is not None

@@ -12,12 +12,7 @@ them dying young).
 
 So, once ``install`` ran, every collection's survivors are frozen at its end (``gc.freeze``: moved in constant
 time to the permanent generation, which collections never walk), and the thresholds leave only the young
-generation's collections: ``young_threshold`` net allocations of containers start one. Net: every container
-freed lowers that count, frozen ones too, so where long-lived objects are replaced in bulk (a 10,000-member
-rebalance's parked requests answered as the next rebalance's arrive) the young generation grows far past the
-threshold before anything starts a collection: 40,000–46,000 objects and 17–23 ms of one collection, timed in
-``bench/stall.py``'s classic-joins-10k. ``collect_young`` collects it whatever the count says; the server calls it
-every few milliseconds between turns of the loop, so that a walk covers what those milliseconds allocated. A frozen
+generation's collections: at most ``young_threshold`` net allocations of containers to walk each time. A frozen
 object is still freed by reference counting like any other; only garbage in cycles that outlived a young
 collection stays. ``check`` (the server calls it about once a second, between turns of the loop) reclaims that:
 when the heap (the interpreter's allocated memory blocks, ``sys.getallocatedblocks``: read in well under a
@@ -116,12 +111,6 @@ class YoungCollector:
         self.baseline = sys.getallocatedblocks()
         global _active
         _active = self
-
-    def collect_young(self) -> None:
-        """Collect the young generation now (its survivors frozen, as after every collection), whatever the count
-        of allocations since the last collection; nothing when not installed."""
-        if self._installed:
-            gc.collect(0)
 
     def uninstall(self) -> None:
         """Back to the thresholds found at ``install``; what is frozen is thawed into the oldest generation."""
