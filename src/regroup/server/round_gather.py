@@ -9,9 +9,8 @@ the round after one that answered clients, with others already waiting, waits a 
 (``RoundGather``): until as many requests have arrived since as the round answered, and no longer than the round
 took (``GATHER_MAX_S`` at most). Clients that do not come back at once (producers whose next batch is not ready
 yet) would only make the waiting ones wait: a gather that ends by its time with fewer than half the clients back
-turns gathering off for the next ``QUIET_ROUNDS`` rounds. (The coordinator log's writer needs none of this: it
-writes the batches that arrive during an fsync at once, and the next fsync covers them and the returning clients'
-alike, ``core_runtime.py``.)
+turns gathering off for the next ``QUIET_ROUNDS`` rounds. (The coordinator log's writer has a wait of its own for
+a new wave of batches, ``core_runtime.py``; this one, tried there too, measured no better.)
 
 Plain state over the time and counts its owner passes in: the owner measures its rounds, counts the arrivals and
 does the waiting."""
