@@ -53,6 +53,8 @@ POLL_MS = 100
 KAFKA_PYTHON_POLL_MS = 1_000
 #: how long a kafka-python member may sit stranded after a failed join before the harness asks it to rejoin
 STRANDED_S = 2.0
+#: how long a member starting while the broker is down keeps asking for the topic's metadata (kafka-python)
+STARTUP_RETRY_S = 60.0
 COMMIT_TIMEOUT_S = 5.0
 RECONNECT_BACKOFF_MAX_MS = 500
 STABLE_HOLD_S = 0.6  # a group counts as stable once it has not changed for this long (3 heartbeats)
@@ -167,8 +169,21 @@ class KafkaPythonConsumer:
             retry_backoff_ms=100,
         )
         # Know the topic's partitions before joining; otherwise the first leader assigns nothing ("No partition
-        # metadata for topic") and the group rebalances again as soon as the metadata arrives.
-        self.consumer.partitions_for_topic(topic)
+        # metadata for topic") and the group rebalances again as soon as the metadata arrives. A scenario may kill
+        # the broker -9 while a member is still starting: the lookup then fails retriably (ECONNREFUSED) and is
+        # asked again, as an application would, until the broker is back.
+        from kafka.errors import KafkaError
+
+        deadline = time.monotonic() + STARTUP_RETRY_S
+        while True:
+            try:
+                self.consumer.partitions_for_topic(topic)
+                break
+            except KafkaError as exc:
+                if not exc.retriable or time.monotonic() >= deadline:
+                    raise
+                log.info("kafka-python metadata lookup failed, asking again: %r", exc)
+                time.sleep(0.2)
         self.consumer.subscribe([topic])
         self.stranded_since: float | None = None
 
