@@ -53,7 +53,7 @@ POLL_MS = 100
 KAFKA_PYTHON_POLL_MS = 1_000
 #: how long a kafka-python member may sit stranded after a failed join before the harness asks it to rejoin
 STRANDED_S = 2.0
-#: how long a member starting while the broker is down keeps asking for the topic's metadata (kafka-python)
+#: how long a member starting while the broker is down keeps trying (kafka-python's metadata lookup, aiokafka's start)
 STARTUP_RETRY_S = 60.0
 COMMIT_TIMEOUT_S = 5.0
 RECONNECT_BACKOFF_MAX_MS = 500
@@ -280,21 +280,32 @@ class AioKafkaConsumer:
             "roundrobin": RoundRobinPartitionAssignor,
             "sticky": StickyPartitionAssignor,
         }
-        consumer = aiokafka.AIOKafkaConsumer(
-            self.topic,
-            bootstrap_servers=bootstrap,
-            group_id=group,
-            client_id=client_id,
-            partition_assignment_strategy=(assignors[strategy],),
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            session_timeout_ms=SESSION_MS,
-            heartbeat_interval_ms=HEARTBEAT_MS,
-            fetch_max_wait_ms=FETCH_WAIT_MS,
-            retry_backoff_ms=100,
-        )
-        await consumer.start()
-        return consumer
+        from aiokafka.errors import KafkaError
+
+        deadline = time.monotonic() + STARTUP_RETRY_S
+        while True:  # (a member starting while the broker is killed -9 finds nobody to bootstrap from: again)
+            consumer = aiokafka.AIOKafkaConsumer(
+                self.topic,
+                bootstrap_servers=bootstrap,
+                group_id=group,
+                client_id=client_id,
+                partition_assignment_strategy=(assignors[strategy],),
+                enable_auto_commit=False,
+                auto_offset_reset="earliest",
+                session_timeout_ms=SESSION_MS,
+                heartbeat_interval_ms=HEARTBEAT_MS,
+                fetch_max_wait_ms=FETCH_WAIT_MS,
+                retry_backoff_ms=100,
+            )
+            try:
+                await consumer.start()
+                return consumer
+            except KafkaError as exc:
+                await consumer.stop()
+                if not exc.retriable or time.monotonic() >= deadline:
+                    raise
+                log.info("aiokafka start failed, starting again: %r", exc)
+                await asyncio.sleep(0.2)
 
     def poll(self) -> list[tuple[int, int, bytes]]:
         batches = self.loop.run_until_complete(self.consumer.getmany(timeout_ms=POLL_MS))
