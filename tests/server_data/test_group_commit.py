@@ -221,19 +221,24 @@ def test_a_large_round_is_batched_per_thread_and_gives_the_loop_turns(
         plog.close()
 
 
+def _slow_fsyncs(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """Every log's fsync in a round takes ``seconds`` longer."""
+    real_run = PendingSync.run
+
+    def slow(self: PendingSync) -> None:
+        time.sleep(seconds)
+        real_run(self)
+
+    monkeypatch.setattr(PendingSync, "run", slow)
+
+
 def test_producers_in_two_groups_end_up_sharing_each_round(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ten producers with one produce in flight each, half of them starting while the first round's (slow) fsyncs
     run: without a wait between rounds they alternate in two groups, each round covering five logs; the round
     after one that answered producers while others waited waits for those producers, and from then on every round
     covers all ten."""
     logs = [_open(tmp_path / f"p{i}") for i in range(10)]
-    real_run = PendingSync.run
-
-    def slow(self: PendingSync) -> None:
-        time.sleep(0.05)
-        real_run(self)
-
-    monkeypatch.setattr(PendingSync, "run", slow)
+    _slow_fsyncs(monkeypatch, 0.05)
     sizes: list[int] = []
     real_hand_out = GroupSync._hand_out
 
@@ -272,13 +277,7 @@ def test_closing_while_a_round_waits_for_its_producers_starts_no_round(
     commit starts no round after it (its threads are gone, the store closes the logs itself) and its task ends
     without an error."""
     logs = [_open(tmp_path / f"p{i}") for i in range(4)]
-    real_run = PendingSync.run
-
-    def slow(self: PendingSync) -> None:
-        time.sleep(0.05)
-        real_run(self)
-
-    monkeypatch.setattr(PendingSync, "run", slow)
+    _slow_fsyncs(monkeypatch, 0.05)
 
     async def produce(plog: PartitionLog, delay: float) -> None:
         await asyncio.sleep(delay)
