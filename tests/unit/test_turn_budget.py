@@ -239,3 +239,33 @@ def test_the_second_line_gets_a_turn_in_every_turn_however_long_the_first() -> N
         return ran
 
     assert asyncio.run(scenario())[:2] == ["new0", "again"]  # (the rest of the first line in later turns)
+
+
+def test_the_queues_turn_shares_the_budget_the_reads_of_the_same_turn_opened(clock: SteppedClock) -> None:
+    """The queue's turn does not open a budget of its own: once the reads of a turn have spent it, the queue
+    serves one connection (its least) and the rest waits for the next turn's fresh budget, so the handling
+    between two reads of the sockets is about one budget, not one for the reads and another for the queue."""
+
+    async def scenario() -> list[list[str]]:
+        loop = asyncio.get_running_loop()
+        budget = TurnBudget(loop, BUDGET_S)
+        ran: list[str] = []
+
+        def queued(name: str) -> None:
+            budget.ends(time.perf_counter())
+            clock.spend(REQUEST_S)
+            ran.append(name)
+
+        for i in range(6):
+            budget.later(functools.partial(queued, f"q{i}"))
+        budget.ends(time.perf_counter())  # a connection's reads open this turn's budget and spend all of it
+        clock.spend(BUDGET_S)
+        turns: list[list[str]] = []
+        for _ in range(3):
+            await asyncio.sleep(0)
+            turns.append(list(ran))
+            ran.clear()
+        return turns
+
+    # spent: one from the queue; then a fresh budget each turn, three requests of 2 ms in 5 ms
+    assert asyncio.run(scenario()) == [["q0"], ["q1", "q2", "q3"], ["q4", "q5"]]

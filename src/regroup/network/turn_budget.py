@@ -12,16 +12,19 @@ before the loop next reads its sockets. A connection handles requests until the 
 shared end, then leaves the rest for a later turn; it always handles at least one request when it gets its
 turn, so a connection that arrives after the budget is spent (the heartbeat) is answered in its first turn.
 
-What connections leave for a later turn waits (``later``), taken once per turn of the loop with a budget of
-its own, a short turn (``QUEUED_TURN_S``: a few JoinGroups, a hundred heartbeats) for each connection in turn
-until the budget is spent, the rest where they stand for the next turn. A connection that still has requests
-after such a turn goes to the back of a second line, served after the first, and so does one whose next
-request is a classic rebalance's (``connection.REBALANCE_APIS``: the members of a large group sending their
-JoinGroups and SyncGroups over hundreds of connections): so a connection with one request left over (a
-healthy member whose heartbeat and commit came together) is taken in the next turn, before the backlogs of
-the busy ones and before a rebalance's requests, which share the rest of the loop in turn (one of them at
-least in every turn, however long the first line). A turn does about ``seconds`` of the waiting work however
-many connections wait.
+What connections leave for a later turn waits (``later``), taken once per turn of the loop within the same budget
+(opened by whoever handles a request first in the turn, the reads or the queue, and renewed only when the renewal
+that opening scheduled runs: the queue's turn follows the reads of the same turn in uvloop's order and precedes them
+in asyncio's, and either way the two share one budget, so that what the loop handles between two reads of its
+sockets is about one budget, not one for the reads and another for the queue), a short turn (``QUEUED_TURN_S``: a
+few JoinGroups, a hundred heartbeats) for each connection in turn until the budget is spent, the rest where they
+stand for the next turn. A connection that still has requests after such a turn goes to the back of a second line,
+served after the first, and so does one whose next request is a classic rebalance's (``connection.REBALANCE_APIS``:
+the members of a large group sending their JoinGroups and SyncGroups over hundreds of connections): so a connection
+with one request left over (a healthy member whose heartbeat and commit came together) is taken in the next turn,
+before the backlogs of the busy ones and before a rebalance's requests, which share the rest of the loop in turn
+(one of them at least in every turn, however long the first line). A turn does about ``seconds`` of the waiting work
+however many connections wait.
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ from collections.abc import Callable
 
 __all__ = ["QUEUED_TURN_S", "SECONDS_PER_LOOP_TURN", "Later", "TurnBudget"]
 
-#: the request handling all connections together do in one turn of the loop before the rest waits a turn
-SECONDS_PER_LOOP_TURN = 0.005
+#: the request handling all connections together do in one turn of the loop before the rest waits a turn (the
+#: rest of a turn, the answers of parked requests, the event rows' hand-out and the history's append, adds a few
+#: milliseconds: the turn stays under the stall watchdog's 10 ms)
+SECONDS_PER_LOOP_TURN = 0.003
 #: the handling one waiting connection gets when its turn in the queue comes (one request at least)
 QUEUED_TURN_S = 0.0005
 
@@ -89,10 +94,9 @@ class TurnBudget:
         self._ends = None
 
     def _take_turns(self) -> None:
-        """The waiting connections' turn, with a budget of its own: the first line in order, then the second,
-        until the budget is spent (at least one connection)."""
+        """The waiting connections' turn, within this turn's budget (opened here if nobody opened it yet): the
+        first line in order, then the second, until the budget is spent (at least one connection)."""
         self._taking = False
-        self._ends = None
         clock = time.perf_counter
         again_served = False
         try:
