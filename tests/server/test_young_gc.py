@@ -117,7 +117,27 @@ def test_reclaims_when_the_heaps_smallest_over_the_window_doubled(
 
 def test_checks_do_nothing_when_not_installed() -> None:
     young = YoungCollector(5_000, window=1)
-    assert not young.check() and young.reclaim() == 0
+    assert not young.check() and young.reclaim() == 0 and not young.measure()
+
+
+def test_a_young_generation_grown_while_frozen_objects_died_is_collected_by_its_size(
+    collector: YoungCollector,
+) -> None:
+    """The collector's own trigger counts allocations net of every container freed, frozen ones included: a
+    rebalance's parked requests replaced by the next one's keep that count low while the young generation grows
+    past its threshold. ``measure`` counts the young generation itself."""
+    old = [Node() for _ in range(15_000)]
+    gc.collect(0)  # (frozen)
+    assert not collector.measure()  # a young generation within the limit: left alone
+    new: list[Node] = []
+    for _ in range(12_000):  # each new object in place of a frozen one: the net count does not move
+        new.append(Node())
+        old.pop()
+    count, young = gc.get_count()[0], len(gc.get_objects(0))
+    assert count < collector.young_threshold < collector.young_limit < young
+    assert collector.measure() and collector.early == 1
+    assert len(gc.get_objects(0)) < collector.young_limit  # collected, its survivors frozen
+    assert all(not _in_a_generation(node) for node in new[:10])
 
 
 def test_the_metrics_name_the_frozen_objects_and_the_reclamations(collector: YoungCollector) -> None:
@@ -126,6 +146,7 @@ def test_the_metrics_name_the_frozen_objects_and_the_reclamations(collector: You
     assert "regroup_heap_blocks " in text
     assert "regroup_gc_reclamations_total 1" in text
     assert "regroup_gc_reclaimed_objects_total " in text
+    assert "regroup_gc_young_collections_by_size_total 0" in text
 
 
 @pytest.mark.parametrize("bad", [{"young_threshold": 0}, {"young_threshold": 10, "growth": 1.0}])
@@ -178,3 +199,26 @@ def test_a_running_server_checks_its_heap_periodically(tmp_path: Path, monkeypat
     finally:
         gc.set_threshold(*before)
     assert len(checks) >= 5
+
+
+def test_a_running_server_counts_its_young_generation_often(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from regroup.server import app
+
+    measures: list[int] = []
+    monkeypatch.setattr(app, "YOUNG_CHECK_S", 0.005)
+    monkeypatch.setattr(YoungCollector, "measure", lambda self: measures.append(1) or False)
+    before = gc.get_threshold()
+
+    async def run() -> None:
+        server = Server(ServerConfig(port=0, data_dir=tmp_path, fsync=FsyncPolicy.NEVER, gc_young_threshold=10_000))
+        await server.start()
+        try:
+            await asyncio.sleep(0.2)
+        finally:
+            await server.close()
+
+    try:
+        asyncio.run(run())
+    finally:
+        gc.set_threshold(*before)
+    assert len(measures) >= 10

@@ -39,7 +39,7 @@ __all__ = ["QUEUED_TURN_S", "SECONDS_PER_LOOP_TURN", "Later", "TurnBudget"]
 #: the request handling all connections together do in one turn of the loop before the rest waits a turn (the
 #: rest of a turn, the answers of parked requests, the event rows' hand-out and the history's append, adds a few
 #: milliseconds: the turn stays under the stall watchdog's 10 ms)
-SECONDS_PER_LOOP_TURN = 0.003
+SECONDS_PER_LOOP_TURN = 0.002
 #: the handling one waiting connection gets when its turn in the queue comes (one request at least)
 QUEUED_TURN_S = 0.0005
 

@@ -23,6 +23,7 @@ import shutil
 import signal
 import socket
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +81,8 @@ from regroup.transactions.results import TxnConfig
 
 #: how often ``regroup serve``'s young-only collector reads the heap's size (``YoungCollector.check``)
 RECLAIM_CHECK_S = 1.0
+#: how often it counts the young generation's objects, collecting them when too many (``YoungCollector.measure``)
+YOUNG_CHECK_S = 0.02
 log = logging.getLogger("regroup.server")
 
 #: where the HTTP console (and its /metrics) listens unless --http-host says otherwise
@@ -605,11 +608,17 @@ class Server:
 
     @staticmethod
     async def _reclaim_cycles(collector: YoungCollector) -> None:
-        """The heap's size read about once a second, and the frozen objects' cycles reclaimed once it has doubled
+        """The young generation counted every ``YOUNG_CHECK_S`` (``YoungCollector.measure``), the heap's size
+        read about once a second, and the frozen objects' cycles reclaimed once it has doubled
         (``YoungCollector.check``): between turns of the loop, never inside a request's handling."""
+        checked = time.monotonic()
         while True:
-            await asyncio.sleep(RECLAIM_CHECK_S)
-            collector.check()
+            await asyncio.sleep(YOUNG_CHECK_S)
+            collector.measure()
+            now = time.monotonic()
+            if now - checked >= RECLAIM_CHECK_S:
+                checked = now
+                collector.check()
 
     async def _log_stats(self) -> None:
         assert self._dispatcher is not None
