@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import sys
+import threading
 import time
 from types import SimpleNamespace
 
@@ -105,6 +107,57 @@ def test_metric_families() -> None:
     assert 'regroup_event_loop_stalls_total{api="Metadata"} 1' in text
     assert "regroup_event_loop_longest_turn_seconds 0.5" in text
     assert "# HELP regroup_event_loop_longest_turn_seconds " in text
+
+
+def test_a_stall_of_none_says_how_much_of_it_the_loops_thread_computed(caplog: pytest.LogCaptureFixture) -> None:
+    watchdog = StallWatchdog(100)
+    with caplog.at_level(logging.WARNING, "regroup.server.watchdog"):
+        watchdog.late(0.3, time.perf_counter(), (0.04, 0.33))
+    assert "the loop's thread computed 40 of the 330 ms since the check before" in caplog.text
+
+
+def test_the_monitor_tells_a_loop_that_waited_for_another_thread_from_one_that_computed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Another thread holding the interpreter's lock (a switch interval of 200 ms here) keeps the loop from
+    running: the stall's line says the loop's thread computed little of it; a loop computing itself, most."""
+
+    def spin(seconds: float) -> None:
+        ends = time.perf_counter() + seconds
+        while time.perf_counter() < ends:
+            pass
+
+    def computed(line: str) -> tuple[int, int]:
+        part = line.split("the loop's thread computed ", 1)[1]
+        cpu, _, rest = part.partition(" of the ")
+        return int(cpu), int(rest.split(" ms", 1)[0])
+
+    async def run() -> None:
+        watchdog = StallWatchdog(20)
+        watchdog.start()
+        await asyncio.sleep(0.03)
+        spinner = threading.Thread(target=spin, args=(0.5,))
+        before = sys.getswitchinterval()
+        sys.setswitchinterval(0.2)
+        try:
+            spinner.start()
+            await asyncio.sleep(0.45)  # the other thread holds the lock in slices of 200 ms
+        finally:
+            spinner.join()
+            sys.setswitchinterval(before)
+        await asyncio.sleep(1.1)  # (past the one-line-a-second limit)
+        spin(0.15)  # the loop's own work, by no request
+        await asyncio.sleep(0.03)
+        await watchdog.close()
+
+    with caplog.at_level(logging.WARNING, "regroup.server.watchdog"):
+        asyncio.run(run())
+    lines = [r.getMessage() for r in caplog.records if "computed" in r.getMessage()]
+    assert len(lines) >= 2
+    waited_cpu, waited_wall = computed(lines[0])
+    assert waited_wall >= 100 and waited_cpu <= 30
+    own_cpu, own_wall = computed(lines[-1])
+    assert own_wall >= 100 and own_cpu >= 100  # (its 150 ms of spinning, however busy the machine)
 
 
 def test_the_monitor_notices_a_blocked_loop() -> None:

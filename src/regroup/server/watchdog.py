@@ -14,7 +14,10 @@ other client's heartbeat by 300 ms. Two measurements, both cheap on the hot path
   turn that held the loop delays it by about that turn (less up to a quarter of the threshold). A lateness
   over the threshold that no request step over the threshold explains is a stall too — many requests in one
   turn, or work outside request handling (a log-cleaning pass, a disk stall) — logged as such, with the
-  slowest notable request step since the previous wake, if any.
+  slowest notable request step since the previous wake, if any, and how much of the time since that wake the
+  loop's thread spent computing (``time.thread_time``): a stall it mostly did not compute in was a blocking
+  system call on the loop, or the loop waiting for the interpreter's lock (another of the server's threads:
+  the history's fold, the log writer encoding a large record) or for one of the machine's cores.
 - **The garbage collector.** The interpreter's cyclic collector's pauses are timed as they happen
   (``server/gc_pauses.py``). A stall no request step explains, at least half of which went to collections
   since the monitor's previous wake, is the collector's: counted as ``gc``, and logged with the collections'
@@ -122,14 +125,18 @@ class StallWatchdog:
 
     async def _watch(self) -> None:
         interval = self.threshold_s / 4
-        clock = time.perf_counter
+        clock, cpu_clock = time.perf_counter, time.thread_time
+        woke, computed = clock(), cpu_clock()
         while True:
             expected = clock() + interval
             await asyncio.sleep(interval)
-            self.late(clock() - expected, expected)
+            now, cpu = clock(), cpu_clock()
+            self.late(now - expected, expected, (cpu - computed, now - woke))
+            woke, computed = now, cpu
 
-    def late(self, seconds: float, since: float) -> None:
-        """The monitor woke ``seconds`` after it was due at ``since`` (``time.perf_counter``)."""
+    def late(self, seconds: float, since: float, computing: tuple[float, float] | None = None) -> None:
+        """The monitor woke ``seconds`` after it was due at ``since`` (``time.perf_counter``); ``computing``: the
+        CPU time of the loop's thread since the monitor's previous wake, and the time since then."""
         if seconds > self.longest_s:
             self.longest_s = seconds
         slowest, self._slowest = self._slowest, None
@@ -152,6 +159,13 @@ class StallWatchdog:
         detail = f"no request step took {round(self.notable_s * 1000)} ms or more"
         if slowest is not None:
             detail = f"the slowest request step: {round(slowest[0] * 1000)} ms, {slowest[1]}"
+        if computing is not None:
+            cpu_s, wall_s = computing
+            detail += (
+                f"; the loop's thread computed {round(cpu_s * 1000)} of the {round(wall_s * 1000)} ms since the "
+                "check before, the rest blocked in a system call or waiting for the interpreter's lock (held by "
+                "another of the server's threads) or for a core"
+            )
         self._log(
             LOOP_LINE, "event loop held at least %d ms, no single request over the threshold (%s)", seconds, detail
         )
