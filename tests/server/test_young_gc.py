@@ -135,7 +135,7 @@ def test_a_young_generation_grown_while_frozen_objects_died_is_collected_by_its_
         old.pop()
     count, young = gc.get_count()[0], len(gc.get_objects(0))
     assert count < collector.young_threshold < collector.young_limit < young
-    assert collector.measure() and collector.early == 1
+    assert collector.measure() and collector.sized_collections == 1
     assert len(gc.get_objects(0)) < collector.young_limit  # collected, its survivors frozen
     assert all(not _in_a_generation(node) for node in new[:10])
 

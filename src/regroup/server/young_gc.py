@@ -23,8 +23,8 @@ run a full collection for a quarter of that growth of its oldest generation.
 
 The young collection's own trigger is a count of container allocations net of every container freed, frozen ones
 included: while a 10,000-member rebalance's parked requests are answered and freed and the next one's arrive, the
-count stays low and the young generation grows past it (young collections of 40,000 to 150,000 objects, 20 to 76
-ms, seen in ``bench/stall.py``'s classic-joins-10k). So ``measure`` (the server calls it every 20 ms, between turns)
+count stays low and the young generation grows past it (young collections of 40,000 objects and more, up to 76 ms,
+seen in ``bench/stall.py``'s classic-joins-10k). So ``measure`` (the server calls it every 20 ms, between turns)
 counts the young generation's objects themselves (``gc.get_objects(0)``: about 0.15 ms at 10,000) and collects
 it at once past ``young_limit``, twice the threshold.
 """
@@ -76,11 +76,11 @@ class YoungCollector:
         "_installed",
         "_samples",
         "baseline",
-        "early",
         "growth",
         "reclaimed",
         "reclaiming_s",
         "reclamations",
+        "sized_collections",
         "young_limit",
         "young_threshold",
     )
@@ -100,7 +100,7 @@ class YoungCollector:
         #: the young generation's size (objects, counted) past which ``measure`` collects it at once
         self.young_limit = 2 * young_threshold
         #: young collections ``measure`` started
-        self.early = 0
+        self.sized_collections = 0
         self.growth = growth
         self._samples: collections.deque[int] = collections.deque(maxlen=window)
         #: the heap's allocated blocks the last reclamation left (or found at ``install``)
@@ -158,7 +158,7 @@ class YoungCollector:
         if not self._installed or len(gc.get_objects(0)) <= self.young_limit:
             return False
         gc.collect(0)
-        self.early += 1
+        self.sized_collections += 1
         return True
 
     def reclaim(self) -> int:
@@ -207,7 +207,7 @@ class YoungCollector:
                 "counter",
                 "Young collections started because the young generation, counted, held more than twice the "
                 "threshold (its own trigger counts allocations net of every container freed).",
-            ).add(self.early),
+            ).add(self.sized_collections),
             Family(
                 "regroup_gc_reclaimed_objects_total",
                 "counter",
