@@ -268,7 +268,7 @@ class Server:
         self._share_sessions = ShareSessions(config.share_max_sessions)
         self._watchdog = StallWatchdog(config.stall_warn_ms) if config.stall_warn_ms > 0 else None
         self._young_gc = None if config.gc_young_threshold is None else YoungCollector(config.gc_young_threshold)
-        self._reclaimer: asyncio.Task[None] | None = None
+        self._collector_task: asyncio.Task[None] | None = None
         #: the request handling all connections share per turn of the loop (made with the loop, in ``_start``)
         self._turn_budget: TurnBudget | None = None
         #: releases of share members whose connection dropped, running
@@ -452,7 +452,7 @@ class Server:
             gc.freeze()
         if self._young_gc is not None:
             self._young_gc.install()
-            self._reclaimer = asyncio.get_running_loop().create_task(self._reclaim_cycles(self._young_gc))
+            self._collector_task = asyncio.get_running_loop().create_task(self._tend_collector(self._young_gc))
         for server in self._listeners[1:] + self._listeners[:1]:
             await server.start_serving()
         for security in listeners[1:]:
@@ -607,7 +607,7 @@ class Server:
         self.stopped.set()
 
     @staticmethod
-    async def _reclaim_cycles(collector: YoungCollector) -> None:
+    async def _tend_collector(collector: YoungCollector) -> None:
         """The young generation counted every ``YOUNG_CHECK_S`` (``YoungCollector.measure``), the heap's size
         read about once a second, and the frozen objects' cycles reclaimed once it has doubled
         (``YoungCollector.check``): between turns of the loop, never inside a request's handling."""
@@ -657,7 +657,7 @@ class Server:
             self._replays = None
         for listener in self._listeners:
             listener.close()
-        for task in [self._stats, self._cleaner, self._reclaimer]:
+        for task in [self._stats, self._cleaner, self._collector_task]:
             if task is not None:
                 task.cancel()
         if self._young_gc is not None:

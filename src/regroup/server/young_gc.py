@@ -68,8 +68,8 @@ def freeze_young() -> bool:
 
 
 class YoungCollector:
-    """Young collections only, their survivors frozen; ``check`` reclaims the frozen cycles when they have grown
-    (see the module doc)."""
+    """Young collections only, their survivors frozen; ``measure`` collects a young generation grown past
+    ``young_limit``, ``check`` reclaims the frozen cycles when they have grown (see the module doc)."""
 
     __slots__ = (
         "_before",
