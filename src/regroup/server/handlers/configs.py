@@ -41,9 +41,10 @@ its authorization, as Kafka's broker does before forwarding it to the controller
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -59,6 +60,7 @@ from regroup.server.broker_loggers import (
     check_logger_changes,
     logger_levels,
 )
+from regroup.server.config_answers import ConfigArrays, DescribedResult, describe_configs_answer
 from regroup.server.config_view import Described, describe_broker, describe_group, describe_loggers, describe_topic
 from regroup.server.group_configs import GroupConfigStore, core_group_config, validate_group_configs
 from regroup.server.handlers.topics import NO_THROTTLE, build, response_module, store_of
@@ -157,66 +159,63 @@ async def handle_describe_configs(broker: Broker, ctx: RequestContext, request: 
     mod = response_module(request)
     store = store_of(broker)
     synonyms, docs = request.include_synonyms, getattr(request, "include_documentation", False)
-    results = []
+    results: list[DescribedResult] = []
     for resource in request.resources:
-        keys = resource.configuration_keys or None
-        code, message, described = ErrorCode.none, None, []
+        resource_type, name = resource.resource_type, resource.resource_name
+        keys = tuple(resource.configuration_keys) if resource.configuration_keys else None
         try:
-            _authorize(broker, ctx, AclOperation.DESCRIBE_CONFIGS, resource.resource_type, resource.resource_name)
-            described = _describe(store, broker, resource.resource_type, resource.resource_name, keys)
+            _authorize(broker, ctx, AclOperation.DESCRIBE_CONFIGS, resource_type, name)
+            key, describe = _describer(store, broker, resource_type, name, keys)
         except _Refused as refused:
-            code, message = refused.code, str(refused)
-        entries = tuple(_entry(mod, d, synonyms, docs) for d in described)
-        results.append(
-            build(
-                mod,
-                "DescribeConfigsResult",
-                error_code=code,
-                error_message=message,
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-                configs=entries,
-            )
-        )
-    return build(mod, "DescribeConfigsResponse", throttle_time=NO_THROTTLE, results=tuple(results))
+            results.append((int(refused.code), str(refused), resource_type, name, None, _NOTHING))
+            continue
+        results.append((0, None, resource_type, name, key, describe))
+    empty = build(mod, "DescribeConfigsResponse", throttle_time=NO_THROTTLE, results=())
+    return await describe_configs_answer(mod, empty, results, _ARRAYS, synonyms, docs)
 
 
-def _describe(
+#: the configs arrays of the answers, kept by what decides them (``server/config_answers.py``)
+_ARRAYS = ConfigArrays()
+
+
+def _nothing() -> list[Described]:
+    return []
+
+
+_NOTHING: Callable[[], list[Described]] = _nothing  # (a refused resource has no entries)
+
+
+def _describer(
     store: TopicStore, broker: Broker, resource_type: int, name: str, keys: tuple[str, ...] | None
-) -> list[Described]:
+) -> tuple[Hashable | None, Callable[[], list[Described]]]:
+    """The resource's checks (raising ``_Refused``), then what decides its described entries (None: not kept)
+    and how to describe them."""
     if resource_type == TOPIC:
         _existing_topic(store, name)
-        return describe_topic(store.configs.defaults, store.configs.overrides(name), keys)
+        defaults, overrides = store.configs.defaults, store.configs.overrides(name)
+        key = (TOPIC, keys, tuple(sorted(overrides.items())), defaults)
+        return key, functools.partial(describe_topic, defaults, overrides, keys)
     if resource_type == BROKER:
         _check_broker_name(name, empty_ok=True)
-        return [] if name == "" else describe_broker(_broker_entries(broker), keys)
+        if name == "":
+            return None, _NOTHING
+        return None, functools.partial(describe_broker, _broker_entries(broker), keys)
     if resource_type == GROUP:
         groups = _group_store(broker)
         _check_group_name(name)
-        return describe_group(groups.config, groups.overrides(name), keys)
+        config, group_overrides = groups.config, groups.overrides(name)
+        group_key: Hashable | None = (GROUP, keys, tuple(sorted(group_overrides.items())), config)
+        try:
+            hash(group_key)
+        except TypeError:
+            group_key = None
+        return group_key, functools.partial(describe_group, config, group_overrides, keys)
     if resource_type == BROKER_LOGGER:
         if not name:
             raise _Refused(ErrorCode.invalid_request, "Broker id must not be empty")
         _check_broker_name(name, empty_ok=False)
-        return describe_loggers(logger_levels(), keys)
+        return None, functools.partial(describe_loggers, logger_levels(), keys)
     raise _Refused(ErrorCode.invalid_request, f"Unsupported resource type: {_type_name(resource_type)}")
-
-
-def _entry(mod: Any, d: Described, synonyms: bool, docs: bool) -> Any:
-    return build(
-        mod,
-        "DescribeConfigsResourceResult",
-        name=d.name,
-        value=d.value,
-        read_only=d.read_only,
-        config_source=d.source,
-        is_sensitive=d.sensitive,
-        synonyms=tuple(build(mod, "DescribeConfigsSynonym", name=n, value=v, source=s) for n, v, s in d.synonyms)
-        if synonyms
-        else (),
-        config_type=d.type,
-        documentation=d.doc if docs else None,
-    )
 
 
 # ---------------------------------------------------------------------- AlterConfigs / IncrementalAlterConfigs
