@@ -59,6 +59,12 @@ from regroup.server.entities import ms
 from regroup.server.handlers._common import respond
 from regroup.server.handlers.authorized import authorize_by_resource_type
 from regroup.server.offset_answers import commit_topics
+from regroup.server.producer_answers import (
+    ActiveProducer,
+    ProducersPartition,
+    ProducersTopic,
+    describe_producers_answer,
+)
 from regroup.server.txn_runtime import TransactionRuntime
 from regroup.transactions.state import TopicPartition, TransactionMetadata, TxnState
 
@@ -467,58 +473,42 @@ def _producers_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
 
 
 async def describe_producers(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    """READ on each Topic."""
+    """READ on each Topic. A partition never opened since the store opened has no data, so no producers: it is
+    answered without opening its log (``TopicStore.opened_partition``)."""
     store = broker.topic_store
-    partition_of = getattr(store, "partition", None)
-    topics = []
+    opened = getattr(store, "opened_partition", None)
+    topics: list[ProducersTopic] = []
     for t in request.topics:
-        partitions = []
         if not _may(broker, ctx, AclOperation.READ, t.name):
-            message = "Topic authorization failed."
-            partitions = [
-                {
-                    "partition_index": p,
-                    "error_code": E.TOPIC_AUTHORIZATION_FAILED,
-                    "error_message": message,
-                    "active_producers": [],
-                }
-                for p in t.partition_indexes
-            ]
-            topics.append({"name": t.name, "partitions": partitions})
+            denied, message = int(E.TOPIC_AUTHORIZATION_FAILED), "Topic authorization failed."
+            topics.append((t.name, [(p, denied, message, ()) for p in t.partition_indexes]))
             continue
+        partitions: list[ProducersPartition] = []
         for p in t.partition_indexes:
-            plog = partition_of(t.name, p) if partition_of is not None else None
-            if plog is None:
-                partitions.append(
-                    {
-                        "partition_index": p,
-                        "error_code": E.UNKNOWN_TOPIC_OR_PARTITION,
-                        "error_message": None,
-                        "active_producers": [],
-                    }
-                )
-                continue
-            open_txns = plog.open_transactions()
-            sequences = plog.producers.last_sequences()
-            producers = []
-            for pid in sorted(sequences.keys() | open_txns.keys()):
-                txn = open_txns.get(pid)
-                epoch, last_seq = sequences.get(pid, (txn.producer_epoch if txn else -1, -1))
-                producers.append(
-                    {
-                        "producer_id": pid,
-                        "producer_epoch": epoch,
-                        "last_sequence": last_seq,
-                        "last_timestamp": -1,
-                        "coordinator_epoch": 0 if txn is not None else -1,
-                        "current_txn_start_offset": txn.first_offset if txn is not None else -1,
-                    }
-                )
-            partitions.append(
-                {"partition_index": p, "error_code": E.NONE, "error_message": None, "active_producers": producers}
-            )
-        topics.append({"name": t.name, "partitions": partitions})
-    return respond(ctx, topics=topics)
+            plog = opened(t.name, p) if opened is not None else False
+            if plog is False:
+                partitions.append((p, int(E.UNKNOWN_TOPIC_OR_PARTITION), None, ()))
+            elif plog is True:
+                partitions.append((p, 0, None, ()))
+            else:
+                partitions.append((p, 0, None, _active_producers(plog)))
+        topics.append((t.name, partitions))
+    return await describe_producers_answer(respond(ctx, topics=[]), topics)
+
+
+def _active_producers(plog: Any) -> list[ActiveProducer]:
+    """The partition's producers with a sequence or an open transaction, by id: (id, epoch, last sequence, last
+    timestamp (-1: not kept), coordinator epoch (0 within a transaction, else -1), the transaction's first
+    offset (-1 without one))."""
+    open_txns = plog.open_transactions()
+    sequences = plog.producers.last_sequences()
+    producers: list[ActiveProducer] = []
+    for pid in sorted(sequences.keys() | open_txns.keys()):
+        txn = open_txns.get(pid)
+        epoch, last_seq = sequences.get(pid, (txn.producer_epoch if txn else -1, -1))
+        in_txn = txn is not None
+        producers.append((pid, epoch, last_seq, -1, 0 if in_txn else -1, txn.first_offset if in_txn else -1))
+    return producers
 
 
 SPECS = [
