@@ -218,3 +218,38 @@ def test_an_answer_of_many_topics_yields_the_loop_between_chunks() -> None:
             assert response.body == reference(broker, request)
         finally:
             store.close()
+
+
+def test_an_alteration_of_many_topics_yields_the_loop_and_applies_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each resource is stored and applied before the next; past ``ALTER_SLICE_S`` the loop gets a turn (here
+    after every resource): every topic altered, in one answer, over as many turns."""
+    monkeypatch.setattr(configs, "ALTER_SLICE_S", 0.0)
+    n = 25
+    with tempfile.TemporaryDirectory() as tmp:
+        store = TopicStore.open(Path(tmp) / "topics", fsync=FsyncPolicy.NEVER)
+        try:
+            for i in range(n):
+                store.create_topic(f"t{i}", 1)
+            broker = Broker(store, GroupConfigStore(Path(tmp) / "g.json", CoordinatorConfig(), sync=False))
+            mod = request_module("incremental_alter_configs", 1)
+            request = mod.IncrementalAlterConfigsRequest(
+                resources=tuple(
+                    mod.AlterConfigsResource(
+                        resource_type=TOPIC,
+                        resource_name=f"t{i}",
+                        configs=(mod.AlterableConfig(name="retention.ms", config_operation=0, value=str(1000 + i)),),
+                    )
+                    for i in range(n)
+                ),
+                validate_only=False,
+            )
+            ctx = RequestContext(44, 1, 1, "test", "127.0.0.1", 1)
+            coro = configs.handle_incremental_alter_configs(broker, ctx, request)
+            response, turns = asyncio.run(counting_turns(coro))
+            assert turns >= n - 1
+            assert [r.error_code for r in response.responses] == [ErrorCode.none] * n
+            assert [store.configs.overrides(f"t{i}") for i in range(n)] == [
+                {"retention.ms": str(1000 + i)} for i in range(n)
+            ]
+        finally:
+            store.close()

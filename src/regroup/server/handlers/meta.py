@@ -8,7 +8,8 @@ client software with Kafka's pattern, else INVALID_REQUEST, as Kafka validates.
 FindCoordinator: this is a single-node cluster, so the coordinator of every group (key type 0) and every
 transactional id (key type 1) is this node. Other key types (2 = share groups, needs v6) are
 INVALID_REQUEST, per key in v4+ (batched ``CoordinatorKeys``), for the request in v0-3. The node advertised is
-this broker's address on the listener the request came in through.
+this broker's address on the listener the request came in through. A batched answer is encoded by hand, a chunk
+of keys at a time (``server/coordinator_answers.py``).
 
 ACLs: ApiVersions none (answered before authentication). FindCoordinator: DESCRIBE on the Group for a group
 key (GROUP_AUTHORIZATION_FAILED), DESCRIBE on the TransactionalId for a transactional id
@@ -24,7 +25,9 @@ from regroup.model.errors import ErrorCode
 from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import NODE_ID, ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed
+from regroup.server.coordinator_answers import FoundCoordinator, coordinators_answer
 from regroup.server.handlers._common import respond
+from regroup.server.offset_answers import CHUNK, pause
 
 API_VERSIONS, FIND_COORDINATOR = 18, 10
 FIND_COORDINATOR_BATCHED_FROM = 4
@@ -86,11 +89,13 @@ def _find_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
 async def find_coordinator(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     key_type = getattr(request, "key_type", GROUP_KEY)
     if ctx.api_version >= FIND_COORDINATOR_BATCHED_FROM:
-        rows = []
-        for key in request.coordinator_keys:
+        found: list[FoundCoordinator] = []
+        for index, key in enumerate(request.coordinator_keys):
+            if index and index % CHUNK == 0:
+                await pause()
             error, node = _coordinator(broker, ctx, key_type, key)
-            rows.append({"key": key, "error_code": error, "error_message": None, **node})
-        return respond(ctx, coordinators=rows)
+            found.append((key, int(error), node["node_id"], node["host"], node["port"]))
+        return await coordinators_answer(respond(ctx, coordinators=[]), found)
     error, node = _coordinator(broker, ctx, key_type, request.key)
     return respond(ctx, error_code=error, error_message=None, **node)
 
