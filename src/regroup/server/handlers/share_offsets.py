@@ -25,6 +25,12 @@ from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed, require
 from regroup.server.handlers._common import respond
 from regroup.server.handlers.share_groups import require_share_groups
+from regroup.server.share_offset_answers import (
+    ShareOffsetRow,
+    ShareOffsetsGroup,
+    ShareOffsetsTopic,
+    share_offsets_answer,
+)
 from regroup.server.topics import TopicStore
 
 DESCRIBE_SHARE_GROUP_OFFSETS, ALTER_SHARE_GROUP_OFFSETS, DELETE_SHARE_GROUP_OFFSETS = 90, 91, 92
@@ -41,8 +47,12 @@ def _store(broker: Broker) -> TopicStore:
 
 
 def _log_end(store: TopicStore, name: str, partition: int) -> int | None:
-    plog = store.partition(name, partition)
-    return None if plog is None else int(plog.log_end_offset)
+    """The partition's log end offset (None: no such partition); one never opened since the store opened has no
+    data (0), and is not opened for it."""
+    plog = store.opened_partition(name, partition)
+    if plog is True:
+        return 0
+    return None if plog is False else int(plog.log_end_offset)
 
 
 # --------------------------------------------------------------------------------- DescribeShareGroupOffsets
@@ -50,12 +60,12 @@ def _describe_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
     return respond(ctx, groups=[{"group_id": g.group_id, "topics": [], "error_code": code} for g in request.groups])
 
 
-def _partition_row(index: int, found: tuple[int, int] | None, error: ErrorCode = ErrorCode.NONE) -> dict[str, Any]:
+def _partition_row(index: int, found: tuple[int, int] | None, error: ErrorCode = ErrorCode.NONE) -> ShareOffsetRow:
     start, lag = found if found is not None else (NO_OFFSET, NO_OFFSET)
-    return {"partition_index": index, "start_offset": start, "leader_epoch": 0, "lag": lag, "error_code": error}
+    return (index, start, 0, lag, int(error))
 
 
-async def _describe_group(broker: Broker, ctx: RequestContext, group: Any) -> dict[str, Any]:
+async def _describe_group(broker: Broker, ctx: RequestContext, group: Any) -> ShareOffsetsGroup:
     store = _store(broker)
     topics = store.topics()
     by_id = {info.topic_id: info for info in topics.values()}
@@ -84,47 +94,45 @@ async def _describe_group(broker: Broker, ctx: RequestContext, group: Any) -> di
 
     found = await broker.coordinator.call(op)
     if not isinstance(found, dict):
-        return {"group_id": group_id, "topics": [], "error_code": ErrorCode(int(found))}
-    rows: list[dict[str, Any]] = []
+        return (group_id, [], int(found))
+    rows: list[ShareOffsetsTopic] = []
     if explicit:
         for name, partitions in wanted:
             info = topics.get(name)
             if info is None:
-                rows.append(
-                    {"topic_name": name, "topic_id": None, "partitions": [_partition_row(p, None) for p in partitions]}
-                )
+                rows.append((name, None, [_partition_row(p, None) for p in partitions]))
                 continue
             if not allowed(broker, ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
                 refused = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 parts = [_partition_row(p, None, refused) for p in partitions]
             else:
                 parts = [_partition_row(p, found.get((info.topic_id, p))) for p in partitions]
-            rows.append({"topic_name": name, "topic_id": info.topic_id, "partitions": parts})
+            rows.append((name, info.topic_id, parts))
     else:
         by_topic: dict[uuid.UUID, list[int]] = {}
-        for tp in sorted(found, key=lambda tp: (str(tp[0]), tp[1])):
-            by_topic.setdefault(tp[0], []).append(tp[1])
-        for topic_id, partitions in by_topic.items():
+        for topic_id, p in found:
+            by_topic.setdefault(topic_id, []).append(p)
+        for topic_id in sorted(by_topic, key=str):  # (by id as text, each topic's partitions in order)
+            partitions = sorted(by_topic[topic_id])
             info = by_id.get(topic_id)
             if info is None or not allowed(broker, ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, info.name):
                 continue  # (all topics: what the principal may not see is left out)
             parts = [_partition_row(p, found[(topic_id, p)]) for p in partitions]
-            rows.append({"topic_name": info.name, "topic_id": topic_id, "partitions": parts})
-    return {"group_id": group_id, "topics": rows, "error_code": ErrorCode.NONE}
+            rows.append((info.name, topic_id, parts))
+    return (group_id, rows, 0)
 
 
 async def describe_share_group_offsets(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """DESCRIBE on each Group; DESCRIBE on each Topic."""
-    groups = []
+    groups: list[ShareOffsetsGroup] = []
     for group in request.groups:
         if not getattr(broker, "share_groups", True):
-            groups.append({"group_id": group.group_id, "topics": [], "error_code": ErrorCode.UNSUPPORTED_VERSION})
+            groups.append((group.group_id, [], int(ErrorCode.UNSUPPORTED_VERSION)))
         elif not allowed(broker, ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group.group_id):
-            refused = ErrorCode.GROUP_AUTHORIZATION_FAILED
-            groups.append({"group_id": group.group_id, "topics": [], "error_code": refused})
+            groups.append((group.group_id, [], int(ErrorCode.GROUP_AUTHORIZATION_FAILED)))
         else:
             groups.append(await _describe_group(broker, ctx, group))
-    return respond(ctx, groups=groups)
+    return await share_offsets_answer(respond(ctx, groups=[]), groups, ctx.api_version)
 
 
 # ------------------------------------------------------------------------------------ AlterShareGroupOffsets
