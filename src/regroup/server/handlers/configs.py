@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
@@ -70,7 +69,7 @@ from regroup.server.config_answers import ConfigArrays, DescribedResult, describ
 from regroup.server.config_view import Described, describe_broker, describe_group, describe_loggers, describe_topic
 from regroup.server.group_configs import GroupConfigStore, core_group_config, validate_group_configs
 from regroup.server.handlers.topics import NO_THROTTLE, build, response_module, store_of
-from regroup.server.offset_answers import pause
+from regroup.server.time_slices import TimeSlices
 from regroup.server.topics import InvalidTopicError, TopicStore, validate_topic_name
 from regroup.storage.format import StorageError
 from regroup.storage.topic_config import TOPIC_KEYS, ConfigError, ConfigType, validate_topic_configs
@@ -262,12 +261,9 @@ async def _alter(broker: Broker, ctx: RequestContext, request: Any, change: Chan
     store = store_of(broker)
     seen = Counter((r.resource_type, r.resource_name) for r in request.resources)
     responses = []
-    clock = time.perf_counter
-    since = clock()
+    slices = TimeSlices(ALTER_SLICE_S)
     for resource in request.resources:
-        if clock() - since >= ALTER_SLICE_S:
-            await pause()
-            since = clock()
+        await slices.tick()
         code, message = ErrorCode.none, None
         try:
             if seen[(resource.resource_type, resource.resource_name)] > 1:
