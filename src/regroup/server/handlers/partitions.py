@@ -10,10 +10,11 @@ twice, or more replicas than the topic's replication factor of 1). Then the stor
 refused with POLICY_VIOLATION (Kafka's controller refuses such an oversized batch).
 
 ``validate_only`` checks everything and changes nothing. Otherwise each topic's new count is durable before
-the answer (``TopicStore.add_partitions``: one atomic rename of its ``topic.json``), and the coordinator gets
-the new cluster image at once, so KIP-848 consumer groups recompute their targets; classic members learn the
-new count from Metadata. ``timeout_ms`` cannot run out: the change is complete when the handler answers, so
-a client that asks not to wait (timeout ≤ 0) gets the outcome as well.
+the answer (``TopicStore.add_partitions``: one atomic rename of its ``topic.json``), a request of many topics
+giving the event loop a turn every ``GROW_SLICE_S`` (the topics grown in a slice make one cluster image), and
+the coordinator gets the new cluster image at once, so KIP-848 consumer groups recompute their targets; classic
+members learn the new count from Metadata. ``timeout_ms`` cannot run out: the change is complete when the
+handler answers, so a client that asks not to wait (timeout ≤ 0) gets the outcome as well.
 
 Authorization (Kafka's ``ControllerApis.createPartitions``): ALTER on each Topic. A topic without it is
 TOPIC_AUTHORIZATION_FAILED (after the duplicate check, before any other), is left alone and does not count
@@ -23,6 +24,7 @@ towards the request's 10,000-partition bound.
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import AbstractContextManager
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -33,6 +35,7 @@ from regroup.security.acl import AclOperation
 from regroup.server.api import NODE_ID, ApiSpec, Broker, RequestContext
 from regroup.server.handlers._common import respond
 from regroup.server.handlers.topics import MAX_PARTITIONS_PER_REQUEST, UNAUTHORIZED, may, store_of
+from regroup.server.time_slices import TimeSlices
 from regroup.server.topics import PartitionLimitError, TopicStore
 
 __all__ = ["CREATE_PARTITIONS", "SPECS", "handle_create_partitions"]
@@ -50,19 +53,57 @@ def _result(name: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
     return {"name": name, "error_code": code, "error_message": message}
 
 
+#: a request growing many topics gives the event loop a turn once this long was spent on them since the last
+GROW_SLICE_S = 0.004
+
+
+class _ImageSlices(TimeSlices):
+    """Time slices whose topic changes the store publishes together: one new cluster image for the coordinator
+    per slice, not one per topic (``TopicStore.batched``)."""
+
+    __slots__ = ("_batch", "_store")
+
+    def __init__(self, store: TopicStore, slice_s: float) -> None:
+        super().__init__(slice_s)
+        self._store = store
+        self._batch: AbstractContextManager[None] | None = None
+        self._open()
+
+    def _open(self) -> None:
+        self._batch = self._store.batched()
+        self._batch.__enter__()
+
+    def end(self) -> None:
+        """Publish this slice's changes (idempotent)."""
+        if self._batch is not None:
+            batch, self._batch = self._batch, None
+            batch.__exit__(None, None, None)
+
+    def before_turn(self) -> None:
+        self.end()
+
+    def restart(self) -> None:
+        super().restart()
+        self._open()
+
+
 async def handle_create_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """ALTER on each Topic."""
-    with store_of(broker).batched():  # one new cluster image for the coordinator, not one per topic
-        return _create_partitions(broker, ctx, request)
+    slices = _ImageSlices(store_of(broker), GROW_SLICE_S)
+    try:
+        return await _create_partitions(broker, ctx, request, slices)
+    finally:
+        slices.end()
 
 
-def _create_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+async def _create_partitions(broker: Broker, ctx: RequestContext, request: Any, slices: TimeSlices) -> Any:
     store = store_of(broker)
     named = Counter(topic.name for topic in request.topics)
     results: list[dict[str, Any]] = []
     reported: set[str] = set()
     added_in_request = 0
     for topic in request.topics:
+        await slices.tick()
         if named[topic.name] > 1:
             if topic.name not in reported:
                 reported.add(topic.name)
