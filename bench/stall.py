@@ -70,6 +70,17 @@ Cases (``--cases``; ``--quick`` runs the first three at a tenth of the size):
   completing for all 10,000 at once (10,000 JoinGroup answers, the leader's with every subscription), the
   leader's range assignment, 10,000 SyncGroup v5 answered when the leader's arrives, then one LeaveGroup of
   all; the heavy latency is each group's rebalance (``bench/server.py``'s join case).
+- ``describe-configs-1000``: DescribeConfigs v4 of 1,000 topics, every entry with synonyms and documentation;
+- ``alter-configs-1000``: IncrementalAlterConfigs v1 setting ``retention.ms`` of the same 1,000 topics;
+- ``describe-producers-10k``: DescribeProducers v0 of the 10,000 partitions of one topic;
+- ``find-coordinator-10k``: FindCoordinator v4 of 10,000 group ids in one request;
+- ``share-offsets-10k``: DescribeShareGroupOffsets v1 of the 10,000 partitions of one topic, named;
+- ``add-partitions-to-txn-10k``: AddPartitionsToTxn v3 of the 10,000 partitions of one topic to a transaction
+  (InitProducerId once before the window);
+- ``metadata-auto-create-500``: Metadata v12 naming 500 missing topics (auto-created), then DeleteTopics v6 of
+  them, in turn;
+- ``create-partitions-1000``: CreateTopics v7 of 1,000 one-partition topics, CreatePartitions v3 growing each to
+  11, DeleteTopics v6 of them, in turn.
 
 ``--micro`` measures instead what one all-topics Metadata v12 answer costs the server, in process CPU time
 (handler and encoding, the way the dispatcher runs them, with no network), for each tree in a child process of
@@ -291,6 +302,115 @@ def offset_fetch_named(size: int) -> list[bytes]:
     return [bytes(sb.encode_request(OFFSET_FETCH, 9, 0, groups=[group], require_stable=False))]
 
 
+DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, DESCRIBE_PRODUCERS, FIND_COORDINATOR = 32, 44, 61, 10
+DESCRIBE_SHARE_GROUP_OFFSETS, INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, CREATE_PARTITIONS = 90, 22, 24, 37
+CONFIGURED = "bench-stall-conf"
+TRANSACTION = "bench-stall-txn"
+
+
+def describe_configs_all(count: int) -> list[bytes]:
+    """DescribeConfigs v4 of ``count`` topics, every entry with its synonyms and documentation (an admin tool or a
+    UI listing every topic's configuration)."""
+    resources = [
+        {"resource_type": 2, "resource_name": name, "configuration_keys": None} for name in layout(count, 1, CONFIGURED)
+    ]
+    request = sb.encode_request(
+        DESCRIBE_CONFIGS, 4, 0, resources=resources, include_synonyms=True, include_documentation=True
+    )
+    return [bytes(request)]
+
+
+def alter_configs_all(count: int) -> list[bytes]:
+    """IncrementalAlterConfigs v1 setting ``retention.ms`` of ``count`` topics: each one's file written and
+    fsynced, then applied."""
+    resources = [
+        {
+            "resource_type": 2,
+            "resource_name": name,
+            "configs": [{"name": "retention.ms", "config_operation": 0, "value": "86400000"}],
+        }
+        for name in layout(count, 1, CONFIGURED)
+    ]
+    return [bytes(sb.encode_request(INCREMENTAL_ALTER_CONFIGS, 1, 0, resources=resources, validate_only=False))]
+
+
+def describe_producers(size: int) -> list[bytes]:
+    topics = [{"name": "bench-stall-big", "partition_indexes": list(range(size))}]
+    return [bytes(sb.encode_request(DESCRIBE_PRODUCERS, 0, 0, topics=topics))]
+
+
+def find_coordinators(count: int) -> list[bytes]:
+    """FindCoordinator v4 of ``count`` groups in one request (an admin client batching its lookups)."""
+    keys = [f"bench-stall-group-{i:05d}" for i in range(count)]
+    return [bytes(sb.encode_request(FIND_COORDINATOR, 4, 0, key_type=0, coordinator_keys=keys))]
+
+
+def share_offsets(size: int) -> list[bytes]:
+    """DescribeShareGroupOffsets v1 of ``size`` named partitions of a share group."""
+    topics = [{"topic_name": "bench-stall-big", "partitions": list(range(size))}]
+    groups = [{"group_id": "bench-stall-share", "topics": topics}]
+    return [bytes(sb.encode_request(DESCRIBE_SHARE_GROUP_OFFSETS, 1, 0, groups=groups))]
+
+
+def init_transaction(size: int) -> list[bytes]:
+    """InitProducerId of the case's transactional id: on a fresh server, producer id 0 at epoch 0."""
+    request = sb.encode_request(
+        INIT_PRODUCER_ID, 4, 0, transactional_id=TRANSACTION, transaction_timeout=600_000, producer_id=-1,
+        producer_epoch=-1,
+    )  # fmt: skip
+    return [bytes(request)]
+
+
+def add_partitions_to_txn(size: int) -> list[bytes]:
+    """AddPartitionsToTxn v3 of ``size`` partitions to the transaction ``init_transaction`` began (added once;
+    the same request again is answered from the transaction as it stands)."""
+    request = sb.encode_request(
+        ADD_PARTITIONS_TO_TXN,
+        3,
+        0,
+        v3_and_below_transactional_id=TRANSACTION,
+        v3_and_below_producer_id=0,
+        v3_and_below_producer_epoch=0,
+        v3_and_below_topics=[{"name": "bench-stall-big", "partitions": list(range(size))}],
+    )
+    return [bytes(request)]
+
+
+def auto_create_and_delete(count: int) -> list[bytes]:
+    """Metadata v12 naming ``count`` missing topics (auto-created), then DeleteTopics of them."""
+    names = [f"bench-stall-auto-{i:04d}" for i in range(count)]
+    metadata = sb.encode_request(
+        METADATA,
+        12,
+        0,
+        topics=[{"topic_id": uuid.UUID(int=0), "name": n} for n in names],
+        allow_auto_topic_creation=True,
+        include_topic_authorized_operations=False,
+    )
+    wanted = [{"name": n, "topic_id": uuid.UUID(int=0)} for n in names]
+    return [bytes(metadata), bytes(sb.encode_request(DELETE_TOPICS, 6, 0, topics=wanted, timeout=30_000))]
+
+
+def grow_and_delete(count: int) -> list[bytes]:
+    """CreateTopics of ``count`` one-partition topics, CreatePartitions growing each to 11, DeleteTopics."""
+    names = [f"bench-stall-grown-{i:04d}" for i in range(count)]
+    one = {"num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+    create = sb.encode_request(
+        CREATE_TOPICS, 7, 0, topics=[{"name": n, **one} for n in names], timeout=30_000, validate_only=False
+    )
+    grow = sb.encode_request(
+        CREATE_PARTITIONS,
+        3,
+        0,
+        topics=[{"name": n, "count": 11, "assignments": None} for n in names],
+        timeout=30_000,
+        validate_only=False,
+    )
+    wanted = [{"name": n, "topic_id": uuid.UUID(int=0)} for n in names]
+    delete = sb.encode_request(DELETE_TOPICS, 6, 0, topics=wanted, timeout=30_000)
+    return [bytes(create), bytes(grow), bytes(delete)]
+
+
 LIST_GROUPS, DESCRIBE_GROUPS, CONSUMER_GROUP_DESCRIBE = 16, 15, 69
 BIG_GROUP = "bench-stall-inspected"
 _KIP848: list[Any] = []
@@ -453,6 +573,19 @@ def cases(scale: float) -> list[Case]:
             lambda _: [],
             worker=functools.partial(classic_rebalances, n(10_000), max(1, n(10_000) // MEMBERS_PER_CONNECTION)),
         ),
+        Case("describe-configs-1000", layout(n(1_000), 1, CONFIGURED), lambda _: describe_configs_all(n(1_000))),
+        Case("alter-configs-1000", layout(n(1_000), 1, CONFIGURED), lambda _: alter_configs_all(n(1_000))),
+        Case("describe-producers-10k", big, lambda _: describe_producers(n(10_000))),
+        Case("find-coordinator-10k", {}, lambda _: find_coordinators(n(10_000))),
+        Case("share-offsets-10k", big, lambda _: share_offsets(n(10_000))),
+        Case(
+            "add-partitions-to-txn-10k",
+            big,
+            lambda _: add_partitions_to_txn(n(10_000)),
+            prepare=init_transaction,
+        ),
+        Case("metadata-auto-create-500", {}, lambda _: auto_create_and_delete(n(500))),
+        Case("create-partitions-1000", {}, lambda _: grow_and_delete(n(1_000))),
         Case(
             "kip848-joins-10k-batched",
             {},
