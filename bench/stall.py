@@ -70,6 +70,8 @@ Cases (``--cases``; ``--quick`` runs the first three at a tenth of the size):
   completing for all 10,000 at once (10,000 JoinGroup answers, the leader's with every subscription), the
   leader's range assignment, 10,000 SyncGroup v5 answered when the leader's arrives, then one LeaveGroup of
   all; the heavy latency is each group's rebalance (``bench/server.py``'s join case).
+- ``list-offsets-by-time-10k``: ListOffsets v8 by timestamp of the same 10,000 partitions, one record in each
+  (produced once before the window): each a lookup in the partition's time index and a batch read;
 - ``describe-configs-1000``: DescribeConfigs v4 of 1,000 topics, every entry with synonyms and documentation;
 - ``alter-configs-1000``: IncrementalAlterConfigs v1 setting ``retention.ms`` of the same 1,000 topics;
 - ``describe-producers-10k``: DescribeProducers v0 of the 10,000 partitions of one topic;
@@ -278,8 +280,10 @@ def fetch_all(size: int) -> list[bytes]:
     return [bytes(request)]
 
 
-def list_offsets(size: int) -> list[bytes]:
-    partitions = [{"partition_index": p, "current_leader_epoch": -1, "timestamp": -1} for p in range(size)]
+def list_offsets(size: int, timestamp: int = -1) -> list[bytes]:
+    """ListOffsets v8 of ``size`` partitions of one topic: the latest offsets (-1), or the first at or after
+    ``timestamp`` (a lookup in each partition's time index and a batch read)."""
+    partitions = [{"partition_index": p, "current_leader_epoch": -1, "timestamp": timestamp} for p in range(size)]
     request = sb.encode_request(
         LIST_OFFSETS,
         8,
@@ -522,6 +526,12 @@ def cases(scale: float) -> list[Case]:
         Case("create-topics-3000", {}, lambda _: create_and_delete_many(n(3_000))),
         Case("delete-topics-10k", {}, lambda _: create_produce_delete(n(10_000))),
         Case("list-offsets-10k", big, lambda _: list_offsets(n(10_000))),
+        Case(
+            "list-offsets-by-time-10k",
+            big,
+            lambda _: list_offsets(n(10_000), timestamp=1),
+            prepare=lambda _: produce_all(n(10_000)),
+        ),
         Case("fetch-10k", big, lambda _: fetch_all(n(10_000)), prepare=lambda _: produce_all(n(10_000))),
         Case("produce-10k", big, lambda _: produce_all(n(10_000))),
         Case("delete-records-10k", big, lambda _: produce_then_delete_records(n(10_000))),

@@ -362,6 +362,47 @@ def test_list_offsets_of_many_partitions_opens_no_log_and_pauses() -> None:
             store.close()
 
 
+class _Session:
+    """What a handler asks of its connection's session: the holds on its later requests."""
+
+    def __init__(self) -> None:
+        self.holds = 0
+        self.most = 0
+
+    def hold(self) -> None:
+        self.holds += 1
+        self.most = max(self.most, self.holds)
+
+    def release(self) -> None:
+        self.holds -= 1
+
+
+def test_list_offsets_by_timestamp_reads_in_slices_holding_the_connection(monkeypatch: Any) -> None:
+    """Lookups by timestamp read a batch each: with the slice at 0 every partition is read in a turn of its own,
+    the connection's later requests held from the first turn until the answer, which is the straightforward one."""
+    monkeypatch.setattr(data, "PRODUCE_SLICE_S", 0.0)
+    n = 40
+    request = list_request(8, 0, [("t", [(p, BASE_TS + 1) for p in range(n)]), ("u", [(0, -3), (1, -3)])])
+    with tempfile.TemporaryDirectory() as tmp:
+        store = TopicStore.open(tmp, fsync=FsyncPolicy.NEVER)
+        try:
+            store.create_topic("t", n)
+            store.create_topic("u", 2)
+            for p in range(n):
+                plog = store.partition("t", p)
+                assert plog is not None
+                plog.append(make_batch([b"a", b"b", b"c"], timestamps=[BASE_TS, BASE_TS + p % 3, BASE_TS + 2]))
+            session = _Session()
+            context = ctx(LIST_OFFSETS, 8)
+            context.session = session
+            response, turns = run(counting_turns(data.handle_list_offsets(Broker(store), context, request)))
+            assert turns >= n
+            assert session.most == 1 and session.holds == 0
+            assert response.body == encode(reference_list_offsets(store, request, 8))
+        finally:
+            store.close()
+
+
 # ---------------------------------------------------------------------------------------- Produce
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 APPEND_MS = st.sampled_from([-1, -1, 0, 1_700_000_000_123]) | st.integers(0, 2**42)

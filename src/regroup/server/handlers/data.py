@@ -141,8 +141,8 @@ def _gone(topic: Any) -> ErrorCode:
 
 
 class _Slices(TimeSlices):
-    """A Produce's work cut into slices of ``PRODUCE_SLICE_S``; from the first turn given to the loop until
-    ``release`` the connection's later requests are held (``Session.hold``)."""
+    """A Produce's work (or a ListOffsets' reads) cut into slices of ``PRODUCE_SLICE_S``; from the first turn given
+    to the loop until ``release`` the connection's later requests are held (``Session.hold``)."""
 
     __slots__ = ("_ctx", "_release")
 
@@ -458,8 +458,9 @@ def _end_offset(records: bytes) -> int:
 async def handle_list_offsets(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """DESCRIBE on each Topic.
 
-    Encoded by hand (``server/offset_answers.py``), ``CHUNK`` partitions between two yields to the event loop;
-    a partition never opened is answered as the empty log it is, without opening it."""
+    Read in slices of ``PRODUCE_SLICE_S`` (the connection's later requests held meanwhile) and encoded by hand
+    (``server/offset_answers.py``), ``CHUNK`` partitions between two yields to the event loop; a partition never
+    opened is answered as the empty log it is, without opening it."""
     mod = response_module(request)
     store = store_of(broker)
     committed_only = getattr(request, "isolation_level", 0) == 1
@@ -467,22 +468,29 @@ async def handle_list_offsets(broker: Broker, ctx: RequestContext, request: Any)
     pacer = Pacer()
     parts: list[bytes] = []
     errors: list[int] = []
-    # every offset is read before the first pause: a request behind this one on the connection (a Produce) must
-    # not show in its answer, as it cannot in Kafka's, where a connection's requests are handled one at a time
+    # the offsets are read in slices of PRODUCE_SLICE_S (a lookup by timestamp reads a batch from disk: 10,000 of
+    # them held the loop 135 ms); from the first turn given to the loop the connection's later requests are held,
+    # so a Produce behind this request does not show in its answer, as it cannot in Kafka's, where a
+    # connection's requests are handled one at a time
     answers: list[tuple[str, list[tuple[int, int, int, int]]]] = []
-    for topic in request.topics:
-        name = topic.name
-        missing = UNKNOWN_TOPIC if may(broker, ctx, AclOperation.DESCRIBE, name) else UNAUTHORIZED
-        rows: list[tuple[int, int, int, int]] = []
-        for p in topic.partitions:
-            index = p.partition_index
-            plog = store.opened_partition(name, index) if missing is UNKNOWN_TOPIC else False
-            if plog is False:
-                rows.append((index, missing, -1, -1))
-                continue
-            found = _offset_for(_EMPTY_LOG if isinstance(plog, bool) else plog, p.timestamp, committed_only)
-            rows.append((index, 0, found[0], found[1]))
-        answers.append((name, rows))
+    slices = _Slices(ctx)
+    try:
+        for topic in request.topics:
+            name = topic.name
+            missing = UNKNOWN_TOPIC if may(broker, ctx, AclOperation.DESCRIBE, name) else UNAUTHORIZED
+            rows: list[tuple[int, int, int, int]] = []
+            for p in topic.partitions:
+                await slices.tick()  # (before the lookup: a topic deleted meanwhile is unknown, not a closed log)
+                index = p.partition_index
+                plog = store.opened_partition(name, index) if missing is UNKNOWN_TOPIC else False
+                if plog is False:
+                    rows.append((index, missing, -1, -1))
+                    continue
+                found = _offset_for(_EMPTY_LOG if isinstance(plog, bool) else plog, p.timestamp, committed_only)
+                rows.append((index, 0, found[0], found[1]))
+            answers.append((name, rows))
+    finally:
+        slices.release()
     for name, rows in answers:
         head, tail = list_offsets_topic(name, len(rows), version)
         parts.append(head)
