@@ -9,7 +9,8 @@ DescribeAcls, "No Authorizer is configured." for the others).
 
 - **DescribeAcls**: the ACLs the filter selects (``security/bindings.py``: a None name, principal or host and
   an ANY type, operation or permission select all; the pattern type MATCH selects every ACL that applies to
-  the name: its LITERAL, the ``*`` wildcard and the prefixes it starts with), grouped by resource pattern.
+  the name: its LITERAL, the ``*`` wildcard and the prefixes it starts with), grouped by resource pattern; the
+  answer encoded by hand, 1,000 ACLs between two yields to the loop (``server/acl_answers.py``).
   A filter with an UNKNOWN field (a code Kafka does not define) is INVALID_REQUEST.
 - **CreateAcls**: each creation is checked on its own (``validate_binding``: a CLUSTER resource named
   ``kafka-cluster``, a non-empty name, concrete types, a LITERAL or PREFIXED pattern, a ``Type:name``
@@ -35,6 +36,7 @@ from kio.schema.errors import ErrorCode as KioErrorCode
 from regroup.model.errors import ErrorCode
 from regroup.security.acl import AclOperation, AclPermissionType, PatternType, ResourceType
 from regroup.security.bindings import AclBinding, AclBindingFilter, from_code, validate_filter
+from regroup.server.acl_answers import described_acls_answer
 from regroup.server.acl_store import AclStore
 from regroup.server.api import ApiSpec, RequestContext
 from regroup.server.authz import require_cluster
@@ -100,7 +102,8 @@ async def handle_describe_acls(broker: Any, ctx: RequestContext, request: Any) -
     problem = validate_filter(acl_filter)
     if problem is not None:
         return _describe_response(ctx, ErrorCode.INVALID_REQUEST, problem, [])
-    return _describe_response(ctx, ErrorCode.NONE, None, store.describe(acl_filter))
+    empty = respond(ctx, error_code=ErrorCode.NONE, error_message=None, resources=[])
+    return await described_acls_answer(empty, store.describe(acl_filter), ())
 
 
 def _describe_response(ctx: RequestContext, code: ErrorCode, message: str | None, acls: Sequence[AclBinding]) -> Any:
