@@ -6,8 +6,10 @@ than a chunk of resources; the kept arrays follow every change of overrides, and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +112,19 @@ def reference(broker: Broker, request: Any) -> bytes:
     return encode(build(mod, "DescribeConfigsResponse", throttle_time=NO_THROTTLE, results=tuple(results)))
 
 
+@contextlib.contextmanager
+def topics_of_one_partition(n: int) -> Iterator[tuple[TopicStore, Broker]]:
+    """A topic store of ``n`` topics of one partition (``t0``...), and the broker the handlers see over it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = TopicStore.open(Path(tmp) / "topics", fsync=FsyncPolicy.NEVER)
+        try:
+            for i in range(n):
+                store.create_topic(f"t{i}", 1)
+            yield store, Broker(store, GroupConfigStore(Path(tmp) / "g.json", CoordinatorConfig(), sync=False))
+        finally:
+            store.close()
+
+
 def describe_request(version: int, resources: list[tuple[int, str, list[str] | None]], flags: tuple[bool, bool]) -> Any:
     mod = request_module("describe_configs", version)
     return build(
@@ -204,20 +219,13 @@ def test_kept_arrays_are_bounded() -> None:
 
 def test_an_answer_of_many_topics_yields_the_loop_between_chunks() -> None:
     n = 3 * RESOURCES_PER_CHUNK + 1
-    with tempfile.TemporaryDirectory() as tmp:
-        store = TopicStore.open(Path(tmp) / "topics", fsync=FsyncPolicy.NEVER)
-        try:
-            for i in range(n):
-                store.create_topic(f"t{i}", 1)
-            broker = Broker(store, GroupConfigStore(Path(tmp) / "g.json", CoordinatorConfig(), sync=False))
-            request = describe_request(4, [(TOPIC, f"t{i}", None) for i in range(n)], (True, True))
-            ctx = RequestContext(DESCRIBE_CONFIGS, 4, 1, "test", "127.0.0.1", 1)
-            response, turns = asyncio.run(counting_turns(configs.handle_describe_configs(broker, ctx, request)))
-            assert isinstance(response, PreEncoded)
-            assert turns >= 3
-            assert response.body == reference(broker, request)
-        finally:
-            store.close()
+    with topics_of_one_partition(n) as (_, broker):
+        request = describe_request(4, [(TOPIC, f"t{i}", None) for i in range(n)], (True, True))
+        ctx = RequestContext(DESCRIBE_CONFIGS, 4, 1, "test", "127.0.0.1", 1)
+        response, turns = asyncio.run(counting_turns(configs.handle_describe_configs(broker, ctx, request)))
+        assert isinstance(response, PreEncoded)
+        assert turns >= 3
+        assert response.body == reference(broker, request)
 
 
 def test_an_alteration_of_many_topics_yields_the_loop_and_applies_each(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -225,31 +233,24 @@ def test_an_alteration_of_many_topics_yields_the_loop_and_applies_each(monkeypat
     after every resource): every topic altered, in one answer, over as many turns."""
     monkeypatch.setattr(configs, "ALTER_SLICE_S", 0.0)
     n = 25
-    with tempfile.TemporaryDirectory() as tmp:
-        store = TopicStore.open(Path(tmp) / "topics", fsync=FsyncPolicy.NEVER)
-        try:
-            for i in range(n):
-                store.create_topic(f"t{i}", 1)
-            broker = Broker(store, GroupConfigStore(Path(tmp) / "g.json", CoordinatorConfig(), sync=False))
-            mod = request_module("incremental_alter_configs", 1)
-            request = mod.IncrementalAlterConfigsRequest(
-                resources=tuple(
-                    mod.AlterConfigsResource(
-                        resource_type=TOPIC,
-                        resource_name=f"t{i}",
-                        configs=(mod.AlterableConfig(name="retention.ms", config_operation=0, value=str(1000 + i)),),
-                    )
-                    for i in range(n)
-                ),
-                validate_only=False,
-            )
-            ctx = RequestContext(44, 1, 1, "test", "127.0.0.1", 1)
-            coro = configs.handle_incremental_alter_configs(broker, ctx, request)
-            response, turns = asyncio.run(counting_turns(coro))
-            assert turns >= n - 1
-            assert [r.error_code for r in response.responses] == [ErrorCode.none] * n
-            assert [store.configs.overrides(f"t{i}") for i in range(n)] == [
-                {"retention.ms": str(1000 + i)} for i in range(n)
-            ]
-        finally:
-            store.close()
+    with topics_of_one_partition(n) as (store, broker):
+        mod = request_module("incremental_alter_configs", 1)
+        request = mod.IncrementalAlterConfigsRequest(
+            resources=tuple(
+                mod.AlterConfigsResource(
+                    resource_type=TOPIC,
+                    resource_name=f"t{i}",
+                    configs=(mod.AlterableConfig(name="retention.ms", config_operation=0, value=str(1000 + i)),),
+                )
+                for i in range(n)
+            ),
+            validate_only=False,
+        )
+        ctx = RequestContext(44, 1, 1, "test", "127.0.0.1", 1)
+        coro = configs.handle_incremental_alter_configs(broker, ctx, request)
+        response, turns = asyncio.run(counting_turns(coro))
+        assert turns >= n - 1
+        assert [r.error_code for r in response.responses] == [ErrorCode.none] * n
+        assert [store.configs.overrides(f"t{i}") for i in range(n)] == [
+            {"retention.ms": str(1000 + i)} for i in range(n)
+        ]
