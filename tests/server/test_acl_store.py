@@ -8,6 +8,7 @@ import asyncio
 import importlib
 import io
 import json
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -133,6 +134,59 @@ def test_a_failed_write_changes_nothing(tmp_path: Path, monkeypatch: pytest.Monk
     assert store.authorizer.bindings() == [kept]
     assert not store.authorizer.authorize("User:alice", "h", Op.READ, RT.TOPIC, "new")
     assert (tmp_path / ACL_FILE).read_bytes() == before
+
+
+def test_changes_written_aside_are_one_at_a_time_and_durable_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The handlers' changes write the file on a worker thread: the loop runs meanwhile, the authorizer keeps
+    the ACLs on disk until the write returns, and a second change waits for the first (it is planned against
+    the ACLs the first made)."""
+    store = open_store(tmp_path)
+    writes: list[int] = []
+    started, proceed = threading.Event(), threading.Event()
+    real_write = store._write
+
+    def held_write(bindings: list[AclBinding]) -> None:
+        writes.append(len(bindings))
+        if len(writes) == 1:
+            started.set()
+            assert proceed.wait(10)
+        real_write(bindings)
+
+    monkeypatch.setattr(store, "_write", held_write)
+
+    async def changes() -> list[list[AclBinding]]:
+        loop = asyncio.get_running_loop()
+        first = loop.create_task(store.create_aside([acl("a"), acl("b")]))
+        assert await loop.run_in_executor(None, started.wait, 10)
+        assert acl("a") not in store.authorizer  # (the loop runs; the write has not returned)
+        second = loop.create_task(store.delete_aside([exact_filter(acl("a"))]))
+        await asyncio.sleep(0.05)
+        assert writes == [2]  # (the deletion waits for the creation)
+        proceed.set()
+        assert await first == [None, None]
+        return await second
+
+    assert asyncio.run(changes()) == [[acl("a")]]
+    assert writes == [2, 1]
+    assert store.authorizer.bindings() == [acl("b")]
+    assert open_store(tmp_path).authorizer.bindings() == [acl("b")]
+
+
+def test_a_failed_write_aside_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = open_store(tmp_path)
+    store.create([acl("kept")])
+
+    def fail(path: Path, data: bytes, *, sync: bool) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(acl_store, "write_file_atomically", fail)
+    with pytest.raises(OSError, match="No space"):
+        asyncio.run(store.create_aside([acl("new")]))
+    with pytest.raises(OSError, match="No space"):
+        asyncio.run(store.delete_aside([ANY_FILTER]))
+    assert store.authorizer.bindings() == [acl("kept")]
 
 
 def test_the_bound_on_acls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,7 +1,8 @@
 """The ACLs, kept durably in ``acls.json`` of the data directory and served by the authorizer
 (``security/authorizer.py``), which this store fills at start and changes only after the file says so.
 
-CreateAcls and DeleteAcls each rewrite the whole file with one atomic replacement (fsynced when ``sync``)
+CreateAcls and DeleteAcls each rewrite the whole file with one atomic replacement (fsynced when ``sync``; the
+server's handlers have it done on a worker thread, one change at a time, ``create_aside`` / ``delete_aside``)
 *before* the authorizer changes: an ACL change acknowledged survives a crash, and a write that fails changes
 nothing. Every filter of one DeleteAcls is matched against the ACLs as they were before it, as Kafka's
 controller does, so an ACL two filters select is reported under both.
@@ -19,6 +20,7 @@ A shell module: the file I/O is here, the ACL logic in ``regroup.security``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterable, Sequence
 from enum import IntEnum
@@ -48,6 +50,8 @@ class AclStore:
         self.path = path
         self._sync = sync
         self.authorizer = authorizer
+        #: held by a change written aside, from its plan to its authorizer update
+        self._changing = asyncio.Lock()
 
     def load(self) -> None:
         """Read the file into the authorizer (replacing what it held). Damage raises ``CorruptLogError``."""
@@ -66,17 +70,30 @@ class AclStore:
         """Create ``bindings``: for each, None when it exists afterwards (new or already there) or why it was
         refused (INVALID_REQUEST). The new ones are durable before this returns; a failed write raises
         ``OSError`` and creates none."""
+        errors, new = self._plan_create(bindings)
+        if new:
+            self._write([*self.authorizer.bindings(), *new])
+            self.authorizer.add(new)
+        return errors
+
+    async def create_aside(self, bindings: Sequence[AclBinding]) -> list[str | None]:
+        """``create``, the file written on a worker thread (``_write_aside``)."""
+        async with self._changing:
+            errors, new = self._plan_create(bindings)
+            if new:
+                await self._write_aside([*self.authorizer.bindings(), *new])
+                self.authorizer.add(new)
+            return errors
+
+    def _plan_create(self, bindings: Sequence[AclBinding]) -> tuple[list[str | None], list[AclBinding]]:
+        """Each binding's refusal (or None), and the ACLs to add (none: nothing to write)."""
         errors: list[str | None] = [validate_binding(b) for b in bindings]
         fresh = [e is None and b not in self.authorizer for b, e in zip(bindings, errors, strict=True)]
         new = list(dict.fromkeys(b for b, is_new in zip(bindings, fresh, strict=True) if is_new))
-        if not new:
-            return errors
-        if len(self.authorizer) + len(new) > MAX_ACLS:
+        if new and len(self.authorizer) + len(new) > MAX_ACLS:
             full = f"The broker holds at most {MAX_ACLS} ACLs"
-            return [full if is_new else e for e, is_new in zip(errors, fresh, strict=True)]
-        self._write([*self.authorizer.bindings(), *new])
-        self.authorizer.add(new)
-        return errors
+            return [full if is_new else e for e, is_new in zip(errors, fresh, strict=True)], []
+        return errors, new
 
     def delete(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
         """Delete the ACLs each filter (checked already: ``validate_filter``) selects; returns them per filter.
@@ -87,6 +104,23 @@ class AclStore:
             self._write([b for b in self.authorizer.bindings() if b not in gone])
             self.authorizer.discard(gone)
         return matched
+
+    async def delete_aside(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
+        """``delete``, the file written on a worker thread (``_write_aside``)."""
+        async with self._changing:
+            matched = [self.authorizer.describe(f) for f in filters]
+            gone = {b for found in matched for b in found}
+            if gone:
+                await self._write_aside([b for b in self.authorizer.bindings() if b not in gone])
+                self.authorizer.discard(gone)
+            return matched
+
+    async def _write_aside(self, bindings: list[AclBinding]) -> None:
+        """``_write`` on a worker thread: the whole file encoded and fsynced there (at 10,000 ACLs about 700 KB,
+        which held the event loop for tens of milliseconds a change). Changes made this way are one at a time
+        (``_changing``), and the authorizer changes only once the file is written, so every decision until
+        then follows the ACLs on disk."""
+        await asyncio.get_running_loop().run_in_executor(None, self._write, bindings)
 
     def describe(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
         return self.authorizer.describe(acl_filter)

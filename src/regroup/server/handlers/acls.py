@@ -137,7 +137,7 @@ async def handle_create_acls(broker: Any, ctx: RequestContext, request: Any) -> 
         return _create_response(ctx, [(ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)] * len(request.creations))
     bindings = [_binding(c) for c in request.creations]
     try:
-        errors = store.create(bindings)
+        errors = await store.create_aside(bindings)
     except OSError as exc:
         log.error("storing %d ACLs failed: %s", len(bindings), exc)
         failed = (STORAGE_ERROR, f"{type(exc).__name__}: {exc}")
@@ -167,7 +167,7 @@ async def handle_delete_acls(broker: Any, ctx: RequestContext, request: Any) -> 
     problems = [validate_filter(f) for f in filters]
     valid = [f for f, p in zip(filters, problems, strict=True) if p is None]
     try:
-        deleted = iter(store.delete(valid))
+        deleted = iter(await store.delete_aside(valid))
     except OSError as exc:
         log.error("storing the deletion of ACLs failed: %s", exc)
         failed = _filter_result(STORAGE_ERROR, f"{type(exc).__name__}: {exc}", [])
