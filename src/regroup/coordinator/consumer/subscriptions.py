@@ -33,8 +33,34 @@ def compile_regex(pattern: str) -> re2._Regexp:
 
 
 def matching_topics(pattern: str, image: ClusterImage) -> tuple[str, ...]:
+    """The topics of ``image`` that ``pattern`` matches whole (internal topics, ``__``-prefixed, never), by name.
+
+    What each name gave is kept per pattern (``_MATCHED``): a group resolves its regular expressions again each
+    time the cluster changes, and the re2 binding costs about 3 µs a name (30 ms at 10,000 topics, held by the
+    coordinator's step), while the names that changed are few. A pure function's memo: the same answers."""
     regex = compile_regex(pattern)
-    return tuple(sorted(name for name in image.by_name if not name.startswith("__") and regex.fullmatch(name)))
+    names = image.by_name
+    known = _MATCHED.pop(pattern, None)
+    if known is None or len(known) > 2 * len(names) + _MATCHED_SLACK:  # (names of deleted topics piled up)
+        known = {}
+    _MATCHED[pattern] = known  # (the most recently used last)
+    while len(_MATCHED) > _MATCHED_PATTERNS:
+        del _MATCHED[next(iter(_MATCHED))]
+    out: list[str] = []
+    for name in names:
+        hit = known.get(name)
+        if hit is None:
+            hit = known[name] = not name.startswith("__") and regex.fullmatch(name) is not None
+        if hit:
+            out.append(name)
+    out.sort()
+    return tuple(out)
+
+
+#: per pattern, whether it matches each topic name seen (``matching_topics``), the least recently used dropped
+_MATCHED: dict[str, dict[str, bool]] = {}
+#: patterns whose names are kept, and names a pattern may keep beyond twice the cluster's before they are reset
+_MATCHED_PATTERNS, _MATCHED_SLACK = 256, 1024
 
 
 def member_topics(member: ConsumerGroupMember, resolved: Mapping[str, ResolvedRegex]) -> tuple[str, ...]:
