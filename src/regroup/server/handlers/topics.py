@@ -101,9 +101,11 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 NO_THROTTLE = datetime.timedelta(0)
-#: a CreateTopics of at most this many topics is handled in one step on the event loop (no thread hop; about
-#: 1 ms a topic); a larger one in chunks
-SYNC_TOPICS = 16
+#: a CreateTopics of at most this many topics is handled in one step on the event loop (no thread hop); a larger
+#: one in chunks, its directories written on the topic store's worker thread: a topic's directory, its
+#: ``topic.json`` and their fsyncs cost 1–2 ms on the loop under ``--fsync always`` (more on a slower disk), so 10
+#: topics in one step held it 15 ms
+SYNC_TOPICS = 1
 #: topics of a large CreateTopics checked and reserved per turn of the event loop (about 12 µs a topic)
 CHECK_SLICE = 100
 #: topics written per job of the topic store's worker thread (and registered together: one cluster image)
