@@ -8,6 +8,7 @@ import io
 import json
 import os
 import stat
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -213,6 +214,55 @@ def test_a_failed_write_changes_nothing(store: ScramStore, monkeypatch: pytest.M
     monkeypatch.setattr("regroup.server.scram_store.write_file_atomically", fail)
     with pytest.raises(OSError):
         store.alter([upsert("bob")], [ScramDeletion("alice", 1)])
+    assert store.users() == {"alice": [("SCRAM-SHA-256", 4096)]}
+
+
+def test_changes_written_aside_are_one_at_a_time_and_take_effect_once_written(
+    store: ScramStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The handler's changes write the file on a worker thread: the loop runs meanwhile, the credentials on
+    disk keep serving until the write returns, and a second change waits for the first (planned against what
+    the first left: here it deletes the user the first created)."""
+    writes: list[list[str]] = []
+    started, proceed = threading.Event(), threading.Event()
+    real_write = store._write
+
+    def held_write(credentials: Any) -> None:
+        writes.append(sorted(credentials))
+        if len(writes) == 1:
+            started.set()
+            assert proceed.wait(10)
+        real_write(credentials)
+
+    monkeypatch.setattr(store, "_write", held_write)
+
+    async def changes() -> tuple[list[Any], list[Any]]:
+        loop = asyncio.get_running_loop()
+        first = loop.create_task(store.alter_aside([upsert("alice"), upsert("bob")], []))
+        assert await loop.run_in_executor(None, started.wait, 10)
+        assert store.lookup("SCRAM-SHA-256", "alice") is None  # (the loop runs; the write has not returned)
+        second = loop.create_task(store.alter_aside([], [ScramDeletion("alice", 1)]))
+        await asyncio.sleep(0.05)
+        assert len(writes) == 1  # (the deletion waits for the creation)
+        proceed.set()
+        return await first, await second
+
+    created, deleted = asyncio.run(changes())
+    assert [r.error for r in created] == [ErrorCode.NONE, ErrorCode.NONE]
+    assert [r.error for r in deleted] == [ErrorCode.NONE]
+    assert writes == [["alice", "bob"], ["bob"]]
+    assert store.users() == reopened(store).users() == {"bob": [("SCRAM-SHA-256", 4096)]}
+
+
+def test_a_failed_write_aside_changes_nothing(store: ScramStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    store.alter([upsert("alice")], [])
+
+    def fail(path: Path, data: bytes, *, sync: bool) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("regroup.server.scram_store.write_file_atomically", fail)
+    with pytest.raises(OSError):
+        asyncio.run(store.alter_aside([upsert("bob")], [ScramDeletion("alice", 1)]))
     assert store.users() == {"alice": [("SCRAM-SHA-256", 4096)]}
 
 

@@ -21,6 +21,7 @@ A shell module: :class:`ScramStore` does the file I/O. A damaged file stops the 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
@@ -106,6 +107,8 @@ class ScramStore:
         self._sync = sync
         #: user -> mechanism name -> credential
         self._credentials: dict[str, dict[str, ScramCredential]] = {}
+        #: held by a change written aside (``alter_aside``), from its plan to its taking effect
+        self._changing = asyncio.Lock()
 
     # ------------------------------------------------------------------ reading
 
@@ -141,6 +144,29 @@ class ScramStore:
         """Apply an AlterUserScramCredentials request (the module's rules): one result per user named, in the
         order users first appear (deletions first). The accepted changes are written in one atomic write before
         this returns; if the write fails (``OSError``), nothing changes and the error propagates."""
+        results, updated = self._plan(upsertions, deletions)
+        if updated is not None:
+            self._replace(updated)
+        return results
+
+    async def alter_aside(
+        self, upsertions: Sequence[ScramUpsertion], deletions: Sequence[ScramDeletion]
+    ) -> list[AlterResult]:
+        """``alter``, the file encoded and written on a worker thread (every user's credentials, fsynced: it held
+        the event loop about 30 ms for 1,000 users). Such changes are one at a time (``_changing``), each planned
+        against the credentials the one before left, which serve every authentication until the file is
+        written."""
+        async with self._changing:
+            results, updated = self._plan(upsertions, deletions)
+            if updated is not None:
+                await asyncio.get_running_loop().run_in_executor(None, self._write, updated)
+                self._credentials = updated
+            return results
+
+    def _plan(
+        self, upsertions: Sequence[ScramUpsertion], deletions: Sequence[ScramDeletion]
+    ) -> tuple[list[AlterResult], dict[str, dict[str, ScramCredential]] | None]:
+        """``alter``'s results, and every user's credentials afterwards (None: nothing changes)."""
         errors: dict[str, AlterResult] = {}
         accepted_deletions: dict[str, ScramDeletion] = {}
         accepted_upsertions: dict[str, ScramUpsertion] = {}
@@ -192,9 +218,8 @@ class ScramStore:
             )
             updated.setdefault(user, {})[mechanism.name] = credential
             changed = True
-        if changed:
-            self._replace(updated)
-        return [errors.get(user) or AlterResult(user, ErrorCode.NONE) for user in order]
+        results = [errors.get(user) or AlterResult(user, ErrorCode.NONE) for user in order]
+        return results, updated if changed else None
 
     def _check_deletion(self, deletion: ScramDeletion) -> AlterResult | None:
         error = _check_user_and_mechanism(deletion.user, deletion.mechanism)
@@ -257,11 +282,14 @@ class ScramStore:
     # ------------------------------------------------------------------ writing
 
     def _replace(self, credentials: dict[str, dict[str, ScramCredential]]) -> None:
+        self._write(credentials)
+        self._credentials = credentials
+
+    def _write(self, credentials: dict[str, dict[str, ScramCredential]]) -> None:
         text = json.dumps(_encode(credentials), sort_keys=True, indent=1) + "\n"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         _create_private(self.path.with_name(self.path.name + ".tmp"))
         write_file_atomically(self.path, text.encode("utf-8"), sync=self._sync)
-        self._credentials = credentials
 
 
 def _create_private(tmp: Path) -> None:

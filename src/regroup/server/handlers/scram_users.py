@@ -119,7 +119,7 @@ async def handle_alter(broker: Any, ctx: RequestContext, request: Any) -> Any:
     ]
     deletions = [ScramDeletion(d.name, int(d.mechanism)) for d in request.deletions]
     try:
-        outcome = store.alter(upsertions, deletions)
+        outcome = await store.alter_aside(upsertions, deletions)
     except (OSError, StorageError) as exc:
         log.error("storing SCRAM credentials failed: %s", exc)
         return _alter_failed(ctx, request, KioErrorCode.kafka_storage_error, f"{type(exc).__name__}: {exc}")
