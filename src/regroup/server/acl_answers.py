@@ -20,7 +20,7 @@ from typing import Any
 
 from regroup.security.bindings import AclBinding
 from regroup.server.encoded import PreEncoded, array_header, response_type, splice_pieces
-from regroup.server.offset_answers import CHUNK, pause, string
+from regroup.server.offset_answers import Pacer, pause, string
 
 __all__ = ["described_acls_answer"]
 
@@ -50,13 +50,12 @@ async def described_acls_answer(empty: Any, acls: Sequence[AclBinding], error_co
         return encoded
 
     parts: list[bytes] = []
-    seen = 0
+    pacer = Pacer()
     for (resource_type, name, pattern_type), bindings in resources.items():
         parts.append(_ONE_CODE.pack(resource_type) + string(name, flexible) + _ONE_CODE.pack(pattern_type))
         parts.append(array_header(len(bindings), flexible))
         for binding in bindings:
-            seen += 1
-            if seen % CHUNK == 0:
+            if pacer.due():
                 await pause()
             parts.append(text(binding.principal) + text(binding.host))
             parts.append(_TWO_CODES.pack(int(binding.operation), int(binding.permission)) + tags)

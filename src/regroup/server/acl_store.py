@@ -98,8 +98,7 @@ class AclStore:
     def delete(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
         """Delete the ACLs each filter (checked already: ``validate_filter``) selects; returns them per filter.
         Durable before this returns; a failed write raises ``OSError`` and deletes none."""
-        matched = [self.authorizer.describe(f) for f in filters]
-        gone = {b for found in matched for b in found}
+        matched, gone = self._plan_delete(filters)
         if gone:
             self._write([b for b in self.authorizer.bindings() if b not in gone])
             self.authorizer.discard(gone)
@@ -108,12 +107,16 @@ class AclStore:
     async def delete_aside(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
         """``delete``, the file written on a worker thread (``_write_aside``)."""
         async with self._changing:
-            matched = [self.authorizer.describe(f) for f in filters]
-            gone = {b for found in matched for b in found}
+            matched, gone = self._plan_delete(filters)
             if gone:
                 await self._write_aside([b for b in self.authorizer.bindings() if b not in gone])
                 self.authorizer.discard(gone)
             return matched
+
+    def _plan_delete(self, filters: Sequence[AclBindingFilter]) -> tuple[list[list[AclBinding]], set[AclBinding]]:
+        """The ACLs each filter selects (against the ACLs as they are now), and all of them together."""
+        matched = [self.authorizer.describe(f) for f in filters]
+        return matched, {b for found in matched for b in found}
 
     async def _write_aside(self, bindings: list[AclBinding]) -> None:
         """``_write`` on a worker thread: the whole file encoded and fsynced there (at 10,000 ACLs about 700 KB,

@@ -24,6 +24,7 @@ from typing import Any
 
 from regroup.server.config_view import Described
 from regroup.server.encoded import PreEncoded, array_header, entity_bytes, response_type, splice_pieces
+from regroup.server.entities import build
 from regroup.server.offset_answers import nullable_string, pause, string
 
 __all__ = ["RESOURCES_PER_CHUNK", "ConfigArrays", "DescribedResult", "config_entry", "describe_configs_answer"]
@@ -39,33 +40,17 @@ DescribedResult = tuple[int, str | None, int, str, Hashable | None, Callable[[],
 
 def config_entry(mod: Any, described: Described, synonyms: bool, docs: bool) -> Any:
     """The ``DescribeConfigsResourceResult`` entity of one described configuration in ``mod``'s version."""
-    cls = mod.DescribeConfigsResourceResult
-    names = _field_names(cls)
-    values: dict[str, Any] = {
-        "name": described.name,
-        "value": described.value,
-        "read_only": described.read_only,
-        "config_source": described.source,
-        "is_sensitive": described.sensitive,
-        "synonyms": tuple(mod.DescribeConfigsSynonym(name=n, value=v, source=s) for n, v, s in described.synonyms)
-        if synonyms
-        else (),
-        "config_type": described.type,
-        "documentation": described.doc if docs else None,
-    }
-    if "is_default" in names:  # (v0 only, not served: kept so that the entity builds in every version)
-        values["is_default"] = False
-    return cls(**{k: v for k, v in values.items() if k in names})
-
-
-_NAMES: dict[type[Any], frozenset[str]] = {}
-
-
-def _field_names(cls: type[Any]) -> frozenset[str]:
-    found = _NAMES.get(cls)
-    if found is None:
-        found = _NAMES[cls] = frozenset(cls.__dataclass_fields__)
-    return found
+    return build(
+        mod.DescribeConfigsResourceResult,
+        name=described.name,
+        value=described.value,
+        read_only=described.read_only,
+        config_source=described.source,
+        is_sensitive=described.sensitive,
+        synonyms=[{"name": n, "value": v, "source": s} for n, v, s in described.synonyms] if synonyms else [],
+        config_type=described.type,
+        documentation=described.doc if docs else None,
+    )
 
 
 class ConfigArrays:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from regroup.server.encoded import PreEncoded, response_type, splice_pieces
-from regroup.server.offset_answers import CHUNK, pause, string
+from regroup.server.offset_answers import Pacer, pause, string
 
 __all__ = ["FoundCoordinator", "coordinators_answer"]
 
@@ -35,8 +35,9 @@ async def coordinators_answer(empty: Any, found: Sequence[FoundCoordinator]) -> 
     parts: list[bytes] = []
     errors: list[int] = []
     nodes: dict[tuple[int, int, str, int], bytes] = {}  # (code, node, host, port) -> its bytes after the key
-    for index, (key, code, node, host, port) in enumerate(found):
-        if index and index % CHUNK == 0:
+    pacer = Pacer()
+    for key, code, node, host, port in found:
+        if pacer.due():
             await pause()
         tail = nodes.get((code, node, host, port))
         if tail is None:

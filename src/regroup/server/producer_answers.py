@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from regroup.server.encoded import PreEncoded, array_header, response_type, splice_pieces
-from regroup.server.offset_answers import CHUNK, nullable_string, pause, string
+from regroup.server.offset_answers import Pacer, nullable_string, pause, string
 
 __all__ = ["ActiveProducer", "ProducersPartition", "ProducersTopic", "describe_producers_answer"]
 
@@ -42,12 +42,11 @@ async def describe_producers_answer(empty: Any, topics: Sequence[ProducersTopic]
     parts: list[bytes] = []
     errors: list[int] = []
     messages: dict[str | None, bytes] = {}  # (most partitions: null; the refused ones all say the same)
-    seen = 0
+    pacer = Pacer()
     for name, partitions in topics:
         parts.append(string(name, True) + array_header(len(partitions), True))
         for partition, code, message, producers in partitions:
-            seen += 1
-            if seen % CHUNK == 0:
+            if pacer.due():
                 await pause()
             encoded = messages.get(message)
             if encoded is None:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from regroup.server.encoded import PreEncoded, array_header, response_type, splice_pieces
-from regroup.server.offset_answers import CHUNK, pause, string
+from regroup.server.offset_answers import Pacer, pause, string
 
 __all__ = ["LAG_FROM", "ShareOffsetRow", "ShareOffsetsGroup", "ShareOffsetsTopic", "share_offsets_answer"]
 
@@ -48,15 +48,14 @@ async def share_offsets_answer(empty: Any, groups: Sequence[ShareOffsetsGroup], 
     pack = _WITH_LAG.pack if lag else _WITHOUT_LAG.pack
     parts: list[bytes] = []
     errors: list[int] = []
-    seen = 0
+    pacer = Pacer()
     for group_id, topics, group_code in groups:
         parts.append(string(group_id, True) + array_header(len(topics), True))
         for name, topic_id, partitions in topics:
             parts.append(string(name, True) + (_NO_ID if topic_id is None else topic_id.bytes))
             parts.append(array_header(len(partitions), True))
             for index, start, epoch, partition_lag, code in partitions:
-                seen += 1
-                if seen % CHUNK == 0:
+                if pacer.due():
                     await pause()
                 if lag:
                     parts.append(pack(index, start, epoch, partition_lag, code, 0, 0))

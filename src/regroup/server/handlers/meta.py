@@ -27,7 +27,7 @@ from regroup.server.api import NODE_ID, ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed
 from regroup.server.coordinator_answers import FoundCoordinator, coordinators_answer
 from regroup.server.handlers._common import respond
-from regroup.server.offset_answers import CHUNK, pause
+from regroup.server.offset_answers import Pacer, pause
 
 API_VERSIONS, FIND_COORDINATOR = 18, 10
 FIND_COORDINATOR_BATCHED_FROM = 4
@@ -90,8 +90,9 @@ async def find_coordinator(broker: Broker, ctx: RequestContext, request: Any) ->
     key_type = getattr(request, "key_type", GROUP_KEY)
     if ctx.api_version >= FIND_COORDINATOR_BATCHED_FROM:
         found: list[FoundCoordinator] = []
-        for index, key in enumerate(request.coordinator_keys):
-            if index and index % CHUNK == 0:
+        pacer = Pacer()
+        for key in request.coordinator_keys:
+            if pacer.due():
                 await pause()
             error, node = _coordinator(broker, ctx, key_type, key)
             found.append((key, int(error), node["node_id"], node["host"], node["port"]))
