@@ -56,6 +56,8 @@ from regroup.records.model import (
     OffsetCommitValue,
     PendingOffsetCommitKey,
     Record,
+    TxnMarkerKey,
+    TxnMarkerValue,
 )
 from tests.coordinator.harness import GROUP, GroupHarness
 from tests.group_views import consumer_groups
@@ -162,6 +164,9 @@ def line(record: Record, names: Mapping[str, str] | None = None) -> str:
         head = f"regex {key.regex}"
         if isinstance(value, ConsumerGroupRegularExpressionValue):
             return f"{head} = {','.join(value.topics) or '-'}"
+    elif isinstance(key, TxnMarkerKey):
+        assert isinstance(value, TxnMarkerValue)
+        return f"{'commit' if value.committed else 'abort'} marker of producer {key.producer_id}"
     elif isinstance(key, PendingOffsetCommitKey):
         head = f"pending offset {key.topic}-{key.partition} of producer {key.producer_id}"
         if isinstance(value, OffsetCommitValue):

@@ -33,7 +33,10 @@ from regroup.records.model import (
     MemberMetadata,
     OffsetCommitKey,
     OffsetCommitValue,
+    PendingOffsetCommitKey,
     Record,
+    TxnMarkerKey,
+    TxnMarkerValue,
 )
 from tests.coordinator.harness import Call, GroupHarness
 from tests.group_views import classic_groups
@@ -77,11 +80,21 @@ offset_records = st.builds(
     st.builds(OffsetCommitKey, group_id=names, topic=names, partition=int32),
     st.none() | offset_values,
 )
+pending_records = st.builds(
+    Record,
+    st.builds(PendingOffsetCommitKey, producer_id=int64, group_id=names, topic=names, partition=int32),
+    st.none() | offset_values,
+)
+marker_records = st.builds(
+    Record,
+    st.builds(TxnMarkerKey, producer_id=int64, group_id=names),
+    st.builds(TxnMarkerValue, committed=st.booleans()),
+)
 
 
-@given(group_records | offset_records)
+@given(group_records | offset_records | pending_records | marker_records)
 def test_record_serde_round_trip(record: Record) -> None:
-    """Given any group-metadata or offset-commit record (or tombstone);
+    """Given any group-metadata, offset-commit, pending-offset or transaction-marker record (or tombstone);
     when it is encoded and decoded;
     then the result equals the original, and encoding is deterministic."""
     data = serde.encode(record)

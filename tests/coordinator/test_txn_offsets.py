@@ -41,13 +41,13 @@ def test_T01_a_member_commits_inside_a_transaction_and_the_offset_stays_pending(
 def test_T02_the_transaction_commits_and_its_offsets_become_the_groups() -> None:
     """Given a pending transactional offset foo-0 = 5 of producer 7;
     when the transaction's commit marker arrives, and then again;
-    then the first writes the committed offset and deletes the pending one, the second writes nothing;
-    a stable fetch now shows 5."""
+    then the first writes the commit marker (the pending offset becomes the committed one), the second writes
+    nothing; a stable fetch now shows 5."""
     h = ConsumerHarness()
     h.topics(foo=2)
     h.txn_commit(PRODUCER, {("foo", 0): 5})
     h.end_txn(PRODUCER, committed=True)
-    assert h.written() == ["offset foo-0=5", "delete pending offset foo-0 of producer 7"]
+    assert h.written() == ["commit marker of producer 7"]
     h.end_txn(PRODUCER, committed=True)
     assert h.written() == []
     assert _fetch(h, [0], stable=True) == (FetchedOffset(partition=0, offset=5),)
@@ -56,13 +56,13 @@ def test_T02_the_transaction_commits_and_its_offsets_become_the_groups() -> None
 def test_T03_an_aborted_transaction_leaves_the_committed_offsets_alone() -> None:
     """Given foo-0 committed at 1 and a pending transactional offset foo-0 = 5;
     when the transaction aborts;
-    then only the pending record is deleted and every fetch shows 1."""
+    then the abort marker is written (the pending offset goes) and every fetch shows 1."""
     h = ConsumerHarness()
     h.topics(foo=1)
     h.commit("", -1, {("foo", 0): 1})
     h.txn_commit(PRODUCER, {("foo", 0): 5})
     h.end_txn(PRODUCER, committed=False)
-    assert h.written() == ["delete pending offset foo-0 of producer 7"]
+    assert h.written() == ["abort marker of producer 7"]
     assert _fetch(h, [0], stable=True) == _fetch(h, [0]) == (FetchedOffset(partition=0, offset=1),)
 
 
@@ -81,11 +81,7 @@ def test_T04_an_offset_committed_after_the_transactional_one_is_kept() -> None:
             snapshot = h.coordinator.snapshot_records()
             h.coordinator = GroupCoordinator.from_records(snapshot, h.now_ms, h.config)
         h.end_txn(PRODUCER, committed=True)
-        assert h.written() == [
-            "delete pending offset foo-0 of producer 7",
-            "offset foo-1=6",
-            "delete pending offset foo-1 of producer 7",
-        ], reload
+        assert h.written() == ["commit marker of producer 7"], reload
         assert _fetch(h, [0, 1]) == (FetchedOffset(partition=0, offset=9), FetchedOffset(partition=1, offset=6))
 
 

@@ -1,6 +1,6 @@
 """The OffsetCommit handler's columns against the straightforward split.
 
-``handlers/offsets._commit_partitions`` turns a decoded request's topics into the core's ``PartitionCommits``
+``handlers/offsets.commit_partitions`` turns a decoded request's topics into the core's ``PartitionCommits``
 (a ``map`` per column, partition numbers checked by their least and greatest) and the refused partitions. For
 random topics (unknown ones, partitions out of range, topics the principal may not read, versions with and
 without a leader epoch) it is held to the plain per-partition split: ``_split_refused`` and a ``PartitionCommit``
@@ -22,7 +22,7 @@ from regroup.coordinator.offsets import PlannedTopic, plan_topic
 from regroup.protocol.offsets import NO_LEADER_EPOCH, PartitionCommit, PartitionCommits
 from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import RequestContext, TopicInfo
-from regroup.server.handlers.offsets import _commit_partitions, _plan_commit, _split_refused
+from regroup.server.handlers.offsets import _plan_commit, _split_refused, commit_partitions
 
 KNOWN = {"a": 3, "b": 1, "empty": 0}  # topic -> partitions; "c" is unknown
 
@@ -113,7 +113,7 @@ def test_columns_are_the_split_partitions(
     ctx = RequestContext(
         api_key=8, api_version=9, correlation_id=1, client_id="c", client_host="h", connection_id=1, plan=plan
     )
-    valid, planned, refused = _commit_partitions(broker, ctx, request_topics)
+    valid, planned, refused = commit_partitions(broker, ctx, request_topics)
     expected_valid, expected_refused = _split_refused(broker, CTX, request_topics)
     assert refused == expected_refused
     assert list(refused) == list(expected_refused)  # in the same order

@@ -44,7 +44,14 @@ from regroup.records.builders import (
     new_offset_commit_record,
     new_pending_offset_record,
 )
-from regroup.records.model import OffsetCommitKey, OffsetCommitValue, PendingOffsetCommitKey, Record
+from regroup.records.model import (
+    OffsetCommitKey,
+    OffsetCommitValue,
+    PendingOffsetCommitKey,
+    Record,
+    TxnMarkerKey,
+    TxnMarkerValue,
+)
 
 LIMIT = 6  # offset.metadata.max.bytes: small, so metadata is often over it
 GROUPS = ("g1", "g2")
@@ -72,6 +79,10 @@ class ReferenceStore:
 
     def apply(self, record: Record) -> None:
         key, value = record.key, record.value
+        if isinstance(key, TxnMarkerKey):
+            assert isinstance(value, TxnMarkerValue)
+            self.complete(key.producer_id, key.group_id, value.committed)
+            return
         assert value is None or isinstance(value, OffsetCommitValue)
         if isinstance(key, OffsetCommitKey):
             per_group = self.offsets.setdefault(key.group_id, {})
@@ -92,6 +103,22 @@ class ReferenceStore:
         self.offsets = {g: o for g, o in self.offsets.items() if o}
         self.pending = {p: {g: o for g, o in by.items() if o} for p, by in self.pending.items()}
         self.pending = {p: by for p, by in self.pending.items() if by}
+
+    def complete(self, producer_id: int, group_id: str, committed: bool) -> None:
+        """A transaction marker: each pending offset of the producer for the group, in the order it became
+        pending, becomes the committed one when newer (applied as a commit record would be), then goes."""
+        pending = self.pending.get(producer_id, {}).get(group_id, {})
+        for (topic, partition), value in list(pending.items()):
+            if committed and self.newer_than_committed(producer_id, group_id, (topic, partition)):
+                self.apply(new_offset_commit_record(group_id, topic, partition, value))
+            self.apply(
+                Record(
+                    PendingOffsetCommitKey(
+                        producer_id=producer_id, group_id=group_id, topic=topic, partition=partition
+                    ),
+                    None,
+                )
+            )
 
     def records(self) -> list[Record]:
         entries: list[tuple[int, Record]] = []
@@ -162,33 +189,71 @@ TXN = st.tuples(
     st.sampled_from(GROUPS),
     st.sampled_from(PRODUCERS),
     st.lists(st.tuples(st.sampled_from(TOPICS), st.lists(PARTITION, max_size=3)), max_size=2),
+    st.booleans(),  # as columns or as rows
+    st.sampled_from(["none", "all", "some", "other-columns", "other-group", "other-limit", "other-producer"]),
 )
 END = st.tuples(st.just("end"), st.sampled_from(PRODUCERS), st.booleans())
 DELETE = st.tuples(st.just("delete"), st.sampled_from(GROUPS))
 OPS = st.lists(st.one_of(COMMIT, COMMIT, COMMIT, TXN, END, DELETE), min_size=1, max_size=25)
 
 
-def _plans(req: OffsetCommitRequest, planning: str, now_ms: int) -> list[PlannedTopic | None]:
-    """Plans for ``req``'s topics (all in columns): usable ones (``all``; ``some``: every other topic), or ones
-    the core must not use, stamped at another time so that using one would show in the records."""
-    expire = now_ms + req.retention_ms if req.retention_ms != -1 else None
+def _plans(
+    group_id: str,
+    topics: tuple[tuple[str, Any], ...],
+    retention_ms: int,
+    planning: str,
+    now_ms: int,
+    producer_id: int | None = None,
+) -> list[PlannedTopic | None]:
+    """Plans for the topics (all in columns) of a commit (``producer_id``: a transactional one): usable ones
+    (``all``; ``some``: every other topic), or ones the core must not use, stamped at another time so that using
+    one would show in the records."""
+    expire = now_ms + retention_ms if retention_ms != -1 else None
     plans: list[PlannedTopic | None] = []
-    for index, (topic, columns) in enumerate(req.topics):
+    for index, (topic, columns) in enumerate(topics):
         assert isinstance(columns, PartitionCommits)
         if planning == "none" or (planning == "some" and index % 2):
             plans.append(None)
         elif planning in ("all", "some"):
-            plans.append(plan_topic(req.group_id, topic, columns, now_ms, expire, LIMIT))
+            plans.append(plan_topic(group_id, topic, columns, now_ms, expire, LIMIT, producer_id))
         else:
-            group_id, limit = req.group_id, LIMIT
+            group, limit, producer = group_id, LIMIT, producer_id
             if planning == "other-columns":
                 columns = PartitionCommits(*(tuple(column) for column in dataclasses.astuple(columns)))
             elif planning == "other-group":
-                group_id += "-other"
+                group += "-other"
+            elif planning == "other-producer":
+                producer = None if producer_id is not None else 99  # (a plain commit's plan, or another's)
             else:
                 limit += 1
-            plans.append(plan_topic(group_id, topic, columns, now_ms - 5, expire, limit))
+            plans.append(plan_topic(group, topic, columns, now_ms - 5, expire, limit, producer))
     return plans
+
+
+def _as_columns(rows: list[tuple[str, list[PartitionCommit]]], as_columns: bool) -> tuple[tuple[str, Any], ...]:
+    return tuple(
+        (
+            topic,
+            PartitionCommits(
+                tuple(p.partition for p in partitions),
+                tuple(p.offset for p in partitions),
+                tuple(p.leader_epoch for p in partitions),
+                tuple(p.metadata for p in partitions),
+            )
+            if as_columns
+            else tuple(partitions),
+        )
+        for topic, partitions in rows
+    )
+
+
+def _pending(producer_id: int, record: Record) -> Record:
+    key = record.key
+    assert isinstance(key, OffsetCommitKey)
+    pending = PendingOffsetCommitKey(
+        producer_id=producer_id, group_id=key.group_id, topic=key.topic, partition=key.partition
+    )
+    return Record(pending, record.value)
 
 
 def _check_store(coordinator: GroupCoordinator, reference: ReferenceStore) -> None:
@@ -215,22 +280,9 @@ def test_offset_commit_writes_what_the_reference_writes(ops: list[Any]) -> None:
         now_ms += 10
         if op[0] == "commit":
             _, group_id, rows, as_columns, retention_ms, planning = op
-            topics = tuple(
-                (
-                    topic,
-                    PartitionCommits(
-                        tuple(p.partition for p in partitions),
-                        tuple(p.offset for p in partitions),
-                        tuple(p.leader_epoch for p in partitions),
-                        tuple(p.metadata for p in partitions),
-                    )
-                    if as_columns
-                    else tuple(partitions),
-                )
-                for topic, partitions in rows
-            )
+            topics = _as_columns(rows, as_columns)
             req = OffsetCommitRequest(group_id=group_id, retention_ms=retention_ms, topics=topics)
-            planned = _plans(req, planning, now_ms) if as_columns else []
+            planned = _plans(group_id, topics, retention_ms, planning, now_ms) if as_columns else []
             result = coordinator.offset_commit(req, n, now_ms, planned)
             response, records, events = reference_commit(req, rows, now_ms)
             assert result.refused is None
@@ -238,18 +290,44 @@ def test_offset_commit_writes_what_the_reference_writes(ops: list[Any]) -> None:
             assert result.records == records
             assert [e for e in result.events if isinstance(e, OffsetsCommitted)] == events
         elif op[0] == "txn":
-            _, group_id, producer_id, rows = op
+            _, group_id, producer_id, rows, as_columns, planning = op
+            topics = _as_columns(rows, as_columns)
             txn = TxnOffsetCommitRequest(
                 transactional_id=f"t{producer_id}",
                 group_id=group_id,
                 producer_id=producer_id,
                 producer_epoch=0,
-                topics=tuple((topic, tuple(partitions)) for topic, partitions in rows),
+                topics=topics,
             )
-            result = coordinator.txn_offset_commit(txn, n, now_ms)
+            planned = _plans(group_id, topics, -1, planning, now_ms, producer_id) if as_columns else []
+            result = coordinator.txn_offset_commit(txn, n, now_ms, planned)
+            # what a plain commit of the same partitions answers and writes, its records pending ones
+            response, records, _ = reference_commit(OffsetCommitRequest(group_id=group_id, topics=topics), rows, now_ms)
+            assert result.response_for(n) == response
+            assert result.records == [_pending(producer_id, record) for record in records]
+            assert not [e for e in result.events if isinstance(e, OffsetsCommitted)]
         elif op[0] == "end":
             _, producer_id, committed = op
+            before = {g: set(o) for g, o in reference.pending.get(producer_id, {}).items()}
             result = coordinator.complete_transaction(producer_id, committed, now_ms)
+            # one marker per group with pending offsets; a commit says which offsets it made the group's
+            assert result.records == [
+                Record(TxnMarkerKey(producer_id=producer_id, group_id=g), TxnMarkerValue(committed=committed))
+                for g in sorted(before)
+            ]
+            expected_events = [
+                OffsetsCommitted(
+                    g,
+                    tuple(
+                        (t, p, reference.pending[producer_id][g][(t, p)].offset)
+                        for (t, p) in reference.pending[producer_id][g]
+                        if reference.newer_than_committed(producer_id, g, (t, p))
+                    ),
+                )
+                for g in sorted(before)
+            ]
+            expected_events = [e for e in expected_events if e.offsets] if committed else []
+            assert [e for e in result.events if isinstance(e, OffsetsCommitted)] == expected_events
         else:
             result = coordinator.delete_groups([op[1]], n, now_ms)
         for record in result.records:

@@ -3,11 +3,14 @@ changing what a client sees: requests pipelined behind a large one on the same c
 it and answered in order, a large frame that does not decode closes the connection before anything behind it
 is handled, and many large requests in a row are all answered. A large OffsetCommit's records are planned on
 the decoding thread (``handlers/offsets._plan_commit``): its answers and offsets are those of a commit without a
-plan, with partitions refused beside it and with the group refusing it. A leader's SyncGroup large enough to be
+plan, with partitions refused beside it and with the group refusing it; a large TxnOffsetCommit's pending
+records likewise (``handlers/transactions._plan_txn_commit``), refused until the group is in the transaction,
+materialised by its commit marker and rebuilt so after a restart. A leader's SyncGroup large enough to be
 decoded aside (its assignments made there: ``handlers/groups._plan_sync``) hands every member its own."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +21,7 @@ from tests.server.wire import JOIN, SYNC, WireClient, create_topics, encode_requ
 
 MakeServer = Callable[..., ServerProcess]
 OFFSET_COMMIT, OFFSET_FETCH, API_VERSIONS = 8, 9, 18
+INIT_PRODUCER_ID, ADD_PARTITIONS, ADD_OFFSETS, END_TXN, TXN_OFFSET_COMMIT = 22, 24, 25, 26, 28
 TOPIC, PARTITIONS = "aside", 6_000
 
 
@@ -149,6 +153,80 @@ def test_a_large_commit_planned_aside_commits_what_a_small_one_would(make_server
     }
     expected = {(TOPIC, p): (p + 3, "") for p in range(PARTITIONS)}
     expected.update({("small", p): (10 + p, "m") for p in range(3)})
+    assert offsets == expected
+
+
+def test_a_large_transactional_commit_planned_aside_is_pending_until_its_marker(make_server: MakeServer) -> None:
+    server = make_server("--fsync", "never")
+    group, tid = "txg", "tx-aside"
+    with WireClient(server.port, timeout=60) as client:
+        create_topics(client, {TOPIC: PARTITIONS, "small": 3})
+        init = client.call(INIT_PRODUCER_ID, 4, transactional_id=tid, transaction_timeout=60_000)
+        pid, epoch = init.producer_id, init.producer_epoch
+        ids = {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch}
+        added = client.call(
+            ADD_PARTITIONS,
+            3,
+            v3_and_below_transactional_id=tid,
+            v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=[{"name": "small", "partitions": [0]}],
+        )
+        assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+        fields = commit_fields(group, lambda p: 2 * p + 1)
+        fields["topics"].append(
+            {
+                "name": "small",  # partitions 3 and 4 are out of range: the topic's plan is narrowed
+                "partitions": [
+                    {
+                        "partition_index": p,
+                        "committed_offset": 7,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": "",
+                    }
+                    for p in range(5)
+                ],
+            }
+        )
+        txn_fields = dict(ids, group_id=group, generation_id=-1, member_id="", group_instance_id=None)
+        txn_fields["topics"] = fields["topics"]
+
+        def commit() -> dict[str, list[tuple[int, int]]]:
+            answer = client.call(TXN_OFFSET_COMMIT, 4, **txn_fields)
+            return {t.name: sorted((p.partition_index, p.error_code) for p in t.partitions) for t in answer.topics}
+
+        refused = commit()  # the group is not in the transaction yet: every partition refused, nothing written
+        assert {code for _, code in refused[TOPIC]} == {ErrorCode.TRANSACTION_ABORTABLE}
+        assert refused["small"][3:] == [(3, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), (4, 3)]
+        assert client.call(ADD_OFFSETS, 3, **ids, group_id=group).error_code == 0
+        codes = commit()
+        assert codes[TOPIC] == [(p, 0) for p in range(PARTITIONS)]
+        assert codes["small"] == [(0, 0), (1, 0), (2, 0), (3, 3), (4, 3)]
+        named = {"groups": [{"group_id": group, "member_id": None, "member_epoch": -1, "topics": [
+            {"name": "small", "partition_indexes": [0]}]}], "require_stable": True}  # fmt: skip
+
+        def small_0() -> tuple[int, int]:
+            (partition,) = client.call(OFFSET_FETCH, 9, **named).groups[0].topics[0].partitions
+            return partition.error_code, partition.committed_offset
+
+        assert small_0() == (ErrorCode.UNSTABLE_OFFSET_COMMIT, -1)
+        plain = client.call(OFFSET_FETCH, 9, **fetch_fields(group), require_stable=False)
+        assert plain.groups[0].topics == ()  # pending offsets are not shown until the transaction commits
+        assert client.call(END_TXN, 3, **ids, committed=True).error_code == 0
+        deadline = time.monotonic() + 30
+        while small_0()[0] != 0 and time.monotonic() < deadline:
+            time.sleep(0.05)  # (the marker reaches the group coordinator after EndTxn answers)
+        assert small_0() == (0, 7)
+        fetched = client.call(OFFSET_FETCH, 9, **fetch_fields(group), require_stable=True)
+    server.kill()
+    server.restart()
+    with WireClient(server.port, timeout=60) as client:
+        refetched = client.call(OFFSET_FETCH, 9, **fetch_fields(group), require_stable=True)
+    assert refetched.groups == fetched.groups
+    (answer,) = fetched.groups
+    offsets = {(t.name, p.partition_index): p.committed_offset for t in answer.topics for p in t.partitions}
+    expected = {(TOPIC, p): 2 * p + 1 for p in range(PARTITIONS)}
+    expected.update({("small", p): 7 for p in range(3)})
     assert offsets == expected
 
 

@@ -1,7 +1,8 @@
 """Transaction markers are fsynced by the topic store's group commit, on its worker threads, not on the event
 loop (``server/txn_markers.py``): every partition's marker is appended, then their fsyncs are waited for together,
 under ``--fsync always`` and ``interval`` alike; the transaction completes only once every marker is fsynced, and
-a failed fsync leaves the job to its retries without completing it."""
+a failed fsync leaves the job to its retries without completing it. The files of many partitions never written
+are made on the store's worker thread before their markers are appended."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from regroup.server import topics as topics_module
 from regroup.server import txn_markers
-from regroup.server.topics import TopicStore
+from regroup.server.topics import FILES_ASIDE_MIN, TopicStore
 from regroup.server.txn_markers import MarkerWriter
 from regroup.storage import partition_log
 from regroup.storage.markers import TRANSACTIONAL
@@ -180,3 +182,55 @@ def test_the_markers_of_a_large_transaction_are_appended_in_slices(
     finally:
         store.close()
     assert len({n for n in seen if 0 < n < 40}) >= 20
+
+
+@pytest.mark.parametrize("new", [FILES_ASIDE_MIN - 1, 40])
+def test_the_files_of_partitions_never_written_are_made_aside_for_their_markers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, new: int
+) -> None:
+    """A transaction whose markers are the first thing written to ``FILES_ASIDE_MIN`` partitions or more has
+    their directories made on the store's worker thread (none on the loop); fewer are made by their appends. Every
+    partition gets its marker either way."""
+    made: list[str] = []
+    real = topics_module.make_files
+
+    def make_files(directory: Path, segment: Path) -> None:
+        made.append(threading.current_thread().name)
+        real(directory, segment)
+
+    monkeypatch.setattr(topics_module, "make_files", make_files)
+    store = _store(tmp_path / "store", FsyncPolicy.ALWAYS, 1)
+    store.create_topic("fresh", new)
+    job = MarkerJob(
+        transactional_id="tx",
+        producer_id=PRODUCER,
+        producer_epoch=0,
+        committed=False,
+        partitions=frozenset({("t", 0)} | {("fresh", p) for p in range(new)}),
+        groups=frozenset(),
+        coordinator_epoch=0,
+    )
+    completed: list[MarkerJob] = []
+
+    async def complete(job: MarkerJob) -> None:
+        completed.append(job)
+
+    async def main() -> None:
+        writer = MarkerWriter(store, complete, lambda: 1_000)
+        try:
+            await writer.submit(job)
+        finally:
+            await writer.close()
+
+    try:
+        asyncio.run(main())
+        assert completed == [job]
+        ends = [plog.log_end_offset for p in range(new) if (plog := store.partition("fresh", p)) is not None]
+        assert ends == [1] * new
+        assert store.partition("t", 0).log_end_offset == 2  # type: ignore[union-attr]
+    finally:
+        store.close()
+    if new >= FILES_ASIDE_MIN:
+        assert len(made) == new and all(name.startswith("topic-disk") for name in made)
+    else:
+        assert made == []

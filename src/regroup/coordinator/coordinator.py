@@ -97,6 +97,8 @@ from regroup.records.model import (
     OffsetCommitValue,
     PendingOffsetCommitKey,
     Record,
+    TxnMarkerKey,
+    TxnMarkerValue,
 )
 
 OFFSETS_EXPIRY_KEY: Final = ("offsets-expiry",)
@@ -209,13 +211,15 @@ class GroupCoordinator:
         """Apply the records of one write (a request or a timer firing) to the persisted state; then each group
         the write touched says what changed about it (``result``: where to say so)."""
         touched: dict[str, None] = {}  # (in order; a dict: a write may touch thousands of groups)
-        apply_commits = self.offsets.apply_commits
+        apply_commits, apply_pendings = self.offsets.apply_commits, self.offsets.apply_pendings
         i, end = 0, len(records)
         while i < end:
-            # the common records, by far: each run of committed offsets is applied in the store's own loop
-            i = apply_commits(records, i)
-            if i == end:
-                break
+            # the common records, by far: each run of committed (or pending) offsets is applied in the store's own
+            # loop
+            ran = apply_pendings(records, apply_commits(records, i))
+            if ran > i:
+                i = ran
+                continue
             record = records[i]
             i += 1
             if self._apply(record, loading=False, result=result):
@@ -237,6 +241,12 @@ class GroupCoordinator:
                 self.offsets.apply_pending(key, value)
             if loading and value is not None and key.group_id not in self.groups:
                 self.groups.add(self.journal, ClassicGroup(group_id=key.group_id))  # a simple group
+            return False
+        if isinstance(key, TxnMarkerKey):
+            assert isinstance(value, TxnMarkerValue)
+            materialised = self.offsets.apply_marker(key.producer_id, key.group_id, value.committed)
+            if loading and materialised and key.group_id not in self.groups:
+                self.groups.add(self.journal, ClassicGroup(group_id=key.group_id))
             return False
         owner = RECORD_OWNERS.get(type(key))
         if owner is not None:
@@ -442,10 +452,17 @@ class GroupCoordinator:
             lambda exc: OffsetFetchResponse(group_id=req.group_id, error=exc.code),
         )
 
-    def txn_offset_commit(self, req: TxnOffsetCommitRequest, key: RequestKey, now_ms: int) -> Result:
+    def txn_offset_commit(
+        self,
+        req: TxnOffsetCommitRequest,
+        key: RequestKey,
+        now_ms: int,
+        planned: Sequence[PlannedTopic | None] = (),
+    ) -> Result:
         """TxnOffsetCommit: offsets committed inside ``req.producer_id``'s transaction, pending until
-        ``complete_transaction``; a fetch asking for stable offsets gets UNSTABLE_OFFSET_COMMIT meanwhile."""
-        return self._run(now_ms, key, lambda ctx: txn_offset_commit(ctx, self.groups, req), lambda exc: None)
+        ``complete_transaction``; a fetch asking for stable offsets gets UNSTABLE_OFFSET_COMMIT meanwhile.
+        ``planned``: topics worked out ahead (``offsets.plan_topic`` with the producer), by position."""
+        return self._run(now_ms, key, lambda ctx: txn_offset_commit(ctx, self.groups, req, planned), lambda exc: None)
 
     def complete_transaction(self, producer_id: int, committed: bool, now_ms: int) -> Result:
         """The transaction coordinator's marker for ``producer_id``: its pending offsets are materialised

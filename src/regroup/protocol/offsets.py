@@ -139,7 +139,7 @@ class TxnOffsetCommitRequest:
     generation_id: int = -1
     member_id: str = ""
     group_instance_id: str | None = None
-    topics: tuple[tuple[str, tuple[PartitionCommit, ...]], ...] = ()
+    topics: tuple[tuple[str, CommitPartitions], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

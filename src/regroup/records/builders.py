@@ -34,6 +34,8 @@ from regroup.records.model import (
     OffsetCommitValue,
     PendingOffsetCommitKey,
     Record,
+    TxnMarkerKey,
+    TxnMarkerValue,
 )
 
 # ------------------------------------------------------------------------------------ classic groups, offsets
@@ -65,6 +67,10 @@ def new_pending_offset_record(
 def new_pending_offset_tombstone(producer_id: int, group_id: str, topic: str, partition: int) -> Record:
     key = PendingOffsetCommitKey(producer_id=producer_id, group_id=group_id, topic=topic, partition=partition)
     return Record(key, None)
+
+
+def new_txn_marker_record(producer_id: int, group_id: str, committed: bool) -> Record:
+    return Record(TxnMarkerKey(producer_id=producer_id, group_id=group_id), TxnMarkerValue(committed=committed))
 
 
 # ----------------------------------------------------------------------------------- KIP-848 consumer groups

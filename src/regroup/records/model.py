@@ -76,8 +76,26 @@ class PendingOffsetCommitKey:
     partition: Final[int]
 
 
-RecordKey = GroupMetadataKey | OffsetCommitKey | PendingOffsetCommitKey | ConsumerRecordKey | ShareRecordKey
-RecordValue = GroupMetadataValue | OffsetCommitValue | ConsumerRecordValue | ShareRecordValue
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
+class TxnMarkerKey:
+    """The marker of ``producer_id``'s transaction reached the group coordinator for ``group_id`` (Kafka writes
+    a COMMIT or ABORT control record into ``__consumer_offsets``): the producer's pending offsets of the group
+    become its committed offsets (each one not overwritten by a commit applied after it) or are dropped. One
+    record however many partitions the transaction committed offsets for; its value is a ``TxnMarkerValue``."""
+
+    producer_id: Final[int]
+    group_id: Final[str]
+
+
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
+class TxnMarkerValue:
+    committed: Final[bool]
+
+
+RecordKey = (
+    GroupMetadataKey | OffsetCommitKey | PendingOffsetCommitKey | TxnMarkerKey | ConsumerRecordKey | ShareRecordKey
+)
+RecordValue = GroupMetadataValue | OffsetCommitValue | TxnMarkerValue | ConsumerRecordValue | ShareRecordValue
 
 
 @dataclass(slots=True, unsafe_hash=True)

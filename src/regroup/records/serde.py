@@ -30,6 +30,8 @@ from regroup.records.model import (
     OffsetCommitValue,
     PendingOffsetCommitKey,
     Record,
+    TxnMarkerKey,
+    TxnMarkerValue,
 )
 from regroup.records.share import SHARE_KEY_TYPES
 from regroup.records.share_serde import SHARE_KEY_OF_KIND, decode_share, encode_share
@@ -122,6 +124,11 @@ def encode(record: Record) -> bytes:
     if isinstance(key, SHARE_KEY_TYPES):
         doc = encode_share(key, value)  # type: ignore[arg-type]
         return _dumps(doc)
+    if isinstance(key, TxnMarkerKey):
+        committed = isinstance(value, TxnMarkerValue) and value.committed
+        return _dumps(
+            {"k": "txn-marker", "producer": key.producer_id, "group": key.group_id, "v": {"committed": committed}}
+        )
     if isinstance(key, GroupMetadataKey):
         doc = {"k": "group", "group": key.group_id}
         if isinstance(value, GroupMetadataValue):
@@ -202,6 +209,12 @@ def decode(data: bytes) -> Record:
                     members=members,
                 ),
             )
+        if kind == "txn-marker":
+            committed = v["committed"]
+            if not isinstance(committed, bool):
+                raise TypeError(f"a transaction marker's outcome is a boolean, not {committed!r}")
+            mkey = TxnMarkerKey(producer_id=int(doc["producer"]), group_id=str(doc["group"]))
+            return Record(mkey, TxnMarkerValue(committed=committed))
         if kind in ("offset", "pending-offset"):
             okey: OffsetCommitKey | PendingOffsetCommitKey
             if kind == "offset":

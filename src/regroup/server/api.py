@@ -89,10 +89,16 @@ class GroupService(Protocol):
         ...
 
     def plan_offset_commit(
-        self, group_id: str, topic: str, columns: PartitionCommits, retention_ms: int
+        self,
+        group_id: str,
+        topic: str,
+        columns: PartitionCommits,
+        retention_ms: int,
+        producer_id: int | None = None,
     ) -> PlannedTopic:
-        """A topic's part of an OffsetCommit worked out ahead from the request alone (``offsets.plan_topic``),
-        for ``call`` to hand the coordinator's ``offset_commit``; safe from any thread."""
+        """A topic's part of an OffsetCommit (``producer_id``: a TxnOffsetCommit) worked out ahead from the
+        request alone (``offsets.plan_topic``), for ``call`` to hand the coordinator's ``offset_commit`` (or
+        ``txn_offset_commit``); safe from any thread."""
         ...
 
     async def write(self, op: Callable[[GroupCoordinator, RequestKey, int], Result]) -> None:

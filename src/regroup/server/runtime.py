@@ -264,15 +264,21 @@ class CoordinatorRuntime:
         return response
 
     def plan_offset_commit(
-        self, group_id: str, topic: str, columns: PartitionCommits, retention_ms: int
+        self,
+        group_id: str,
+        topic: str,
+        columns: PartitionCommits,
+        retention_ms: int,
+        producer_id: int | None = None,
     ) -> PlannedTopic:
-        """``topic``'s part of an OffsetCommit of ``group_id``, worked out ahead from the request alone
-        (``offsets.plan_topic``), stamped now, its records encoded for the log's writer to take: safe from any
-        thread (it reads the clock without recording and the coordinator's configuration, which never changes)."""
+        """``topic``'s part of an OffsetCommit of ``group_id`` (``producer_id``: a TxnOffsetCommit), worked out
+        ahead from the request alone (``offsets.plan_topic``), stamped now, its records encoded for the log's
+        writer to take: safe from any thread (it reads the clock without recording and the coordinator's
+        configuration, which never changes)."""
         now_ms = self._clock.peek()
         expire_ms = now_ms + retention_ms if retention_ms != -1 else None
         limit = self.coordinator.config.offset_metadata_max_bytes
-        plan = plan_topic(group_id, topic, columns, now_ms, expire_ms, limit)
+        plan = plan_topic(group_id, topic, columns, now_ms, expire_ms, limit, producer_id)
         self._log.encode_ahead(plan.records)
         return plan
 

@@ -70,6 +70,7 @@ from regroup.storage.topic_config import DEFAULT_MESSAGE_MAX_BYTES, DEFAULT_SEGM
 __all__ = [
     "DEFAULT_MAX_PARTITIONS",
     "DEFAULT_MAX_PARTITIONS_PER_TOPIC",
+    "FILES_ASIDE_MIN",
     "InvalidTopicError",
     "NewTopic",
     "PartitionLimitError",
@@ -91,6 +92,12 @@ PRODUCER_ID_BLOCK = 1000
 #: a Produce's new partitions) gives the loop a turn every this long
 SLICE_S = 0.005
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+#: a write (a Produce, a transaction's markers) first to at least this many partitions never written has their
+#: files made on the store's worker thread before it appends (``TopicStore.make_files``: about 0.05 ms each on
+#: the loop, and far more on a busy disk)
+FILES_ASIDE_MIN = 16
 
 
 class InvalidTopicError(ValueError):

@@ -5,14 +5,15 @@ together by the store's group commit on its worker threads, under ``interval`` t
 the group coordinator for the groups whose offsets the transaction committed, then the coordinator told
 (``markers_written``) so the transaction completes.
 
-A partition that no longer exists (its topic was deleted) is skipped, as Kafka drops markers for unknown
-partitions. Without a group completion (``groups`` unset: no TxnOffsetCommit is served, so no offsets can
-be pending) the groups are skipped. A marker the partition refuses as older than its producer's epoch is
-skipped too (the producer was fenced by a newer marker; Kafka's coordinator likewise gives up on it). A disk
-error (or a failed group completion) leaves the job to be retried after a back-off, with the partitions
-already written remembered — until it succeeds or the server stops; a restart writes the markers of every
-preparing transaction again (a duplicate marker is harmless: it closes nothing). ``submit`` returns a
-future that resolves once the markers are written and the completion applied (its record need not be
+The files of partitions never written before (``FILES_ASIDE_MIN`` of them or more) are made on the store's
+worker thread first, as a Produce's are. A partition that no longer exists (its topic was deleted) is skipped,
+as Kafka drops markers for unknown partitions. Without a group completion (``groups`` unset: no TxnOffsetCommit
+is served, so no offsets can be pending) the groups are skipped. A marker the partition refuses as older than
+its producer's epoch is skipped too (the producer was fenced by a newer marker; Kafka's coordinator likewise
+gives up on it). A disk error (or a failed group completion) leaves the job to be retried after a back-off,
+with the partitions already written remembered — until it succeeds or the server stops; a restart writes the
+markers of every preparing transaction again (a duplicate marker is harmless: it closes nothing). ``submit``
+returns a future that resolves once the markers are written and the completion applied (its record need not be
 durable yet: until it is, a restart finds the transaction preparing and writes the markers again), or when
 the first attempt failed."""
 
@@ -22,10 +23,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from regroup.server.errors import CoordinatorUnavailable
 from regroup.server.time_slices import TimeSlices
-from regroup.server.topics import TopicStore
+from regroup.server.topics import FILES_ASIDE_MIN, TopicStore
 from regroup.storage.batches import AppendRejected
 from regroup.storage.format import StorageError
 from regroup.storage.partition_log import PartitionLog
@@ -118,13 +120,29 @@ class MarkerWriter:
             if not first.done():
                 first.set_result(None)
 
+    async def _make_files_aside(self, partitions: list[tuple[str, int]], slices: TimeSlices) -> None:
+        """Have the files of the ``partitions`` never written (a transaction's markers may be the first thing
+        written to thousands of them) made on the store's worker thread, when there are ``FILES_ASIDE_MIN`` of
+        them: their markers' appends then find them made, rather than making each one on the loop."""
+        wanted: list[tuple[PartitionLog, tuple[Path, Path]]] = []
+        for tp in partitions:
+            await slices.tick()
+            plog = self._store.partition(*tp)
+            files = None if plog is None else plog.unmade_files()
+            if plog is not None and files is not None:
+                wanted.append((plog, files))
+        if len(wanted) >= FILES_ASIDE_MIN:
+            await self._store.make_files(wanted)
+
     async def _write_partitions(self, job: MarkerJob, done: set[tuple[str, int]]) -> None:
         """Append the job's marker to every partition not ``done`` yet, then wait for their fsyncs together, on
         the store's group commit (worker threads, not the loop); a partition counts as done once its marker is
         fsynced (or refused, or its topic gone). A failed fsync raises, for the job to be retried."""
         written: dict[tuple[str, int], tuple[PartitionLog, int]] = {}
         slices = TimeSlices(MARKER_SLICE_S)
-        for tp in sorted(job.partitions - done):
+        todo = sorted(job.partitions - done)
+        await self._make_files_aside(todo, slices)
+        for tp in todo:
             await slices.tick()
             plog = self._store.partition(*tp)
             if plog is None:

@@ -89,7 +89,7 @@ from regroup.server.handlers.transactions import produce_refusal, transactional_
 from regroup.server.offset_answers import CHUNK, Pacer, list_offsets_partitions, list_offsets_topic, pause
 from regroup.server.produce_answers import PRODUCE_TOPIC_ID_FROM, ProducePartition, produce_answer
 from regroup.server.time_slices import TimeSlices
-from regroup.server.topics import AppendWaiter, TopicStore
+from regroup.server.topics import FILES_ASIDE_MIN, AppendWaiter, TopicStore
 from regroup.storage.compaction import has_keyless_record
 from regroup.storage.format import StorageError
 from regroup.storage.partition_log import AppendRejected, OffsetOutOfRange, PartitionLog
@@ -128,11 +128,6 @@ PRODUCE_SLICE_S = 0.0025
 def _topic_id(store: TopicStore, name: str | None) -> object:
     info = store.topic(name) if name is not None else None
     return None if info is None else info.topic_id
-
-
-#: a Produce writing first to at least this many partitions never written has their files made on the topic
-#: store's worker thread before it appends (about 0.05 ms each on the loop, and far more on a busy disk)
-FILES_ASIDE_MIN = 16
 
 
 def _gone(topic: Any) -> ErrorCode:

@@ -50,14 +50,16 @@ from typing import Any
 
 import re2
 
+from regroup.coordinator.offsets import PlannedTopic
 from regroup.model.errors import ErrorCode
-from regroup.protocol.offsets import OffsetCommitResponse, PartitionCommit, TxnOffsetCommitRequest
+from regroup.protocol.offsets import OffsetCommitResponse, TxnOffsetCommitRequest
 from regroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed, require, require_cluster
 from regroup.server.entities import ms
 from regroup.server.handlers._common import respond
 from regroup.server.handlers.authorized import authorize_by_resource_type
+from regroup.server.handlers.offsets import commit_columns, commit_partitions
 from regroup.server.offset_answers import commit_topics
 from regroup.server.producer_answers import (
     ActiveProducer,
@@ -316,30 +318,16 @@ async def txn_offset_commit(broker: Broker, ctx: RequestContext, request: Any) -
     runtime = txn_of(broker)
     if runtime is None:
         return _txn_offsets_error(ctx, request, E.COORDINATOR_NOT_AVAILABLE)
-    known = broker.topic_store.topics()
-    rows: dict[str, list[tuple[int, ErrorCode]]] = {}
-    valid: list[tuple[str, list[Any]]] = []
-    for t in request.topics:
-        if not _may(broker, ctx, AclOperation.READ, t.name):
-            denied = E.TOPIC_AUTHORIZATION_FAILED
-            rows.setdefault(t.name, []).extend((p.partition_index, denied) for p in t.partitions)
-            continue
-        count = known[t.name].partitions if t.name in known else 0
-        present = [p for p in t.partitions if 0 <= p.partition_index < count]
-        unknown = E.UNKNOWN_TOPIC_OR_PARTITION
-        missing = [(p.partition_index, unknown) for p in t.partitions if not 0 <= p.partition_index < count]
-        if missing:
-            rows.setdefault(t.name, []).extend(missing)
-        if present:
-            valid.append((t.name, present))
+    valid, planned, refused = commit_partitions(broker, ctx, request.topics)
+    rows: dict[str, list[tuple[int, ErrorCode]]] = {name: list(partitions) for name, partitions in refused.items()}
     if not valid:
         return await commit_topics(respond(ctx, topics=[]), list(rows.items()))
     tid, group, pid, epoch = request.transactional_id, request.group_id, request.producer_id, request.producer_epoch
     refusal = E.INVALID_GROUP_ID if not group else runtime.coordinator.check_offsets(tid, pid, epoch, group)
     if refusal is not E.NONE:
         code = _offsets_refusal(refusal, ctx.api_version)
-        for name, partitions in valid:
-            rows.setdefault(name, []).extend((p.partition_index, code) for p in partitions)
+        for name, columns in valid:
+            rows.setdefault(name, []).extend((p, code) for p in columns.partitions)
         return await commit_topics(respond(ctx, topics=[]), list(rows.items()))
     req = TxnOffsetCommitRequest(
         transactional_id=tid,
@@ -349,28 +337,28 @@ async def txn_offset_commit(broker: Broker, ctx: RequestContext, request: Any) -
         generation_id=getattr(request, "generation_id", -1),
         member_id=getattr(request, "member_id", ""),
         group_instance_id=getattr(request, "group_instance_id", None),
-        topics=tuple(
-            (
-                name,
-                tuple(
-                    PartitionCommit(
-                        partition=p.partition_index,
-                        offset=p.committed_offset,
-                        leader_epoch=getattr(p, "committed_leader_epoch", -1),
-                        metadata=p.committed_metadata,
-                    )
-                    for p in partitions
-                ),
-            )
-            for name, partitions in valid
-        ),
+        topics=tuple(valid),
     )
+    plans = planned if any(planned) else []
     resp: OffsetCommitResponse = await broker.coordinator.call(
-        lambda c, key, now: c.txn_offset_commit(req, key, now), group_id=req.group_id
+        lambda c, key, now: c.txn_offset_commit(req, key, now, plans), group_id=req.group_id
     )
     for name, codes in resp.topics:
         rows.setdefault(name, []).extend(codes)
     return await commit_topics(respond(ctx, topics=[]), list(rows.items()))
+
+
+def _plan_txn_commit(broker: Broker, version: int, request: Any) -> tuple[PlannedTopic | None, ...]:
+    """A large TxnOffsetCommit's pending records worked out ahead, on the thread that decoded it
+    (``ApiSpec.plan_aside``), as OffsetCommit's are: each topic's ``PlannedTopic`` for the request's producer,
+    by position, used by the core only once the group and the transaction accept the commit."""
+    coordinator, group_id, producer_id = broker.coordinator, request.group_id, request.producer_id
+    return tuple(
+        coordinator.plan_offset_commit(group_id, topic.name, commit_columns(topic.partitions), -1, producer_id)
+        if topic.partitions
+        else None
+        for topic in request.topics
+    )
 
 
 # --------------------------------------------------------------------------- ListTransactions, Describe...
@@ -516,7 +504,7 @@ SPECS = [
     ApiSpec(ADD_PARTITIONS, 0, 5, add_partitions_to_txn, _add_partitions_error),
     ApiSpec(ADD_OFFSETS, 0, 4, add_offsets_to_txn, _error_only),
     ApiSpec(END_TXN, 0, 4, end_txn, _error_only),
-    ApiSpec(TXN_OFFSET_COMMIT, 0, 4, txn_offset_commit, _txn_offsets_error),
+    ApiSpec(TXN_OFFSET_COMMIT, 0, 4, txn_offset_commit, _txn_offsets_error, plan_aside=_plan_txn_commit),
     ApiSpec(DESCRIBE_PRODUCERS, 0, 0, describe_producers, _producers_error),
     ApiSpec(DESCRIBE_TRANSACTIONS, 0, 0, describe_transactions, _describe_error),
     ApiSpec(LIST_TRANSACTIONS, 0, 2, list_transactions, _list_error),
