@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import itertools
 import uuid
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -39,6 +40,7 @@ from regroup.protocol.consumer import (
     DescribedConsumerMember,
     DescribedTopicPartitions,
 )
+from regroup.protocol.offsets import OffsetCommitRequest, PartitionCommit
 from regroup.protocol.share import (
     DescribedShareGroup,
     DescribedShareMember,
@@ -56,10 +58,11 @@ from regroup.records.builders import (
 )
 from regroup.records.consumer import ConsumerGroupMemberMetadataValue, SubscribedTopic
 from regroup.records.model import GroupMetadataValue, MemberMetadata, Record
+from regroup.server import inspection_answers
 from regroup.server.api import RequestContext
 from regroup.server.encoded import PreEncoded
 from regroup.server.entities import build
-from regroup.server.handlers import admin, consumer, share_groups
+from regroup.server.handlers import admin, consumer, described_groups, offsets, share_groups
 from regroup.server.handlers._common import assignment_class
 from regroup.server.inspection_answers import (
     consumer_member,
@@ -72,6 +75,7 @@ from regroup.server.offset_answers import CHUNK
 
 T = TypeVar("T")
 DESCRIBE_GROUPS, LIST_GROUPS, CONSUMER_GROUP_DESCRIBE, SHARE_GROUP_DESCRIBE = 15, 16, 69, 77
+OFFSET_FETCH, DELETE_GROUPS = 9, 42
 NAMES = st.text(alphabet="ab._-é", min_size=1, max_size=4)
 TEXT = st.text(alphabet="xyé ", max_size=4)
 TOPICS = {name: (uuid.uuid5(uuid.NAMESPACE_URL, name), n) for name, n in {"t-a": 7, "t-b": 3, "t-c": 5}.items()}
@@ -530,6 +534,95 @@ def test_big_answers_pause_and_stay_kios_encoding(size: int) -> None:
     for version in (0, 1):
         check_consumer_describe(big, [], version)
     check_share_describe(big, [])
+
+
+def _count_pauses(monkeypatch: pytest.MonkeyPatch, *modules: Any) -> list[int]:
+    """Every ``pause`` the ``modules`` ask for, counted."""
+    pauses: list[int] = []
+    for module in modules:
+        real = module.pause
+
+        async def counted(real: Any = real) -> None:
+            pauses.append(1)
+            await real()
+
+        monkeypatch.setattr(module, "pause", counted)
+    return pauses
+
+
+@pytest.mark.parametrize("kind", ["consumer", "share"])
+def test_many_groups_without_members_are_described_between_yields(monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    """A ConsumerGroupDescribe or ShareGroupDescribe of many groups (none of them of its type: no members) gives
+    the loop a turn every ``GROUP_WEIGHT``-th of a chunk of groups, and is still kio's encoding."""
+    c = GroupCoordinator()
+    c.update_metadata(image(), 0)
+    extra = [f"none-{i:04d}" for i in range(10 * CHUNK // described_groups.GROUP_WEIGHT)]
+    pauses = _count_pauses(monkeypatch, described_groups, inspection_answers)
+    if kind == "consumer":
+        check_consumer_describe(c, extra, 1)
+    else:
+        check_share_describe(c, extra)
+    assert len(pauses) >= 9
+
+
+def test_a_large_delete_groups_answer_is_kios_encoding_between_yields(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DeleteGroups of thousands of groups (most unknown) is encoded a chunk at a time, as kio encodes it."""
+    c = GroupCoordinator()
+    ids = [f"g-{i:05d}" for i in range(3 * CHUNK)]
+    for group_id in ids[:10]:
+        c.offset_commit(OffsetCommitRequest(group_id=group_id, topics=(("t-a", (PartitionCommit(0, 1),)),)), 0, 0)
+    pauses = _count_pauses(monkeypatch, inspection_answers)
+    request = type("Request", (), {"groups_names": [*ids, ids[0]]})()
+    answer = run(admin.delete_groups(_Broker(c), _ctx(DELETE_GROUPS, 2), request))
+    results = [{"group_id": g, "error_code": 0 if g in ids[:10] else 69} for g in ids]
+    results.append({"group_id": ids[0], "error_code": 0})  # (named twice: answered alike)
+    expected = build(response_class(DELETE_GROUPS, 2), throttle_time=0, results=results)
+    assert _body(answer) == encode(expected)
+    assert answer.error_codes == (69,) * (len(ids) - 10)
+    assert len(pauses) >= 2
+
+
+def test_a_batched_offset_fetch_reads_its_groups_a_chunk_at_a_time() -> None:
+    """An OffsetFetch of many groups asks the coordinator ``FETCH_GROUPS_CHUNK`` groups per turn of the loop,
+    and answers every group."""
+    c = GroupCoordinator()
+    ids = [f"g-{i:04d}" for i in range(2 * offsets.FETCH_GROUPS_CHUNK + 5)]
+    for n, group_id in enumerate(ids):
+        c.offset_commit(OffsetCommitRequest(group_id=group_id, topics=(("t-a", (PartitionCommit(0, n),)),)), n, 0)
+    broker = _Broker(c)
+    turns: list[int] = []
+
+    async def main() -> Any:
+        calls = broker.coordinator
+
+        async def watch() -> None:
+            while True:
+                turns.append(calls.key)
+                await asyncio.sleep(0)
+
+        watcher = asyncio.get_running_loop().create_task(watch())
+        request = type(
+            "Request",
+            (),
+            {
+                "groups": [type("G", (), {"group_id": g, "topics": None, "member_id": None, "member_epoch": -1})()
+                           for g in ids],
+                "require_stable": False,
+            },
+        )()  # fmt: skip
+        try:
+            return await offsets.offset_fetch(broker, _ctx(OFFSET_FETCH, 9), request)
+        finally:
+            watcher.cancel()
+
+    answer = run(main())
+    decoded = answer.decode()
+    assert [(g.group_id, g.topics[0].partitions[0].committed_offset) for g in decoded.groups] == [
+        (g, n) for n, g in enumerate(ids)
+    ]
+    seen = sorted(set(turns))  # the calls made by each turn the watcher saw: never more than a chunk apart
+    assert max(b - a for a, b in itertools.pairwise(seen)) <= offsets.FETCH_GROUPS_CHUNK
+    assert seen[-1] - seen[0] >= 2 * offsets.FETCH_GROUPS_CHUNK
 
 
 # ---------------------------------------------------------------------------------------- the item writers

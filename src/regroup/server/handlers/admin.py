@@ -202,7 +202,13 @@ async def delete_groups(broker: Broker, ctx: RequestContext, request: Any) -> An
             outcome.setdefault(group_id, code)
     results = [(group_id, outcome[group_id]) for group_id in group_ids]
     results.extend(refused.items())
-    return respond(ctx, results=[{"group_id": g, "error_code": code} for g, code in results])
+    # (encoded a chunk at a time: kio's entities for 10,000 groups are tens of milliseconds in one step)
+    codes = (code for _, code in results)
+    return await encode_array(respond(ctx, results=[]), "results", results, _deleted_fields, codes)
+
+
+def _deleted_fields(result: tuple[str, ErrorCode]) -> dict[str, Any]:
+    return {"group_id": result[0], "error_code": result[1]}
 
 
 def _delete_chunk(group_ids: list[str], coordinator: GroupCoordinator, key: RequestKey, now_ms: int) -> Result:
