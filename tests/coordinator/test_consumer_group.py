@@ -165,6 +165,59 @@ def test_k03_regex_refresh_after_the_cluster_changes(h: ConsumerHarness) -> None
     assert named(last.assignment) == {"foo-1": [0, 1], "foo-2": [0, 1, 2], "foo-3": [0]}
 
 
+def test_k03_a_first_resolution_over_many_names_is_matched_aside() -> None:
+    """Given offloading the matching from three names, topics foo-1, foo-2 and bar (and an internal one);
+    when a member joins with ``foo-.*`` and the resolution falls due;
+    then the resolution writes nothing and hands the matching out (one at a time: a resolution due meanwhile,
+    for member B's new ``ba.``, waits for it); foo-3 is created before it lands; when it lands, the group is
+    resolved against the cluster as it is then, foo-3 matched within, and writes what a resolution within would
+    have. A group deleted and created anew meanwhile drops the work; work that failed is matched within."""
+    from regroup.coordinator.asides import outcome_of
+    from regroup.coordinator.consumer import subscriptions
+
+    subscriptions._MATCHED.pop("foo-.*", None)  # (nothing matched before, whatever ran earlier in this process)
+    h = ConsumerHarness(consumer_group_regex_offload_names=3)
+    h.topics(**{"foo-1": 2, "foo-2": 2, "bar": 1, "__consumer_offsets": 1})
+    response = h.hb("", 0, regex="foo-.*")
+    names = {_id(response): "A"}
+    h.sleep(0)
+    assert h.written(names) == []
+    (aside,) = h.last.asides
+    assert h.cg().regex_aside is aside
+    h.topics(**{"foo-1": 2, "foo-2": 2, "bar": 1, "__consumer_offsets": 1, "foo-3": 1})
+    joined = h.hb("", 0, regex="ba.")  # (a new regex: a resolution due at once, which waits for the work out)
+    names[_id(joined)] = "B"
+    h.sleep(0)
+    assert h.written(names) == [] and not h.last.asides
+    outcome = outcome_of(aside)
+    assert outcome == {"foo-.*": {"foo-1": True, "foo-2": True, "bar": False, "__consumer_offsets": False}}
+    h._collect(h.coordinator.land(aside, outcome, h.now_ms))
+    assert h.written(names) == [
+        "regex ba. = bar",
+        "regex foo-.* = foo-1,foo-2,foo-3",
+        "subscription bar:1 foo-1:2 foo-2:2 foo-3:1",
+        "epoch 3",
+    ]
+    assert h.cg().regex_aside is None and not h.last.asides
+    # a failure: matched within when it lands
+    subscriptions._MATCHED.pop("bar|foo-1", None)
+    other = h.hb("", 0, group_id="other", regex="bar|foo-1")
+    h.sleep(0)
+    (failing,) = h.last.asides
+    h._collect(h.coordinator.land(failing, RuntimeError("worker gone"), h.now_ms))
+    assert h.written({_id(other): "B"}) == ["regex bar|foo-1 = bar,foo-1", "subscription bar:1 foo-1:2", "epoch 2"]
+    # a group deleted and created anew meanwhile: the work is dropped
+    subscriptions._MATCHED.pop("foo-2", None)
+    third = h.hb("", 0, group_id="third", regex="foo-2")
+    h.sleep(0)
+    (dropped,) = h.last.asides
+    h.hb(_id(third), -1, group_id="third")
+    h.delete_groups("third")
+    h.hb("", 0, group_id="third", topics=["bar"])
+    h._collect(h.coordinator.land(dropped, outcome_of(dropped), h.now_ms))
+    assert h.written() == []
+
+
 def test_k03_a_resolved_regex_is_shared_and_deleted_with_its_last_subscriber(h: ConsumerHarness) -> None:
     """Given member A subscribed to ``foo-.*``, resolved;
     when member B joins with the same regex, then A switches to the topic names [foo-1], then B leaves;

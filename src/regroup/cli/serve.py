@@ -25,6 +25,7 @@ from regroup.coordinator.config import (
     SERVER_ASSIGNOR_OFFLOAD_MEMBERS,
     SERVER_CLASSIC_ANSWERS_PER_CALL,
     SERVER_CLASSIC_MEMBERS_PER_CALL,
+    SERVER_REGEX_OFFLOAD_NAMES,
 )
 from regroup.network.limits import CLIENT_ID, DEFAULT_LIMITS, INSTANCE_ID, MEMBER_ID, MEMBER_ID_SUFFIX_BYTES
 
@@ -692,6 +693,7 @@ def _coordinator_config(args: argparse.Namespace) -> CoordinatorConfig:
         consumer_group_assignment_interval_ms=args.consumer_assignment_interval_ms,
         consumer_group_min_assignment_interval_ms=args.consumer_min_assignment_interval_ms,
         consumer_group_max_assignment_interval_ms=args.consumer_max_assignment_interval_ms,
+        consumer_group_regex_offload_names=SERVER_REGEX_OFFLOAD_NAMES,
         classic_answers_per_call=SERVER_CLASSIC_ANSWERS_PER_CALL,
         classic_members_per_call=SERVER_CLASSIC_MEMBERS_PER_CALL,
         **extra,

@@ -9,6 +9,10 @@ MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 #: the fewest members of a consumer group whose target the server computes beside its coordinator
 #: (``consumer_group_assignor_offload_members``): a smaller group's full computation takes a few milliseconds
 SERVER_ASSIGNOR_OFFLOAD_MEMBERS = 2_000
+#: the fewest topic names a consumer group's regular expressions must be matched against, none of them matched
+#: before, for the server to match them beside its coordinator (``consumer_group_regex_offload_names``): RE2
+#: takes about 3 µs a name, so a first resolution over 10,000 topics held the event loop 30-50 ms
+SERVER_REGEX_OFFLOAD_NAMES = 1_000
 #: the parked JoinGroups (SyncGroups) the server's coordinator answers in the call that completes a classic join
 #: phase (that stores the leader's assignment): ``classic_answers_per_call``; a call answering 10,000 of them
 #: held the event loop about 20 ms (10 ms)
@@ -58,6 +62,11 @@ class CoordinatorConfig:
     #: the heartbeat that needs it, as Kafka's ``group.consumer.assignor.offload.enable``; None: always within
     #: (a shell that runs no asides must leave it None)
     consumer_group_assignor_offload_members: int | None = None
+    #: a consumer group resolving its regular expressions against at least this many topic names that no
+    #: resolution matched before matches them beside the coordinator (``Result.asides``, ``regexes.py``), as
+    #: Kafka resolves them on an executor; None: always within the resolution's timer (a shell that runs no
+    #: asides must leave it None)
+    consumer_group_regex_offload_names: int | None = None
     #: KIP-1263's ``group.consumer.assignment.interval.ms``: a group's next target is computed no sooner than
     #: this after its last (0: at once, as before Kafka 4.3, whose default is 1,000)
     consumer_group_assignment_interval_ms: int = 0

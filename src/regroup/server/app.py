@@ -37,6 +37,7 @@ from regroup.coordinator.config import (
     SERVER_ASSIGNOR_OFFLOAD_MEMBERS,
     SERVER_CLASSIC_ANSWERS_PER_CALL,
     SERVER_CLASSIC_MEMBERS_PER_CALL,
+    SERVER_REGEX_OFFLOAD_NAMES,
     CoordinatorConfig,
 )
 from regroup.coordinator.result import Result
@@ -101,6 +102,7 @@ class DataDirInUseError(StartupError):
 #: the coordinator settings of a server built without any (``regroup serve``'s defaults)
 SERVER_COORDINATOR = CoordinatorConfig(
     consumer_group_assignor_offload_members=SERVER_ASSIGNOR_OFFLOAD_MEMBERS,
+    consumer_group_regex_offload_names=SERVER_REGEX_OFFLOAD_NAMES,
     classic_answers_per_call=SERVER_CLASSIC_ANSWERS_PER_CALL,
     classic_members_per_call=SERVER_CLASSIC_MEMBERS_PER_CALL,
 )

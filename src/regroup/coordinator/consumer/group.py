@@ -27,6 +27,7 @@ from regroup.records.consumer import (
 if TYPE_CHECKING:
     from regroup.coordinator.consumer.kept_target import KeptTarget
     from regroup.coordinator.consumer.last_target import LastTarget
+    from regroup.coordinator.consumer.regexes import RegexAside
     from regroup.coordinator.consumer.target_aside import TargetAside
 
 #: a regular expression as the group resolved it: the topics it matched and when
@@ -163,6 +164,8 @@ class ConsumerGroup:
     last_target: LastTarget | None = field(default=None, compare=False, repr=False)
     #: the full target computation running beside the coordinator (``target_aside``), if one is
     target_aside: TargetAside | None = field(default=None, compare=False, repr=False)
+    #: the matching of the regular expressions running beside the coordinator (``regexes.RegexAside``), if one is
+    regex_aside: RegexAside | None = field(default=None, compare=False, repr=False)
     #: the group epoch whose computation beside the coordinator failed: it is computed within a heartbeat
     #: instead, whose member is told of the failure
     target_failed_epoch: int = field(default=-1, compare=False, repr=False)

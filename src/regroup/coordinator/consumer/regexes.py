@@ -1,12 +1,12 @@
 """Regular-expression subscriptions, resolved the way Kafka resolves them (KIP-848): asynchronously.
 
-A member that subscribes to a regular expression the group does not resolve yet gets, in that heartbeat, only
-what its topic names give it; the group resolves its regular expressions in a write of its own (a
-``RegexResolution`` timer due at once: the shell runs it right after the heartbeat, as Kafka's executor runs
-the resolution off the request path), writes one record per regular expression (the topics it matched, and
-when), and — when the resolution changed what the group subscribes to — new subscription metadata and a
-group epoch bump. The member gets the matched topics' partitions in a later heartbeat, from the target
-computed for that epoch.
+A member that subscribes to a regular expression the group does not resolve yet gets, in that heartbeat, only what
+its topic names give it; the group resolves its regular expressions in a write of its own (a ``RegexResolution``
+timer due at once: the shell runs it right after the heartbeat, as Kafka's executor runs the resolution off the
+request path; a first resolution over many topics, ``consumer_group_regex_offload_names`` names or more, matches
+them beside the coordinator, ``RegexAside``), writes one record per regular expression (the topics it matched, and
+when), and — when the resolution changed what the group subscribes to — new subscription metadata and a group epoch
+bump. The member gets the matched topics' partitions in a later heartbeat, from the target computed for that epoch.
 
 A heartbeat asks for a resolution (``update_regexes``) when a regular expression no member subscribed to
 arrives (at once if the group had resolved none, else once the last resolution is 10 seconds old), or when
@@ -23,7 +23,12 @@ from typing import Final
 
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember
 from regroup.coordinator.consumer.ops import refresh_subscriptions
-from regroup.coordinator.consumer.subscriptions import matching_topics
+from regroup.coordinator.consumer.subscriptions import (
+    match_names,
+    matching_topics,
+    remember_matches,
+    unmatched_names,
+)
 from regroup.coordinator.consumer.writes import ConsumerWrites
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.groups import Groups
@@ -48,8 +53,42 @@ class RegexResolution:
 
     def fire(self, ctx: Ctx, groups: Groups) -> None:
         group = groups.typed(self.group_id, ConsumerGroup)
-        if group is not None:
-            resolve(ctx, groups, group)
+        if group is None or group.regex_aside is not None:
+            return  # (one is being matched beside the coordinator: its landing resolves them all)
+        offload = ctx.config.consumer_group_regex_offload_names
+        if offload is not None:
+            unmatched = {regex: unmatched_names(regex, groups.image) for regex in sorted(group.regex_subscribers)}
+            if sum(map(len, unmatched.values())) >= offload:
+                aside = RegexAside(group, unmatched)
+                ctx.journal.set(group, "regex_aside", aside)
+                ctx.result.asides.append(aside)
+                return
+        resolve(ctx, groups, group)
+
+
+@dataclass(slots=True, eq=False)
+class RegexAside:
+    """A group's regular expressions matched beside the coordinator against the topic names none of its
+    resolutions matched them against before (a first resolution over thousands of topics). Its landing keeps
+    what it found (``remember_matches``) and resolves the group against the cluster as it is then, matching only
+    the names created since."""
+
+    group: ConsumerGroup
+    #: per regular expression, the names to match it against
+    unmatched: dict[str, list[str]]
+
+    def run(self) -> dict[str, dict[str, bool]]:
+        return {regex: match_names(regex, names) for regex, names in self.unmatched.items()}
+
+    def land(self, ctx: Ctx, groups: Groups, outcome: object) -> None:
+        group = self.group
+        if groups.typed(group.group_id, ConsumerGroup) is not group or group.regex_aside is not self:
+            return  # (the group was deleted or loaded anew since)
+        ctx.journal.set(group, "regex_aside", None)
+        if isinstance(outcome, dict):  # (a failure: they are matched within the resolution, as without offloading)
+            for regex, matched in outcome.items():
+                remember_matches(regex, matched)
+        resolve(ctx, groups, group)
 
 
 def resolve(ctx: Ctx, groups: Groups, group: ConsumerGroup) -> None:

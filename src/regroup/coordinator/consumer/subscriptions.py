@@ -57,6 +57,29 @@ def matching_topics(pattern: str, image: ClusterImage) -> tuple[str, ...]:
     return tuple(out)
 
 
+def match_names(pattern: str, names: Iterable[str]) -> dict[str, bool]:
+    """Whether ``pattern`` matches each of ``names`` whole, as ``matching_topics`` decides it (internal topics
+    never). Reads and writes nothing shared: safe beside the coordinator."""
+    regex = compile_regex(pattern)
+    return {name: not name.startswith("__") and regex.fullmatch(name) is not None for name in names}
+
+
+def unmatched_names(pattern: str, image: ClusterImage) -> list[str]:
+    """The names of ``image`` that ``matching_topics`` has not matched ``pattern`` against yet."""
+    known = _MATCHED.get(pattern)
+    return list(image.by_name) if known is None else [name for name in image.by_name if name not in known]
+
+
+def remember_matches(pattern: str, matched: Mapping[str, bool]) -> None:
+    """Add what ``match_names`` found to what ``matching_topics`` keeps for ``pattern`` (on the coordinator's
+    thread): its next resolution need not match those names again."""
+    known = _MATCHED.pop(pattern, {})
+    known.update(matched)
+    _MATCHED[pattern] = known
+    while len(_MATCHED) > _MATCHED_PATTERNS:
+        del _MATCHED[next(iter(_MATCHED))]
+
+
 #: per pattern, whether it matches each topic name seen (``matching_topics``), the least recently used dropped
 _MATCHED: dict[str, dict[str, bool]] = {}
 #: patterns whose names are kept, and names a pattern may keep beyond twice the cluster's before they are reset
