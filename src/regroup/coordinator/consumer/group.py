@@ -71,8 +71,13 @@ def to_set(parts: PartitionSet) -> dict[uuid.UUID, frozenset[int]]:
     return {topic_id: frozenset(ps) for topic_id, ps in parts if ps}
 
 
+#: a topic id's sort key: the order of ``uuid.UUID``'s own comparisons (by its integer), read in C rather than
+#: through its ``__lt__`` (a Python method: sorting 10,000 topic ids called it 140,000 times)
+TOPIC_ORDER: Final[operator.attrgetter[int]] = operator.attrgetter("int")
+
+
 def to_tuple(parts: Partitions) -> PartitionSet:
-    return tuple((t, tuple(sorted(parts[t]))) for t in sorted(parts) if parts[t])
+    return tuple((t, tuple(sorted(parts[t]))) for t in sorted(parts, key=TOPIC_ORDER) if parts[t])
 
 
 @dataclass(slots=True, kw_only=True)

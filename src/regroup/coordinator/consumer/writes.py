@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from regroup.coordinator.consumer.group import (
     EMPTY,
+    TOPIC_ORDER,
     ConsumerGroup,
     ConsumerGroupMember,
     ConsumerGroupState,
@@ -201,7 +202,7 @@ def _held(assigned: Partitions, pending: Partitions) -> Partitions:
 def _minus(a: Partitions, b: Partitions) -> PartitionSet:
     """The partitions of ``a`` not in ``b``, sorted."""
     out: list[tuple[uuid.UUID, tuple[int, ...]]] = []
-    for topic_id in sorted(a):
+    for topic_id in sorted(a, key=TOPIC_ORDER):
         left = a[topic_id] - b.get(topic_id, frozenset())
         if left:
             out.append((topic_id, tuple(sorted(left))))
