@@ -28,6 +28,7 @@ from regroup.security.authorizer import Authorizer
 from regroup.security.bindings import AclBinding, validate_binding
 from regroup.server.api import RequestContext
 from regroup.server.encoded import PreEncoded
+from regroup.server.handlers import topics as topics_handlers
 from regroup.server.handlers.cluster import handle_describe_topic_partitions
 from regroup.server.handlers.topics import build, handle_metadata
 from regroup.server.topics import TopicStore
@@ -238,3 +239,48 @@ def test_an_acl_change_changes_the_remembered_all_topics_answer(tmp_path: Path) 
         assert described() == [("a", everything[0][1]), ("c", 1 << 3 | 1 << 8)]  # READ implies DESCRIBE
         broker.authorizer.discard([deny, read])  # type: ignore[union-attr]
         assert described() == everything
+
+
+def test_a_large_authorized_all_topics_answer_yields_and_a_change_meanwhile_is_not_served_again(
+    tmp_path: Path,
+) -> None:
+    """With an authorizer, an all-topics answer over more than ``AUTHORIZED_TOPICS_PER_TURN`` topics gives the
+    loop turns while it authorizes them, and equals the straightforward answer. An ACL changed during one of
+    those turns is answered as each topic was when reached, and that answer is not served again: the next
+    request sees the change everywhere."""
+    per_turn = topics_handlers.AUTHORIZED_TOPICS_PER_TURN
+    with TopicStore.open(tmp_path, fsync=FsyncPolicy.NEVER) as store:
+        broker = Broker(store, Authorizer(frozenset(), True))
+        names = [f"t{i:04d}" for i in range(3 * per_turn)]
+        for name in names:
+            store.create_topic(name, 1)
+        step = ("metadata", 12, None, False, True, False, "User:alice")
+        ctx, request = metadata_request(broker, step)
+        first = names[0]
+        deny = AclBinding(ResourceType.TOPIC, first, PatternType.LITERAL, "User:alice", "*", AclOperation.DESCRIBE,
+                          AclPermissionType.DENY)  # fmt: skip
+
+        async def during() -> tuple[list[str], int]:
+            turns = 0
+
+            async def change() -> None:  # (runs at the answer's first yield, then counts the later ones)
+                nonlocal turns
+                broker.authorizer.add([deny])  # type: ignore[union-attr]
+                while True:
+                    await asyncio.sleep(0)
+                    turns += 1
+
+            changer = asyncio.get_running_loop().create_task(change())
+            try:
+                response = (await handle_metadata(broker, ctx, request)).decode()
+            finally:
+                changer.cancel()
+            return [t.name for t in response.topics], turns
+
+        listed, turns = answer(during())
+        assert turns >= 1  # (the answer gave the loop two turns at least)
+        assert listed == names  # (the DENY came after the first topic was reached)
+        after = answer(handle_metadata(broker, ctx, request)).decode()
+        assert [t.name for t in after.topics] == names[1:]  # (made again: the answer before was not remembered)
+        broker.authorizer.discard([deny])  # type: ignore[union-attr]
+        run(broker, step, [])  # (the straightforward answer, once the ACLs are back)

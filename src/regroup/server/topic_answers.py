@@ -9,10 +9,10 @@ Per topic store (``answers_of``), ``TopicAnswers`` holds:
   each topic's head and its whole entry but the tail, each remembered with the ``TopicInfo`` it was made from:
   a topic created, grown or deleted is a different ``TopicInfo``, so a stale entry is never served, and only
   the topics that changed are encoded again;
-- ``joined``: whole arrays of entries (Metadata's all-topics answer) remembered under a key the handler
-  chooses — the format and what the entries depend on, such as the principal and host of an ACL-filtered
-  answer — until the topics change or the handler's ``stamp`` does (the ACLs' generation). At most
-  ``JOINED_MAX_BYTES`` of them are kept, the oldest dropped first.
+- ``remember`` / ``remembered``: whole arrays of entries (Metadata's all-topics answer, which the handler makes a
+  slice of topics at a time) remembered under a key the handler chooses — the format and what the entries depend
+  on, such as the principal and host of an ACL-filtered answer — until the topics change or the handler's
+  ``stamp`` does (the ACLs' generation). At most ``JOINED_MAX_BYTES`` of them are kept, the oldest dropped first.
 
 Every structure is touched only on the event loop thread, as the store is.
 """
@@ -20,7 +20,7 @@ Every structure is touched only on the event loop thread, as the store is.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from typing import Any
 
 from regroup.server.api import TopicInfo
@@ -101,24 +101,36 @@ class TopicAnswers:
         cached[info.name] = (info, head)
         return head
 
-    def joined(self, key: Hashable, stamp: object, make: Callable[[], tuple[int, bytes]]) -> tuple[int, bytes]:
-        """``make()``'s (count, entries) as remembered under ``key``, made again when the topics changed or
-        ``stamp`` differs from the one it was made with."""
-        generation = self._store.generation
+    def remembered(self, key: Hashable, stamp: object) -> tuple[int, bytes] | None:
+        """The (count, entries) remembered under ``key`` (``remember``), if made for the topics as they are and
+        with ``stamp``; None otherwise (and what was remembered under ``key`` is forgotten)."""
         found = self._joined.get(key)
-        if found is not None and found[0] == generation and found[1] == stamp:
+        if found is None:
+            return None
+        if found[0] == self._store.generation and found[1] == stamp:
             return found[2], found[3]
-        if found is not None:
-            del self._joined[key]
-            self._joined_bytes -= len(found[3])
-        count, data = make()
+        del self._joined[key]
+        self._joined_bytes -= len(found[3])
+        return None
+
+    def remember(self, key: Hashable, generation: int, stamp: object, count: int, data: bytes) -> None:
+        """Remember (count, entries) under ``key``, as made from the topics of ``generation`` (the store's, read
+        before the making began: entries made while the topics changed are never found) with ``stamp``."""
+        old = self._joined.pop(key, None)
+        if old is not None:
+            self._joined_bytes -= len(old[3])
         while self._joined and self._joined_bytes + len(data) > JOINED_MAX_BYTES:
             oldest = next(iter(self._joined))
             self._joined_bytes -= len(self._joined.pop(oldest)[3])
         if len(data) <= JOINED_MAX_BYTES:
             self._joined[key] = (generation, stamp, count, data)
             self._joined_bytes += len(data)
-        return count, data
+
+    @property
+    def generation(self) -> int:
+        """The topic store's generation (what ``remember`` is told)."""
+        generation: int = self._store.generation
+        return generation
 
     # ------------------------------------------------------------------ internals
 
