@@ -14,19 +14,28 @@ import tempfile
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 
 from regroup.network.codec import response_class
+from regroup.server import offset_answers
 from regroup.server.api import RequestContext
 from regroup.server.encoded import PreEncoded
 from regroup.server.entities import build
 from regroup.server.handlers import data
 from regroup.server.handlers.topics import NO_THROTTLE, response_module
 from regroup.server.handlers.topics import build as build_versioned
-from regroup.server.offset_answers import CHUNK, commit_topics, delete_records_topics, fetch_groups, fetch_topics
+from regroup.server.offset_answers import (
+    CHUNK,
+    FETCHED_GROUP_WEIGHT,
+    commit_topics,
+    delete_records_topics,
+    fetch_groups,
+    fetch_topics,
+)
 from regroup.server.produce_answers import PRODUCE_TOPIC_ID_FROM, ProducePartition, produce_answer
 from regroup.server.topics import TopicStore
 from regroup.storage.partition_log import PartitionLog
@@ -223,6 +232,29 @@ def test_batched_fetch_answer_is_kios_encoding(groups: list[Any], version: int) 
     )
     answer = run(fetch_groups(build(cls, throttle_time=0, groups=[]), groups))
     assert answer.body == encode(expected)
+
+
+def test_a_batched_fetch_of_many_groups_yields_between_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Groups of one partition each count ``FETCHED_GROUP_WEIGHT`` units apiece: an answer for many of them gives
+    the loop turns, and is still kio's encoding."""
+    pauses: list[int] = []
+    real = offset_answers.pause
+
+    async def counted() -> None:
+        pauses.append(1)
+        await real()
+
+    monkeypatch.setattr(offset_answers, "pause", counted)
+    groups = [(f"g-{i:04d}", [("t", [(0, i, -1, "", 0)])], 0) for i in range(3 * CHUNK // FETCHED_GROUP_WEIGHT)]
+    cls = response_class(OFFSET_FETCH, 9)
+    answer = run(fetch_groups(build(cls, throttle_time=0, groups=[]), groups))
+    expected = build(
+        cls,
+        throttle_time=0,
+        groups=[{"group_id": g, "topics": fetch_entity_topics(ts), "error_code": e} for g, ts, e in groups],
+    )
+    assert answer.body == encode(expected)
+    assert len(pauses) >= 2
 
 
 # ---------------------------------------------------------------------------------------- ListOffsets
