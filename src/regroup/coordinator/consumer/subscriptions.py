@@ -11,7 +11,7 @@ from functools import lru_cache
 import re2
 
 from regroup.coordinator.consumer.group import ConsumerGroup, ConsumerGroupMember, ResolvedRegex, Subscription
-from regroup.model.cluster import ClusterImage
+from regroup.model.cluster import ClusterImage, TopicImage
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.records.consumer import SubscribedTopic
 
@@ -122,15 +122,34 @@ def subscribed_names(group: ConsumerGroup) -> set[str]:
 
 
 def subscription_metadata(names: Iterable[str], image: ClusterImage) -> dict[str, SubscribedTopic]:
+    """The subscription metadata of the ``names`` that exist in ``image``, by name, sorted. Each topic's entry is
+    made once per topic image (``_SUBSCRIBED``) and shared by every group and refresh that reads that image: a
+    group subscribed to 10,000 topics refreshes after any change of the cluster, and building an entry is about
+    2 µs (a refresh was 20 ms); equal, shared entries also compare at once with the group's own."""
     out: dict[str, SubscribedTopic] = {}
+    find, memo = image.by_name.get, _SUBSCRIBED
     for name in sorted(set(names)):
-        topic = image.topic(name)
+        topic = find(name)
         if topic is None:
             continue
-        out[name] = SubscribedTopic(
-            topic_id=topic.topic_id,
-            name=name,
-            partitions=topic.partitions,
-            racks=tuple(tuple(sorted(r)) for r in topic.racks),
-        )
+        kept = memo.get(id(topic))
+        if kept is None or kept[0] is not topic:
+            if len(memo) >= _SUBSCRIBED_MAX:
+                memo.clear()
+            kept = memo[id(topic)] = (
+                topic,
+                SubscribedTopic(
+                    topic_id=topic.topic_id,
+                    name=name,
+                    partitions=topic.partitions,
+                    racks=tuple(tuple(sorted(r)) for r in topic.racks),
+                ),
+            )
+        out[name] = kept[1]
     return out
+
+
+#: id(topic image) -> (that image, its subscription metadata entry): a pure function's memo (the image is kept
+#: with its entry, so its id is not reused while it is here); cleared whole when it reaches ``_SUBSCRIBED_MAX``
+_SUBSCRIBED: dict[int, tuple[TopicImage, SubscribedTopic]] = {}
+_SUBSCRIBED_MAX = 200_000
