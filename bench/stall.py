@@ -83,6 +83,15 @@ Cases (``--cases``; ``--quick`` runs the first three at a tenth of the size):
   them, in turn;
 - ``create-partitions-1000``: CreateTopics v7 of 1,000 one-partition topics, CreatePartitions v3 growing each to
   11, DeleteTopics v6 of them, in turn.
+- ``txn-offsets-10k``: a transaction over the 10,000 partitions of one topic committing an offset for each
+  (InitProducerId once before the window): AddPartitionsToTxn v3, AddOffsetsToTxn v3, TxnOffsetCommit v3 of the
+  10,000 partitions, EndTxn v3 (commit: markers to the 10,000 partitions, most never written before, then the
+  offsets made the group's), in turn;
+- ``groups-1000``: ConsumerGroupDescribe v1, ShareGroupDescribe v1, OffsetFetch v9 (every offset) and
+  DeleteGroups v2 naming the 1,000 classic groups of ``describe-groups-1000x10`` (loaded), in turn;
+- ``regex-10k-topics``: 200 members each joining a consumer group of its own (ConsumerGroupHeartbeat v1) with a
+  regular expression of its own matching 10 of 10,000 topics, so each group's first resolution matches its
+  expression against 10,000 names; later rounds rejoin, resolved already.
 
 ``--micro`` measures instead what one all-topics Metadata v12 answer costs the server, in process CPU time
 (handler and encoding, the way the dispatcher runs them, with no network), for each tree in a child process of
@@ -380,6 +389,74 @@ def add_partitions_to_txn(size: int) -> list[bytes]:
     return [bytes(request)]
 
 
+ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT = 25, 26, 28
+#: the group whose offsets the case's transaction commits (``transactional_offsets``)
+TXN_GROUP = "bench-stall-txn-group"
+
+
+def transactional_offsets(size: int) -> list[bytes]:
+    """A transaction over ``size`` partitions of one topic (``init_transaction`` began it) that commits an
+    offset for each of them: AddPartitionsToTxn v3, AddOffsetsToTxn v3, TxnOffsetCommit v3 of the ``size``
+    partitions, EndTxn v3 (commit): its markers to every partition, then its offsets made the group's."""
+    ids = {"transactional_id": TRANSACTION, "producer_id": 0, "producer_epoch": 0}
+    partitions = [
+        {"partition_index": p, "committed_offset": p, "committed_leader_epoch": -1, "committed_metadata": ""}
+        for p in range(size)
+    ]
+    commit = sb.encode_request(
+        TXN_OFFSET_COMMIT, 3, 0, **ids, group_id=TXN_GROUP, generation_id=-1, member_id="", group_instance_id=None,
+        topics=[{"name": "bench-stall-big", "partitions": partitions}],
+    )  # fmt: skip
+    return [
+        *add_partitions_to_txn(size),
+        bytes(sb.encode_request(ADD_OFFSETS_TO_TXN, 3, 0, **ids, group_id=TXN_GROUP)),
+        bytes(commit),
+        bytes(sb.encode_request(END_TXN, 3, 0, **ids, committed=True)),
+    ]
+
+
+SHARE_GROUP_DESCRIBE, DELETE_GROUPS = 77, 42
+
+
+def many_groups(groups: list[str]) -> list[bytes]:
+    """Requests naming ``groups`` each: ConsumerGroupDescribe v1 and ShareGroupDescribe v1 (classic groups: each
+    answered GROUP_ID_NOT_FOUND), OffsetFetch v9 of every offset of each, DeleteGroups v2 (groups with members:
+    each answered NON_EMPTY_GROUP)."""
+    fetched = [{"group_id": g, "member_id": None, "member_epoch": -1, "topics": None} for g in groups]
+    return [
+        bytes(sb.encode_request(CONSUMER_GROUP_DESCRIBE, 1, 0, group_ids=groups, include_authorized_operations=True)),
+        bytes(sb.encode_request(SHARE_GROUP_DESCRIBE, 1, 0, group_ids=groups, include_authorized_operations=True)),
+        bytes(sb.encode_request(OFFSET_FETCH, 9, 0, groups=fetched, require_stable=False)),
+        bytes(sb.encode_request(DELETE_GROUPS, 2, 0, groups_names=groups)),
+    ]
+
+
+def regex_joins(count: int) -> list[bytes]:
+    """``count`` members each joining a consumer group of its own with a regular expression of its own that
+    matches 10 of the case's topics: each group's first resolution matches its expression against every topic
+    name, none of which it has seen (the later rounds rejoin, resolved already)."""
+    return [
+        bytes(
+            sb.encode_request(
+                CONSUMER_GROUP_HEARTBEAT,
+                1,
+                0,
+                group_id=f"bench-stall-regex-{i:04d}",
+                member_id=f"bench-regex-{i:04d}",
+                member_epoch=0,
+                instance_id=None,
+                rack_id=None,
+                rebalance_timeout=3_600_000,
+                subscribed_topic_names=[],
+                subscribed_topic_regex=f"bench-stall-00[0-9]|never-{i}",
+                server_assignor=None,
+                topic_partitions=[],
+            )
+        )
+        for i in range(count)
+    ]
+
+
 def auto_create_and_delete(count: int) -> list[bytes]:
     """Metadata v12 naming ``count`` missing topics (auto-created), then DeleteTopics of them."""
     names = [f"bench-stall-auto-{i:04d}" for i in range(count)]
@@ -595,6 +672,14 @@ def cases(scale: float) -> list[Case]:
             prepare=init_transaction,
         ),
         Case("metadata-auto-create-500", {}, lambda _: auto_create_and_delete(n(500))),
+        Case("txn-offsets-10k", big, lambda _: transactional_offsets(n(10_000)), prepare=init_transaction),
+        Case(
+            "groups-1000",
+            {"bench-stall-000": 1},
+            lambda _: many_groups([f"bench-stall-ten-{i:04d}" for i in range(n(1_000))]),
+            preload=preload_groups({f"bench-stall-ten-{i:04d}": 10 for i in range(n(1_000))}, {}),
+        ),
+        Case("regex-10k-topics", layout(n(10_000), 1, "bench-stall"), lambda _: regex_joins(200)),
         Case("create-partitions-1000", {}, lambda _: grow_and_delete(n(1_000))),
         Case(
             "kip848-joins-10k-batched",
