@@ -1,7 +1,6 @@
-"""ConsumerGroupHeartbeat answers without an assignment are written field by field
-(``handlers/consumer._without_assignment``): their bytes must be kio's encoding of the same response entity,
-for every version, error, message, member id, epoch and interval; answers with an assignment still go
-through kio."""
+"""ConsumerGroupHeartbeat answers are written field by field (``handlers/consumer._plain_answer``): their bytes
+must be kio's encoding of the same response entity, for every version, error, message, member id, epoch and
+interval, with no assignment or any assignment (topics with no, one or many partitions)."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from regroup.protocol.consumer import ConsumerGroupHeartbeatResponse
 from regroup.server.api import RequestContext
 from regroup.server.encoded import PreEncoded, entity_bytes
 from regroup.server.entities import build
-from regroup.server.handlers._common import DEFAULT_MESSAGES
+from regroup.server.handlers._common import DEFAULT_MESSAGES, assignment_class
 from regroup.server.handlers.consumer import CONSUMER_GROUP_HEARTBEAT, _heartbeat_response, _plain_layout
 
 VERSIONS = (0, 1)
@@ -30,6 +29,12 @@ def _ctx(version: int) -> RequestContext:
 
 def _kio_bytes(version: int, resp: ConsumerGroupHeartbeatResponse, message: str | None) -> bytes:
     cls = response_class(CONSUMER_GROUP_HEARTBEAT, version)
+    assignment = None
+    if resp.assignment is not None:
+        assignment = build(
+            assignment_class(CONSUMER_GROUP_HEARTBEAT, version),
+            topic_partitions=[{"topic_id": t, "partitions": ps} for t, ps in resp.assignment],
+        )
     return entity_bytes(
         build(
             cls,
@@ -39,7 +44,7 @@ def _kio_bytes(version: int, resp: ConsumerGroupHeartbeatResponse, message: str 
             member_id=resp.member_id,
             member_epoch=resp.member_epoch,
             heartbeat_interval=resp.heartbeat_interval_ms,
-            assignment=None,
+            assignment=assignment,
         )
     )
 
@@ -52,8 +57,9 @@ def _kio_bytes(version: int, resp: ConsumerGroupHeartbeatResponse, message: str 
     epoch=i32,
     interval=i32,
     correlation_id=i32,
+    assignment=st.none() | st.lists(st.tuples(st.uuids(), st.lists(i32, max_size=5).map(tuple)), max_size=4).map(tuple),
 )
-def test_an_answer_without_assignment_is_kios_encoding(
+def test_an_answer_is_kios_encoding(
     version: int,
     code: ErrorCode,
     message: str | None,
@@ -61,10 +67,16 @@ def test_an_answer_without_assignment_is_kios_encoding(
     epoch: int,
     interval: int,
     correlation_id: int,
+    assignment: tuple[tuple[uuid.UUID, tuple[int, ...]], ...] | None,
 ) -> None:
     assert _plain_layout(version)
     resp = ConsumerGroupHeartbeatResponse(
-        error=code, error_message=message, member_id=member_id, member_epoch=epoch, heartbeat_interval_ms=interval
+        error=code,
+        error_message=message,
+        member_id=member_id,
+        member_epoch=epoch,
+        heartbeat_interval_ms=interval,
+        assignment=assignment,
     )
     answer = _heartbeat_response(_ctx(version), resp)
     assert isinstance(answer, PreEncoded)
@@ -75,10 +87,15 @@ def test_an_answer_without_assignment_is_kios_encoding(
     assert framed == encode_response(correlation_id, answer.decode())
 
 
-def test_an_answer_with_an_assignment_carries_it() -> None:
-    topic = uuid.uuid4()
-    resp = ConsumerGroupHeartbeatResponse(member_id="m", member_epoch=3, assignment=((topic, (0, 2)),))
-    answer = _heartbeat_response(_ctx(1), resp)
-    assert not isinstance(answer, PreEncoded)
-    assert answer.assignment.topic_partitions[0].topic_id == topic
-    assert tuple(answer.assignment.topic_partitions[0].partitions) == (0, 2)
+def test_a_large_assignment_is_kios_encoding() -> None:
+    """10,000 topics of one partition, and one topic of 10,000 partitions (array lengths past one varint byte)."""
+    for assignment in (
+        tuple((uuid.UUID(int=i + 1), (i % 7,)) for i in range(10_000)),
+        ((uuid.uuid4(), tuple(range(10_000))),),
+    ):
+        resp = ConsumerGroupHeartbeatResponse(member_id="m", member_epoch=3, assignment=assignment)
+        answer = _heartbeat_response(_ctx(1), resp)
+        assert isinstance(answer, PreEncoded)
+        assert answer.body == _kio_bytes(1, resp, None)
+        decoded = answer.decode()
+        assert [(t.topic_id, tuple(t.partitions)) for t in decoded.assignment.topic_partitions] == list(assignment)
