@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from regroup.server import group_sync, txn_markers
 from regroup.server import topics as topics_module
-from regroup.server import txn_markers
 from regroup.server.topics import FILES_ASIDE_MIN, TopicStore
 from regroup.server.txn_markers import MarkerWriter
 from regroup.storage import partition_log
@@ -234,3 +234,62 @@ def test_the_files_of_partitions_never_written_are_made_aside_for_their_markers(
         assert len(made) == new and all(name.startswith("topic-disk") for name in made)
     else:
         assert made == []
+
+
+def test_a_wait_on_many_logs_is_released_between_turns_and_a_late_waiter_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The round's check of a waiter on many logs (a transaction's markers) gives the loop turns between chunks
+    of ``RELEASE_CHUNK`` logs; a waiter that arrives during those turns is answered by a later round, not lost."""
+    monkeypatch.setattr(group_sync, "RELEASE_CHUNK", 10)
+    monkeypatch.setattr(group_sync, "SLICE_S", 0.0)
+    store = _store(tmp_path / "store", FsyncPolicy.ALWAYS, 40)
+    turns = 0
+    seen: list[int] = []
+    real = group_sync._reached
+
+    def reached(plog: partition_log.PartitionLog, end: int, fsynced: bool) -> bool:
+        seen.append(turns)
+        return real(plog, end, fsynced)
+
+    monkeypatch.setattr(group_sync, "_reached", reached)
+
+    async def main() -> tuple[set[partition_log.PartitionLog], set[partition_log.PartitionLog]]:
+        nonlocal turns
+        logs = [store.partition("t", p) for p in range(40)]
+        targets = {}
+        for plog in logs:
+            assert plog is not None
+            targets[plog] = plog.append(make_batch([b"w"]), sync=False).last_offset + 1
+        late: asyncio.Task[set[partition_log.PartitionLog]] | None = None
+
+        async def other() -> None:
+            nonlocal turns, late
+            while True:
+                turns += 1
+                if late is None and len(seen) > 45:  # (inside the first round's release)
+                    plog = logs[0]
+                    assert plog is not None
+                    end = plog.append(make_batch([b"late"]), sync=False).last_offset + 1
+                    late = asyncio.get_running_loop().create_task(store.group_sync.wait({plog: end}, fsynced=True))
+                await asyncio.sleep(0)
+
+        ticking = asyncio.get_running_loop().create_task(other())
+        try:
+            first = await store.group_sync.wait(targets, fsynced=True)
+            while late is None:
+                await asyncio.sleep(0)
+            second = await asyncio.wait_for(late, 30)
+        finally:
+            ticking.cancel()
+        return first, second
+
+    try:
+        first, second = asyncio.run(main())
+        assert first == set() and second == set()
+        ends = [plog.log_end_offset for p in range(40) if (plog := store.partition("t", p)) is not None]
+        assert ends == [3] + [2] * 39  # (every append durable, the late one too)
+    finally:
+        store.close()
+    # the first round's check of the 40 logs (the calls after the wait's own 40) spread over several turns
+    assert len(set(seen[40:80])) >= 3

@@ -41,6 +41,8 @@ SYNC_THREADS = 8
 WHOLE_MAX_DIRTY_BYTES = 32 << 20
 #: a round gives the loop a turn after this long (each log's ``begin_sync`` and ``finish_sync`` run on it)
 SLICE_S = 0.005
+#: a waiter's logs checked between two looks at the slice's clock (``_release``)
+RELEASE_CHUNK = 500
 
 
 class GroupSync:
@@ -121,7 +123,7 @@ class GroupSync:
                         log.error("fsync of %s failed: %s: %s", plog.directory, type(error).__name__, error)
                     plog.finish_sync(job, error)
                     await slices.tick()
-            answered = self._release()  # (a produce still waiting puts its logs back for the next round)
+            answered = await self._release(slices)  # (a produce still waiting puts its logs back for the next round)
             wait_s = self.gather.after_round(answered, time.perf_counter() - began, waiting=bool(self._dirty))
             if wait_s > 0:
                 await self._gather(loop, wait_s)
@@ -154,19 +156,29 @@ class GroupSync:
             runs.append(loop.run_in_executor(self._executor(), _sync_whole, self._fs_fd, [job for _, job in covered]))
         return batches, runs
 
-    def _release(self) -> int:
-        """Answer the waiters whose logs are all durable (or failed, or closed): how many."""
+    async def _release(self, slices: TimeSlices) -> int:
+        """Answer the waiters whose logs are all durable (or failed, or closed): how many. A waiter's logs are
+        checked ``RELEASE_CHUNK`` at a time, the loop given a turn once a slice is over (a transaction's markers
+        wait on 10,000 logs); waiters that arrive meanwhile are checked by the next round."""
+        waiting, self._waiting = self._waiting, []
         still = []
         answered = 0
-        for pending, fsynced, future in self._waiting:
-            if all(_reached(plog, end, fsynced) or plog.failed or plog.closed for plog, end in pending.items()):
+        for pending, fsynced, future in waiting:
+            behind: list[PartitionLog] = []
+            logs = list(pending.items())
+            for start in range(0, len(logs), RELEASE_CHUNK):
+                behind.extend(
+                    plog for plog, end in logs[start : start + RELEASE_CHUNK] if not _reached(plog, end, fsynced)
+                )
+                await slices.tick()
+            if all(plog.failed or plog.closed for plog in behind):
                 if not future.done():
                     future.set_result(None)
                     answered += 1
             else:
                 still.append((pending, fsynced, future))
-                self._dirty.update(p for p, end in pending.items() if not _reached(p, end, fsynced))
-        self._waiting = still
+                self._dirty.update(behind)
+        self._waiting = still + self._waiting
         return answered
 
     def _executor(self) -> concurrent.futures.ThreadPoolExecutor:
