@@ -1,7 +1,8 @@
-"""DescribeAcls answers encoded by hand (``server/acl_answers.py``) are byte for byte kio's encoding of the
-straightforward entity (``handlers/acls._describe_response``), for every served version and random ACLs (types,
-names, pattern types, principals, hosts, operations, permissions; over ``CHUNK`` ACLs, so the paused path
-runs), grouped by resource pattern in the order of their first ACL."""
+"""DescribeAcls and DeleteAcls answers encoded by hand (``server/acl_answers.py``) are byte for byte kio's encoding
+of the straightforward entity (``handlers/acls._describe_response``, ``handlers/acls._filter_result``), for every
+served version and random ACLs (types, names, pattern types, principals, hosts, operations, permissions; over
+``CHUNK`` ACLs, so the paused path runs): DescribeAcls grouped by resource pattern in the order of their first ACL,
+DeleteAcls one result per filter, refusals with their messages among them."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from kio.serial import entity_writer
 from regroup.model.errors import ErrorCode
 from regroup.security.acl import AclOperation, AclPermissionType, PatternType, ResourceType
 from regroup.security.bindings import AclBinding
+from regroup.server import acl_answers
 from regroup.server.acl_answers import described_acls_answer
 from regroup.server.api import RequestContext
 from regroup.server.handlers import acls
@@ -57,3 +59,38 @@ def test_described_acls_answer_is_kios_encoding(bindings: list[AclBinding], vers
     empty = respond(ctx, error_code=ErrorCode.NONE, error_message=None, resources=[])
     answer = asyncio.run(described_acls_answer(empty, bindings, ()))
     assert answer.body == encode(acls._describe_response(ctx, ErrorCode.NONE, None, bindings))
+
+
+DELETE_ACLS = 31
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.one_of(st.lists(BINDINGS, max_size=6), st.text(max_size=5)), max_size=4),
+    st.integers(1, 3),
+    st.booleans(),
+)
+def test_deleted_acls_answer_is_kios_encoding(filters: list[Any], version: int, many: bool) -> None:
+    """Each filter's result (the ACLs it deleted, or a refusal with its message) as kio writes the
+    straightforward entity (``handlers/acls._filter_result``)."""
+    results: list[acl_answers.FilterResult] = [
+        (ErrorCode.NONE, None, f) if isinstance(f, list) else (ErrorCode.INVALID_REQUEST, f, []) for f in filters
+    ]
+    if many:  # over a chunk: the answer pauses
+        results.append(
+            (
+                ErrorCode.NONE,
+                None,
+                [
+                    AclBinding(ResourceType.TOPIC, f"t{i}", PatternType.PREFIXED, "User:u", "10.0.0.1",
+                               AclOperation.WRITE, AclPermissionType.DENY)
+                    for i in range(CHUNK + 3)
+                ],
+            )
+        )  # fmt: skip
+    ctx = RequestContext(DELETE_ACLS, version, 1, "test", "127.0.0.1", 1)
+    codes = tuple(int(code) for code, _, _ in results if code)
+    answer = asyncio.run(acl_answers.deleted_acls_answer(respond(ctx, filter_results=[]), results, codes))
+    expected = respond(ctx, filter_results=[acls._filter_result(code, message, b) for code, message, b in results])
+    assert answer.body == encode(expected)
+    assert answer.error_codes == codes

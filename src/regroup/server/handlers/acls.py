@@ -36,7 +36,7 @@ from kio.schema.errors import ErrorCode as KioErrorCode
 from regroup.model.errors import ErrorCode
 from regroup.security.acl import AclOperation, AclPermissionType, PatternType, ResourceType
 from regroup.security.bindings import AclBinding, AclBindingFilter, from_code, validate_filter
-from regroup.server.acl_answers import described_acls_answer
+from regroup.server.acl_answers import FilterResult, deleted_acls_answer, described_acls_answer
 from regroup.server.acl_store import AclStore
 from regroup.server.api import ApiSpec, RequestContext
 from regroup.server.authz import require_cluster
@@ -177,13 +177,11 @@ async def handle_delete_acls(broker: Any, ctx: RequestContext, request: Any) -> 
                 failed if p is None else _filter_result(ErrorCode.INVALID_REQUEST, p, []) for p in problems
             ],
         )
-    results = [
-        _filter_result(ErrorCode.NONE, None, next(deleted))
-        if p is None
-        else _filter_result(ErrorCode.INVALID_REQUEST, p, [])
-        for p in problems
+    results: list[FilterResult] = [
+        (ErrorCode.NONE, None, next(deleted)) if p is None else (ErrorCode.INVALID_REQUEST, p, []) for p in problems
     ]
-    return respond(ctx, filter_results=results)
+    codes = tuple(int(code) for code, _, _ in results if code)
+    return await deleted_acls_answer(respond(ctx, filter_results=[]), results, codes)
 
 
 def _filter_result(code: int, message: str | None, acls: Sequence[AclBinding]) -> dict[str, Any]:
