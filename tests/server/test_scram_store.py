@@ -22,8 +22,11 @@ from regroup.model.errors import ApiError, ErrorCode
 from regroup.security.acl import AclOperation, ResourceType
 from regroup.security.sasl import Complete, Continue
 from regroup.security.scram import SCRAM_SHA_256, SCRAM_SHA_512, ScramServer, salted_password
+from regroup.server import inspection_answers
 from regroup.server.api import RequestContext
+from regroup.server.encoded import PreEncoded
 from regroup.server.handlers import scram_users
+from regroup.server.offset_answers import CHUNK
 from regroup.server.scram_store import (
     MAX_USERS,
     SCRAM_CREDENTIALS_FILE,
@@ -322,6 +325,11 @@ def wire(entity: Any) -> Any:
     return entity_reader(type(entity))(buffer.getvalue(), 0)[0]
 
 
+def answered(answer: Any) -> Any:
+    """A handler's answer as a client decodes it (encoded by hand: ``PreEncoded``; else a kio entity)."""
+    return answer.decode() if isinstance(answer, PreEncoded) else wire(answer)
+
+
 def ctx(api_key: int) -> RequestContext:
     return RequestContext(api_key, 0, 1, "test", "127.0.0.1", 1, principal="User:alice")
 
@@ -329,7 +337,7 @@ def ctx(api_key: int) -> RequestContext:
 def describe(broker: Broker, users: list[str] | None) -> Any:
     names = None if users is None else tuple(describe_req.UserName(name=u) for u in users)
     request = wire(describe_req.DescribeUserScramCredentialsRequest(users=names))
-    return wire(asyncio.run(scram_users.handle_describe(broker, ctx(50), request)))
+    return answered(asyncio.run(scram_users.handle_describe(broker, ctx(50), request)))
 
 
 def alter(broker: Broker, upsertions: list[ScramUpsertion], deletions: list[ScramDeletion]) -> Any:
@@ -345,7 +353,7 @@ def alter(broker: Broker, upsertions: list[ScramUpsertion], deletions: list[Scra
             ),
         )
     )  # fmt: skip
-    return wire(asyncio.run(scram_users.handle_alter(broker, ctx(51), request)))
+    return answered(asyncio.run(scram_users.handle_alter(broker, ctx(51), request)))
 
 
 def test_describe_all_and_named_users(store: ScramStore) -> None:
@@ -425,3 +433,30 @@ def test_a_failed_write_is_a_storage_error(store: ScramStore, monkeypatch: pytes
     monkeypatch.setattr("regroup.server.scram_store.write_file_atomically", fail)
     response = alter(Broker(store), [upsert("a")], [])
     assert [(r.user, r.error_code) for r in response.results] == [("a", 56)]  # KAFKA_STORAGE_ERROR
+
+
+def test_many_users_are_altered_and_described_between_yields(
+    store: ScramStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An alteration naming many users (each once, one twice) answers each in the order first named, and a
+    description of them all gives the loop turns while it is encoded (``DESCRIBED_USER_WEIGHT`` units a user)."""
+    pauses: list[int] = []
+    real = inspection_answers.pause
+
+    async def counted() -> None:
+        pauses.append(1)
+        await real()
+
+    monkeypatch.setattr(inspection_answers, "pause", counted)
+    broker = Broker(store)
+    one = upsert("u-0000", 1)
+    names = [f"u-{i:04d}" for i in range(2 * CHUNK // scram_users.DESCRIBED_USER_WEIGHT + 1)]
+    changes = [ScramUpsertion(n, 1, 4096, SALT, one.salted_password) for n in names]
+    response = alter(broker, [*changes, changes[5]], [])
+    assert [(r.user, r.error_code) for r in response.results] == [
+        (n, 92 if i == 5 else 0) for i, n in enumerate(names)
+    ]  # (named twice: DUPLICATE_RESOURCE, in the place first named)
+    before = len(pauses)
+    everyone = describe(broker, None)
+    assert sorted(r.user for r in everyone.results) == sorted(n for i, n in enumerate(names) if i != 5)
+    assert len(pauses) - before >= 1

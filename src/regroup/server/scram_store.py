@@ -170,11 +170,10 @@ class ScramStore:
         errors: dict[str, AlterResult] = {}
         accepted_deletions: dict[str, ScramDeletion] = {}
         accepted_upsertions: dict[str, ScramUpsertion] = {}
-        order: list[str] = []
+        order: dict[str, None] = {}  # (the users in the order first named: a dict, as a request may name thousands)
         for deletion in deletions:
             user = deletion.user
-            if user not in order:
-                order.append(user)
+            order.setdefault(user)
             if user in errors:
                 continue
             if accepted_deletions.pop(user, None) is not None:
@@ -187,8 +186,7 @@ class ScramStore:
                 accepted_deletions[user] = deletion
         for upsertion in upsertions:
             user = upsertion.user
-            if user not in order:
-                order.append(user)
+            order.setdefault(user)
             if user in errors:
                 continue
             if accepted_deletions.pop(user, None) is not None or accepted_upsertions.pop(user, None) is not None:

@@ -32,6 +32,7 @@ from regroup.security.scram import mechanism_named
 from regroup.server.api import ApiSpec, RequestContext
 from regroup.server.authz import require_cluster
 from regroup.server.handlers._common import respond
+from regroup.server.inspection_answers import encode_array
 from regroup.server.scram_store import ScramDeletion, ScramStore, ScramUpsertion
 from regroup.storage.format import StorageError
 
@@ -78,7 +79,14 @@ async def handle_describe(broker: Any, ctx: RequestContext, request: Any) -> Any
                 results.append(_user_error(name, ErrorCode.RESOURCE_NOT_FOUND, DOES_NOT_EXIST + name))
             else:
                 results.append(_described(name, users[name]))
-    return respond(ctx, error_code=ErrorCode.NONE, error_message=None, results=results)
+    empty = respond(ctx, error_code=ErrorCode.NONE, error_message=None, results=[])
+    codes = (int(r["error_code"]) for r in results)
+    return await encode_array(empty, "results", results, dict, codes, weight=DESCRIBED_USER_WEIGHT)
+
+
+#: a described user costs about ten units of a chunk to encode (kio writes it: about 15 µs), an alteration's result
+#: about two: a request about 1,000 users was answered in one step of 10-16 ms
+DESCRIBED_USER_WEIGHT, ALTERED_USER_WEIGHT = 10, 2
 
 
 def _described(user: str, mechanisms: list[tuple[str, int]]) -> dict[str, Any]:
@@ -124,7 +132,8 @@ async def handle_alter(broker: Any, ctx: RequestContext, request: Any) -> Any:
         log.error("storing SCRAM credentials failed: %s", exc)
         return _alter_failed(ctx, request, KioErrorCode.kafka_storage_error, f"{type(exc).__name__}: {exc}")
     results = [{"user": r.user, "error_code": r.error, "error_message": r.message} for r in outcome]
-    return respond(ctx, results=results)
+    codes = (int(r.error) for r in outcome)
+    return await encode_array(respond(ctx, results=[]), "results", results, dict, codes, weight=ALTERED_USER_WEIGHT)
 
 
 def _alter_failed(ctx: RequestContext, request: Any, code: ErrorCode | KioErrorCode, message: str | None) -> Any:
