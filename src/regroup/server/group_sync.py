@@ -83,8 +83,9 @@ class GroupSync:
 
     async def wait(self, targets: dict[PartitionLog, int], *, fsynced: bool = False) -> set[PartitionLog]:
         """Wait until every log is durable up to its offset (``fsynced``: fsynced, under ``INTERVAL`` too); the
-        logs that failed (or closed) first."""
-        pending = {plog: end for plog, end in targets.items() if not _reached(plog, end, fsynced)}
+        logs that failed (or closed) first. More than ``RELEASE_CHUNK`` logs are checked in slices."""
+        many = len(targets) > RELEASE_CHUNK
+        pending = await _unreached(targets, fsynced) if many else _unreached_now(targets, fsynced)
         if pending:
             self._dirty.update(pending)
             future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -93,7 +94,7 @@ class GroupSync:
                 self._gathered.set_result(None)
             self._start()
             await future  # (a cancelled produce cancels its own future only: the round goes on for the others)
-        return {plog for plog, end in targets.items() if not _reached(plog, end, fsynced)}
+        return set(await _unreached(targets, fsynced) if many else _unreached_now(targets, fsynced))
 
     def _start(self) -> None:
         if self._runner is None or self._runner.done():
@@ -244,6 +245,25 @@ def _sync_whole(fd: int, jobs: list[PendingSync]) -> _Done:
 def _set_unless_done(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
+
+
+def _unreached_now(targets: dict[PartitionLog, int], fsynced: bool) -> dict[PartitionLog, int]:
+    """The ``targets`` not durable (``fsynced``) yet."""
+    return {plog: end for plog, end in targets.items() if not _reached(plog, end, fsynced)}
+
+
+async def _unreached(targets: dict[PartitionLog, int], fsynced: bool) -> dict[PartitionLog, int]:
+    """``_unreached_now``, ``RELEASE_CHUNK`` targets between two looks at a slice's clock (a transaction's markers
+    wait on 10,000 logs)."""
+    out: dict[PartitionLog, int] = {}
+    items = list(targets.items())
+    slices = TimeSlices(SLICE_S)
+    for start in range(0, len(items), RELEASE_CHUNK):
+        out.update(
+            (plog, end) for plog, end in items[start : start + RELEASE_CHUNK] if not _reached(plog, end, fsynced)
+        )
+        await slices.tick()
+    return out
 
 
 def _reached(plog: PartitionLog, end: int, fsynced: bool) -> bool:
