@@ -18,7 +18,7 @@ hold every version's bytes to kio's encoding of the straightforward entity.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from regroup.security.bindings import AclBinding
@@ -47,14 +47,7 @@ async def described_acls_answer(empty: Any, acls: Sequence[AclBinding], error_co
             resources[key] = [binding]
         else:
             found.append(binding)
-    texts: dict[str, bytes] = {}
-
-    def text(value: str) -> bytes:
-        encoded = texts.get(value)
-        if encoded is None:
-            encoded = texts[value] = string(value, flexible)
-        return encoded
-
+    text = _texts(flexible)
     parts: list[bytes] = []
     pacer = Pacer()
     for (resource_type, name, pattern_type), bindings in resources.items():
@@ -69,6 +62,20 @@ async def described_acls_answer(empty: Any, acls: Sequence[AclBinding], error_co
     return PreEncoded(response_type(empty), splice_pieces(empty, "resources", len(resources), parts), error_codes)
 
 
+def _texts(flexible: bool) -> Callable[[str], bytes]:
+    """``string`` of a value, each distinct value encoded once (one answer's: a few principals, hosts and resource
+    names recur over thousands of ACLs)."""
+    texts: dict[str, bytes] = {}
+
+    def text(value: str) -> bytes:
+        encoded = texts.get(value)
+        if encoded is None:
+            encoded = texts[value] = string(value, flexible)
+        return encoded
+
+    return text
+
+
 #: a DeleteAcls filter's result: (error code, error message, the ACLs it deleted)
 FilterResult = tuple[int, str | None, Sequence[AclBinding]]
 
@@ -78,14 +85,7 @@ async def deleted_acls_answer(empty: Any, results: Sequence[FilterResult], error
     flexible = bool(type(empty).__flexible__)
     tags = b"\x00" if flexible else b""
     no_error = _NO_ERROR[flexible]
-    texts: dict[str, bytes] = {}
-
-    def text(value: str) -> bytes:
-        encoded = texts.get(value)
-        if encoded is None:
-            encoded = texts[value] = string(value, flexible)
-        return encoded
-
+    text = _texts(flexible)
     parts: list[bytes] = []
     pacer = Pacer()
     for code, message, bindings in results:

@@ -41,7 +41,7 @@ SYNC_THREADS = 8
 WHOLE_MAX_DIRTY_BYTES = 32 << 20
 #: a round gives the loop a turn after this long (each log's ``begin_sync`` and ``finish_sync`` run on it)
 SLICE_S = 0.005
-#: a waiter's logs checked between two looks at the slice's clock (``_release``)
+#: a waiter's logs checked between two looks at the slice's clock (``wait``, ``_release``; fewer: at once)
 RELEASE_CHUNK = 500
 
 
@@ -85,7 +85,7 @@ class GroupSync:
         """Wait until every log is durable up to its offset (``fsynced``: fsynced, under ``INTERVAL`` too); the
         logs that failed (or closed) first. More than ``RELEASE_CHUNK`` logs are checked in slices."""
         many = len(targets) > RELEASE_CHUNK
-        pending = await _unreached(targets, fsynced) if many else _unreached_now(targets, fsynced)
+        pending = await _unreached(targets, fsynced, TimeSlices(SLICE_S)) if many else _unreached_now(targets, fsynced)
         if pending:
             self._dirty.update(pending)
             future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -94,7 +94,9 @@ class GroupSync:
                 self._gathered.set_result(None)
             self._start()
             await future  # (a cancelled produce cancels its own future only: the round goes on for the others)
-        return set(await _unreached(targets, fsynced) if many else _unreached_now(targets, fsynced))
+        return set(
+            await _unreached(targets, fsynced, TimeSlices(SLICE_S)) if many else _unreached_now(targets, fsynced)
+        )
 
     def _start(self) -> None:
         if self._runner is None or self._runner.done():
@@ -165,13 +167,8 @@ class GroupSync:
         still = []
         answered = 0
         for pending, fsynced, future in waiting:
-            behind: list[PartitionLog] = []
-            logs = list(pending.items())
-            for start in range(0, len(logs), RELEASE_CHUNK):
-                behind.extend(
-                    plog for plog, end in logs[start : start + RELEASE_CHUNK] if not _reached(plog, end, fsynced)
-                )
-                await slices.tick()
+            many = len(pending) > RELEASE_CHUNK
+            behind = await _unreached(pending, fsynced, slices) if many else _unreached_now(pending, fsynced)
             if all(plog.failed or plog.closed for plog in behind):
                 if not future.done():
                     future.set_result(None)
@@ -252,12 +249,11 @@ def _unreached_now(targets: dict[PartitionLog, int], fsynced: bool) -> dict[Part
     return {plog: end for plog, end in targets.items() if not _reached(plog, end, fsynced)}
 
 
-async def _unreached(targets: dict[PartitionLog, int], fsynced: bool) -> dict[PartitionLog, int]:
-    """``_unreached_now``, ``RELEASE_CHUNK`` targets between two looks at a slice's clock (a transaction's markers
-    wait on 10,000 logs)."""
+async def _unreached(targets: dict[PartitionLog, int], fsynced: bool, slices: TimeSlices) -> dict[PartitionLog, int]:
+    """``_unreached_now``, ``RELEASE_CHUNK`` targets between two looks at the ``slices``' clock (a transaction's
+    markers wait on 10,000 logs)."""
     out: dict[PartitionLog, int] = {}
     items = list(targets.items())
-    slices = TimeSlices(SLICE_S)
     for start in range(0, len(items), RELEASE_CHUNK):
         out.update(
             (plog, end) for plog, end in items[start : start + RELEASE_CHUNK] if not _reached(plog, end, fsynced)

@@ -40,12 +40,10 @@ def matching_topics(pattern: str, image: ClusterImage) -> tuple[str, ...]:
     coordinator's step), while the names that changed are few. A pure function's memo: the same answers."""
     regex = compile_regex(pattern)
     names = image.by_name
-    known = _MATCHED.pop(pattern, None)
+    known = _MATCHED.get(pattern)
     if known is None or len(known) > 2 * len(names) + _MATCHED_SLACK:  # (names of deleted topics piled up)
         known = {}
-    _MATCHED[pattern] = known  # (the most recently used last)
-    while len(_MATCHED) > _MATCHED_PATTERNS:
-        del _MATCHED[next(iter(_MATCHED))]
+    _keep(pattern, known)
     out: list[str] = []
     for name in names:
         hit = known.get(name)
@@ -73,8 +71,15 @@ def unmatched_names(pattern: str, image: ClusterImage) -> list[str]:
 def remember_matches(pattern: str, matched: Mapping[str, bool]) -> None:
     """Add what ``match_names`` found to what ``matching_topics`` keeps for ``pattern`` (on the coordinator's
     thread): its next resolution need not match those names again."""
-    known = _MATCHED.pop(pattern, {})
+    known = _MATCHED.get(pattern, {})
     known.update(matched)
+    _keep(pattern, known)
+
+
+def _keep(pattern: str, known: dict[str, bool]) -> None:
+    """Keep ``known`` as what ``pattern`` gave, as the most recently used; the least recently used beyond
+    ``_MATCHED_PATTERNS`` are dropped."""
+    _MATCHED.pop(pattern, None)
     _MATCHED[pattern] = known
     while len(_MATCHED) > _MATCHED_PATTERNS:
         del _MATCHED[next(iter(_MATCHED))]

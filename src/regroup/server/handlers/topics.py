@@ -246,7 +246,9 @@ async def _all_topics(
     generation = answers.generation
     tail = fmt.tail(TOPIC_OPERATIONS if with_ops else NOT_REQUESTED)
     pieces: list[bytes] = []
-    for index, info in enumerate(list(answers.by_name())):  # (a copy: the topics may change while it yields)
+    # (with an authorizer it yields, so it walks a copy: the topics may change meanwhile)
+    topics = list(answers.by_name()) if filtered else answers.by_name()
+    for index, info in enumerate(topics):
         if not filtered:
             pieces += (answers.body(fmt, info), tail)
             continue
