@@ -55,15 +55,20 @@ from regroup.server.authz import permits, require
 from regroup.server.encoded import PreEncoded, entity_bytes
 from regroup.server.entities import build, ms
 from regroup.server.handlers._common import client_info, respond
-from regroup.server.member_answers import join_members, leave_members
+from regroup.server.member_answers import (
+    JOIN_NULLABLE_PROTOCOL_FROM,
+    SYNC_PROTOCOL_FIELDS_FROM,
+    join_answer,
+    join_members,
+    leave_members,
+    sync_answer,
+)
 from regroup.server.offset_answers import pause
 
 JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
-JOIN_NULLABLE_PROTOCOL_FROM = 7
 LEAVE_BATCH_FROM = 3
 #: members of one LeaveGroup handed to the core per call (a call of 10,000 held the loop about 45 ms)
 LEAVE_GROUP_CHUNK = 250
-SYNC_PROTOCOL_FIELDS_FROM = 5
 
 
 def _require_read(broker: Broker, ctx: RequestContext, group_id: str) -> None:
@@ -76,7 +81,14 @@ def _join_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
     return _join_response(ctx, JoinGroupResponse(error=code))
 
 
-def _join_response(ctx: RequestContext, resp: JoinGroupResponse) -> Any:
+def _join_response(ctx: RequestContext, resp: JoinGroupResponse) -> PreEncoded:
+    """An answer without members (``member_answers.join_answer``): every member's but the leader's."""
+    return join_answer(ctx.api_version, resp)
+
+
+def _join_entity(ctx: RequestContext, resp: JoinGroupResponse) -> Any:
+    """The answer as a kio entity (the leader's is made with its members left out: ``join_members`` splices
+    them in)."""
     nullable = ctx.api_version >= JOIN_NULLABLE_PROTOCOL_FROM
     return respond(
         ctx,
@@ -113,7 +125,7 @@ async def join_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         lambda c, key, now: c.join_group(req, key, now), may_park=True, group_id=req.group_id
     )
     if resp.members:  # the leader's answer: its members encoded by hand, a chunk between two yields
-        empty = _join_response(ctx, dataclasses.replace(resp, members=()))
+        empty = _join_entity(ctx, dataclasses.replace(resp, members=()))
         return await join_members(empty, resp.members, ctx.api_version, int(resp.error))
     return _join_response(ctx, resp)
 
@@ -123,14 +135,8 @@ def _sync_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
     return _sync_response(ctx, SyncGroupResponse(error=code))
 
 
-def _sync_response(ctx: RequestContext, resp: SyncGroupResponse) -> Any:
-    return respond(
-        ctx,
-        error_code=resp.error,
-        protocol_type=resp.protocol_type,
-        protocol_name=resp.protocol_name,
-        assignment=resp.assignment,
-    )
+def _sync_response(ctx: RequestContext, resp: SyncGroupResponse) -> PreEncoded:
+    return sync_answer(ctx.api_version, resp)
 
 
 async def sync_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
