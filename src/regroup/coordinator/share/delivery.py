@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.groups import Groups
-from regroup.coordinator.share.group import ShareGroup, TopicPartition
+from regroup.coordinator.share.group import ShareGroup, TopicPartition, partition_order
 from regroup.coordinator.share.partition import AckBatch, Acquired, ShareError, SharePartition
 from regroup.coordinator.share.timers import ShareLocksTimer, locks_key
 from regroup.coordinator.share.writes import ShareWrites
@@ -45,7 +45,7 @@ def _put(
 def initialize(ctx: Ctx, groups: Groups, group: ShareGroup, start_offsets: Mapping[TopicPartition, int]) -> None:
     """Share partitions the group has no state for start at the given offsets (``share.auto.offset.reset``,
     resolved by the shell); partitions that have state keep it."""
-    for tp in sorted(start_offsets):
+    for tp in sorted(start_offsets, key=partition_order):
         if tp in group.partitions:
             continue
         partition = SharePartition(
@@ -96,7 +96,7 @@ def acknowledge(
 
 def release_member(ctx: Ctx, groups: Groups, group: ShareGroup, member_id: str) -> None:
     """Every record the member holds goes back (available, or archived at the delivery limit)."""
-    for tp in sorted(group.partitions):
+    for tp in sorted(group.partitions, key=partition_order):
         old = group.partitions[tp]
         if not old.held_by(member_id):
             continue

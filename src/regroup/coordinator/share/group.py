@@ -7,9 +7,11 @@ state changes only through ``replay`` (records); the locks of acquired records a
 from __future__ import annotations
 
 import enum
+import operator
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Final
 
 from regroup.coordinator.share.partition import SharePartition
 
@@ -18,6 +20,17 @@ Partitions = Mapping[uuid.UUID, frozenset[int]]
 EMPTY: Partitions = {}
 #: (topic id, partition)
 TopicPartition = tuple[uuid.UUID, int]
+
+
+def partition_order(tp: TopicPartition) -> tuple[int, int]:
+    """A share partition's sort key: the order of the ``(topic id, partition)`` tuples themselves, compared in C
+    (``uuid.UUID`` compares, and checks equality, in Python methods: sorting a share group's 10,000 partitions
+    called them about 140,000 times)."""
+    return (tp[0].int, tp[1])
+
+
+#: a topic id's sort key, ``uuid.UUID``'s own order read in C
+TOPIC_ORDER: Final[operator.attrgetter[int]] = operator.attrgetter("int")
 #: (name, id, partition count) of the topics a group's members subscribe to, sorted by name
 SubscribedTopics = tuple[tuple[str, uuid.UUID, int], ...]
 
@@ -87,4 +100,4 @@ def to_set(parts: tuple[tuple[uuid.UUID, tuple[int, ...]], ...]) -> dict[uuid.UU
 
 
 def to_tuple(parts: Partitions) -> tuple[tuple[uuid.UUID, tuple[int, ...]], ...]:
-    return tuple((t, tuple(sorted(parts[t]))) for t in sorted(parts) if parts[t])
+    return tuple((t, tuple(sorted(parts[t]))) for t in sorted(parts, key=TOPIC_ORDER) if parts[t])

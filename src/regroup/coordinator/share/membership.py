@@ -11,7 +11,14 @@ from regroup.coordinator.context import Ctx
 from regroup.coordinator.events import GroupCreated, LeaveReason
 from regroup.coordinator.groups import Groups
 from regroup.coordinator.share import assignor
-from regroup.coordinator.share.group import Partitions, ShareGroup, ShareGroupMember, SubscribedTopics, to_tuple
+from regroup.coordinator.share.group import (
+    TOPIC_ORDER,
+    Partitions,
+    ShareGroup,
+    ShareGroupMember,
+    SubscribedTopics,
+    to_tuple,
+)
 from regroup.coordinator.share.timers import ShareSessionTimer, member_session_key
 from regroup.coordinator.share.writes import ShareWrites, report_state
 from regroup.model.cluster import ClusterImage
@@ -166,7 +173,7 @@ def _ensure_target(writes: ShareWrites, group: ShareGroup, topics: SubscribedTop
 
 def _uninitialized(group: ShareGroup, assigned: Partitions) -> TopicPartitions:
     out = []
-    for topic_id in sorted(assigned):
+    for topic_id in sorted(assigned, key=TOPIC_ORDER):
         missing = tuple(p for p in sorted(assigned[topic_id]) if (topic_id, p) not in group.partitions)
         if missing:
             out.append((topic_id, missing))

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.events import GroupCreated
 from regroup.coordinator.groups import Groups
-from regroup.coordinator.share.group import ShareGroup, TopicPartition
+from regroup.coordinator.share.group import ShareGroup, TopicPartition, partition_order
 from regroup.coordinator.share.partition import SharePartition
 from regroup.coordinator.share.writes import ShareWrites
 from regroup.model.errors import ApiError, ErrorCode
@@ -44,7 +44,7 @@ def describe(
 def initialized(groups: Groups, group_id: str) -> tuple[TopicPartition, ...]:
     """Every partition the group has state for."""
     group = groups.typed(group_id, ShareGroup)
-    return () if group is None else tuple(sorted(group.partitions))
+    return () if group is None else tuple(sorted(group.partitions, key=partition_order))
 
 
 def alter(ctx: Ctx, groups: Groups, group_id: str, start_offsets: Mapping[TopicPartition, int]) -> None:
@@ -59,7 +59,7 @@ def alter(ctx: Ctx, groups: Groups, group_id: str, start_offsets: Mapping[TopicP
         groups.add(ctx.journal, group)
         ctx.event(GroupCreated(group_id, "share"))
         writes.group_epoch(group_id, 0)
-    for tp in sorted(start_offsets):
+    for tp in sorted(start_offsets, key=partition_order):
         partition = SharePartition(
             max(start_offsets[tp], 0),
             delivery_limit=ctx.config.share_group_delivery_count_limit,
@@ -79,7 +79,7 @@ def delete(ctx: Ctx, groups: Groups, group_id: str, topic_ids: list[uuid.UUID]) 
     writes = ShareWrites(ctx, groups)
     out = {}
     for topic_id in topic_ids:
-        held = sorted(tp for tp in group.partitions if tp[0] == topic_id)
+        held = sorted((tp for tp in group.partitions if tp[0] == topic_id), key=partition_order)
         for tp in held:
             writes.partition_tombstone(group_id, tp)
         out[topic_id] = ErrorCode.NONE if held else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -22,11 +22,13 @@ from regroup.coordinator.events import (
 from regroup.coordinator.groups import Groups
 from regroup.coordinator.share.group import (
     EMPTY,
+    TOPIC_ORDER,
     Partitions,
     ShareGroup,
     ShareGroupMember,
     ShareGroupState,
     TopicPartition,
+    partition_order,
     to_tuple,
 )
 from regroup.coordinator.share.partition import SharePartition, StateBatch
@@ -189,7 +191,7 @@ class ShareWrites:
         self.ctx.event(dead)
         for member_id in list(group.targets):
             self._write(Record(ShareGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id), None))
-        for tp in sorted(group.partitions):
+        for tp in sorted(group.partitions, key=partition_order):
             self.partition_tombstone(group_id, tp)
         self._write(Record(ShareGroupTargetAssignmentMetadataKey(group_id=group_id), None))
         self._write(Record(ShareGroupMetadataKey(group_id=group_id), None))
@@ -199,7 +201,7 @@ class ShareWrites:
 def _minus(a: Partitions, b: Partitions) -> tuple[tuple[uuid.UUID, tuple[int, ...]], ...]:
     """The partitions of ``a`` not in ``b``, sorted."""
     out: list[tuple[uuid.UUID, tuple[int, ...]]] = []
-    for topic_id in sorted(a):
+    for topic_id in sorted(a, key=TOPIC_ORDER):
         left = a[topic_id] - b.get(topic_id, frozenset())
         if left:
             out.append((topic_id, tuple(sorted(left))))
