@@ -63,7 +63,6 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol, cast
@@ -88,7 +87,7 @@ from regroup.server.handlers.topics import (
 from regroup.server.handlers.transactions import produce_refusal, transactional_producers
 from regroup.server.offset_answers import CHUNK, Pacer, list_offsets_partitions, list_offsets_topic, pause
 from regroup.server.produce_answers import PRODUCE_TOPIC_ID_FROM, ProducePartition, produce_answer
-from regroup.server.time_slices import TimeSlices
+from regroup.server.time_slices import HeldSlices, TimeSlices
 from regroup.server.topics import FILES_ASIDE_MIN, AppendWaiter, TopicStore
 from regroup.storage.compaction import has_keyless_record
 from regroup.storage.format import StorageError
@@ -135,34 +134,8 @@ def _gone(topic: Any) -> ErrorCode:
     return UNKNOWN_TOPIC if hasattr(topic, "name") else ErrorCode.unknown_topic_id
 
 
-class _Slices(TimeSlices):
-    """A Produce's work (or a ListOffsets' reads) cut into slices of ``PRODUCE_SLICE_S``; from the first turn given
-    to the loop until ``release`` the connection's later requests are held (``Session.hold``)."""
-
-    __slots__ = ("_ctx", "_release")
-
-    def __init__(self, ctx: RequestContext) -> None:
-        super().__init__(PRODUCE_SLICE_S)
-        self._ctx = ctx
-        self._release: Callable[[], None] | None = None
-
-    def before_turn(self) -> None:
-        self.hold()
-
-    def hold(self) -> None:
-        session = self._ctx.session
-        if self._release is None and session is not None:  # (None: a handler called outside a connection)
-            session.hold()
-            self._release = session.release
-
-    def release(self) -> None:
-        release, self._release = self._release, None
-        if release is not None:
-            release()
-
-
 async def _make_files_aside(
-    store: TopicStore, slices: _Slices, topics: list[tuple[Any, str | None, ErrorCode]], denied: list[bool]
+    store: TopicStore, slices: HeldSlices, topics: list[tuple[Any, str | None, ErrorCode]], denied: list[bool]
 ) -> None:
     """Have the files of the partitions this Produce writes first (never written before) made on the topic store's
     worker thread, when there are ``FILES_ASIDE_MIN`` of them: their first appends then find them made."""
@@ -208,7 +181,7 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
     # each partition's answer: index, error, base offset, log append time, log start offset, error message
     rows: list[tuple[list[Any], PartitionLog | None]] = []
     responses: list[tuple[Any, list[list[Any]]]] = []
-    slices = _Slices(ctx)
+    slices = HeldSlices(PRODUCE_SLICE_S, ctx)
     try:
         topics = [(topic, *_resolve(store, topic)) for topic in request.topic_data]
         ids = [_topic_id(store, name) for _, name, _ in topics]
@@ -468,7 +441,7 @@ async def handle_list_offsets(broker: Broker, ctx: RequestContext, request: Any)
     # so a Produce behind this request does not show in its answer, as it cannot in Kafka's, where a
     # connection's requests are handled one at a time
     answers: list[tuple[str, list[tuple[int, int, int, int]]]] = []
-    slices = _Slices(ctx)
+    slices = HeldSlices(PRODUCE_SLICE_S, ctx)
     try:
         for topic in request.topics:
             name = topic.name
