@@ -25,16 +25,22 @@ from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed, require
 from regroup.server.handlers._common import respond
 from regroup.server.handlers.share_groups import require_share_groups
+from regroup.server.offset_answers import pause
 from regroup.server.share_offset_answers import (
     ShareOffsetRow,
     ShareOffsetsGroup,
     ShareOffsetsTopic,
     share_offsets_answer,
 )
+from regroup.server.time_slices import TimeSlices
 from regroup.server.topics import TopicStore
 
 DESCRIBE_SHARE_GROUP_OFFSETS, ALTER_SHARE_GROUP_OFFSETS, DELETE_SHARE_GROUP_OFFSETS = 90, 91, 92
 NO_OFFSET = -1
+#: the partitions of a DescribeShareGroupOffsets group one core call reads; the loop gets a turn between calls
+DESCRIBE_PARTITIONS_PER_CALL = 1_000
+#: the answer's rows are made in slices of this long at most
+DESCRIBE_SLICE_S = 0.0025
 
 TopicPartition = tuple[uuid.UUID, int]
 
@@ -66,58 +72,77 @@ def _partition_row(index: int, found: tuple[int, int] | None, error: ErrorCode =
 
 
 async def _describe_group(broker: Broker, ctx: RequestContext, group: Any) -> ShareOffsetsGroup:
+    """One group's answer: its partitions' log ends and lags read ``DESCRIBE_PARTITIONS_PER_CALL`` a core call,
+    the rows made in slices of ``DESCRIBE_SLICE_S`` (a group of 10,000 partitions was one step of about 20 ms)."""
     store = _store(broker)
     topics = store.topics()
     by_id = {info.topic_id: info for info in topics.values()}
     group_id = group.group_id
     explicit = group.topics is not None
+    slices = TimeSlices(DESCRIBE_SLICE_S)
     wanted: list[tuple[str, list[int]]] = []
+    named: list[TopicPartition] = []
     if explicit:
         wanted = [(t.topic_name, [int(p) for p in t.partitions]) for t in group.topics]
+        for name, partitions in wanted:
+            info = topics.get(name)
+            for p in partitions if info is not None else []:
+                await slices.tick()
+                named.append((info.topic_id, p))  # type: ignore[union-attr]
+    else:
 
-    def op(c: Any, key: Any, now: int) -> Any:
-        log_ends: dict[TopicPartition, int] = {}
-        if explicit:
-            for name, partitions in wanted:
-                info = topics.get(name)
-                for p in partitions if info is not None else []:
-                    end = _log_end(store, name, p)
-                    if end is not None:
-                        log_ends[(info.topic_id, p)] = end  # type: ignore[union-attr]
-        else:
-            for tp in c.share_partitions(group_id):
+        def listed(c: Any, key: Any, now: int) -> Any:
+            named.extend(c.share_partitions(group_id))
+            return c.describe_share_group_offsets(group_id, {}, key, now)
+
+        await broker.coordinator.call(listed)
+    found: dict[TopicPartition, tuple[int, int]] = {}
+    for start in range(0, len(named), DESCRIBE_PARTITIONS_PER_CALL):
+        if start:
+            await pause()
+        chunk = named[start : start + DESCRIBE_PARTITIONS_PER_CALL]
+
+        def op(c: Any, key: Any, now: int, chunk: list[TopicPartition] = chunk) -> Any:
+            log_ends: dict[TopicPartition, int] = {}
+            for tp in chunk:
                 info = by_id.get(tp[0])
                 end = _log_end(store, info.name, tp[1]) if info is not None else None
                 if end is not None:
                     log_ends[tp] = end
-        return c.describe_share_group_offsets(group_id, log_ends, key, now)
+            return c.describe_share_group_offsets(group_id, log_ends, key, now)
 
-    found = await broker.coordinator.call(op)
-    if not isinstance(found, dict):
-        return (group_id, [], int(found))
+        outcome = await broker.coordinator.call(op)
+        if not isinstance(outcome, dict):
+            return (group_id, [], int(outcome))
+        found.update(outcome)
+    slices.restart()
     rows: list[ShareOffsetsTopic] = []
     if explicit:
         for name, partitions in wanted:
             info = topics.get(name)
-            if info is None:
-                rows.append((name, None, [_partition_row(p, None) for p in partitions]))
-                continue
-            if not allowed(broker, ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
-                refused = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                parts = [_partition_row(p, None, refused) for p in partitions]
-            else:
-                parts = [_partition_row(p, found.get((info.topic_id, p))) for p in partitions]
-            rows.append((name, info.topic_id, parts))
+            refused = info is not None and not allowed(broker, ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+            parts: list[ShareOffsetRow] = []
+            for p in partitions:
+                await slices.tick()
+                if info is None:
+                    parts.append(_partition_row(p, None))
+                elif refused:
+                    parts.append(_partition_row(p, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                else:
+                    parts.append(_partition_row(p, found.get((info.topic_id, p))))
+            rows.append((name, None if info is None else info.topic_id, parts))
     else:
         by_topic: dict[uuid.UUID, list[int]] = {}
         for topic_id, p in found:
             by_topic.setdefault(topic_id, []).append(p)
         for topic_id in sorted(by_topic, key=str):  # (by id as text, each topic's partitions in order)
-            partitions = sorted(by_topic[topic_id])
             info = by_id.get(topic_id)
             if info is None or not allowed(broker, ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, info.name):
                 continue  # (all topics: what the principal may not see is left out)
-            parts = [_partition_row(p, found[(topic_id, p)]) for p in partitions]
+            parts = []
+            for p in sorted(by_topic[topic_id]):
+                await slices.tick()
+                parts.append(_partition_row(p, found[(topic_id, p)]))
             rows.append((info.name, topic_id, parts))
     return (group_id, rows, 0)
 
