@@ -2,7 +2,8 @@
 ``PARTITIONS_PER_CALL``, ``share_groups.INITIALIZE_CHUNK``, ``share_offsets.DESCRIBE_PARTITIONS_PER_CALL``,
 ``scrape.LAG_PARTITIONS_PER_CALL``), against a real ``regroup serve``: a share session of 1,200 partitions
 with a record in each is initialized, fetched (every partition's record acquired once; MaxRecords a bound over
-the whole request, not per call), acknowledged and described, and the share lag metric sums it; a fetch naming
+the whole request, not per call), acknowledged and described, and the share lag metric sums it; a closed
+session gives back what its member held in every partition, released a few hundred partitions a write; a fetch naming
 partitions the group has no state for yet still delivers the records of those it has (they were acquired and
 then dropped, held by the member until their lock expired)."""
 
@@ -145,3 +146,21 @@ def test_zero_uuid_is_not_a_topic(server: ServerProcess) -> None:
         rows = fetched(share_fetch(client, group, a, 0, {(tid, 0): [], stranger: []}, max_wait_ms=2000))
         assert ranges(rows[(tid, 0)]) == [(0, 0, 1)]
         assert rows[stranger].error_code == E.unknown_topic_id
+
+
+def test_a_closed_session_gives_back_every_partitions_records(server: ServerProcess) -> None:
+    """The member's last ShareAcknowledge (-1) closes its session: the records it held in all 1,200 partitions
+    (released over several core writes) go back, and another member acquires each at delivery count 2."""
+    group, topic, a, b = unique("back"), unique("back-t"), member_id(), member_id()
+    with WireClient(server.port) as one, WireClient(server.port) as two:
+        tid = new_topic(one, topic, PARTITIONS)
+        _produce_everywhere(one, topic)
+        set_group_config(one, group, "share.auto.offset.reset", "earliest")
+        assert heartbeat(one, group, a, 0, [topic]).error_code == E.none
+        every = {(tid, p): [] for p in range(PARTITIONS)}
+        held = fetched(share_fetch(one, group, a, 0, every, max_records=10 * PARTITIONS, max_wait_ms=2000))
+        assert all(ranges(row) == [(0, 0, 1)] for row in held.values())
+        assert share_ack(one, group, a, -1, {}).error_code == E.none
+        assert heartbeat(two, group, b, 0, [topic]).error_code == E.none
+        again = fetched(share_fetch(two, group, b, 0, every, max_records=10 * PARTITIONS, max_wait_ms=2000))
+        assert {tp: ranges(row) for tp, row in again.items()} == {tp: [(0, 0, 2)] for tp in every}

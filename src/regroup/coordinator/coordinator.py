@@ -614,12 +614,15 @@ class GroupCoordinator:
         """A read-only view: the partitions of ``tps`` an existing share group has no state for."""
         return share_operations.uninitialized(self.groups, group_id, tps)
 
-    def share_release_member(self, group_id: str, member_id: str, now_ms: int) -> Result:
+    def share_release_member(
+        self, group_id: str, member_id: str, now_ms: int, partitions: Iterable[TopicPartition] | None = None
+    ) -> Result:
         """The member's share session closed (or its connection dropped): every record it holds in the group
-        goes back, available again or archived at the delivery limit."""
+        goes back, available again or archived at the delivery limit; only in ``partitions``, when given (a
+        shell releasing a group of many partitions a few hundred at a time)."""
 
         def handle(ctx: Ctx) -> None:
-            share_operations.release(ctx, self.groups, group_id, member_id)
+            share_operations.release(ctx, self.groups, group_id, member_id, partitions)
 
         return self._run(now_ms, None, handle, lambda exc: None)
 

@@ -56,6 +56,7 @@ from regroup.server.dispatch import Dispatcher
 from regroup.server.events import GroupEvents
 from regroup.server.group_configs import GROUP_CONFIG_FILE, GroupConfigStore, core_group_configs
 from regroup.server.handlers.registry import load_specs
+from regroup.server.handlers.share_fetch import release_share_member
 from regroup.server.history_feed import DEFAULT_WINDOW_MS, HistoryFeed
 from regroup.server.image import ImageFeed
 from regroup.server.log_cleaner import DEFAULT_CHECK_INTERVAL_MS, LogCleaner, log_report
@@ -577,7 +578,7 @@ class Server:
 
         async def release() -> None:
             try:
-                await runtime.write(lambda c, key, now: c.share_release_member(group_id, member_id, now))
+                await release_share_member(runtime, group_id, member_id)
             except Exception as exc:  # the coordinator stopped: the locks lapse instead
                 log.debug("releasing share member %s of %s: %s", member_id, group_id, exc)
 

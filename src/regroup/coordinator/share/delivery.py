@@ -10,7 +10,7 @@ acknowledgement is durable before it is answered. The earliest lock of each part
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.groups import Groups
@@ -94,11 +94,15 @@ def acknowledge(
     return error
 
 
-def release_member(ctx: Ctx, groups: Groups, group: ShareGroup, member_id: str) -> None:
-    """Every record the member holds goes back (available, or archived at the delivery limit)."""
-    for tp in sorted(group.partitions, key=partition_order):
-        old = group.partitions[tp]
-        if not old.held_by(member_id):
+def release_member(
+    ctx: Ctx, groups: Groups, group: ShareGroup, member_id: str, partitions: Iterable[TopicPartition] | None = None
+) -> None:
+    """Every record the member holds goes back (available, or archived at the delivery limit); of
+    ``partitions`` only, when given."""
+    wanted = group.partitions if partitions is None else partitions
+    for tp in sorted(wanted, key=partition_order):
+        old = group.partitions.get(tp)
+        if old is None or not old.held_by(member_id):
             continue
         new = old.copy()
         new.release_member(member_id)

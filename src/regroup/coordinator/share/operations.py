@@ -78,7 +78,9 @@ def acknowledge(
     }
 
 
-def release(ctx: Ctx, groups: Groups, group_id: str, member_id: str) -> None:
+def release(
+    ctx: Ctx, groups: Groups, group_id: str, member_id: str, partitions: Iterable[TopicPartition] | None = None
+) -> None:
     group = groups.typed(group_id, ShareGroup)
     if group is not None:
-        delivery.release_member(ctx, groups, group, member_id)
+        delivery.release_member(ctx, groups, group, member_id, partitions)

@@ -154,7 +154,23 @@ def _types_allowed(batches: tuple[AckBatch, ...], version: int, renewing: bool) 
 
 async def release_member(broker: Broker, group_id: str, member_id: str) -> None:
     """The member's session closed: what it still holds in the group goes back."""
-    await broker.coordinator.write(lambda c, key, now: c.share_release_member(group_id, member_id, now))
+    await release_share_member(broker.coordinator, group_id, member_id)
+
+
+async def release_share_member(runtime: Any, group_id: str, member_id: str) -> None:
+    """What ``member_id`` holds in the share group goes back (its session closed, or its connection dropped):
+    ``PARTITIONS_PER_CALL`` of the group's partitions a core write, the loop given a turn between two (a member
+    that held records of 10,000 partitions took one step of 70 ms). ``runtime``: the coordinator runtime."""
+    partitions: list[TopicPartition] = []
+
+    def listed(c: Any, key: Any, now: int) -> Any:
+        partitions.extend(c.share_partitions(group_id))
+        return c.share_release_member(group_id, member_id, now, partitions=())
+
+    await runtime.write(listed)
+    for start in range(0, len(partitions), PARTITIONS_PER_CALL):
+        chunk = partitions[start : start + PARTITIONS_PER_CALL]
+        await runtime.write(lambda c, key, now, chunk=chunk: c.share_release_member(group_id, member_id, now, chunk))
 
 
 async def _initialize(broker: Broker, group_id: str, missing: list[TopicPartition]) -> None:
