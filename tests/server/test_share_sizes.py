@@ -1,11 +1,11 @@
 """Share groups over more partitions than one core call takes (``handlers/share_fetch.py``'s
-``PARTITIONS_PER_CALL``, ``share_groups.INITIALIZE_CHUNK``, ``share_offsets.DESCRIBE_PARTITIONS_PER_CALL``,
-``scrape.LAG_PARTITIONS_PER_CALL``), against a real ``regroup serve``: a share session of 1,200 partitions
-with a record in each is initialized, fetched (every partition's record acquired once; MaxRecords a bound over
-the whole request, not per call), acknowledged and described, and the share lag metric sums it; a closed
-session gives back what its member held in every partition, released a few hundred partitions a write; a fetch naming
-partitions the group has no state for yet still delivers the records of those it has (they were acquired and
-then dropped, held by the member until their lock expired)."""
+``PARTITIONS_PER_CALL``, ``share_groups.INITIALIZE_CHUNK``, ``share_offsets.DESCRIBE_PARTITIONS_PER_CALL`` and
+``ALTER_PARTITIONS_PER_CALL``, ``scrape.LAG_PARTITIONS_PER_CALL``), against a real ``regroup serve``: a share
+session of 1,200 partitions with a record in each is initialized, fetched (every partition's record acquired
+once; MaxRecords a bound over the whole request, not per call), acknowledged and described, and the share lag
+metric sums it; a closed session gives back what its member held in every partition; the offsets of 1,200
+partitions are altered and deleted; a fetch naming partitions the group has no state for yet still delivers the
+records of those it has (they were acquired and then dropped, held by the member until their lock expired)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode as E
 
 from regroup.server.handlers.share_fetch import PARTITIONS_PER_CALL
 from regroup.server.handlers.share_groups import INITIALIZE_CHUNK
-from regroup.server.handlers.share_offsets import DESCRIBE_PARTITIONS_PER_CALL
+from regroup.server.handlers.share_offsets import ALTER_PARTITIONS_PER_CALL, DESCRIBE_PARTITIONS_PER_CALL
 from regroup.server.scrape import LAG_PARTITIONS_PER_CALL
 from tests.server.conftest import ServerProcess, free_port, served
 from tests.server.test_metrics import scrape, value
@@ -26,7 +26,9 @@ from tests.server.test_share_wire import (
     LOCK_MS,
     PRODUCE,
     acked,
+    alter_offsets,
     batches,
+    delete_offsets,
     fetched,
     heartbeat,
     member_id,
@@ -59,7 +61,14 @@ def server(tmp_path_factory: pytest.TempPathFactory, metrics_port: int) -> Itera
 
 
 def test_the_sizes_span_several_calls() -> None:
-    for per_call in (PARTITIONS_PER_CALL, INITIALIZE_CHUNK, DESCRIBE_PARTITIONS_PER_CALL, LAG_PARTITIONS_PER_CALL):
+    sizes = (
+        PARTITIONS_PER_CALL,
+        INITIALIZE_CHUNK,
+        DESCRIBE_PARTITIONS_PER_CALL,
+        ALTER_PARTITIONS_PER_CALL,
+        LAG_PARTITIONS_PER_CALL,
+    )
+    for per_call in sizes:
         assert per_call < PARTITIONS  # (the paths below run over more than one call each)
 
 
@@ -164,3 +173,25 @@ def test_a_closed_session_gives_back_every_partitions_records(server: ServerProc
         assert heartbeat(two, group, b, 0, [topic]).error_code == E.none
         again = fetched(share_fetch(two, group, b, 0, every, max_records=10 * PARTITIONS, max_wait_ms=2000))
         assert {tp: ranges(row) for tp, row in again.items()} == {tp: [(0, 0, 2)] for tp in every}
+
+
+def test_offsets_altered_and_deleted_over_many_calls(server: ServerProcess) -> None:
+    """AlterShareGroupOffsets of 1,200 partitions (a group that does not exist is created) sets every one;
+    DeleteShareGroupOffsets of the topic forgets every one (NONE), and a second finds none
+    (UNKNOWN_TOPIC_OR_PARTITION)."""
+    group, topic = unique("admin"), unique("admin-t")
+    with WireClient(server.port) as client:
+        new_topic(client, topic, PARTITIONS)
+        altered = alter_offsets(client, group, topic, {p: 1 + p % 7 for p in range(PARTITIONS)})
+        assert altered.error_code == E.none
+        assert [(p.partition_index, p.error_code) for t in altered.responses for p in t.partitions] == [
+            (p, E.none) for p in range(PARTITIONS)
+        ]
+        error, rows = share_offsets(client, group)
+        assert error == E.none
+        assert {k: v[0] for k, v in rows.items()} == {(topic, p): 1 + p % 7 for p in range(PARTITIONS)}
+        deleted = delete_offsets(client, group, [topic])
+        assert (deleted.error_code, [t.error_code for t in deleted.responses]) == (E.none, [E.none])
+        assert share_offsets(client, group) == (E.none, {})
+        again = delete_offsets(client, group, [topic])
+        assert [t.error_code for t in again.responses] == [E.unknown_topic_or_partition]

@@ -651,11 +651,21 @@ class GroupCoordinator:
         return self._run(now_ms, key, handle, lambda exc: exc.code)
 
     def delete_share_group_offsets(
-        self, group_id: str, topic_ids: list[uuid.UUID], key: RequestKey, now_ms: int
+        self,
+        group_id: str,
+        topic_ids: list[uuid.UUID],
+        key: RequestKey,
+        now_ms: int,
+        partitions: Iterable[TopicPartition] | None = None,
     ) -> Result:
-        """DeleteShareGroupOffsets: the response is a dict of the topics' error codes, or the refusal's code."""
+        """DeleteShareGroupOffsets: the response is a dict of the topics' error codes (whether the group had state
+        for each), or the refusal's code. With ``partitions``, only those of the topics' partitions are deleted (a
+        shell deleting many a few hundred a call)."""
         return self._run(
-            now_ms, key, lambda ctx: share_offsets.delete(ctx, self.groups, group_id, topic_ids), lambda exc: exc.code
+            now_ms,
+            key,
+            lambda ctx: share_offsets.delete(ctx, self.groups, group_id, topic_ids, partitions),
+            lambda exc: exc.code,
         )
 
     def share_acknowledge(

@@ -7,7 +7,7 @@ partition of the named topics (the group must exist and be empty), so they start
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from regroup.coordinator.context import Ctx
 from regroup.coordinator.events import GroupCreated
@@ -68,19 +68,26 @@ def alter(ctx: Ctx, groups: Groups, group_id: str, start_offsets: Mapping[TopicP
         writes.partition_state(group_id, tp, partition)
 
 
-def delete(ctx: Ctx, groups: Groups, group_id: str, topic_ids: list[uuid.UUID]) -> dict[uuid.UUID, ErrorCode]:
-    """Forget the state of every partition of the topics; per topic NONE, or UNKNOWN_TOPIC_OR_PARTITION when
-    the group has none for it."""
+def delete(
+    ctx: Ctx,
+    groups: Groups,
+    group_id: str,
+    topic_ids: list[uuid.UUID],
+    partitions: Iterable[TopicPartition] | None = None,
+) -> dict[uuid.UUID, ErrorCode]:
+    """Forget the state of every partition of the topics (of those among ``partitions`` only, when given: a shell
+    deleting many a few hundred at a time); per topic NONE, or UNKNOWN_TOPIC_OR_PARTITION when the group has
+    none for it (before this call)."""
     group = _share_group(groups, group_id)
     if group is None:
         raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
     if group.members:
         raise ApiError(ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
     writes = ShareWrites(ctx, groups)
-    out = {}
-    for topic_id in topic_ids:
-        held = sorted((tp for tp in group.partitions if tp[0] == topic_id), key=partition_order)
-        for tp in held:
-            writes.partition_tombstone(group_id, tp)
-        out[topic_id] = ErrorCode.NONE if held else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    named = set(topic_ids)
+    held = {tp[0] for tp in group.partitions}
+    out = {t: ErrorCode.NONE if t in held else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for t in topic_ids}
+    wanted = group.partitions if partitions is None else [tp for tp in partitions if tp in group.partitions]
+    for tp in sorted((tp for tp in wanted if tp[0] in named), key=partition_order):
+        writes.partition_tombstone(group_id, tp)
     return out

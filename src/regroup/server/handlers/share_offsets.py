@@ -23,9 +23,12 @@ from regroup.model.errors import ErrorCode
 from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed, require
+from regroup.server.encoded import PreEncoded
+from regroup.server.entities import build
 from regroup.server.handlers._common import respond
 from regroup.server.handlers.share_groups import require_share_groups
-from regroup.server.offset_answers import pause
+from regroup.server.inspection_answers import element_class, encode_items, spliced
+from regroup.server.offset_answers import Pacer, pause
 from regroup.server.share_offset_answers import (
     ShareOffsetRow,
     ShareOffsetsGroup,
@@ -41,6 +44,10 @@ NO_OFFSET = -1
 DESCRIBE_PARTITIONS_PER_CALL = 1_000
 #: the answer's rows are made in slices of this long at most
 DESCRIBE_SLICE_S = 0.0025
+#: the partitions one core call of an AlterShareGroupOffsets or DeleteShareGroupOffsets writes (10,000 in one
+#: call held the loop about 80 ms); the loop gets a turn between calls, each checking that the group is still
+#: empty, so a member joining meanwhile stops the rest (Kafka checks once, then writes each partition's state)
+ALTER_PARTITIONS_PER_CALL = 250
 
 TopicPartition = tuple[uuid.UUID, int]
 
@@ -194,10 +201,37 @@ async def alter_share_group_offsets(broker: Broker, ctx: RequestContext, request
             parts.append({"partition_index": index, "error_code": ErrorCode.NONE})
         rows.append({"topic_name": t.topic_name, "topic_id": info.topic_id if info else None, "partitions": parts})
     group_id = request.group_id
-    outcome = await broker.coordinator.call(lambda c, key, now: c.alter_share_group_offsets(group_id, starts, key, now))
-    if outcome is not ErrorCode.NONE:
-        return _alter_error(ctx, request, ErrorCode(int(outcome)))
-    return respond(ctx, error_code=ErrorCode.NONE, error_message=None, responses=rows)
+    items = list(starts.items())
+    for start in range(0, max(len(items), 1), ALTER_PARTITIONS_PER_CALL):
+        if start:
+            await pause()
+        chunk = dict(items[start : start + ALTER_PARTITIONS_PER_CALL])
+
+        def altered(c: Any, key: Any, now: int, chunk: dict[TopicPartition, int] = chunk) -> Any:
+            return c.alter_share_group_offsets(group_id, chunk, key, now)
+
+        outcome = await broker.coordinator.call(altered)
+        if outcome is not ErrorCode.NONE:  # (a member that joined meanwhile stops it: NON_EMPTY_GROUP)
+            return _alter_error(ctx, request, ErrorCode(int(outcome)))
+    return await _topics_answer(ctx, rows)
+
+
+async def _topics_answer(ctx: RequestContext, rows: list[dict[str, Any]]) -> Any:
+    """The AlterShareGroupOffsets answer of ``rows``: each topic's partitions encoded between yields."""
+    empty = respond(ctx, error_code=ErrorCode.NONE, error_message=None, responses=[])
+    topic_class = element_class(type(empty), "responses")
+    pacer = Pacer()
+    topics: list[bytes] = []
+    for row in rows:
+        head = build(topic_class, **{**row, "partitions": []})
+        parts = await encode_items(element_class(topic_class, "partitions"), row["partitions"], pacer, _same)
+        topics.append(await spliced(head, "partitions", parts, pacer))
+    errors = tuple(int(p["error_code"]) for row in rows for p in row["partitions"] if p["error_code"])
+    return PreEncoded(type(empty), await spliced(empty, "responses", topics, pacer), errors)
+
+
+def _same(row: dict[str, Any]) -> dict[str, Any]:
+    return row
 
 
 # ----------------------------------------------------------------------------------- DeleteShareGroupOffsets
@@ -229,9 +263,27 @@ async def delete_share_group_offsets(broker: Broker, ctx: RequestContext, reques
             ids.append(info.topic_id)
             rows[t.topic_name] = {"topic_name": t.topic_name, "topic_id": info.topic_id, "error_code": ErrorCode.NONE}
     group_id = request.group_id
-    outcome = await broker.coordinator.call(lambda c, key, now: c.delete_share_group_offsets(group_id, ids, key, now))
+    partitions: list[TopicPartition] = []
+
+    def listed(c: Any, key: Any, now: int) -> Any:  # (the topics' codes; nothing deleted yet)
+        partitions.extend(c.share_partitions(group_id))
+        return c.delete_share_group_offsets(group_id, ids, key, now, partitions=())
+
+    outcome = await broker.coordinator.call(listed)
     if not isinstance(outcome, dict):
         return _delete_error(ctx, request, ErrorCode(int(outcome)))
+    named = set(ids)
+    doomed = [tp for tp in partitions if tp[0] in named]
+    for start in range(0, len(doomed), ALTER_PARTITIONS_PER_CALL):
+        await pause()
+        part = doomed[start : start + ALTER_PARTITIONS_PER_CALL]
+
+        def deleted(c: Any, key: Any, now: int, part: list[TopicPartition] = part) -> Any:
+            return c.delete_share_group_offsets(group_id, ids, key, now, part)
+
+        refused = await broker.coordinator.call(deleted)
+        if not isinstance(refused, dict):  # (a member that joined meanwhile stops it: NON_EMPTY_GROUP)
+            return _delete_error(ctx, request, ErrorCode(int(refused)))
     for row in rows.values():
         code = outcome.get(row["topic_id"]) if row["topic_id"] is not None else None
         if code is not None and code is not ErrorCode.NONE:
