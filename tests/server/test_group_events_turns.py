@@ -4,7 +4,7 @@ call that computed it and the rest in later turns of the event loop, every later
 many members gives none within the call; in the end the rows, their order and their ``seq`` are those handed
 out at once. A long backlog drains faster, too many waiting are handed out at once; ``close`` hands out what
 waits. A call with many members leaving logs a line for each of the first few only, and hands out their rows over
-turns too."""
+turns too, as it does a member's ``assigned`` rows of many partitions."""
 
 from __future__ import annotations
 
@@ -269,3 +269,47 @@ def test_members_joining_one_call_at_a_time_log_a_bounded_number_of_lines_a_wind
         caplog.clear()
         observer.close()
         assert not caplog.records  # (nothing counted since)
+
+
+def assigned_event(member: str, count: int) -> Any:
+    """A member assigned ``count`` partitions of each of the three topics."""
+    from regroup.coordinator.events import PartitionsAssigned
+
+    partitions = tuple((topic_id_for(f"t{i}"), tuple(range(count))) for i in range(3))
+    return PartitionsAssigned("big", member, f"client-{member}", 4, partitions)
+
+
+@pytest.mark.parametrize("count", [5, PARTITIONS])
+def test_a_members_assigned_rows_are_handed_out_a_turn_at_a_time(tmp_path: Path, count: int) -> None:
+    """A member's ``assigned`` rows (one per partition, by topic then partition): a few within the call, many
+    (3 x 600) from the next turn on, a turn's worth at a time, the rows after them behind; in the end what is
+    handed out at once."""
+    path = tmp_path / "at-once.jsonl"
+    at_once = GroupEvents(path)
+    at_once(coordinator(), result_of(assigned_event("m", count), state_event(5)), 10)
+    at_once.close()
+    expected = [json.loads(line) for line in path.read_text().splitlines()]
+    rows = [r for r in expected if r["type"] == "assigned"]
+    assert [(r["topic"], r["partition"]) for r in rows] == [(f"t{i}", p) for i in range(3) for p in range(count)]
+    assert {(r["member_id"], r["generation"], r["detail"]) for r in rows} == {("m", 4, "group=big")}
+
+    async def scenario() -> list[int]:
+        seen: list[dict[str, Any]] = []
+        observer = GroupEvents()
+        observer.add_sink(seen.append)
+        handed: list[int] = []
+        observer(coordinator(), result_of(assigned_event("m", count), state_event(5)), 10)
+        handed.append(len(seen))
+        while observer.backlog_rows:
+            await asyncio.sleep(0)
+            handed.append(len(seen))
+        assert seen == expected
+        observer.close()
+        return handed
+
+    handed = asyncio.run(scenario())
+    if 3 * count <= ROWS_PER_TURN:
+        assert handed == [3 * count + 1]
+    else:
+        assert handed[0] == 0
+        assert all(b - a <= ROWS_PER_TURN for a, b in itertools.pairwise(handed)) and len(handed) >= 4
