@@ -1,6 +1,7 @@
-"""ConsumerGroupHeartbeat answers are written field by field (``handlers/consumer._plain_answer``): their bytes
-must be kio's encoding of the same response entity, for every version, error, message, member id, epoch and
-interval, with no assignment or any assignment (topics with no, one or many partitions)."""
+"""ConsumerGroupHeartbeat and ShareGroupHeartbeat answers are written field by field
+(``handlers/consumer.plain_answer``): their bytes must be kio's encoding of the same response entity, for every
+version, error, message, member id, epoch and interval, with no assignment or any assignment (topics with no,
+one or many partitions)."""
 
 from __future__ import annotations
 
@@ -12,27 +13,36 @@ from hypothesis import strategies as st
 from regroup.model.errors import ErrorCode
 from regroup.network.codec import encode_response, frame_response, response_class
 from regroup.protocol.consumer import ConsumerGroupHeartbeatResponse
+from regroup.protocol.share import ShareGroupHeartbeatResponse
 from regroup.server.api import RequestContext
 from regroup.server.encoded import PreEncoded, entity_bytes
 from regroup.server.entities import build
+from regroup.server.handlers import share_groups
 from regroup.server.handlers._common import DEFAULT_MESSAGES, assignment_class
-from regroup.server.handlers.consumer import CONSUMER_GROUP_HEARTBEAT, _heartbeat_response, _plain_layout
+from regroup.server.handlers.consumer import CONSUMER_GROUP_HEARTBEAT, _heartbeat_response, plain_layout
 
+SHARE_GROUP_HEARTBEAT = 76
 VERSIONS = (0, 1)
+SHARE_VERSIONS = (1,)
 i32 = st.integers(min_value=-(2**31), max_value=2**31 - 1)
 texts = st.one_of(st.none(), st.text(max_size=300))
 
 
-def _ctx(version: int) -> RequestContext:
-    return RequestContext(CONSUMER_GROUP_HEARTBEAT, version, 1, "client", "127.0.0.1", 1)
+def _ctx(version: int, api_key: int = CONSUMER_GROUP_HEARTBEAT) -> RequestContext:
+    return RequestContext(api_key, version, 1, "client", "127.0.0.1", 1)
 
 
-def _kio_bytes(version: int, resp: ConsumerGroupHeartbeatResponse, message: str | None) -> bytes:
-    cls = response_class(CONSUMER_GROUP_HEARTBEAT, version)
+def _kio_bytes(
+    version: int,
+    resp: ConsumerGroupHeartbeatResponse | ShareGroupHeartbeatResponse,
+    message: str | None,
+    api_key: int = CONSUMER_GROUP_HEARTBEAT,
+) -> bytes:
+    cls = response_class(api_key, version)
     assignment = None
     if resp.assignment is not None:
         assignment = build(
-            assignment_class(CONSUMER_GROUP_HEARTBEAT, version),
+            assignment_class(api_key, version),
             topic_partitions=[{"topic_id": t, "partitions": ps} for t, ps in resp.assignment],
         )
     return entity_bytes(
@@ -69,7 +79,7 @@ def test_an_answer_is_kios_encoding(
     correlation_id: int,
     assignment: tuple[tuple[uuid.UUID, tuple[int, ...]], ...] | None,
 ) -> None:
-    assert _plain_layout(version)
+    assert plain_layout(CONSUMER_GROUP_HEARTBEAT, version)
     resp = ConsumerGroupHeartbeatResponse(
         error=code,
         error_message=message,
@@ -99,3 +109,46 @@ def test_a_large_assignment_is_kios_encoding() -> None:
         assert answer.body == _kio_bytes(1, resp, None)
         decoded = answer.decode()
         assert [(t.topic_id, tuple(t.partitions)) for t in decoded.assignment.topic_partitions] == list(assignment)
+
+
+@given(
+    version=st.sampled_from(SHARE_VERSIONS),
+    code=st.sampled_from(list(ErrorCode)),
+    message=texts,
+    member_id=texts,
+    epoch=i32,
+    interval=i32,
+    assignment=st.none() | st.lists(st.tuples(st.uuids(), st.lists(i32, max_size=5).map(tuple)), max_size=4).map(tuple),
+)
+def test_a_share_answer_is_kios_encoding(
+    version: int,
+    code: ErrorCode,
+    message: str | None,
+    member_id: str | None,
+    epoch: int,
+    interval: int,
+    assignment: tuple[tuple[uuid.UUID, tuple[int, ...]], ...] | None,
+) -> None:
+    assert plain_layout(SHARE_GROUP_HEARTBEAT, version)
+    resp = ShareGroupHeartbeatResponse(
+        error=code,
+        error_message=message,
+        member_id=member_id,
+        member_epoch=epoch,
+        heartbeat_interval_ms=interval,
+        assignment=assignment,
+    )
+    answer = share_groups._heartbeat_response(_ctx(version, SHARE_GROUP_HEARTBEAT), resp)
+    assert isinstance(answer, PreEncoded)
+    expected_message = message if message is not None or code is ErrorCode.NONE else DEFAULT_MESSAGES.get(code)
+    assert answer.body == _kio_bytes(version, resp, expected_message, SHARE_GROUP_HEARTBEAT)
+    assert answer.response_class is response_class(SHARE_GROUP_HEARTBEAT, version)
+    assert answer.error_codes == (() if code is ErrorCode.NONE else (int(code),))
+
+
+def test_a_share_member_of_10000_partitions() -> None:
+    assignment = ((uuid.uuid4(), tuple(range(10_000))),)
+    resp = ShareGroupHeartbeatResponse(member_id="m", member_epoch=3, assignment=assignment)
+    answer = share_groups._heartbeat_response(_ctx(1, SHARE_GROUP_HEARTBEAT), resp)
+    assert isinstance(answer, PreEncoded)
+    assert answer.body == _kio_bytes(1, resp, None, SHARE_GROUP_HEARTBEAT)

@@ -113,7 +113,7 @@ async def _groups(runtime: CoordinatorRuntime) -> list[Family]:
 
 #: the share partitions one core call of the share lag reads (a group of 10,000 partitions was one step of the
 #: event loop of about 14 ms at every scrape); the loop gets a turn between two calls
-LAG_PARTITIONS_PER_CALL = 1_000
+LAG_PARTITIONS_PER_CALL = 500
 
 
 async def _share_lag(runtime: CoordinatorRuntime, topics: TopicStore) -> Family:

@@ -32,6 +32,12 @@ class TimeSlices:
         self.restart()
         return True
 
+    async def turn(self) -> None:
+        """Give the loop a turn now, whatever is left of this slice."""
+        self.before_turn()
+        await asyncio.sleep(0)
+        self.restart()
+
     def before_turn(self) -> None:
         """What a subclass does before the loop gets its turn (nothing here)."""
 

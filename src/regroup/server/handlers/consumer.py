@@ -48,6 +48,7 @@ from regroup.protocol.consumer import (
     DescribedTopicPartitions,
     TopicPartitions,
 )
+from regroup.protocol.share import ShareGroupHeartbeatResponse
 from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import ZERO_UUID, ApiSpec, AtOnce, Broker, RequestContext
 from regroup.server.authz import allowed, permits, require
@@ -77,8 +78,8 @@ def _heartbeat_response(ctx: RequestContext, resp: ConsumerGroupHeartbeatRespons
     message = resp.error_message
     if message is None and resp.error is not ErrorCode.NONE:
         message = DEFAULT_MESSAGES.get(resp.error)
-    if _plain_layout(ctx.api_version):
-        return _plain_answer(ctx.api_version, resp, message)
+    if plain_layout(ctx.api_key, ctx.api_version):
+        return plain_answer(ctx.api_key, ctx.api_version, resp, message)
     assignment = None
     if resp.assignment is not None:
         assignment = build(
@@ -100,7 +101,8 @@ def _heartbeat_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
     return _heartbeat_response(ctx, ConsumerGroupHeartbeatResponse(error=code))
 
 
-#: the fields of a ConsumerGroupHeartbeat response, in order, that ``_plain_answer`` writes
+#: the fields of a ConsumerGroupHeartbeat (or ShareGroupHeartbeat) response, in order, that ``plain_answer``
+#: writes
 PLAIN_HEARTBEAT_FIELDS: Final = (
     "throttle_time",
     "error_code",
@@ -115,17 +117,19 @@ _EPOCH_AND_INTERVAL = struct.Struct(">ii")
 _NO_ASSIGNMENT_NO_TAGS = b"\xff\x00"  # a null struct, then no tagged fields
 
 
-#: the fields of its ``Assignment``, and of each of that one's topics, that ``_plain_answer`` writes
+#: what ``plain_answer`` reads of a core heartbeat response (a consumer group's or a share group's)
+HeartbeatAnswer = ConsumerGroupHeartbeatResponse | ShareGroupHeartbeatResponse
+#: the fields of its ``Assignment``, and of each of that one's topics, that ``plain_answer`` writes
 PLAIN_ASSIGNMENT_FIELDS: Final = ("topic_partitions",)
 PLAIN_TOPIC_FIELDS: Final = ("topic_id", "partitions")
 
 
 @cache
-def _plain_layout(version: int) -> bool:
-    """Whether ``_plain_answer`` knows the layout of that version's response and of its assignment (else kio
-    writes it)."""
-    cls = response_class(CONSUMER_GROUP_HEARTBEAT, version)
-    assignment = assignment_class(CONSUMER_GROUP_HEARTBEAT, version)
+def plain_layout(api_key: int, version: int) -> bool:
+    """Whether ``plain_answer`` knows the layout of that API's (ConsumerGroupHeartbeat's, ShareGroupHeartbeat's)
+    version's response and of its assignment (else kio writes it)."""
+    cls = response_class(api_key, version)
+    assignment = assignment_class(api_key, version)
     return (
         tuple(f.name for f in dataclasses.fields(cls)) == PLAIN_HEARTBEAT_FIELDS
         and tuple(f.name for f in dataclasses.fields(assignment)) == PLAIN_ASSIGNMENT_FIELDS
@@ -134,10 +138,11 @@ def _plain_layout(version: int) -> bool:
     )
 
 
-def _plain_answer(version: int, resp: ConsumerGroupHeartbeatResponse, message: str | None) -> PreEncoded:
+def plain_answer(api_key: int, version: int, resp: HeartbeatAnswer, message: str | None) -> PreEncoded:
     """The answer written field by field: most heartbeats of a KIP-848 group get one without an assignment, and
     every member gets one with its new assignment at each rebalance (a member of 10,000 topics: kio's generic
-    writer took 45 ms for it, and several times this writer's cost for the small ones)."""
+    writer took 45 ms for it, and several times this writer's cost for the small ones). A share group's
+    heartbeat answer has the same layout (KIP-932)."""
     assignment = resp.assignment
     body = b"".join(
         (
@@ -149,7 +154,7 @@ def _plain_answer(version: int, resp: ConsumerGroupHeartbeatResponse, message: s
         )
     )
     code = int(resp.error)
-    return PreEncoded(response_class(CONSUMER_GROUP_HEARTBEAT, version), body, (code,) if code else ())
+    return PreEncoded(response_class(api_key, version), body, (code,) if code else ())
 
 
 def _assignment_bytes(assignment: TopicPartitions) -> bytes:
@@ -222,8 +227,10 @@ _UNKNOWN_CLIENT: Final = ClientInfo(client_id="", client_host="")
 def _heartbeat_prepared(version: int, request: Any) -> ConsumerGroupHeartbeatRequest | None:
     """What a steady member's heartbeat answered at once needs: the core's request, its client given per
     request (``_heartbeat_at_once``). None, the general path always: an empty member id from v1 on (the handler
-    answers it itself), or a version whose answer ``_plain_answer`` does not know how to write."""
-    if (version >= CLIENT_MEMBER_ID_FROM and not request.member_id.strip()) or not _plain_layout(version):
+    answers it itself), or a version whose answer ``plain_answer`` does not know how to write."""
+    if (version >= CLIENT_MEMBER_ID_FROM and not request.member_id.strip()) or not plain_layout(
+        CONSUMER_GROUP_HEARTBEAT, version
+    ):
         return None
     return _heartbeat_request(version, request, _UNKNOWN_CLIENT)
 
@@ -254,7 +261,7 @@ def _heartbeat_at_once(
     key = (version, resp.member_id, resp.member_epoch, resp.heartbeat_interval_ms)
     answer = _STEADY_ANSWERS.get(key)
     if answer is None:
-        answer = _plain_answer(version, resp, None)
+        answer = plain_answer(CONSUMER_GROUP_HEARTBEAT, version, resp, None)
         if len(req.member_id) <= _STEADY_ANSWER_MAX_ID:
             if len(_STEADY_ANSWERS) >= _STEADY_ANSWERS_MAX:
                 _STEADY_ANSWERS.clear()  # bounded: a burst of members costs encoding again, never memory

@@ -334,6 +334,8 @@ async def share_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """READ on the Group; READ on each Topic."""
     slices = HeldSlices(SHARE_SLICE_S, ctx)
     try:
+        if sum(len(t.partitions) for t in request.topics) > PARTITIONS_PER_CALL:
+            await slices.turn()  # (its decoding took a few milliseconds of this step already)
         return await _share_fetch(broker, ctx, request, slices)
     finally:
         slices.release()
@@ -529,6 +531,7 @@ async def _answer(
     partition_class = element_class(topic_class, "partitions")
     by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
     for tp in sorted(rows, key=partition_order):
+        await slices.tick()
         by_topic.setdefault(tp[0], []).append(rows[tp])
     if len(rows) * ANSWERED_PARTITION_WEIGHT > CHUNK:
         slices.hold()  # (the answer is written between yields: later requests wait for it)
