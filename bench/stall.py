@@ -77,6 +77,11 @@ Cases (``--cases``; ``--quick`` runs the first three at a tenth of the size):
 - ``describe-producers-10k``: DescribeProducers v0 of the 10,000 partitions of one topic;
 - ``find-coordinator-10k``: FindCoordinator v4 of 10,000 group ids in one request;
 - ``share-offsets-10k``: DescribeShareGroupOffsets v1 of the 10,000 partitions of one topic, named;
+- ``share-groups-10k``: share groups (KIP-932) over the same 10,000 partitions, one record in each (produced once
+  before the window), one after another (``--heavy`` does not apply): a new group's member joining (every
+  partition assigned and initialized), a ShareFetch opening a session of every partition (every record
+  acquired), a ShareAcknowledge accepting them all, the session closed and the member leaving; the heavy latency
+  is one such cycle;
 - ``add-partitions-to-txn-10k``: AddPartitionsToTxn v3 of the 10,000 partitions of one topic to a transaction
   (InitProducerId once before the window);
 - ``metadata-auto-create-500``: Metadata v12 naming 500 missing topics (auto-created), then DeleteTopics v6 of
@@ -682,6 +687,13 @@ def cases(scale: float) -> list[Case]:
         Case("regex-10k-topics", layout(n(10_000), 1, "bench-stall"), lambda _: regex_joins(200)),
         Case("create-partitions-1000", {}, lambda _: grow_and_delete(n(1_000))),
         Case(
+            "share-groups-10k",
+            big,
+            lambda _: [],
+            prepare=lambda _: produce_all(n(10_000)),
+            worker=functools.partial(share_cycles, n(10_000)),
+        ),
+        Case(
             "kip848-joins-10k-batched",
             {},
             kip848_joins,
@@ -749,6 +761,114 @@ def classic_rebalances(members: int, connections: int, port: int, seconds: float
             await sb.leave_all(admin, joined)
         for conn in conns:
             conn.close()
+        return took
+
+    try:
+        out.send(("ok", asyncio.run(run())))
+    except Exception as exc:  # reported, not raised: the parent decides
+        out.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+SHARE_GROUP_HEARTBEAT, SHARE_FETCH, SHARE_ACKNOWLEDGE = 76, 78, 79
+SHARE_TOPIC = "bench-stall-big"
+#: the share group config resource type (IncrementalAlterConfigs) and ShareAcknowledge's ACCEPT
+GROUP_RESOURCE, ACCEPT = 32, 1
+
+
+def share_cycles(partitions: int, port: int, seconds: float, out: Connection) -> None:
+    """Share groups (KIP-932) over every partition of ``SHARE_TOPIC`` (one record in each, produced before the
+    window), one after another until ``seconds`` pass: a new group (``share.auto.offset.reset`` earliest), its
+    member's join (ShareGroupHeartbeat v1, every partition assigned and initialized), a ShareFetch v1 opening a
+    session of every partition (every record acquired), a ShareAcknowledge v1 accepting them all, the session
+    closed (ShareAcknowledge -1) and the member's leave; sends back the time each cycle took."""
+
+    async def call(conn: Any, api_key: int, version: int, **fields: Any) -> Any:
+        return await sb.bounded(sb._request(conn, api_key, version, **fields), f"api {api_key}", 120)
+
+    async def run() -> list[float]:
+        conn = await sb.bounded(sb.KafkaConnection.open(port), "connect")
+        meta = await call(
+            conn,
+            METADATA,
+            12,
+            topics=[{"name": SHARE_TOPIC, "topic_id": uuid.UUID(int=0)}],
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
+        topic_id = meta.topics[0].topic_id
+        every = [{"partition_index": p, "acknowledgement_batches": []} for p in range(partitions)]
+        accept = [
+            {
+                "partition_index": p,
+                "acknowledgement_batches": [{"first_offset": 0, "last_offset": 0, "acknowledge_types": [ACCEPT]}],
+            }
+            for p in range(partitions)
+        ]
+        took: list[float] = []
+        deadline = time.monotonic() + seconds
+        cycle = 0
+        while time.monotonic() < deadline:
+            cycle += 1
+            group, member = f"bench-stall-share-{cycle}", str(uuid.uuid4())
+            reset = [{"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}]
+            await call(
+                conn,
+                INCREMENTAL_ALTER_CONFIGS,
+                1,
+                resources=[{"resource_type": GROUP_RESOURCE, "resource_name": group, "configs": reset}],
+                validate_only=False,
+            )
+            began = time.perf_counter()
+            joined = await call(
+                conn,
+                SHARE_GROUP_HEARTBEAT,
+                1,
+                group_id=group,
+                member_id=member,
+                member_epoch=0,
+                rack_id=None,
+                subscribed_topic_names=[SHARE_TOPIC],
+            )
+            sb.expect(joined.error_code == 0, f"ShareGroupHeartbeat: {joined.error_code}")
+            fetched = await call(
+                conn,
+                SHARE_FETCH,
+                1,
+                group_id=group,
+                member_id=member,
+                share_session_epoch=0,
+                max_wait=0,
+                min_bytes=1,
+                max_bytes=64 << 20,
+                max_records=10 * partitions,
+                batch_size=10 * partitions,
+                topics=[{"topic_id": topic_id, "partitions": every}],
+                forgotten_topics_data=[],
+            )
+            sb.expect(fetched.error_code == 0, f"ShareFetch: {fetched.error_code}")
+            for epoch, acks in ((1, accept), (-1, [])):
+                acked = await call(
+                    conn,
+                    SHARE_ACKNOWLEDGE,
+                    1,
+                    group_id=group,
+                    member_id=member,
+                    share_session_epoch=epoch,
+                    topics=[{"topic_id": topic_id, "partitions": acks}] if acks else [],
+                )
+                sb.expect(acked.error_code == 0, f"ShareAcknowledge: {acked.error_code}")
+            await call(
+                conn,
+                SHARE_GROUP_HEARTBEAT,
+                1,
+                group_id=group,
+                member_id=member,
+                member_epoch=-1,
+                rack_id=None,
+                subscribed_topic_names=None,
+            )
+            took.append(time.perf_counter() - began)
+        conn.close()
         return took
 
     try:

@@ -142,6 +142,7 @@ async def _share_lag(runtime: CoordinatorRuntime, topics: TopicStore) -> Family:
                 out.extend(c.share_partitions(group_id))
                 return c.describe_share_group_offsets(group_id, {}, key, now)
 
+            await asyncio.sleep(0)
             await runtime.call(listed)
             per_topic: Counter[str] = Counter()
             for start in range(0, len(partitions), LAG_PARTITIONS_PER_CALL):
