@@ -127,7 +127,7 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -763,10 +763,7 @@ def classic_rebalances(members: int, connections: int, port: int, seconds: float
             conn.close()
         return took
 
-    try:
-        out.send(("ok", asyncio.run(run())))
-    except Exception as exc:  # reported, not raised: the parent decides
-        out.send(("error", f"{type(exc).__name__}: {exc}"))
+    send_outcome(out, run)
 
 
 SHARE_GROUP_HEARTBEAT, SHARE_FETCH, SHARE_ACKNOWLEDGE = 76, 78, 79
@@ -871,9 +868,15 @@ def share_cycles(partitions: int, port: int, seconds: float, out: Connection) ->
         conn.close()
         return took
 
+    send_outcome(out, run)
+
+
+def send_outcome(out: Connection, run: Callable[[], Coroutine[Any, Any, list[float]]]) -> None:
+    """(A worker child's end) Send the parent what ``run`` returned, or its failure: reported, not raised (the
+    parent decides)."""
     try:
         out.send(("ok", asyncio.run(run())))
-    except Exception as exc:  # reported, not raised: the parent decides
+    except Exception as exc:
         out.send(("error", f"{type(exc).__name__}: {exc}"))
 
 

@@ -60,6 +60,30 @@ def result_of(*events: Any) -> Result:
     return result
 
 
+def handed_over(calls: list[tuple[Result, int]], expected: list[dict[str, Any]]) -> list[int]:
+    """How many rows were handed out after each of ``calls`` (results and their times, given in turn to one
+    observer over one coordinator), then after each later turn of the event loop until none wait; the rows in the
+    end must be ``expected``."""
+
+    async def scenario() -> list[int]:
+        seen: list[dict[str, Any]] = []
+        observer = GroupEvents()
+        observer.add_sink(seen.append)
+        c = coordinator()
+        handed: list[int] = []
+        for result, now in calls:
+            observer(c, result, now)
+            handed.append(len(seen))
+        while observer.backlog_rows:
+            await asyncio.sleep(0)
+            handed.append(len(seen))
+        assert seen == expected
+        observer.close()
+        return handed
+
+    return asyncio.run(scenario())
+
+
 def rows_at_once(tmp_path: Path) -> list[dict[str, Any]]:
     """The rows with no event loop running: all handed out within the calls."""
     path = tmp_path / "at-once.jsonl"
@@ -75,24 +99,8 @@ def test_a_large_target_is_handed_out_a_turn_at_a_time(tmp_path: Path) -> None:
     expected = rows_at_once(tmp_path)
     assert [row["type"] for row in expected].count("group_assignment") == 3 * PARTITIONS
 
-    async def scenario() -> list[int]:
-        seen: list[dict[str, Any]] = []
-        observer = GroupEvents()
-        observer.add_sink(seen.append)
-        c = coordinator()
-        handed: list[int] = []
-        observer(c, result_of(target_event(2)), 10)
-        handed.append(len(seen))
-        observer(c, result_of(state_event(3)), 11)  # (behind the rows still waiting)
-        handed.append(len(seen))
-        while observer.backlog_rows:
-            await asyncio.sleep(0)
-            handed.append(len(seen))
-        assert seen == expected
-        observer.close()
-        return handed
-
-    handed = asyncio.run(scenario())
+    # (the state row behind the rows still waiting)
+    handed = handed_over([(result_of(target_event(2)), 10), (result_of(state_event(3)), 11)], expected)
     assert handed[:2] == [0, 0]  # (none within the calls: a target's rows are made from the next turn on)
     assert all(b - a <= ROWS_PER_TURN for a, b in itertools.pairwise(handed))
     assert handed[-1] == 3 * PARTITIONS + 1 and len(handed) >= 4
@@ -293,21 +301,7 @@ def test_a_members_assigned_rows_are_handed_out_a_turn_at_a_time(tmp_path: Path,
     assert [(r["topic"], r["partition"]) for r in rows] == [(f"t{i}", p) for i in range(3) for p in range(count)]
     assert {(r["member_id"], r["generation"], r["detail"]) for r in rows} == {("m", 4, "group=big")}
 
-    async def scenario() -> list[int]:
-        seen: list[dict[str, Any]] = []
-        observer = GroupEvents()
-        observer.add_sink(seen.append)
-        handed: list[int] = []
-        observer(coordinator(), result_of(assigned_event("m", count), state_event(5)), 10)
-        handed.append(len(seen))
-        while observer.backlog_rows:
-            await asyncio.sleep(0)
-            handed.append(len(seen))
-        assert seen == expected
-        observer.close()
-        return handed
-
-    handed = asyncio.run(scenario())
+    handed = handed_over([(result_of(assigned_event("m", count), state_event(5)), 10)], expected)
     if 3 * count <= ROWS_PER_TURN:
         assert handed == [3 * count + 1]
     else:

@@ -6,6 +6,7 @@ one or many partitions)."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -59,8 +60,17 @@ def _kio_bytes(
     )
 
 
+#: (API key, version) of every answer ``plain_answer`` writes: ConsumerGroupHeartbeat's and ShareGroupHeartbeat's
+ANSWERS = [(CONSUMER_GROUP_HEARTBEAT, v) for v in VERSIONS] + [(SHARE_GROUP_HEARTBEAT, v) for v in SHARE_VERSIONS]
+#: each API's core response and handler answer
+KINDS: dict[int, tuple[Any, Any]] = {
+    CONSUMER_GROUP_HEARTBEAT: (ConsumerGroupHeartbeatResponse, _heartbeat_response),
+    SHARE_GROUP_HEARTBEAT: (ShareGroupHeartbeatResponse, share_groups._heartbeat_response),
+}
+
+
 @given(
-    version=st.sampled_from(VERSIONS),
+    answered=st.sampled_from(ANSWERS),
     code=st.sampled_from(list(ErrorCode)),
     message=texts,
     member_id=texts,
@@ -70,7 +80,7 @@ def _kio_bytes(
     assignment=st.none() | st.lists(st.tuples(st.uuids(), st.lists(i32, max_size=5).map(tuple)), max_size=4).map(tuple),
 )
 def test_an_answer_is_kios_encoding(
-    version: int,
+    answered: tuple[int, int],
     code: ErrorCode,
     message: str | None,
     member_id: str | None,
@@ -79,8 +89,10 @@ def test_an_answer_is_kios_encoding(
     correlation_id: int,
     assignment: tuple[tuple[uuid.UUID, tuple[int, ...]], ...] | None,
 ) -> None:
-    assert plain_layout(CONSUMER_GROUP_HEARTBEAT, version)
-    resp = ConsumerGroupHeartbeatResponse(
+    api_key, version = answered
+    assert plain_layout(api_key, version)
+    response_type, handler_answer = KINDS[api_key]
+    resp = response_type(
         error=code,
         error_message=message,
         member_id=member_id,
@@ -88,10 +100,11 @@ def test_an_answer_is_kios_encoding(
         heartbeat_interval_ms=interval,
         assignment=assignment,
     )
-    answer = _heartbeat_response(_ctx(version), resp)
+    answer = handler_answer(_ctx(version, api_key), resp)
     assert isinstance(answer, PreEncoded)
+    assert answer.response_class is response_class(api_key, version)
     expected_message = message if message is not None or code is ErrorCode.NONE else DEFAULT_MESSAGES.get(code)
-    assert answer.body == _kio_bytes(version, resp, expected_message)
+    assert answer.body == _kio_bytes(version, resp, expected_message, api_key)
     assert answer.error_codes == (() if code is ErrorCode.NONE else (int(code),))
     framed = frame_response(correlation_id, answer.response_class, answer.body)
     assert framed == encode_response(correlation_id, answer.decode())
@@ -109,41 +122,6 @@ def test_a_large_assignment_is_kios_encoding() -> None:
         assert answer.body == _kio_bytes(1, resp, None)
         decoded = answer.decode()
         assert [(t.topic_id, tuple(t.partitions)) for t in decoded.assignment.topic_partitions] == list(assignment)
-
-
-@given(
-    version=st.sampled_from(SHARE_VERSIONS),
-    code=st.sampled_from(list(ErrorCode)),
-    message=texts,
-    member_id=texts,
-    epoch=i32,
-    interval=i32,
-    assignment=st.none() | st.lists(st.tuples(st.uuids(), st.lists(i32, max_size=5).map(tuple)), max_size=4).map(tuple),
-)
-def test_a_share_answer_is_kios_encoding(
-    version: int,
-    code: ErrorCode,
-    message: str | None,
-    member_id: str | None,
-    epoch: int,
-    interval: int,
-    assignment: tuple[tuple[uuid.UUID, tuple[int, ...]], ...] | None,
-) -> None:
-    assert plain_layout(SHARE_GROUP_HEARTBEAT, version)
-    resp = ShareGroupHeartbeatResponse(
-        error=code,
-        error_message=message,
-        member_id=member_id,
-        member_epoch=epoch,
-        heartbeat_interval_ms=interval,
-        assignment=assignment,
-    )
-    answer = share_groups._heartbeat_response(_ctx(version, SHARE_GROUP_HEARTBEAT), resp)
-    assert isinstance(answer, PreEncoded)
-    expected_message = message if message is not None or code is ErrorCode.NONE else DEFAULT_MESSAGES.get(code)
-    assert answer.body == _kio_bytes(version, resp, expected_message, SHARE_GROUP_HEARTBEAT)
-    assert answer.response_class is response_class(SHARE_GROUP_HEARTBEAT, version)
-    assert answer.error_codes == (() if code is ErrorCode.NONE else (int(code),))
 
 
 def test_a_share_member_of_10000_partitions() -> None:
