@@ -9,6 +9,7 @@ records of those it has (they were acquired and then dropped, held by the member
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -143,18 +144,30 @@ def test_a_fetch_naming_partitions_without_state_delivers_the_others(server: Ser
         assert acked(share_ack(client, group, a, 1, {(tk, 0): batches((0, 2, ACCEPT))})) == {(tk, 0): E.none}
 
 
-def test_zero_uuid_is_not_a_topic(server: ServerProcess) -> None:
-    """(A fetch of an unknown topic id among known ones answers it UNKNOWN_TOPIC_ID and serves the rest.)"""
+def test_unknown_topics_and_partitions_among_known_ones(server: ServerProcess) -> None:
+    """A fetch naming an unknown topic id and a partition past its topic's end among known partitions answers
+    them UNKNOWN_TOPIC_ID and UNKNOWN_TOPIC_OR_PARTITION (as Kafka answers partitions missing from its metadata)
+    and serves the rest, at once (such a partition made the fetch start again for ever, at full CPU); an
+    acknowledgement of either is refused the same way."""
     group, topic, a = unique("unknown"), unique("unknown-t"), member_id()
     with WireClient(server.port) as client:
         tid = new_topic(client, topic)
         set_group_config(client, group, "share.auto.offset.reset", "earliest")
         assert produce(client, topic, make_batch([b"u0"])) == 0
         assert heartbeat(client, group, a, 0, [topic]).error_code == E.none
-        stranger = (uuid.uuid4(), 0)
-        rows = fetched(share_fetch(client, group, a, 0, {(tid, 0): [], stranger: []}, max_wait_ms=2000))
+        stranger, beyond = (uuid.uuid4(), 0), (tid, 5)
+        began = time.monotonic()
+        rows = fetched(share_fetch(client, group, a, 0, {(tid, 0): [], stranger: [], beyond: []}, max_wait_ms=2000))
+        assert time.monotonic() - began < 1.5  # (records to deliver: the fetch does not wait out MaxWaitMs)
         assert ranges(rows[(tid, 0)]) == [(0, 0, 1)]
         assert rows[stranger].error_code == E.unknown_topic_id
+        assert rows[beyond].error_code == E.unknown_topic_or_partition
+        acks = {(tid, 0): batches((0, 0, ACCEPT)), stranger: batches((0, 0, ACCEPT)), beyond: batches((0, 0, ACCEPT))}
+        assert acked(share_ack(client, group, a, 1, acks)) == {
+            (tid, 0): E.none,
+            stranger: E.unknown_topic_id,
+            beyond: E.unknown_topic_or_partition,
+        }
 
 
 def test_a_closed_session_gives_back_every_partitions_records(server: ServerProcess) -> None:

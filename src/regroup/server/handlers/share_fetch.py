@@ -21,7 +21,8 @@ index, as Kafka's ``SharePartition`` finds them); the coordinator archives their
 delivering them. A pass that only archived such records looks again at once.
 
 Authorization (Kafka's ``KafkaApis``): READ on the Group, else the whole request is GROUP_AUTHORIZATION_FAILED;
-READ on each Topic, else its partitions are TOPIC_AUTHORIZATION_FAILED (not fetched, not acknowledged).
+READ on each Topic, else its partitions are TOPIC_AUTHORIZATION_FAILED (not fetched, not acknowledged). A
+partition the topic does not have is UNKNOWN_TOPIC_OR_PARTITION (a topic id unknown: UNKNOWN_TOPIC_ID).
 """
 
 from __future__ import annotations
@@ -106,6 +107,15 @@ class _Topics:
         self._broker, self._ctx, self._store = broker, ctx, store
         self.names: dict[uuid.UUID, str | None] = {}
         self.errors: dict[uuid.UUID, ErrorCode] = {}
+        self._counts: dict[uuid.UUID, int] = {}
+
+    def partition_error(self, tp: TopicPartition) -> ErrorCode:
+        """``check`` of the partition's topic, then UNKNOWN_TOPIC_OR_PARTITION for a partition the topic does not
+        have (as Kafka answers a partition missing from its metadata)."""
+        error = self.check(tp[0])
+        if error is ErrorCode.NONE and not 0 <= tp[1] < self._counts[tp[0] or uuid.UUID(int=0)]:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return error
 
     def check(self, topic_id: uuid.UUID | None) -> ErrorCode:
         tid = topic_id or uuid.UUID(int=0)
@@ -117,6 +127,7 @@ class _Topics:
                 self.names[tid], self.errors[tid] = info.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED
             else:
                 self.names[tid], self.errors[tid] = info.name, ErrorCode.NONE
+                self._counts[tid] = info.partitions
         return self.errors[tid]
 
 
@@ -405,7 +416,7 @@ async def _share_fetch(broker: Broker, ctx: RequestContext, request: Any, slices
     valid_acks = {}
     for tp, batches in acks.items():
         await slices.tick()
-        error = topics.check(tp[0])
+        error = topics.partition_error(tp)
         if error is ErrorCode.NONE and not _types_allowed(batches, ctx.api_version, renewing):
             error = ErrorCode.INVALID_REQUEST
         if error is ErrorCode.NONE:
@@ -427,7 +438,7 @@ async def _share_fetch(broker: Broker, ctx: RequestContext, request: Any, slices
             order = order[shift:] + order[:shift]
         for tp in order:
             await slices.tick()
-            error = topics.check(tp[0])
+            error = topics.partition_error(tp)
             name = topics.names.get(tp[0])
             if error is not ErrorCode.NONE or name is None:
                 row(tp)["error_code"] = error
@@ -508,10 +519,10 @@ async def _share_acknowledge(broker: Broker, ctx: RequestContext, request: Any, 
     acks: dict[TopicPartition, tuple[AckBatch, ...]] = {}
     for t in request.topics:
         tid = t.topic_id or uuid.UUID(int=0)
-        error = topics.check(tid)
         for p in t.partitions:
             await slices.tick()
             tp = (tid, int(p.partition_index))
+            error = topics.partition_error(tp)
             batches = acks.get(tp, ()) + _batches(p.acknowledgement_batches)
             if error is ErrorCode.NONE and _types_allowed(batches, ctx.api_version, renewing):
                 acks[tp] = batches
