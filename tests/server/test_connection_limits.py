@@ -202,7 +202,15 @@ def test_running_out_of_file_descriptors_neither_spins_nor_floods_and_recovers(
             hog.close()
     if not uvloop:
         waiting.sock.settimeout(20)
-        assert waiting.receive().error_code == 0  # accepted and answered once descriptors were free again
+        try:
+            answered = waiting.receive().error_code
+        except ConnectionError:
+            # accepted while the hogs' descriptors were still being given back, its first request then short of
+            # one more (a module to import): closed with the server's own-failure warning, which a loaded
+            # fresh-clone run saw; a client reconnects, as below
+            assert "cannot handle its request" in server.log(), server.log()[-3000:]
+        else:
+            assert answered == 0  # accepted and answered once descriptors were free again
     waiting.close()
     # the server closes the scrape connections as it reads their ends: until then descriptors may still be short,
     # and uvloop turns a new connection away at once (a client reconnects, as this one does)
