@@ -197,6 +197,28 @@ async def encode_array(
     return PreEncoded(response_type(empty), body, tuple(int(code) for code in error_codes if code))
 
 
+async def topics_answer(
+    empty: Any, topics: Sequence[dict[str, Any]], weight: int = 1, pacer: Pacer | None = None
+) -> PreEncoded:
+    """The answer ``empty`` (its ``responses`` array empty) with ``topics``: each a dict of a topic's fields whose
+    ``partitions`` are dicts of each partition's, written by kio ``weight`` units a partition between yields (a
+    share group's answers of thousands of partitions); the partitions' non-zero error codes counted."""
+    pacer = pacer or Pacer()
+    topic_class = element_class(type(empty), "responses")
+    partition_class = element_class(topic_class, "partitions")
+    written: list[bytes] = []
+    for topic in topics:
+        parts = await encode_items(partition_class, topic["partitions"], pacer, _as_given, weight)
+        head = build(topic_class, **{**topic, "partitions": []})
+        written.append(await spliced(head, "partitions", parts, pacer))
+    errors = tuple(int(p["error_code"]) for topic in topics for p in topic["partitions"] if p["error_code"])
+    return PreEncoded(response_type(empty), await spliced(empty, "responses", written, pacer), errors)
+
+
+def _as_given(fields: dict[str, Any]) -> dict[str, Any]:
+    return fields
+
+
 async def spliced(entity: Any, field: str, parts: list[bytes], pacer: Pacer) -> bytes:
     """``encoded.splice`` of ``parts``, the join counted as work (an eighth of a unit a part): after a full chunk,
     a big array is joined in a step of its own."""

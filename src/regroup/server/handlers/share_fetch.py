@@ -38,19 +38,17 @@ from regroup.coordinator.share.isolation import LogBatch, aborted_batches
 from regroup.coordinator.share.membership import MAX_MEMBER_ID_LENGTH
 from regroup.coordinator.share.partition import AckBatch
 from regroup.model.errors import ErrorCode
-from regroup.network.codec import response_class
 from regroup.protocol.share import ShareAcquisition, ShareRead
 from regroup.protocol.share_fetch import REJECT, RENEW
 from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import NODE_ID, ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed, require
 from regroup.server.encoded import PreEncoded
-from regroup.server.entities import build
 from regroup.server.group_configs import READ_COMMITTED, SHARE_ISOLATION
 from regroup.server.handlers._common import respond
 from regroup.server.handlers.share_groups import initialize_partitions, require_share_groups
-from regroup.server.inspection_answers import element_class, encode_items, spliced
-from regroup.server.offset_answers import CHUNK, Pacer
+from regroup.server.inspection_answers import topics_answer
+from regroup.server.offset_answers import CHUNK
 from regroup.server.share_sessions import FINAL_EPOCH, OPEN_EPOCH, SessionError, ShareSessions
 from regroup.server.time_slices import HeldSlices
 from regroup.server.topics import TopicStore
@@ -544,20 +542,12 @@ async def _answer(
     """The ShareFetch or ShareAcknowledge answer of ``rows`` (each partition's fields), by topic id then
     partition: each partition written by kio, the loop given a turn between chunks (``ANSWERED_PARTITION_WEIGHT``
     units a partition), the topics and partitions spliced into the answer."""
-    answer_class = response_class(ctx.api_key, ctx.api_version)
-    topic_class = element_class(answer_class, "responses")
-    partition_class = element_class(topic_class, "partitions")
     by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
     for tp in sorted(rows, key=partition_order):
         await slices.tick()
         by_topic.setdefault(tp[0], []).append(rows[tp])
     if len(rows) * ANSWERED_PARTITION_WEIGHT > CHUNK:
         slices.hold()  # (the answer is written between yields: later requests wait for it)
-    pacer = Pacer()
-    topics: list[bytes] = []
-    for topic_id, partitions in by_topic.items():
-        parts = await encode_items(partition_class, partitions, pacer, _same, ANSWERED_PARTITION_WEIGHT)
-        topics.append(await spliced(build(topic_class, topic_id=topic_id, partitions=[]), "partitions", parts, pacer))
     empty = respond(
         ctx,
         error_code=ErrorCode.NONE,
@@ -566,12 +556,8 @@ async def _answer(
         responses=[],
         node_endpoints=[],
     )
-    errors = tuple(int(r["error_code"]) for r in rows.values() if r["error_code"])
-    return PreEncoded(answer_class, await spliced(empty, "responses", topics, pacer), errors)
-
-
-def _same(row: dict[str, Any]) -> dict[str, Any]:
-    return row
+    topics = [{"topic_id": topic_id, "partitions": partitions} for topic_id, partitions in by_topic.items()]
+    return await topics_answer(empty, topics, ANSWERED_PARTITION_WEIGHT)
 
 
 SPECS = [

@@ -23,12 +23,10 @@ from regroup.model.errors import ErrorCode
 from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.authz import allowed, require
-from regroup.server.encoded import PreEncoded
-from regroup.server.entities import build
 from regroup.server.handlers._common import respond
 from regroup.server.handlers.share_groups import require_share_groups
-from regroup.server.inspection_answers import element_class, encode_items, spliced
-from regroup.server.offset_answers import Pacer, pause
+from regroup.server.inspection_answers import topics_answer
+from regroup.server.offset_answers import pause
 from regroup.server.share_offset_answers import (
     ShareOffsetRow,
     ShareOffsetsGroup,
@@ -213,25 +211,7 @@ async def alter_share_group_offsets(broker: Broker, ctx: RequestContext, request
         outcome = await broker.coordinator.call(altered)
         if outcome is not ErrorCode.NONE:  # (a member that joined meanwhile stops it: NON_EMPTY_GROUP)
             return _alter_error(ctx, request, ErrorCode(int(outcome)))
-    return await _topics_answer(ctx, rows)
-
-
-async def _topics_answer(ctx: RequestContext, rows: list[dict[str, Any]]) -> Any:
-    """The AlterShareGroupOffsets answer of ``rows``: each topic's partitions encoded between yields."""
-    empty = respond(ctx, error_code=ErrorCode.NONE, error_message=None, responses=[])
-    topic_class = element_class(type(empty), "responses")
-    pacer = Pacer()
-    topics: list[bytes] = []
-    for row in rows:
-        head = build(topic_class, **{**row, "partitions": []})
-        parts = await encode_items(element_class(topic_class, "partitions"), row["partitions"], pacer, _same)
-        topics.append(await spliced(head, "partitions", parts, pacer))
-    errors = tuple(int(p["error_code"]) for row in rows for p in row["partitions"] if p["error_code"])
-    return PreEncoded(type(empty), await spliced(empty, "responses", topics, pacer), errors)
-
-
-def _same(row: dict[str, Any]) -> dict[str, Any]:
-    return row
+    return await topics_answer(respond(ctx, error_code=ErrorCode.NONE, error_message=None, responses=[]), rows)
 
 
 # ----------------------------------------------------------------------------------- DeleteShareGroupOffsets
