@@ -8,13 +8,16 @@ The bytes are compact JSON with sorted keys and every character outside printabl
 faster; ``encode`` runs for every record of every commit); for the rare document where its output would
 differ (other characters, which it writes as raw UTF-8, or a value it cannot encode) the standard library's
 encoder does it instead, so the bytes stay those of the plain ``json`` encoder. An offset commit record, most
-of a coordinator log, is written straight into a template of its document, its strings quoted by ``json``'s
-own quoting function (the same bytes, property-tested)."""
+of a coordinator log, and a share partition's state record, most of a share group's (one per partition of
+every acknowledgement, and every partition of every share group in a snapshot), are written straight into a
+template of their documents, their strings quoted by ``json``'s own quoting function (the same bytes,
+property-tested)."""
 
 from __future__ import annotations
 
 import base64
 import json
+import uuid
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
@@ -33,7 +36,7 @@ from regroup.records.model import (
     TxnMarkerKey,
     TxnMarkerValue,
 )
-from regroup.records.share import SHARE_KEY_TYPES
+from regroup.records.share import SHARE_KEY_TYPES, SharePartitionStateKey, SharePartitionStateValue
 from regroup.records.share_serde import SHARE_KEY_OF_KIND, decode_share, encode_share
 
 
@@ -111,10 +114,52 @@ def _offset_commit(key: OffsetCommitKey, value: OffsetCommitValue) -> bytes | No
     )
 
 
+#: a share partition's state document, as ``_dumps`` writes it (its value's batches joined in, or null)
+_SHARE_STATE = b'{"group":%s,"k":"sg-state","partition":%d,"topic":%s,"v":%s}'
+_SHARE_STATE_VALUE = b'{"batches":[%s],"start":%d}'
+_SHARE_BATCH = b"[%d,%d,%d,%d]"
+_TOPIC_IDS: dict[uuid.UUID, bytes] = {}
+
+
+def _share_state(key: SharePartitionStateKey, value: SharePartitionStateValue | None) -> bytes | None:
+    """A share partition's state record's bytes written directly, the same bytes ``_dumps`` gives for its
+    document; None when a field is not of the plain type the template writes (``encode``'s general way then)."""
+    partition, topic_id = key.partition, key.topic_id
+    if not (type(partition) is int and type(key.group_id) is str and type(topic_id) is uuid.UUID):
+        return None
+    topic = _TOPIC_IDS.get(topic_id)
+    if topic is None:
+        topic = b'"%s"' % str(topic_id).encode("ascii")
+        if len(_TOPIC_IDS) >= _QUOTED_MAX:
+            _TOPIC_IDS.clear()
+        _TOPIC_IDS[topic_id] = topic
+    if value is None:
+        return _SHARE_STATE % (_quoted(key.group_id), partition, topic, b"null")
+    start, batches = value.start_offset, value.batches
+    if type(start) is not int or type(batches) is not tuple:
+        return None
+    written = []
+    for batch in batches:
+        first, last, state, count = batch.first_offset, batch.last_offset, batch.state, batch.delivery_count
+        if not (type(first) is int and type(last) is int and type(state) is int and type(count) is int):
+            return None
+        written.append(_SHARE_BATCH % (first, last, state, count))
+    return _SHARE_STATE % (
+        _quoted(key.group_id),
+        partition,
+        topic,
+        _SHARE_STATE_VALUE % (b",".join(written), start),
+    )
+
+
 def encode(record: Record) -> bytes:
     key, value = record.key, record.value
     if type(key) is OffsetCommitKey and type(value) is OffsetCommitValue:
         written = _offset_commit(key, value)
+        if written is not None:
+            return written
+    elif type(key) is SharePartitionStateKey and (value is None or type(value) is SharePartitionStateValue):
+        written = _share_state(key, value)
         if written is not None:
             return written
     doc: dict[str, Any]

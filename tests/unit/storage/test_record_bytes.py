@@ -5,6 +5,7 @@ sort_keys=True)`` did, and a log written by that encoder still loads."""
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from regroup.records.model import (
     PendingOffsetCommitKey,
     Record,
 )
+from regroup.records.share import SharePartitionStateBatch, SharePartitionStateKey, SharePartitionStateValue
 from regroup.storage.coordinator_log import CoordinatorLog
 from regroup.storage.record_log import RecordLog
 
@@ -154,3 +156,56 @@ def test_a_field_of_another_type_is_written_the_general_way() -> None:
         serde.encode(odd) == b'{"group":"g","k":"offset","partition":true,"topic":"t","v":{"commit_ts":2,'
         b'"expire_ts":null,"leader_epoch":-1,"metadata":"","offset":1}}'
     )
+
+
+BATCH = st.tuples(INT64, INT64, st.integers(-128, 127), st.integers(-(2**15), 2**15 - 1))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    group=ANY_CHARACTER,
+    topic_id=st.uuids(),
+    partition=st.integers(-(2**31), 2**31 - 1),
+    start=st.one_of(INT64, st.integers(2**63, 2**80)),
+    batches=st.none() | st.lists(BATCH, max_size=5),
+)
+def test_a_share_partition_state_written_from_its_template_is_the_json_encoders_document(
+    group: str, topic_id: uuid.UUID, partition: int, start: int, batches: list[tuple[int, int, int, int]] | None
+) -> None:
+    """Share partition state records are written straight into a template (``serde._share_state``): every
+    field, any character, any integer, any number of batches and a deleted state (no value) give the bytes
+    ``json.dumps`` gives for the record's document, and read back as the record."""
+    key = SharePartitionStateKey(group_id=group, topic_id=topic_id, partition=partition)
+    value = None
+    if batches is not None:
+        value = SharePartitionStateValue(
+            start_offset=start, batches=tuple(SharePartitionStateBatch(
+                first_offset=f, last_offset=la, state=s, delivery_count=c) for f, la, s, c in batches),
+        )  # fmt: skip
+    document = None if batches is None else {"start": start, "batches": [list(b) for b in batches]}
+    reference = json.dumps(
+        {"k": "sg-state", "group": group, "topic": str(topic_id), "partition": partition, "v": document},
+        separators=(",", ":"), sort_keys=True,
+    ).encode("utf-8")  # fmt: skip
+    record = Record(key, value)
+    assert serde._share_state(key, value) == reference
+    assert serde.encode(record) == reference
+    assert serde.decode(reference) == record
+
+
+def test_a_share_state_field_of_another_type_is_written_the_general_way() -> None:
+    """A bool delivery count or a list of batches is not what the share state template writes: the general
+    encoder does, with the general encoder's bytes."""
+    topic_id = uuid.UUID(int=7)
+    key = SharePartitionStateKey(group_id="g", topic_id=topic_id, partition=1)
+    odd = SharePartitionStateValue(
+        start_offset=3, batches=(SharePartitionStateBatch(first_offset=3, last_offset=4, state=0, delivery_count=True),)
+    )
+    assert serde._share_state(key, odd) is None
+    assert serde.encode(Record(key, odd)) == (
+        b'{"group":"g","k":"sg-state","partition":1,"topic":"%s","v":{"batches":[[3,4,0,true]],"start":3}}'
+        % str(topic_id).encode()
+    )
+    listed = SharePartitionStateValue(start_offset=3, batches=[])  # type: ignore[arg-type]
+    assert serde._share_state(key, listed) is None
+    assert serde.encode(Record(key, listed)).endswith(b'"v":{"batches":[],"start":3}}')
