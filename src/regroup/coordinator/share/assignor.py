@@ -27,18 +27,26 @@ number. The result therefore depends only on the inputs, never on mapping insert
 
 Unlike Kafka, a subscribed topic name that does not exist is skipped instead of failing the whole assignment,
 and a member with no existing subscribed topic simply gets an empty assignment. The module does no I/O.
+
+A pool's partitions are numbered in walk order (a topic's partitions follow the topics before it by name) and
+the walk works on those numbers. When every partition wants one holder (``M <= P``, the usual case) the slots
+short of a holder are dealt in whole rounds of the members still under quota, as the walk would hand them out
+one by one, so a group over 10,000 partitions is assigned in about a millisecond rather than ten.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence, Set
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
 
 #: member id -> topic id -> partitions
 Assignment = dict[str, dict[uuid.UUID, frozenset[int]]]
 
-#: One partition while assigning: (topic name, partition number), so that sorting gives the walk order.
-_Slot = tuple[str, int]
+#: a pool's topics in walk order: (name, topic id, partition count, number of its first partition in the pool)
+_Pool = list[tuple[str, uuid.UUID, int, int]]
 
 
 def assign(
@@ -57,19 +65,18 @@ def assign(
     members = sorted(subscriptions)
     wanted = {member: frozenset(name for name in subscriptions[member] if name in topics) for member in members}
     names = sorted(frozenset[str]().union(*wanted.values()))
-    name_by_id = {topics[name][0]: name for name in names}
-    held = {member: _held(current.get(member, {}), name_by_id, topics) for member in members}
-
-    got: dict[str, set[_Slot]] = {member: set() for member in members}
+    got: dict[str, dict[uuid.UUID, frozenset[int]]] = {member: {} for member in members}
     if members and all(wanted[member] == wanted[members[0]] for member in members):
-        slots = [slot for name in names for slot in _slots(name, topics)]
-        got.update(_share(members, slots, held))
+        pools = [(members, names)]
     else:
-        for name in names:
-            subscribers = [member for member in members if name in wanted[member]]
-            for member, slots_got in _share(subscribers, _slots(name, topics), held).items():
-                got[member] |= slots_got
-    return {member: _by_topic(got[member], topics) for member in members}
+        pools = [([member for member in members if name in wanted[member]], [name]) for name in names]
+    for subscribers, pool_names in pools:
+        pool = _pool(pool_names, topics)
+        size = pool[-1][3] + pool[-1][2] if pool else 0
+        held = [_held(current.get(member, {}), pool) for member in subscribers]
+        for member, slots in zip(subscribers, _share(len(subscribers), size, held), strict=True):
+            got[member].update(_by_topic(slots, pool))
+    return {member: {t: got[member][t] for t in sorted(got[member], key=_name_of(topics))} for member in members}
 
 
 def quotas(members: int, partitions: int) -> tuple[int, list[int]]:
@@ -87,63 +94,96 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _slots(name: str, topics: Mapping[str, tuple[uuid.UUID, int]]) -> list[_Slot]:
-    return [(name, partition) for partition in range(max(topics[name][1], 0))]
+def _name_of(topics: Mapping[str, tuple[uuid.UUID, int]]) -> Callable[[uuid.UUID], str]:
+    names = {topic_id: name for name, (topic_id, _) in topics.items()}
+    return names.__getitem__
 
 
-def _held(
-    owned: Mapping[uuid.UUID, frozenset[int]],
-    name_by_id: Mapping[uuid.UUID, str],
-    topics: Mapping[str, tuple[uuid.UUID, int]],
-) -> set[_Slot]:
-    """A member's current target as slots, keeping only partitions that exist in a topic somebody subscribes
-    to."""
-    out: set[_Slot] = set()
-    for topic_id, partitions in owned.items():
-        name = name_by_id.get(topic_id)
-        if name is None:
+def _pool(names: Sequence[str], topics: Mapping[str, tuple[uuid.UUID, int]]) -> _Pool:
+    pool: _Pool = []
+    first = 0
+    for name in names:
+        topic_id, count = topics[name]
+        pool.append((name, topic_id, max(count, 0), first))
+        first += max(count, 0)
+    return pool
+
+
+def _held(owned: Mapping[uuid.UUID, frozenset[int]], pool: _Pool) -> set[int]:
+    """A member's current target as the pool's slot numbers, keeping only partitions that exist in the pool's
+    topics."""
+    out: set[int] = set()
+    for _, topic_id, count, first in pool:
+        partitions = owned.get(topic_id)
+        if not partitions:
             continue
-        count = topics[name][1]
-        out.update((name, partition) for partition in partitions if 0 <= partition < count)
+        if min(partitions) < 0 or max(partitions) >= count:
+            partitions = frozenset(p for p in partitions if 0 <= p < count)
+        out.update(partitions if first == 0 else map(first.__add__, partitions))
     return out
 
 
-def _share(members: Sequence[str], slots: Sequence[_Slot], held: Mapping[str, Set[_Slot]]) -> dict[str, set[_Slot]]:
-    """Spread ``slots`` (sorted) over ``members`` (sorted), keeping what each member holds of them where the
-    balance allows."""
-    sharing, quota_list = quotas(len(members), len(slots))
-    quota = dict(zip(members, quota_list, strict=True))
-    wanted = frozenset(slots)
-    own = {member: set(held.get(member, set()) & wanted) for member in members}
+def _share(members: int, size: int, held: Sequence[set[int]]) -> list[set[int]]:
+    """Spread slots ``0 .. size - 1`` over ``members`` members (by index), keeping what each member holds of them
+    (``held``, sets of slots, taken over) where the balance allows."""
+    sharing, quota = quotas(members, size)
+    own = list(held)
 
     # A member over its quota gives up its lowest partitions.
-    for member in members:
-        excess = len(own[member]) - quota[member]
+    for i, mine in enumerate(own):
+        excess = len(mine) - quota[i]
         if excess > 0:
-            own[member].difference_update(sorted(own[member])[:excess])
+            mine.difference_update(sorted(mine)[:excess])
 
     # A partition with too many holders loses its lowest-ordered holders.
-    holders: dict[_Slot, list[str]] = {slot: [] for slot in slots}
-    for member in members:
-        for slot in own[member]:
-            holders[slot].append(member)
-    for slot in slots:
-        extra = holders[slot][: max(len(holders[slot]) - sharing, 0)]
-        for member in extra:
-            own[member].discard(slot)
-        del holders[slot][: len(extra)]
+    holders = Counter(chain.from_iterable(own))
+    for slot in sorted(slot for slot, count in holders.items() if count > sharing):
+        extra = holders[slot] - sharing
+        for mine in own:
+            if extra == 0:
+                break
+            if slot in mine:
+                mine.discard(slot)
+                extra -= 1
+        holders[slot] = sharing
 
-    # Fill the missing slots, one pass over the partitions, with a cursor over the members still under quota
-    # that persists from one partition to the next. The cursor may wrap around only if it placed something
-    # since it last started; otherwise the partition is left short, and so is every later one that still
-    # needs holders, since the cursor stays at the end with nothing placed.
-    unfilled = [member for member in members if len(own[member]) < quota[member]]
+    unfilled = [i for i in range(members) if len(own[i]) < quota[i]]
+    if sharing == 1:
+        _deal(own, quota, unfilled, [slot for slot in range(size) if slot not in holders])
+    else:
+        _walk(own, quota, unfilled, sharing, size, holders)
+    return own
+
+
+def _deal(own: list[set[int]], quota: list[int], unfilled: list[int], empty: list[int]) -> None:
+    """(One holder a slot) Hand the slots without a holder (in order) to the members still under quota as the walk
+    does, round-robin with members leaving the round once they reach their quota: in whole rounds, each as long
+    as the fewest slots any member still lacks, the member at position ``k`` of the round taking every slot at
+    ``k`` plus a multiple of the round's size."""
+    base = 0
+    while unfilled and base < len(empty):
+        width = len(unfilled)
+        rounds = min(quota[i] - len(own[i]) for i in unfilled)
+        end = min(base + rounds * width, len(empty))
+        for k, i in enumerate(unfilled):
+            own[i].update(empty[base + k : end : width])
+        base = end
+        unfilled = [i for i in unfilled if len(own[i]) < quota[i]]
+
+
+def _walk(
+    own: list[set[int]], quota: list[int], unfilled: list[int], sharing: int, size: int, holders: Counter[int]
+) -> None:
+    """Fill the missing slots, one pass over the partitions, with a cursor over the members still under quota
+    that persists from one partition to the next. The cursor may wrap around only if it placed something since
+    it last started; otherwise the partition is left short, and so is every later one that still needs holders,
+    since the cursor stays at the end with nothing placed."""
     cursor = 0
     placed = False
-    for slot in slots:
+    for slot in range(size):
         if not unfilled:
             break
-        missing = sharing - len(holders[slot])
+        missing = sharing - holders[slot]
         while missing > 0:
             if cursor >= len(unfilled):
                 if not placed or not unfilled:
@@ -155,17 +195,22 @@ def _share(members: Sequence[str], slots: Sequence[_Slot], held: Mapping[str, Se
             if slot in own[member]:
                 continue
             own[member].add(slot)
-            holders[slot].append(member)
             missing -= 1
             placed = True
             if len(own[member]) >= quota[member]:
                 cursor -= 1
                 del unfilled[cursor]
-    return own
 
 
-def _by_topic(slots: Set[_Slot], topics: Mapping[str, tuple[uuid.UUID, int]]) -> dict[uuid.UUID, frozenset[int]]:
-    by_name: dict[str, set[int]] = {}
-    for name, partition in slots:
-        by_name.setdefault(name, set()).add(partition)
-    return {topics[name][0]: frozenset(by_name[name]) for name in sorted(by_name)}
+def _by_topic(slots: set[int], pool: _Pool) -> dict[uuid.UUID, frozenset[int]]:
+    if not slots:
+        return {}
+    if len(pool) == 1:
+        return {pool[0][1]: frozenset(slots)}
+    ordered = sorted(slots)
+    out: dict[uuid.UUID, frozenset[int]] = {}
+    for _, topic_id, count, first in pool:
+        chosen = ordered[bisect_left(ordered, first) : bisect_left(ordered, first + count)]
+        if chosen:
+            out[topic_id] = frozenset(chosen) if first == 0 else frozenset(slot - first for slot in chosen)
+    return out

@@ -220,6 +220,21 @@ def test_member_joining_first_in_order_shifts_the_quotas() -> None:
     assert result == {"A": parts(topic1={0, 1}), "B": parts(topic1={2, 4}), "C": parts(topic1={3})}
 
 
+def test_partitions_without_a_holder_are_dealt_round_robin_until_each_quota_is_met() -> None:
+    current = {"C": parts(topic1={0, 1})}
+    result = assign({m: ("topic1",) for m in "ABC"}, meta(topic1=10), current)
+    # Quotas 4, 3, 3; C keeps 0 and 1. Partitions 2..9 go A, B, C (C now full), then A, B, A, B, then A.
+    assert result == {"A": parts(topic1={2, 5, 7, 9}), "B": parts(topic1={3, 6, 8}), "C": parts(topic1={0, 1, 4})}
+
+
+def test_partitions_of_several_topics_are_dealt_in_topic_then_partition_order() -> None:
+    current = {"B": parts(topic1={1}, topic2={0})}
+    result = assign({m: ("topic1", "topic2") for m in "AB"}, meta(topic1=2, topic2=3), current)
+    # One pool of five (topic1-0, topic1-1, topic2-0, topic2-1, topic2-2), quotas 3 and 2: B keeps both of its own,
+    # and A, alone under quota, takes the rest.
+    assert result == {"A": parts(topic1={0}, topic2={1, 2}), "B": parts(topic1={1}, topic2={0})}
+
+
 def test_member_leaving_keeps_the_others_partitions() -> None:
     current = {"A": parts(topic1={2, 4}), "B": parts(topic1={1, 3}), "C": parts(topic1={0})}
     result = assign({"A": ("topic1",), "C": ("topic1",)}, meta(topic1=5), current)
