@@ -122,6 +122,8 @@ def _resolve(store: TopicStore, topic: Any) -> tuple[str | None, ErrorCode]:
 #: than 5 cut a healthy member's heartbeat p99 beside Produces of 10,000 partitions from 19-24 to 10-14 ms
 #: (docs/benchmarks.md, "Fetch and Produce in shorter slices")
 PRODUCE_SLICE_S = 0.0025
+#: a Produce naming this many partitions or more reads its batches' producers between slices too
+SCAN_SLICED_FROM = 256
 
 
 def _topic_id(store: TopicStore, name: str | None) -> object:
@@ -157,12 +159,33 @@ async def _make_files_aside(
 
 async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """WRITE on the TransactionalId of transactional batches, WRITE on each Topic."""
+    slices = HeldSlices(PRODUCE_SLICE_S, ctx)
+    try:
+        return await _produce(broker, ctx, request, slices)
+    finally:
+        slices.release()
+
+
+async def _producers_by_partition(request: Any, slices: HeldSlices) -> list[set[tuple[int, int]]]:
+    """(producer id, epoch) of each partition's transactional batches, in request order: read between slices
+    when the request names ``SCAN_SLICED_FROM`` partitions or more (a batch header each, about a microsecond a
+    partition: 10,000 of them held the loop for several milliseconds before anything was appended)."""
+    parts = [part for t in request.topic_data for part in t.partition_data]
+    if len(parts) < SCAN_SLICED_FROM:
+        return [transactional_producers(part.records) for part in parts]
+    found = []
+    for part in parts:
+        await slices.tick()
+        found.append(transactional_producers(part.records))
+    return found
+
+
+async def _produce(broker: Broker, ctx: RequestContext, request: Any, slices: HeldSlices) -> Any:
     mod = response_module(request)
     store = store_of(broker)
     version = ctx.api_version
     refuse: tuple[ErrorCode, str] | None = None
-    # (producer id, epoch) of each partition's transactional batches, in request order
-    per_partition = [transactional_producers(part.records) for t in request.topic_data for part in t.partition_data]
+    per_partition = await _producers_by_partition(request, slices)
     producers = set().union(*per_partition)
     if producers and request.transactional_id is None:
         refuse = ErrorCode.transactional_id_authorization_failed, "transactional records need a transactional id"
@@ -181,60 +204,57 @@ async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> A
     # each partition's answer: index, error, base offset, log append time, log start offset, error message
     rows: list[tuple[list[Any], PartitionLog | None]] = []
     responses: list[tuple[Any, list[list[Any]]]] = []
-    slices = HeldSlices(PRODUCE_SLICE_S, ctx)
-    try:
-        topics = [(topic, *_resolve(store, topic)) for topic in request.topic_data]
-        ids = [_topic_id(store, name) for _, name, _ in topics]
-        denied = [
-            name is not None and not whole_request and not may(broker, ctx, AclOperation.WRITE, name)
-            for _, name, _ in topics
-        ]
-        if refuse is None and len(per_partition) >= FILES_ASIDE_MIN:
-            await _make_files_aside(store, slices, topics, denied)
-        for (topic, name, topic_error), topic_id, refused in zip(topics, ids, denied, strict=True):
-            if slices.yielded and topic_error is ErrorCode.none and _topic_id(store, name) != topic_id:
-                topic_error = _gone(topic)
-            topic_refusal = (UNAUTHORIZED, "Topic authorization failed.") if refused else refuse
-            partitions: list[list[Any]] = []
-            for part in topic.partition_data:
-                if await slices.tick() and topic_error is ErrorCode.none and _topic_id(store, name) != topic_id:
-                    topic_error = _gone(topic)  # deleted meanwhile (and maybe created again)
-                code, message = topic_refusal or (topic_error, None)
-                plog = store.partition(name, part.index) if name is not None else None
-                if code is ErrorCode.none and plog is None:
-                    code = UNKNOWN_TOPIC
-                result: tuple[int, int] = (-1, -1)
-                append_ms = NO_TIMESTAMP
-                transactional = next(pending)
-                if code is ErrorCode.none and plog is not None and transactional and name is not None:
-                    (producer,) = transactional
-                    refusal = produce_refusal(broker, request.transactional_id, producer, (name, part.index), version)
-                    code = ErrorCode(int(refusal))
-                if code is ErrorCode.none and plog is not None and name is not None:
-                    policy = store.configs.policy(name)
-                    if policy.compact and has_keyless_record(bytes(part.records or b"")):
-                        code, message = ErrorCode.invalid_record, "Compacted topic cannot accept message without key."
-                        plog = None
-                    if plog is not None and policy.log_append_time:  # message.timestamp.type=LogAppendTime
-                        append_ms = int(time.time() * 1000)
-                        part = _Stamped(part.index, stamp_log_append_time(bytes(part.records or b""), append_ms))
-                    if plog is not None:
-                        deferred = plog.fsync_policy is FsyncPolicy.ALWAYS
-                        code, message, result = _append(
-                            plog, part.records, version, sync=request.acks != 0 and not deferred
-                        )
-                        if deferred and code is ErrorCode.none:
-                            if grouped:  # (a duplicate too: the batch it repeats may still be on its way to disk)
-                                durable[plog] = plog.written_end
-                            else:
-                                store.group_sync.schedule(plog)
-                appended = code is ErrorCode.none
-                row = [part.index, code, result[0], append_ms if appended else NO_TIMESTAMP, result[1], message]
-                rows.append((row, plog if appended else None))
-                partitions.append(row)
-            responses.append((name if version < PRODUCE_TOPIC_ID_FROM else topic.topic_id, partitions))
-    finally:
-        slices.release()
+    topics = [(topic, *_resolve(store, topic)) for topic in request.topic_data]
+    ids = [_topic_id(store, name) for _, name, _ in topics]
+    denied = [
+        name is not None and not whole_request and not may(broker, ctx, AclOperation.WRITE, name)
+        for _, name, _ in topics
+    ]
+    if refuse is None and len(per_partition) >= FILES_ASIDE_MIN:
+        await _make_files_aside(store, slices, topics, denied)
+    for (topic, name, topic_error), topic_id, refused in zip(topics, ids, denied, strict=True):
+        if slices.yielded and topic_error is ErrorCode.none and _topic_id(store, name) != topic_id:
+            topic_error = _gone(topic)
+        topic_refusal = (UNAUTHORIZED, "Topic authorization failed.") if refused else refuse
+        partitions: list[list[Any]] = []
+        for part in topic.partition_data:
+            if await slices.tick() and topic_error is ErrorCode.none and _topic_id(store, name) != topic_id:
+                topic_error = _gone(topic)  # deleted meanwhile (and maybe created again)
+            code, message = topic_refusal or (topic_error, None)
+            plog = store.partition(name, part.index) if name is not None else None
+            if code is ErrorCode.none and plog is None:
+                code = UNKNOWN_TOPIC
+            result: tuple[int, int] = (-1, -1)
+            append_ms = NO_TIMESTAMP
+            transactional = next(pending)
+            if code is ErrorCode.none and plog is not None and transactional and name is not None:
+                (producer,) = transactional
+                refusal = produce_refusal(broker, request.transactional_id, producer, (name, part.index), version)
+                code = ErrorCode(int(refusal))
+            if code is ErrorCode.none and plog is not None and name is not None:
+                policy = store.configs.policy(name)
+                if policy.compact and has_keyless_record(bytes(part.records or b"")):
+                    code, message = ErrorCode.invalid_record, "Compacted topic cannot accept message without key."
+                    plog = None
+                if plog is not None and policy.log_append_time:  # message.timestamp.type=LogAppendTime
+                    append_ms = int(time.time() * 1000)
+                    part = _Stamped(part.index, stamp_log_append_time(bytes(part.records or b""), append_ms))
+                if plog is not None:
+                    deferred = plog.fsync_policy is FsyncPolicy.ALWAYS
+                    code, message, result = _append(
+                        plog, part.records, version, sync=request.acks != 0 and not deferred
+                    )
+                    if deferred and code is ErrorCode.none:
+                        if grouped:  # (a duplicate too: the batch it repeats may still be on its way to disk)
+                            durable[plog] = plog.written_end
+                        else:
+                            store.group_sync.schedule(plog)
+            appended = code is ErrorCode.none
+            row = [part.index, code, result[0], append_ms if appended else NO_TIMESTAMP, result[1], message]
+            rows.append((row, plog if appended else None))
+            partitions.append(row)
+        responses.append((name if version < PRODUCE_TOPIC_ID_FROM else topic.topic_id, partitions))
+    slices.release()
     if durable:
         failed = await store.group_sync.wait(durable)
         for row, plog in rows:

@@ -458,6 +458,7 @@ async def _share_fetch(broker: Broker, ctx: RequestContext, request: Any, slices
                 return _fetch_error(ctx, request, ErrorCode(int(outcome)))
             lock_ms = outcome.lock_ms
             for tp, runs in outcome.acquired.items():
+                await slices.tick()
                 r = row(tp)
                 r["records"] = _trim(reads[tp], runs[-1][1])
                 r["acquired_records"] = [
