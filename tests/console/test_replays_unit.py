@@ -8,6 +8,7 @@ import asyncio
 import json
 import stat
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import orjson
@@ -57,6 +58,13 @@ def request(group: str, until: int = 5) -> ReplayRequest:
     return ReplayRequest(group_id=group, since_ms=2, until_ms=until)
 
 
+def listed(segments: list[Path]) -> Callable[[], Awaitable[list[Path]]]:
+    async def settled() -> list[Path]:
+        return segments
+
+    return settled
+
+
 async def finished(replays: Replays, group: str, replay_id: str) -> dict[str, object]:
     for _ in range(400):
         state = await replays.state(group, replay_id)
@@ -71,7 +79,7 @@ def test_a_replay_gets_its_window_and_its_result(tmp_path: Path, setup: tuple[Pa
     child, segments = setup
 
     async def scenario() -> None:
-        replays = Replays(tmp_path, lambda: segments, python=str(child))
+        replays = Replays(tmp_path, listed(segments), python=str(child))
         replays.open()
         started = await replays.start(request("g", until=7))
         assert started.status == "running" and started.result is None
@@ -109,7 +117,7 @@ def test_running_and_kept_replays_are_bounded(tmp_path: Path, setup: tuple[Path,
     child, segments = setup
 
     async def scenario() -> None:
-        replays = Replays(tmp_path, lambda: segments, python=str(child), max_running=1, max_kept=2)
+        replays = Replays(tmp_path, listed(segments), python=str(child), max_running=1, max_kept=2)
         slow = await replays.start(request("slow"))
         with pytest.raises(ReplayRefused) as refused:
             await replays.start(request("g"))
@@ -121,7 +129,7 @@ def test_running_and_kept_replays_are_bounded(tmp_path: Path, setup: tuple[Path,
             await replays.start(request("g"))
         assert refused.value.status == 503
 
-        replays = Replays(tmp_path, lambda: segments, python=str(child), max_running=1, max_kept=2)
+        replays = Replays(tmp_path, listed(segments), python=str(child), max_running=1, max_kept=2)
         replays.open()  # (the previous process's directories removed)
         assert not replays.directory.exists()
         ids = []

@@ -178,3 +178,47 @@ def test_a_read_is_not_starved_by_rows_handed_after_it(tmp_path: Path, monkeypat
             await feed.close()
 
     assert asyncio.run(run()) < 2.0  # (answered once the rows handed before it are folded)
+
+
+def test_the_history_files_are_written_and_pruned_off_the_loop_and_listed_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once started, a turn's lines are appended, and old files removed, on the fold thread; the files listed
+    (``settled_segments``, for a replay) hold every row handed before the listing, and closing appends the rest."""
+    from regroup.storage.history_log import HistoryLog, read_rows
+
+    written_on: list[int] = []
+    pruned_on: list[int] = []
+    append, prune = HistoryLog.append_lines, HistoryLog.prune
+
+    def append_lines(self: HistoryLog, lines: Any, newest_ms: int) -> None:
+        written_on.append(threading.get_ident())
+        time.sleep(0.05)  # (a slow disk: the listing must still wait for it)
+        append(self, lines, newest_ms)
+
+    def pruned(self: HistoryLog, now_ms: int) -> None:
+        pruned_on.append(threading.get_ident())
+        prune(self, now_ms)
+
+    monkeypatch.setattr(HistoryLog, "append_lines", append_lines)
+    monkeypatch.setattr(HistoryLog, "prune", pruned)
+
+    async def run() -> tuple[int, int]:
+        feed = HistoryFeed(tmp_path, WINDOW_MS, lambda: 10_000)
+        feed.start()
+        try:
+            for i in range(30):
+                feed.sink(_state(1_000 + i, "Stable", i + 1))
+            await asyncio.sleep(0)  # (the turn's end: its lines handed to the fold thread)
+            feed.prune()
+            listed = sum(1 for _ in read_rows(await feed.settled_segments()))
+            for i in range(30, 40):
+                feed.sink(_state(1_000 + i, "Stable", i + 1))
+        finally:
+            await feed.close()
+        return listed, sum(1 for _ in read_rows(HistoryLog(tmp_path / "history", WINDOW_MS).segments()))
+
+    listed, kept = asyncio.run(run())
+    assert listed == 30 and kept == 40
+    assert written_on and threading.get_ident() not in written_on
+    assert pruned_on and threading.get_ident() not in pruned_on

@@ -371,7 +371,7 @@ class Server:
             self._runtime.add_observer(view.observe)
             view.observe(self._runtime.coordinator, Result(), wall_ms())
             if self._history is not None:
-                self._replays = Replays(cfg.data_dir, self._history.segments)
+                self._replays = Replays(cfg.data_dir, self._history.settled_segments)
                 self._replays.open()
             console = Console(
                 view, scrape=self._scrape, events=self._event_hub, auth=auth(self._scram), replays=self._replays

@@ -4,7 +4,9 @@ directory's ``history/``) for ``--history-window``, so the timeline outlives a r
 window are read back and folded before any new row. Rows are encoded as they come (a run of ``group_assignment``
 rows comes with its lines made: ``sink_run``) and appended once per turn of the event loop, however many one call
 produced; a periodic task forgets what left the window, in memory and on disk. A failing disk stops the
-history's writes (logged once), never the server.
+history's writes (logged once), never the server. Once ``start`` ran, the appends and the removal of old files are
+done on the fold thread (below), in order with the folds: a 10,000-member rebalance's lines are megabytes, whose
+write held the loop for 5-14 ms.
 
 Once ``start`` ran, the rows are folded on a thread of their own (``_Folder``), in order: one row can cost the
 fold tens of milliseconds (a 10,000-partition group's rebalance closes 10,000 ownership intervals at once), and
@@ -20,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -43,7 +46,8 @@ DIRECTORY: Final = "history"
 #: rows waiting for the fold thread past which a new one waits until they are folded (memory stays bounded)
 MAX_UNFOLDED: Final = 200_000
 
-#: what the fold thread does next: fold a row, fold a run's piece, or forget what left the window at a time
+#: what the fold thread does next: fold a row, fold a run's piece, forget what left the window at a time, or work
+#: on the history's files (a function called there)
 Fold = tuple[str, Any]
 
 
@@ -101,8 +105,11 @@ class _Folder:
                     return
                 work = self._waiting.popleft()
             try:
-                with self.lock:
-                    _fold(self.timelines, work)
+                if work[0] == "disk":
+                    work[1]()  # (outside the timelines' lock: the readers need not wait for the disk)
+                else:
+                    with self.lock:
+                        _fold(self.timelines, work)
             except Exception:  # (the timelines never raise on a row; anything else must not end the fold)
                 log.exception("rebalance history: a row could not be folded")
             with self._changed:
@@ -142,6 +149,8 @@ class HistoryFeed:
         self._folder: _Folder | None = None
         #: what this turn handed for the fold thread, handed over together at the turn's end
         self._unhanded: list[Fold] = []
+        #: held while the history's files are written, pruned or listed (by the fold thread once it runs)
+        self._files = threading.Lock()
 
     def load(self) -> int:
         """Fold the rows kept on disk within the window (before any new row); how many there were."""
@@ -231,23 +240,53 @@ class HistoryFeed:
 
     def segments(self) -> list[Path]:
         """The history's segment files, oldest first, every row handed so far written to them (empty when the
-        history is not kept on disk); read them with ``storage.history_log.read_rows``."""
+        history is not kept on disk); read them with ``storage.history_log.read_rows``. Waits for the fold thread's
+        appends: ``settled_segments`` waits on a worker thread."""
         self.flush()
-        return [] if self._log is None else self._log.segments()
+        self._hand_over()
+        if self._folder is not None:
+            self._folder.settle()
+        return self._listed()
+
+    async def settled_segments(self) -> list[Path]:
+        """``segments``, the wait for the fold thread's appends on a worker thread (the event loop free meanwhile)."""
+        self.flush()
+        self._hand_over()
+        if self._folder is not None:
+            await asyncio.to_thread(self._folder.settle)
+        return self._listed()
+
+    def _listed(self) -> list[Path]:
+        with self._files:  # (the fold thread may be appending what was handed since)
+            history = self._log
+            return [] if history is None else history.segments()
 
     def flush(self) -> None:
+        """Append the lines kept since the last flush: on the fold thread once it runs, else now."""
         self._flush_scheduled = False
         lines, self._pending = self._pending, []
         newest, self._pending_newest = self._pending_newest, 0
         if not lines or self._log is None:
             return
-        try:
-            self._log.append_lines(lines, max(newest, self._clock()))
-        except OSError as exc:
-            log.warning("rebalance history: cannot write %s, no longer kept on disk: %s", self._log.directory, exc)
-            with contextlib.suppress(OSError):
-                self._log.close()
-            self._log = None
+        newest = max(newest, self._clock())
+        if self._folder is None:
+            self._append(lines, newest)
+        else:
+            self._hand(("disk", functools.partial(self._append, lines, newest)))
+
+    def _append(self, lines: list[bytes], newest: int) -> None:
+        """(the fold thread once it runs) Append ``lines``; a failing disk ends the history's files."""
+        with self._files:
+            history = self._log
+            if history is None:
+                return
+            try:
+                history.append_lines(lines, newest)
+            except OSError as exc:
+                log.warning("rebalance history: cannot write %s, no longer kept on disk: %s", history.directory, exc)
+                with contextlib.suppress(OSError):
+                    history.close()
+                self._log = None
 
     def start(self) -> None:
         """Fold the rows handed from now on on the fold thread, and forget what leaves the window periodically."""
@@ -263,11 +302,21 @@ class HistoryFeed:
     def prune(self) -> None:
         now = self._clock()
         self._hand(("prune", now))
-        if self._log is not None:
+        if self._folder is None:
+            self._prune_files(now)
+        else:
+            self._hand(("disk", functools.partial(self._prune_files, now)))
+
+    def _prune_files(self, now: int) -> None:
+        """(the fold thread once it runs) Delete the files whose rows all left the window."""
+        with self._files:
+            history = self._log
+            if history is None:
+                return
             try:
-                self._log.prune(now)
+                history.prune(now)
             except OSError as exc:
-                log.warning("rebalance history: cannot prune %s: %s", self._log.directory, exc)
+                log.warning("rebalance history: cannot prune %s: %s", history.directory, exc)
 
     async def close(self) -> None:
         if self._pruner is not None:
@@ -275,10 +324,11 @@ class HistoryFeed:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._pruner
             self._pruner = None
+        self.flush()
         self._hand_over()
         folder, self._folder = self._folder, None
         if folder is not None:
-            folder.stop()
+            folder.stop()  # (it appends what was handed before it ends)
         self.flush()
         if self._log is not None:
             self._log.close()

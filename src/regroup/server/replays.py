@@ -28,7 +28,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -55,7 +55,8 @@ TIMEOUT_S: Final = 600.0
 #: how much of a failed child's output is read to find its last line
 _TAIL_BYTES: Final = 4096
 
-Segments = Callable[[], list[Path]]
+#: the history's segment files, once every row handed so far is written to them (``HistoryFeed.settled_segments``)
+Segments = Callable[[], Awaitable[list[Path]]]
 
 
 @dataclass(slots=True)
@@ -116,7 +117,7 @@ class Replays:
         self._replays[replay_id] = replay  # (counted as running from now on)
         try:
             await self._forget_oldest()
-            paths = self._segments()
+            paths = await self._segments()
             rows = await asyncio.to_thread(_write_window, paths, request, replay.directory)
             if rows == 0:
                 raise ReplayRefused(
