@@ -84,6 +84,12 @@ class ShareGroup:
     target_topics: SubscribedTopics | None = field(default=None, compare=False, repr=False)
     #: (state, group epoch, assignment epoch) as last reported in a ``GroupStateChanged`` event
     reported: tuple[ShareGroupState, int, int] | None = field(default=None, compare=False, repr=False)
+    #: partition states deleted so far (each tombstone applied; never taken back): whether a partition that had
+    #: state may have lost it since
+    states_removed: int = field(default=0, compare=False, repr=False)
+    #: member id -> (its assignment, ``states_removed``) when every partition of that assignment was found to have
+    #: state (``membership._uninitialized``)
+    settled: dict[str, tuple[Partitions, int]] = field(default_factory=dict, compare=False, repr=False)
 
     def state(self) -> ShareGroupState:
         return ShareGroupState.STABLE if self.members else ShareGroupState.EMPTY

@@ -121,7 +121,7 @@ def share_group_heartbeat(ctx: Ctx, groups: Groups, req: ShareGroupHeartbeatRequ
         member_epoch=now.member_epoch,
         heartbeat_interval_ms=ctx.share_heartbeat_interval_ms(group.group_id),
         assignment=to_tuple(now.assigned) if changed else None,
-        uninitialized=_uninitialized(group, now.assigned),
+        uninitialized=_uninitialized(ctx, group, req.member_id, now.assigned),
     )
 
 
@@ -171,12 +171,25 @@ def _ensure_target(writes: ShareWrites, group: ShareGroup, topics: SubscribedTop
     writes.target_epoch(group.group_id, group.group_epoch)
 
 
-def _uninitialized(group: ShareGroup, assigned: Partitions) -> TopicPartitions:
+def _uninitialized(ctx: Ctx, group: ShareGroup, member_id: str, assigned: Partitions) -> TopicPartitions:
+    """The member's assigned partitions the group has no state for, every heartbeat (the shell initializes them).
+    Once all have state the answer is remembered for the member's assignment (the same object) until a partition
+    of the group loses its state (``ShareGroup.states_removed``; a state is only ever added otherwise, and what an
+    operation refused added is taken back with the memo it wrote): a heartbeat of a member of 10,000 partitions
+    looked each one up (about 3 ms, ``uuid.UUID`` hashing in Python)."""
+    known = group.settled.get(member_id)
+    if known is not None and known[0] is assigned and known[1] == group.states_removed:
+        return ()
     out = []
     for topic_id in sorted(assigned, key=TOPIC_ORDER):
         missing = tuple(p for p in sorted(assigned[topic_id]) if (topic_id, p) not in group.partitions)
         if missing:
             out.append((topic_id, missing))
+    if not out:
+        if len(group.settled) > 2 * len(group.members):  # (members that left: forgotten)
+            for gone in [m for m in group.settled if m not in group.members]:
+                ctx.journal.remove(group.settled, gone)
+        ctx.journal.put(group.settled, member_id, (assigned, group.states_removed))
     return tuple(out)
 
 

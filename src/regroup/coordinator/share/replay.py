@@ -106,7 +106,8 @@ def replay(groups: Groups, record: Record, journal: Journal = _UNJOURNALED) -> N
     elif isinstance(key, SharePartitionStateKey):
         tp = (key.topic_id, key.partition)
         if value is None:
-            journal.remove(group.partitions, tp)
+            if journal.remove(group.partitions, tp) is not None:
+                group.states_removed += 1  # (not taken back with the rest: it only makes a heartbeat look again)
         else:
             assert isinstance(value, SharePartitionStateValue)
             journal.put(group.partitions, tp, partition_from_record(value))

@@ -16,6 +16,7 @@ from regroup.model.errors import ErrorCode
 from regroup.protocol.classic import JoinGroupRequest
 from regroup.protocol.consumer import ConsumerGroupHeartbeatRequest
 from regroup.protocol.share import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+from regroup.records.model import Record
 from regroup.records.share import (
     ShareGroupCurrentMemberAssignmentKey,
     ShareGroupCurrentMemberAssignmentValue,
@@ -25,6 +26,7 @@ from regroup.records.share import (
     ShareGroupTargetAssignmentMemberKey,
     ShareGroupTargetAssignmentMetadataKey,
     ShareGroupTargetAssignmentMetadataValue,
+    SharePartitionStateKey,
 )
 
 T = uuid.UUID(int=7)
@@ -232,3 +234,27 @@ def test_replaying_the_records_rebuilds_the_groups() -> None:
         live.members,
         live.targets,
     )
+
+
+def test_a_member_is_told_of_its_partitions_without_state_at_every_heartbeat_until_they_have_it() -> None:
+    """A heartbeat names the member's assigned partitions that have no state yet (the shell initializes them),
+    every heartbeat, not only the one that assigned them; none once they all have state; and again any whose
+    state is deleted (its tombstone replayed) while the member keeps it."""
+    c = coordinator()
+    assert beat(c, "m1")[0].uninitialized == ((T, (0, 1, 2)),)
+    assert beat(c, "m1", epoch=1, topics=None)[0].uninitialized == ((T, (0, 1, 2)),)
+    c.initialize_share_partitions("g", {(T, 0): 0, (T, 2): 0}, None, 20)
+    assert beat(c, "m1", epoch=1, topics=None)[0].uninitialized == ((T, (1,)),)
+    c.initialize_share_partitions("g", {(T, 1): 0}, None, 20)
+    assert beat(c, "m1", epoch=1, topics=None)[0].uninitialized == ()
+    assert beat(c, "m1", epoch=1, topics=None)[0].uninitialized == ()
+    c.replay(Record(SharePartitionStateKey(group_id="g", topic_id=T, partition=2), None))
+    assert beat(c, "m1", epoch=1, topics=None)[0].uninitialized == ((T, (2,)),)
+    c.initialize_share_partitions("g", {(T, 2): 0}, None, 20)
+    assert beat(c, "m1", epoch=1, topics=None)[0].uninitialized == ()
+    wider, _ = beat(c, "m1", epoch=1, topics=("orders", "audit"))  # (a new assignment: looked at again)
+    assert (wider.member_epoch, wider.uninitialized) == (2, ((U, (0,)),))
+    c.initialize_share_partitions("g", {(U, 0): 0}, None, 20)
+    assert beat(c, "m1", epoch=2, topics=None)[0].uninitialized == ()
+    c.replay(Record(SharePartitionStateKey(group_id="g", topic_id=T, partition=1), None))
+    assert beat(c, "m1", epoch=2, topics=None)[0].uninitialized == ((T, (1,)),)
