@@ -30,6 +30,7 @@ from typing import Any, Final
 from kio.serial import entity_writer
 
 from regroup.coordinator.result import Completion, Result
+from regroup.server import share_answers
 from regroup.server.api import Broker
 from regroup.server.encoded import PreEncoded, array_header, entity_bytes, response_type, splice
 from regroup.server.entities import build
@@ -103,9 +104,11 @@ async def encode_items(
     fields: Callable[[Any], dict[str, Any]],
     weight: int | Callable[[Any], int] = 1,
 ) -> list[bytes]:
-    """Each of ``items`` as an ``item_class`` entity built from ``fields(item)``, encoded by kio; ``pacer`` counts
-    ``weight`` units an item, or ``weight(item)`` (and asks for the yields)."""
+    """Each of ``items`` as an ``item_class`` entity built from ``fields(item)``: packed by hand when the class is
+    one ``share_answers`` packs, else encoded by kio; ``pacer`` counts ``weight`` units an item, or ``weight(item)``
+    (and asks for the yields)."""
     write = entity_writer(item_class)
+    packed = share_answers.writer_for(item_class)
     plan = flat_plan(item_class)
     buffer = io.BytesIO()
     out: list[bytes] = []
@@ -113,6 +116,9 @@ async def encode_items(
         if pacer.due(weight if isinstance(weight, int) else weight(item)):
             await pause()
         values = fields(item)
+        if packed is not None:
+            out.append(packed(values))
+            continue
         encoded = None if plan is None else _flat(plan, values)
         if encoded is None:
             buffer.seek(0)

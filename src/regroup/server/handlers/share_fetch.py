@@ -70,9 +70,9 @@ PARTITIONS_PER_CALL = 100
 #: a ShareFetch or ShareAcknowledge walks its partitions for this long at most before it gives the event loop a
 #: turn, holding its connection's later requests meanwhile (as a Produce does)
 SHARE_SLICE_S = 0.0025
-#: an answered partition's units of the answer's pacing (``offset_answers.Pacer``): kio writes each, about ten
-#: times a hand-packed row's cost
-ANSWERED_PARTITION_WEIGHT = 10
+#: an answered partition's units of the answer's pacing (``offset_answers.Pacer``): packed by hand
+#: (``server/share_answers.py``), about twice an offset row's cost
+ANSWERED_PARTITION_WEIGHT = 2
 
 TopicPartition = tuple[uuid.UUID, int]
 _LEADER = {"leader_id": NODE_ID, "leader_epoch": 0}
@@ -542,8 +542,8 @@ async def _answer(
     ctx: RequestContext, rows: dict[TopicPartition, dict[str, Any]], lock_ms: int, slices: HeldSlices
 ) -> PreEncoded:
     """The ShareFetch or ShareAcknowledge answer of ``rows`` (each partition's fields), by topic id then
-    partition: each partition written by kio, the loop given a turn between chunks (``ANSWERED_PARTITION_WEIGHT``
-    units a partition), the topics and partitions spliced into the answer."""
+    partition: each partition packed by hand (``server/share_answers.py``), the loop given a turn between chunks
+    (``ANSWERED_PARTITION_WEIGHT`` units a partition), the topics and partitions spliced into the answer."""
     keyed: list[tuple[tuple[int, int], TopicPartition]] = []
     for tp in rows:  # (the sort keys made between slices; sorting them is about a millisecond for 10,000)
         await slices.tick()
