@@ -181,8 +181,10 @@ def _uninitialized(ctx: Ctx, group: ShareGroup, member_id: str, assigned: Partit
     if known is not None and known[0] is assigned and known[1] == group.states_removed:
         return ()
     out = []
+    states = group.partitions
     for topic_id in sorted(assigned, key=TOPIC_ORDER):
-        missing = tuple(p for p in sorted(assigned[topic_id]) if (topic_id, p) not in group.partitions)
+        partitions = sorted(assigned[topic_id])
+        missing = tuple(partitions) if not states else tuple(p for p in partitions if (topic_id, p) not in states)
         if missing:
             out.append((topic_id, missing))
     if not out:
