@@ -157,15 +157,6 @@ async def _make_files_aside(
         slices.restart()
 
 
-async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    """WRITE on the TransactionalId of transactional batches, WRITE on each Topic."""
-    slices = HeldSlices(PRODUCE_SLICE_S, ctx)
-    try:
-        return await _produce(broker, ctx, request, slices)
-    finally:
-        slices.release()
-
-
 async def _producers_by_partition(request: Any, slices: HeldSlices) -> list[set[tuple[int, int]]]:
     """(producer id, epoch) of each partition's transactional batches, in request order: read between slices
     when the request names ``SCAN_SLICED_FROM`` partitions or more (a batch header each, about a microsecond a
@@ -180,12 +171,25 @@ async def _producers_by_partition(request: Any, slices: HeldSlices) -> list[set[
     return found
 
 
+async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """WRITE on the TransactionalId of transactional batches, WRITE on each Topic."""
+    slices = HeldSlices(PRODUCE_SLICE_S, ctx)
+    try:
+        return await _produce(broker, ctx, request, slices)
+    finally:
+        slices.release()
+
+
 async def _produce(broker: Broker, ctx: RequestContext, request: Any, slices: HeldSlices) -> Any:
     mod = response_module(request)
     store = store_of(broker)
     version = ctx.api_version
     refuse: tuple[ErrorCode, str] | None = None
-    per_partition = await _producers_by_partition(request, slices)
+    topic_data = request.topic_data
+    if len(topic_data) == 1 and len(topic_data[0].partition_data) < SCAN_SLICED_FROM:  # (the usual Produce)
+        per_partition = [transactional_producers(part.records) for part in topic_data[0].partition_data]
+    else:
+        per_partition = await _producers_by_partition(request, slices)
     producers = set().union(*per_partition)
     if producers and request.transactional_id is None:
         refuse = ErrorCode.transactional_id_authorization_failed, "transactional records need a transactional id"
