@@ -111,7 +111,7 @@ class _Folder:
                     with self.lock:
                         _fold(self.timelines, work)
             except Exception:  # (the timelines never raise on a row; anything else must not end the fold)
-                log.exception("rebalance history: a row could not be folded")
+                log.exception("rebalance history: a row could not be folded, or its lines written")
             with self._changed:
                 self._folded += 1
                 if self._settling or self._folded == self._handed:  # (a reader settling may go on)

@@ -207,8 +207,8 @@ async def topics_answer(
     empty: Any, topics: Sequence[dict[str, Any]], weight: int = 1, pacer: Pacer | None = None
 ) -> PreEncoded:
     """The answer ``empty`` (its ``responses`` array empty) with ``topics``: each a dict of a topic's fields whose
-    ``partitions`` are dicts of each partition's, written by kio ``weight`` units a partition between yields (a
-    share group's answers of thousands of partitions); the partitions' non-zero error codes counted."""
+    ``partitions`` are dicts of each partition's, written ``weight`` units a partition between yields (a share
+    group's answers of thousands of partitions; ``encode_items``); the partitions' non-zero error codes counted."""
     pacer = pacer or Pacer()
     topic_class = element_class(type(empty), "responses")
     partition_class = element_class(topic_class, "partitions")

@@ -27,9 +27,7 @@ class TimeSlices:
         """Give the loop a turn if this slice is over; whether it was."""
         if time.perf_counter() - self._began < self.slice_s:
             return False
-        self.before_turn()
-        await asyncio.sleep(0)
-        self.restart()
+        await self.turn()
         return True
 
     async def turn(self) -> None:
@@ -51,7 +49,8 @@ class HeldSlices(TimeSlices):
     """A request's work cut into slices (a Produce's appends, a ListOffsets' reads, a ShareFetch's partitions);
     from the first turn given to the loop until ``release`` the connection's later requests are held
     (``Session.hold``), so that they see all of its work, as in Kafka, which handles a connection's requests one
-    at a time. ``ctx``: the request's context (its ``session``, None outside a connection)."""
+    at a time. ``ctx``: the request's context (its ``session``, None outside a connection). Used as a context
+    manager, it releases them at the end of the block, however it ends."""
 
     __slots__ = ("_ctx", "_release")
 
@@ -59,6 +58,12 @@ class HeldSlices(TimeSlices):
         super().__init__(slice_s)
         self._ctx = ctx
         self._release: Callable[[], None] | None = None
+
+    def __enter__(self) -> HeldSlices:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
 
     def before_turn(self) -> None:
         self.hold()

@@ -173,11 +173,8 @@ async def _producers_by_partition(request: Any, slices: HeldSlices) -> list[set[
 
 async def handle_produce(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """WRITE on the TransactionalId of transactional batches, WRITE on each Topic."""
-    slices = HeldSlices(PRODUCE_SLICE_S, ctx)
-    try:
+    with HeldSlices(PRODUCE_SLICE_S, ctx) as slices:
         return await _produce(broker, ctx, request, slices)
-    finally:
-        slices.release()
 
 
 async def _produce(broker: Broker, ctx: RequestContext, request: Any, slices: HeldSlices) -> Any:
@@ -465,8 +462,7 @@ async def handle_list_offsets(broker: Broker, ctx: RequestContext, request: Any)
     # so a Produce behind this request does not show in its answer, as it cannot in Kafka's, where a
     # connection's requests are handled one at a time
     answers: list[tuple[str, list[tuple[int, int, int, int]]]] = []
-    slices = HeldSlices(PRODUCE_SLICE_S, ctx)
-    try:
+    with HeldSlices(PRODUCE_SLICE_S, ctx) as slices:
         for topic in request.topics:
             name = topic.name
             missing = UNKNOWN_TOPIC if may(broker, ctx, AclOperation.DESCRIBE, name) else UNAUTHORIZED
@@ -481,8 +477,6 @@ async def handle_list_offsets(broker: Broker, ctx: RequestContext, request: Any)
                 found = _offset_for(_EMPTY_LOG if isinstance(plog, bool) else plog, p.timestamp, committed_only)
                 rows.append((index, 0, found[0], found[1]))
             answers.append((name, rows))
-    finally:
-        slices.release()
     for name, rows in answers:
         head, tail = list_offsets_topic(name, len(rows), version)
         parts.append(head)

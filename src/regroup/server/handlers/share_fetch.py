@@ -348,13 +348,10 @@ def _fetch_error(ctx: RequestContext, request: Any, code: ErrorCode, message: st
 
 async def share_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """READ on the Group; READ on each Topic."""
-    slices = HeldSlices(SHARE_SLICE_S, ctx)
-    try:
+    with HeldSlices(SHARE_SLICE_S, ctx) as slices:
         if sum(len(t.partitions) for t in request.topics) > PARTITIONS_PER_CALL:
             await slices.turn()  # (its decoding took a few milliseconds of this step already)
         return await _share_fetch(broker, ctx, request, slices)
-    finally:
-        slices.release()
 
 
 async def _share_fetch(broker: Broker, ctx: RequestContext, request: Any, slices: HeldSlices) -> Any:
@@ -488,11 +485,8 @@ def _ack_error(ctx: RequestContext, request: Any, code: ErrorCode, message: str 
 
 async def share_acknowledge(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """READ on the Group; READ on each Topic."""
-    slices = HeldSlices(SHARE_SLICE_S, ctx)
-    try:
+    with HeldSlices(SHARE_SLICE_S, ctx) as slices:
         return await _share_acknowledge(broker, ctx, request, slices)
-    finally:
-        slices.release()
 
 
 async def _share_acknowledge(broker: Broker, ctx: RequestContext, request: Any, slices: HeldSlices) -> Any:
