@@ -15,6 +15,7 @@ import pytest
 
 from regroup.server import group_sync, txn_markers
 from regroup.server import topics as topics_module
+from regroup.server.time_slices import TimeSlices
 from regroup.server.topics import FILES_ASIDE_MIN, TopicStore
 from regroup.server.txn_markers import MarkerWriter
 from regroup.storage import partition_log
@@ -293,3 +294,80 @@ def test_a_wait_on_many_logs_is_released_between_turns_and_a_late_waiter_is_kept
         store.close()
     # the first round's check of the 40 logs (the calls after the wait's own 40) spread over several turns
     assert len(set(seen[40:80])) >= 3
+
+
+def test_the_check_of_the_markers_logs_goes_on_in_the_slices_of_their_appends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first check of the logs a transaction's markers wait on runs in the marker writer's own slices (the
+    appends' last slice and the check's first are one slice, not two back to back), and every partition still
+    gets its marker, fsynced."""
+    monkeypatch.setattr(group_sync, "RELEASE_CHUNK", 10)
+    store = _store(tmp_path / "store", FsyncPolicy.NEVER, 40)
+    made: list[TimeSlices] = []
+    checked_in: list[TimeSlices | None] = []
+
+    class Recorded(TimeSlices):
+        def __init__(self, slice_s: float) -> None:
+            super().__init__(slice_s)
+            made.append(self)
+
+    real_unreached = group_sync._unreached
+
+    async def unreached(
+        targets: dict[partition_log.PartitionLog, int], fsynced: bool, slices: TimeSlices | None
+    ) -> dict[partition_log.PartitionLog, int]:
+        checked_in.append(slices)
+        return await real_unreached(targets, fsynced, slices)
+
+    monkeypatch.setattr(txn_markers, "TimeSlices", Recorded)
+    monkeypatch.setattr(group_sync, "_unreached", unreached)
+    completed: list[MarkerJob] = []
+
+    async def complete(job: MarkerJob) -> None:
+        completed.append(job)
+
+    async def main() -> None:
+        writer = MarkerWriter(store, complete, lambda: 1_000)
+        try:
+            await writer.submit(_job(40))
+        finally:
+            await writer.close()
+
+    try:
+        asyncio.run(main())
+        assert len(completed) == 1
+        for p in range(40):
+            plog = store.partition("t", p)
+            assert plog is not None and plog.fsynced(plog.log_end_offset) and plog.log_end_offset == 2
+    finally:
+        store.close()
+    assert len(made) == 1 and checked_in[0] is made[0]
+
+
+def test_a_wait_whose_logs_are_all_durable_checks_each_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wait on logs already fsynced up to their offsets returns no failure after one look at each (no round, no
+    second pass over them), in slices or not."""
+    counted = 0
+    real = group_sync._reached
+
+    def reached(plog: partition_log.PartitionLog, end: int, fsynced: bool) -> bool:
+        nonlocal counted
+        counted += 1
+        return real(plog, end, fsynced)
+
+    monkeypatch.setattr(group_sync, "_reached", reached)
+    monkeypatch.setattr(group_sync, "RELEASE_CHUNK", 10)
+    for partitions in (5, 40):
+        counted = 0
+        store = _store(tmp_path / f"store-{partitions}", FsyncPolicy.ALWAYS, partitions)
+        try:
+            targets = {}
+            for p in range(partitions):
+                plog = store.partition("t", p)
+                assert plog is not None
+                targets[plog] = plog.log_end_offset
+            failed = asyncio.run(store.group_sync.wait(targets, fsynced=True))
+        finally:
+            store.close()
+        assert failed == set() and counted == partitions

@@ -81,22 +81,25 @@ class GroupSync:
         self._dirty.add(plog)
         self._start()
 
-    async def wait(self, targets: dict[PartitionLog, int], *, fsynced: bool = False) -> set[PartitionLog]:
+    async def wait(
+        self, targets: dict[PartitionLog, int], *, fsynced: bool = False, slices: TimeSlices | None = None
+    ) -> set[PartitionLog]:
         """Wait until every log is durable up to its offset (``fsynced``: fsynced, under ``INTERVAL`` too); the
-        logs that failed (or closed) first. More than ``RELEASE_CHUNK`` logs are checked in slices."""
-        many = len(targets) > RELEASE_CHUNK
-        pending = await _unreached(targets, fsynced, TimeSlices(SLICE_S)) if many else _unreached_now(targets, fsynced)
-        if pending:
-            self._dirty.update(pending)
-            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._waiting.append((pending, fsynced, future))
-            if self.gather.arrive() and self._gathered is not None and not self._gathered.done():
-                self._gathered.set_result(None)
-            self._start()
-            await future  # (a cancelled produce cancels its own future only: the round goes on for the others)
-        return set(
-            await _unreached(targets, fsynced, TimeSlices(SLICE_S)) if many else _unreached_now(targets, fsynced)
-        )
+        logs that failed (or closed) first. More than ``RELEASE_CHUNK`` logs are checked in slices: the first time
+        in the caller's ``slices`` when given (the caller's work and this check share its current slice; a slice of
+        their own began a new one after the caller's full slice: 10,000 markers' appends, then the check of their
+        10,000 logs, held the loop for about 10 ms together)."""
+        pending = await _unreached(targets, fsynced, slices)
+        if not pending:
+            return set()  # (every log reached its offset: durable, whatever happens to its log later)
+        self._dirty.update(pending)
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append((pending, fsynced, future))
+        if self.gather.arrive() and self._gathered is not None and not self._gathered.done():
+            self._gathered.set_result(None)
+        self._start()
+        await future  # (a cancelled produce cancels its own future only: the round goes on for the others)
+        return set(await _unreached(pending, fsynced, None))
 
     def _start(self) -> None:
         if self._runner is None or self._runner.done():
@@ -167,8 +170,7 @@ class GroupSync:
         still = []
         answered = 0
         for pending, fsynced, future in waiting:
-            many = len(pending) > RELEASE_CHUNK
-            behind = await _unreached(pending, fsynced, slices) if many else _unreached_now(pending, fsynced)
+            behind = await _unreached(pending, fsynced, slices)
             if all(plog.failed or plog.closed for plog in behind):
                 if not future.done():
                     future.set_result(None)
@@ -249,9 +251,15 @@ def _unreached_now(targets: dict[PartitionLog, int], fsynced: bool) -> dict[Part
     return {plog: end for plog, end in targets.items() if not _reached(plog, end, fsynced)}
 
 
-async def _unreached(targets: dict[PartitionLog, int], fsynced: bool, slices: TimeSlices) -> dict[PartitionLog, int]:
-    """``_unreached_now``, ``RELEASE_CHUNK`` targets between two looks at the ``slices``' clock (a transaction's
-    markers wait on 10,000 logs)."""
+async def _unreached(
+    targets: dict[PartitionLog, int], fsynced: bool, slices: TimeSlices | None
+) -> dict[PartitionLog, int]:
+    """``_unreached_now``; for more than ``RELEASE_CHUNK`` targets, that many between two looks at the ``slices``'
+    clock (a slice of its own when None; a transaction's markers wait on 10,000 logs)."""
+    if len(targets) <= RELEASE_CHUNK:
+        return _unreached_now(targets, fsynced)
+    if slices is None:
+        slices = TimeSlices(SLICE_S)
     out: dict[PartitionLog, int] = {}
     items = list(targets.items())
     for start in range(0, len(items), RELEASE_CHUNK):
