@@ -142,6 +142,41 @@ def test_a_young_generation_grown_while_frozen_objects_died_is_frozen_by_its_siz
     assert all(not _in_a_generation(node) for node in new[:10])
 
 
+def test_a_young_collection_of_a_generation_grown_past_the_limit_freezes_it_first(collector: YoungCollector) -> None:
+    """A young collection that begins (the collector's own trigger, between two ``measure``) with the young
+    generation grown past ``young_limit`` freezes it first and walks none of it; one within the limit still
+    collects, and frees a cycle that died young."""
+    seen: list[int] = []
+
+    def at_start(phase: str, info: dict[str, object]) -> None:
+        if phase == "start" and info["generation"] == 0:
+            seen.append(len(gc.get_objects(0)))
+
+    gc.callbacks.append(at_start)  # (after the collector's own: it sees what the collection will walk)
+    try:
+        gc.collect(0)
+        small = Node()
+        small.other = small  # a cycle, unreachable once the name is gone
+        dead = weakref.ref(small)
+        del small
+        gc.collect(0)
+        assert dead() is None and collector.sized_freezes == 0
+        old = [Node() for _ in range(collector.young_limit + 5_000)]
+        gc.collect(0)  # (frozen)
+        grown: list[Node] = []
+        for _ in range(collector.young_limit + 2_000):  # each in place of a frozen one: the net count stays low
+            grown.append(Node())
+            old.pop()
+        assert len(gc.get_objects(0)) > collector.young_limit
+        seen.clear()
+        gc.collect(0)
+        assert collector.sized_freezes == 1
+        assert seen and seen[0] < collector.young_limit // 10  # (the callback's own list, at most)
+        assert all(not _in_a_generation(node) for node in grown[:10])
+    finally:
+        gc.callbacks.remove(at_start)
+
+
 def test_the_metrics_name_the_frozen_objects_and_the_reclamations(collector: YoungCollector) -> None:
     collector.reclaim()
     text = exposition(collector.families())
