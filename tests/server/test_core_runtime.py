@@ -427,3 +427,114 @@ def test_every_record_is_written_once_in_order_and_done_in_order(steps: list[tup
     assert done == list(range(len(steps)))
     ends = [sum(count for count, _, _ in steps[: i + 1]) for i in range(len(steps))]
     assert all(seen >= end for seen, end in zip(written_when_done, ends, strict=True))
+
+
+# ------------------------------------------------------------------ written beside the thread's append (scope)
+
+
+def test_a_batch_of_another_scope_passes_the_thread_s_append_and_the_rest_wait() -> None:
+    """While the thread appends a batch ``write_now`` declined (a large record of group G), a batch of another
+    scope queued behind it is written on the loop and done first; a batch of G, one behind a declined batch of
+    its own scope, one of unknown scope and any batch after that one, and a batch without records, all wait
+    for the thread, and are done in their order."""
+
+    async def scenario() -> None:
+        fake = NowLog(declines=lambda records: any("big" in r for r in records))
+        fake.gate = threading.Event()
+        w = now_writer(fake)
+        done: list[str] = []
+
+        def submit(records: list[str], name: str, scope: set[str] | None) -> None:
+            w.submit(records, lambda e: done.append(name), None if scope is None else frozenset(scope))
+
+        submit(["g-big"], "g-big", {"G"})
+        await asyncio.sleep(0.02)  # on the thread, held by the gate
+        submit(["h1"], "h1", {"H"})
+        submit(["g2"], "g2", {"G"})
+        submit(["k-big"], "k-big", {"K"})
+        submit(["k2"], "k2", {"K"})
+        submit(["h2"], "h2", {"H"})
+        submit([], "empty", None)
+        submit(["x"], "x", None)
+        submit(["m"], "m", {"M"})
+        await asyncio.sleep(0.02)
+        assert done == ["h1", "h2"] and fake.now_batches == [["h1"], ["h2"]]
+        fake.gate.set()
+        await asyncio.wait_for(w.wait_idle(), 2)
+        assert done == ["h1", "h2", "g-big", "g2", "k-big", "k2", "empty", "x", "m"]
+        assert fake.order == ["h1", "h2", "g-big", "g2", "k-big", "k2", "x", "m"]
+        await w.close()
+
+    asyncio.run(scenario())
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 3),  # records
+            st.sampled_from(["A", "B", "C", None]),  # scope
+            st.booleans(),  # declined by write_now
+            st.booleans(),  # a turn passes after it
+            st.booleans(),  # the thread's gate opens after it
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+@settings(max_examples=80, deadline=None)
+def test_batches_passing_the_thread_keep_the_order_of_their_scope(
+    steps: list[tuple[int, str | None, bool, bool, bool]],
+) -> None:
+    """Over any mix of scopes, declines, turns and thread appends: every record is written once; the records of
+    a scope are written in submission order, and so is a record of unknown scope after every record submitted
+    before it; every batch is done after its records are written, the batches of a scope in submission order,
+    and a batch without records (or of unknown scope) after every batch submitted before it."""
+    declined = {f"r{i}-0" for i, (count, _, no, _, _) in enumerate(steps) if no and count}
+
+    async def scenario() -> tuple[list[str], list[int], dict[int, int]]:
+        fake = NowLog(declines=lambda records: any(r in declined for r in records))
+        fake.gate = threading.Event()
+        w = now_writer(fake)
+        done: list[int] = []
+        written_when_done: dict[int, int] = {}
+
+        def callback(i: int) -> Callable[[BaseException | None], None]:
+            def call(error: BaseException | None) -> None:
+                assert error is None
+                done.append(i)
+                written_when_done[i] = len(fake.order)
+
+            return call
+
+        for i, (count, scope, _, turn, opens) in enumerate(steps):
+            w.submit([f"r{i}-{k}" for k in range(count)], callback(i), None if scope is None else frozenset(scope))
+            if turn:
+                await asyncio.sleep(0)
+            if opens:
+                gate = fake.gate
+                fake.gate = threading.Event()
+                gate.set()
+                await asyncio.sleep(0.005)
+        fake.gate.set()
+        fake.gate = None
+        await asyncio.wait_for(w.wait_idle(), 5)
+        await w.close()
+        return fake.order, done, written_when_done
+
+    order, done, written_when_done = asyncio.run(scenario())
+    records = {i: [f"r{i}-{k}" for k in range(count)] for i, (count, _, _, _, _) in enumerate(steps)}
+    assert sorted(order) == sorted(r for rs in records.values() for r in rs) and len(set(order)) == len(order)
+    at = {r: n for n, r in enumerate(order)}
+    for scope in ("A", "B", "C"):
+        mine = [r for i, (_, s, _, _, _) in enumerate(steps) if s == scope for r in records[i]]
+        assert [r for r in order if r in set(mine)] == mine
+        mine_done = [i for i in done if steps[i][1] == scope]
+        assert mine_done == sorted(mine_done)
+    for i, (_, scope, _, _, _) in enumerate(steps):
+        if scope is None:
+            for r in records[i]:
+                assert all(at[earlier] < at[r] for j in range(i) for earlier in records[j])
+        if scope is None or not records[i]:
+            assert all(done.index(j) < done.index(i) for j in range(i))
+        assert all(at[r] < written_when_done[i] for r in records[i])
+    assert sorted(done) == list(range(len(steps)))

@@ -8,7 +8,8 @@ durable before anybody is told about them.
   callback (the runtime's ``advance``) just after the deadline passes.
 * ``GroupCommitWriter``: a queue of record batches, made durable in submission order, many per disk call,
   and each batch's completion callback called in submission order once its records (and every earlier
-  batch's) are durable. A batch without records still waits for the batches queued before it. Two shapes:
+  batch's) are durable, except for a batch of another scope written beside a long append (below). A batch
+  without records still waits for the batches queued before it. Two shapes:
 
   - *pipelined* (given ``flush``, under ``--fsync always``): everything queued so far becomes one job on a
     pool of ``PIPELINE_DEPTH`` worker threads: write it (``append``: serialise + ``write(2)``, no fsync), then
@@ -31,7 +32,13 @@ durable before anybody is told about them.
     they are done in that same turn; what it declines goes to the thread as before. The hand-over to the
     thread and back cost more than writing a few small records (the thread waits for the interpreter's lock
     the loop holds, then the loop for the thread's wake-up): OffsetCommit under ``--fsync never`` from ten
-    connections, about 9,600 a second through the thread, 13,700 written on the loop.
+    connections, about 9,600 a second through the thread, 13,700 written on the loop. A batch may name its
+    *scope* (the runtime's group ids): while the thread appends, the queued batches whose scope meets neither
+    the thread's batches nor a batch queued before them that stays are offered to ``write_now`` at the end of the
+    turn (``_offer_beside``; the log writes them between the thread's encoding and its write, never inside
+    it), and those it writes are done before the batches they passed: another group's records, which replay the
+    same in either order, need not wait while a 10,000-member group's record is encoded (healthy commits' p99
+    beside classic-joins-10k: 79-83 ms in two of three rounds before, 12-21 ms after).
 
   When the queue drains (nothing queued, nothing being written) the snapshot hook runs on the loop (the core's
   state is then exactly the log's): it takes the state when a snapshot is due and returns a ``SnapshotJob``.
@@ -62,7 +69,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -186,6 +193,8 @@ connections instead of 1,124 (docs/benchmarks.md)."""
 class _Batch(Generic[R]):
     records: list[R]
     done: Done | None
+    #: what the records concern (the runtime's group ids), or None: unknown (it neither passes nor is passed)
+    scope: frozenset[Hashable] | None = None
 
 
 @dataclass(slots=True)
@@ -273,6 +282,7 @@ class GroupCommitWriter(Generic[R]):
             raise ValueError("a pipelined writer writes on its threads only")
         self._write_now = write_now
         self._turn_write = False  # (whole, with write_now) the end of this turn's write is scheduled
+        self._beside_turn = False  # (whole, with write_now) the end of this turn's offer beside the thread is due
         self._declined = False  # (whole, with write_now) it declined the batches queued: the thread takes them
         self._append = append
         self._flush = flush
@@ -367,12 +377,15 @@ class GroupCommitWriter(Generic[R]):
         return self._failure
 
     # ------------------------------------------------------------------------------------------ submit
-    def submit(self, records: Iterable[R], done: Done | None = None) -> None:
+    def submit(self, records: Iterable[R], done: Done | None = None, scope: frozenset[Hashable] | None = None) -> None:
         """Queue ``records`` (possibly none); ``done`` is called once they and every earlier batch are
-        durable, or with the error that stopped the writer first."""
+        durable, or with the error that stopped the writer first. ``scope``: what the records concern (the
+        runtime's group ids); in the whole shape with ``write_now``, a batch whose scope meets none of the batches
+        before it that are still unwritten may be written before them (``_offer_beside``), and then ``done`` is
+        called before theirs. None: it is written in its turn."""
         if self._failure is not None or self._closed:
             raise RuntimeError(f"the {self._what} writer is not running")
-        self._queue.append(_Batch(list(records), done))
+        self._queue.append(_Batch(list(records), done, scope))
         self._idle.clear()
         if self._flush is None:
             self._next()
@@ -388,6 +401,9 @@ class GroupCommitWriter(Generic[R]):
         while the thread is free is handed to it at once, with no turn of the loop in between."""
         if not self._started or self._failure is not None or self._closed:
             return
+        if self._busy and self._writing and self._queue and self._write_now is not None and not self._beside_turn:
+            self._beside_turn = True
+            asyncio.get_running_loop().call_soon(self._offer_beside)
         try:
             while not self._busy:
                 if self._snapshot_ready is not None:  # (batches submitted meanwhile are written after it)
@@ -425,6 +441,45 @@ class GroupCommitWriter(Generic[R]):
             self._next()
             return
         self._busy_step(self._write_queued)
+
+    def _offer_beside(self) -> None:
+        """(whole, on the loop, at the end of the turn in which batches were queued while the thread appends) Offer
+        ``write_now`` the queued batches with records whose scope meets neither the batches the thread
+        is appending nor any queued before them that stays (nor follows one of unknown scope with records; one
+        without records and scope passes nothing and blocks nothing: it waits for all before it), one batch at a time
+        in their order: a healthy group's commits need not wait for another group's large record to be encoded (a
+        10,000-member group's record: tens of milliseconds on the thread beside a busy loop). Those written are
+        done now, before the batches they passed; one declined stays, and so do the later ones of its scope."""
+        self._beside_turn = False
+        if not self._busy or not self._writing or self._failure is not None or self._closed:
+            return
+        write_now = self._write_now
+        assert write_now is not None
+        blocked: set[Hashable] = set()
+        for batch in self._writing:
+            if batch.scope is not None:
+                blocked |= batch.scope
+            elif batch.records:
+                return
+        passing: list[_Batch[R]] = []
+        try:
+            for batch in self._queue:
+                if batch.scope is None:
+                    if batch.records:
+                        break
+                    continue  # (it waits for the batches before it; those after it need not wait for it)
+                if batch.records and batch.scope.isdisjoint(blocked) and write_now(batch.records):
+                    passing.append(batch)
+                else:
+                    blocked |= batch.scope
+            if not passing:
+                return
+            passed = {id(batch) for batch in passing}
+            self._queue = [batch for batch in self._queue if id(batch) not in passed]
+            self._completing.extend(passing)
+            self._complete()
+        except Exception as exc:
+            self._fail(exc)
 
     def _write_queued(self) -> None:
         """(whole, on the loop) What ``_write_turn`` offers: every batch queued, done now if ``write_now`` wrote

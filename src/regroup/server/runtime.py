@@ -378,7 +378,7 @@ class CoordinatorRuntime:
         unwritten = self._unwritten
         for group_id in groups:
             unwritten[group_id] = unwritten.get(group_id, 0) + 1
-        self._writer.submit(result.records, partial(self._written, groups, completions, dropped))
+        self._writer.submit(result.records, partial(self._written, groups, completions, dropped), frozenset(groups))
 
     def _written(
         self, groups: set[str], completions: list[Completion], dropped: list[RequestKey], error: BaseException | None

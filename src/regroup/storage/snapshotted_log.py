@@ -8,6 +8,7 @@ the transaction coordinator's each say how their records are encoded and how the
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Generic, Protocol, Self, TypeVar
@@ -41,6 +42,9 @@ class SnapshottedLog(Generic[R]):
         self._since_snapshot = 0
         #: records encoded before they are written (``encode_ahead``), taken by ``append`` and ``write``
         self.ahead: EncodedAhead[R] = EncodedAhead(self.encode)
+        #: held while a batch is framed and written (not while it is encoded): ``write_now`` on the owner's loop
+        #: may write a small batch while the writer's thread encodes a large one, never in the middle of its write
+        self._writing = threading.Lock()
 
     @classmethod
     def open(
@@ -63,26 +67,36 @@ class SnapshottedLog(Generic[R]):
         """Append (and, with the default policy, fsync) a batch; returns the last offset, or None if empty."""
         if not records:
             return None
-        self._since_snapshot += len(records)
-        return self.log.append(self.ahead.payloads(records))
+        payloads = self.ahead.payloads(records)
+        with self._writing:
+            self._since_snapshot += len(records)
+            return self.log.append(payloads)
 
     def write(self, records: Sequence[R]) -> int | None:
         """Write a batch without its fsync (``RecordLog.write``): durable once a :meth:`sync` started after
         this returned has returned. Returns the last offset, or None if empty."""
         if not records:
             return None
-        self._since_snapshot += len(records)
-        return self.log.write(self.ahead.payloads(records))
+        payloads = self.ahead.payloads(records)
+        with self._writing:
+            self._since_snapshot += len(records)
+            return self.log.write(payloads)
 
     def write_now(self, records: Sequence[R]) -> bool:
         """:meth:`write` unless the batch would start a new segment (``RecordLog.write_unless_full``: no fsync and
-        no file made in the call): whether it was written (an empty batch: nothing to write)."""
+        no file made in the call), or another thread is writing a batch this moment (it never waits for one):
+        whether it was written (an empty batch: nothing to write)."""
         if not records:
             return True
-        if self.log.write_unless_full(self.ahead.payloads(records)) is None:
+        if not self._writing.acquire(blocking=False):
             return False
-        self._since_snapshot += len(records)
-        return True
+        try:
+            if self.log.write_unless_full(self.ahead.payloads(records)) is None:
+                return False
+            self._since_snapshot += len(records)
+            return True
+        finally:
+            self._writing.release()
 
     def sync(self, through: int | None = None) -> None:
         """fsync every batch written so far (``RecordLog.sync``; ``through``: unless an fsync covers that offset
@@ -126,7 +140,11 @@ class SnapshottedLog(Generic[R]):
         return SnapshotJob(self, offset, build)
 
     def _write_snapshot(self, offset: int, records: Iterable[R]) -> None:
-        self.log.snapshot(offset, SNAPSHOT_SEPARATOR.join(self.encode(r) for r in records))
+        self._store_snapshot(offset, SNAPSHOT_SEPARATOR.join(self.encode(r) for r in records))
+
+    def _store_snapshot(self, offset: int, state: bytes) -> None:
+        with self._writing:
+            self.log.snapshot(offset, state)
 
     def snapshot(self, records: Iterable[R]) -> None:
         self._write_snapshot(self.log.next_offset - 1, records)
@@ -154,7 +172,7 @@ class SnapshotJob(Generic[R]):
         return SNAPSHOT_SEPARATOR.join(encode(r) for r in self._build())
 
     def write(self, state: bytes) -> None:
-        self._log.log.snapshot(self.offset, state)
+        self._log._store_snapshot(self.offset, state)
 
     def __call__(self) -> None:
         self.write(self.encode())

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import random
+import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from regroup.coordinator.config import CoordinatorConfig
 from regroup.coordinator.coordinator import GroupCoordinator
@@ -11,6 +15,7 @@ from regroup.coordinator.result import Result
 from regroup.protocol.classic import JoinGroupRequest, LeaveGroupRequest, LeavingMember, SyncGroupRequest
 from regroup.protocol.offsets import OffsetCommitRequest, PartitionCommit
 from regroup.storage.coordinator_log import CoordinatorLog
+from regroup.storage.encoded_ahead import EncodedAhead
 from regroup.storage.record_log import FsyncPolicy, RecordLog
 from tests.group_views import classic_groups
 
@@ -153,4 +158,57 @@ def test_write_now_counts_only_what_it_wrote_and_declines_a_new_segment(tmp_path
     records.log.close()
     reopened = CoordinatorLog.open(tmp_path / "log", fsync=FsyncPolicy.NEVER)
     assert [r.key for r in reopened.records()] == [r.key for r in [*commits[:2], *commits]]
+    reopened.close()
+
+
+def test_write_now_never_waits_for_a_batch_another_thread_is_writing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While another thread's ``append`` is in its write, ``write_now`` declines at once (nothing written); while
+    that thread only encodes its batch, and once the write is done, ``write_now`` writes. The log holds every
+    batch whole, in the order their writes took place."""
+    driver = Driver(CoordinatorLog.open(tmp_path / "src", fsync=FsyncPolicy.NEVER), GroupCoordinator(CONFIG))
+    commits = driver.c.offset_commit(
+        OffsetCommitRequest(group_id="g", topics=(("t", tuple(PartitionCommit(p, 10 + p) for p in range(6))),)),
+        1,
+        0,
+    ).records
+    log = CoordinatorLog.open(tmp_path / "log", fsync=FsyncPolicy.NEVER)
+    encoding, writing, go_on = threading.Event(), threading.Event(), threading.Event()
+    real_encode, real_append = log.encode, log.log.append
+
+    def slow_encode(record: Any) -> bytes:
+        if record is commits[0]:
+            encoding.set()
+            assert go_on.wait(5)
+        return real_encode(record)
+
+    def slow_append(payloads: Any) -> int:
+        writing.set()
+        assert go_on.wait(5)
+        return real_append(payloads)
+
+    monkeypatch.setattr(log, "encode", slow_encode)
+    log.ahead = EncodedAhead(slow_encode)
+    appender = threading.Thread(target=log.append, args=(commits[:2],))
+    appender.start()
+    assert encoding.wait(5)
+    assert log.write_now(commits[2:3]) and log.log.next_offset == 1  # (written while the other encodes)
+    monkeypatch.setattr(log.log, "append", slow_append)
+    go_on.set()
+    appender.join(5)
+    go_on.clear()
+    writing = threading.Event()
+    second = threading.Thread(target=log.append, args=(commits[3:5],))
+    second.start()
+    assert writing.wait(5)
+    assert not log.write_now(commits[5:]) and log.log.next_offset == 3  # (declined: the other is writing)
+    go_on.set()
+    second.join(5)
+    assert log.write_now(commits[5:]) and log.log.next_offset == 6
+    log.close()
+    driver.log.close()
+    reopened = CoordinatorLog.open(tmp_path / "log", fsync=FsyncPolicy.NEVER)
+    written = [commits[2], commits[0], commits[1], commits[3], commits[4], commits[5]]
+    assert [r.key for r in reopened.records()] == [r.key for r in written]
     reopened.close()
