@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import sys
+import threading
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 
 from regroup.server.app import Server, ServerConfig
 from regroup.server.metrics import exposition
-from regroup.server.young_gc import NEVER, YoungCollector, freeze_young
+from regroup.server.young_gc import NEVER, YoungCollector, freeze_young, young_count
 from regroup.storage.record_log import FsyncPolicy
 
 
@@ -175,6 +176,33 @@ def test_a_young_collection_of_a_generation_grown_past_the_limit_freezes_it_firs
         assert all(not _in_a_generation(node) for node in grown[:10])
     finally:
         gc.callbacks.remove(at_start)
+
+
+def test_counting_the_young_generation_never_breaks_a_tuple_another_thread_builds() -> None:
+    """Another thread building tuples from iterators (``tuple(genexpr)``: resized in place, which needs it
+    referenced once) while this one counts the young generation over and over, with thread switches as often as
+    the interpreter allows: no build fails (a count that held the objects across a switch broke thousands)."""
+    failures: list[BaseException] = []
+    stop = threading.Event()
+
+    def build() -> None:
+        while not stop.is_set():
+            try:
+                tuple(x for x in range(200))
+            except SystemError as exc:
+                failures.append(exc)
+
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    builder = threading.Thread(target=build)
+    builder.start()
+    try:
+        counted = [young_count() for _ in range(100_000)]
+    finally:
+        stop.set()
+        builder.join()
+        sys.setswitchinterval(before)
+    assert failures == [] and min(counted) >= 0
 
 
 def test_the_metrics_name_the_frozen_objects_and_the_reclamations(collector: YoungCollector) -> None:

@@ -45,7 +45,7 @@ from typing import Any
 
 from regroup.server.metrics import Family
 
-__all__ = ["DEFAULT_GROWTH", "DEFAULT_WINDOW", "NEVER", "YoungCollector", "freeze_young"]
+__all__ = ["DEFAULT_GROWTH", "DEFAULT_WINDOW", "NEVER", "YoungCollector", "freeze_young", "young_count"]
 
 log = logging.getLogger("regroup.server.young_gc")
 
@@ -55,6 +55,16 @@ NEVER = 2**30
 DEFAULT_GROWTH = 2.0
 #: the checks whose fewest frozen objects are compared (about a second apart: the server's own cadence)
 DEFAULT_WINDOW = 30
+
+
+def young_count() -> int:
+    """How many objects the young generation holds, counted without letting another thread run while they are
+    referenced: the list of them (``gc.get_objects(0)``) is made, measured and freed inside one call of C code.
+    (Counted as ``len(gc.get_objects(0))``, the interpreter may hand its lock to another thread between the two
+    calls; that thread's tuple being built from an iterator is then in the list, referenced twice, and its
+    resize fails with ``SystemError: bad argument to internal function``: thousands a second in a test with two
+    threads, and once a ShareGroupHeartbeat failed so in ``bench/stall.py``.)"""
+    return next(map(len, map(gc.get_objects, (0,))))
 
 
 #: the collector installed in this process, if any (``freeze_young``)
@@ -160,7 +170,7 @@ class YoungCollector:
     def measure(self) -> bool:
         """Count the young generation's objects and freeze them now, uncollected, when they are over
         ``young_limit`` (whether it did)."""
-        if not self._installed or len(gc.get_objects(0)) <= self.young_limit:
+        if not self._installed or young_count() <= self.young_limit:
             return False
         gc.freeze()
         self.sized_freezes += 1
@@ -193,7 +203,7 @@ class YoungCollector:
     def _on_collection(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "stop":
             gc.freeze()
-        elif info["generation"] == 0 and len(gc.get_objects(0)) > self.young_limit:
+        elif info["generation"] == 0 and young_count() > self.young_limit:
             gc.freeze()  # (before it begins: the collection that follows walks an empty young generation)
             self.sized_freezes += 1
 
