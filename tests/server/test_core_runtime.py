@@ -468,6 +468,32 @@ def test_a_batch_of_another_scope_passes_the_thread_s_append_and_the_rest_wait()
     asyncio.run(scenario())
 
 
+def test_a_turn_whose_write_is_declined_writes_the_batches_of_other_scopes_and_hands_the_rest_to_the_thread() -> None:
+    """A turn's batches ``write_now`` declines together (a large record of group G among them): those of other
+    scopes are written on the loop one by one and done in that turn, the large one and those behind it in its
+    scope go to the thread, and are done after."""
+
+    async def scenario() -> None:
+        fake = NowLog(declines=lambda records: any("big" in r for r in records))
+        fake.gate = threading.Event()
+        w = now_writer(fake)
+        done: list[str] = []
+        for name, scope in (("g-big", "G"), ("h1", "H"), ("g2", "G"), ("k1", "K")):
+            w.submit([name], lambda e, name=name: done.append(name), frozenset({scope}))
+        await asyncio.sleep(0.02)
+        assert done == ["h1", "k1"] and fake.now_batches == [["h1"], ["k1"]]
+        fake.gate.set()
+        await asyncio.wait_for(w.wait_idle(), 2)
+        assert done == ["h1", "k1", "g-big", "g2"] and fake.batches == [["g-big", "g2"]]
+        fake.gate = None
+        w.submit(["m"], lambda e: done.append("m"), frozenset({"M"}))  # (offered to write_now first again)
+        await asyncio.wait_for(w.wait_idle(), 2)
+        assert fake.now_batches[-1] == ["m"] and done[-1] == "m"
+        await w.close()
+
+    asyncio.run(scenario())
+
+
 @given(
     st.lists(
         st.tuples(

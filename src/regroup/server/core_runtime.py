@@ -444,46 +444,53 @@ class GroupCommitWriter(Generic[R]):
 
     def _offer_beside(self) -> None:
         """(whole, on the loop, at the end of the turn in which batches were queued while the thread appends) Offer
-        ``write_now`` the queued batches with records whose scope meets neither the batches the thread
-        is appending nor any queued before them that stays (nor follows one of unknown scope with records; one
-        without records and scope passes nothing and blocks nothing: it waits for all before it), one batch at a time
-        in their order: a healthy group's commits need not wait for another group's large record to be encoded (a
-        10,000-member group's record: tens of milliseconds on the thread beside a busy loop). Those written are
-        done now, before the batches they passed; one declined stays, and so do the later ones of its scope."""
+        ``write_now`` the queued batches that may pass the thread's (``_write_passing``): a healthy group's commits
+        need not wait for another group's large record to be encoded (a 10,000-member group's record: tens of
+        milliseconds on the thread beside a busy loop)."""
         self._beside_turn = False
         if not self._busy or not self._writing or self._failure is not None or self._closed:
             return
-        write_now = self._write_now
-        assert write_now is not None
         blocked: set[Hashable] = set()
         for batch in self._writing:
             if batch.scope is not None:
                 blocked |= batch.scope
             elif batch.records:
                 return
-        passing: list[_Batch[R]] = []
         try:
-            for batch in self._queue:
-                if batch.scope is None:
-                    if batch.records:
-                        break
-                    continue  # (it waits for the batches before it; those after it need not wait for it)
-                if batch.records and batch.scope.isdisjoint(blocked) and write_now(batch.records):
-                    passing.append(batch)
-                else:
-                    blocked |= batch.scope
-            if not passing:
-                return
-            passed = {id(batch) for batch in passing}
-            self._queue = [batch for batch in self._queue if id(batch) not in passed]
-            self._completing.extend(passing)
-            self._complete()
+            self._write_passing(blocked)
         except Exception as exc:
             self._fail(exc)
 
+    def _write_passing(self, blocked: set[Hashable]) -> None:
+        """(whole, on the loop) Offer ``write_now``, one batch at a time in their order, the queued batches with
+        records whose scope meets neither ``blocked`` (what the thread is appending) nor any batch queued before
+        them that stays, and that follow no batch of unknown scope with records (one without records and scope
+        passes nothing and blocks nothing: it waits for all before it). Those written are done now, before the
+        batches they passed; one declined stays, and so do the later ones of its scope."""
+        write_now = self._write_now
+        assert write_now is not None
+        passing: list[_Batch[R]] = []
+        for batch in self._queue:
+            if batch.scope is None:
+                if batch.records:
+                    break
+                continue  # (it waits for the batches before it; those after it need not wait for it)
+            if batch.records and batch.scope.isdisjoint(blocked) and write_now(batch.records):
+                passing.append(batch)
+            else:
+                blocked |= batch.scope
+        if not passing:
+            return
+        passed = {id(batch) for batch in passing}
+        self._queue = [batch for batch in self._queue if id(batch) not in passed]
+        self._completing.extend(passing)
+        self._complete()
+
     def _write_queued(self) -> None:
         """(whole, on the loop) What ``_write_turn`` offers: every batch queued, done now if ``write_now`` wrote
-        them (or they hold no records), else marked for the thread."""
+        them (or they hold no records), else marked for the thread, once the batches that may pass the ones it
+        declined are written (``_write_passing``: a healthy group's commits queued beside a large record are not
+        appended with it)."""
         assert self._write_now is not None
         records = [r for batch in self._queue for r in batch.records]
         if not records or self._write_now(records):
@@ -492,8 +499,9 @@ class GroupCommitWriter(Generic[R]):
                 self._appended()
             else:  # (only batches without records: answered now, in order)
                 self._writing_done()
-        else:
-            self._declined = True
+            return
+        self._write_passing(set())
+        self._declined = bool(self._queue)
 
     def _busy_step(self, step: Callable[[], None]) -> None:
         """(whole, on the loop) ``step`` with the worker counted busy, so that what its callbacks submit waits in
