@@ -37,8 +37,10 @@ durable before anybody is told about them.
     the thread's batches nor a batch queued before them that stays are offered to ``write_now`` at the end of the
     turn (``_offer_beside``; the log writes them between the thread's encoding and its write, never inside
     it), and those it writes are done before the batches they passed: another group's records, which replay the
-    same in either order, need not wait while a 10,000-member group's record is encoded (healthy commits' p99
-    beside classic-joins-10k: 79-83 ms in two of three rounds before, 12-21 ms after).
+    same in either order, need not wait while a 10,000-member group's record is encoded; the same goes for a
+    turn's batches ``write_now`` declines together, those of other scopes written one by one. (Healthy commits'
+    wait in the writer beside classic-joins-10k: up to 26-56 ms before, mostly under 25 ms after; what is left is
+    the large record's framing and write, about 10 ms with the log held, docs/benchmarks.md.)
 
   When the queue drains (nothing queued, nothing being written) the snapshot hook runs on the loop (the core's
   state is then exactly the log's): it takes the state when a snapshot is due and returns a ``SnapshotJob``.
