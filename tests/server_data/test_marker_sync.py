@@ -54,6 +54,24 @@ def _job(partitions: int = PARTITIONS) -> MarkerJob:
     )
 
 
+def _write_markers(store: TopicStore, job: MarkerJob) -> list[MarkerJob]:
+    """Run a ``MarkerWriter`` over ``job`` to its end; the jobs it completed."""
+    completed: list[MarkerJob] = []
+
+    async def complete(done: MarkerJob) -> None:
+        completed.append(done)
+
+    async def main() -> None:
+        writer = MarkerWriter(store, complete, lambda: 1_000)
+        try:
+            await writer.submit(job)
+        finally:
+            await writer.close()
+
+    asyncio.run(main())
+    return completed
+
+
 @pytest.mark.parametrize("policy", [FsyncPolicy.ALWAYS, FsyncPolicy.INTERVAL])
 def test_markers_are_fsynced_on_worker_threads_before_the_transaction_completes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: FsyncPolicy
@@ -211,21 +229,8 @@ def test_the_files_of_partitions_never_written_are_made_aside_for_their_markers(
         groups=frozenset(),
         coordinator_epoch=0,
     )
-    completed: list[MarkerJob] = []
-
-    async def complete(job: MarkerJob) -> None:
-        completed.append(job)
-
-    async def main() -> None:
-        writer = MarkerWriter(store, complete, lambda: 1_000)
-        try:
-            await writer.submit(job)
-        finally:
-            await writer.close()
-
     try:
-        asyncio.run(main())
-        assert completed == [job]
+        assert _write_markers(store, job) == [job]
         ends = [plog.log_end_offset for p in range(new) if (plog := store.partition("fresh", p)) is not None]
         assert ends == [1] * new
         assert store.partition("t", 0).log_end_offset == 2  # type: ignore[union-attr]
@@ -322,21 +327,8 @@ def test_the_check_of_the_markers_logs_goes_on_in_the_slices_of_their_appends(
 
     monkeypatch.setattr(txn_markers, "TimeSlices", Recorded)
     monkeypatch.setattr(group_sync, "_unreached", unreached)
-    completed: list[MarkerJob] = []
-
-    async def complete(job: MarkerJob) -> None:
-        completed.append(job)
-
-    async def main() -> None:
-        writer = MarkerWriter(store, complete, lambda: 1_000)
-        try:
-            await writer.submit(_job(40))
-        finally:
-            await writer.close()
-
     try:
-        asyncio.run(main())
-        assert len(completed) == 1
+        assert len(_write_markers(store, _job(40))) == 1
         for p in range(40):
             plog = store.partition("t", p)
             assert plog is not None and plog.fsynced(plog.log_end_offset) and plog.log_end_offset == 2
