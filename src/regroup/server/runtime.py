@@ -143,6 +143,8 @@ class CoordinatorRuntime:
         self._closed = False
         #: group id -> batches submitted to the writer, holding records of the group, not yet durable
         self._unwritten: dict[str, int] = {}
+        #: records the loop wrote to the log itself (``_write_now``) since this turn of the loop began
+        self._written_now = 0
         #: large results' answers not handed out yet, in order: [completions, dropped keys, next to hand]
         self._answers: collections.deque[list[Any]] = collections.deque()
         self._answers_scheduled = False  # a later turn hands out more of ``_answers``
@@ -455,9 +457,10 @@ class CoordinatorRuntime:
 
     # ------------------------------------------------------------------------------------------ writer
     def _write_now(self, records: Sequence[Record]) -> bool:
-        """(the writer's, on the loop) Write ``records`` now, without an fsync, when that is cheap: few, all
-        committed offsets, and room for them in the log's segment. Whether it did."""
-        if len(records) > WRITE_NOW_MAX_RECORDS:
+        """(the writer's, on the loop) Write ``records`` now, without an fsync, when that is cheap: all committed
+        offsets, no more than ``WRITE_NOW_MAX_RECORDS`` with those written so in this turn of the loop (the
+        writer may offer a turn's batches one by one), and room for them in the log's segment. Whether it did."""
+        if self._written_now + len(records) > WRITE_NOW_MAX_RECORDS:
             return False
         for record in records:
             value = record.value
@@ -465,7 +468,15 @@ class CoordinatorRuntime:
                 value is None or (type(value) is OffsetCommitValue and len(value.metadata) <= WRITE_NOW_MAX_METADATA)
             ):
                 return False
-        return self._log.write_now(records)
+        if not self._log.write_now(records):
+            return False
+        if not self._written_now:
+            asyncio.get_running_loop().call_soon(self._new_turn_written_now)
+        self._written_now += len(records)
+        return True
+
+    def _new_turn_written_now(self) -> None:
+        self._written_now = 0
 
     def _snapshot(self) -> SnapshotJob[Record] | None:
         return self._log.prepare_snapshot(self.coordinator)
