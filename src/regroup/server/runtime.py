@@ -376,14 +376,18 @@ class CoordinatorRuntime:
         if not result.records:
             self._writer.submit(result.records, partial(self._resolve, completions, dropped))
             return
-        groups = {record.key.group_id for record in result.records}
+        groups = frozenset(record.key.group_id for record in result.records)  # (the batch's scope, too)
         unwritten = self._unwritten
         for group_id in groups:
             unwritten[group_id] = unwritten.get(group_id, 0) + 1
-        self._writer.submit(result.records, partial(self._written, groups, completions, dropped), frozenset(groups))
+        self._writer.submit(result.records, partial(self._written, groups, completions, dropped), groups)
 
     def _written(
-        self, groups: set[str], completions: list[Completion], dropped: list[RequestKey], error: BaseException | None
+        self,
+        groups: frozenset[str],
+        completions: list[Completion],
+        dropped: list[RequestKey],
+        error: BaseException | None,
     ) -> None:
         """A batch holding records of ``groups`` is durable (or failed): those groups wait for it no more."""
         unwritten = self._unwritten
