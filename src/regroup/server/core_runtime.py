@@ -14,10 +14,15 @@ durable before anybody is told about them.
   - *pipelined* (given ``flush``, under ``--fsync always``): everything queued so far becomes one job on a
     pool of ``PIPELINE_DEPTH`` worker threads: write it (``append``: serialise + ``write(2)``, no fsync), then
     ``flush(written)`` (fsync, unless one that began after this write returned already covers it). Jobs
-    write in submission order (a job waits for the previous job's write to return), so while one job's fsync
-    runs the jobs after it are serialised and written, and the next fsync, started as soon as the first
+    write in submission order (a job waits for the writes of the jobs before it to return), so while one job's
+    fsync runs the jobs after it are serialised and written, and the next fsync, started as soon as the first
     returns (the log serialises its fsyncs), covers all of them: the jobs whose records it covered do no
-    fsync of their own. Callbacks follow the jobs' completions in submission order. When no job runs and fewer
+    fsync of their own. Callbacks follow the jobs' completions in submission order. Scopes apply here too: a
+    job waits only for the writes of the jobs before it whose scopes meet its own (all of them when its scope
+    or theirs is unknown), and once fsynced is done before the unfinished jobs it need not follow (unless it
+    holds a batch without records or of unknown scope, which waits for everything before it): under
+    ``--fsync always`` a healthy group's commit need not wait while a 10,000-member group's record is encoded
+    (``_WriteTurns``, ``_settle_passing``). When no job runs and fewer
     batches are queued than the last wave took (the batches dispatched between two moments without a running
     job), the queue waits for the rest, up to what the last job took (``LINGER_MAX_S`` at most): the clients
     one fsync answered come back a moment apart, and one fsync covers them instead of two.
@@ -197,17 +202,40 @@ class _Batch(Generic[R]):
     done: Done | None
     #: what the records concern (the runtime's group ids), or None: unknown (it neither passes nor is passed)
     scope: frozenset[Hashable] | None = None
+    #: its records take long to encode (pipelined: it is a job of its own, ``_take_jobs``)
+    heavy: bool = False
 
 
 @dataclass(slots=True)
 class _Job(Generic[R]):
     """Batches handed to the worker threads together (pipelined); ``future`` is ``None`` when they have no
     records (they only wait for the jobs before them). ``finished``: the loop has seen the job's thread return
-    (its outcome checked), which is what settling waits for, not the future alone."""
+    (its outcome checked), which is what settling waits for, not the future alone (a job without records is
+    finished from the start). ``scope``: the groups its batches concern, None when one of them has records of
+    unknown scope (the write turns', and what the jobs after it wait for); ``follows_all``: a batch of unknown
+    scope is in it, so it is done only after every job before it."""
 
     batches: list[_Batch[R]]
     future: concurrent.futures.Future[float] | None
     finished: bool = False
+    scope: frozenset[Hashable] | None = None
+    follows_all: bool = True
+
+
+def _job_scope(batches: Sequence[_Batch[Any]]) -> tuple[frozenset[Hashable] | None, bool]:
+    """(a job's ``scope``, its ``follows_all``) from its batches: a batch of unknown scope makes the job follow
+    every job before it, and with records makes its scope unknown."""
+    scopes: list[frozenset[Hashable]] = []
+    follows_all = unknown = False
+    for batch in batches:
+        if batch.scope is None:
+            follows_all = True
+            unknown = unknown or bool(batch.records)
+        else:
+            scopes.append(batch.scope)
+    if unknown:
+        return None, True
+    return frozenset().union(*scopes), follows_all
 
 
 def _nothing() -> None:
@@ -221,30 +249,45 @@ def _call_on_loop(loop: asyncio.AbstractEventLoop, callback: Callable[[], None],
 
 
 class _WriteTurns:
-    """Keeps the pipelined jobs' writes in submission order across the worker threads: job ``n`` writes once
-    job ``n - 1``'s write returned; after a failed write (or once the writer stopped) no later job writes."""
+    """Keeps the pipelined jobs' writes in order across the worker threads: a job writes once the writes of the
+    jobs before it that it must follow returned (``_meets``: those whose scopes meet its own; all of them for a
+    job of unknown scope, and a job of unknown scope for all after it); after a failed write (or once the writer
+    stopped) no later job writes. Jobs are entered on the loop, in submission order, before any of them runs."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._next = 0
+        #: the jobs entered whose write has not returned: write turn -> scope (None: unknown)
+        self._open: dict[int, frozenset[Hashable] | None] = {}
         self._broken = False
+
+    def enter(self, seq: int, scope: frozenset[Hashable] | None) -> None:
+        with self._cond:
+            self._open[seq] = scope
 
     def wait(self, seq: int) -> None:
         with self._cond:
-            while self._next != seq and not self._broken:
+            scope = self._open.get(seq)
+            while not self._broken and any(
+                earlier < seq and _meets(other, scope) for earlier, other in self._open.items()
+            ):
                 self._cond.wait()
             if self._broken:
                 raise WriterClosed("an earlier write failed or the writer stopped")
 
     def passed(self, seq: int) -> None:
         with self._cond:
-            self._next = seq + 1
+            self._open.pop(seq, None)
             self._cond.notify_all()
 
     def break_(self) -> None:
         with self._cond:
             self._broken = True
             self._cond.notify_all()
+
+
+def _meets(one: frozenset[Hashable] | None, other: frozenset[Hashable] | None) -> bool:
+    """Whether records of these two scopes must keep their order (either unknown, or a group in both)."""
+    return one is None or other is None or not one.isdisjoint(other)
 
 
 class GroupCommitWriter(Generic[R]):
@@ -379,15 +422,24 @@ class GroupCommitWriter(Generic[R]):
         return self._failure
 
     # ------------------------------------------------------------------------------------------ submit
-    def submit(self, records: Iterable[R], done: Done | None = None, scope: frozenset[Hashable] | None = None) -> None:
+    def submit(
+        self,
+        records: Iterable[R],
+        done: Done | None = None,
+        scope: frozenset[Hashable] | None = None,
+        *,
+        heavy: bool = False,
+    ) -> None:
         """Queue ``records`` (possibly none); ``done`` is called once they and every earlier batch are
         durable, or with the error that stopped the writer first. ``scope``: what the records concern (the
-        runtime's group ids); in the whole shape with ``write_now``, a batch whose scope meets none of the batches
-        before it that are still unwritten may be written before them (``_offer_beside``), and then ``done`` is
-        called before theirs. None: it is written in its turn."""
+        runtime's group ids); a batch whose scope meets none of the batches before it that are still unwritten
+        may be written before them (whole with ``write_now``: ``_offer_beside``; pipelined: its job's write turn),
+        and then ``done`` is called before theirs. None: it is written in its turn. ``heavy``: the records take
+        long to encode (a 10,000-member group's); pipelined, the batch is a job of its own, so that the batches
+        queued with it may pass it."""
         if self._failure is not None or self._closed:
             raise RuntimeError(f"the {self._what} writer is not running")
-        self._queue.append(_Batch(list(records), done, scope))
+        self._queue.append(_Batch(list(records), done, scope, heavy))
         self._idle.clear()
         if self._flush is None:
             self._next()
@@ -588,12 +640,56 @@ class GroupCommitWriter(Generic[R]):
             or self._lingering()
         ):
             return
-        batches, self._queue = self._queue, []
+        jobs = self._take_jobs()
+        for i, batches in enumerate(jobs):
+            if self._running >= PIPELINE_DEPTH:
+                self._queue = [batch for rest in jobs[i:] for batch in rest]  # (still in an order that may be written)
+                break
+            self._dispatch_job(batches)
+
+    def _take_jobs(self) -> list[list[_Batch[R]]]:
+        """(pipelined) Everything queued, as the batches of the jobs to dispatch in order: those whose scopes meet
+        no job not yet done (nor a heavy or held-back batch before them) go first, together; then each heavy
+        batch whose scope meets nothing before it, alone; then the rest together, in their order. So a healthy
+        group's commits are not put in one job with another group's batches that wait for a 10,000-member
+        group's record, nor with that record itself, and they pass it; any two batches whose scopes meet (or of
+        unknown scope with records) keep their order."""
+        queue, self._queue = self._queue, []
+        held: set[Hashable] = set()
+        for job in self._jobs:
+            if job.scope is None:
+                return [queue]
+            held |= job.scope
+        free: list[_Batch[R]] = []
+        heavy: list[list[_Batch[R]]] = []
+        behind: list[_Batch[R]] = []
+        for n, batch in enumerate(queue):
+            scope = batch.scope
+            if scope is None:
+                if batch.records:  # (it and everything after it keep their order behind what came before)
+                    behind.extend(queue[n:])
+                    break
+                behind.append(batch)  # (without records: it waits for every job before it wherever it goes)
+            elif not scope.isdisjoint(held):
+                behind.append(batch)
+                held |= scope
+            elif batch.heavy:
+                heavy.append([batch])
+                held |= scope
+            else:
+                free.append(batch)
+        return [jobs for jobs in (free, *heavy, behind) if jobs]
+
+    def _dispatch_job(self, batches: list[_Batch[R]]) -> None:
         self._wave_batches += len(batches)
         records = [r for batch in batches for r in batch.records]
         job: _Job[R] = _Job(batches, None)
-        if records:
+        job.scope, job.follows_all = _job_scope(batches)
+        if not records:
+            job.finished = True  # (nothing to write: done once the jobs it follows are)
+        else:
             loop = asyncio.get_running_loop()
+            self._turns.enter(self._seq, job.scope)
             job.future = self._executor.submit(self._write_then_flush, self._seq, records)
             self._seq += 1
             self._running += 1
@@ -656,15 +752,31 @@ class GroupCommitWriter(Generic[R]):
         self._pump()
 
     def _settle(self) -> None:
-        """Call the callbacks of the oldest jobs that are done, in order; when nothing is left, snapshot and
-        report idle."""
-        while self._jobs and (self._jobs[0].future is None or self._jobs[0].finished):
-            self._completing.extend(self._jobs.popleft().batches)
+        """Call the callbacks of the jobs that are done, in order, a job's once every job before it that it follows
+        is done (``_may_pass``: a job of other groups need not wait while a 10,000-member group's record is
+        encoded); when nothing is left, snapshot and report idle."""
+        jobs = self._jobs
+        while jobs and jobs[0].finished:
+            self._completing.extend(jobs.popleft().batches)
             self._complete()
+        if len(jobs) > 1 and any(job.finished for job in jobs):
+            self._settle_passing()
         self._dispatch()  # (a slot may have freed, or callbacks submitted more)
         if not self._jobs and not self._queue and self._failure is None and not self._snapshotting:
             self._take_snapshot()
             self._idle.set()
+
+    def _settle_passing(self) -> None:
+        """(pipelined) Done now: the finished jobs behind an unfinished one that follow none of the jobs still
+        before them (their scopes meet no such job's, and they hold no batch that waits for everything)."""
+        kept: deque[_Job[R]] = deque()
+        for job in self._jobs:
+            if job.finished and not job.follows_all and not any(_meets(k.scope, job.scope) for k in kept):
+                self._completing.extend(job.batches)
+                self._complete()
+            else:
+                kept.append(job)
+        self._jobs = kept
 
     def _write_snapshot(self) -> None:
         """(pipelined) Write the encoded snapshot on a worker thread (no job runs)."""

@@ -69,7 +69,13 @@ from regroup.coordinator.offsets import PlannedTopic, plan_topic
 from regroup.coordinator.result import Completion, RequestKey, Result
 from regroup.model.cluster import ClusterImage
 from regroup.protocol.offsets import PartitionCommits
-from regroup.records.model import OffsetCommitKey, OffsetCommitValue, PendingOffsetCommitKey, Record
+from regroup.records.model import (
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    PendingOffsetCommitKey,
+    Record,
+)
 from regroup.server.core_runtime import DeadlineTimer, GroupCommitWriter, MonotonicClock
 from regroup.server.core_runtime import wall_ms as wall_ms
 from regroup.server.errors import CoordinatorUnavailable, RequestDropped
@@ -91,6 +97,11 @@ ANSWERS_PER_TURN = 50
 WRITE_NOW_MAX_RECORDS = 1024
 WRITE_NOW_MAX_METADATA = 512
 _OFFSET_KEYS = (OffsetCommitKey, PendingOffsetCommitKey)
+
+#: under ``--fsync always``, a batch of this many records or more, or holding a classic group's record of this
+#: many members or more (about 400 kB, a few milliseconds to encode), is a job of the writer's own
+#: (``GroupCommitWriter.submit``'s ``heavy``): the other groups' commits queued with it need not wait for it
+HEAVY_BATCH = 1_000
 
 CoreOp = Callable[[GroupCoordinator, RequestKey, int], Result]
 #: ``op(coordinator, *request, now_ms)``: the answer given at once, or None (see ``answer_at_once``)
@@ -241,7 +252,7 @@ class CoordinatorRuntime:
         future = self._wait_for(key)
         if not may_park and not any(c.key == key for c in result.completions):
             future.set_exception(NoResponse(f"core call {op!r} answered nothing"))
-        self._after(result, key)
+        self._after(result, key, group_id)
         del result
         return await self._answer_to(key, future)
 
@@ -350,9 +361,10 @@ class CoordinatorRuntime:
             except Exception:
                 log.exception("observer failed")
 
-    def _after(self, result: Result, key: RequestKey | None = None) -> None:
+    def _after(self, result: Result, key: RequestKey | None = None, group_id: str | None = None) -> None:
         """Observe ``result`` and hand it to the writer; ``key``: the request whose call made it, whose answer
-        goes first (``_answer``: before the parked requests the call completed too)."""
+        goes first (``_answer``: before the parked requests the call completed too); ``group_id``: the one group
+        the call concerns (``call``), if it named one."""
         self._observe(result)
         if result.records or result.completions or result.dropped:
             completions = list(result.completions)
@@ -360,7 +372,7 @@ class CoordinatorRuntime:
                 own = next((i for i, c in enumerate(completions) if c.key == key), None)
                 if own is not None:
                     completions.insert(0, completions.pop(own))
-            self._submit(result, completions)
+            self._submit(result, completions, group_id)
         self._arm_timer()
 
     def _nothing_waits(self, group_id: str | None) -> bool:
@@ -370,17 +382,21 @@ class CoordinatorRuntime:
             return True
         return group_id is not None and group_id not in self._unwritten
 
-    def _submit(self, result: Result, completions: list[Completion]) -> None:
-        """Hand ``result``'s records to the writer; ``completions`` and the dropped keys are resolved after."""
+    def _submit(self, result: Result, completions: list[Completion], group_id: str | None = None) -> None:
+        """Hand ``result``'s records to the writer; ``completions`` and the dropped keys are resolved after. A
+        result without records waits for the batches of ``group_id`` before it (the one group the call concerns:
+        its answers depend on that group alone), or for all of them when the call named none."""
         dropped = list(result.dropped)
         if not result.records:
-            self._writer.submit(result.records, partial(self._resolve, completions, dropped))
+            scope = None if group_id is None else frozenset((group_id,))
+            self._writer.submit(result.records, partial(self._resolve, completions, dropped), scope)
             return
         groups = frozenset(record.key.group_id for record in result.records)  # (the batch's scope, too)
         unwritten = self._unwritten
         for group_id in groups:
             unwritten[group_id] = unwritten.get(group_id, 0) + 1
-        self._writer.submit(result.records, partial(self._written, groups, completions, dropped), groups)
+        heavy = self._writer.pipelined and _heavy(result.records)
+        self._writer.submit(result.records, partial(self._written, groups, completions, dropped), groups, heavy=heavy)
 
     def _written(
         self,
@@ -556,3 +572,14 @@ def _timed_outcome(aside: Aside) -> tuple[object, float]:
     start = time.perf_counter()
     outcome = outcome_of(aside)
     return outcome, time.perf_counter() - start
+
+
+def _heavy(records: Sequence[Record]) -> bool:
+    """Whether a batch's records take long to encode (``HEAVY_BATCH``)."""
+    if len(records) >= HEAVY_BATCH:
+        return True
+    for record in records:
+        value = record.value
+        if type(value) is GroupMetadataValue and len(value.members) >= HEAVY_BATCH:
+            return True
+    return False
