@@ -156,6 +156,9 @@ class CaseResult:
     p99_ms: float
     max_ms: float
     server_cpu_s: float
+    #: the server's CPU per answered request in the window, microseconds: the interpreter's, the kernel's
+    user_us: float = 0.0
+    system_us: float = 0.0
 
 
 @dataclass
@@ -227,10 +230,11 @@ async def run_case(
         driver.start()
         await asyncio.sleep(args.warmup)
         driver.counting = True
-        cpu0, t0 = server.cpu_seconds(), time.perf_counter()
+        (user0, system0), t0 = server.cpu_split(), time.perf_counter()
         await asyncio.sleep(args.window)
         driver.counting = False
-        seconds, cpu = time.perf_counter() - t0, server.cpu_seconds() - cpu0
+        (user1, system1), seconds = server.cpu_split(), time.perf_counter() - t0
+        user, system = user1 - user0, system1 - system0
         driver.running = False
         await _drain(lanes)
         if driver.error is not None:
@@ -249,7 +253,9 @@ async def run_case(
             p50_ms=_pct(lat, 0.50) * 1e3,
             p99_ms=_pct(lat, 0.99) * 1e3,
             max_ms=lat[-1] * 1e3,
-            server_cpu_s=round(cpu, 3),
+            server_cpu_s=round(user + system, 3),
+            user_us=user / max(len(lat), 1) * 1e6,
+            system_us=system / max(len(lat), 1) * 1e6,
         )
     finally:
         for conn in conns:
@@ -292,7 +298,8 @@ async def run_server(tree: str, source: str | None, policy: str, args: argparse.
                 res = await run_case(server, tree, case, clients, args, batch)
                 print(
                     f"  {tree:6} {policy:8} {case:7} C={clients:<3} {res.per_s:9.0f}/s  p50 {res.p50_ms:7.2f}  "
-                    f"p99 {res.p99_ms:7.2f}  max {res.max_ms:7.2f} ms  server cpu {res.server_cpu_s:.2f}s",
+                    f"p99 {res.p99_ms:7.2f}  max {res.max_ms:7.2f} ms  server cpu {res.server_cpu_s:.2f}s "
+                    f"(per request: user {res.user_us:.0f} us, system {res.system_us:.0f} us)",
                     flush=True,
                 )
                 results.append(res)
@@ -321,7 +328,9 @@ def table(results: list[CaseResult], with_before: bool) -> str:
         if key not in keys:
             keys.append(key)
     trees = ["before", "after"] if with_before else ["after"]
-    head = "| fsync | case | C | " + " | ".join(f"{t} req/s, p50 / p99 / max ms" for t in trees)
+    head = "| fsync | case | C | " + " | ".join(
+        f"{t} req/s, p50 / p99 / max ms; server CPU per request, user + system µs" for t in trees
+    )
     head += " | after/before req/s | after/before p99 |" if with_before else " |"
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for policy, case, clients in keys:
@@ -334,8 +343,9 @@ def table(results: list[CaseResult], with_before: bool) -> str:
                 continue
             per_s, p50 = _median([r.per_s for r in rows]), _median([r.p50_ms for r in rows])
             p99, mx = _median([r.p99_ms for r in rows]), _median([r.max_ms for r in rows])
+            user, system = _median([r.user_us for r in rows]), _median([r.system_us for r in rows])
             med[tree] = (per_s, p99)
-            cells.append(f"{per_s:,.0f}, {p50:.2f} / {p99:.2f} / {mx:.1f}")
+            cells.append(f"{per_s:,.0f}, {p50:.2f} / {p99:.2f} / {mx:.1f}; {user:.0f} + {system:.0f}")
         line = f"| {policy} | {case} | {clients} | " + " | ".join(cells)
         if with_before:
             if "before" in med and "after" in med:

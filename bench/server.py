@@ -349,10 +349,17 @@ class ServerProcess:
 
     def cpu_seconds(self) -> float:
         """User + system CPU the server process used so far (its own threads included)."""
+        user, system = self.cpu_split()
+        return user + system
+
+    def cpu_split(self) -> tuple[float, float]:
+        """(user, system) CPU seconds the server process used so far, its own threads included: the system part is
+        the kernel's work for it (sockets, files, fsync), the user part the interpreter's."""
         assert self.proc is not None
         with open(f"/proc/{self.proc.pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        tick = os.sysconf("SC_CLK_TCK")
+        return int(fields[11]) / tick, int(fields[12]) / tick
 
     def signal(self, sig: int) -> None:
         assert self.proc is not None
