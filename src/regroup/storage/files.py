@@ -146,15 +146,21 @@ def read_file(path: Path) -> bytes:
 
 
 def write_all_or_take_back(
-    fd: int, data: bytes | bytearray, start: int, on_damage: Callable[[BaseException], None]
+    fd: int,
+    data: bytes | bytearray | memoryview | tuple[bytes, ...],
+    start: int,
+    on_damage: Callable[[BaseException], None],
 ) -> None:
-    """Write all of ``data`` at the end of ``fd`` (opened with O_APPEND, ``start`` bytes long). If the write
-    fails, cut the file back to ``start`` so later appends never follow a partial frame; if even that fails,
-    report the original error to ``on_damage`` (the file's state is unknown). Re-raises the write error."""
+    """Write all of ``data`` (bytes, or a tuple of pieces written one after another) at the end of ``fd`` (opened with
+    O_APPEND, ``start`` bytes long). If a write fails, cut the file back to ``start`` so later appends never
+    follow a partial frame; if even that fails, report the original error to ``on_damage`` (the file's state is
+    unknown). Re-raises the write error."""
+    pieces = data if isinstance(data, tuple) else (data,)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        for piece in pieces:
+            view = memoryview(piece)
+            while view:
+                view = view[os.write(fd, view) :]
     except BaseException as exc:
         try:
             os.ftruncate(fd, start)

@@ -32,6 +32,8 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from regroup.storage.crc_shift import crc32_joined
+
 FRAME_MAGIC = b"RGB1"
 SNAPSHOT_MAGIC = b"RGS1"
 
@@ -100,6 +102,41 @@ def encode_batch(base_offset: int, payloads: Sequence[bytes]) -> bytes:
     head = struct.pack(">IQI", len(body), base_offset, len(payloads))
     crc = zlib.crc32(body, zlib.crc32(head))
     return _FRAME_HEADER.pack(FRAME_MAGIC, len(body), base_offset, len(payloads), crc) + body
+
+
+@dataclass(frozen=True, slots=True)
+class FramedBody:
+    """A batch frame's body and its checksum, made before its first offset is known (``frame_body``): the
+    frame is then ``frame_header(base_offset, body)`` followed by ``body.data``, the same bytes ``encode_batch``
+    makes. For a large batch, the copy and the checksum of megabytes need not wait for the log's turn."""
+
+    data: bytes
+    crc: int
+    count: int
+
+
+def frame_body(payloads: Sequence[bytes]) -> FramedBody:
+    """The body of a batch frame of ``payloads`` (at least one), with its CRC-32."""
+    if not payloads:
+        raise ValueError("a batch frame holds at least one record")
+    if sum(RECORD_OVERHEAD + len(payload) for payload in payloads) > MAX_U32:
+        raise ValueError(f"a batch body is limited to {MAX_U32} bytes")
+    parts: list[bytes] = []
+    for payload in payloads:
+        parts.append(_LENGTH.pack(len(payload)))
+        parts.append(payload)
+    data = b"".join(parts)
+    return FramedBody(data, zlib.crc32(data), len(payloads))
+
+
+def frame_header(base_offset: int, body: FramedBody) -> bytes:
+    """The header of the frame of ``body`` whose first record is ``base_offset`` (its checksum joined to the
+    body's: ``crc_shift``)."""
+    if not 0 <= base_offset <= MAX_U64 - body.count:
+        raise ValueError(f"offset {base_offset} is out of range")
+    head = struct.pack(">IQI", len(body.data), base_offset, body.count)
+    crc = crc32_joined(zlib.crc32(head), body.crc, len(body.data))
+    return _FRAME_HEADER.pack(FRAME_MAGIC, len(body.data), base_offset, body.count, crc)
 
 
 def decode_frame(buf: bytes, pos: int) -> Frame:

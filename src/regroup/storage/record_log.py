@@ -47,14 +47,17 @@ from regroup.storage.files import fsync_file as _fsync_file
 from regroup.storage.files import open_append as _open_append
 from regroup.storage.files import read_file, write_all_or_take_back
 from regroup.storage.format import (
+    FRAME_HEADER_SIZE,
     FRAME_MAGIC,
     CorruptLogError,
     FormatError,
+    FramedBody,
     StorageError,
     decode_frame,
     decode_snapshot,
     encode_batch,
     encode_snapshot,
+    frame_header,
 )
 from regroup.storage.segment_dir import gap_name, list_dir, segment_name
 
@@ -305,13 +308,16 @@ class RecordLog:
 
     # ------------------------------------------------------------------ writing
 
-    def append(self, payloads: Sequence[bytes]) -> int:
+    def append(self, payloads: Sequence[bytes] | FramedBody) -> int:
         """Append ``payloads`` as one batch and return the offset of the last record in the log.
 
         The batch is one frame written with one ``write``: after a crash it is recovered whole or not at all.
         With :attr:`FsyncPolicy.ALWAYS` it is on stable storage when this returns. An empty batch writes
         nothing and returns ``next_offset - 1``. On an I/O error the partial write is rolled back (or, if
-        even that fails, the log refuses further writes until reopened) and the error propagates.
+        even that fails, the log refuses further writes until reopened) and the error propagates. ``payloads``
+        may be given as their frame's body made ahead (``format.frame_body``, on any thread): the frame is the
+        same, its header joined to it here, and the body written as it is (a large batch's copy and checksum
+        then cost nothing while the log is held).
         """
         last = self.write(payloads)
         if payloads and (
@@ -321,7 +327,7 @@ class RecordLog:
             self.sync()
         return last
 
-    def write(self, payloads: Sequence[bytes]) -> int:
+    def write(self, payloads: Sequence[bytes] | FramedBody) -> int:
         """Write ``payloads`` as one batch, as :meth:`append` does, but without the fsync (whatever the
         policy): the batch is durable once a :meth:`sync` that started after this returned has returned. A
         roll still fsyncs the old segment (unless ``NEVER``) before the next one is created."""
@@ -329,24 +335,33 @@ class RecordLog:
         assert last is not None
         return last
 
-    def write_unless_full(self, payloads: Sequence[bytes]) -> int | None:
+    def write_unless_full(self, payloads: Sequence[bytes] | FramedBody) -> int | None:
         """:meth:`write` when the batch fits in the active segment, so that the call neither fsyncs nor creates a
         file (an owner writing on its event loop); None, having written nothing, when it would start a new one."""
         return self._write_batch(payloads, roll=False)
 
-    def _write_batch(self, payloads: Sequence[bytes], *, roll: bool) -> int | None:
+    def _write_batch(self, payloads: Sequence[bytes] | FramedBody, *, roll: bool) -> int | None:
         fd = self._writable_fd()
         if isinstance(payloads, bytes | bytearray | memoryview):
             raise TypeError("append() takes a sequence of payloads, not a single payload")
-        if not payloads:
-            return self._next - 1
-        frame = encode_batch(self._next, payloads)
-        if self._active_size > 0 and self._active_size + len(frame) > self._segment_bytes:
+        if isinstance(payloads, FramedBody):
+            body = payloads
+            size = FRAME_HEADER_SIZE + len(body.data)
+            count = body.count
+        else:
+            if not payloads:
+                return self._next - 1
+            frame = encode_batch(self._next, payloads)
+            size, count = len(frame), len(payloads)
+        if self._active_size > 0 and self._active_size + size > self._segment_bytes:
             if not roll:
                 return None
             fd = self._roll()
-        self._write(fd, frame)
-        self._next += len(payloads)
+        if isinstance(payloads, FramedBody):
+            self._write(fd, frame_header(self._next, body), body.data)
+        else:
+            self._write(fd, frame)
+        self._next += count
         return self._next - 1
 
     def sync(self, through: int | None = None) -> None:
@@ -505,9 +520,9 @@ class RecordLog:
             ) from self._failed
         return fd
 
-    def _write(self, fd: int, data: bytes) -> None:
+    def _write(self, fd: int, *data: bytes) -> None:
         write_all_or_take_back(fd, data, self._active_size, self._mark_failed)
-        self._active_size += len(data)
+        self._active_size += sum(map(len, data))
 
     def _mark_failed(self, exc: BaseException) -> None:
         self._failed = exc
