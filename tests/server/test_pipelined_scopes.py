@@ -61,17 +61,23 @@ async def _until_done(done: Done, tag: str) -> None:
     raise AssertionError(f"{tag} was not done: {done}")
 
 
+async def _held_big() -> tuple[HeldLog, GroupCommitWriter[str], Done]:
+    """A pipelined writer whose job of "big" (group g1) is being written, held there until ``release``."""
+    staged = HeldLog({"big"})
+    w = pipelined(staged)
+    done: Done = []
+    w.submit(["big"], staged.done("big", done), frozenset({"g1"}))
+    await until(staged.holding)
+    return staged, w, done
+
+
 def test_a_job_of_another_group_is_written_and_done_while_an_earlier_job_s_write_is_held() -> None:
     async def scenario() -> None:
-        staged = HeldLog({"big"})
-        w = pipelined(staged)
-        done: Done = []
+        staged, w, done = await _held_big()  # its job writes (held: a large record being encoded)
 
         def submit(tag: str, records: list[str], scope: frozenset[Hashable] | None) -> None:
             w.submit(records, staged.done(tag, done), scope)
 
-        submit("big", ["big"], frozenset({"g1"}))
-        await until(staged.holding)  # its job writes (held: a large record being encoded)
         submit("other", ["other"], frozenset({"g2"}))
         await _until_done(done, "other")  # written, fsynced and done while "big" is still being written
         assert _written(staged.events) == ["other"] and [t for t, _ in done] == ["other"]
@@ -96,11 +102,7 @@ def test_a_job_of_another_group_is_written_and_done_while_an_earlier_job_s_write
 
 def test_a_batch_without_records_of_unknown_scope_waits_for_everything_before_and_holds_nothing_back() -> None:
     async def scenario() -> None:
-        staged = HeldLog({"big"})
-        w = pipelined(staged)
-        done: Done = []
-        w.submit(["big"], staged.done("big", done), frozenset({"g1"}))
-        await until(staged.holding)
+        staged, w, done = await _held_big()
         w.submit(["other"], staged.done("other", done), frozenset({"g2"}))
         w.submit([], staged.done("waits", done))  # (same turn as the batches beside it)
         w.submit(["later"], staged.done("later", done), frozenset({"g3"}))
@@ -121,11 +123,7 @@ def test_batches_queued_together_are_split_into_those_that_pass_and_those_that_w
     those of g1, and one of g2 and g1 after them, wait; a batch of g2 queued before that one still passes."""
 
     async def scenario() -> None:
-        staged = HeldLog({"big"})
-        w = pipelined(staged)
-        done: Done = []
-        w.submit(["big"], staged.done("big", done), frozenset({"g1"}))
-        await until(staged.holding)
+        staged, w, done = await _held_big()
         for tag, scope in (("a", {"g1"}), ("b", {"g2"}), ("c", {"g1", "g2"}), ("d", {"g3"}), ("e", {"g2"})):
             w.submit([tag], staged.done(tag, done), frozenset(scope))
         await _until_done(done, "d")

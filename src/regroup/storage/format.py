@@ -88,17 +88,9 @@ def frame_size(payload_lengths: Sequence[int]) -> int:
 
 def encode_batch(base_offset: int, payloads: Sequence[bytes]) -> bytes:
     """Frame ``payloads`` (at least one) as the records ``base_offset, base_offset + 1, ...``."""
-    if not payloads:
-        raise ValueError("a batch frame holds at least one record")
     if not 0 <= base_offset <= MAX_U64 - len(payloads):
         raise ValueError(f"offset {base_offset} is out of range")
-    if sum(RECORD_OVERHEAD + len(payload) for payload in payloads) > MAX_U32:
-        raise ValueError(f"a batch body is limited to {MAX_U32} bytes")
-    parts: list[bytes] = []
-    for payload in payloads:
-        parts.append(_LENGTH.pack(len(payload)))
-        parts.append(payload)
-    body = b"".join(parts)
+    body = _body(payloads)
     head = struct.pack(">IQI", len(body), base_offset, len(payloads))
     crc = zlib.crc32(body, zlib.crc32(head))
     return _FRAME_HEADER.pack(FRAME_MAGIC, len(body), base_offset, len(payloads), crc) + body
@@ -117,6 +109,12 @@ class FramedBody:
 
 def frame_body(payloads: Sequence[bytes]) -> FramedBody:
     """The body of a batch frame of ``payloads`` (at least one), with its CRC-32."""
+    data = _body(payloads)
+    return FramedBody(data, zlib.crc32(data), len(payloads))
+
+
+def _body(payloads: Sequence[bytes]) -> bytes:
+    """A batch frame's body: each payload after its length."""
     if not payloads:
         raise ValueError("a batch frame holds at least one record")
     if sum(RECORD_OVERHEAD + len(payload) for payload in payloads) > MAX_U32:
@@ -125,8 +123,7 @@ def frame_body(payloads: Sequence[bytes]) -> FramedBody:
     for payload in payloads:
         parts.append(_LENGTH.pack(len(payload)))
         parts.append(payload)
-    data = b"".join(parts)
-    return FramedBody(data, zlib.crc32(data), len(payloads))
+    return b"".join(parts)
 
 
 def frame_header(base_offset: int, body: FramedBody) -> bytes:
