@@ -12,7 +12,6 @@ import asyncio
 import itertools
 import json
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
@@ -308,40 +307,3 @@ def test_a_members_assigned_rows_are_handed_out_a_turn_at_a_time(tmp_path: Path,
     else:
         assert handed[0] == 0
         assert all(b - a <= ROWS_PER_TURN for a, b in itertools.pairwise(handed)) and len(handed) >= 4
-
-
-def test_a_turn_s_hand_out_stops_after_its_time_but_not_before_its_share_of_a_long_backlog(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Rows slow to hand out (a sink taking 0.2 ms a row): a turn stops at the first look at the clock past
-    ``DRAIN_SECONDS``, one ``DRAIN_CHUNK`` here; once a ``BACKLOG_SHARE`` of the rows waiting is more than
-    ``ROWS_PER_TURN``, a turn still hands out that share. Every row is handed out, in order."""
-    monkeypatch.setattr(events_module, "DRAIN_SECONDS", 0.001)
-    monkeypatch.setattr(events_module, "DRAIN_CHUNK", 10)
-
-    def turns(rows_per_turn: int) -> list[int]:
-        monkeypatch.setattr(events_module, "ROWS_PER_TURN", rows_per_turn)
-
-        async def scenario() -> list[int]:
-            seen: list[dict[str, Any]] = []
-            observer = GroupEvents()
-
-            def slow(row: dict[str, Any]) -> None:
-                time.sleep(0.0002)
-                seen.append(row)
-
-            observer.add_sink(slow)
-            observer(coordinator(), result_of(many_members_event(2)), 10)
-            handed = [len(seen)]
-            while observer.backlog_rows:
-                await asyncio.sleep(0)
-                handed.append(len(seen))
-            assert [row["member"] for row in seen] == [f"client-{i}" for i in range(1_800)]
-            return [b - a for a, b in itertools.pairwise(handed)]
-
-        return asyncio.run(scenario())
-
-    per_turn = turns(500)
-    assert per_turn[0] == 10 and max(per_turn) == 10 and sum(per_turn) == 1_800
-    per_turn = turns(10)
-    assert per_turn[0] == 1_800 // events_module.BACKLOG_SHARE

@@ -64,17 +64,16 @@ the ``member_state`` rows of more than ``MEMBER_ROWS_AT_ONCE`` members: those ar
 event loop on (a member's partitions are read only as its rows are made, and one member of 10,000 partitions is
 milliseconds of reading and sorting; 250 members leaving, milliseconds of rows: not the call's), and those of
 a large group (one per partition: 10,000 for a target over 10,000 partitions, about 25 ms of work) are made and
-handed out ``ROWS_PER_TURN`` per turn of the event loop, for ``DRAIN_SECONDS`` at most (a ``BACKLOG_SHARE`` of
-those waiting when that is more, however long it takes), and every later row waits behind them, so the order
-and the ``seq`` numbers are those of the calls. Should more than ``MAX_BACKLOG_ROWS`` wait, they are handed out
-at once; ``close()`` hands out whatever still waits.
+handed out ``ROWS_PER_TURN`` per turn of the event loop (a ``BACKLOG_SHARE`` of those waiting when that is
+more), and every later row waits behind them, so the order and the ``seq`` numbers are those of the calls.
+Should more than ``MAX_BACKLOG_ROWS`` wait, they are handed out at once; ``close()`` hands out whatever still
+waits.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -129,10 +128,6 @@ ROWS_PER_TURN = 500
 BACKLOG_SHARE = 16
 #: more rows than this waiting are handed out at once
 MAX_BACKLOG_ROWS = 1_000_000
-#: a turn's hand-out of rows waiting stops once this long (beyond its share of a long backlog), looking at the clock
-#: every ``DRAIN_CHUNK`` rows
-DRAIN_SECONDS = 0.002
-DRAIN_CHUNK = 100
 #: the members joining or leaving in one call whose ``member_state`` rows the call hands out itself (more: from
 #: the next turn on)
 MEMBER_ROWS_AT_ONCE = 64
@@ -506,28 +501,16 @@ class GroupEvents:
             self._drain_scheduled = True
 
     def _drain(self) -> None:
-        """One turn's worth of the rows waiting: ``ROWS_PER_TURN`` at most, and no longer than ``DRAIN_SECONDS``
-        (rows cost 3-20 microseconds each beside a busy loop, 500 of them up to 10 ms), ``DRAIN_CHUNK`` rows
-        between two looks at the clock; but a ``BACKLOG_SHARE`` of those waiting whatever it takes when that is
-        more (rows made faster than the turns hand them out lengthen the turns rather than the backlog).
-        Another turn asked for if some still wait."""
+        """One turn's worth of the rows waiting; another turn asked for if some still wait."""
         self._drain_scheduled = False
-        share = self._backlog_rows // BACKLOG_SHARE
-        budget = max(ROWS_PER_TURN, share)
-        floor = share if share > ROWS_PER_TURN else 0
-        clock = time.perf_counter
-        ends = clock() + DRAIN_SECONDS
+        budget = max(ROWS_PER_TURN, self._backlog_rows // BACKLOG_SHARE)
         backlog = self._backlog
         while backlog and budget:
-            most = min(budget, DRAIN_CHUNK)
-            handed = self._hand_out(backlog[0], most)
+            handed = self._hand_out(backlog[0], budget)
             budget -= handed
-            floor -= handed
             self._backlog_rows = max(self._backlog_rows - handed, 0)
-            if handed < most:
-                backlog.popleft()  # (it ran out before the chunk did)
-            if floor <= 0 and clock() >= ends:
-                break
+            if budget:
+                backlog.popleft()  # (it ran out before the budget did)
         if not backlog:
             self._backlog_rows = 0
         elif not self._drain_scheduled:
