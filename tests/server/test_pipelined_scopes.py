@@ -61,10 +61,11 @@ async def _until_done(done: Done, tag: str) -> None:
     raise AssertionError(f"{tag} was not done: {done}")
 
 
-async def _held_big() -> tuple[HeldLog, GroupCommitWriter[str], Done]:
-    """A pipelined writer whose job of "big" (group g1) is being written, held there until ``release``."""
+async def _held_big(**kwargs: Any) -> tuple[HeldLog, GroupCommitWriter[str], Done]:
+    """A pipelined writer (given ``kwargs``) whose job of "big" (group g1) is being written, held there until
+    ``release``."""
     staged = HeldLog({"big"})
-    w = pipelined(staged)
+    w = pipelined(staged, **kwargs)
     done: Done = []
     w.submit(["big"], staged.done("big", done), frozenset({"g1"}))
     await until(staged.holding)
@@ -288,3 +289,28 @@ def commit_partitions_op(group: str, partitions: int) -> Any:
     commits = tuple(PartitionCommit(partition=p, offset=1) for p in range(partitions))
     req = OffsetCommitRequest(group_id=group, topics=(("t", commits),))
     return lambda c, key, now: c.offset_commit(req, key, now)
+
+
+def test_a_failing_callback_of_a_passing_job_fails_every_other_batch_once() -> None:
+    async def scenario() -> None:
+        failures: list[BaseException] = []
+        staged, w, done = await _held_big(on_failure=failures.append)
+        calls: list[tuple[str, BaseException | None]] = []
+
+        def boom(error: BaseException | None) -> None:
+            calls.append(("other", error))
+            raise ValueError("bug")
+
+        w.submit(["other"], boom, frozenset({"g2"}))
+        w.submit(["more"], lambda error: calls.append(("more", error)), frozenset({"g2"}))
+        for _ in range(500):
+            if w.failure is not None:
+                break
+            await asyncio.sleep(0.01)
+        assert isinstance(w.failure, ValueError) and failures == [w.failure]
+        staged.release.set()
+        await asyncio.wait_for(w.close(), 5)
+        assert calls == [("other", None), ("more", w.failure)]  # (each once; "more" failed with the error)
+        assert done == [("big", w.failure)]
+
+    asyncio.run(scenario())

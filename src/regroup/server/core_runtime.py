@@ -753,7 +753,7 @@ class GroupCommitWriter(Generic[R]):
 
     def _settle(self) -> None:
         """Call the callbacks of the jobs that are done, in order, a job's once every job before it that it follows
-        is done (``_may_pass``: a job of other groups need not wait while a 10,000-member group's record is
+        is done (``_settle_passing``: a job of other groups need not wait while a 10,000-member group's record is
         encoded); when nothing is left, snapshot and report idle."""
         jobs = self._jobs
         while jobs and jobs[0].finished:
@@ -770,13 +770,16 @@ class GroupCommitWriter(Generic[R]):
         """(pipelined) Done now: the finished jobs behind an unfinished one that follow none of the jobs still
         before them (their scopes meet no such job's, and they hold no batch that waits for everything)."""
         kept: deque[_Job[R]] = deque()
+        passing: list[_Job[R]] = []
         for job in self._jobs:
             if job.finished and not job.follows_all and not any(_meets(k.scope, job.scope) for k in kept):
-                self._completing.extend(job.batches)
-                self._complete()
+                passing.append(job)
             else:
                 kept.append(job)
-        self._jobs = kept
+        self._jobs = kept  # (before any callback runs: one that raises fails the batches left, each once)
+        for job in passing:
+            self._completing.extend(job.batches)
+        self._complete()
 
     def _write_snapshot(self) -> None:
         """(pipelined) Write the encoded snapshot on a worker thread (no job runs)."""
