@@ -311,7 +311,8 @@ class RecordLog:
     def append(self, payloads: Sequence[bytes] | FramedBody) -> int:
         """Append ``payloads`` as one batch and return the offset of the last record in the log.
 
-        The batch is one frame written with one ``write``: after a crash it is recovered whole or not at all.
+        The batch is one frame written with one ``write`` (two, header then body, for a body made ahead): after
+        a crash it is recovered whole or not at all.
         With :attr:`FsyncPolicy.ALWAYS` it is on stable storage when this returns. An empty batch writes
         nothing and returns ``next_offset - 1``. On an I/O error the partial write is rolled back (or, if
         even that fails, the log refuses further writes until reopened) and the error propagates. ``payloads``
