@@ -389,15 +389,16 @@ class TopicStore:
         without waiting for that (``trash/`` is emptied on open anyway).
         Raises ``OSError`` when the fsync fails: the deletions are then not durable."""
         closing, self._detached_logs = self._detached_logs, []
+        closing.reverse()  # (taken from the end: each log is let go as it is closed, below)
         slices = TimeSlices(SLICE_S)
-        closed = 0
         try:
-            for plog in closing:
+            while closing:
+                plog = closing.pop()
                 plog.close(discard=True)  # (its data goes: appends not on disk yet are not fsynced)
-                closed += 1
+                del plog  # freed here, in this slice: 10,000 closed logs freed at once held the loop 25 ms
                 await slices.tick()
         finally:  # (cancelled: the rest are closed by the next deletion or the store's close)
-            self._detached_logs.extend(closing[closed:])
+            self._detached_logs.extend(reversed(closing))
         if not trash:
             return
         self._check_open()
