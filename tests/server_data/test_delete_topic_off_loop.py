@@ -17,6 +17,7 @@ import shutil
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,27 @@ def test_deleting_one_topic_with_data_does_its_disk_work_off_the_loop(
         assert reopened.topic("doomed") is None and reopened.topic("kept") is not None
 
 
+async def _settled_watching(store: TopicStore, trash: Path, count: Callable[[], int]) -> set[int]:
+    """``store.settle_deletes([trash])`` while other work on the loop reads ``count()`` at every turn: what it
+    read."""
+    seen: set[int] = set()
+    done = False
+
+    async def watch() -> None:
+        while not done:
+            seen.add(count())
+            await asyncio.sleep(0)
+
+    watcher = asyncio.get_running_loop().create_task(watch())
+    await asyncio.sleep(0)
+    try:
+        await store.settle_deletes([trash])
+    finally:
+        done = True
+        await watcher
+    return seen
+
+
 def test_the_closes_of_a_deleted_topic_are_cut_into_slices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(topics_module, "SLICE_S", 0.0)  # (a turn after every close)
 
@@ -105,23 +127,9 @@ def test_the_closes_of_a_deleted_topic_are_cut_into_slices(tmp_path: Path, monke
             logs = _written(store, "doomed")
             trash = store.detach_topic("doomed")
             assert trash is not None and not any(plog.closed for plog in logs)  # (the loop's part: one rename)
-            seen: set[int] = set()  # how many were closed, as other work on the loop saw it
-            done = False
-
-            async def watch() -> None:
-                while not done:
-                    seen.add(sum(plog.closed for plog in logs))
-                    await asyncio.sleep(0)
-
-            watcher = asyncio.get_running_loop().create_task(watch())
-            await asyncio.sleep(0)
-            try:
-                await store.settle_deletes([trash])
-            finally:
-                done = True
-                await watcher
+            seen = await _settled_watching(store, trash, lambda: sum(plog.closed for plog in logs))
             assert all(plog.closed for plog in logs)
-            return seen
+            return seen  # how many were closed, as other work on the loop saw it
 
     partly = {n for n in asyncio.run(main()) if 0 < n < PARTITIONS}
     assert len(partly) >= PARTITIONS // 2  # (between two closes, mostly)
@@ -147,21 +155,8 @@ def test_a_deleted_topic_s_logs_are_let_go_as_they_are_closed(tmp_path: Path, mo
             refs = [weakref.ref(plog) for plog in _written(store, "doomed")]
             trash = store.detach_topic("doomed")
             assert trash is not None
-            alive: set[int] = set()  # how many were still there, as other work on the loop saw it
-            done = False
-
-            async def watch() -> None:
-                while not done:
-                    alive.add(sum(ref() is not None for ref in refs))
-                    await asyncio.sleep(0)
-
-            watcher = asyncio.get_running_loop().create_task(watch())
-            await asyncio.sleep(0)
-            try:
-                await store.settle_deletes([trash])
-            finally:
-                done = True
-                await watcher
+            # how many were still there, as other work on the loop saw it
+            alive = await _settled_watching(store, trash, lambda: sum(ref() is not None for ref in refs))
             assert all(ref() is None for ref in refs)
             # cancelled after a few closes: the rest wait for the store's close, in their order
             refs = [weakref.ref(plog) for plog in _written(store, "again")]
