@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from regroup.network.codec import DecodedRequest, load_schemas
+from regroup.network.codec import DecodedRequest
 from regroup.network.connection import Connection
 from regroup.network.turn_budget import TurnBudget
 from tests.server.wire import LEAVE, encode_request
@@ -43,14 +43,6 @@ class SteppedClock:
 
     def spend(self, seconds: float) -> None:
         self.seconds += seconds
-
-
-@pytest.fixture(autouse=True)
-def schemas_loaded() -> None:
-    """The versions these tests send loaded beforehand: the first request of a version not loaded yet is decoded
-    on the decoding thread (``codec.load_schemas``), outside the budgets these tests count."""
-    for api_key, version in ((API_VERSIONS, 0), (LEAVE, 0)):
-        load_schemas(api_key, version)
 
 
 @pytest.fixture(autouse=True)

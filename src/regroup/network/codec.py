@@ -252,36 +252,6 @@ def response_class(api_key: int, api_version: int) -> type[Any]:
     return _response_class(api_key, api_version)
 
 
-#: the API versions (``api_key << 16 | api_version``) whose request and response classes are loaded and whose
-#: request reader and response writer are built (``load_schemas``)
-_LOADED: set[int] = set()
-
-
-def schemas_loaded(frame: bytes, versions: VersionRanges) -> bool:
-    """Whether decoding the request ``frame`` (a frame's payload) and encoding its answer use classes already
-    loaded: the first request of an API version imports kio's modules for it (4-10 ms of the interpreter's
-    time), which a caller may do off its event loop (``load_schemas``). True too for a frame decoding refuses
-    without loading anything (too short, an unknown key, a version not served)."""
-    if len(frame) < _KEY_AND_VERSION.size:
-        return True
-    api_key, api_version = _KEY_AND_VERSION.unpack_from(frame)
-    if (api_key << 16 | api_version) in _LOADED:
-        return True
-    served = versions.get(api_key)
-    return served is None or not served[0] <= api_version <= served[1]
-
-
-def load_schemas(api_key: int, api_version: int) -> None:
-    """Load what decoding a request of this API version and encoding its answer need (on any thread)."""
-    request_cls = _request_class(api_key, api_version)
-    precheck.walker(request_cls)
-    _reader(request_cls)
-    response_cls = _response_class(api_key, api_version)
-    if response_cls not in _RESPONSE_PLANS:
-        _RESPONSE_PLANS[response_cls] = _response_plan(response_cls)
-    _LOADED.add(api_key << 16 | api_version)
-
-
 @cache
 def _request_class(api_key: int, api_version: int) -> type[Any]:
     return load_request_schema(api_key, api_version)

@@ -41,8 +41,6 @@ requests by order and correlation id).
   serving other connections meanwhile. This connection handles nothing else until that request's handler
   has taken its first step, so its requests are still handled in the order they were sent. A dispatcher with
   ``plan_aside`` also has it work on the decoded request there (the core's records of a large OffsetCommit).
-  So is the first request of an API version the process has not decoded yet: that thread loads kio's classes
-  for it (``codec.load_schemas``: 4-10 ms of imports, which held the loop in one piece on the loop's thread).
 * **Idleness.** A connection idle for ``max_idle_ms`` (Kafka's ``connections.max.idle.ms``: no bytes read,
   no response written, and no request outstanding — a JoinGroup parked for a long rebalance keeps its
   connection) is closed. One timer per connection checks it; activity only moves a timestamp, and the timer
@@ -67,7 +65,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
-import contextlib
 import functools
 import logging
 import time
@@ -75,7 +72,7 @@ from collections.abc import Callable, Mapping
 from typing import Protocol, cast
 
 from regroup.network.admission import RateLimit
-from regroup.network.codec import DecodedRequest, VersionRanges, decode_request, load_schemas, schemas_loaded
+from regroup.network.codec import DecodedRequest, VersionRanges, decode_request
 from regroup.network.eager import Started, start
 from regroup.network.errors import CloseConnection, ProtocolError
 from regroup.network.framing import DEFAULT_MAX_FRAME_BYTES, FrameBuffer
@@ -155,11 +152,7 @@ PlanAside = Callable[[DecodedRequest], None]
 def _decode_and_plan(
     frame: bytes, versions: VersionRanges, limits: Mapping[int, Limits], plan_aside: PlanAside | None
 ) -> DecodedRequest:
-    """``decode_request``, then ``plan_aside`` of the request: the decoding thread's work for one large frame, or
-    for the first of its API version (whose classes it loads: ``codec.load_schemas``)."""
-    if not schemas_loaded(frame, versions):
-        with contextlib.suppress(Exception):  # (what cannot be loaded, decode_request reports as it would)
-            load_schemas(int.from_bytes(frame[:2], "big"), int.from_bytes(frame[2:4], "big"))
+    """``decode_request``, then ``plan_aside`` of the request: the decoding thread's work for one large frame."""
     request = decode_request(frame, versions, limits)
     if plan_aside is not None:
         plan_aside(request)
@@ -355,7 +348,7 @@ class Connection(asyncio.Protocol):
                     refused = session.check(int.from_bytes(frame[:2], "big", signed=True))  # (its api key)
                     if refused is not None:
                         raise ProtocolError(refused)
-                    if len(frame) >= DECODE_ASIDE_BYTES or not schemas_loaded(frame, self.dispatcher.versions):
+                    if len(frame) >= DECODE_ASIDE_BYTES:
                         self._decode_aside(frame, session)
                         break
                     data = None if at_once is None else at_once(frame, session.principal, host, connection_id)

@@ -97,17 +97,11 @@ class _Plan:
 def check(entity_cls: type[Any], data: bytes, offset: int, limits: Limits) -> tuple[int, str | None]:
     """Walk ``data[offset:]`` as an ``entity_cls``. Returns (the offset after it, the first identifier longer than
     its limit as a one-line description, or None). Raises ``SchemaViolation``."""
-    walk = _WALKERS.get(entity_cls) or walker(entity_cls)
+    walker = _WALKERS.get(entity_cls)
+    if walker is None:
+        walker = _WALKERS[entity_cls] = _walker_of(plan_of(entity_cls))
     over: list[str | None] = [None]
-    return walk(data, offset, len(data), limits, over), over[0]
-
-
-def walker(entity_cls: type[Any]) -> Walker:
-    """The compiled walker of ``entity_cls`` (made on first use, kept)."""
-    found = _WALKERS.get(entity_cls)
-    if found is None:
-        found = _WALKERS[entity_cls] = _walker_of(plan_of(entity_cls))
-    return found
+    return walker(data, offset, len(data), limits, over), over[0]
 
 
 def check_by_plan(entity_cls: type[Any], data: bytes, offset: int, limits: Limits) -> tuple[int, str | None]:
