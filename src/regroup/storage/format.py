@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from regroup.storage.crc_shift import crc32_joined
@@ -81,7 +81,7 @@ class Frame:
         return self.base_offset + len(self.payloads)
 
 
-def frame_size(payload_lengths: Sequence[int]) -> int:
+def frame_size(payload_lengths: Iterable[int]) -> int:
     """Bytes a batch frame with payloads of these lengths occupies on disk."""
     return FRAME_HEADER_SIZE + sum(RECORD_OVERHEAD + n for n in payload_lengths)
 

@@ -47,7 +47,6 @@ from regroup.storage.files import fsync_file as _fsync_file
 from regroup.storage.files import open_append as _open_append
 from regroup.storage.files import read_file, write_all_or_take_back
 from regroup.storage.format import (
-    FRAME_HEADER_SIZE,
     FRAME_MAGIC,
     CorruptLogError,
     FormatError,
@@ -345,23 +344,19 @@ class RecordLog:
         fd = self._writable_fd()
         if isinstance(payloads, bytes | bytearray | memoryview):
             raise TypeError("append() takes a sequence of payloads, not a single payload")
+        pieces: tuple[bytes, ...]
         if isinstance(payloads, FramedBody):
-            body = payloads
-            size = FRAME_HEADER_SIZE + len(body.data)
-            count = body.count
+            pieces, count = (frame_header(self._next, payloads), payloads.data), payloads.count
         else:
             if not payloads:
                 return self._next - 1
-            frame = encode_batch(self._next, payloads)
-            size, count = len(frame), len(payloads)
+            pieces, count = (encode_batch(self._next, payloads),), len(payloads)
+        size = sum(map(len, pieces))
         if self._active_size > 0 and self._active_size + size > self._segment_bytes:
             if not roll:
                 return None
-            fd = self._roll()
-        if isinstance(payloads, FramedBody):
-            self._write(fd, frame_header(self._next, body), body.data)
-        else:
-            self._write(fd, frame)
+            fd = self._roll()  # (the next offset stays: the frame made above is the one to write)
+        self._write(fd, *pieces)
         self._next += count
         return self._next - 1
 

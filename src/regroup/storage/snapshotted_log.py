@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Generic, Protocol, Self, TypeVar
 
 from regroup.storage.encoded_ahead import EncodedAhead
-from regroup.storage.format import RECORD_OVERHEAD, FramedBody, frame_body
+from regroup.storage.format import FramedBody, frame_body, frame_size
 from regroup.storage.record_log import FsyncPolicy, RecordLog
 
 #: the snapshot is its records' encodings, one per line
@@ -32,7 +32,7 @@ FRAME_AHEAD_BYTES = 64 * 1024
 
 def _framed_if_large(payloads: Sequence[bytes]) -> Sequence[bytes] | FramedBody:
     """``payloads`` as their frame's body when they are large (``FRAME_AHEAD_BYTES``), else as they are."""
-    if len(payloads) * RECORD_OVERHEAD + sum(map(len, payloads)) >= FRAME_AHEAD_BYTES:
+    if frame_size(map(len, payloads)) >= FRAME_AHEAD_BYTES:
         return frame_body(payloads)
     return payloads
 
