@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import mmap
+import os
 import sys
 import threading
 import weakref
@@ -14,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from regroup.server import young_gc
 from regroup.server.app import Server, ServerConfig
 from regroup.server.metrics import exposition
-from regroup.server.young_gc import NEVER, YoungCollector, freeze_young, young_count
+from regroup.server.young_gc import NEVER, YoungCollector, freeze_young, heap_pages, young_count
 from regroup.storage.record_log import FsyncPolicy
 
 
@@ -100,12 +103,12 @@ def test_reclaims_when_the_heaps_smallest_over_the_window_doubled(
     collector: YoungCollector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     counts: list[int] = []
-    real = sys.getallocatedblocks
+    real = young_gc.heap_pages
 
     def noted() -> int:
         return counts.pop(0) if counts else real()
 
-    monkeypatch.setattr(sys, "getallocatedblocks", noted)
+    monkeypatch.setattr(young_gc, "heap_pages", noted)
     collector.baseline = 1_000
     counts[:] = [1_000, 50_000, 1_100]  # a peak (a rebalance's parked requests): the fewest did not double
     assert [collector.check() for _ in range(3)] == [False, False, False]
@@ -208,7 +211,8 @@ def test_counting_the_young_generation_never_breaks_a_tuple_another_thread_build
 def test_the_metrics_name_the_frozen_objects_and_the_reclamations(collector: YoungCollector) -> None:
     collector.reclaim()
     text = exposition(collector.families())
-    assert "regroup_heap_blocks " in text
+    [pages] = [int(line.split()[1]) for line in text.splitlines() if line.startswith("regroup_heap_pages ")]
+    assert abs(pages - heap_pages()) < heap_pages() // 10
     assert "regroup_gc_reclamations_total 1" in text
     assert "regroup_gc_reclaimed_objects_total " in text
     assert "regroup_gc_young_freezes_by_size_total 0" in text
@@ -270,3 +274,26 @@ def test_a_running_server_counts_its_young_generation_often_and_checks_its_heap_
         gc.set_threshold(*before)
     assert len(measures) >= 15
     assert 2 <= len(checks) <= len(measures) // 3
+
+
+def test_the_heap_is_measured_by_the_resident_pages_which_follow_what_is_allocated() -> None:
+    """The reclamation's measure: the process's resident pages (the second field of ``/proc/self/statm``), which
+    grow with what the interpreter allocates and fall when it is freed."""
+    with open("/proc/self/statm", "rb") as statm:
+        resident = int(statm.read().split()[1])
+    before = heap_pages()
+    assert abs(before - resident) < resident // 10
+    page = os.sysconf("SC_PAGE_SIZE")
+    held = mmap.mmap(-1, 64 << 20)  # (as the interpreter's allocator maps its arenas)
+    held.write(b"x" * (64 << 20))  # written: resident
+    grown = heap_pages()
+    assert grown - before >= 48 * (1 << 20) // page
+    held.close()
+    assert heap_pages() - before < 16 * (1 << 20) // page
+
+
+def test_a_reading_that_fails_repeats_the_last_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Out of descriptors, say: the rule must not compare a reading of another kind (or none) with the last."""
+    known = heap_pages()
+    monkeypatch.setattr(young_gc, "_STATM", "/proc/self/no-such-file")
+    assert heap_pages() == known

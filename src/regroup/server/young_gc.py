@@ -15,8 +15,9 @@ time to the permanent generation, which collections never walk), and the thresho
 generation's collections: at most ``young_threshold`` net allocations of containers to walk each time. A frozen
 object is still freed by reference counting like any other; only garbage in cycles that outlived a young
 collection stays. ``check`` (the server calls it about once a second, between turns of the loop) reclaims that:
-when the heap (the interpreter's allocated memory blocks, ``sys.getallocatedblocks``: read in well under a
-millisecond, where counting the frozen objects walks them all), at its smallest over the last ``window`` checks
+when the heap (``heap_pages``: the process's resident memory, read from the kernel in microseconds, where the
+interpreter's count of its allocated blocks walks every pool of its arenas and counting the frozen objects walks
+them all), at its smallest over the last ``window`` checks
 (transient peaks such as a rebalance's parked requests do not count), is ``growth`` times what was left after the
 previous reclamation, everything is thawed, collected once in full and frozen again. Python's own rule would have
 run a full collection for a quarter of that growth of its oldest generation.
@@ -39,13 +40,14 @@ from __future__ import annotations
 import collections
 import gc
 import logging
+import os
 import sys
 import time
 from typing import Any
 
 from regroup.server.metrics import Family
 
-__all__ = ["DEFAULT_GROWTH", "DEFAULT_WINDOW", "NEVER", "YoungCollector", "freeze_young", "young_count"]
+__all__ = ["DEFAULT_GROWTH", "DEFAULT_WINDOW", "NEVER", "YoungCollector", "freeze_young", "heap_pages", "young_count"]
 
 log = logging.getLogger("regroup.server.young_gc")
 
@@ -55,6 +57,31 @@ NEVER = 2**30
 DEFAULT_GROWTH = 2.0
 #: the checks whose fewest frozen objects are compared (about a second apart: the server's own cadence)
 DEFAULT_WINDOW = 30
+
+
+#: where the kernel tells a process its resident memory (Linux); elsewhere the allocator's blocks stand in
+_STATM = "/proc/self/statm"
+_RESIDENT = os.path.exists(_STATM)
+#: the last reading of ``heap_pages`` (what it answers when the file cannot be read: out of descriptors, say)
+_last_pages = 0
+
+
+def heap_pages() -> int:
+    """The heap's size as the reclamation's rule compares it: the process's resident pages (``/proc/self/statm``,
+    about 20 µs whatever the heap's size), or, without ``/proc``, the interpreter's allocated blocks. (Counting
+    the blocks, ``sys.getallocatedblocks()``, reads the header of every pool of every arena: 0.02 ms when they are
+    in the caches, but 12–27 ms in a server answering 6,000 commits a second, where once a second they are not.)
+    A process reads one kind throughout, so the rule only ever compares readings of the same kind; a reading
+    that fails repeats the last one."""
+    global _last_pages
+    if not _RESIDENT:
+        return sys.getallocatedblocks()
+    try:
+        with open(_STATM, "rb") as statm:
+            _last_pages = int(statm.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return _last_pages
 
 
 def young_count() -> int:
@@ -136,7 +163,7 @@ class YoungCollector:
         gc.set_threshold(self.young_threshold, NEVER, NEVER)
         gc.callbacks.append(self._on_collection)
         self._installed = True
-        self.baseline = sys.getallocatedblocks()
+        self.baseline = heap_pages()
         global _active
         _active = self
 
@@ -159,7 +186,7 @@ class YoungCollector:
         if not self._installed:
             return False
         samples = self._samples
-        samples.append(sys.getallocatedblocks())
+        samples.append(heap_pages())
         if len(samples) < (samples.maxlen or 1):
             return False
         if min(samples) < self.growth * self.baseline:
@@ -181,12 +208,12 @@ class YoungCollector:
         objects were found unreachable (0 when not installed)."""
         if not self._installed:
             return 0
-        before = sys.getallocatedblocks()
+        before = heap_pages()
         began = time.perf_counter()
         gc.unfreeze()
         found = gc.collect()
         took = time.perf_counter() - began
-        self.baseline = sys.getallocatedblocks()
+        self.baseline = heap_pages()
         self._samples.clear()
         self.reclamations += 1
         self.reclaimed += found
@@ -210,11 +237,11 @@ class YoungCollector:
     def families(self) -> list[Family]:
         return [
             Family(
-                "regroup_heap_blocks",
+                "regroup_heap_pages",
                 "gauge",
-                "Memory blocks the interpreter's allocator holds: the measure whose growth reclaims the cycles among "
-                "the objects frozen out of the collector's walks.",
-            ).add(sys.getallocatedblocks()),
+                "The process's resident memory in pages: the measure whose growth reclaims the cycles among the "
+                "objects frozen out of the collector's walks.",
+            ).add(heap_pages()),
             Family(
                 "regroup_gc_reclamations_total",
                 "counter",
