@@ -67,6 +67,11 @@ def bits(*operations: int) -> int:
 # ---------------------------------------------------------------------------------------------- the server
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    yield from _secured(tmp_path_factory)
+
+
+def _secured(tmp_path_factory: pytest.TempPathFactory, *args: str) -> Iterator[ServerProcess]:
+    """A server with SASL/PLAIN and the authorizer on (``args``: more options), killed when done."""
     base = tmp_path_factory.mktemp("authz")
     port = free_port()
     jaas = (
@@ -82,6 +87,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
         "super.users=User:admin\n",
         port,
+        *args,
     )
     try:
         yield proc
@@ -645,6 +651,42 @@ def test_a_steady_heartbeat_is_authorized_every_time(server: ServerProcess, acls
             assert decode_consumer_heartbeat(bob.read_frame()) == E.group_authorization_failed
         alice.send_raw(frame)
         assert decode_consumer_heartbeat(alice.read_frame()) == E.group_authorization_failed
+
+
+def _usual_produce(client: WireClient, topic: str, value: bytes) -> Any:
+    """A Produce v9 of one partition from the same producer each time (the same bytes but for the records)."""
+    fields = {"transactional_id": None, "acks": -1, "timeout": 10_000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": make_batch([value])}]}]}  # fmt: skip
+    client.send_raw(encode_request(PRODUCE, 9, 7, "usual-producer", **fields))
+    frame = client.read_frame()
+    assert frame[:4] == (7).to_bytes(4, "big")
+    body, _ = entity_reader(load_response_schema(PRODUCE, 9))(frame, 5)
+    return body.responses[0].partition_responses[0]
+
+
+def test_a_usual_produce_is_authorized_every_time(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Under ``--fsync interval`` a Produce of one partition is answered at once from its bytes, its topic,
+    acks and the rest learned from the first such request of the producer (``server/at_once.py``); WRITE on the
+    Topic is still checked on every one: the same producer's next requests from a principal without it, or
+    after the ACL is gone, are TOPIC_AUTHORIZATION_FAILED, and nothing of theirs is appended."""
+    for proc in _secured(tmp_path_factory, "--fsync", "interval"):
+        admin_client = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{proc.port}", **kafka_python("admin"))
+        topic = unique("usual")
+        with (
+            signed_in(proc.port, "admin") as admin,
+            signed_in(proc.port, "alice") as alice,
+            signed_in(proc.port, "bob") as bob,
+        ):
+            create_topics(admin, {topic: 1})
+            assert _usual_produce(alice, topic, b"refused").error_code == E.topic_authorization_failed
+            with granted(admin_client, acl("topic", topic, "WRITE")):
+                for n in range(3):  # the first one's remembered part is learned; the next are answered at once
+                    written = _usual_produce(alice, topic, b"v%d" % n)
+                    assert (written.error_code, written.base_offset) == (E.none, n)
+                assert _usual_produce(bob, topic, b"bob's").error_code == E.topic_authorization_failed
+            assert _usual_produce(alice, topic, b"after").error_code == E.topic_authorization_failed  # ACL gone
+            assert end_offset(admin, topic).offset == 3
+        admin_client.close()
 
 
 def decode_consumer_heartbeat(frame: bytes) -> Any:

@@ -7,7 +7,8 @@ requests by order and correlation id).
   ApiVersions, ...) is answered inside ``data_received``: no task, no event-loop round trip. The responses
   of the requests handled in one turn go out in one write.
 * **Answers at once.** A responder may answer a request from its bytes before it is decoded
-  (``answer_at_once``: the server's answers to a steady member's heartbeat, ``server/at_once.py``); such an
+  (``answer_at_once``: the server's answers to a steady member's heartbeat or a usual Produce,
+  ``server/at_once.py``); such an
   answer takes its place in request order like any other, and a request it declines is decoded and handed
   to ``respond``.
 * **Parked or durable requests.** A handler that suspends (a JoinGroup parked for seconds, a commit waiting
@@ -141,9 +142,10 @@ class Responder(Protocol):
     ) -> bytes | None: ...
 
 
-#: ``answer_at_once(frame, principal, client_host, connection_id)``: the framed response to a request answered
-#: at once from its bytes, or None (it is decoded and handed to ``respond``)
-AnswerAtOnce = Callable[[bytes, str, str, int], bytes | None]
+#: ``answer_at_once(frame, principal, client_host, connection_id, busy)``: the framed response to a request
+#: answered at once from its bytes, or None (it is decoded and handed to ``respond``); ``busy``: an earlier
+#: request of the connection is still being handled
+AnswerAtOnce = Callable[[bytes, str, str, int, bool], bytes | None]
 #: ``plan_aside(request)``: work on a large decoded request done on the decoding thread, kept in ``request.plan``
 #: (it must not raise)
 PlanAside = Callable[[DecodedRequest], None]
@@ -351,7 +353,9 @@ class Connection(asyncio.Protocol):
                     if len(frame) >= DECODE_ASIDE_BYTES:
                         self._decode_aside(frame, session)
                         break
-                    data = None if at_once is None else at_once(frame, session.principal, host, connection_id)
+                    data = (
+                        None if at_once is None else at_once(frame, session.principal, host, connection_id, bool(slots))
+                    )
                     if data is None:
                         request = decode_request(frame, self.dispatcher.versions, self.dispatcher.limits)
                 except ProtocolError as exc:

@@ -147,17 +147,26 @@ ErrorResponse = Callable[[RequestContext, Any, ErrorCode], Any]
 @dataclass(frozen=True, slots=True)
 class AtOnce:
     """How an API answers the requests it can answer from their bytes at once, without its handler's general
-    path (``server/at_once.py``: a steady member's heartbeat). The answer must be exactly the one the handler
-    would give, authorization included.
+    path (``server/at_once.py``: a steady member's heartbeat, the usual Produce). The answer must be exactly the
+    one the handler would give, authorization and effects included.
 
     ``prepare(api_version, body)``: what ``answer`` needs of a decoded request body (a request entity of the
     core, say), worked out once per distinct request bytes and remembered; None: such requests are never
-    answered at once. ``answer(broker, principal, client_host, client_id, api_version, prepared)``: the
+    answered at once. ``answer(broker, principal, client_host, client_id, api_version, prepared, varying)``: the
     response, a ``PreEncoded`` body of the requested version; None: the handler answers this one (an error, a
-    rebalance, a denied ACL)."""
+    rebalance, a denied ACL).
+
+    ``split(frame, api_version)``: for requests whose bytes differ from one to the next in one part only (a
+    Produce's records), ``(end, varying)``: the bytes before ``end`` are what is remembered (and must hold
+    everything ``prepare`` reads), ``varying`` is handed to ``answer``; None: not such a request (the general
+    path's). Without it the whole request is remembered and ``varying`` is None. ``alone``: answered at once only
+    while none of the connection's earlier requests is still being handled (a Produce appends after the ones
+    before it, as Kafka handles a connection's requests one at a time)."""
 
     prepare: Callable[[int, Any], Any]
-    answer: Callable[[Any, str, str, str | None, int, Any], Any]
+    answer: Callable[[Any, str, str, str | None, int, Any, Any], Any]
+    split: Callable[[bytes, int], tuple[int, Any] | None] | None = None
+    alone: bool = False
 
 
 @dataclass(frozen=True, slots=True)

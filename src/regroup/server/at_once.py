@@ -1,15 +1,18 @@
 """Requests answered from their bytes at once: the way a steady member's heartbeat goes around the general path
 (the decoder, the request's context, the handler's coroutine and the coordinator runtime's call).
 
-An API opts in with an ``AtOnce`` in its ``ApiSpec`` (Heartbeat and ConsumerGroupHeartbeat do). The first
-time a request's bytes are seen (all but its correlation id: a steady member sends the same bytes every few
-seconds), the frame is decoded by the general decoder against the same version ranges and identifier limits,
+An API opts in with an ``AtOnce`` in its ``ApiSpec`` (Heartbeat, ConsumerGroupHeartbeat and Produce do). The
+first time a request's bytes are seen (all but its correlation id: a steady member sends the same bytes every few
+seconds; for an API with a ``split``, all but its correlation id and its varying part: a producer's requests to a
+partition differ in their records alone), the frame is decoded by the general decoder against the same version
+ranges and identifier limits,
 and the API's ``prepare`` works out what its answer needs; the outcome is remembered (a bounded memo). A frame
 with the same bytes later goes straight to the API's ``answer``, which checks the ACL, asks the core, and
 returns the response, or None to leave the request to the general path, which then handles the frame from its
 first byte as if this path did not exist. A frame that does not decode, is of a version not served, carries an
 identifier over its limit, or whose API says it never answers such a request at once, is always the general
-path's.
+path's. An ``alone`` API's request is answered at once only while the connection has no earlier request still
+being handled.
 
 What the dispatcher does around a handler is done here too for an answer given at once: the request is
 counted per API (the periodic stats line), logged at debug level, and measured with ``--metrics-port``.
@@ -72,16 +75,26 @@ class AtOnceAnswers:
         self._request_log = request_log
         self._failed_once = False
 
-    def answer(self, frame: bytes, principal: str, client_host: str, connection_id: int) -> bytes | None:
-        """The framed response to the request ``frame`` (a frame's payload), or None: the general path's."""
+    def answer(
+        self, frame: bytes, principal: str, client_host: str, connection_id: int, busy: bool = False
+    ) -> bytes | None:
+        """The framed response to the request ``frame`` (a frame's payload), or None: the general path's.
+        ``busy``: an earlier request of the connection is still being handled (an ``alone`` API waits for it)."""
         if len(frame) < _HEADER_BYTES:
             return None
         api = self._apis.get((frame[0] << 8) | frame[1])
-        if api is None:
+        if api is None or (busy and api.at_once.alone):
             return None
         started = time.perf_counter() if self._metrics is not None else 0.0
         version = (frame[2] << 8) | frame[3]
-        tail = frame[8:]
+        split = api.at_once.split
+        if split is None:
+            tail, varying = frame[8:], None
+        else:
+            cut = split(frame, version)
+            if cut is None:
+                return None
+            tail, varying = frame[8 : cut[0]], cut[1]
         known = api.memo.get(tail)
         if known is None or known[0] != version:
             known = self._learn(api, frame, version, tail)
@@ -91,7 +104,7 @@ class AtOnceAnswers:
         if prepared is _NEVER:
             return None
         try:
-            response = api.at_once.answer(self._broker, principal, client_host, client_id, version, prepared)
+            response = api.at_once.answer(self._broker, principal, client_host, client_id, version, prepared, varying)
         except Exception:  # a bug here must not cost the request: the general path answers (and reports) it
             if not self._failed_once:
                 self._failed_once = True

@@ -106,10 +106,13 @@ class Dispatcher:
             log,
         )
 
-    def answer_at_once(self, frame: bytes, principal: str, client_host: str, connection_id: int) -> bytes | None:
+    def answer_at_once(
+        self, frame: bytes, principal: str, client_host: str, connection_id: int, busy: bool = False
+    ) -> bytes | None:
         """The framed response to the request ``frame`` when it can be given at once from its bytes
-        (``server/at_once.py``), or None: ``respond`` answers it."""
-        return self._at_once.answer(frame, principal, client_host, connection_id)
+        (``server/at_once.py``), or None: ``respond`` answers it. ``busy``: an earlier request of the connection
+        is still being handled."""
+        return self._at_once.answer(frame, principal, client_host, connection_id, busy)
 
     def plan_aside(self, request: DecodedRequest) -> None:
         """Set ``request.plan`` to its API's ``plan_aside`` of the body, if the API has one: called on the thread

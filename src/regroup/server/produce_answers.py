@@ -21,7 +21,7 @@ from typing import Any
 from regroup.server.encoded import PreEncoded, array_header, response_type, splice_pieces
 from regroup.server.offset_answers import CHUNK, Pacer, pause, string, topic_head
 
-__all__ = ["PRODUCE_FLEXIBLE_FROM", "ProducePartition", "ProduceTopic", "produce_answer"]
+__all__ = ["PRODUCE_FLEXIBLE_FROM", "ProducePartition", "ProduceTopic", "one_partition_answer", "produce_answer"]
 
 PRODUCE_FLEXIBLE_FROM, PRODUCE_LOG_START_FROM, PRODUCE_ERRORS_FROM, PRODUCE_TOPIC_ID_FROM = 9, 5, 8, 13
 
@@ -45,30 +45,48 @@ def _no_message(flexible: bool, with_errors: bool) -> bytes:
     return tail + (_TAGS if flexible else b"")
 
 
+def _layout(version: int) -> tuple[bool, bool, bool]:
+    """(flexible, with record errors and message, with log start offset) of ``version``'s partitions."""
+    return version >= PRODUCE_FLEXIBLE_FROM, version >= PRODUCE_ERRORS_FROM, version >= PRODUCE_LOG_START_FROM
+
+
+def _partition(parts: list[bytes], row: ProducePartition, flexible: bool, with_errors: bool, log_start: bool) -> None:
+    """Append one partition's pieces to ``parts``."""
+    index, error, base, append_ms, start, message = row
+    if log_start:
+        parts.append(_WITH_LOG_START(index, error, base, append_ms, start))
+    else:
+        parts.append(_WITHOUT_LOG_START(index, error, base, append_ms))
+    if message is None or not with_errors:
+        parts.append(_no_message(flexible, with_errors))
+    else:
+        tail = array_header(0, flexible) + string(message, flexible)
+        parts.append(tail + _TAGS if flexible else tail)
+
+
 async def produce_answer(empty: Any, topics: Sequence[ProduceTopic], version: int) -> PreEncoded:
     """The Produce answer ``empty`` (the response entity of ``version``, ``responses`` empty) with ``topics``."""
-    flexible = version >= PRODUCE_FLEXIBLE_FROM
-    with_errors = version >= PRODUCE_ERRORS_FROM
-    log_start = version >= PRODUCE_LOG_START_FROM
-    pack = _WITH_LOG_START if log_start else _WITHOUT_LOG_START
-    no_message = _no_message(flexible, with_errors)
+    flexible, with_errors, log_start = _layout(version)
     pacer, parts, errors = Pacer(), list[bytes](), list[int]()
     for topic, partitions in topics:
         parts.append(topic_head(topic, len(partitions), flexible, version >= PRODUCE_TOPIC_ID_FROM))
-        for i, (index, error, base, append_ms, start, message) in enumerate(partitions):
+        for i, row in enumerate(partitions):
             if i % CHUNK == 0 and pacer.due(min(CHUNK, len(partitions) - i)):
                 await pause()
-            if log_start:
-                parts.append(pack(index, error, base, append_ms, start))
-            else:
-                parts.append(pack(index, error, base, append_ms))
-            if message is None or not with_errors:
-                parts.append(no_message)
-            else:
-                tail = array_header(0, flexible) + string(message, flexible)
-                parts.append(tail + _TAGS if flexible else tail)
-            if error:
-                errors.append(int(error))
+            _partition(parts, row, flexible, with_errors, log_start)
+            if row[1]:
+                errors.append(int(row[1]))
         if flexible:
             parts.append(_TAGS)
     return PreEncoded(response_type(empty), splice_pieces(empty, "responses", len(topics), parts), tuple(errors))
+
+
+def one_partition_answer(empty: Any, topic: str | uuid.UUID, row: ProducePartition, version: int) -> PreEncoded:
+    """``produce_answer`` of one topic of one partition, at once (nothing to pace)."""
+    flexible, with_errors, log_start = _layout(version)
+    parts = [topic_head(topic, 1, flexible, version >= PRODUCE_TOPIC_ID_FROM)]
+    _partition(parts, row, flexible, with_errors, log_start)
+    if flexible:
+        parts.append(_TAGS)
+    errors = (int(row[1]),) if row[1] else ()
+    return PreEncoded(response_type(empty), splice_pieces(empty, "responses", 1, parts), errors)

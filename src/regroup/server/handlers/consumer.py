@@ -248,6 +248,7 @@ def _heartbeat_at_once(
     client_id: str | None,
     version: int,
     req: ConsumerGroupHeartbeatRequest,
+    _varying: None,
 ) -> Any:
     """A steady member's heartbeat answered at once (``GroupCoordinator.consumer_group_heartbeat_at_once``):
     READ on the Group allowed, else None and the handler answers GROUP_AUTHORIZATION_FAILED."""

@@ -63,6 +63,7 @@ import asyncio
 import functools
 import logging
 import time
+import uuid
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol, cast
@@ -71,8 +72,8 @@ from kio.schema.errors import ErrorCode
 
 from regroup.network.limits import TOPIC_NAME
 from regroup.security.acl import AclOperation, ResourceType
-from regroup.server.api import ApiSpec, Broker, RequestContext
-from regroup.server.authz import allowed, authorizer_of
+from regroup.server.api import ApiSpec, AtOnce, Broker, RequestContext
+from regroup.server.authz import allowed, authorizer_of, permits
 from regroup.server.encoded import PreEncoded, response_type, splice_pieces
 from regroup.server.fetch_answers import FETCH_TOPIC_ID_FROM, FetchPartition, FetchTopic, fetch_answer
 from regroup.server.handlers.topics import (
@@ -86,7 +87,13 @@ from regroup.server.handlers.topics import (
 )
 from regroup.server.handlers.transactions import produce_refusal, transactional_producers
 from regroup.server.offset_answers import CHUNK, Pacer, list_offsets_partitions, list_offsets_topic, pause
-from regroup.server.produce_answers import PRODUCE_TOPIC_ID_FROM, ProducePartition, produce_answer
+from regroup.server.produce_answers import (
+    PRODUCE_TOPIC_ID_FROM,
+    ProducePartition,
+    one_partition_answer,
+    produce_answer,
+)
+from regroup.server.produce_frames import split_produce
 from regroup.server.time_slices import HeldSlices, TimeSlices
 from regroup.server.topics import FILES_ASIDE_MIN, AppendWaiter, TopicStore
 from regroup.storage.compaction import has_keyless_record
@@ -263,6 +270,61 @@ async def _produce(broker: Broker, ctx: RequestContext, request: Any, slices: He
                 row[1:] = [ErrorCode.kafka_storage_error, -1, NO_TIMESTAMP, -1, NOT_ON_DISK]
     answer = [(topic, [cast(ProducePartition, tuple(row)) for row in partitions]) for topic, partitions in responses]
     return await produce_answer(_empty_produce_answer(mod), answer, version)
+
+
+#: what a Produce answered at once needs of its remembered part: (topic name, or from v13 None; the topic id from
+#: v13, else None; the partition; the empty answer of the request's version)
+_ProducePrepared = tuple[str | None, uuid.UUID | None, int, Any]
+
+
+def _produce_prepared(version: int, request: Any) -> _ProducePrepared | None:
+    """``_ProducePrepared`` of a decoded Produce (``server/produce_frames.py`` says which part is remembered).
+    None, always the general path: acks 0 (no answer), another acks (refused there), a transactional id (a
+    transaction's checks), or another layout."""
+    if request.acks not in (1, -1) or request.transactional_id is not None or len(request.topic_data) != 1:
+        return None
+    topic = request.topic_data[0]
+    if len(topic.partition_data) != 1:
+        return None
+    by_id = version >= PRODUCE_TOPIC_ID_FROM
+    empty = _empty_produce_answer(response_module(request))
+    return None if by_id else topic.name, topic.topic_id if by_id else None, topic.partition_data[0].index, empty
+
+
+def _produce_at_once(
+    broker: Broker,
+    principal: str,
+    client_host: str,
+    client_id: str | None,
+    version: int,
+    prepared: _ProducePrepared,
+    records: bytes,
+) -> Any:
+    """A usual Produce answered at once: one partition of a topic that exists, WRITE on the Topic allowed, the
+    records not transactional, appended to a log that fsyncs on a schedule (``interval``) and a topic that
+    neither compacts nor stamps LogAppendTime; the same append (``_append``) and the same answer as
+    ``handle_produce``'s. Else None, and ``handle_produce`` answers it."""
+    store = store_of(broker)
+    name, topic_id, index, empty = prepared
+    if name is None:
+        info = None if topic_id is None else store.topic_by_id(topic_id)
+        if info is None:
+            return None
+        name = info.name
+    elif not store.topic(name):
+        return None
+    if not permits(broker, principal, client_host, AclOperation.WRITE, ResourceType.TOPIC, name):
+        return None
+    plog = store.partition(name, index)
+    if plog is None or plog.fsync_policy is FsyncPolicy.ALWAYS:
+        return None
+    policy = store.configs.policy(name)
+    if policy.compact or policy.log_append_time or transactional_producers(records):
+        return None
+    code, message, result = _append(plog, records, version, sync=True)
+    row = (index, code, result[0], NO_TIMESTAMP, result[1], message)
+    topic = name if topic_id is None else topic_id
+    return one_partition_answer(empty, topic, row, version)
 
 
 @functools.cache
@@ -619,7 +681,15 @@ def _list_offsets_error(ctx: RequestContext, request: Any, code: int) -> Any:
 _TOPIC_NAMES = frozenset({TOPIC_NAME})  # an unknown (over-long) name is UNKNOWN_TOPIC_OR_PARTITION here
 
 SPECS: list[ApiSpec] = [
-    ApiSpec(0, 3, 13, handle_produce, _produce_error, _TOPIC_NAMES),
+    ApiSpec(
+        0,
+        3,
+        13,
+        handle_produce,
+        _produce_error,
+        _TOPIC_NAMES,
+        at_once=AtOnce(_produce_prepared, _produce_at_once, split=split_produce, alone=True),
+    ),
     ApiSpec(1, 4, 18, handle_fetch, _fetch_error, _TOPIC_NAMES),
     ApiSpec(2, 1, 11, handle_list_offsets, _list_offsets_error, _TOPIC_NAMES),
 ]

@@ -211,7 +211,13 @@ async def heartbeat(broker: Broker, ctx: RequestContext, request: Any) -> Any:
 
 
 def _heartbeat_at_once(
-    broker: Broker, principal: str, client_host: str, client_id: str | None, version: int, req: HeartbeatRequest
+    broker: Broker,
+    principal: str,
+    client_host: str,
+    client_id: str | None,
+    version: int,
+    req: HeartbeatRequest,
+    _varying: None,
 ) -> Any:
     """A steady member's Heartbeat answered at once (``GroupCoordinator.heartbeat_at_once``): READ on the Group
     allowed, else None and ``heartbeat`` answers GROUP_AUTHORIZATION_FAILED."""
