@@ -13,10 +13,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from regroup.network.codec import decode_request
+from regroup.network.deferred import Deferred
 from regroup.network.limits import DEFAULT_LIMITS
 from regroup.server.api import RequestContext
 from regroup.server.at_once import AtOnceAnswers
@@ -24,10 +26,11 @@ from regroup.server.dispatch import _encode
 from regroup.server.handlers.data import SPECS, handle_produce
 from regroup.server.produce_frames import split_produce
 from regroup.server.topics import TopicStore
+from regroup.storage.partition_log import PendingSync
 from regroup.storage.record_log import FsyncPolicy
 from tests.server.wire import encode_request
 from tests.server_data.batches import make_batch
-from tests.server_data.helpers import FakeBroker
+from tests.server_data.helpers import FakeBroker, fsync_file_by_file
 
 PRODUCE = 0
 VERSIONS = (3, 13)
@@ -189,6 +192,20 @@ operations = st.lists(
 )
 
 
+async def _settled(later: Deferred[bytes]) -> bytes:
+    """What ``later`` settles with (as the connection would write it)."""
+    future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+
+    def done(value: Any, error: BaseException | None) -> None:
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    later.then(done)
+    return await future
+
+
 class _Server:
     """A topic store with the Produce handler, answering at once (as ``regroup serve`` does) or never."""
 
@@ -212,9 +229,12 @@ class _Server:
             else None
         )
 
-    def handle(self, data: bytes) -> bytes | None:
+    async def handle(self, data: bytes) -> bytes | None:
+        """The framed answer (None for acks 0), at once when the server gives it so, else the handler's."""
         if self.answers is not None:
             answered = self.answers.answer(data, "User:ANONYMOUS", "127.0.0.1", 1)
+            if isinstance(answered, Deferred):
+                return await _settled(answered)
             if answered is not None:
                 return answered
         request = decode_request(data, {PRODUCE: VERSIONS}, {PRODUCE: DEFAULT_LIMITS})
@@ -222,7 +242,7 @@ class _Server:
             api_key=PRODUCE, api_version=request.api_version, correlation_id=request.correlation_id,
             client_id=request.client_id, client_host="127.0.0.1", connection_id=1,
         )  # fmt: skip
-        response = asyncio.run(handle_produce(self.broker, ctx, request.body))
+        response = await handle_produce(self.broker, ctx, request.body)
         return None if request.body.acks == 0 else _encode(request.correlation_id, response)
 
     def logs(self) -> dict[tuple[str, int], bytes]:
@@ -236,12 +256,12 @@ class _Server:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ops=operations, policy=st.sampled_from([FsyncPolicy.NEVER, FsyncPolicy.INTERVAL]))
+@given(ops=operations, policy=st.sampled_from([FsyncPolicy.NEVER, FsyncPolicy.INTERVAL, FsyncPolicy.ALWAYS]))
 def test_answered_at_once_or_never_the_answers_and_logs_are_the_same(
     ops: list[tuple[int, str, int, str, int, str | None]], policy: FsyncPolicy
 ) -> None:
-    with tempfile.TemporaryDirectory() as root:
-        at_once, general = _Server(Path(root) / "a", True, policy), _Server(Path(root) / "b", False, policy)
+    async def scenario(root: Path) -> None:
+        at_once, general = _Server(root / "a", True, policy), _Server(root / "b", False, policy)
         try:
             for n, (version, topic, index, kind, acks, client) in enumerate(ops):
                 records = _records(kind, n)
@@ -250,7 +270,7 @@ def test_answered_at_once_or_never_the_answers_and_logs_are_the_same(
                                  topic_id=at_once.ids.get(topic, _ID))  # fmt: skip
                     other = frame(version, 2 * n + repeat, client, records, topic=topic, index=index, acks=acks,
                                   topic_id=general.ids.get(topic, _ID))  # fmt: skip
-                    mine, theirs = at_once.handle(data), general.handle(other)
+                    mine, theirs = await at_once.handle(data), await general.handle(other)
                     if version >= 13 and theirs is not None:  # (the topic ids differ: each store made its own)
                         assert mine is not None
                         mine = mine.replace(at_once.ids.get(topic, _ID).bytes, general.ids.get(topic, _ID).bytes)
@@ -262,56 +282,95 @@ def test_answered_at_once_or_never_the_answers_and_logs_are_the_same(
             at_once.store.close()
             general.store.close()
 
+    with tempfile.TemporaryDirectory() as root:
+        asyncio.run(scenario(Path(root)))
+
 
 def test_the_usual_produce_is_answered_at_once_and_the_rest_is_not(tmp_path: Path) -> None:
     """What the general path keeps: a topic that stamps LogAppendTime, a topic or partition that does not exist,
-    acks 0, a transactional id, and a log that fsyncs every append (``always``: the answer waits for the group
-    commit's fsync)."""
-    server = _Server(tmp_path / "a", True, FsyncPolicy.INTERVAL)
-    stamped = server.store.create_topic("stamped", 1, {"message.timestamp.type": "LogAppendTime"})
-    assert server.answers is not None
-    counts = server.answers.counts
+    acks 0, a transactional id. Under ``always`` the answer given at once comes once the group commit's round
+    has the records on disk, and they are read only then."""
 
-    def at_once(data: bytes) -> bool:
-        before = counts["Produce"]
-        server.handle(data)
-        return counts["Produce"] == before + 1
+    async def scenario() -> None:
+        server = _Server(tmp_path / "a", True, FsyncPolicy.INTERVAL)
+        stamped = server.store.create_topic("stamped", 1, {"message.timestamp.type": "LogAppendTime"})
+        assert server.answers is not None
+        counts = server.answers.counts
 
-    batch = make_batch([b"v"], keys=[b"k"])
-    assert at_once(frame(9, 1, "p", batch, topic="plain"))  # (its remembered part learned by decoding it first)
-    assert at_once(frame(9, 2, "p", make_batch([b"w"], keys=[b"k"]), topic="plain"))
-    assert at_once(frame(13, 3, "p", batch, topic_id=server.ids["plain"]))
-    assert at_once(frame(13, 4, "p", batch, topic_id=server.ids["plain"]))
-    for kept in (
-        frame(9, 5, "p", batch, topic="stamped"),
-        frame(13, 5, "p", batch, topic_id=stamped.topic_id),
-        frame(9, 6, "p", batch, topic="missing"),
-        frame(9, 7, "p", batch, topic="plain", index=2),
-        frame(9, 8, "p", batch, topic="plain", acks=0),
-        frame(9, 9, "p", batch, topic="plain", transactional_id="tx"),
-    ):
-        assert not at_once(kept) and not at_once(kept)
-    server.store.close()
-    always = _Server(tmp_path / "b", True, FsyncPolicy.ALWAYS)
-    assert always.answers is not None
-    for cid in range(3):
-        before = always.answers.counts["Produce"]
-        answer = always.handle(frame(9, cid, "p", batch, topic="plain"))
-        assert answer is not None and always.answers.counts["Produce"] == before
-    plog = always.store.partition("plain", 0)
-    assert plog is not None and plog.log_end_offset == 3
-    always.store.close()
+        async def at_once(data: bytes) -> bool:
+            before = counts["Produce"]
+            await server.handle(data)
+            return counts["Produce"] == before + 1
+
+        batch = make_batch([b"v"], keys=[b"k"])
+        assert await at_once(frame(9, 1, "p", batch, topic="plain"))  # (its remembered part learned first)
+        assert await at_once(frame(9, 2, "p", make_batch([b"w"], keys=[b"k"]), topic="plain"))
+        assert await at_once(frame(13, 3, "p", batch, topic_id=server.ids["plain"]))
+        assert await at_once(frame(13, 4, "p", batch, topic_id=server.ids["plain"]))
+        for kept in (
+            frame(9, 5, "p", batch, topic="stamped"),
+            frame(13, 5, "p", batch, topic_id=stamped.topic_id),
+            frame(9, 6, "p", batch, topic="missing"),
+            frame(9, 7, "p", batch, topic="plain", index=2),
+            frame(9, 8, "p", batch, topic="plain", acks=0),
+            frame(9, 9, "p", batch, topic="plain", transactional_id="tx"),
+        ):
+            assert not await at_once(kept) and not await at_once(kept)
+        server.store.close()
+
+        always = _Server(tmp_path / "b", True, FsyncPolicy.ALWAYS)
+        assert always.answers is not None
+        plog = always.store.partition("plain", 0)
+        assert plog is not None
+        for cid in range(3):
+            later = always.answers.answer(frame(9, cid, "p", batch, topic="plain"), "User:ANONYMOUS", "h", 1)
+            assert isinstance(later, Deferred) and not later.settled
+            assert plog.log_end_offset == cid  # (appended, not readable before its fsync)
+            answer = await _settled(later)
+            assert plog.log_end_offset == cid + 1
+            body = answer[4:]  # (after the correlation id: the topic, then the partition's row)
+            assert struct.pack(">ihq", 0, 0, cid) in body
+        always.store.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_fsync_answers_the_deferred_produce_with_a_storage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As ``handle_produce`` answers when the group commit's fsync of the log fails: KAFKA_STORAGE_ERROR."""
+    fsync_file_by_file(monkeypatch)
+
+    async def scenario() -> None:
+        always = _Server(tmp_path, True, FsyncPolicy.ALWAYS)
+        assert always.answers is not None
+
+        def broken(*_: Any) -> None:
+            raise OSError(5, "Input/output error")
+
+        monkeypatch.setattr(PendingSync, "run", broken)
+        later = always.answers.answer(frame(9, 1, "p", make_batch([b"v"], keys=[b"k"]), topic="plain"), "U", "h", 1)
+        assert isinstance(later, Deferred)
+        answer = await _settled(later)
+        assert struct.pack(">ihqqq", 0, 56, -1, -1, -1) in answer  # KAFKA_STORAGE_ERROR, no offsets
+        always.store.close()
+
+    asyncio.run(scenario())
 
 
 def test_an_alone_api_is_not_answered_at_once_behind_an_earlier_request(tmp_path: Path) -> None:
     """A Produce behind a request of its connection still being handled takes the general path (it must append
     after the ones before it)."""
-    server = _Server(tmp_path, True, FsyncPolicy.NEVER)
-    assert server.answers is not None
-    batch = make_batch([b"v"], keys=[b"k"])
-    server.handle(frame(9, 1, "p", batch, topic="plain"))
-    answered = server.answers.answer(frame(9, 2, "p", batch, topic="plain"), "User:ANONYMOUS", "127.0.0.1", 1, True)
-    assert answered is None
-    answered = server.answers.answer(frame(9, 3, "p", batch, topic="plain"), "User:ANONYMOUS", "127.0.0.1", 1, False)
-    assert answered is not None and struct.unpack_from(">i", answered, 4)[0] == 3
-    server.store.close()
+
+    async def scenario() -> None:
+        server = _Server(tmp_path, True, FsyncPolicy.NEVER)
+        assert server.answers is not None
+        batch = make_batch([b"v"], keys=[b"k"])
+        await server.handle(frame(9, 1, "p", batch, topic="plain"))
+        answered = server.answers.answer(frame(9, 2, "p", batch, topic="plain"), "User:ANONYMOUS", "h", 1, True)
+        assert answered is None
+        answered = server.answers.answer(frame(9, 3, "p", batch, topic="plain"), "User:ANONYMOUS", "h", 1, False)
+        assert isinstance(answered, bytes) and struct.unpack_from(">i", answered, 4)[0] == 3
+        server.store.close()
+
+    asyncio.run(scenario())

@@ -74,6 +74,7 @@ from typing import Protocol, cast
 
 from regroup.network.admission import RateLimit
 from regroup.network.codec import DecodedRequest, VersionRanges, decode_request
+from regroup.network.deferred import Deferred
 from regroup.network.eager import Started, start
 from regroup.network.errors import CloseConnection, ProtocolError
 from regroup.network.framing import DEFAULT_MAX_FRAME_BYTES, FrameBuffer
@@ -143,9 +144,9 @@ class Responder(Protocol):
 
 
 #: ``answer_at_once(frame, principal, client_host, connection_id, busy)``: the framed response to a request
-#: answered at once from its bytes, or None (it is decoded and handed to ``respond``); ``busy``: an earlier
-#: request of the connection is still being handled
-AnswerAtOnce = Callable[[bytes, str, str, int, bool], bytes | None]
+#: answered at once from its bytes (or a ``Deferred`` that settles with it), or None (it is decoded and handed to
+#: ``respond``); ``busy``: an earlier request of the connection is still being handled
+AnswerAtOnce = Callable[[bytes, str, str, int, bool], "bytes | Deferred[bytes] | None"]
 #: ``plan_aside(request)``: work on a large decoded request done on the decoding thread, kept in ``request.plan``
 #: (it must not raise)
 PlanAside = Callable[[DecodedRequest], None]
@@ -371,6 +372,19 @@ class Connection(asyncio.Protocol):
                     began, now = now, clock()
                     if now - began >= notable:
                         self._late_step_of_frame(now - began, frame)
+                    if isinstance(data, Deferred):  # its bytes to come (a Produce waiting for its fsync)
+                        if not data.settled:
+                            slot = _Slot()
+                            slots.append(slot)
+                            data.then(functools.partial(self._answered, slot))
+                            continue
+                        data, failed = data.outcome
+                        if failed is not None:
+                            self._write(out)
+                            self._fail(failed)
+                            return
+                        if data is None:
+                            continue
                     if not slots:
                         out.append(data)
                         out_bytes += len(data)

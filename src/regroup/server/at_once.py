@@ -24,9 +24,11 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, Final
 
 from regroup.network.codec import VersionRanges, decode_request, frame_response
+from regroup.network.deferred import Deferred
 from regroup.network.errors import ProtocolError
 from regroup.network.limits import Limits
 from regroup.server.api import ApiSpec, AtOnce
@@ -77,8 +79,9 @@ class AtOnceAnswers:
 
     def answer(
         self, frame: bytes, principal: str, client_host: str, connection_id: int, busy: bool = False
-    ) -> bytes | None:
-        """The framed response to the request ``frame`` (a frame's payload), or None: the general path's.
+    ) -> bytes | Deferred[bytes] | None:
+        """The framed response to the request ``frame`` (a frame's payload), or None: the general path's; a
+        ``Deferred`` when the API's answer comes later (it settles with the framed response).
         ``busy``: an earlier request of the connection is still being handled (an ``alone`` API waits for it)."""
         if len(frame) < _HEADER_BYTES:
             return None
@@ -124,12 +127,41 @@ class AtOnceAnswers:
             correlation_id,
             client_id,
         )
+        if isinstance(response, Deferred):  # (the response comes later: framed, measured and handed on then)
+            framed: Deferred[bytes] = Deferred()
+            response.then(partial(self._framed_later, framed, api.name, correlation_id, len(frame), started))
+            return framed
         data = frame_response(correlation_id, response.response_class, response.body)
         metrics = self._metrics
         if metrics is not None:
             stats = metrics.received(api.name, len(frame) + 4)
             metrics.answered(api.name, stats, time.perf_counter() - started, response, len(data))
         return data
+
+    def _framed_later(
+        self,
+        framed: Deferred[bytes],
+        name: str,
+        correlation_id: int,
+        size: int,
+        started: float,
+        response: Any,
+        error: BaseException | None,
+    ) -> None:
+        """A response given later: framed and measured as one given at once, then handed to ``framed``."""
+        if error is not None:
+            framed.fail(error)
+            return
+        try:
+            data = frame_response(correlation_id, response.response_class, response.body)
+        except Exception as exc:
+            framed.fail(exc)
+            return
+        metrics = self._metrics
+        if metrics is not None:
+            stats = metrics.received(name, size + 4)
+            metrics.answered(name, stats, time.perf_counter() - started, response, len(data))
+        framed.settle(data)
 
     def _learn(self, api: _Api, frame: bytes, version: int, tail: bytes) -> tuple[int, str | None, Any] | None:
         """Decode ``frame`` as the general path would and remember what ``prepare`` makes of it; None (and

@@ -23,6 +23,7 @@ from kio.schema.index import api_key_map
 
 from regroup.model.errors import ApiError, ErrorCode
 from regroup.network.codec import API_VERSIONS_KEY, DecodedRequest, encode_response, frame_response, response_class
+from regroup.network.deferred import Deferred
 from regroup.network.errors import ProtocolError
 from regroup.network.limits import Limits
 from regroup.network.session import Session
@@ -108,10 +109,10 @@ class Dispatcher:
 
     def answer_at_once(
         self, frame: bytes, principal: str, client_host: str, connection_id: int, busy: bool = False
-    ) -> bytes | None:
+    ) -> bytes | Deferred[bytes] | None:
         """The framed response to the request ``frame`` when it can be given at once from its bytes
-        (``server/at_once.py``), or None: ``respond`` answers it. ``busy``: an earlier request of the connection
-        is still being handled."""
+        (``server/at_once.py``; a ``Deferred`` of it when it comes later), or None: ``respond`` answers it.
+        ``busy``: an earlier request of the connection is still being handled."""
         return self._at_once.answer(frame, principal, client_host, connection_id, busy)
 
     def plan_aside(self, request: DecodedRequest) -> None:

@@ -20,6 +20,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -92,14 +93,29 @@ class GroupSync:
         pending = await _unreached(targets, fsynced, slices)
         if not pending:
             return set()  # (every log reached its offset: durable, whatever happens to its log later)
+        await self._enlist(pending, fsynced)  # (a cancelled produce cancels its own future only)
+        return set(await _unreached(pending, fsynced, None))
+
+    def wait_then(self, targets: dict[PartitionLog, int], done: Callable[[set[PartitionLog]], None]) -> bool:
+        """``wait`` (durable, a few logs) for a caller without a coroutine (a Produce answered at once): whether
+        any log still has to get there; if so, ``done`` is called on the loop once all have, with the logs that
+        failed (or closed) first."""
+        pending = _unreached_now(targets, False)
+        if not pending:
+            return False
+        self._enlist(pending, False).add_done_callback(partial(_then, pending, done))
+        return True
+
+    def _enlist(self, pending: dict[PartitionLog, int], fsynced: bool) -> asyncio.Future[None]:
+        """A future done once the round that covers every log of ``pending`` has ended (the next one, or one
+        after it for a log appended to while a round runs)."""
         self._dirty.update(pending)
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.append((pending, fsynced, future))
         if self.gather.arrive() and self._gathered is not None and not self._gathered.done():
             self._gathered.set_result(None)
         self._start()
-        await future  # (a cancelled produce cancels its own future only: the round goes on for the others)
-        return set(await _unreached(pending, fsynced, None))
+        return future
 
     def _start(self) -> None:
         if self._runner is None or self._runner.done():
@@ -239,6 +255,14 @@ def _sync_whole(fd: int, jobs: list[PendingSync]) -> _Done:
     for job in jobs:
         job.close()
     return [None] * len(jobs), seconds, True
+
+
+def _then(
+    pending: dict[PartitionLog, int], done: Callable[[set[PartitionLog]], None], future: asyncio.Future[None]
+) -> None:
+    """(``wait_then``) The round covering ``pending`` ended: ``done`` with the logs that did not get there."""
+    if not future.cancelled():
+        done(set(_unreached_now(pending, False)))
 
 
 def _set_unless_done(future: asyncio.Future[None]) -> None:

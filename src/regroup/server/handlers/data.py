@@ -70,6 +70,7 @@ from typing import Any, Protocol, cast
 
 from kio.schema.errors import ErrorCode
 
+from regroup.network.deferred import Deferred
 from regroup.network.limits import TOPIC_NAME
 from regroup.security.acl import AclOperation, ResourceType
 from regroup.server.api import ApiSpec, AtOnce, Broker, RequestContext
@@ -301,9 +302,10 @@ def _produce_at_once(
     records: bytes,
 ) -> Any:
     """A usual Produce answered at once: one partition of a topic that exists, WRITE on the Topic allowed, the
-    records not transactional, appended to a log that fsyncs on a schedule (``interval``) and a topic that
-    neither compacts nor stamps LogAppendTime; the same append (``_append``) and the same answer as
-    ``handle_produce``'s. Else None, and ``handle_produce`` answers it."""
+    records not transactional, a topic that neither compacts nor stamps LogAppendTime; the same append
+    (``_append``) and the same answer as ``handle_produce``'s: at once, or, when the log is fsynced before an
+    answer (``always``), a ``Deferred`` settled once the group commit's round has it on disk. Else None, and
+    ``handle_produce`` answers it."""
     store = store_of(broker)
     name, topic_id, index, empty = prepared
     if name is None:
@@ -316,15 +318,42 @@ def _produce_at_once(
     if not permits(broker, principal, client_host, AclOperation.WRITE, ResourceType.TOPIC, name):
         return None
     plog = store.partition(name, index)
-    if plog is None or plog.fsync_policy is FsyncPolicy.ALWAYS:
+    if plog is None:
         return None
     policy = store.configs.policy(name)
     if policy.compact or policy.log_append_time or transactional_producers(records):
         return None
-    code, message, result = _append(plog, records, version, sync=True)
-    row = (index, code, result[0], NO_TIMESTAMP, result[1], message)
+    deferred = plog.fsync_policy is FsyncPolicy.ALWAYS
+    code, message, result = _append(plog, records, version, sync=not deferred)
     topic = name if topic_id is None else topic_id
+    row = (index, code, result[0], NO_TIMESTAMP, result[1], message)
+    if deferred and code is ErrorCode.none:
+        later: Deferred[Any] = Deferred()
+        synced = functools.partial(_produce_synced, later, plog, empty, topic, row, version)
+        if store.group_sync.wait_then({plog: plog.written_end}, synced):
+            return later
     return one_partition_answer(empty, topic, row, version)
+
+
+def _produce_synced(
+    later: Deferred[Any],
+    plog: PartitionLog,
+    empty: Any,
+    topic: str | uuid.UUID,
+    row: ProducePartition,
+    version: int,
+    failed: set[PartitionLog],
+) -> None:
+    """(``_produce_at_once`` under ``always``) The group commit's round ended: the answer, a storage error if
+    the log's fsync failed (as ``handle_produce`` answers)."""
+    if plog in failed:
+        row = (row[0], ErrorCode.kafka_storage_error, -1, NO_TIMESTAMP, -1, NOT_ON_DISK)
+    try:
+        answer = one_partition_answer(empty, topic, row, version)
+    except Exception as exc:  # (the connection closes, as for a handler's response that does not encode)
+        later.fail(exc)
+        return
+    later.settle(answer)
 
 
 @functools.cache
