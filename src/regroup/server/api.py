@@ -82,6 +82,17 @@ class GroupService(Protocol):
         the records of that group, not for every earlier call's)."""
         ...
 
+    def call_then(
+        self,
+        op: Callable[[GroupCoordinator, RequestKey, int], Result],
+        done: Callable[[Any, BaseException | None], None],
+        *,
+        group_id: str | None = None,
+    ) -> tuple[bool, Any]:
+        """``call`` (never parked) without a coroutine: ``(True, response)`` when it is known now, else
+        ``(False, None)`` and ``done(response, error)`` once it is durable (or with what ``call`` would raise)."""
+        ...
+
     def answer_at_once(self, op: Callable[..., Any], *request: Any, group_id: str | None = None) -> Any | None:
         """``op(coordinator, *request, now_ms)``'s answer when the core can give it at once with nothing to make
         durable and every earlier call it could depend on answered (``group_id``: the request's group); None:
@@ -159,13 +170,16 @@ class AtOnce:
     ``split(frame, api_version)``: for requests whose bytes differ from one to the next in one part only (a
     Produce's records), ``(end, varying)``: the bytes before ``end`` are what is remembered (and must hold
     everything ``prepare`` reads), ``varying`` is handed to ``answer``; None: not such a request (the general
-    path's). Without it the whole request is remembered and ``varying`` is None. ``alone``: answered at once only
-    while none of the connection's earlier requests is still being handled (a Produce appends after the ones
-    before it, as Kafka handles a connection's requests one at a time)."""
+    path's). Without it the whole request is remembered and ``varying`` is None. ``fresh``: requests whose bytes
+    seldom repeat (an OffsetCommit's offsets): each is decoded, ``prepare`` sees each body and nothing is
+    remembered. ``alone``: answered at once only while none of the connection's earlier requests is still being
+    handled (a Produce appends after the ones before it, as Kafka handles a connection's requests one at a time).
+    The response may be a ``network.deferred.Deferred`` that settles with it later (once durable)."""
 
     prepare: Callable[[int, Any], Any]
     answer: Callable[[Any, str, str, str | None, int, Any, Any], Any]
     split: Callable[[bytes, int], tuple[int, Any] | None] | None = None
+    fresh: bool = False
     alone: bool = False
 
 

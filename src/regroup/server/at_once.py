@@ -1,18 +1,20 @@
 """Requests answered from their bytes at once: the way a steady member's heartbeat goes around the general path
 (the decoder, the request's context, the handler's coroutine and the coordinator runtime's call).
 
-An API opts in with an ``AtOnce`` in its ``ApiSpec`` (Heartbeat, ConsumerGroupHeartbeat and Produce do). The
-first time a request's bytes are seen (all but its correlation id: a steady member sends the same bytes every few
-seconds; for an API with a ``split``, all but its correlation id and its varying part: a producer's requests to a
-partition differ in their records alone), the frame is decoded by the general decoder against the same version
-ranges and identifier limits,
-and the API's ``prepare`` works out what its answer needs; the outcome is remembered (a bounded memo). A frame
-with the same bytes later goes straight to the API's ``answer``, which checks the ACL, asks the core, and
-returns the response, or None to leave the request to the general path, which then handles the frame from its
-first byte as if this path did not exist. A frame that does not decode, is of a version not served, carries an
-identifier over its limit, or whose API says it never answers such a request at once, is always the general
-path's. An ``alone`` API's request is answered at once only while the connection has no earlier request still
-being handled.
+An API opts in with an ``AtOnce`` in its ``ApiSpec`` (Heartbeat, ConsumerGroupHeartbeat, Produce and
+OffsetCommit do). The first time a request's bytes are seen (all but its correlation id: a steady member sends
+the same bytes every few seconds; for an API with a ``split``, all but its correlation id and its varying part:
+a producer's requests to a partition differ in their records alone), the frame is decoded by the general
+decoder against the same version ranges and identifier limits, and the API's ``prepare`` works out what its
+answer needs; the outcome is remembered (a bounded memo). A frame with the same bytes later goes straight to the
+API's ``answer``, which checks the ACL, asks the core, and returns the response, or None to leave the request to
+the general path, which then handles the frame from its first byte as if this path did not exist. A frame that
+does not decode, is of a version not served, carries an identifier over its limit, or whose API says it never
+answers such a request at once, is always the general path's. A ``fresh`` API's requests (an OffsetCommit's
+offsets differ every time) are decoded every time and nothing is remembered: what it saves is the handler's
+coroutine, task and context. An answer may come later (a ``network.deferred.Deferred``: a commit or a produce
+waiting for its fsync), framed and measured when it does. An ``alone`` API's request is answered at once only
+while the connection has no earlier request still being handled.
 
 What the dispatcher does around a handler is done here too for an answer given at once: the request is
 counted per API (the periodic stats line), logged at debug level, and measured with ``--metrics-port``.
@@ -91,15 +93,20 @@ class AtOnceAnswers:
         started = time.perf_counter() if self._metrics is not None else 0.0
         version = (frame[2] << 8) | frame[3]
         split = api.at_once.split
-        if split is None:
+        if api.at_once.fresh:
+            known, varying = self._decoded(api, frame, version), None
+        elif split is None:
             tail, varying = frame[8:], None
+            known = api.memo.get(tail)
         else:
             cut = split(frame, version)
             if cut is None:
                 return None
             tail, varying = frame[8 : cut[0]], cut[1]
-        known = api.memo.get(tail)
+            known = api.memo.get(tail)
         if known is None or known[0] != version:
+            if api.at_once.fresh:
+                return None
             known = self._learn(api, frame, version, tail)
             if known is None:
                 return None
@@ -166,6 +173,16 @@ class AtOnceAnswers:
     def _learn(self, api: _Api, frame: bytes, version: int, tail: bytes) -> tuple[int, str | None, Any] | None:
         """Decode ``frame`` as the general path would and remember what ``prepare`` makes of it; None (and
         nothing remembered): the frame does not decode, its own path closes the connection or answers it."""
+        known = self._decoded(api, frame, version)
+        if known is not None and len(tail) <= MEMO_MAX_BYTES:
+            if len(api.memo) >= MEMO_MAX_ENTRIES:
+                api.memo.clear()
+            api.memo[tail] = known
+        return known
+
+    def _decoded(self, api: _Api, frame: bytes, version: int) -> tuple[int, str | None, Any] | None:
+        """``(version, client id, what prepare made of it or _NEVER)`` of ``frame`` decoded as the general path
+        would; None: the frame does not decode (its own path closes the connection or answers it)."""
         try:
             request = decode_request(frame, self._versions, self._limits)
         except ProtocolError:
@@ -181,9 +198,4 @@ class AtOnceAnswers:
                 made = None
             if made is not None:
                 prepared = made
-        known = (version, request.client_id, prepared)
-        if len(tail) <= MEMO_MAX_BYTES:
-            if len(api.memo) >= MEMO_MAX_ENTRIES:
-                api.memo.clear()
-            api.memo[tail] = known
-        return known
+        return version, request.client_id, prepared

@@ -219,6 +219,36 @@ class CoordinatorRuntime:
         that it completes, depend on that group's state alone), or None (several groups, or none named); with
         it, the timers due are fired first, as a write of their own (``_fire_due``: what they do may be any
         group's), so that the call's own result is about that group alone."""
+        key, response, future = self._begin(op, may_park, group_id)
+        if future is None:
+            return response
+        return await self._answer_to(key, future)
+
+    def call_then(
+        self, op: CoreOp, done: Callable[[Any, BaseException | None], None], *, group_id: str | None = None
+    ) -> tuple[bool, Any]:
+        """``call`` (never parked) for a caller without a coroutine (an OffsetCommit answered at once):
+        ``(True, response)`` when the response is known now; else ``(False, None)``, and ``done(response,
+        None)`` is called once it is durable, or ``done(None, error)`` with what ``call`` would raise."""
+        key, response, future = self._begin(op, False, group_id)
+        if future is None:
+            return True, response
+        future.add_done_callback(partial(self._then, key, done))
+        return False, None
+
+    def _then(
+        self, key: RequestKey, done: Callable[[Any, BaseException | None], None], future: asyncio.Future[Any]
+    ) -> None:
+        self._waiting.pop(key, None)
+        if future.cancelled():
+            done(None, asyncio.CancelledError())
+            return
+        error = future.exception()
+        done(None if error is not None else future.result(), error)
+
+    def _begin(self, op: CoreOp, may_park: bool, group_id: str | None) -> tuple[RequestKey, Any, Any]:
+        """``call``'s work up to its wait: ``(key, response, None)`` when the response is known now, else
+        ``(key, None, future)``; raises what ``call`` raises at once."""
         writer = self._writer
         if self._closed or writer.failure is not None:
             raise CoordinatorUnavailable("the coordinator is not running")
@@ -238,23 +268,23 @@ class CoordinatorRuntime:
             completions = result.completions
             if len(completions) == 1 and completions[0].key == key and not result.dropped:
                 self._arm_timer()
-                return completions[0].response  # (the common case: this call's answer and nothing else)
+                return key, completions[0].response, None  # (the common case: this call's answer, nothing else)
             found, response = self._resolve_now(result, key)
             self._arm_timer()
             if found:
-                return response
+                return key, response, None
             if key in result.dropped:
                 raise RequestDropped(f"request {key} was superseded")
             if not may_park:
                 raise NoResponse(f"core call {op!r} answered nothing")
             del result  # (a parked request's frame keeps none of it for as long as it waits)
-            return await self._answer_to(key, self._wait_for(key))
+            return key, None, self._wait_for(key)
         future = self._wait_for(key)
         if not may_park and not any(c.key == key for c in result.completions):
             future.set_exception(NoResponse(f"core call {op!r} answered nothing"))
         self._after(result, key, group_id)
         del result
-        return await self._answer_to(key, future)
+        return key, None, future
 
     def answer_at_once(self, op: AtOnceOp, *request: Any, group_id: str | None = None) -> Any | None:
         """``op(coordinator, *request, now_ms)``: a core operation that either answers at once, having changed

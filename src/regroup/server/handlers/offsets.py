@@ -41,14 +41,16 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from regroup.coordinator.coordinator import GroupCoordinator
 from regroup.coordinator.offsets import PlannedTopic, narrow_plan
 from regroup.coordinator.result import RequestKey, Result
 from regroup.model.errors import ErrorCode
+from regroup.network.codec import response_class
+from regroup.network.deferred import Deferred
 from regroup.protocol.offsets import (
     NO_LEADER_EPOCH,
     FetchedOffset,
@@ -61,13 +63,15 @@ from regroup.protocol.offsets import (
     PartitionCommits,
 )
 from regroup.security.acl import AclOperation, ResourceType
-from regroup.server.api import ApiSpec, Broker, RequestContext
-from regroup.server.authz import allowed, authorizer_of, require
-from regroup.server.entities import ms
+from regroup.server.api import ApiSpec, AtOnce, Broker, RequestContext
+from regroup.server.authz import allowed, authorizer_of, permits, require
+from regroup.server.entities import build, ms
+from regroup.server.errors import CoordinatorUnavailable
 from regroup.server.handlers._common import respond
-from regroup.server.offset_answers import FetchTopic, commit_topics, fetch_groups, fetch_topics, pause
+from regroup.server.offset_answers import CHUNK, FetchTopic, commit_topics, fetch_groups, fetch_topics, pause
 
 OFFSET_COMMIT, OFFSET_FETCH, OFFSET_DELETE = 8, 9, 47
+T = TypeVar("T")
 RETENTION_VERSIONS = range(2, 5)
 #: partitions of one OffsetDelete handed to the core per call (a call of 10,000 held the loop 20-40 ms)
 OFFSET_DELETE_CHUNK = 1_000
@@ -82,6 +86,7 @@ FETCH_BATCHED_FROM = 8
 
 # --------------------------------------------------------------------------------------- OffsetCommit
 def _commit_error(ctx: RequestContext, request: Any, code: ErrorCode) -> Any:
+    """Every partition of the request answered ``code``."""
     topics = [
         {
             "name": t.name,
@@ -242,6 +247,109 @@ async def _commit_valid(
         lambda c, key, now: c.offset_commit(req, key, now, planned), group_id=req.group_id
     )
     return resp.topics
+
+
+def _commit_prepared(version: int, request: Any) -> Any:
+    """An OffsetCommit answered at once works on its whole decoded body (``AtOnce.fresh``): the request itself,
+    or None (always the general path) when it names no topic."""
+    return request if request.topics else None
+
+
+def _commit_at_once(
+    broker: Broker,
+    principal: str,
+    client_host: str,
+    client_id: str | None,
+    version: int,
+    request: Any,
+    _varying: None,
+) -> Any:
+    """An OffsetCommit answered without its handler's coroutine: READ on the Group and on every Topic allowed,
+    every partition of a topic that exists, ``CHUNK`` partitions at most; the same core call as
+    ``offset_commit``'s, its answer a ``Deferred`` settled once the records are durable (``call_then``), the same
+    answer (a COORDINATOR_NOT_AVAILABLE one if the coordinator's log fails first). Else None, and
+    ``offset_commit`` answers it."""
+    if not permits(broker, principal, client_host, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return None
+    known = broker.topic_store.topics()
+    valid: list[tuple[str, PartitionCommits]] = []
+    total = 0
+    for topic in request.topics:
+        name, partitions = topic.name, topic.partitions
+        if not permits(broker, principal, client_host, AclOperation.READ, ResourceType.TOPIC, name):
+            return None
+        if not partitions:
+            continue
+        info = known.get(name)
+        count = info.partitions if info is not None else 0
+        columns = commit_columns(partitions)
+        if min(columns.partitions) < 0 or max(columns.partitions) >= count:
+            return None
+        total += len(partitions)
+        valid.append((name, columns))
+    if not valid or total > CHUNK:
+        return None
+    req = OffsetCommitRequest(
+        group_id=request.group_id,
+        generation_id=request.generation_id_or_member_epoch,
+        member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+        retention_ms=_retention_ms(version, request),
+        topics=tuple(valid),
+        version=version,
+    )
+    later: Deferred[Any] = Deferred()
+    now, resp = broker.coordinator.call_then(
+        lambda c, key, now_ms: c.offset_commit(req, key, now_ms, ()),
+        functools.partial(_commit_durable, later, version, request),
+        group_id=req.group_id,
+    )
+    return _commit_answer(version, resp.topics) if now else later
+
+
+def _commit_durable(
+    later: Deferred[Any], version: int, request: Any, resp: OffsetCommitResponse | None, error: BaseException | None
+) -> None:
+    """(``_commit_at_once``) The commit's records are durable (or the coordinator failed first)."""
+    try:
+        if error is None:
+            assert resp is not None
+            answer = _commit_answer(version, resp.topics)
+        elif isinstance(error, CoordinatorUnavailable):  # (as the dispatcher answers ``offset_commit``'s raise)
+            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            rows = [(t.name, [(p.partition_index, code) for p in t.partitions]) for t in request.topics]
+            answer = _finished(commit_topics(_empty_commit(version), rows))
+        else:
+            later.fail(error)
+            return
+    except Exception as exc:  # (the connection closes, as for a response that does not encode)
+        later.fail(exc)
+        return
+    later.settle(answer)
+
+
+def _commit_answer(version: int, topics: tuple[tuple[str, tuple[tuple[int, ErrorCode], ...]], ...]) -> Any:
+    """``offset_commit``'s answer of the core's rows (a topic named twice answered once, its rows merged)."""
+    rows: dict[str, list[tuple[int, int]]] = {}
+    for topic, partitions in topics:
+        rows.setdefault(topic, []).extend(partitions)
+    return _finished(commit_topics(_empty_commit(version), list(rows.items())))
+
+
+@functools.cache
+def _empty_commit(version: int) -> Any:
+    """The OffsetCommitResponse of ``version`` without topics (``respond``'s, shared)."""
+    return build(response_class(OFFSET_COMMIT, version), topics=[], throttle_time=0)
+
+
+def _finished(coro: Coroutine[Any, Any, T]) -> T:
+    """The value of a coroutine that never suspends (an answer of at most ``CHUNK`` partitions: ``Pacer``)."""
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        return cast(T, stop.value)
+    coro.close()
+    raise RuntimeError("the answer gave the loop a turn")
 
 
 # ---------------------------------------------------------------------------------------- OffsetFetch
@@ -467,7 +575,15 @@ def _delete_chunk(req: OffsetDeleteRequest, coordinator: GroupCoordinator, key: 
 
 
 SPECS = [
-    ApiSpec(OFFSET_COMMIT, 2, 9, offset_commit, _commit_error, plan_aside=_plan_commit),
+    ApiSpec(
+        OFFSET_COMMIT,
+        2,
+        9,
+        offset_commit,
+        _commit_error,
+        plan_aside=_plan_commit,
+        at_once=AtOnce(_commit_prepared, _commit_at_once, fresh=True),
+    ),
     ApiSpec(OFFSET_FETCH, 1, 9, offset_fetch, _fetch_error),
     ApiSpec(OFFSET_DELETE, 0, 0, offset_delete, _delete_error),
 ]
