@@ -374,3 +374,28 @@ def test_an_alone_api_is_not_answered_at_once_behind_an_earlier_request(tmp_path
         server.store.close()
 
     asyncio.run(scenario())
+
+
+def test_an_answer_failing_after_the_append_closes_the_connection_and_appends_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in the answer's encoding, once the records are appended, must not hand the request to the general
+    path (which would append them a second time): the answer fails, and its connection closes."""
+    from regroup.server.handlers import data
+
+    async def scenario() -> None:
+        server = _Server(tmp_path, True, FsyncPolicy.NEVER)
+        assert server.answers is not None
+
+        def broken(*_: Any) -> Any:
+            raise RuntimeError("a bug")
+
+        monkeypatch.setattr(data, "one_partition_answer", broken)
+        answered = server.answers.answer(frame(9, 1, "p", make_batch([b"v"], keys=[b"k"]), topic="plain"), "U", "h", 1)
+        assert isinstance(answered, Deferred) and answered.settled
+        assert isinstance(answered.outcome[1], RuntimeError)
+        plog = server.store.partition("plain", 0)
+        assert plog is not None and plog.log_end_offset == 1
+        server.store.close()
+
+    asyncio.run(scenario())

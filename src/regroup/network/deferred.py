@@ -30,6 +30,14 @@ class Deferred(Generic[T]):
         self._value: T | None = None
         self._error: BaseException | None = None
 
+    @classmethod
+    def failed(cls, error: BaseException) -> Deferred[T]:
+        """One failed already (an answer that went wrong after its request took effect: its connection closes,
+        rather than the request being handled a second time)."""
+        deferred: Deferred[T] = cls()
+        deferred.fail(error)
+        return deferred
+
     @property
     def settled(self) -> bool:
         return self._settled

@@ -325,14 +325,18 @@ def _produce_at_once(
         return None
     deferred = plog.fsync_policy is FsyncPolicy.ALWAYS
     code, message, result = _append(plog, records, version, sync=not deferred)
-    topic = name if topic_id is None else topic_id
-    row = (index, code, result[0], NO_TIMESTAMP, result[1], message)
-    if deferred and code is ErrorCode.none:
-        later: Deferred[Any] = Deferred()
-        synced = functools.partial(_produce_synced, later, plog, empty, topic, row, version)
-        if store.group_sync.wait_then({plog: plog.written_end}, synced):
-            return later
-    return one_partition_answer(empty, topic, row, version)
+    try:  # (appended: whatever goes wrong now closes the connection, never appends a second time)
+        topic = name if topic_id is None else topic_id
+        row = (index, code, result[0], NO_TIMESTAMP, result[1], message)
+        if deferred and code is ErrorCode.none:
+            later: Deferred[Any] = Deferred()
+            synced = functools.partial(_produce_synced, later, plog, empty, topic, row, version)
+            if store.group_sync.wait_then({plog: plog.written_end}, synced):
+                return later
+        return one_partition_answer(empty, topic, row, version)
+    except Exception as exc:
+        log.exception("Produce v%d answered at once: its answer failed after the append", version)
+        return Deferred.failed(exc)
 
 
 def _produce_synced(

@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import logging
 from collections.abc import Coroutine, Iterator
 from operator import attrgetter
 from typing import Any, TypeVar, cast
@@ -72,6 +73,7 @@ from regroup.server.offset_answers import CHUNK, FetchTopic, commit_topics, fetc
 
 OFFSET_COMMIT, OFFSET_FETCH, OFFSET_DELETE = 8, 9, 47
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 RETENTION_VERSIONS = range(2, 5)
 #: partitions of one OffsetDelete handed to the core per call (a call of 10,000 held the loop 20-40 ms)
 OFFSET_DELETE_CHUNK = 1_000
@@ -299,12 +301,19 @@ def _commit_at_once(
         version=version,
     )
     later: Deferred[Any] = Deferred()
-    now, resp = broker.coordinator.call_then(
-        lambda c, key, now_ms: c.offset_commit(req, key, now_ms, ()),
-        functools.partial(_commit_durable, later, version, request),
-        group_id=req.group_id,
-    )
-    return _commit_answer(version, resp.topics) if now else later
+    try:
+        now, resp = broker.coordinator.call_then(
+            lambda c, key, now_ms: c.offset_commit(req, key, now_ms, ()),
+            functools.partial(_commit_durable, later, version, request),
+            group_id=req.group_id,
+        )
+    except CoordinatorUnavailable:
+        return None  # (before the core saw it: ``offset_commit`` answers COORDINATOR_NOT_AVAILABLE)
+    try:  # (committed: whatever goes wrong now closes the connection, never commits a second time)
+        return _commit_answer(version, resp.topics) if now else later
+    except Exception as exc:
+        log.exception("OffsetCommit v%d answered at once: its answer failed after the commit", version)
+        return Deferred.failed(exc)
 
 
 def _commit_durable(
