@@ -1,7 +1,8 @@
-"""Real producers against ``regroup serve --fsync interval``, where a Produce of one partition is answered at once
-from its bytes (``server/at_once.py``): confluent-kafka's idempotent producer, kafka-python's and aiokafka's
-producers write side by side, one request in flight or several, and every acknowledged record is read back in
-order, once, by a consumer, also after the server is killed and started again (the page cache outlives it)."""
+"""Real producers against ``regroup serve``, where a Produce of one partition is answered at once from its bytes
+(``server/at_once.py``; under ``--fsync always`` once the group commit has it on disk): confluent-kafka's
+idempotent producer, kafka-python's and aiokafka's producers write side by side, one request in flight or
+several, and every acknowledged record is read back in order, once, by a consumer, also after the server is
+killed and started again (under ``interval`` the page cache outlives it)."""
 
 from __future__ import annotations
 
@@ -40,8 +41,9 @@ def _read_all(bootstrap: str, topic: str, partitions: int, want: int) -> dict[in
     return got
 
 
-def test_producers_of_three_clients_under_interval_lose_and_repeat_nothing(tmp_path: Path) -> None:
-    with served(tmp_path, "--fsync", "interval") as server:
+@pytest.mark.parametrize("fsync", ["interval", "always"])
+def test_producers_of_three_clients_lose_and_repeat_nothing(tmp_path: Path, fsync: str) -> None:
+    with served(tmp_path, "--fsync", fsync) as server:
         bootstrap = f"127.0.0.1:{server.port}"
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_topics([NewTopic("usual", 3, 1)])["usual"].result(10)
