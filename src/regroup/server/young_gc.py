@@ -15,7 +15,7 @@ time to the permanent generation, which collections never walk), and the thresho
 generation's collections: at most ``young_threshold`` net allocations of containers to walk each time. A frozen
 object is still freed by reference counting like any other; only garbage in cycles that outlived a young
 collection stays. ``check`` (the server calls it about once a second, between turns of the loop) reclaims that:
-when the heap (``heap_pages``: the process's resident memory, read from the kernel in microseconds, where the
+when the heap (``heap_pages``: the process's resident memory, read from the kernel in under a millisecond, where the
 interpreter's count of its allocated blocks walks every pool of its arenas and counting the frozen objects walks
 them all), at its smallest over the last ``window`` checks
 (transient peaks such as a rebalance's parked requests do not count), is ``growth`` times what was left after the
@@ -68,9 +68,10 @@ _last_pages = 0
 
 def heap_pages() -> int:
     """The heap's size as the reclamation's rule compares it: the process's resident pages (``/proc/self/statm``,
-    about 20 µs whatever the heap's size), or, without ``/proc``, the interpreter's allocated blocks. (Counting
-    the blocks, ``sys.getallocatedblocks()``, reads the header of every pool of every arena: 0.02 ms when they are
-    in the caches, but 12–27 ms in a server answering 6,000 commits a second, where once a second they are not.)
+    under a millisecond whatever the heap's size), or, without ``/proc``, the interpreter's allocated blocks.
+    (Counting the blocks, ``sys.getallocatedblocks()``, reads the header of every pool of every arena: 0.02 ms
+    when they are in the caches, but 12–27 ms in a server answering 6,000 commits a second, where once a second
+    they are not.)
     A process reads one kind throughout, so the rule only ever compares readings of the same kind; a reading
     that fails repeats the last one."""
     global _last_pages
@@ -145,7 +146,7 @@ class YoungCollector:
         self.sized_freezes = 0
         self.growth = growth
         self._samples: collections.deque[int] = collections.deque(maxlen=window)
-        #: the heap's allocated blocks the last reclamation left (or found at ``install``)
+        #: the heap's size (``heap_pages``) the last reclamation left (or found at ``install``)
         self.baseline = 0
         #: reclamations done, the objects they found unreachable, and the time they took (seconds)
         self.reclamations = 0
@@ -219,7 +220,7 @@ class YoungCollector:
         self.reclaimed += found
         self.reclaiming_s += took
         log.info(
-            "garbage collector: reclaimed %d unreachable objects in %.0f ms, the heap %d -> %d blocks",
+            "garbage collector: reclaimed %d unreachable objects in %.0f ms, the heap %d -> %d pages",
             found,
             took * 1000,
             before,
