@@ -631,3 +631,58 @@ def test_a_lone_batch_after_a_wave_waits_no_longer_than_the_last_job_took(monkey
     events = _wave_then(["f"], monkeypatch)
     assert [e for e in events if e[0] in ("written", "done")] == [("written", ("f",)), ("done", "f")]
     assert time.perf_counter() - began < 5  # (the wave 0.5 s at most, the wait 0.1 s, f's flush 0.1 s)
+
+
+def _behind_a_running_job(linger_max_s: float, monkeypatch: pytest.MonkeyPatch) -> tuple[bool, list[Event]]:
+    """A wave of five (each flush 0.1 s), then ``f`` alone, its flush held; ``g`` submitted meanwhile. Whether
+    ``g`` was written within 30 ms while ``f``'s flush was held; the events."""
+    from regroup.server import core_runtime
+
+    monkeypatch.setattr(core_runtime, "LINGER_MAX_S", linger_max_s)
+    staged = StagedLog()
+    real_flush = staged.flush
+
+    def slow_flush(written: object = None) -> None:
+        time.sleep(0.1)
+        real_flush(written)
+
+    staged.flush = slow_flush  # type: ignore[method-assign]
+    written_early: list[bool] = []
+
+    async def scenario() -> None:
+        w = pipelined(staged)
+        for tag in "abcde":
+            w.submit([tag], staged.done(tag))
+            await asyncio.sleep(0)  # each its own job, dispatched while the first flush runs
+        await w.wait_idle()
+        gate = staged.flush_gate = threading.Semaphore(0)
+        staged.events.clear()
+        w.submit(["f"], staged.done("f"))
+        for _ in range(500):
+            if ("flush-start", 6) in staged.events or len(staged.events) > 1:
+                break
+            await asyncio.sleep(0.01)
+        w.submit(["g"], staged.done("g"))
+        await asyncio.sleep(0.03)
+        written_early.append(("written", ("g",)) in staged.events)
+        gate.release(2)
+        await w.wait_idle()
+        await w.close()
+
+    asyncio.run(scenario())
+    return written_early[0], staged.events
+
+
+def test_behind_a_running_job_a_batch_waits_for_it_when_jobs_are_quick(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Jobs of at most ``LINGER_MAX_S``: a batch queued while one runs (fewer than the last wave) waits for it to
+    end, so that the running job's clients, back a moment later, share its fsync."""
+    early, events = _behind_a_running_job(1.0, monkeypatch)
+    assert not early
+    assert [e[1] for e in events if e[0] == "done"] == ["f", "g"]
+
+
+def test_behind_a_running_job_a_batch_is_written_at_once_when_jobs_are_slow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Jobs over ``LINGER_MAX_S`` (a slow disk): the batch is written at once, for the next fsync to cover."""
+    early, events = _behind_a_running_job(0.05, monkeypatch)
+    assert early
+    assert [e[1] for e in events if e[0] == "done"] == ["f", "g"]
