@@ -22,10 +22,11 @@ durable before anybody is told about them.
     or theirs is unknown), and once fsynced is done before the unfinished jobs it need not follow (unless it
     holds a batch without records or of unknown scope, which waits for everything before it): under
     ``--fsync always`` a healthy group's commit need not wait while a 10,000-member group's record is encoded
-    (``_WriteTurns``, ``_settle_passing``). When no job runs and fewer
-    batches are queued than the last wave took (the batches dispatched between two moments without a running
-    job), the queue waits for the rest, up to what the last job took (``LINGER_MAX_S`` at most): the clients
-    one fsync answered come back a moment apart, and one fsync covers them instead of two.
+    (``_WriteTurns``, ``_settle_passing``). When fewer batches are queued than the last wave took (the batches
+    dispatched between two moments without a running job), and no job runs or the last one took
+    ``LINGER_MAX_S`` at most (a fast disk), the queue waits for the rest, up to what the last job took
+    (``LINGER_MAX_S`` at most): the clients one fsync answered come back a moment apart, and one fsync covers
+    them instead of two.
   - *whole* (no ``flush``): ``append`` writes and makes durable (or not, as the fsync policy says) in one
     call on the one worker thread, and the callbacks follow it. A batch submitted while the thread is free
     is handed to it within ``submit``; one submitted while it works goes, with everything queued meanwhile,
