@@ -584,12 +584,8 @@ def test_a_job_is_settled_only_once_its_own_end_was_seen_even_when_a_later_one_e
         logging.getLogger("tests.pipelined_writer").disabled = False
 
 
-def _wave_then(after_wave: list[str], monkeypatch: pytest.MonkeyPatch) -> list[Event]:
-    """Five batches dispatched while jobs run (a wave of five: each flush takes 0.1 s), then, once none runs, the
-    batches of ``after_wave`` submitted one loop turn apart; the events."""
-    from regroup.server import core_runtime
-
-    monkeypatch.setattr(core_runtime, "LINGER_MAX_S", 1.0)  # (the wait is then bounded by the last job's 0.1 s)
+def _slow_flushes() -> StagedLog:
+    """A ``StagedLog`` whose every flush takes 0.1 s."""
     staged = StagedLog()
     real_flush = staged.flush
 
@@ -598,13 +594,30 @@ def _wave_then(after_wave: list[str], monkeypatch: pytest.MonkeyPatch) -> list[E
         real_flush(written)
 
     staged.flush = slow_flush  # type: ignore[method-assign]
+    return staged
+
+
+async def _after_a_wave_of_five(staged: StagedLog) -> GroupCommitWriter[str]:
+    """A pipelined writer over ``staged`` once five batches went as a wave (each its own job, dispatched while
+    the first flush ran) and it is idle again."""
+    w = pipelined(staged)
+    for tag in "abcde":
+        w.submit([tag], staged.done(tag))
+        await asyncio.sleep(0)
+    await w.wait_idle()
+    return w
+
+
+def _wave_then(after_wave: list[str], monkeypatch: pytest.MonkeyPatch) -> list[Event]:
+    """Five batches dispatched while jobs run (a wave of five: each flush takes 0.1 s), then, once none runs, the
+    batches of ``after_wave`` submitted one loop turn apart; the events."""
+    from regroup.server import core_runtime
+
+    monkeypatch.setattr(core_runtime, "LINGER_MAX_S", 1.0)  # (the wait is then bounded by the last job's 0.1 s)
+    staged = _slow_flushes()
 
     async def scenario() -> None:
-        w = pipelined(staged)
-        for tag in "abcde":
-            w.submit([tag], staged.done(tag))
-            await asyncio.sleep(0)  # each its own job, dispatched while the first flush runs
-        await w.wait_idle()
+        w = await _after_a_wave_of_five(staged)
         staged.events.clear()
         for tag in after_wave:
             w.submit([tag], staged.done(tag))
@@ -639,22 +652,11 @@ def _behind_a_running_job(linger_max_s: float, monkeypatch: pytest.MonkeyPatch) 
     from regroup.server import core_runtime
 
     monkeypatch.setattr(core_runtime, "LINGER_MAX_S", linger_max_s)
-    staged = StagedLog()
-    real_flush = staged.flush
-
-    def slow_flush(written: object = None) -> None:
-        time.sleep(0.1)
-        real_flush(written)
-
-    staged.flush = slow_flush  # type: ignore[method-assign]
+    staged = _slow_flushes()
     written_early: list[bool] = []
 
     async def scenario() -> None:
-        w = pipelined(staged)
-        for tag in "abcde":
-            w.submit([tag], staged.done(tag))
-            await asyncio.sleep(0)  # each its own job, dispatched while the first flush runs
-        await w.wait_idle()
+        w = await _after_a_wave_of_five(staged)
         gate = staged.flush_gate = threading.Semaphore(0)
         staged.events.clear()
         w.submit(["f"], staged.done("f"))
