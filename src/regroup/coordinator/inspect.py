@@ -11,7 +11,7 @@ equal to each group type's own ``listed`` and ``described``."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from regroup.coordinator.classic.group import ClassicGroup, ClassicStates
@@ -84,11 +84,17 @@ def _listed_row(group: Any) -> ListedRow:
 
 def listed_rows(groups: Groups, req: ListGroupsRequest) -> list[ListedRow]:
     """The groups ListGroups answers ``req`` with, by group id, as rows."""
+    return listed_rows_of(groups, sorted(groups), req)
+
+
+def listed_rows_of(groups: Groups, group_ids: Iterable[str], req: ListGroupsRequest) -> list[ListedRow]:
+    """``listed_rows`` of the groups among ``group_ids`` (in their order) that exist: a server lists many
+    groups a slice of ids at a time, from ``sorted(groups)``."""
     states = {s.strip().lower() for s in req.states}
     types = {t.lower() for t in req.types}  # Kafka's GroupType.parse lower-cases but does not trim
     get = _LISTED_ROWS.get
-    rows = [(get(type(group)) or _listed_row)(group) for group in groups.values()]
-    rows.sort()
+    found = groups.get
+    rows = [(get(type(group)) or _listed_row)(group) for group in map(found, group_ids) if group is not None]
     if not states and not types:
         return rows
     return [row for row in rows if (not states or row[2].lower() in states) and (not types or row[3] in types)]
