@@ -68,6 +68,32 @@ def test_the_leader_and_a_chunk_are_answered_at_once_the_others_a_chunk_a_millis
         assert h.coordinator.timers.deadline(session_key(group.group_id, member_id)) is not None
 
 
+def test_the_next_chunk_waits_for_the_coordinators_own_timer_not_a_request() -> None:
+    """The chunks are paced: a request arriving once the next chunk is due does not answer it (a server handling a
+    hundred requests in one turn of its loop would answer a hundred chunks in that turn), only ``advance`` does, one
+    chunk a call however late it comes (the next is due a millisecond after the call that answered one)."""
+    h = harness(100)
+    ids, keys = parked(h, 350)
+    keys.append(h.join(ids[-1]).key)
+    assert len(answers(h, keys)) == 100
+    h.now_ms += 5  # (the next chunk is due since 4 ms)
+    for member_id in ids[:3]:
+        h.heartbeat(member_id)
+        h.commit(member_id, generation=h.group().generation)
+    h.describe()
+    assert len(answers(h, keys)) == 100
+    h.sleep(0)
+    assert len(answers(h, keys)) == 200
+    h.sleep(0)  # (the next is due a millisecond after that call)
+    assert len(answers(h, keys)) == 200
+    h.now_ms += 1
+    h.describe()
+    assert len(answers(h, keys)) == 200
+    for count in (300, 350):
+        h.sleep(1)
+        assert len(answers(h, keys)) == count
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.integers(2, 60), st.integers(1, 25))
 def test_the_answers_in_chunks_equal_those_of_one_call(members: int, chunk: int) -> None:

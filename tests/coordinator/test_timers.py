@@ -1,6 +1,7 @@
 """The coordinator's keyed deadlines against a plain model: the earliest deadline first, ties in
 scheduling order; scheduling a key again replaces it; cancelled keys never come back; the reported next deadline
-is never later than the earliest one."""
+is never later than the earliest one; asked for the timers that are not paced, the earliest of those, the paced
+ones left in place."""
 
 from __future__ import annotations
 
@@ -21,8 +22,16 @@ class Probe:
 
     key: Any
 
+    @property
+    def paced(self) -> bool:
+        return self.key in PACED
+
     def fire(self, ctx: Any, groups: Any) -> None:
         raise AssertionError("not fired here")
+
+
+#: the keys whose timers are paced (``timers.is_paced``)
+PACED = frozenset({"c", ("join", "g")})
 
 
 def _key(timer: Probe | None) -> Any:
@@ -35,6 +44,7 @@ OPS = st.lists(
         st.tuples(st.just("schedule"), KEYS, st.integers(-10, 2**45)),
         st.tuples(st.just("cancel"), KEYS, st.just(0)),
         st.tuples(st.just("pop"), st.just(""), st.integers(-10, 2**45)),
+        st.tuples(st.just("pop-unpaced"), st.just(""), st.integers(-10, 2**45)),
     ),
     max_size=80,
 )
@@ -79,8 +89,9 @@ def _check_against_model(ops: list[tuple[str, object, int]]) -> None:
             timers.cancel(key)  # type: ignore[arg-type]
             model.pop(key, None)
         else:
-            due = sorted((entry, k) for k, entry in model.items() if entry[0] <= value)
-            got = _key(timers.pop_due(value))
+            paced = op == "pop"
+            due = sorted((entry, k) for k, entry in model.items() if entry[0] <= value and (paced or k not in PACED))
+            got = _key(timers.pop_due(value, paced=paced))
             if due:
                 assert got == due[0][1]
                 del model[got]

@@ -150,7 +150,7 @@ class GroupCoordinator:
         self, now_ms: int, key: RequestKey | None, handler: Callable[[Ctx], Any], on_error: Callable[[ApiError], Any]
     ) -> Result:
         ctx = self._ctx(now_ms)
-        self._fire_due(ctx)  # applied already: the request sees the state the timers left
+        self._fire_due(ctx, paced=False)  # applied already: the request sees the state the timers left
         result = ctx.result
         fired, completed, dropped = len(result.records), len(result.completions), len(result.dropped)
         happened, handed = len(result.events), len(result.asides)
@@ -197,11 +197,12 @@ class GroupCoordinator:
             group_configs=self.group_configs,
         )
 
-    def _fire_due(self, ctx: Ctx) -> None:
+    def _fire_due(self, ctx: Ctx, *, paced: bool = True) -> None:
         """Fire the timers due by ``ctx.now_ms`` in deadline order. Each expiry is a write of its own (as in
         Kafka): its records are applied before the next timer fires and before any request runs, so e.g.
-        a group deleted by the offsets cleanup is gone for a JoinGroup arriving at the same instant."""
-        while (timer := self.timers.pop_due(ctx.now_ms)) is not None:
+        a group deleted by the offsets cleanup is gone for a JoinGroup arriving at the same instant. ``paced``
+        False: not the chunks of work cut into chunks (``timers.is_paced``), which only ``advance`` fires."""
+        while (timer := self.timers.pop_due(ctx.now_ms, paced=paced)) is not None:
             applied = len(ctx.result.records)
             timer.fire(ctx, self.groups)
             if len(ctx.result.records) > applied:
@@ -374,10 +375,13 @@ class GroupCoordinator:
         timer was queued can make it early: ``advance`` then fires nothing). None: no timers."""
         return self.timers.next_deadline()
 
-    def advance(self, now_ms: int) -> Result:
-        """Fire every timer due by ``now_ms`` (session expiry, join/sync phase timeouts, offset expiry)."""
+    def advance(self, now_ms: int, *, paced: bool = True) -> Result:
+        """Fire every timer due by ``now_ms`` (session expiry, join/sync phase timeouts, offset expiry) and the next
+        chunk of any work cut into chunks that is due (``timers.is_paced``: each schedules the next one a
+        millisecond on, so one call does one chunk of each); ``paced`` False: not those chunks (what a request's
+        own call fires first)."""
         ctx = self._ctx(now_ms)
-        self._fire_due(ctx)
+        self._fire_due(ctx, paced=paced)
         return ctx.result
 
     def land(self, aside: Aside, outcome: object, now_ms: int) -> Result:

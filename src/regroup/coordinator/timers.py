@@ -34,6 +34,14 @@ class Timer(Protocol):
         """Act at the deadline (the group may have changed or gone since: check first)."""
 
 
+def is_paced(timer: Timer) -> bool:
+    """Whether ``timer`` is the next chunk of work cut into chunks (a large group's parked answers, its member
+    listing, its assignment's storing): fired only by ``GroupCoordinator.advance``, never before a request, so
+    that a driver calling ``advance`` once per turn of its loop does one chunk a turn, however many requests the
+    turn handles (each chunk schedules the next a millisecond on). A timer says so with a ``paced`` attribute."""
+    return bool(getattr(timer, "paced", False))
+
+
 class Timers:
     """Most rescheduling moves a deadline later (each heartbeat extends its member's session), so the heap
     is lazy: it holds one entry per key that is never later than the key's current entry. Moving a deadline
@@ -170,18 +178,28 @@ class Timers:
         self._drop_disowned()
         return self._heap[0] // _ORDER if self._heap else None
 
-    def pop_due(self, now_ms: int) -> Timer | None:
-        """Remove and return the earliest timer due at ``now_ms``, or None."""
+    def pop_due(self, now_ms: int, *, paced: bool = True) -> Timer | None:
+        """Remove and return the earliest timer due at ``now_ms``, or None; with ``paced`` False, the earliest that is
+        not paced (``is_paced``), the paced ones due left where they are."""
         heap, owners = self._heap, self._key
-        while True:
-            self._drop_disowned()
-            if not heap or heap[0] // _ORDER > now_ms:
-                return None
-            top = heappop(heap)
-            key = owners.pop(top)
-            current = self._entry[key]
-            if current == top:
-                del self._entry[key]
-                del self._queued[key]
-                return self._timer.pop(key)
-            self._queue(key, current)  # (outdated: its key's deadline moved later)
+        passed: list[tuple[int, Hashable]] = []  # paced timers due, taken off the heap while looking past them
+        try:
+            while True:
+                self._drop_disowned()
+                if not heap or heap[0] // _ORDER > now_ms:
+                    return None
+                top = heappop(heap)
+                key = owners.pop(top)
+                current = self._entry[key]
+                if current != top:
+                    self._queue(key, current)  # (outdated: its key's deadline moved later)
+                elif not paced and is_paced(self._timer[key]):
+                    passed.append((top, key))
+                else:
+                    del self._entry[key]
+                    del self._queued[key]
+                    return self._timer.pop(key)
+        finally:
+            for top, key in passed:  # (the same entries again: their order among the others is unchanged)
+                heappush(heap, top)
+                owners[top] = key

@@ -62,7 +62,7 @@ async def read(broker: Broker, query: Callable[[Any], Any]) -> Any:
     nothing due the read writes no record and is answered on the runtime's fast path)."""
 
     def op(coordinator: Any, key: Any, now_ms: int) -> Result:
-        result: Result = coordinator.advance(now_ms)
+        result: Result = coordinator.advance(now_ms, paced=False)
         result.completions.append(Completion(key, query(coordinator)))
         return result
 

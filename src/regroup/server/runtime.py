@@ -457,14 +457,16 @@ class CoordinatorRuntime:
 
     def _fire_due(self, now_ms: int) -> None:
         """Fire the timers due by ``now_ms``, if any, as a write of their own (before a call about one group,
-        whose result then concerns that group alone)."""
+        whose result then concerns that group alone); not the next chunks of work cut into chunks (a large
+        group's parked answers): only the runtime's own timer fires those, one chunk a turn of the loop at most
+        however many requests the turn handles (``timers.is_paced``)."""
         deadline = self.coordinator.next_deadline()
         if deadline is not None and deadline <= now_ms:
-            self._fire(now_ms)
+            self._fire(now_ms, paced=False)
 
-    def _fire(self, now_ms: int) -> None:
+    def _fire(self, now_ms: int, *, paced: bool = True) -> None:
         try:
-            result = self.coordinator.advance(now_ms)
+            result = self.coordinator.advance(now_ms, paced=paced)
         except Exception:
             log.exception("coordinator timers failed")
             result = Result()

@@ -11,7 +11,7 @@ group's record (``classic_members_per_call``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import ClassVar, Final
 
 from regroup.coordinator.classic.group import (
     Assigning,
@@ -109,6 +109,7 @@ class JoinPhaseTimer:
 class JoinAnswersTimer:
     """The next chunk of the parked JoinGroups a completed join phase left unanswered."""
 
+    paced: ClassVar[bool] = True  # (fired only by ``advance``: ``timers.is_paced``)
     group_id: Final[str]
 
     @property
@@ -125,6 +126,7 @@ class JoinAnswersTimer:
 class SyncAnswersTimer:
     """The next chunk of the parked SyncGroups the leader's SyncGroup left unanswered."""
 
+    paced: ClassVar[bool] = True  # (fired only by ``advance``: ``timers.is_paced``)
     group_id: Final[str]
 
     @property
@@ -141,6 +143,7 @@ class SyncAnswersTimer:
 class ListMembersTimer:
     """The next chunk of a large group's members to list for its leader's JoinGroup answer."""
 
+    paced: ClassVar[bool] = True  # (fired only by ``advance``: ``timers.is_paced``)
     group_id: Final[str]
 
     @property
@@ -157,6 +160,7 @@ class ListMembersTimer:
 class AssignTimer:
     """The next chunk of the assignment a large group's leader sent, to store."""
 
+    paced: ClassVar[bool] = True  # (fired only by ``advance``: ``timers.is_paced``)
     group_id: Final[str]
 
     @property
