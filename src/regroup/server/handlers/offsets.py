@@ -141,10 +141,31 @@ async def offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> An
     valid, planned, refused = commit_partitions(broker, ctx, request.topics)
     # as Kafka's response builder: the refused partitions first, then the coordinator's answers merged by topic
     rows: dict[str, list[tuple[int, int]]] = {name: list(partitions) for name, partitions in refused.items()}
-    if valid:
-        for topic, partitions in await _commit_valid(broker, ctx, request, valid, planned):
-            rows.setdefault(topic, []).extend(partitions)
-    return await commit_topics(respond(ctx, topics=[]), list(rows.items()))
+    committed = await _commit_valid(broker, ctx, request, valid, planned) if valid else ()
+    return await commit_topics(respond(ctx, topics=[]), _merged(rows, committed))
+
+
+def _merged(
+    rows: dict[str, list[tuple[int, int]]], committed: tuple[tuple[str, tuple[tuple[int, ErrorCode], ...]], ...]
+) -> list[tuple[str, list[tuple[int, int]]]]:
+    """``rows`` (by topic) followed by the core's answer ``committed``, a topic named in both (or twice) answered once,
+    its rows merged, as Kafka's response builder does."""
+    for topic, partitions in committed:
+        rows.setdefault(topic, []).extend(partitions)
+    return list(rows.items())
+
+
+def _core_request(request: Any, version: int, topics: list[tuple[str, PartitionCommits]]) -> OffsetCommitRequest:
+    """The core's request for a decoded OffsetCommit of ``version`` and its ``topics`` to commit."""
+    return OffsetCommitRequest(
+        group_id=request.group_id,
+        generation_id=request.generation_id_or_member_epoch,
+        member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+        retention_ms=_retention_ms(version, request),
+        topics=tuple(topics),
+        version=version,
+    )
 
 
 def commit_partitions(
@@ -234,15 +255,7 @@ async def _commit_valid(
     topics: list[tuple[str, PartitionCommits]],
     planned: list[PlannedTopic | None],
 ) -> tuple[tuple[str, tuple[tuple[int, ErrorCode], ...]], ...]:
-    req = OffsetCommitRequest(
-        group_id=request.group_id,
-        generation_id=request.generation_id_or_member_epoch,
-        member_id=request.member_id,
-        group_instance_id=getattr(request, "group_instance_id", None),
-        retention_ms=_retention_ms(ctx.api_version, request),
-        topics=tuple(topics),
-        version=ctx.api_version,
-    )
+    req = _core_request(request, ctx.api_version, topics)
     if not any(planned):
         planned = []
     resp: OffsetCommitResponse = await broker.coordinator.call(
@@ -291,15 +304,7 @@ def _commit_at_once(
         valid.append((name, columns))
     if not valid or total > CHUNK:
         return None
-    req = OffsetCommitRequest(
-        group_id=request.group_id,
-        generation_id=request.generation_id_or_member_epoch,
-        member_id=request.member_id,
-        group_instance_id=getattr(request, "group_instance_id", None),
-        retention_ms=_retention_ms(version, request),
-        topics=tuple(valid),
-        version=version,
-    )
+    req = _core_request(request, version, valid)
     later: Deferred[Any] = Deferred()
     try:
         now, resp = broker.coordinator.call_then(
@@ -339,10 +344,7 @@ def _commit_durable(
 
 def _commit_answer(version: int, topics: tuple[tuple[str, tuple[tuple[int, ErrorCode], ...]], ...]) -> Any:
     """``offset_commit``'s answer of the core's rows (a topic named twice answered once, its rows merged)."""
-    rows: dict[str, list[tuple[int, int]]] = {}
-    for topic, partitions in topics:
-        rows.setdefault(topic, []).extend(partitions)
-    return _finished(commit_topics(_empty_commit(version), list(rows.items())))
+    return _finished(commit_topics(_empty_commit(version), _merged({}, topics)))
 
 
 @functools.cache
