@@ -312,10 +312,14 @@ class _Index:
     end: int = 0  # file position after the last indexed batch
 
     def add(self, h: BatchHeader, pos: int) -> None:
-        self.lasts.append(h.last_offset)
+        self.put(h.last_offset, pos, h.max_timestamp, h.size)
+
+    def put(self, last_offset: int, pos: int, max_timestamp: int, size: int) -> None:
+        """``add`` of a batch's columns (an append knows them without parsing the header it wrote)."""
+        self.lasts.append(last_offset)
         self.positions.append(pos)
-        self.max_ts.append(h.max_timestamp)
-        self.end = pos + h.size
+        self.max_ts.append(max_timestamp)
+        self.end = pos + size
 
 
 @dataclass(eq=False, slots=True)
@@ -607,9 +611,11 @@ class PartitionLog:
         """Assign offsets to the checked batches ``found`` in ``records`` and write them (one ``write``)."""
         data = bytearray(records)
         offset = self._leo
+        bases: list[int] = []
         for pos, h in found:
             struct.pack_into(">q", data, pos, offset)
             struct.pack_into(">i", data, pos + LOG_OVERHEAD, -1)
+            bases.append(offset)
             offset += h.record_count
         idx = self._segments[-1].index
         if idx.end > 0 and idx.end + len(data) > self._segment_bytes:
@@ -628,8 +634,9 @@ class PartitionLog:
         fd = self._active_fd()
         start = idx.end
         write_all_or_take_back(fd, data, start, self._mark_failed)
-        for pos, _ in found:
-            idx.add(parse_header(data, pos), start + pos)
+        # (each header as written: the base offset assigned above, the rest as checked)
+        for (pos, h), base in zip(found, bases, strict=True):
+            idx.put(base + h.last_offset_delta, start + pos, h.max_timestamp, h.size)
         first, self._leo = self._leo, offset
         self._dirty = True
         if self._policy is not FsyncPolicy.ALWAYS:
