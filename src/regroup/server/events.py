@@ -314,9 +314,11 @@ class GroupEvents:
                 self._target_rows(coordinator, event, now_ms)
             elif isinstance(event, (PartitionsAssigned, PartitionsRevoked)) and writing:
                 # (a row per partition, handed out as any others: a turn's worth now, a member of 10,000
-                # partitions' rows over later turns rather than 30-40 ms in this call)
-                pairs = self._partitions(coordinator, event.partitions)
-                self._queue(_partition_rows(now_ms, event, pairs), len(pairs))
+                # partitions' rows over later turns rather than 30-40 ms in this call, its partitions named and
+                # sorted as its first row is taken, 3-4 ms that are not the call's either)
+                names = self._topic_names(coordinator)
+                count = sum(len(ps) for _, ps in event.partitions)
+                self._queue(_partition_rows(now_ms, event, names), count)
         if moved:
             self._queue_members(MemberRun(now_ms, moved), len(moved))
 
@@ -401,18 +403,6 @@ class GroupEvents:
         run = AssignmentRun(now, event.group_id, event.assignment_epoch, event.targets, partitions, memo)
         self._memos[event.group_id] = (names, run.memo)
         self._queue(run, count, later=True)
-
-    def _partitions(
-        self, coordinator: GroupCoordinator, partitions: Iterable[tuple[uuid.UUID, Iterable[int]]]
-    ) -> list[tuple[str, int]]:
-        """(topic name, partition) of each partition, by topic name then partition."""
-        names = self._topic_names(coordinator)
-        found: list[tuple[str, int]] = []
-        for topic_id, ps in partitions:
-            name = _topic_name(names, topic_id)
-            found.extend((name, p) for p in ps)
-        found.sort()
-        return found
 
     def _topic_names(self, coordinator: GroupCoordinator) -> dict[uuid.UUID, str]:
         """Topic id -> name in the coordinator's cluster image (kept per image; an image never changes)."""
@@ -526,13 +516,26 @@ class GroupEvents:
         self._backlog_rows = 0
 
 
+def named_partitions(
+    names: dict[uuid.UUID, str], partitions: Iterable[tuple[uuid.UUID, Iterable[int]]]
+) -> list[tuple[str, int]]:
+    """(topic name, partition) of each partition, by topic name then partition (``names``: the cluster image's)."""
+    found: list[tuple[str, int]] = []
+    for topic_id, ps in partitions:
+        name = _topic_name(names, topic_id)
+        found.extend((name, p) for p in ps)
+    found.sort()
+    return found
+
+
 def _partition_rows(
-    now_ms: int, event: PartitionsAssigned | PartitionsRevoked, pairs: list[tuple[str, int]]
+    now_ms: int, event: PartitionsAssigned | PartitionsRevoked, names: dict[uuid.UUID, str]
 ) -> Iterator[tuple[int, str, dict[str, Any]]]:
-    """The ``assigned`` or ``revoked`` row of each partition of a member's change, as ``_emit`` would make them."""
+    """The ``assigned`` or ``revoked`` row of each partition of a member's change, as ``_emit`` would make them; the
+    partitions named (with the image's ``names`` of the change's call) and sorted as the first row is taken."""
     kind = "assigned" if isinstance(event, PartitionsAssigned) else "revoked"
     detail = f"group={event.group_id}"
-    for topic, partition in pairs:
+    for topic, partition in named_partitions(names, event.partitions):
         yield (
             now_ms,
             kind,
