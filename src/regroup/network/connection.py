@@ -42,6 +42,13 @@ requests by order and correlation id).
   serving other connections meanwhile. This connection handles nothing else until that request's handler
   has taken its first step, so its requests are still handled in the order they were sent. A dispatcher with
   ``plan_aside`` also has it work on the decoded request there (the core's records of a large OffsetCommit).
+  The first request of an API version in the process (once authenticated) waits, with what follows it, while
+  that thread imports the version's kio modules and composes their readers and writers
+  (``codec.prepare_version``: 4-10 ms the loop would spend once per version); it is then handled as any other.
+  Other connections' requests that arrived after it may be handled first (as in Kafka, whose request handler
+  threads take different connections' requests at once), except for the group membership APIs
+  (``MEMBERSHIP_APIS``), whose order across connections decides a rebalance: their first is prepared on the
+  loop, where it stands.
 * **Idleness.** A connection idle for ``max_idle_ms`` (Kafka's ``connections.max.idle.ms``: no bytes read,
   no response written, and no request outstanding — a JoinGroup parked for a long rebalance keeps its
   connection) is closed. One timer per connection checks it; activity only moves a timestamp, and the timer
@@ -73,7 +80,7 @@ from collections.abc import Callable, Mapping
 from typing import Protocol, cast
 
 from regroup.network.admission import RateLimit
-from regroup.network.codec import DecodedRequest, VersionRanges, decode_request
+from regroup.network.codec import DecodedRequest, VersionRanges, decode_request, prepare_version, unprepared
 from regroup.network.deferred import Deferred
 from regroup.network.eager import Started, start
 from regroup.network.errors import CloseConnection, ProtocolError
@@ -99,6 +106,9 @@ SECONDS_PER_TURN = 0.005
 #: one of them, left for a later turn, waits in the turn budget's second line, behind the connections whose
 #: next request is anything else (a steady member's heartbeat, commit or fetch)
 REBALANCE_APIS = frozenset({11, 13, 14})
+#: the group membership APIs (classic, KIP-848 and share): the order in which their requests arrive on different
+#: connections decides a group's rebalance, so a version's first is prepared on the loop, in its place
+MEMBERSHIP_APIS = REBALANCE_APIS | {12, 68, 76}
 #: frames at least this large are decoded in the decoding thread (about 1.5 ms of kio's time on the loop)
 DECODE_ASIDE_BYTES = 64 * 1024
 
@@ -348,9 +358,18 @@ class Connection(asyncio.Protocol):
                         if self._closing:
                             return
                         continue
-                    refused = session.check(int.from_bytes(frame[:2], "big", signed=True))  # (its api key)
+                    api_key = int.from_bytes(frame[:2], "big", signed=True)
+                    refused = session.check(api_key)
                     if refused is not None:
                         raise ProtocolError(refused)
+                    if (
+                        session.authenticated
+                        and api_key not in MEMBERSHIP_APIS
+                        and unprepared(frame, self.dispatcher.versions)
+                    ):
+                        frames.unread(frame)
+                        self._prepare_aside(frame)
+                        break
                     if len(frame) >= DECODE_ASIDE_BYTES:
                         self._decode_aside(frame, session)
                         break
@@ -435,6 +454,22 @@ class Connection(asyncio.Protocol):
         finally:
             self._processing = False
             self._update_reading()
+
+    def _prepare_aside(self, frame: bytes) -> None:
+        """Have the decoding thread prepare ``frame``'s API version (``codec.prepare_version``); ``frame``, put
+        back in front, and what follows it are handled once it is done."""
+        self._decoding = True
+        api_key, api_version = int.from_bytes(frame[:2], "big", signed=True), int.from_bytes(frame[2:4], "big")
+        future = self._loop.run_in_executor(_decoding_thread(), prepare_version, api_key, api_version)
+        future.add_done_callback(self._prepared)
+
+    def _prepared(self, future: asyncio.Future[None]) -> None:
+        self._decoding = False
+        failed = None if future.cancelled() else future.exception()
+        if isinstance(failed, Exception):  # the server's own (out of descriptors importing a module, say)
+            self._fail_own(failed)
+        elif not self._closing and self._next_turn is None:
+            self._next_turn = self._loop.call_soon(self._turn)
 
     def _decode_aside(self, frame: bytes, session: Session) -> None:
         """Queue ``frame``'s request: decoded in the decoding thread, then handled like any other, in order."""

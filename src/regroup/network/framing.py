@@ -59,6 +59,10 @@ class FrameBuffer:
         self._offset = end
         return bytes(buffer[offset + _SIZE.size : end])
 
+    def unread(self, payload: bytes) -> None:
+        """Put back ``payload``, the frame ``next_frame`` just returned: it is the next frame again."""
+        self._offset -= _SIZE.size + len(payload)
+
     def check_complete(self) -> None:
         """At end of stream: raises ``TruncatedFrame`` if it ended inside a frame."""
         left = len(self._buffer) - self._offset
