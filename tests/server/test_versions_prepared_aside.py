@@ -2,7 +2,8 @@
 (``codec.prepare_version``: its kio modules imported, their readers and writers composed), not on the event loop
 (``network/connection.py``): meanwhile other connections are answered, and the requests pipelined behind it on
 its own connection wait and keep their order. A group membership API's first request (``MEMBERSHIP_APIS``) is
-prepared where it stands instead, on the loop: their order across connections decides a rebalance."""
+prepared where it stands instead, on the loop: their order across connections decides a rebalance; so a server
+has the decoding thread prepare those APIs' versions as soon as it serves."""
 
 from __future__ import annotations
 
@@ -12,13 +13,16 @@ import struct
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from regroup.network import codec, connection
 from regroup.network.codec import DecodedRequest, prepare_version, unprepared
-from regroup.network.connection import Connection
+from regroup.network.connection import Connection, prepare_membership_versions
+from regroup.server.app import Server, ServerConfig
+from regroup.storage.record_log import FsyncPolicy
 from tests.server.wire import encode_request
 
 API_VERSIONS, HEARTBEAT = 18, 12
@@ -161,3 +165,50 @@ def test_a_membership_apis_first_request_is_prepared_where_it_stands(
     responder, answers = run_beside_server(monkeypatch, client, prepared_on)
     assert prepared_on == []  # never through the decoding thread
     assert [c for c, _ in answers] == [1, 2] and responder.handled == [(1, 1), (1, 2)]
+
+
+def test_the_membership_apis_versions_are_prepared_on_the_decoding_thread_newest_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    prepared: list[tuple[str, int, int]] = []
+
+    def noting(api_key: int, api_version: int) -> None:
+        prepared.append((threading.current_thread().name, api_key, api_version))
+
+    monkeypatch.setattr(connection, "prepare_version", noting)
+    JOIN, SYNC = 11, 14
+    prepare_membership_versions({API_VERSIONS: (0, 3), JOIN: (2, 5), HEARTBEAT: (0, 2), SYNC: (1, 1)}).result(10)
+    assert {name for name, _, _ in prepared} == {"regroup-decode_0"}
+    assert [(key, version) for _, key, version in prepared] == [
+        (JOIN, 5),
+        (HEARTBEAT, 2),
+        (SYNC, 1),
+        (JOIN, 4),
+        (HEARTBEAT, 1),
+        (JOIN, 3),
+        (HEARTBEAT, 0),
+        (JOIN, 2),
+    ]
+
+
+def test_a_server_prepares_the_membership_apis_versions_once_serving(
+    tmp_path: Path, nothing_prepared: set[bytes]
+) -> None:
+    async def scenario() -> None:
+        server = Server(ServerConfig(host="127.0.0.1", port=0, data_dir=tmp_path, fsync=FsyncPolicy.NEVER))
+        await server.start()
+        try:
+            assert server.membership_prepared is not None
+            await asyncio.wrap_future(server.membership_prepared)
+            assert server._dispatcher is not None
+            versions = server._dispatcher.versions
+        finally:
+            await server.close()
+        expected = {
+            head(key, version)
+            for key in connection.MEMBERSHIP_APIS
+            for version in range(versions[key][0], versions[key][1] + 1)
+        }
+        assert len(expected) > 20 and expected <= nothing_prepared
+
+    asyncio.run(scenario())

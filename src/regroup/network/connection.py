@@ -123,6 +123,30 @@ def _decoding_thread() -> concurrent.futures.ThreadPoolExecutor:
     return _decoder
 
 
+def prepare_membership_versions(versions: VersionRanges) -> concurrent.futures.Future[None]:
+    """Have the decoding thread prepare every advertised version of the group membership APIs, each API's newest
+    first (``MEMBERSHIP_APIS``: their first requests are prepared on the loop otherwise, where they stand; about
+    100 ms of that thread for all of them). Called once a server is serving; a version that fails to prepare is
+    left to its first request."""
+
+    def prepare_all() -> None:
+        newest_first = sorted(
+            ((key, version) for key in MEMBERSHIP_APIS if key in versions for version in range(*_span(versions[key]))),
+            key=lambda kv: (versions[kv[0]][1] - kv[1], kv[0]),  # every API's newest, then the ones before
+        )
+        for key, version in newest_first:
+            try:
+                prepare_version(key, version)
+            except Exception as exc:  # (the server's own, met again by that version's first request)
+                log.debug("could not prepare api key %d version %d: %s", key, version, exc)
+
+    return _decoding_thread().submit(prepare_all)
+
+
+def _span(advertised: tuple[int, int]) -> tuple[int, int]:
+    return advertised[0], advertised[1] + 1
+
+
 Response = bytes | None
 
 

@@ -12,6 +12,7 @@ embedded partition log (``server/topics.py``; an in-memory stand-in while that m
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import functools
@@ -43,7 +44,13 @@ from regroup.coordinator.config import (
 from regroup.coordinator.result import Result
 from regroup.network.admission import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP, AcceptErrors, Admission
 from regroup.network.authentication import ListenerSecurity, SecurityConfigError
-from regroup.network.connection import DEFAULT_MAX_IDLE_MS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_QUEUED_BYTES, Connection
+from regroup.network.connection import (
+    DEFAULT_MAX_IDLE_MS,
+    DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_MAX_QUEUED_BYTES,
+    Connection,
+    prepare_membership_versions,
+)
 from regroup.network.framing import DEFAULT_MAX_FRAME_BYTES
 from regroup.network.limits import DEFAULT_LIMITS
 from regroup.network.listeners import ListenerConfig, default_listener
@@ -248,6 +255,9 @@ class Server:
         self._listeners: list[asyncio.Server] = []
         #: listener name -> the port it listens on
         self.ports: dict[str, int] = {}
+        #: the group membership APIs' versions being prepared on the decoding thread, from the start of serving
+        #: (``connection.prepare_membership_versions``)
+        self.membership_prepared: concurrent.futures.Future[None] | None = None
         self._scram: ScramStore | None = None
         self._acls: AclStore | None = None
         self._runtime: CoordinatorRuntime | None = None
@@ -458,6 +468,7 @@ class Server:
             self._collector_task = asyncio.get_running_loop().create_task(self._tend_collector(self._young_gc))
         for server in self._listeners[1:] + self._listeners[:1]:
             await server.start_serving()
+        self.membership_prepared = prepare_membership_versions(self._dispatcher.versions)
         for security in listeners[1:]:
             listener = security.config
             host, port = endpoints[listener.name]
