@@ -44,7 +44,7 @@ from kio.static.primitive import i32
 
 from regroup.network import precheck
 from regroup.network.errors import MalformedRequest, UnknownApiKey, UnsupportedApiVersion
-from regroup.network.framing import frame
+from regroup.network.framing import FramedPieces, frame
 from regroup.network.limits import CLIENT_ID, Limits
 
 API_VERSIONS_KEY = 18
@@ -212,6 +212,19 @@ def frame_response(correlation_id: int, response_cls: type[Any], body: bytes | S
         return frame(b"".join((buffer.getvalue(), *pieces)))
     size = _SIZE_AND_CORRELATION_ID.size - 4 + len(header_tail) + sum(map(len, pieces))
     return b"".join((_SIZE_AND_CORRELATION_ID.pack(size, correlation_id), header_tail, *pieces))
+
+
+def framed_pieces(correlation_id: int, response_cls: type[Any], body: Sequence[bytes]) -> FramedPieces:
+    """``frame_response``'s framed response as pieces: the frame's head (size, correlation id, the rest of the
+    response header), then ``body``'s pieces as they are (none copied)."""
+    plan = _RESPONSE_PLANS.get(response_cls)
+    if plan is None:
+        plan = _RESPONSE_PLANS[response_cls] = _response_plan(response_cls)
+    header_tail = plan[0]
+    if header_tail is None:
+        return FramedPieces((frame_response(correlation_id, response_cls, body),))
+    size = _SIZE_AND_CORRELATION_ID.size - 4 + len(header_tail) + sum(map(len, body))
+    return FramedPieces((_SIZE_AND_CORRELATION_ID.pack(size, correlation_id) + header_tail, *body))
 
 
 def _encode_response_generic(correlation_id: int, response: Any) -> bytes:

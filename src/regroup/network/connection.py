@@ -84,7 +84,7 @@ from regroup.network.codec import DecodedRequest, VersionRanges, decode_request,
 from regroup.network.deferred import Deferred
 from regroup.network.eager import Started, start
 from regroup.network.errors import CloseConnection, ProtocolError
-from regroup.network.framing import DEFAULT_MAX_FRAME_BYTES, FrameBuffer
+from regroup.network.framing import DEFAULT_MAX_FRAME_BYTES, FrameBuffer, FramedPieces
 from regroup.network.limits import Limits
 from regroup.network.session import Session, SessionState
 from regroup.network.turn_budget import QUEUED_TURN_S, Later, TurnBudget
@@ -147,7 +147,8 @@ def _span(advertised: tuple[int, int]) -> tuple[int, int]:
     return advertised[0], advertised[1] + 1
 
 
-Response = bytes | None
+#: a framed response (large ones may come in pieces: ``framing.FramedPieces``), or None when none is sent
+Response = bytes | FramedPieces | None
 
 
 class StallObserver(Protocol):
@@ -174,7 +175,7 @@ class Responder(Protocol):
     def limits(self) -> Mapping[int, Limits]: ...
     async def respond(
         self, request: DecodedRequest, *, client_host: str, connection_id: int, session: Session | None = None
-    ) -> bytes | None: ...
+    ) -> Response: ...
 
 
 #: ``answer_at_once(frame, principal, client_host, connection_id, busy)``: the framed response to a request
@@ -335,7 +336,7 @@ class Connection(asyncio.Protocol):
         self._processing = True
         slots, frames = self._slots, self._frames
         max_in_flight, max_queued = self._max_in_flight, self._max_queued_bytes
-        out: list[bytes] = []
+        out: list[bytes | FramedPieces] = []
         out_bytes = 0
         queued = self._held_bytes + transport.get_write_buffer_size()  # before this turn's responses
         handled = 0
@@ -455,10 +456,10 @@ class Connection(asyncio.Protocol):
                         self._write(out)
                         self._fail(started.error)
                         return
-                    data = started.result
-                    if data is not None:
-                        out.append(data)
-                        out_bytes += len(data)
+                    result = started.result
+                    if result is not None:
+                        out.append(result)
+                        out_bytes += len(result)
                     continue
                 slot = _Slot()
                 if started.done:
@@ -538,7 +539,7 @@ class Connection(asyncio.Protocol):
             raise started.error
         return started.result
 
-    def _raw_token(self, frame: bytes, out: list[bytes]) -> None:
+    def _raw_token(self, frame: bytes, out: list[bytes | FramedPieces]) -> None:
         """A SASL token sent raw after a SaslHandshake v0: its reply goes out raw too; a failure closes."""
         session = self.session
         reply = session.raw_token(frame)
@@ -650,7 +651,7 @@ class Connection(asyncio.Protocol):
             return
         slots = self._slots
         if slots and slots[0] is slot:
-            out: list[bytes] = []
+            out: list[bytes | FramedPieces] = []
             while slots and slots[0].done:
                 head = slots.popleft()
                 if head.error is not None:
@@ -664,10 +665,17 @@ class Connection(asyncio.Protocol):
         if self._close_when_written and not slots:
             self._close()
 
-    def _write(self, chunks: list[bytes]) -> None:
-        if not chunks or self._transport is None or self._closing:
+    def _write(self, chunks: list[bytes | FramedPieces]) -> None:
+        transport = self._transport
+        if not chunks or transport is None or self._closing:
             return
-        self._transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+        try:
+            transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))  # type: ignore[arg-type]
+        except TypeError:  # a response in pieces among them: each written as it is, uncopied
+            pieces: list[bytes] = []
+            for chunk in chunks:
+                pieces.extend(chunk.pieces if isinstance(chunk, FramedPieces) else (chunk,))
+            transport.writelines(pieces)
         self._last_active = self._loop.time()
         chunks.clear()
 

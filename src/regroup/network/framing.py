@@ -4,6 +4,7 @@
 (Kafka's ``socket.request.max.bytes``, 100 MiB by default here) or a negative size is refused as soon as
 its prefix arrives, before the frame is buffered (``FrameTooLarge``); a connection that ends mid-frame is
 truncated (``TruncatedFrame``). Both are ``ProtocolError``s: the caller closes that connection.
+``FramedPieces`` is a framed response kept in pieces, for large answers.
 """
 
 from __future__ import annotations
@@ -72,6 +73,25 @@ class FrameBuffer:
             raise TruncatedFrame(f"connection closed inside a size prefix ({left} of 4 bytes)")
         (size,) = _SIZE.unpack_from(self._buffer, self._offset)
         raise TruncatedFrame(f"connection closed after {left - _SIZE.size} of {size} frame bytes")
+
+
+class FramedPieces:
+    """A framed response as its pieces in order (the size prefix in the first), written to the socket as they are
+    (``Connection``: the transport's ``writelines``) rather than joined into one bytes object: a large answer
+    whose body is kept between requests (an all-topics Metadata of 100,000 partitions, about 3 MB) is not copied
+    for each of them. ``len`` is its size in bytes, as for a framed response of one piece."""
+
+    __slots__ = ("pieces", "size")
+
+    def __init__(self, pieces: tuple[bytes, ...]) -> None:
+        self.pieces = pieces
+        self.size = sum(map(len, pieces))
+
+    def __len__(self) -> int:
+        return self.size
+
+    def joined(self) -> bytes:
+        return b"".join(self.pieces)
 
 
 def frame(payload: bytes) -> bytes:

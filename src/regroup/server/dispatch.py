@@ -22,9 +22,17 @@ from typing import Any
 from kio.schema.index import api_key_map
 
 from regroup.model.errors import ApiError, ErrorCode
-from regroup.network.codec import API_VERSIONS_KEY, DecodedRequest, encode_response, frame_response, response_class
+from regroup.network.codec import (
+    API_VERSIONS_KEY,
+    DecodedRequest,
+    encode_response,
+    frame_response,
+    framed_pieces,
+    response_class,
+)
 from regroup.network.deferred import Deferred
 from regroup.network.errors import ProtocolError
+from regroup.network.framing import FramedPieces
 from regroup.network.limits import Limits
 from regroup.network.session import Session
 from regroup.security.acl import ANONYMOUS
@@ -131,7 +139,7 @@ class Dispatcher:
 
     async def respond(
         self, request: DecodedRequest, *, client_host: str, connection_id: int, session: Session | None = None
-    ) -> bytes | None:
+    ) -> bytes | FramedPieces | None:
         """The framed response to ``request``, or None when Kafka sends none (Produce with acks=0).
         Raises when the connection must be closed instead. ``session``: the connection's authentication (its
         principal and listener go into the request's context)."""
@@ -148,7 +156,7 @@ class Dispatcher:
 
     async def _respond(
         self, request: DecodedRequest, name: str, client_host: str, connection_id: int, session: Session | None
-    ) -> tuple[bytes | None, Any]:
+    ) -> tuple[bytes | FramedPieces | None, Any]:
         """(the framed response or None, the response entity)."""
         log.debug(
             "request conn=%d api=%s v=%d correlation_id=%d client_id=%s",
@@ -247,8 +255,17 @@ class Dispatcher:
         return counts
 
 
-def _encode(correlation_id: int, response: Any) -> bytes:
-    """The framed response: a kio entity encoded, a ``PreEncoded`` body framed as it is."""
+#: a ``PreEncoded`` body at least this large is framed in pieces (``FramedPieces``), not joined into one bytes
+#: object: its pieces, kept between requests (an all-topics Metadata), are then never copied on the loop (a copy
+#: of 3 MB took 5-18 ms of the loop on a machine that had been idle a moment: ``docs/benchmarks.md``)
+PIECES_FROM_BYTES = 256 * 1024
+
+
+def _encode(correlation_id: int, response: Any) -> bytes | FramedPieces:
+    """The framed response: a kio entity encoded, a ``PreEncoded`` body framed as it is (in pieces when large)."""
     if isinstance(response, PreEncoded):
-        return frame_response(correlation_id, response.response_class, response.pieces)
+        pieces = response.pieces
+        if sum(map(len, pieces)) >= PIECES_FROM_BYTES:
+            return framed_pieces(correlation_id, response.response_class, pieces)
+        return frame_response(correlation_id, response.response_class, pieces)
     return encode_response(correlation_id, response)
