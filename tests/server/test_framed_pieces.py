@@ -1,7 +1,7 @@
-"""A large pre-encoded answer (an all-topics Metadata kept between requests) is framed in pieces
-(``framing.FramedPieces``, ``dispatch.PIECES_FROM_BYTES``) and written to the socket as they are, never joined
-into one bytes object on the loop: the client reads the same bytes as from the joined frame, in order with the
-answers around it on the connection."""
+"""A large pre-encoded answer of few pieces (an all-topics Metadata kept between requests) is framed in pieces
+(``framing.FramedPieces``, ``dispatch.PIECES_FROM_BYTES``, ``PIECES_AT_MOST``) and written to the socket as they
+are, never joined into one bytes object on the loop: the client reads the same bytes as from the joined frame, in
+order with the answers around it on the connection."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import uvloop
 from regroup.network.codec import DecodedRequest, frame_response
 from regroup.network.connection import Connection
 from regroup.network.framing import FramedPieces
-from regroup.server.dispatch import PIECES_FROM_BYTES, _encode
+from regroup.server.dispatch import PIECES_AT_MOST, PIECES_FROM_BYTES, _encode
 from regroup.server.encoded import PreEncoded
 from tests.server.wire import encode_request
 
@@ -40,6 +40,8 @@ def test_a_large_body_is_framed_in_its_own_pieces_and_a_small_one_joined() -> No
     assert framed.joined() == frame_response(7, cls, big) and len(framed) == len(framed.joined())
     small = (b"a" * 10, b"b" * (PIECES_FROM_BYTES - 100))
     assert _encode(7, PreEncoded(cls, small, ())) == frame_response(7, cls, small)
+    many = tuple(b"d" * (PIECES_FROM_BYTES // PIECES_AT_MOST + 1) for _ in range(PIECES_AT_MOST + 1))
+    assert _encode(7, PreEncoded(cls, many, ())) == frame_response(7, cls, many)  # (joined: too many pieces)
 
 
 class PiecesOrBytes:

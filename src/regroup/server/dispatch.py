@@ -255,17 +255,20 @@ class Dispatcher:
         return counts
 
 
-#: a ``PreEncoded`` body at least this large is framed in pieces (``FramedPieces``), not joined into one bytes
-#: object: its pieces, kept between requests (an all-topics Metadata), are then never copied on the loop (a copy
-#: of 3 MB took 5-18 ms of the loop on a machine that had been idle a moment: ``docs/benchmarks.md``)
+#: a ``PreEncoded`` body at least this large, in at most ``PIECES_AT_MOST`` pieces, is framed in pieces
+#: (``FramedPieces``), not joined into one bytes object: its pieces, kept between requests (an all-topics
+#: Metadata), are then never copied on the loop (a copy of 3 MB took 5-18 ms of the loop on a machine that had been
+#: idle a moment: ``docs/benchmarks.md``). A body of many small pieces (an entry per partition) is joined, as the
+#: socket's writes of thousands of small buffers would cost more than the copy.
 PIECES_FROM_BYTES = 256 * 1024
+PIECES_AT_MOST = 64
 
 
 def _encode(correlation_id: int, response: Any) -> bytes | FramedPieces:
     """The framed response: a kio entity encoded, a ``PreEncoded`` body framed as it is (in pieces when large)."""
     if isinstance(response, PreEncoded):
         pieces = response.pieces
-        if sum(map(len, pieces)) >= PIECES_FROM_BYTES:
+        if len(pieces) <= PIECES_AT_MOST and sum(map(len, pieces)) >= PIECES_FROM_BYTES:
             return framed_pieces(correlation_id, response.response_class, pieces)
         return frame_response(correlation_id, response.response_class, pieces)
     return encode_response(correlation_id, response)
