@@ -1,9 +1,9 @@
 """An API version's first request in a process is handled once the decoding thread has prepared the version
 (``codec.prepare_version``: its kio modules imported, their readers and writers composed), not on the event loop
 (``network/connection.py``): meanwhile other connections are answered, and the requests pipelined behind it on
-its own connection wait and keep their order. A group membership API's first request (``MEMBERSHIP_APIS``) is
-prepared where it stands instead, on the loop: their order across connections decides a rebalance; so a server
-has the decoding thread prepare those APIs' versions as soon as it serves."""
+its own connection wait and keep their order. The first request of a group membership API or an offset commit
+(``ORDERED_APIS``) is prepared where it stands instead, on the loop: their order across connections decides a
+group's state; so a server has the decoding thread prepare those APIs' versions as soon as it serves."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import pytest
 
 from regroup.network import codec, connection
 from regroup.network.codec import DecodedRequest, prepare_version, unprepared
-from regroup.network.connection import Connection, prepare_membership_versions
+from regroup.network.connection import Connection, prepare_ordered_versions
 from regroup.server.app import Server, ServerConfig
 from regroup.storage.record_log import FsyncPolicy
 from tests.server.wire import encode_request
@@ -151,7 +151,7 @@ def test_a_versions_first_request_waits_for_the_decoding_thread_not_the_others(
     assert head(API_VERSIONS, 1) in nothing_prepared
 
 
-def test_a_membership_apis_first_request_is_prepared_where_it_stands(
+def test_an_ordered_apis_first_request_is_prepared_where_it_stands(
     monkeypatch: pytest.MonkeyPatch, nothing_prepared: set[bytes]
 ) -> None:
     prepared_on: list[tuple[str, int, int]] = []
@@ -167,7 +167,7 @@ def test_a_membership_apis_first_request_is_prepared_where_it_stands(
     assert [c for c, _ in answers] == [1, 2] and responder.handled == [(1, 1), (1, 2)]
 
 
-def test_the_membership_apis_versions_are_prepared_on_the_decoding_thread_newest_first(
+def test_the_ordered_apis_versions_are_prepared_on_the_decoding_thread_newest_first(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     prepared: list[tuple[str, int, int]] = []
@@ -176,13 +176,16 @@ def test_the_membership_apis_versions_are_prepared_on_the_decoding_thread_newest
         prepared.append((threading.current_thread().name, api_key, api_version))
 
     monkeypatch.setattr(connection, "prepare_version", noting)
-    JOIN, SYNC = 11, 14
-    prepare_membership_versions({API_VERSIONS: (0, 3), JOIN: (2, 5), HEARTBEAT: (0, 2), SYNC: (1, 1)}).result(10)
+    COMMIT, JOIN, SYNC = 8, 11, 14
+    versions = {API_VERSIONS: (0, 3), COMMIT: (8, 9), JOIN: (2, 5), HEARTBEAT: (0, 2), SYNC: (1, 1)}
+    prepare_ordered_versions(versions).result(10)
     assert {name for name, _, _ in prepared} == {"regroup-decode_0"}
     assert [(key, version) for _, key, version in prepared] == [
+        (COMMIT, 9),
         (JOIN, 5),
         (HEARTBEAT, 2),
         (SYNC, 1),
+        (COMMIT, 8),
         (JOIN, 4),
         (HEARTBEAT, 1),
         (JOIN, 3),
@@ -191,22 +194,20 @@ def test_the_membership_apis_versions_are_prepared_on_the_decoding_thread_newest
     ]
 
 
-def test_a_server_prepares_the_membership_apis_versions_once_serving(
-    tmp_path: Path, nothing_prepared: set[bytes]
-) -> None:
+def test_a_server_prepares_the_ordered_apis_versions_once_serving(tmp_path: Path, nothing_prepared: set[bytes]) -> None:
     async def scenario() -> None:
         server = Server(ServerConfig(host="127.0.0.1", port=0, data_dir=tmp_path, fsync=FsyncPolicy.NEVER))
         await server.start()
         try:
-            assert server.membership_prepared is not None
-            await asyncio.wrap_future(server.membership_prepared)
+            assert server.ordered_prepared is not None
+            await asyncio.wrap_future(server.ordered_prepared)
             assert server._dispatcher is not None
             versions = server._dispatcher.versions
         finally:
             await server.close()
         expected = {
             head(key, version)
-            for key in connection.MEMBERSHIP_APIS
+            for key in connection.ORDERED_APIS
             for version in range(versions[key][0], versions[key][1] + 1)
         }
         assert len(expected) > 20 and expected <= nothing_prepared

@@ -46,9 +46,9 @@ requests by order and correlation id).
   that thread imports the version's kio modules and composes their readers and writers
   (``codec.prepare_version``: 4-10 ms the loop would spend once per version); it is then handled as any other.
   Other connections' requests that arrived after it may be handled first (as in Kafka, whose request handler
-  threads take different connections' requests at once), except for the group membership APIs
-  (``MEMBERSHIP_APIS``), whose order across connections decides a rebalance: their first is prepared on the
-  loop, where it stands.
+  threads take different connections' requests at once), except for the group membership APIs and the offset
+  commits (``ORDERED_APIS``), whose order across connections decides a group's state: their first is prepared
+  on the loop, where it stands (and a server has the decoding thread prepare all their versions once it serves).
 * **Idleness.** A connection idle for ``max_idle_ms`` (Kafka's ``connections.max.idle.ms``: no bytes read,
   no response written, and no request outstanding — a JoinGroup parked for a long rebalance keeps its
   connection) is closed. One timer per connection checks it; activity only moves a timestamp, and the timer
@@ -106,9 +106,10 @@ SECONDS_PER_TURN = 0.005
 #: one of them, left for a later turn, waits in the turn budget's second line, behind the connections whose
 #: next request is anything else (a steady member's heartbeat, commit or fetch)
 REBALANCE_APIS = frozenset({11, 13, 14})
-#: the group membership APIs (classic, KIP-848 and share): the order in which their requests arrive on different
-#: connections decides a group's rebalance, so a version's first is prepared on the loop, in its place
-MEMBERSHIP_APIS = REBALANCE_APIS | {12, 68, 76}
+#: the APIs whose requests' order across connections decides a group's state: the membership APIs of the three
+#: group types (classic, KIP-848, share) and the offset commits checked against a member's generation or epoch
+#: (OffsetCommit, TxnOffsetCommit); a version's first is prepared on the loop, where it stands
+ORDERED_APIS = REBALANCE_APIS | {12, 68, 76, 8, 28}
 #: frames at least this large are decoded in the decoding thread (about 1.5 ms of kio's time on the loop)
 DECODE_ASIDE_BYTES = 64 * 1024
 
@@ -123,15 +124,14 @@ def _decoding_thread() -> concurrent.futures.ThreadPoolExecutor:
     return _decoder
 
 
-def prepare_membership_versions(versions: VersionRanges) -> concurrent.futures.Future[None]:
-    """Have the decoding thread prepare every advertised version of the group membership APIs, each API's newest
-    first (``MEMBERSHIP_APIS``: their first requests are prepared on the loop otherwise, where they stand; about
-    100 ms of that thread for all of them). Called once a server is serving; a version that fails to prepare is
-    left to its first request."""
+def prepare_ordered_versions(versions: VersionRanges) -> concurrent.futures.Future[None]:
+    """Have the decoding thread prepare every advertised version of ``ORDERED_APIS``, each API's newest first
+    (their first requests are prepared on the loop otherwise, where they stand; about 130 ms of that thread for
+    all of them). Called once a server is serving; a version that fails to prepare is left to its first request."""
 
     def prepare_all() -> None:
         newest_first = sorted(
-            ((key, version) for key in MEMBERSHIP_APIS if key in versions for version in range(*_span(versions[key]))),
+            ((key, version) for key in ORDERED_APIS if key in versions for version in range(*_span(versions[key]))),
             key=lambda kv: (versions[kv[0]][1] - kv[1], kv[0]),  # every API's newest, then the ones before
         )
         for key, version in newest_first:
@@ -389,7 +389,7 @@ class Connection(asyncio.Protocol):
                         raise ProtocolError(refused)
                     if (
                         session.authenticated
-                        and api_key not in MEMBERSHIP_APIS
+                        and api_key not in ORDERED_APIS
                         and unprepared(frame, self.dispatcher.versions)
                     ):
                         frames.unread(frame)

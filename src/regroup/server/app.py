@@ -49,7 +49,7 @@ from regroup.network.connection import (
     DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_MAX_QUEUED_BYTES,
     Connection,
-    prepare_membership_versions,
+    prepare_ordered_versions,
 )
 from regroup.network.framing import DEFAULT_MAX_FRAME_BYTES
 from regroup.network.limits import DEFAULT_LIMITS
@@ -255,9 +255,10 @@ class Server:
         self._listeners: list[asyncio.Server] = []
         #: listener name -> the port it listens on
         self.ports: dict[str, int] = {}
-        #: the group membership APIs' versions being prepared on the decoding thread, from the start of serving
-        #: (``connection.prepare_membership_versions``)
-        self.membership_prepared: concurrent.futures.Future[None] | None = None
+        #: the versions of the APIs whose order across connections decides a group's state (the membership APIs,
+        #: the offset commits), being prepared on the decoding thread from the start of serving
+        #: (``connection.prepare_ordered_versions``)
+        self.ordered_prepared: concurrent.futures.Future[None] | None = None
         self._scram: ScramStore | None = None
         self._acls: AclStore | None = None
         self._runtime: CoordinatorRuntime | None = None
@@ -468,7 +469,7 @@ class Server:
             self._collector_task = asyncio.get_running_loop().create_task(self._tend_collector(self._young_gc))
         for server in self._listeners[1:] + self._listeners[:1]:
             await server.start_serving()
-        self.membership_prepared = prepare_membership_versions(self._dispatcher.versions)
+        self.ordered_prepared = prepare_ordered_versions(self._dispatcher.versions)
         for security in listeners[1:]:
             listener = security.config
             host, port = endpoints[listener.name]
