@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import uvloop
+from kio.index import load_response_schema
 
 from regroup.network.codec import DecodedRequest, frame_response
 from regroup.network.connection import Connection
@@ -24,15 +25,8 @@ from tests.server.wire import encode_request
 API_VERSIONS = 18
 
 
-def response_class() -> type[Any]:
-    from kio.index import load_response_schema
-
-    cls: type[Any] = load_response_schema(3, 12)
-    return cls
-
-
 def test_a_large_body_is_framed_in_its_own_pieces_and_a_small_one_joined() -> None:
-    cls = response_class()
+    cls = load_response_schema(3, 12)  # (Metadata v12)
     big = (b"a" * 10, b"b" * PIECES_FROM_BYTES, b"c" * 3)
     framed = _encode(7, PreEncoded(cls, big, ()))
     assert isinstance(framed, FramedPieces)

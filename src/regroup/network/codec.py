@@ -23,7 +23,7 @@ kio entities are immutable and their encoding deterministic, so a memo hit is in
 or encoding again. The request header is read by hand when it is a v1 header or a v2 header without tagged
 fields (client ids remembered); kio reads any other. An API version's first request in a process imports its
 kio modules and composes their readers and writers (``prepare_version``: 4-10 ms): ``unprepared`` tells the
-connections which requests to decode off the loop for that reason.
+connections which requests to hold until their version is prepared off the loop.
 """
 
 from __future__ import annotations
