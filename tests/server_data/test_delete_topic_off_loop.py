@@ -175,3 +175,24 @@ def test_a_deleted_topic_s_logs_are_let_go_as_they_are_closed(tmp_path: Path, mo
     alive, left = asyncio.run(main())
     assert len({n for n in alive if 0 < n < PARTITIONS}) >= PARTITIONS // 2
     assert all(plog.closed for plog in left)  # (closed by the store's close)
+
+
+def test_many_detached_logs_are_closed_from_the_next_turn_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The turn that detached a topic of more than ``CLOSED_AT_ONCE`` partitions has worked enough: its logs are
+    closed from the next turn of the loop on (here all in that turn, the slices being long); fewer are closed at
+    once."""
+    monkeypatch.setattr(topics_module, "SLICE_S", 60.0)
+
+    async def closed_in_first_step(at_once: int) -> tuple[int, bool]:
+        monkeypatch.setattr(topics_module, "CLOSED_AT_ONCE", at_once)
+        with TopicStore.open(tmp_path / f"d{at_once}", fsync=FsyncPolicy.INTERVAL) as store:
+            logs = _written(store, "doomed")
+            assert store.detach_topic("doomed") is not None
+            settling = asyncio.get_running_loop().create_task(store.settle_deletes([]))
+            await asyncio.sleep(0)  # (the task's first step)
+            first = sum(plog.closed for plog in logs)
+            await settling
+            return first, all(plog.closed for plog in logs)
+
+    assert asyncio.run(closed_in_first_step(PARTITIONS - 1)) == (0, True)
+    assert asyncio.run(closed_in_first_step(PARTITIONS)) == (PARTITIONS, True)

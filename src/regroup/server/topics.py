@@ -91,6 +91,9 @@ PRODUCER_ID_BLOCK = 1000
 #: the store's work on the loop over many partitions (closing a deleted topic's logs, noting the files made for
 #: a Produce's new partitions) gives the loop a turn every this long
 SLICE_S = 0.005
+#: more detached logs than this are closed from the next turn of the loop on, not in the one that detached them
+#: (detaching a topic of 10,000 partitions takes a few milliseconds of its own)
+CLOSED_AT_ONCE = 500
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
@@ -364,11 +367,11 @@ class TopicStore:
             del self._folded[name.replace(".", "_")]
         self.configs.forget(name)
         self._partition_total -= info.partitions
-        for plog in self._logs.pop(name):
-            if plog is not None:
-                plog.listener = None
-                self._unsynced.discard(plog)
-                self._detached_logs.append(plog)  # (closed by settle_deletes, in slices: a topic may have 100,000)
+        detached = [plog for plog in self._logs.pop(name) if plog is not None]
+        for plog in detached:
+            plog.listener = None
+        self._unsynced.difference_update(detached)
+        self._detached_logs += detached  # (closed by settle_deletes, in slices: a topic may have 10,000)
         trash = self._dir / "trash" / info.topic_id.hex
         try:
             os.rename(self._dir / "topics" / name, trash)
@@ -392,6 +395,8 @@ class TopicStore:
         closing.reverse()  # (taken from the end: each log is let go as it is closed, below)
         slices = TimeSlices(SLICE_S)
         try:
+            if len(closing) > CLOSED_AT_ONCE:  # (the turn that detached them has worked enough)
+                await slices.turn()
             while closing:
                 plog = closing.pop()
                 plog.close(discard=True)  # (its data goes: appends not on disk yet are not fsynced)
