@@ -281,14 +281,17 @@ def _response_class(api_key: int, api_version: int) -> type[Any]:
 _PREPARED_HEADS: set[bytes] = set()
 
 
-def unprepared(frame: bytes, versions: VersionRanges) -> bool:
-    """Whether ``frame`` is a request of an advertised API version not yet ``prepare_version``'d in this process."""
+def unprepared(frame: bytes, versions: VersionRanges) -> tuple[int, int] | None:
+    """(api key, version) of ``frame`` when it is a request of an advertised API version not yet
+    ``prepare_version``'d in this process; else None."""
     head = frame[:4]
     if head in _PREPARED_HEADS or len(head) < _KEY_AND_VERSION.size:
-        return False
+        return None
     api_key, api_version = _KEY_AND_VERSION.unpack(head)
     advertised = versions.get(api_key)
-    return advertised is not None and advertised[0] <= api_version <= advertised[1]
+    if advertised is None or not advertised[0] <= api_version <= advertised[1]:
+        return None
+    return api_key, api_version
 
 
 def prepare_version(api_key: int, api_version: int) -> None:

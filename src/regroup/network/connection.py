@@ -390,10 +390,10 @@ class Connection(asyncio.Protocol):
                     if (
                         session.authenticated
                         and api_key not in ORDERED_APIS
-                        and unprepared(frame, self.dispatcher.versions)
+                        and (version := unprepared(frame, self.dispatcher.versions)) is not None
                     ):
                         frames.unread(frame)
-                        self._prepare_aside(frame)
+                        self._prepare_aside(*version)
                         break
                     if len(frame) >= DECODE_ASIDE_BYTES:
                         self._decode_aside(frame, session)
@@ -480,11 +480,10 @@ class Connection(asyncio.Protocol):
             self._processing = False
             self._update_reading()
 
-    def _prepare_aside(self, frame: bytes) -> None:
-        """Have the decoding thread prepare ``frame``'s API version (``codec.prepare_version``); ``frame``, put
-        back in front, and what follows it are handled once it is done."""
+    def _prepare_aside(self, api_key: int, api_version: int) -> None:
+        """Have the decoding thread prepare this API version (``codec.prepare_version``); the frame of it put back
+        in front, and what follows it, are handled once it is done."""
         self._decoding = True
-        api_key, api_version = int.from_bytes(frame[:2], "big", signed=True), int.from_bytes(frame[2:4], "big")
         future = self._loop.run_in_executor(_decoding_thread(), prepare_version, api_key, api_version)
         future.add_done_callback(self._prepared)
 
