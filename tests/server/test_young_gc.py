@@ -146,6 +146,26 @@ def test_a_young_generation_grown_while_frozen_objects_died_is_frozen_by_its_siz
     assert all(not _in_a_generation(node) for node in new[:10])
 
 
+def test_a_measure_after_a_collection_does_not_count(
+    collector: YoungCollector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A collection's end froze the young generation: the next ``measure`` skips its count (what was allocated
+    since is younger than one cadence of the server's calls), the one after counts again; without a collection
+    between them every call counts."""
+    counted: list[int] = []
+    real = young_gc.young_count
+    monkeypatch.setattr(young_gc, "young_count", lambda: counted.append(1) or real())
+    gc.collect(0)
+    counted.clear()  # (the collection's start counted: that is the start callback's check)
+    assert not collector.measure() and counted == []
+    assert not collector.measure() and counted == [1]
+    assert not collector.measure() and counted == [1, 1]
+    gc.collect(0)
+    counted.clear()
+    assert not collector.measure() and counted == []
+    assert not collector.measure() and counted == [1]
+
+
 def test_a_young_collection_of_a_generation_grown_past_the_limit_freezes_it_first(collector: YoungCollector) -> None:
     """A young collection that begins (the collector's own trigger, between two ``measure``) with the young
     generation grown past ``young_limit`` freezes it first and walks none of it; one within the limit still
