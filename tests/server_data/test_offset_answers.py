@@ -20,12 +20,14 @@ from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 
+from regroup.model.errors import ErrorCode as CoreErrorCode
 from regroup.network.codec import response_class
 from regroup.server import offset_answers
 from regroup.server.api import RequestContext
 from regroup.server.encoded import PreEncoded
 from regroup.server.entities import build
 from regroup.server.handlers import data
+from regroup.server.handlers import offsets as offsets_handler
 from regroup.server.handlers.topics import NO_THROTTLE, response_module
 from regroup.server.handlers.topics import build as build_versioned
 from regroup.server.offset_answers import (
@@ -94,6 +96,42 @@ def test_commit_answer_is_kios_encoding(topics: list[tuple[str, list[tuple[int, 
     answer = run(commit_topics(build(cls, throttle_time=0, topics=[]), topics))
     assert answer.body == encode(expected)
     assert sorted(answer.error_codes) == sorted(e for _, ps in topics for _, e in ps if e)
+
+
+#: error codes the core answers a commit's partitions with
+CORE_ERRORS = st.sampled_from([0, 0, 0, 3, 12, 16, 22, 25, 27, 29])
+ROWS = st.lists(st.tuples(st.integers(0, 70), CORE_ERRORS), max_size=40)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(NAMES, ROWS), max_size=3), st.integers(2, 9))
+def test_a_kept_commit_answer_is_the_answer_encoded_again(rows: list[Any], version: int) -> None:
+    """``_commit_answer`` (the answer of an OffsetCommit answered at once) keeps small answers by version and
+    rows: asked again with equal rows it is the same bytes as the answer written out (a topic named twice
+    answered once, its rows merged), and the kept one is handed back."""
+    topics = tuple((name, tuple((p, CoreErrorCode(e)) for p, e in ps)) for name, ps in rows)
+    first = offsets_handler._commit_answer(version, topics)
+    again = offsets_handler._commit_answer(version, tuple((n, tuple(ps)) for n, ps in topics))
+    merged: dict[str, list[tuple[int, int]]] = {}
+    for name, ps in rows:
+        merged.setdefault(name, []).extend(ps)
+    cls = response_class(OFFSET_COMMIT, version)
+    fresh = run(commit_topics(build(cls, throttle_time=0, topics=[]), list(merged.items())))
+    assert first.body == again.body == fresh.body
+    assert sorted(again.error_codes) == sorted(fresh.error_codes)
+    small = sum(len(ps) for _, ps in rows) <= offsets_handler.COMMIT_ANSWER_ROWS_KEPT
+    assert (again is first) == small
+
+
+def test_kept_commit_answers_are_by_version_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(offsets_handler, "COMMIT_ANSWERS_KEPT", 3)
+    monkeypatch.setattr(offsets_handler, "_commit_answers", {})
+    rows = (("t", ((0, CoreErrorCode(0)), (1, CoreErrorCode(0)))),)
+    old, new = offsets_handler._commit_answer(2, rows), offsets_handler._commit_answer(9, rows)
+    assert old.body != new.body and old.response_class is response_class(OFFSET_COMMIT, 2)
+    for partition in range(5):
+        offsets_handler._commit_answer(9, (("t", ((partition, CoreErrorCode(0)),)),))
+        assert len(offsets_handler._commit_answers) <= 3
 
 
 @settings(max_examples=40, deadline=None)

