@@ -157,6 +157,50 @@ def test_a_long_backlog_is_handed_out_faster(tmp_path: Path, monkeypatch: pytest
     assert handed[0] == 0 and handed[1] == 1_800 // events_module.BACKLOG_SHARE
 
 
+class _SteppingClock:
+    """``time`` for the events module: each reading ``step`` seconds after the one before."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step = 0.0, step
+
+    def perf_counter(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def _first_turns(observer_rows: int) -> list[int]:
+    """Rows handed out by the call and by each of the next two turns, for 1,800 rows waiting."""
+
+    async def scenario() -> list[int]:
+        seen: list[dict[str, Any]] = []
+        observer = GroupEvents()
+        observer.add_sink(seen.append)
+        observer(coordinator(), result_of(many_members_event(2)), 10)
+        handed = [len(seen)]
+        for _ in range(2):
+            await asyncio.sleep(0)
+            handed.append(len(seen))
+        observer.close()
+        assert len(seen) == observer_rows
+        return handed
+
+    return asyncio.run(scenario())
+
+
+def test_a_turn_hands_out_rows_for_a_slice_of_time_while_few_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While fewer than ``SLICED_BACKLOG_ROWS`` wait, a turn stops handing out rows once ``DRAIN_SLICE_S`` has
+    passed (read every ``ROWS_PER_PIECE`` rows), whatever its budget of rows; with more waiting, the budget
+    alone says."""
+    monkeypatch.setattr(events_module, "time", _SteppingClock(events_module.DRAIN_SLICE_S * 0.4))
+    monkeypatch.setattr(events_module, "ROWS_PER_TURN", 500)
+    handed = _first_turns(1_800)
+    piece = events_module.ROWS_PER_PIECE
+    assert handed[0] == 0 and handed[1] == 3 * piece and handed[2] == 6 * piece  # (read at 0.4, 0.8, 1.2)
+    monkeypatch.setattr(events_module, "SLICED_BACKLOG_ROWS", 1_000)
+    handed = _first_turns(1_800)
+    assert handed[0] == 0 and handed[1] == 500 and handed[2] == 1_000
+
+
 def test_too_many_waiting_are_handed_out_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(events_module, "MAX_BACKLOG_ROWS", 1_000)
 
