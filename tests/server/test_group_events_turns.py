@@ -201,6 +201,59 @@ def test_a_turn_hands_out_rows_for_a_slice_of_time_while_few_wait(monkeypatch: p
     assert handed[0] == 0 and handed[1] == 500 and handed[2] == 1_000
 
 
+def test_a_turn_of_many_small_waiting_runs_stops_at_its_slice_of_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows waiting one to a call (each run exhausted before its piece is): the turn reads the clock after each of
+    them too, and stops at ``DRAIN_SLICE_S``."""
+    monkeypatch.setattr(events_module, "time", _SteppingClock(events_module.DRAIN_SLICE_S * 0.4))
+
+    async def scenario() -> list[int]:
+        seen: list[dict[str, Any]] = []
+        observer = GroupEvents()
+        observer.add_sink(seen.append)
+        for i in range(1_000):
+            observer._queue(iter(((i, "group_state", {"group_id": f"g{i}"}),)), 1, later=True)
+        handed = [len(seen)]
+        for _ in range(2):
+            await asyncio.sleep(0)
+            handed.append(len(seen))
+        observer.close()
+        assert [row["group_id"] for row in seen] == [f"g{i}" for i in range(1_000)]
+        return handed
+
+    assert asyncio.run(scenario()) == [0, 3, 6]  # (read after each: at 0.4, 0.8, 1.2 ms)
+
+
+def test_windows_over_at_once_are_said_a_bounded_number_a_call(caplog: pytest.LogCaptureFixture) -> None:
+    """Many groups' windows over at once (10,000 groups loaded, a member each): a call closes
+    ``WINDOWS_CLOSED_PER_CALL`` of them at most, says a line each for the first ``GROUPS_SUMMARISED_PER_CALL``
+    that counted lines and one line for the others together; the calls after it close the rest, every count said
+    once."""
+    lines = events_module._MemberLines()
+    groups = 2 * events_module.WINDOWS_CLOSED_PER_CALL + 200
+    with caplog.at_level(logging.INFO, logger="regroup.server.events"):
+        lines.new_call(0)
+        for g in range(groups):
+            lines.line(0, f"g{g}", "joined", f"m{g}", "c")
+        caplog.clear()
+        per_call = []
+        for call in range(4):
+            lines.new_call(MEMBER_LINES_WINDOW_MS + call)
+            per_call.append([r.getMessage() for r in caplog.records])
+            caplog.clear()
+    said = events_module.GROUPS_SUMMARISED_PER_CALL
+    counted = groups - MEMBER_LINES_PER_CALL  # (the call's first lines were said, not counted)
+    first = events_module.WINDOWS_CLOSED_PER_CALL - MEMBER_LINES_PER_CALL
+    assert len(per_call[0]) == said + 1
+    assert per_call[0][said] == f"{first - said} more groups: {first - said} more members joined (each logged at debug)"
+    assert per_call[0][0] == f"group=g{MEMBER_LINES_PER_CALL} 1 more members joined (each logged at debug)"
+    assert [len(c) for c in per_call[1:]] == [said + 1, said + 1, 0]
+    total = 0
+    for messages in per_call:
+        for message in messages:
+            total += 1 if message.startswith("group=") else int(message.split(": ")[1].split(" ")[0])
+    assert total == counted
+
+
 def test_too_many_waiting_are_handed_out_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(events_module, "MAX_BACKLOG_ROWS", 1_000)
 

@@ -144,6 +144,11 @@ MEMBER_LINES_PER_CALL = 20
 #: and those of one group in a window of ``MEMBER_LINES_WINDOW_MS`` (its members joining one call at a time)
 MEMBER_LINES_PER_WINDOW = 20
 MEMBER_LINES_WINDOW_MS = 1_000
+#: the windows over that one call says its counts for, at most (the others: the calls after it); the first
+#: ``GROUPS_SUMMARISED_PER_CALL`` of them a line each, the rest in one line together (10,000 groups loaded at
+#: start, each a member whose line was only counted, were 10,000 lines at info in one call: about 100 ms)
+WINDOWS_CLOSED_PER_CALL = 500
+GROUPS_SUMMARISED_PER_CALL = 20
 
 #: what a consumer group's member metadata says that a rebalance follows: subscription, rack, server assignor
 _MemberMark = tuple[tuple[tuple[str, ...], str | None], str | None, str | None]
@@ -514,7 +519,7 @@ class GroupEvents:
             self._backlog_rows = max(self._backlog_rows - handed, 0)
             if handed < most:
                 backlog.popleft()  # (it ran out before the budget did)
-            elif sliced and clock() >= ends:
+            if sliced and clock() >= ends:
                 break
         if not backlog:
             self._backlog_rows = 0
@@ -627,14 +632,30 @@ class _MemberLines:
         self._debug: bool | None = None
 
     def new_call(self, now_ms: int) -> None:
-        """A call begins: the windows over by ``now_ms`` say how many more they counted."""
+        """A call begins: the windows over by ``now_ms`` say how many more they counted (``WINDOWS_CLOSED_PER_CALL``
+        of them at most, a line per group for the first ``GROUPS_SUMMARISED_PER_CALL`` that counted any)."""
         self._said = 0
         order = self._order
-        while order and order[0][1][0] <= now_ms:
+        closed = summarised = 0
+        together: dict[str, int] = {}
+        groups_together = 0
+        while order and order[0][1][0] <= now_ms and closed < WINDOWS_CLOSED_PER_CALL:
             group_id, window = order.popleft()
+            closed += 1
             if self._windows.get(group_id) is window:
                 del self._windows[group_id]
-            _summarise(group_id, window)
+            if not window[2]:
+                continue
+            if summarised < GROUPS_SUMMARISED_PER_CALL:
+                summarised += 1
+                _summarise(group_id, window)
+                continue
+            groups_together += 1
+            for verb, count in window[2].items():
+                together[verb] = together.get(verb, 0) + count
+        if together:
+            counts = ", ".join(f"{count} more members {verb}" for verb, count in together.items())
+            log.info("%d more groups: %s (each logged at debug)", groups_together, counts)
 
     def line(self, now_ms: int, group_id: str, verb: str, member_id: str, client_id: str) -> None:
         window = self._windows.get(group_id)
