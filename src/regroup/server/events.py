@@ -130,9 +130,10 @@ ROWS_PER_TURN = 500
 BACKLOG_SHARE = 16
 #: more rows than this waiting are handed out at once
 MAX_BACKLOG_ROWS = 1_000_000
-#: while fewer than this wait, a turn's hand-out also stops once it has taken ``DRAIN_SLICE_S`` (checked every
-#: ``ROWS_PER_PIECE`` rows): a turn's worth of rows is about a millisecond of the loop, but the history's fold
-#: thread takes the interpreter's lock in turn with it, and 950 rows of a share group's partitions took 4.5 ms
+#: while fewer than this wait, a turn's hand-out also stops once it has taken ``DRAIN_SLICE_S`` (read after every
+#: piece of ``ROWS_PER_PIECE`` rows and every run it empties): a turn's worth of rows is about a millisecond of the
+#: loop, but the history's fold thread takes the interpreter's lock in turn with it, and 950 rows of a share
+#: group's partitions took 4.5 ms
 SLICED_BACKLOG_ROWS = 50_000
 DRAIN_SLICE_S = 0.001
 ROWS_PER_PIECE = 100

@@ -42,9 +42,8 @@ import asyncio
 import dataclasses
 import functools
 import logging
-import operator
 from collections.abc import Coroutine, Iterator
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any, TypeVar, cast
 
 from regroup.coordinator.coordinator import GroupCoordinator
@@ -355,7 +354,7 @@ def _commit_answer(version: int, topics: tuple[tuple[str, tuple[tuple[int, Error
     """``offset_commit``'s answer of the core's rows (a topic named twice answered once, its rows merged). A
     consumer commits the same partitions again and again and is answered the same bytes: the answers of small
     commits are kept by version and rows (looking one up costs a twentieth of encoding it)."""
-    if len(topics) > 8 or sum(map(len, map(_ROWS, topics))) > COMMIT_ANSWER_ROWS_KEPT:
+    if sum(map(len, map(_ROWS, topics))) > COMMIT_ANSWER_ROWS_KEPT:
         return _finished(commit_topics(_empty_commit(version), _merged({}, topics)))
     key = (version, topics)
     answer = _commit_answers.get(key)
@@ -367,7 +366,7 @@ def _commit_answer(version: int, topics: tuple[tuple[str, tuple[tuple[int, Error
     return answer
 
 
-_ROWS = operator.itemgetter(1)
+_ROWS = itemgetter(1)
 
 
 @functools.cache
