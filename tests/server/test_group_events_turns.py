@@ -130,6 +130,15 @@ def many_members_event(epoch: int) -> TargetComputed:
     return TargetComputed("big", epoch, "uniform", targets)
 
 
+def _watched_target() -> tuple[GroupEvents, list[dict[str, Any]]]:
+    """An observer whose sink keeps every row it is handed, given the 1,800 members' target just now."""
+    seen: list[dict[str, Any]] = []
+    observer = GroupEvents()
+    observer.add_sink(seen.append)
+    observer(coordinator(), result_of(many_members_event(2)), 10)
+    return observer, seen
+
+
 def test_a_long_backlog_is_handed_out_faster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A target of many members hands out none of its rows within the call that computed it; with more rows
     waiting than turns of ``ROWS_PER_TURN`` hand out quickly, a turn hands out a ``BACKLOG_SHARE`` of them."""
@@ -142,10 +151,7 @@ def test_a_long_backlog_is_handed_out_faster(tmp_path: Path, monkeypatch: pytest
     assert len(expected) == 1_800
 
     async def scenario() -> list[int]:
-        seen: list[dict[str, Any]] = []
-        observer = GroupEvents()
-        observer.add_sink(seen.append)
-        observer(coordinator(), result_of(many_members_event(2)), 10)
+        observer, seen = _watched_target()
         handed = [len(seen)]
         while observer.backlog_rows:
             await asyncio.sleep(0)
@@ -172,10 +178,7 @@ def _first_turns(observer_rows: int) -> list[int]:
     """Rows handed out by the call and by each of the next two turns, for 1,800 rows waiting."""
 
     async def scenario() -> list[int]:
-        seen: list[dict[str, Any]] = []
-        observer = GroupEvents()
-        observer.add_sink(seen.append)
-        observer(coordinator(), result_of(many_members_event(2)), 10)
+        observer, seen = _watched_target()
         handed = [len(seen)]
         for _ in range(2):
             await asyncio.sleep(0)
@@ -258,10 +261,7 @@ def test_too_many_waiting_are_handed_out_at_once(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(events_module, "MAX_BACKLOG_ROWS", 1_000)
 
     async def scenario() -> None:
-        seen: list[dict[str, Any]] = []
-        observer = GroupEvents()
-        observer.add_sink(seen.append)
-        observer(coordinator(), result_of(many_members_event(2)), 10)
+        observer, seen = _watched_target()
         assert len(seen) == 1_800 and observer.backlog_rows == 0  # (1,800 waiting: over the bound)
         observer.close()
 
