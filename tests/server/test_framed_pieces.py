@@ -54,7 +54,7 @@ class PiecesOrBytes:
 def answer(correlation_id: int) -> FramedPieces:
     body = bytes([correlation_id % 256]) * 300_000
     head = (len(body) + 4).to_bytes(4, "big") + correlation_id.to_bytes(4, "big")
-    return FramedPieces((head, body[:100_000], body[100_000:]))
+    return FramedPieces((head, body[:100_000], body[100_000:]), len(head) + len(body))
 
 
 @pytest.mark.parametrize("new_loop", [asyncio.new_event_loop, uvloop.new_event_loop], ids=["asyncio", "uvloop"])

@@ -175,10 +175,7 @@ def _client_id_over_limit(data: bytes, limits: Limits) -> str | None:
 def encode_response(correlation_id: int, response: Any) -> bytes:
     """The framed bytes of ``response`` (a kio response entity) answering ``correlation_id``."""
     response_cls = type(response)
-    plan = _RESPONSE_PLANS.get(response_cls)
-    if plan is None:
-        plan = _RESPONSE_PLANS[response_cls] = _response_plan(response_cls)
-    header_tail, write_body, memo = plan
+    header_tail, write_body, memo = _plan_of(response_cls)
     if header_tail is None:
         return _encode_response_generic(correlation_id, response)
     body = None
@@ -201,10 +198,7 @@ def frame_response(correlation_id: int, response_cls: type[Any], body: bytes | S
     """The framed bytes of a response of ``response_cls`` whose body is ``body``, encoded already (whole, or its
     pieces in order: joined with the frame's head in one copy)."""
     pieces: Sequence[bytes] = (body,) if isinstance(body, bytes) else body
-    plan = _RESPONSE_PLANS.get(response_cls)
-    if plan is None:
-        plan = _RESPONSE_PLANS[response_cls] = _response_plan(response_cls)
-    header_tail = plan[0]
+    header_tail = _plan_of(response_cls)[0]
     if header_tail is None:
         buffer = io.BytesIO()
         header_cls = response_cls.__header_schema__
@@ -214,17 +208,25 @@ def frame_response(correlation_id: int, response_cls: type[Any], body: bytes | S
     return b"".join((_SIZE_AND_CORRELATION_ID.pack(size, correlation_id), header_tail, *pieces))
 
 
-def framed_pieces(correlation_id: int, response_cls: type[Any], body: Sequence[bytes]) -> FramedPieces:
+def framed_pieces(correlation_id: int, response_cls: type[Any], body: Sequence[bytes], body_size: int) -> FramedPieces:
     """``frame_response``'s framed response as pieces: the frame's head (size, correlation id, the rest of the
-    response header), then ``body``'s pieces as they are (none copied)."""
+    response header), then ``body``'s pieces as they are (none copied); ``body_size``: their bytes together."""
+    header_tail = _plan_of(response_cls)[0]
+    if header_tail is None:
+        whole = frame_response(correlation_id, response_cls, body)
+        return FramedPieces((whole,), len(whole))
+    head = _SIZE_AND_CORRELATION_ID.pack(
+        _SIZE_AND_CORRELATION_ID.size - 4 + len(header_tail) + body_size, correlation_id
+    )
+    return FramedPieces((head + header_tail, *body), len(head) + len(header_tail) + body_size)
+
+
+def _plan_of(response_cls: type[Any]) -> tuple[bytes | None, Any, bool]:
+    """``response_cls``'s encoding plan (``_response_plan``), made on its first use."""
     plan = _RESPONSE_PLANS.get(response_cls)
     if plan is None:
         plan = _RESPONSE_PLANS[response_cls] = _response_plan(response_cls)
-    header_tail = plan[0]
-    if header_tail is None:
-        return FramedPieces((frame_response(correlation_id, response_cls, body),))
-    size = _SIZE_AND_CORRELATION_ID.size - 4 + len(header_tail) + sum(map(len, body))
-    return FramedPieces((_SIZE_AND_CORRELATION_ID.pack(size, correlation_id) + header_tail, *body))
+    return plan
 
 
 def _encode_response_generic(correlation_id: int, response: Any) -> bytes:

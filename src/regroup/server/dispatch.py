@@ -268,7 +268,7 @@ def _encode(correlation_id: int, response: Any) -> bytes | FramedPieces:
     """The framed response: a kio entity encoded, a ``PreEncoded`` body framed as it is (in pieces when large)."""
     if isinstance(response, PreEncoded):
         pieces = response.pieces
-        if len(pieces) <= PIECES_AT_MOST and sum(map(len, pieces)) >= PIECES_FROM_BYTES:
-            return framed_pieces(correlation_id, response.response_class, pieces)
+        if len(pieces) <= PIECES_AT_MOST and (size := sum(map(len, pieces))) >= PIECES_FROM_BYTES:
+            return framed_pieces(correlation_id, response.response_class, pieces, size)
         return frame_response(correlation_id, response.response_class, pieces)
     return encode_response(correlation_id, response)

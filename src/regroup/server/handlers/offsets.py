@@ -354,15 +354,14 @@ def _commit_answer(version: int, topics: tuple[tuple[str, tuple[tuple[int, Error
     """``offset_commit``'s answer of the core's rows (a topic named twice answered once, its rows merged). A
     consumer commits the same partitions again and again and is answered the same bytes: the answers of small
     commits are kept by version and rows (looking one up costs a twentieth of encoding it)."""
-    if sum(map(len, map(_ROWS, topics))) > COMMIT_ANSWER_ROWS_KEPT:
-        return _finished(commit_topics(_empty_commit(version), _merged({}, topics)))
-    key = (version, topics)
-    answer = _commit_answers.get(key)
+    key = (version, topics) if sum(map(len, map(_ROWS, topics))) <= COMMIT_ANSWER_ROWS_KEPT else None
+    answer = None if key is None else _commit_answers.get(key)
     if answer is None:
         answer = _finished(commit_topics(_empty_commit(version), _merged({}, topics)))
-        if len(_commit_answers) >= COMMIT_ANSWERS_KEPT:
-            _commit_answers.clear()
-        _commit_answers[key] = answer
+        if key is not None:
+            if len(_commit_answers) >= COMMIT_ANSWERS_KEPT:
+                _commit_answers.clear()
+            _commit_answers[key] = answer
     return answer
 
 
