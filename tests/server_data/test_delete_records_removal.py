@@ -31,6 +31,7 @@ from kio.static.primitive import i32Timedelta
 
 from regroup.server import topics as topics_module
 from regroup.server.api import RequestContext
+from regroup.server.handlers import records
 from regroup.server.handlers.records import handle_delete_records
 from regroup.server.log_cleaner import LogCleaner
 from regroup.server.topics import TopicStore
@@ -267,4 +268,69 @@ def test_a_topic_deleted_while_its_log_starts_are_written(tmp_path: Path, monkey
 
     answer = _delete_held(broker, {0: 5, 1: 3}, entered, release, lambda _: store.delete_topic("t"))
     assert answer == {p: (ErrorCode.unknown_topic_or_partition, -1) for p in (0, 1)}
+    store.close()
+
+
+class _CountedHolds:
+    """A connection's session as the handler's slices see it: how many holds are open, and how many were taken."""
+
+    def __init__(self) -> None:
+        self.open = 0
+        self.taken = 0
+
+    def hold(self) -> None:
+        self.open += 1
+        self.taken += 1
+
+    def release(self) -> None:
+        self.open -= 1
+
+
+def test_a_long_walk_gives_the_loop_turns_and_holds_the_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With slices of no length, the handler plans each partition in a turn of its own (other work runs between
+    two), from the first turn on the connection's later requests are held, and the hold is let go with the answer."""
+    partitions = 40
+    store = _filled_store(tmp_path / "d", partitions=partitions)
+    broker = FakeBroker(topic_store=store)
+    monkeypatch.setattr(records, "DELETE_SLICE_S", 0.0)
+    turns = 0
+    planned_at: list[int] = []
+    plan = records._plan
+
+    def counted_plan(*args: Any) -> Any:
+        planned_at.append(turns)
+        return plan(*args)
+
+    monkeypatch.setattr(records, "_plan", counted_plan)
+    session = _CountedHolds()
+    held_while_planning: list[int] = []
+
+    async def run() -> dict[int, tuple[ErrorCode, int]]:
+        nonlocal turns
+        ctx = RequestContext(
+            api_key=21,
+            api_version=2,
+            correlation_id=1,
+            client_id="t",
+            client_host="h",
+            connection_id=1,
+            session=session,
+        )
+        task = asyncio.ensure_future(
+            handle_delete_records(broker, ctx, wire(_request("t", dict.fromkeys(range(partitions), 4))))
+        )
+        while not task.done():
+            turns += 1
+            if planned_at and len(planned_at) < partitions:
+                held_while_planning.append(session.open)
+            await asyncio.sleep(0)
+        response = wire(task.result())
+        return {p.partition_index: (p.error_code, p.low_watermark) for t in response.topics for p in t.partitions}
+
+    assert asyncio.run(run()) == {p: (ErrorCode.none, 4) for p in range(partitions)}
+    assert len(set(planned_at)) == partitions  # each partition planned in a turn of its own
+    assert held_while_planning and set(held_while_planning) == {1}
+    assert session.open == 0 and session.taken >= 1
     store.close()

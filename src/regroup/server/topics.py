@@ -72,6 +72,7 @@ __all__ = [
     "DEFAULT_MAX_PARTITIONS_PER_TOPIC",
     "FILES_ASIDE_MIN",
     "InvalidTopicError",
+    "LogStartWrite",
     "NewTopic",
     "PartitionLimitError",
     "TooManyPartitionsError",
@@ -85,6 +86,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MAX_NAME_LENGTH = 249
+#: one write of a new log start offset (``TopicStore.write_log_starts``): the partition's directory, the offset,
+#: whether the write is fsynced
+LogStartWrite = tuple[Path, int, bool]
 DEFAULT_MAX_PARTITIONS_PER_TOPIC = 10_000
 DEFAULT_MAX_PARTITIONS = 100_000
 PRODUCER_ID_BLOCK = 1000
@@ -430,14 +434,15 @@ class TopicStore:
                 plog.files_made()
             await slices.tick()
 
-    async def write_log_starts(self, starts: Sequence[tuple[PartitionLog, int]]) -> list[OSError | None]:
+    async def write_log_starts(self, jobs: Sequence[LogStartWrite]) -> list[OSError | None]:
         """Write each partition's new log start offset (``PartitionLog.plan_log_start``) to its
         ``log-start-offset``, durably, on the worker thread, one after another (a partition's file never moves
-        down: ``write_log_start_up``); what each write raised, None when it was written."""
-        if not starts:
+        down: ``write_log_start_up``); what each write raised, None when it was written. ``jobs``: each the
+        partition's directory, the offset and whether the write is fsynced (``PartitionLog.syncs_log_start``),
+        made by the caller as it walks the partitions, so that no step makes thousands of them at once."""
+        if not jobs:
             return []
         self._check_open()
-        jobs = [(plog.directory, offset, plog.syncs_log_start) for plog, offset in starts]
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor(), run_each, _write_log_start_up, jobs, OSError)
 

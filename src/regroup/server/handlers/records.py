@@ -10,8 +10,11 @@ partition's directory), all of the request's on the topic store's worker thread 
 (``TopicStore.write_log_starts``; a partition's file never moves down, whatever order two requests' writes
 come in); only then do reads stop below them, and the older segments wholly below them are taken out of the
 log, their files removed on a worker thread (``server/log_cleaner.remove_dropped``) before the answer goes.
-The event loop writes and deletes no file, and walks the partitions ``CHUNK`` at a time between two yields; the
-answer is encoded by hand, ``CHUNK`` partitions per step (``offset_answers.delete_records_topics``).
+The event loop writes and deletes no file, and walks the partitions ``DELETE_SLICE_S`` at a time between two
+turns given to other work (the writes' jobs made on the way, not all at once after the walk); from the first turn
+given away until the answer, the connection's later requests are held (``HeldSlices``: Kafka handles a
+connection's requests one at a time). The answer is encoded by hand, ``CHUNK`` partitions per step
+(``offset_answers.delete_records_topics``).
 A topic deleted while the writes were made is UNKNOWN_TOPIC_OR_PARTITION. A crash before the files are gone
 leaves older segments below the persisted log start offset, which the reopened log keeps out of reach (and the
 next DeleteRecords or cleaning pass drops). Fetch below it is OFFSET_OUT_OF_RANGE and ListOffsets' earliest answers it.
@@ -34,8 +37,9 @@ from regroup.security.acl import AclOperation
 from regroup.server.api import ApiSpec, Broker, RequestContext
 from regroup.server.handlers.topics import NO_THROTTLE, UNAUTHORIZED, build, may, response_module, store_of
 from regroup.server.log_cleaner import remove_dropped
-from regroup.server.offset_answers import Pacer, delete_records_topics, pause
-from regroup.server.topics import TopicStore
+from regroup.server.offset_answers import delete_records_topics
+from regroup.server.time_slices import HeldSlices
+from regroup.server.topics import LogStartWrite, TopicStore
 from regroup.storage.format import StorageError
 from regroup.storage.partition_log import DroppedSegments, OffsetOutOfRange, PartitionLog
 
@@ -44,39 +48,52 @@ __all__ = ["SPECS", "handle_delete_records"]
 log = logging.getLogger(__name__)
 
 HIGH_WATERMARK = -1
+#: how long the event loop walks a request's partitions (planning, then finishing the moves) between two turns
+DELETE_SLICE_S = 0.004
 
 
 async def handle_delete_records(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """DELETE on each Topic."""
+    with HeldSlices(DELETE_SLICE_S, ctx) as slices:
+        return await _delete_records(broker, ctx, request, slices)
+
+
+async def _delete_records(broker: Broker, ctx: RequestContext, request: Any, slices: HeldSlices) -> Any:
     mod = response_module(request)
     store = store_of(broker)
     # each partition's answer (index, error, low watermark), and the moves waiting for their write
     rows: list[list[tuple[int, ErrorCode, int]]] = []
     # (topic, partition: in ``rows``; the log, the offset, whether its log start is to be written)
     moves: list[tuple[int, int, PartitionLog, int, bool]] = []
-    pacer = Pacer()
+    writes: list[LogStartWrite] = []  # the jobs of the moves that write, in their order
     for t, topic in enumerate(request.topics):
         deletable = may(broker, ctx, AclOperation.DELETE, topic.name)
         answers: list[tuple[int, ErrorCode, int]] = []
         for p in topic.partitions:
-            if pacer.due():
-                await pause()
+            await slices.tick()
             code, low = UNAUTHORIZED, -1
             if deletable:
                 code, low, move = _plan(store, topic.name, p.offset, p.partition_index)
                 if move is not None:
-                    moves.append((t, len(answers), *move))
+                    plog, offset, write = move
+                    moves.append((t, len(answers), plog, offset, write))
+                    if write:
+                        writes.append((plog.directory, offset, plog.syncs_log_start))
             answers.append((p.partition_index, code, low))
         rows.append(answers)
     removals: list[tuple[Path, DroppedSegments]] = []
-    writes = [(plog, offset) for _, _, plog, offset, write in moves if write]
+    if writes:
+        slices.hold()  # (the writes' await gives the loop turns too)
     raised = iter(await store.write_log_starts(writes) if writes else [])
+    slices.restart()
     for t, i, plog, offset, write in moves:
-        if pacer.due():
-            await pause()
+        await slices.tick()
         rows[t][i] = (rows[t][i][0], *_moved(plog, offset, next(raised) if write else None, removals))
-    for directory, exc in await remove_dropped(removals):
-        log.error("removing the deleted segments of %s failed: %s: %s", directory, type(exc).__name__, exc)
+    if removals:
+        slices.hold()
+        for directory, exc in await remove_dropped(removals):
+            log.error("removing the deleted segments of %s failed: %s: %s", directory, type(exc).__name__, exc)
+        slices.restart()
     topics = [
         (topic.name, [(i, low, code) for i, code, low in answers])
         for topic, answers in zip(request.topics, rows, strict=True)
