@@ -4,6 +4,7 @@ heartbeat interval — and the store: durable, round-tripped, damage reported wi
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -134,10 +135,15 @@ def test_the_store_round_trips_and_reports_damage(tmp_path: Path) -> None:
     path = tmp_path / "group-configs.json"
     store = GroupConfigStore(path, KAFKA, sync=True)
     store.load()  # no file: no group has settings
-    store.replace("a", {SESSION: "50000"})
-    store.replace("b", {"share.auto.offset.reset": "earliest"})
-    store.replace("c", {HEARTBEAT: "6000"})
-    store.replace("c", {})  # removed
+
+    async def alter() -> None:  # (each write waited for before the next, as the handler's lock has them)
+        await store.write("a", {SESSION: "50000"})
+        await store.write("b", {"share.auto.offset.reset": "earliest"})
+        await store.write("c", {HEARTBEAT: "6000"})
+        await store.write("c", {})  # removed
+
+    asyncio.run(alter())
+    assert list(store.items()) == [("a", {SESSION: "50000"}), ("b", {"share.auto.offset.reset": "earliest"})]
     again = GroupConfigStore(path, KAFKA, sync=True)
     again.load()
     assert list(again.items()) == [("a", {SESSION: "50000"}), ("b", {"share.auto.offset.reset": "earliest"})]

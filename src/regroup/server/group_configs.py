@@ -28,6 +28,8 @@ A shell module; :class:`GroupConfigStore` does the file I/O.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -317,6 +319,8 @@ class GroupConfigStore:
         self.config = config
         self._sync = sync
         self._overrides: dict[str, dict[str, str]] = {}
+        #: held by an alteration from reading the overrides until its write is done (``write``)
+        self.lock = asyncio.Lock()
 
     def load(self) -> None:
         """Read the file (none: no group has a configuration). Damage raises :class:`CorruptLogError`."""
@@ -353,14 +357,25 @@ class GroupConfigStore:
         """Whether a new group's configuration would pass :data:`MAX_CONFIGURED_GROUPS`."""
         return group not in self._overrides and len(self._overrides) >= MAX_CONFIGURED_GROUPS
 
-    def replace(self, group: str, configs: Mapping[str, str]) -> None:
-        """Replace a group's overrides by ``configs`` (checked already; empty removes them), durably before it
-        returns."""
+    def write(self, group: str, configs: Mapping[str, str]) -> asyncio.Future[None]:
+        """Replace a group's overrides by ``configs`` (checked already; empty removes them): the file written
+        durably on a worker thread, then, in the future's first callback on the event loop, the overrides kept.
+        The future fails with the write's error. Kept once written whether or not anyone still waits (the file
+        and the store never disagree); the caller serialises alterations until the future is done (``lock``:
+        one computed from the overrides another is still writing would lose that other's change)."""
         updated = dict(self._overrides)
         if configs:
             updated[group] = dict(configs)
         else:
             updated.pop(group, None)
         text = json.dumps(dict(sorted(updated.items())), sort_keys=True) + "\n"
-        write_file_atomically(self.path, text.encode("utf-8"), sync=self._sync)
-        self._overrides = updated
+        written = asyncio.get_running_loop().run_in_executor(
+            None, functools.partial(write_file_atomically, self.path, text.encode("utf-8"), sync=self._sync)
+        )
+
+        def keep(done: asyncio.Future[None]) -> None:
+            if not done.cancelled() and done.exception() is None:
+                self._overrides = updated
+
+        written.add_done_callback(keep)
+        return written

@@ -4,8 +4,9 @@ A shell (docs/architecture.md). The file holds a JSON object of configuration na
 already checked and normalised (:mod:`regroup.storage.topic_config`); a topic without overrides has no file.
 CreateTopics' configs are written into the topic's staging directory, so they appear with the topic in the
 same atomic rename; AlterConfigs and IncrementalAlterConfigs replace the file atomically (written aside,
-fsynced, renamed, the directory fsynced) before they answer. A topic's :class:`LogPolicy` — what the partition
-log and the cleaning pass do — follows from its overrides and the broker's defaults.
+fsynced, renamed, the directory fsynced, on the topic store's worker thread) before they answer. A topic's
+:class:`LogPolicy` — what the partition log and the cleaning pass do — follows from its overrides and the
+broker's defaults.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from regroup.storage.files import write_file_atomically
 from regroup.storage.format import CorruptLogError
 from regroup.storage.topic_config import BrokerLogDefaults, ConfigError, LogPolicy, validate_topic_configs
 
@@ -70,11 +70,16 @@ class TopicConfigs:
     def adopt(self, topic: str, configs: Mapping[str, str]) -> None:
         self._set(topic, dict(configs))
 
-    def replace(self, topic_dir: Path, topic: str, configs: Mapping[str, str]) -> None:
-        """Replace a topic's overrides by ``configs`` (checked already), durably before it returns."""
-        text = json.dumps(dict(sorted(configs.items()))) + "\n"
-        write_file_atomically(topic_dir / CONFIG_FILE, text.encode("utf-8"), sync=self._sync)
-        self._set(topic, dict(configs))
+    @property
+    def syncs(self) -> bool:
+        """Whether a configuration file's write is fsynced (with its directory)."""
+        return self._sync
+
+    @staticmethod
+    def encoded(configs: Mapping[str, str]) -> bytes:
+        """The file holding ``configs`` (checked already): written with ``write_file_atomically_in`` (as
+        ``TopicStore.store_topic_configs`` does, off the event loop), then ``adopt`` ed."""
+        return (json.dumps(dict(sorted(configs.items()))) + "\n").encode("utf-8")
 
     def forget(self, topic: str) -> None:
         self._overrides.pop(topic, None)

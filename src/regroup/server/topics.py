@@ -42,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -59,7 +60,8 @@ from kio.schema.errors import ErrorCode
 from regroup.server.api import TopicInfo
 from regroup.server.group_sync import GroupSync, run_each
 from regroup.server.time_slices import TimeSlices
-from regroup.server.topic_configs import TopicConfigs, expected_in_topic_dir
+from regroup.server.topic_configs import CONFIG_FILE, TopicConfigs, expected_in_topic_dir
+from regroup.storage.files import open_directory, write_file_atomically_in
 from regroup.storage.format import CorruptLogError, StorageError
 from regroup.storage.handles import DEFAULT_CAPACITY, HandleCache
 from regroup.storage.partition_log import PartitionLog, fsync_dir, make_files
@@ -225,6 +227,9 @@ class TopicStore:
         self._reserved_partitions = 0
         #: the worker thread of the disk work done off the event loop (created on first use)
         self._disk: concurrent.futures.ThreadPoolExecutor | None = None
+        #: held by a configuration alteration from reading a topic's overrides until its write is done
+        #: (``write_topic_configs``)
+        self.config_lock = asyncio.Lock()
         self._disk_stop = threading.Event()  # set by close(): the worker attempts no more topics
         self._group_sync: GroupSync | None = None
         #: logs of topics deleted (``detach_topic``) not closed yet: ``settle_deletes`` closes them
@@ -526,15 +531,40 @@ class TopicStore:
                 if plog is not None:
                     yield (name, p), plog
 
-    def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
-        """Replace the overrides of topic ``name`` (checked already) durably, and apply them to its logs."""
+    def write_topic_configs(self, name: str, configs: Mapping[str, str]) -> asyncio.Future[None] | None:
+        """Replace the overrides of topic ``name`` by ``configs`` (checked already): its ``config.json`` written
+        durably on the worker thread, through its directory held open (a topic deleted meanwhile, even made again
+        under the same name, keeps its own file), then, in the future's first callback on the event loop, the
+        overrides applied to its logs, if the topic is still the same (``topic(name)`` the same object). None if
+        there is no such topic. The future fails with the write's error. Applied once written whether or not
+        anyone still waits (the file and the store never disagree); the caller serialises alterations of a
+        topic until the future is done (``config_lock``: one computed from the overrides another is still
+        writing would lose that other's change)."""
         self._check_open()
-        if name not in self._topics:
-            raise KeyError(name)
-        self.configs.replace(self._dir / "topics" / name, name, configs)
-        policy = self.configs.policy(name)
-        for plog in self.opened_partitions(name):
-            plog.configure(max_batch_bytes=policy.max_message_bytes, segment_bytes=policy.segment_bytes)
+        info = self._topics.get(name)
+        if info is None:
+            return None
+        dir_fd = open_directory(self._dir / "topics" / name)
+        try:
+            written = asyncio.get_running_loop().run_in_executor(
+                self._executor(),
+                functools.partial(write_file_atomically_in, dir_fd, CONFIG_FILE, sync=self.configs.syncs),
+                self.configs.encoded(configs),
+            )
+        except BaseException:
+            os.close(dir_fd)
+            raise
+
+        def apply(done: asyncio.Future[None]) -> None:
+            if done.cancelled() or done.exception() is not None or self._topics.get(name) is not info:
+                return
+            self.configs.adopt(name, configs)
+            policy = self.configs.policy(name)
+            for plog in self.opened_partitions(name):
+                plog.configure(max_batch_bytes=policy.max_message_bytes, segment_bytes=policy.segment_bytes)
+
+        written.add_done_callback(apply)
+        return written
 
     def opened_partitions(self, name: str) -> list[PartitionLog]:
         """The partition logs of ``name`` in use (those never touched since the store opened have no data)."""

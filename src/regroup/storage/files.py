@@ -10,6 +10,7 @@ cache too, which costs about what one file's fsync costs where many files' fsync
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import sys
@@ -25,12 +26,14 @@ __all__ = [
     "fsync_dir",
     "fsync_file",
     "open_append",
+    "open_directory",
     "read_file",
     "rename_once",
     "sync_filesystem",
     "syncs_filesystem",
     "write_all_or_take_back",
     "write_file_atomically",
+    "write_file_atomically_in",
 ]
 
 CLOEXEC = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
@@ -194,3 +197,34 @@ def write_file_atomically(path: Path, data: bytes, *, sync: bool) -> None:
     os.replace(tmp, path)
     if sync:
         fsync_dir(path.parent)
+
+
+def open_directory(path: Path) -> int:
+    """``path`` open as a directory: a file written in it through the descriptor
+    (``write_file_atomically_in``) lands in that directory, wherever it is renamed meanwhile."""
+    return os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | CLOEXEC)
+
+
+def write_file_atomically_in(dir_fd: int, name: str, data: bytes, *, sync: bool) -> None:
+    """As ``write_file_atomically``, for the file ``name`` in the directory open as ``dir_fd``, which it closes
+    (whether or not the write succeeds: the descriptor is the write's from the moment it is handed over)."""
+    try:
+        tmp = name + ".tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | CLOEXEC, 0o644, dir_fd=dir_fd)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if sync:
+                fsync_file(fd)
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise
+        os.close(fd)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        if sync:
+            os.fsync(dir_fd)  # (as ``fsync_dir``: the rename durable)
+    finally:
+        os.close(dir_fd)

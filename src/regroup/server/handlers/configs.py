@@ -46,6 +46,7 @@ its authorization, as Kafka's broker does before forwarding it to the controller
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from collections import Counter
@@ -69,7 +70,7 @@ from regroup.server.config_answers import ConfigArrays, DescribedResult, describ
 from regroup.server.config_view import Described, describe_broker, describe_group, describe_loggers, describe_topic
 from regroup.server.group_configs import GroupConfigStore, core_group_config, validate_group_configs
 from regroup.server.handlers.topics import NO_THROTTLE, build, response_module, store_of
-from regroup.server.time_slices import TimeSlices
+from regroup.server.time_slices import HeldSlices
 from regroup.server.topics import InvalidTopicError, TopicStore, validate_topic_name
 from regroup.storage.format import StorageError
 from regroup.storage.topic_config import TOPIC_KEYS, ConfigError, ConfigType, validate_topic_configs
@@ -252,8 +253,12 @@ def _no_lists(name: str) -> str | None:
 
 
 #: an alteration of many resources gives the event loop a turn once this long was spent on them since the last
-#: (each resource's change is stored, fsynced and applied in one go: its file, then its directory)
+#: (each resource is checked on the loop, its file written and fsynced on a worker thread, then applied)
 ALTER_SLICE_S = 0.004
+
+#: a resource's change being stored: the write's future (its callbacks apply the change once written), and
+#: whether the resource is still the one changed once it is done (a topic deleted meanwhile is not)
+_Written = tuple[asyncio.Future[None], Callable[[], bool]]
 
 
 async def _alter(broker: Broker, ctx: RequestContext, request: Any, change: Change, response: str) -> Any:
@@ -261,37 +266,96 @@ async def _alter(broker: Broker, ctx: RequestContext, request: Any, change: Chan
     store = store_of(broker)
     seen = Counter((r.resource_type, r.resource_name) for r in request.resources)
     responses = []
-    slices = TimeSlices(ALTER_SLICE_S)
-    for resource in request.resources:
-        await slices.tick()
-        code, message = ErrorCode.none, None
-        try:
-            if seen[(resource.resource_type, resource.resource_name)] > 1:
-                raise _Refused(ErrorCode.invalid_request, "Each resource must appear at most once.")
-            _alter_one(broker, ctx, store, resource, change, request.validate_only)
-        except _Refused as refused:
-            code, message = refused.code, str(refused)
-        except ConfigError as exc:
-            code, message = ErrorCode.invalid_config, str(exc)
-        except (OSError, StorageError) as exc:
-            log.error("storing the configuration of %s failed: %s", resource.resource_name, exc)
-            code, message = ErrorCode.kafka_storage_error, f"{type(exc).__name__}: {exc}"
-        responses.append(
-            build(
-                mod,
-                "AlterConfigsResourceResponse",
-                error_code=code,
-                error_message=message,
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
+    with HeldSlices(ALTER_SLICE_S, ctx) as slices:
+        for resource in request.resources:
+            await slices.tick()
+            code, message = ErrorCode.none, None
+            try:
+                if seen[(resource.resource_type, resource.resource_name)] > 1:
+                    raise _Refused(ErrorCode.invalid_request, "Each resource must appear at most once.")
+                await _alter_serialised(broker, ctx, store, resource, change, request.validate_only, slices)
+            except _Refused as refused:
+                code, message = refused.code, str(refused)
+            except ConfigError as exc:
+                code, message = ErrorCode.invalid_config, str(exc)
+            except (OSError, StorageError) as exc:
+                log.error("storing the configuration of %s failed: %s", resource.resource_name, exc)
+                code, message = ErrorCode.kafka_storage_error, f"{type(exc).__name__}: {exc}"
+            responses.append(
+                build(
+                    mod,
+                    "AlterConfigsResourceResponse",
+                    error_code=code,
+                    error_message=message,
+                    resource_type=resource.resource_type,
+                    resource_name=resource.resource_name,
+                )
             )
-        )
     return build(mod, response, throttle_time=NO_THROTTLE, responses=tuple(responses))
+
+
+async def _alter_serialised(
+    broker: Broker,
+    ctx: RequestContext,
+    store: TopicStore,
+    resource: Any,
+    change: Change,
+    validate_only: bool,
+    slices: HeldSlices,
+) -> None:
+    """One resource's alteration: checked and its new configuration made from the current one, its file
+    written off the loop, the change applied once written. Alterations of the topics (of the groups) follow one
+    another, each holding the store's lock from its reading of the current configuration until its write is
+    done (even if this request is cancelled meanwhile)."""
+    lock = _lock_of(broker, store, resource.resource_type)
+    if lock is None:
+        _alter_one(broker, ctx, store, resource, change, validate_only)
+        return
+    if lock.locked():
+        slices.hold()
+    await lock.acquire()
+    released = False
+    try:
+        written = _alter_one(broker, ctx, store, resource, change, validate_only)
+        if written is None:
+            return
+        done, still_there = written
+        done.add_done_callback(lambda _: lock.release())
+        released = True
+        slices.hold()
+        try:
+            await asyncio.shield(done)
+        finally:
+            slices.restart()
+            if not still_there():
+                raise _Refused(  # (a topic deleted meanwhile is unknown, whatever its write did)
+                    ErrorCode.unknown_topic_or_partition, "This server does not host this topic-partition."
+                )
+    finally:
+        if not released:
+            lock.release()
+
+
+def _lock_of(broker: Broker, store: TopicStore, resource_type: int) -> asyncio.Lock | None:
+    """The lock that orders the alterations of resources of this type (None: nothing is written)."""
+    if resource_type == TOPIC:
+        return store.config_lock
+    if resource_type == GROUP:
+        groups: GroupConfigStore | None = getattr(broker, "group_configs", None)
+        return None if groups is None else groups.lock
+    return None
+
+
+def _when_written(done: asyncio.Future[None], then: Callable[[], None]) -> None:
+    if not done.cancelled() and done.exception() is None:
+        then()
 
 
 def _alter_one(
     broker: Broker, ctx: RequestContext, store: TopicStore, resource: Any, change: Change, validate_only: bool
-) -> None:
+) -> _Written | None:
+    """Check one resource's alteration and start storing it (a topic's or a group's configuration: the write
+    under way, which the caller awaits); the others are applied at once."""
     names = [c.name for c in resource.configs]
     if len(set(names)) != len(names):
         raise _Refused(ErrorCode.invalid_request, "Error due to duplicate config keys")
@@ -305,11 +369,12 @@ def _alter_one(
     if resource.resource_type == TOPIC:
         authorize()
         _existing_topic(store, resource.resource_name)
-        current = store.configs.overrides(resource.resource_name)
+        name = resource.resource_name
+        current = store.configs.overrides(name)
         new = validate_topic_configs(change(current, resource.configs, _topic_list_default))
-        if not validate_only:
-            store.set_topic_configs(resource.resource_name, new)
-        return
+        info = store.topic(name)
+        written = None if validate_only else store.write_topic_configs(name, new)
+        return None if written is None else (written, lambda: store.topic(name) is info)
     if resource.resource_type == GROUP:
         authorize()
         groups, group = _group_store(broker), resource.resource_name
@@ -317,10 +382,16 @@ def _alter_one(
         new = validate_group_configs(change(groups.overrides(group), resource.configs, _no_lists), groups.config)
         if groups.full(group) and new:
             raise _Refused(ErrorCode.invalid_request, "Too many groups have a configuration already.")
-        if not validate_only:
-            groups.replace(group, new)
-            broker.coordinator.update_group_config(group, core_group_config(new))
-        return
+        if validate_only:
+            return None
+        written = groups.write(group, new)
+        config = core_group_config(new)
+        written.add_done_callback(
+            functools.partial(
+                _when_written, then=functools.partial(broker.coordinator.update_group_config, group, config)
+            )
+        )
+        return written, lambda: True
     if resource.resource_type == BROKER_LOGGER and change is _incremental:
         authorize()
         _check_broker_name(resource.resource_name, empty_ok=False)
@@ -331,7 +402,7 @@ def _alter_one(
             raise _Refused(ErrorCode.invalid_request, str(exc)) from None
         if not validate_only:
             apply_logger_changes(changes)
-        return
+        return None
     if resource.resource_type == BROKER:
         _check_broker_name(resource.resource_name, empty_ok=True)
         for config in resource.configs:
@@ -342,7 +413,7 @@ def _alter_one(
             listed = ", ".join(sorted(set(names)))
             raise _Refused(ErrorCode.invalid_request, f"Cannot update these configs dynamically: Set({listed})")
         authorize()
-        return
+        return None
     raise _Refused(ErrorCode.invalid_request, f"Unknown resource type {_type_name(resource.resource_type)}")
 
 
