@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import regroup.server.topics as topics_module
+import regroup.storage.files as files_module
 from regroup.server.topics import (
     TooManyPartitionsError,
     TopicStore,
@@ -99,9 +100,9 @@ def test_a_failure_before_the_rename_changes_nothing(
         raise full
 
     if step == "write":
-        monkeypatch.setattr(Path, "write_text", fail)
+        monkeypatch.setattr(files_module.os, "write", fail)
     elif step == "fsync":
-        monkeypatch.setattr(topics_module, "_fsync_path", fail)
+        monkeypatch.setattr(files_module, "fsync_file", fail)
     else:
         monkeypatch.setattr(topics_module.os, "replace", fail)
     with pytest.raises(OSError, match="No space"):
@@ -122,10 +123,10 @@ def test_a_failed_directory_fsync_follows_the_directory(tmp_path: Path, monkeypa
     seen: list[int] = []
     store.on_change = lambda: seen.append(store.partition_count)
 
-    def fail(directory: Path) -> None:
+    def fail(fd: int) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(topics_module, "fsync_dir", fail)
+    monkeypatch.setattr(topics_module.os, "fsync", fail)  # (the directory's: the file's is ``fsync_file``)
     with pytest.raises(OSError, match="Input/output"):
         store.add_partitions("t", 4)
     monkeypatch.undo()

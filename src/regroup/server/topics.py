@@ -61,7 +61,7 @@ from regroup.server.api import TopicInfo
 from regroup.server.group_sync import GroupSync, run_each
 from regroup.server.time_slices import TimeSlices
 from regroup.server.topic_configs import CONFIG_FILE, TopicConfigs, expected_in_topic_dir
-from regroup.storage.files import open_directory, write_file_atomically_in
+from regroup.storage.files import open_directory, write_file_atomically_in, write_file_in
 from regroup.storage.format import CorruptLogError, StorageError
 from regroup.storage.handles import DEFAULT_CAPACITY, HandleCache
 from regroup.storage.partition_log import PartitionLog, fsync_dir, make_files
@@ -230,6 +230,9 @@ class TopicStore:
         #: held by a configuration alteration from reading a topic's overrides until its write is done
         #: (``write_topic_configs``)
         self.config_lock = asyncio.Lock()
+        #: held by a CreatePartitions from checking a topic's new count until its ``topic.json`` is written
+        #: (``grow_partitions``)
+        self.grow_lock = asyncio.Lock()
         self._disk_stop = threading.Event()  # set by close(): the worker attempts no more topics
         self._group_sync: GroupSync | None = None
         #: logs of topics deleted (``detach_topic``) not closed yet: ``settle_deletes`` closes them
@@ -317,7 +320,8 @@ class TopicStore:
         return info
 
     def add_partitions(self, name: str, count: int) -> TopicInfo:
-        """Grow ``name`` to ``count`` partitions, the new ones empty (durably, unless the policy is ``NEVER``).
+        """Grow ``name`` to ``count`` partitions, the new ones empty (durably, unless the policy is ``NEVER``),
+        all of it on the calling thread (the server's handler uses :meth:`grow_partitions`).
 
         Raises :class:`UnknownTopicError`, ``ValueError`` when ``count`` is not more than the topic has, and
         :class:`TooManyPartitionsError` / :class:`TotalPartitionsError` over the limits; then nothing changed.
@@ -326,29 +330,54 @@ class TopicStore:
         changed; if only the final directory fsync fails, the store follows what the directory shows (the new
         count) and the error is raised, so the change is not acknowledged.
         """
+        info, job = self._plan_growth(name, count)
+        error = job()
+        grown = self._grown(info, count)
+        if error is not None:
+            raise error
+        return grown
+
+    def grow_partitions(self, name: str, count: int) -> tuple[TopicInfo, asyncio.Future[OSError | None]]:
+        """:meth:`add_partitions` with its file work on the worker thread: checked here (raising as it does),
+        ``topic.json`` replaced on the thread through the topic's directory held open (a topic deleted meanwhile,
+        even made again under its name, keeps its own file), the new count taken in the future's first
+        callback on the event loop once renamed, if the topic is still the same. The topic as it was, and the
+        future: it fails when nothing changed, and gives the final directory fsync's error (the count taken,
+        not to be acknowledged) or None. Taken once renamed whether or not anyone still waits; the caller
+        serialises growths until the future is done (``grow_lock``: a count checked against a topic another
+        growth is still writing would undo that growth)."""
+        info, job = self._plan_growth(name, count)
+        try:
+            written = asyncio.get_running_loop().run_in_executor(self._executor(), job)
+        except BaseException:
+            job.close()
+            raise
+
+        def take(done: asyncio.Future[OSError | None]) -> None:
+            if not done.cancelled() and done.exception() is None and self._topics.get(name) is info:
+                self._grown(info, count)
+
+        written.add_done_callback(take)
+        return info, written
+
+    def _plan_growth(self, name: str, count: int) -> tuple[TopicInfo, _GrowTopicFile]:
         self._check_open()
         info = self.check_new_partitions(name, count)
-        path = self._dir / "topics" / name / "topic.json"
-        meta = json.loads(path.read_text(encoding="utf-8"))
-        meta["partitions"] = count
-        staged = self._dir / "staging" / f"{info.topic_id.hex}.json"
+        topic_fd = open_directory(self._dir / "topics" / name)
         try:
-            staged.write_text(json.dumps(meta) + "\n", encoding="utf-8")
-            if self._sync_enabled:
-                _fsync_path(staged)
-            os.replace(staged, path)
+            staging_fd = open_directory(self._dir / "staging")
         except BaseException:
-            staged.unlink(missing_ok=True)
+            os.close(topic_fd)
             raise
-        grown = TopicInfo(name=name, topic_id=info.topic_id, partitions=count)
-        self._topics[name] = grown
-        self._logs[name].extend([None] * (count - info.partitions))
+        return info, _GrowTopicFile(topic_fd, staging_fd, f"{info.topic_id.hex}.json", count, self._sync_enabled)
+
+    def _grown(self, info: TopicInfo, count: int) -> TopicInfo:
+        """Take ``info``'s topic to ``count`` partitions (its ``topic.json`` says so now)."""
+        grown = TopicInfo(name=info.name, topic_id=info.topic_id, partitions=count)
+        self._topics[info.name] = grown
+        self._logs[info.name].extend([None] * (count - info.partitions))
         self._partition_total += count - info.partitions
-        try:
-            if self._sync_enabled:
-                fsync_dir(path.parent)
-        finally:
-            self._changed()
+        self._changed()
         return grown
 
     def delete_topic(self, name: str) -> bool:
@@ -531,6 +560,16 @@ class TopicStore:
                 if plog is not None:
                     yield (name, p), plog
 
+    def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        """Replace the overrides of topic ``name`` (checked already) durably, and apply them to its logs, all of
+        it on the calling thread (the server's handler uses :meth:`write_topic_configs`)."""
+        self._check_open()
+        if name not in self._topics:
+            raise KeyError(name)
+        dir_fd = open_directory(self._dir / "topics" / name)
+        write_file_atomically_in(dir_fd, CONFIG_FILE, self.configs.encoded(configs), sync=self.configs.syncs)
+        self._configs_written(name, configs)
+
     def write_topic_configs(self, name: str, configs: Mapping[str, str]) -> asyncio.Future[None] | None:
         """Replace the overrides of topic ``name`` by ``configs`` (checked already): its ``config.json`` written
         durably on the worker thread, through its directory held open (a topic deleted meanwhile, even made again
@@ -556,15 +595,18 @@ class TopicStore:
             raise
 
         def apply(done: asyncio.Future[None]) -> None:
-            if done.cancelled() or done.exception() is not None or self._topics.get(name) is not info:
-                return
-            self.configs.adopt(name, configs)
-            policy = self.configs.policy(name)
-            for plog in self.opened_partitions(name):
-                plog.configure(max_batch_bytes=policy.max_message_bytes, segment_bytes=policy.segment_bytes)
+            if not done.cancelled() and done.exception() is None and self._topics.get(name) is info:
+                self._configs_written(name, configs)
 
         written.add_done_callback(apply)
         return written
+
+    def _configs_written(self, name: str, configs: Mapping[str, str]) -> None:
+        """Topic ``name``'s ``config.json`` holds ``configs`` now: the store and its logs follow them."""
+        self.configs.adopt(name, configs)
+        policy = self.configs.policy(name)
+        for plog in self.opened_partitions(name):
+            plog.configure(max_batch_bytes=policy.max_message_bytes, segment_bytes=policy.segment_bytes)
 
     def opened_partitions(self, name: str) -> list[PartitionLog]:
         """The partition logs of ``name`` in use (those never touched since the store opened have no data)."""
@@ -1005,6 +1047,48 @@ def _remove_trees(paths: list[Path], stop: threading.Event) -> None:
         shutil.rmtree(path, ignore_errors=True)
         if stop.wait(TRASH_PAUSE_S):
             return
+
+
+class _GrowTopicFile:
+    """A topic's ``topic.json`` replaced by one with ``count`` partitions (the rest kept), on any thread: staged
+    under ``staging/`` as ``staged``, fsynced, renamed into the topic's directory, the directory fsynced (no
+    fsyncs unless ``sync``); both directories held open as ``topic_fd`` and ``staging_fd``, closed by the call
+    (or by ``close`` if it never runs). Raises what failed before the rename (nothing changed; the staged file
+    removed); returns the final fsync's error, or None."""
+
+    __slots__ = ("count", "staged", "staging_fd", "sync", "topic_fd")
+
+    def __init__(self, topic_fd: int, staging_fd: int, staged: str, count: int, sync: bool) -> None:
+        self.topic_fd, self.staging_fd, self.staged, self.count, self.sync = topic_fd, staging_fd, staged, count, sync
+
+    def __call__(self) -> OSError | None:
+        try:
+            try:
+                fd = os.open("topic.json", os.O_RDONLY | os.O_CLOEXEC, dir_fd=self.topic_fd)
+                try:
+                    meta = json.loads(os.read(fd, 1 << 20).decode("utf-8"))
+                finally:
+                    os.close(fd)
+                meta["partitions"] = self.count
+                write_file_in(self.staging_fd, self.staged, (json.dumps(meta) + "\n").encode("utf-8"), sync=self.sync)
+                os.replace(self.staged, "topic.json", src_dir_fd=self.staging_fd, dst_dir_fd=self.topic_fd)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.staged, dir_fd=self.staging_fd)
+                raise
+            if self.sync:
+                try:
+                    os.fsync(self.topic_fd)
+                except OSError as exc:
+                    return exc
+            return None
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        for fd in (self.topic_fd, self.staging_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def _fsync_path(path: Path) -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "write_all_or_take_back",
     "write_file_atomically",
     "write_file_atomically_in",
+    "write_file_in",
 ]
 
 CLOEXEC = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
@@ -205,24 +206,30 @@ def open_directory(path: Path) -> int:
     return os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | CLOEXEC)
 
 
+def write_file_in(dir_fd: int, name: str, data: bytes, *, sync: bool) -> None:
+    """Create (or truncate) the file ``name`` in the directory open as ``dir_fd`` and write all of ``data``,
+    fsynced when ``sync``; on any failure the file is removed. The caller renames it into place."""
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | CLOEXEC, 0o644, dir_fd=dir_fd)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if sync:
+            fsync_file(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=dir_fd)
+        raise
+    os.close(fd)
+
+
 def write_file_atomically_in(dir_fd: int, name: str, data: bytes, *, sync: bool) -> None:
     """As ``write_file_atomically``, for the file ``name`` in the directory open as ``dir_fd``, which it closes
     (whether or not the write succeeds: the descriptor is the write's from the moment it is handed over)."""
     try:
         tmp = name + ".tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | CLOEXEC, 0o644, dir_fd=dir_fd)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if sync:
-                fsync_file(fd)
-        except BaseException:
-            os.close(fd)
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=dir_fd)
-            raise
-        os.close(fd)
+        write_file_in(dir_fd, tmp, data, sync=sync)
         os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         if sync:
             os.fsync(dir_fd)  # (as ``fsync_dir``: the rename durable)

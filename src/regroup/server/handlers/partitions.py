@@ -10,8 +10,11 @@ twice, or more replicas than the topic's replication factor of 1). Then the stor
 refused with POLICY_VIOLATION (Kafka's controller refuses such an oversized batch).
 
 ``validate_only`` checks everything and changes nothing. Otherwise each topic's new count is durable before
-the answer (``TopicStore.add_partitions``: one atomic rename of its ``topic.json``), a request of many topics
-giving the event loop a turn every ``GROW_SLICE_S`` (the topics grown in a slice make one cluster image), and
+the answer (``TopicStore.grow_partitions``: one atomic rename of its ``topic.json``, written on the topic
+store's worker thread, the count taken on the loop once renamed; the growths of the store follow one another,
+each holding ``grow_lock`` from its checks until its write is done; a topic deleted meanwhile is
+UNKNOWN_TOPIC_OR_PARTITION, a failed write KAFKA_STORAGE_ERROR), a request of many topics giving the event loop
+a turn every ``GROW_SLICE_S`` (the topics grown in a slice make one cluster image), and
 the coordinator gets the new cluster image at once, so KIP-848 consumer groups recompute their targets; classic
 members learn the new count from Metadata. ``timeout_ms`` cannot run out: the change is complete when the
 handler answers, so a client that asks not to wait (timeout ≤ 0) gets the outcome as well.
@@ -23,6 +26,8 @@ towards the request's 10,000-partition bound.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections import Counter
 from contextlib import AbstractContextManager
 from typing import Any
@@ -41,6 +46,8 @@ from regroup.server.topics import PartitionLimitError, TopicStore
 __all__ = ["CREATE_PARTITIONS", "SPECS", "handle_create_partitions"]
 
 CREATE_PARTITIONS = 37
+
+log = logging.getLogger(__name__)
 
 
 class _Refused(Exception):
@@ -112,6 +119,9 @@ async def _create_partitions(broker: Broker, ctx: RequestContext, request: Any, 
         if not may(broker, ctx, AclOperation.ALTER, topic.name):
             results.append(_result(topic.name, UNAUTHORIZED, None))
             continue
+        lock = store.grow_lock
+        await lock.acquire()
+        released = False
         try:
             added = _check(store, topic)
             if added_in_request + added > MAX_PARTITIONS_PER_REQUEST:
@@ -121,17 +131,44 @@ async def _create_partitions(broker: Broker, ctx: RequestContext, request: Any, 
                     f"{added} would bring it to {added_in_request + added}.",
                 )
             store.check_new_partitions(topic.name, topic.count)
+            added_in_request += added
+            if not request.validate_only:
+                released = True  # (by the write's end, however this request ends)
+                await _grow(store, topic.name, topic.count, lock)
         except _Refused as refused:
             results.append(_result(topic.name, refused.code, str(refused)))
             continue
         except PartitionLimitError as exc:
             results.append(_result(topic.name, exc.code, str(exc)))
             continue
-        added_in_request += added
-        if not request.validate_only:
-            store.add_partitions(topic.name, topic.count)
+        finally:
+            if not released:
+                lock.release()
         results.append(_result(topic.name, ErrorCode.none, None))
     return respond(ctx, results=results)
+
+
+async def _grow(store: TopicStore, name: str, count: int, lock: asyncio.Lock) -> None:
+    """Grow the topic (its ``topic.json`` written on the store's worker thread) and release ``lock`` once that
+    write is done; UNKNOWN_TOPIC_OR_PARTITION if the topic was deleted meanwhile, KAFKA_STORAGE_ERROR if the write
+    failed (nothing changed, or only the final fsync: the new count taken, not acknowledged)."""
+    try:
+        info, written = store.grow_partitions(name, count)
+    except BaseException:
+        lock.release()
+        raise
+    written.add_done_callback(lambda _: lock.release())
+    error: BaseException | None
+    try:
+        error = await asyncio.shield(written)
+    except OSError as exc:
+        error = exc
+    now = store.topic(name)
+    if now is None or now.topic_id != info.topic_id:
+        raise _Refused(ErrorCode.unknown_topic_or_partition, "This server does not host this topic-partition.")
+    if error is not None:
+        log.error("growing topic %s failed: %s: %s", name, type(error).__name__, error)
+        raise _Refused(ErrorCode.kafka_storage_error, f"{type(error).__name__}: {error}")
 
 
 def _check(store: TopicStore, topic: Any) -> int:
