@@ -30,20 +30,21 @@ Authorization, as Kafka checks it (``KafkaApis.handleTopicMetadataRequest``, the
   DELETE TOPIC_AUTHORIZATION_FAILED. By id: an unknown id is UNKNOWN_TOPIC_ID; without DELETE the topic is
   TOPIC_AUTHORIZATION_FAILED, with its name only when the principal may DESCRIBE it.
 
-Large requests never hold the event loop for long. A CreateTopics of more than ``SYNC_TOPICS`` topics checks what
-concerns the whole request first (duplicates, authorization, Kafka's bound on partitions per request), then each
-topic, with the same answers as a small request, ``CHECK_SLICE`` topics per turn of the loop, reserving each name
-it will create as it is checked (``TopicStore.reserve_topic``; a topic is checked and reserved in one turn, so a
-concurrent request either sees the reservation or came first): a CreateTopics of a reserved name from another
-connection gets TOPIC_ALREADY_EXISTS, as in Kafka, and Metadata does not show it (UNKNOWN_TOPIC_OR_PARTITION, or
-LEADER_NOT_AVAILABLE where it would auto-create it: Kafka's answer for a topic being created). The directories are
-then written in chunks of ``CREATE_CHUNK`` on the topic store's worker thread, each chunk registered on the loop
-when written (one new cluster image per chunk); a topic whose writing fails (``OSError``) is answered
-UNKNOWN_SERVER_ERROR, the others are unaffected. A DeleteTopics, of any size, deletes ``DELETE_CHUNK`` topics per
-turn of the loop (each a rename; the coordinator gets one new cluster image when all are done), closes their
-logs in slices without fsyncing them, makes the renames durable and removes the files on the worker thread.
-Either answer is built and
-encoded ``ANSWER_SLICE`` topics per turn. validate_only requests write nothing.
+Large requests never hold the event loop for long, and no CreateTopics writes a file on it (a topic's directory, its
+``topic.json`` and their fsyncs cost 1–2 ms under ``--fsync always``, more on a slower disk: 10 topics in one step
+held the loop 15 ms, and even one topic waited for its fsyncs there). A CreateTopics checks what concerns the whole
+request first (duplicates, authorization, Kafka's bound on partitions per request), then each topic, ``CHECK_SLICE``
+topics per turn of the loop, reserving each name it will create as it is checked (``TopicStore.reserve_topic``; a
+topic is checked and reserved in one turn, so a concurrent request either sees the reservation or came first): a
+CreateTopics of a reserved name from another connection gets TOPIC_ALREADY_EXISTS, as in Kafka, and Metadata does
+not show it (UNKNOWN_TOPIC_OR_PARTITION, or LEADER_NOT_AVAILABLE where it would auto-create it: Kafka's answer for a
+topic being created). The directories are then written in chunks of ``CREATE_CHUNK`` on the topic store's worker
+thread, each chunk registered on the loop when written (one new cluster image per chunk); a topic whose writing
+fails (``OSError``) is answered UNKNOWN_SERVER_ERROR, the others are unaffected. A DeleteTopics, of any size,
+deletes ``DELETE_CHUNK`` topics per turn of the loop (each a rename; the coordinator gets one new cluster image when
+all are done), closes their logs in slices without fsyncing them, makes the renames durable and removes the files on
+the worker thread. Either answer is built and encoded ``ANSWER_SLICE`` topics per turn. validate_only requests
+write nothing.
 
 Also home of the small helpers the data handlers share: building a kio response entity of the request's
 version from keyword values (fields a version lacks are dropped) and reaching the concrete topic store.
@@ -101,11 +102,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 NO_THROTTLE = datetime.timedelta(0)
-#: a CreateTopics of at most this many topics is handled in one step on the event loop (no thread hop); a larger
-#: one in chunks, its directories written on the topic store's worker thread: a topic's directory, its
-#: ``topic.json`` and their fsyncs cost 1–2 ms on the loop under ``--fsync always`` (more on a slower disk), so 10
-#: topics in one step held it 15 ms
-SYNC_TOPICS = 1
 #: topics of a large CreateTopics checked and reserved per turn of the event loop (about 12 µs a topic)
 CHECK_SLICE = 100
 #: topics written per job of the topic store's worker thread (and registered together: one cluster image)
@@ -390,38 +386,12 @@ def _topic_error(mod: ModuleType, name: str | None, code: ErrorCode, topic_id: u
 
 async def handle_create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """CREATE on the Cluster or on each Topic; DESCRIBE_CONFIGS on a Topic to see its configuration."""
-    if len(request.topics) > SYNC_TOPICS:
-        return await _create_topics_chunked(broker, ctx, request)
-    with store_of(broker).batched():  # one new cluster image for the coordinator, not one per topic
-        return _create_topics(broker, ctx, request)
+    return await _create_topics(broker, ctx, request)
 
 
-def _create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    mod = response_module(request)
-    store = store_of(broker)
-    named, creatable, too_many = _screen(broker, ctx, request)
-    if too_many:
-        refused = tuple(_too_many(mod, t.name, creatable) for t in request.topics)
-        return build(mod, "CreateTopicsResponse", throttle_time=NO_THROTTLE, topics=refused)
-    results = []
-    for topic in request.topics:
-        checked = _check_topic(store, topic, named, creatable, broker.default_partitions)
-        if isinstance(checked, _Verdict):
-            results.append(_created(mod, topic.name, None, checked.code, checked.message))
-            continue
-        count, configs = checked
-        info = (
-            TopicInfo(topic.name, ZERO_UUID, count)
-            if request.validate_only
-            else store.create_topic(topic.name, count, configs)
-        )
-        results.append(_created_ok(broker, ctx, mod, store, info, configs))
-    return build(mod, "CreateTopicsResponse", throttle_time=NO_THROTTLE, topics=tuple(results))
-
-
-async def _create_topics_chunked(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    """A large CreateTopics: checked and reserved in one step, written in chunks on the topic store's worker
-    thread and registered chunk by chunk, answered in slices (see the module doc)."""
+async def _create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """A CreateTopics, of any size: checked and reserved in one step, written in chunks on the topic store's
+    worker thread and registered chunk by chunk, answered in slices (see the module doc)."""
     mod = response_module(request)
     store = store_of(broker)
     named, creatable, too_many = _screen(broker, ctx, request)
@@ -514,16 +484,6 @@ class _DescribedConfigs:
             known = self._encoded[key] = (len(entries), buffer.getvalue())
         count, data = known
         return splice(_created(mod, info.name, info, ErrorCode.none, None, []), "configs", count, data)
-
-
-def _created_ok(
-    broker: Broker, ctx: RequestContext, mod: ModuleType, store: TopicStore, info: TopicInfo, configs: dict[str, str]
-) -> Any:
-    if may(broker, ctx, AclOperation.DESCRIBE_CONFIGS, info.name):
-        described = describe_topic(store.configs.defaults, configs)
-        return _created(mod, info.name, info, ErrorCode.none, None, described)
-    # created, but its configuration is not the principal's to see
-    return _created(mod, info.name, info, ErrorCode.none, None, configs_hidden=True)
 
 
 def _screen(broker: Broker, ctx: RequestContext, request: Any) -> tuple[Counter[str], set[str], bool]:
