@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import threading
 from pathlib import Path
 
 import pytest
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32Timedelta
 
+from regroup.server import topics as topics_module
 from regroup.server.handlers.data import handle_list_offsets, handle_produce
 from regroup.server.handlers.topics import build
 from regroup.server.handlers.transactions import init_producer_id as handle_init_producer_id
@@ -103,6 +105,50 @@ def test_producer_ids_are_never_reused_across_restarts(tmp_path: Path) -> None:
         assert [store.allocate_producer_id() for _ in range(3)] == [0, 1, 2]
     with TopicStore.open(tmp_path) as store:
         assert store.allocate_producer_id() == 1000  # the rest of the reserved block is skipped
+
+
+def _watch_id_writes(monkeypatch: pytest.MonkeyPatch, fail_on_thread: bool = False) -> list[tuple[str, int]]:
+    """Every write of ``producer-ids``: the writing thread's name and the value written (``fail_on_thread``:
+    those off the calling thread fail)."""
+    writes: list[tuple[str, int]] = []
+    write = topics_module._write_producer_ids
+
+    def watched(directory: Path, reserved: int, sync: bool) -> None:
+        thread = threading.current_thread()
+        if fail_on_thread and thread is not threading.main_thread():
+            raise OSError(28, "No space left on device")
+        writes.append((thread.name, reserved))
+        write(directory, reserved, sync)
+
+    monkeypatch.setattr(topics_module, "_write_producer_ids", watched)
+    return writes
+
+
+def test_the_next_block_of_producer_ids_is_reserved_off_the_calling_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first block is written by the caller; every later one on the store's thread, once half of the block
+    before it is handed out, so the event loop finds it ready (or waits for that one small write). Every id once,
+    in order, and a restart never hands out one again."""
+    writes = _watch_id_writes(monkeypatch)
+    with TopicStore.open(tmp_path, fsync=FsyncPolicy.ALWAYS) as store:
+        ids = [store.allocate_producer_id() for _ in range(2_600)]
+    assert ids == list(range(2_600))
+    assert writes[0] == (threading.main_thread().name, 1_000)
+    assert [value for _, value in writes] == [1_000, 2_000, 3_000, 4_000]
+    assert all(name.startswith("producer-ids") for name, _ in writes[1:])
+    with TopicStore.open(tmp_path) as store:
+        assert store.allocate_producer_id() >= 2_600
+
+
+def test_a_failed_reservation_ahead_leaves_it_to_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    writes = _watch_id_writes(monkeypatch, fail_on_thread=True)
+    with TopicStore.open(tmp_path, fsync=FsyncPolicy.ALWAYS) as store:
+        ids = [store.allocate_producer_id() for _ in range(2_100)]
+    assert ids == list(range(2_100))
+    assert writes == [(threading.main_thread().name, v) for v in (1_000, 2_000, 3_000)]
+    with TopicStore.open(tmp_path) as store:
+        assert store.allocate_producer_id() == 3_000
 
 
 def test_store_survives_restart(tmp_path: Path) -> None:

@@ -211,6 +211,9 @@ class TopicStore:
         self._sync_timer: asyncio.TimerHandle | None = None
         self._waiters: dict[tuple[str, int], set[asyncio.Future[None]]] = {}
         self._next_pid = self._reserved_pid = 0
+        #: the next block of producer ids being reserved on the worker thread: its end and the write
+        self._next_block: tuple[int, concurrent.futures.Future[None]] | None = None
+        self._pid_writer: concurrent.futures.ThreadPoolExecutor | None = None  # (its thread, from the first)
         self._closed = False
         #: each topic's configuration overrides (``config.json``) and the broker defaults behind them
         self.configs = TopicConfigs(BrokerLogDefaults(segment_bytes=segment_bytes), sync=fsync is not FsyncPolicy.NEVER)
@@ -674,22 +677,42 @@ class TopicStore:
 
     def allocate_producer_id(self) -> int:
         """A producer id never handed out before, not even before a restart: ids are reserved in blocks whose
-        end is persisted (atomically, fsynced) before any id of the block is used."""
+        end is persisted (atomically, fsynced) before any id of the block is used. Once half of a block is
+        handed out, the next block's end is written on the worker thread, so the event loop finds the block
+        ready; it writes one itself only when that write is not done yet (waiting for it first, one small write
+        on a thread of its own: the file's value only grows) or failed."""
         self._check_open()
+        self._adopt_next_block(wait=self._next_pid >= self._reserved_pid)
         if self._next_pid >= self._reserved_pid:
             reserved = self._next_pid + PRODUCER_ID_BLOCK
-            path = self._dir / "producer-ids"
-            tmp = path.with_name("producer-ids.tmp")
-            tmp.write_text(f"{reserved}\n", encoding="ascii")
-            if self._fsync is not FsyncPolicy.NEVER:
-                _fsync_path(tmp)
-            os.replace(tmp, path)
-            if self._fsync is not FsyncPolicy.NEVER:
-                fsync_dir(self._dir)
+            _write_producer_ids(self._dir, reserved, self._fsync is not FsyncPolicy.NEVER)
             self._reserved_pid = reserved
         pid = self._next_pid
         self._next_pid += 1
+        if self._next_block is None and self._reserved_pid - self._next_pid <= PRODUCER_ID_BLOCK // 2:
+            reserved = self._reserved_pid + PRODUCER_ID_BLOCK
+            sync = self._fsync is not FsyncPolicy.NEVER
+            if self._pid_writer is None:
+                self._pid_writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="producer-ids")
+            job = self._pid_writer.submit(_write_producer_ids, self._dir, reserved, sync)
+            self._next_block = (reserved, job)
         return pid
+
+    def _adopt_next_block(self, *, wait: bool) -> None:
+        """The next block's end, once its write is done (``wait``: waiting for it); a failed write is dropped
+        (the loop writes the block itself, and raises what that write raises)."""
+        if self._next_block is None:
+            return
+        reserved, job = self._next_block
+        if not wait and not job.done():
+            return
+        self._next_block = None
+        try:
+            job.result()
+        except (OSError, concurrent.futures.CancelledError) as exc:
+            log.warning("reserving producer ids up to %d ahead failed: %s", reserved, exc)
+            return
+        self._reserved_pid = max(self._reserved_pid, reserved)
 
     async def wait_for_append(self, partitions: Iterable[tuple[str, int]], timeout_s: float) -> bool:
         """Wait until one of ``partitions`` gets an append (or is deleted) or ``timeout_s`` passes; ``True``
@@ -766,6 +789,8 @@ class TopicStore:
         self._disk_stop.set()
         if self._disk is not None:  # the topic being written is finished; nothing else is begun
             self._disk.shutdown(wait=True, cancel_futures=True)
+        if self._pid_writer is not None:
+            self._pid_writer.shutdown(wait=True)
         if self._group_sync is not None:
             self._group_sync.close()
         try:
@@ -1089,6 +1114,19 @@ class _GrowTopicFile:
         for fd in (self.topic_fd, self.staging_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def _write_producer_ids(directory: Path, reserved: int, sync: bool) -> None:
+    """``directory/producer-ids`` holds ``reserved`` (the first producer id not reserved), atomically, fsynced
+    with its directory when ``sync``."""
+    path = directory / "producer-ids"
+    tmp = path.with_name("producer-ids.tmp")
+    tmp.write_text(f"{reserved}\n", encoding="ascii")
+    if sync:
+        _fsync_path(tmp)
+    os.replace(tmp, path)
+    if sync:
+        fsync_dir(directory)
 
 
 def _fsync_path(path: Path) -> None:
