@@ -194,3 +194,26 @@ def test_a_topic_deleted_while_its_file_is_written(broker: _Broker, monkeypatch:
     assert _codes(response) == [ErrorCode.unknown_topic_or_partition]
     assert store.configs.overrides("t") == {}
     assert not (broker.root / "topics" / "t" / CONFIG_FILE).exists()
+
+
+def test_an_alteration_cancelled_while_its_file_is_written(broker: _Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The write goes on and its change is applied (the file and the store agree), and the next alteration of
+    the topic waits for it and builds on it."""
+    writers: list[str] = []
+    _slow_writes(monkeypatch, 0.1, writers)
+    store = broker.topic_store
+
+    async def scenario() -> Any:
+        first = asyncio.ensure_future(_alter(broker, TOPIC, "t", {"retention.ms": "12345"}))
+        while not writers:
+            await asyncio.sleep(0.001)
+        first.cancel()
+        second = await _alter(broker, TOPIC, "t", {"segment.bytes": "1048576"})
+        assert first.cancelled()
+        return second
+
+    response = asyncio.run(scenario())
+    assert _codes(response) == [ErrorCode.none]
+    both_set = {"retention.ms": "12345", "segment.bytes": "1048576"}
+    assert store.configs.overrides("t") == both_set
+    assert json.loads((broker.root / "topics" / "t" / CONFIG_FILE).read_text()) == both_set

@@ -323,14 +323,17 @@ async def _alter_serialised(
         done.add_done_callback(lambda _: lock.release())
         released = True
         slices.hold()
+        gone = _Refused(ErrorCode.unknown_topic_or_partition, "This server does not host this topic-partition.")
         try:
             await asyncio.shield(done)
+        except OSError:
+            if not still_there():  # (a topic deleted meanwhile is unknown, whatever its write did)
+                raise gone from None
+            raise
         finally:
             slices.restart()
-            if not still_there():
-                raise _Refused(  # (a topic deleted meanwhile is unknown, whatever its write did)
-                    ErrorCode.unknown_topic_or_partition, "This server does not host this topic-partition."
-                )
+        if not still_there():
+            raise gone
     finally:
         if not released:
             lock.release()
