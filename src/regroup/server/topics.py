@@ -211,7 +211,7 @@ class TopicStore:
         self._sync_timer: asyncio.TimerHandle | None = None
         self._waiters: dict[tuple[str, int], set[asyncio.Future[None]]] = {}
         self._next_pid = self._reserved_pid = 0
-        #: the next block of producer ids being reserved on the worker thread: its end and the write
+        #: the next block of producer ids being reserved on ``_pid_writer``'s thread: its end and the write
         self._next_block: tuple[int, concurrent.futures.Future[None]] | None = None
         self._pid_writer: concurrent.futures.ThreadPoolExecutor | None = None  # (its thread, from the first)
         self._closed = False
@@ -678,7 +678,7 @@ class TopicStore:
     def allocate_producer_id(self) -> int:
         """A producer id never handed out before, not even before a restart: ids are reserved in blocks whose
         end is persisted (atomically, fsynced) before any id of the block is used. Once half of a block is
-        handed out, the next block's end is written on the worker thread, so the event loop finds the block
+        handed out, the next block's end is written on a thread of its own, so the event loop finds the block
         ready; it writes one itself only when that write is not done yet (waiting for it first, one small write
         on a thread of its own: the file's value only grows) or failed."""
         self._check_open()
