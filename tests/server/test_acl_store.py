@@ -174,6 +174,44 @@ def test_changes_written_aside_are_one_at_a_time_and_durable_first(
     assert open_store(tmp_path).authorizer.bindings() == [acl("b")]
 
 
+def test_a_deletion_cancelled_while_its_file_is_written_still_takes_effect(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its client gone (the connection cancels its handler) while the file without the ACL is written: once
+    written, the ACL no longer grants, as the file says, and the next change waits for that."""
+    store = open_store(tmp_path)
+    store.create([acl("a"), acl("b")])
+    writes: list[int] = []
+    started, proceed = threading.Event(), threading.Event()
+    real_write = store._write
+
+    def held_write(bindings: list[AclBinding]) -> None:
+        writes.append(len(bindings))
+        if len(writes) == 1:
+            started.set()
+            assert proceed.wait(10)
+        real_write(bindings)
+
+    monkeypatch.setattr(store, "_write", held_write)
+
+    async def changes() -> list[str | None]:
+        loop = asyncio.get_running_loop()
+        deletion = loop.create_task(store.delete_aside([exact_filter(acl("a"))]))
+        assert await loop.run_in_executor(None, started.wait, 10)
+        deletion.cancel()
+        await asyncio.sleep(0)
+        creation = loop.create_task(store.create_aside([acl("c")]))
+        await asyncio.sleep(0.05)
+        assert writes == [1]  # (the creation waits for the cancelled deletion's write)
+        proceed.set()
+        return await creation
+
+    assert asyncio.run(changes()) == [None]
+    assert writes == [1, 2]
+    assert store.authorizer.bindings() == [acl("b"), acl("c")]
+    assert open_store(tmp_path).authorizer.bindings() == [acl("b"), acl("c")]
+
+
 def test_a_failed_write_aside_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = open_store(tmp_path)
     store.create([acl("kept")])

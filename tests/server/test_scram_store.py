@@ -257,6 +257,38 @@ def test_changes_written_aside_are_one_at_a_time_and_take_effect_once_written(
     assert store.users() == reopened(store).users() == {"bob": [("SCRAM-SHA-256", 4096)]}
 
 
+def test_a_deletion_cancelled_while_its_file_is_written_still_takes_effect(
+    store: ScramStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its client gone while the file without the credential is written: once written, the credential no
+    longer authenticates, as the file says."""
+    store.alter([upsert("alice"), upsert("bob")], [])
+    started, proceed = threading.Event(), threading.Event()
+    real_write = store._write
+
+    def held_write(credentials: Any) -> None:
+        started.set()
+        assert proceed.wait(10)
+        real_write(credentials)
+
+    monkeypatch.setattr(store, "_write", held_write)
+
+    async def change() -> None:
+        loop = asyncio.get_running_loop()
+        deletion = loop.create_task(store.alter_aside([], [ScramDeletion("alice", 1)]))
+        assert await loop.run_in_executor(None, started.wait, 10)
+        deletion.cancel()
+        await asyncio.sleep(0)
+        assert deletion.cancelled()
+        proceed.set()
+        await store._changing.acquire()  # (let go once the write is done and taken)
+        store._changing.release()
+
+    asyncio.run(change())
+    assert store.lookup("SCRAM-SHA-256", "alice") is None
+    assert store.users() == reopened(store).users() == {"bob": [("SCRAM-SHA-256", 4096)]}
+
+
 def test_a_failed_write_aside_changes_nothing(store: ScramStore, monkeypatch: pytest.MonkeyPatch) -> None:
     store.alter([upsert("alice")], [])
 

@@ -21,8 +21,9 @@ A shell module: the file I/O is here, the ACL logic in ``regroup.security``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from enum import IntEnum
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -30,6 +31,7 @@ from typing import Any, Final, TypeVar
 from regroup.security.acl import AclOperation, AclPermissionType, PatternType, ResourceType
 from regroup.security.authorizer import Authorizer
 from regroup.security.bindings import AclBinding, AclBindingFilter, validate_binding
+from regroup.server.durable_change import written_then
 from regroup.storage.files import write_file_atomically
 from regroup.storage.format import CorruptLogError
 
@@ -78,12 +80,17 @@ class AclStore:
 
     async def create_aside(self, bindings: Sequence[AclBinding]) -> list[str | None]:
         """``create``, the file written on a worker thread (``_write_aside``)."""
-        async with self._changing:
+        await self._changing.acquire()
+        try:
             errors, new = self._plan_create(bindings)
-            if new:
-                await self._write_aside([*self.authorizer.bindings(), *new])
-                self.authorizer.add(new)
+        except BaseException:
+            self._changing.release()
+            raise
+        if not new:
+            self._changing.release()
             return errors
+        await self._write_aside([*self.authorizer.bindings(), *new], functools.partial(self.authorizer.add, new))
+        return errors
 
     def _plan_create(self, bindings: Sequence[AclBinding]) -> tuple[list[str | None], list[AclBinding]]:
         """Each binding's refusal (or None), and the ACLs to add (none: nothing to write)."""
@@ -106,24 +113,31 @@ class AclStore:
 
     async def delete_aside(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
         """``delete``, the file written on a worker thread (``_write_aside``)."""
-        async with self._changing:
+        await self._changing.acquire()
+        try:
             matched, gone = self._plan_delete(filters)
-            if gone:
-                await self._write_aside([b for b in self.authorizer.bindings() if b not in gone])
-                self.authorizer.discard(gone)
+        except BaseException:
+            self._changing.release()
+            raise
+        if not gone:
+            self._changing.release()
             return matched
+        kept = [b for b in self.authorizer.bindings() if b not in gone]
+        await self._write_aside(kept, functools.partial(self.authorizer.discard, gone))
+        return matched
 
     def _plan_delete(self, filters: Sequence[AclBindingFilter]) -> tuple[list[list[AclBinding]], set[AclBinding]]:
         """The ACLs each filter selects (against the ACLs as they are now), and all of them together."""
         matched = [self.authorizer.describe(f) for f in filters]
         return matched, {b for found in matched for b in found}
 
-    async def _write_aside(self, bindings: list[AclBinding]) -> None:
-        """``_write`` on a worker thread: the whole file encoded and fsynced there (at 10,000 ACLs about 700 KB,
-        which held the event loop for tens of milliseconds a change). Changes made this way are one at a time
-        (``_changing``), and the authorizer changes only once the file is written, so every decision until
-        then follows the ACLs on disk."""
-        await asyncio.get_running_loop().run_in_executor(None, self._write, bindings)
+    async def _write_aside(self, bindings: list[AclBinding], then: Callable[[], object]) -> None:
+        """``_write`` on a worker thread (``_changing`` held by the caller): the whole file encoded and fsynced
+        there (at 10,000 ACLs about 700 KB, which held the event loop for tens of milliseconds a change), then
+        ``then`` changes the authorizer and ``_changing`` is let go, both once the file is written, even if the
+        request is cancelled meanwhile (``durable_change.written_then``): changes made this way are one at a time,
+        and every decision follows the ACLs on disk."""
+        await written_then(self._changing, functools.partial(self._write, bindings), then)
 
     def describe(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
         return self.authorizer.describe(acl_filter)

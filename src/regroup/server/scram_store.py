@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import functools
 import json
 import os
 from collections.abc import Sequence
@@ -41,6 +42,7 @@ from regroup.security.scram import (
     mechanism_named,
     mechanism_of_type,
 )
+from regroup.server.durable_change import written_then
 from regroup.storage.files import write_file_atomically
 from regroup.storage.format import CorruptLogError
 
@@ -155,13 +157,24 @@ class ScramStore:
         """``alter``, the file encoded and written on a worker thread (every user's credentials, fsynced: it held
         the event loop about 30 ms for 1,000 users). Such changes are one at a time (``_changing``), each planned
         against the credentials the one before left, which serve every authentication until the file is
-        written."""
-        async with self._changing:
+        written; the new ones serve from then on, even if the request is cancelled meanwhile
+        (``durable_change.written_then``: a credential deleted on disk never goes on authenticating)."""
+        await self._changing.acquire()
+        try:
             results, updated = self._plan(upsertions, deletions)
-            if updated is not None:
-                await asyncio.get_running_loop().run_in_executor(None, self._write, updated)
-                self._credentials = updated
+        except BaseException:
+            self._changing.release()
+            raise
+        if updated is None:
+            self._changing.release()
             return results
+        await written_then(
+            self._changing, functools.partial(self._write, updated), functools.partial(self._adopt, updated)
+        )
+        return results
+
+    def _adopt(self, credentials: dict[str, dict[str, ScramCredential]]) -> None:
+        self._credentials = credentials
 
     def _plan(
         self, upsertions: Sequence[ScramUpsertion], deletions: Sequence[ScramDeletion]
