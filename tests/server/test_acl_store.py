@@ -136,13 +136,11 @@ def test_a_failed_write_changes_nothing(tmp_path: Path, monkeypatch: pytest.Monk
     assert (tmp_path / ACL_FILE).read_bytes() == before
 
 
-def test_changes_written_aside_are_one_at_a_time_and_durable_first(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The handlers' changes write the file on a worker thread: the loop runs meanwhile, the authorizer keeps
-    the ACLs on disk until the write returns, and a second change waits for the first (it is planned against
-    the ACLs the first made)."""
-    store = open_store(tmp_path)
+def _hold_first_write(
+    store: AclStore, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[int], threading.Event, threading.Event]:
+    """The store's file writes, each noted by the ACLs it writes; the first sets ``started`` and waits for
+    ``proceed`` before writing."""
     writes: list[int] = []
     started, proceed = threading.Event(), threading.Event()
     real_write = store._write
@@ -155,6 +153,17 @@ def test_changes_written_aside_are_one_at_a_time_and_durable_first(
         real_write(bindings)
 
     monkeypatch.setattr(store, "_write", held_write)
+    return writes, started, proceed
+
+
+def test_changes_written_aside_are_one_at_a_time_and_durable_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The handlers' changes write the file on a worker thread: the loop runs meanwhile, the authorizer keeps
+    the ACLs on disk until the write returns, and a second change waits for the first (it is planned against
+    the ACLs the first made)."""
+    store = open_store(tmp_path)
+    writes, started, proceed = _hold_first_write(store, monkeypatch)
 
     async def changes() -> list[list[AclBinding]]:
         loop = asyncio.get_running_loop()
@@ -181,18 +190,7 @@ def test_a_deletion_cancelled_while_its_file_is_written_still_takes_effect(
     written, the ACL no longer grants, as the file says, and the next change waits for that."""
     store = open_store(tmp_path)
     store.create([acl("a"), acl("b")])
-    writes: list[int] = []
-    started, proceed = threading.Event(), threading.Event()
-    real_write = store._write
-
-    def held_write(bindings: list[AclBinding]) -> None:
-        writes.append(len(bindings))
-        if len(writes) == 1:
-            started.set()
-            assert proceed.wait(10)
-        real_write(bindings)
-
-    monkeypatch.setattr(store, "_write", held_write)
+    writes, started, proceed = _hold_first_write(store, monkeypatch)
 
     async def changes() -> list[str | None]:
         loop = asyncio.get_running_loop()

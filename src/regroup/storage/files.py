@@ -176,18 +176,7 @@ def write_all_or_take_back(
 def write_whole_file(path: Path, data: bytes, *, sync: bool) -> None:
     """Create (or truncate) ``path`` and write all of ``data``, fsynced when ``sync``; on any failure the
     file is removed. The caller renames it into place."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | CLOEXEC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        if sync:
-            fsync_file(fd)
-    except BaseException:
-        os.close(fd)
-        path.unlink(missing_ok=True)
-        raise
-    os.close(fd)
+    write_file_in(None, path, data, sync=sync)
 
 
 def write_file_atomically(path: Path, data: bytes, *, sync: bool) -> None:
@@ -206,9 +195,10 @@ def open_directory(path: Path) -> int:
     return os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | CLOEXEC)
 
 
-def write_file_in(dir_fd: int, name: str, data: bytes, *, sync: bool) -> None:
-    """Create (or truncate) the file ``name`` in the directory open as ``dir_fd`` and write all of ``data``,
-    fsynced when ``sync``; on any failure the file is removed. The caller renames it into place."""
+def write_file_in(dir_fd: int | None, name: str | Path, data: bytes, *, sync: bool) -> None:
+    """Create (or truncate) the file ``name`` in the directory open as ``dir_fd`` (None: ``name`` is a path) and
+    write all of ``data``, fsynced when ``sync``; on any failure the file is removed. The caller renames it into
+    place."""
     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | CLOEXEC, 0o644, dir_fd=dir_fd)
     try:
         view = memoryview(data)
@@ -218,7 +208,7 @@ def write_file_in(dir_fd: int, name: str, data: bytes, *, sync: bool) -> None:
             fsync_file(fd)
     except BaseException:
         os.close(fd)
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(name, dir_fd=dir_fd)
         raise
     os.close(fd)
