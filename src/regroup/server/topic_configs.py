@@ -65,7 +65,7 @@ class TopicConfigs:
         """Write the (checked) configs of a topic being created into its staging directory (the store fsyncs
         that directory before renaming it into place). Registered once the topic exists: :meth:`adopt`."""
         if configs:
-            (staging_dir / CONFIG_FILE).write_text(json.dumps(dict(sorted(configs.items()))) + "\n", encoding="utf-8")
+            (staging_dir / CONFIG_FILE).write_bytes(self.encoded(configs))
 
     def adopt(self, topic: str, configs: Mapping[str, str]) -> None:
         self._set(topic, dict(configs))
